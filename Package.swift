@@ -1,0 +1,30 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "pushemu",
+    products: [
+        .executable(name: "pushemu", targets: ["pushemu"]),
+    ],
+    targets: [
+        // C libraries from Debian, with static inline shims for the macros Swift cannot import.
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // The one tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
+        .target(name: "CSystem"),
+
+        // HTTP server core: knows nothing about push.
+        .target(name: "Transport", dependencies: ["CNghttp2", "COpenSSL", "CSystem"]),
+        // Composition root: configuration, wiring, admin routes.
+        .target(name: "Emulator", dependencies: ["Transport"]),
+        // Thin CLI.
+        .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
+        // A trivial 200 responder over the same transport, used by Scripts/bench.
+        .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
+
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "CSystem"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "CSystem"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

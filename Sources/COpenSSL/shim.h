@@ -1,0 +1,35 @@
+#ifndef PUSHEMU_COPENSSL_SHIM_H
+#define PUSHEMU_COPENSSL_SHIM_H
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <openssl/evp.h>
+#include <openssl/bio.h>
+
+/* Macros and bit-shift constants Swift cannot import. */
+static inline int pushemu_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int v) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, v);
+}
+static inline long pushemu_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+static inline void pushemu_ssl_ctx_set_server_options(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                             SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_IGNORE_UNEXPECTED_EOF);
+}
+static inline void pushemu_openssl_free(void *p) { OPENSSL_free(p); }
+static inline const char *pushemu_ssl_get_servername(const SSL *ssl) {
+    return SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+}
+static inline long pushemu_ssl_ctx_set_session_cache_server(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+}
+static inline long pushemu_ssl_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *x) {
+    return SSL_CTX_add1_chain_cert(ctx, x);
+}
+static inline long pushemu_ssl_ctx_set_read_ahead(SSL_CTX *ctx, long on) {
+    return SSL_CTX_set_read_ahead(ctx, on);
+}
+#endif

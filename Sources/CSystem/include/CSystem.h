@@ -1,0 +1,42 @@
+#ifndef PUSHEMU_CSYSTEM_H
+#define PUSHEMU_CSYSTEM_H
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* epoll: struct epoll_event is packed on x86_64, so it never crosses into Swift. */
+typedef struct { uint32_t events; uint64_t data; } csys_event;
+#define CSYS_EPOLLIN 0x001u
+#define CSYS_EPOLLOUT 0x004u
+#define CSYS_EPOLLERR 0x008u
+#define CSYS_EPOLLHUP 0x010u
+#define CSYS_EPOLLRDHUP 0x2000u
+#define CSYS_EPOLLEXCLUSIVE 0x10000000u
+int csys_epoll_create(void);
+int csys_epoll_add(int epfd, int fd, uint32_t events, uint64_t data);
+int csys_epoll_mod(int epfd, int fd, uint32_t events, uint64_t data);
+int csys_epoll_del(int epfd, int fd);
+int csys_epoll_wait(int epfd, csys_event *events, int max, int timeout_ms);
+
+/* accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC. */
+int csys_accept(int fd);
+/* eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC). */
+int csys_eventfd(void);
+/* A nonblocking, close-on-exec TCP socket for the given family. */
+int csys_tcp_socket(int family);
+/* Block SIGINT, SIGTERM, SIGHUP for this thread and the threads it creates; ignore SIGPIPE. */
+void csys_block_signals(void);
+/* Wait for SIGINT/SIGTERM/SIGHUP; returns the signal number. */
+int csys_wait_signal(void);
+/* Unbuffered write of a whole string to stderr / stdout. */
+void csys_write_stderr(const char *s);
+void csys_write_stdout(const char *s);
+/* Monotonic clock in nanoseconds. */
+uint64_t csys_monotonic_ns(void);
+/* Wall clock in milliseconds since the epoch. */
+int64_t csys_wall_ms(void);
+/* Number of online CPUs. */
+int csys_cpu_count(void);
+/* Peer address of a socket as text "host:port", written into buf. */
+int csys_peer_name(int fd, char *buf, size_t len);
+#endif

@@ -1,0 +1,114 @@
+import Glibc
+import Transport
+
+/// The composition root: turns a configuration into a running server with its routes.
+public final class Emulator: @unchecked Sendable {
+    public let configuration: EmulatorConfiguration
+    let server: HTTPServer
+
+    public init(configuration: EmulatorConfiguration) throws {
+        self.configuration = configuration
+        var sc = ServerConfiguration()
+        sc.host = configuration.host
+        sc.httpPort = configuration.httpPort
+        sc.httpsPort = configuration.httpsPort
+        sc.threads = configuration.threads
+        sc.tls = try Emulator.tlsConfiguration(configuration)
+        sc.maxConcurrentStreams = configuration.maxConcurrentStreams
+        sc.limits.maxConnections = configuration.maxConnections
+        sc.limits.maxHeaderListSize = configuration.maxHeaderListSize
+        sc.timeouts.idle = configuration.idleTimeout
+        do {
+            server = try HTTPServer(configuration: sc, router: Emulator.router())
+        } catch {
+            throw ConfigurationError("TLS setup failed: \(error)")
+        }
+    }
+
+    /// Creates the data directory (unless in memory), binds and starts serving.
+    public func start() throws {
+        if !configuration.inMemory {
+            try Emulator.makeDirectory(configuration.dataDirectory)
+        }
+        do {
+            try server.start()
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
+    }
+
+    public var httpAddress: BoundAddress? { server.httpAddress }
+    public var httpsAddress: BoundAddress? { server.httpsAddress }
+
+    /// The line scripts wait for.
+    public var listeningLine: String {
+        "pushemu listening http=\(httpAddress?.description ?? "-") https=\(httpsAddress?.description ?? "-")"
+    }
+
+    /// GOAWAY to every connection, drain within the configured time, stop.
+    public func shutdown() {
+        server.shutdown(drainTimeout: configuration.drainTimeout)
+    }
+
+    // MARK: wiring
+
+    static func router() -> Router {
+        var r = Router()
+        r.notFound = { req in
+            AdminAPI.error(404, "no route for \(req.method.name) \(req.path.utf8String)")
+        }
+        r.methodNotAllowed = { req, allowed in
+            var resp = AdminAPI.error(405, "\(req.method.name) is not allowed on \(req.path.utf8String)")
+            resp.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
+            return resp
+        }
+        AdminAPI.register(&r)
+        return r
+    }
+
+    static func tlsConfiguration(_ c: EmulatorConfiguration) throws -> TLSConfiguration {
+        let cert: [UInt8], key: [UInt8]
+        switch (c.certificatePath, c.keyPath) {
+        case (nil, nil):
+            cert = Array(DevelopmentCredentials.serverCertificate.utf8)
+            key = Array(DevelopmentCredentials.serverKey.utf8)
+        case (let cp?, let kp?):
+            cert = try readFile(cp, what: "certificate")
+            key = try readFile(kp, what: "key")
+        case (_?, nil):
+            throw ConfigurationError("--cert needs --key")
+        case (nil, _?):
+            throw ConfigurationError("--key needs --cert")
+        }
+        let ca = try c.clientCAPath.map { try readFile($0, what: "client CA") }
+            ?? Array(DevelopmentCredentials.certificateAuthority.utf8)
+        return TLSConfiguration(certificateChainPEM: cert, privateKeyPEM: key, clientCAPEM: ca)
+    }
+
+    static func readFile(_ path: String, what: String) throws -> [UInt8] {
+        guard let f = fopen(path, "rb") else {
+            throw ConfigurationError("cannot read \(what) file '\(path)': \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(f) }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&buf, 1, buf.count, f)
+            if n > 0 { out.append(contentsOf: buf[0..<n]) }
+            if n < buf.count { break }
+            if out.count > 16 * 1024 * 1024 { throw ConfigurationError("\(what) file '\(path)' is too large") }
+        }
+        if ferror(f) != 0 { throw ConfigurationError("cannot read \(what) file '\(path)'") }
+        return out
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part + "/"
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw ConfigurationError("cannot create data directory '\(path)': \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

@@ -1,0 +1,26 @@
+import CSystem
+
+/// Everything `pushemu serve` can be told, by flag or config file. Defaults are what a CI user wants.
+public struct EmulatorConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var httpPort = 8080
+    public var httpsPort = 8443
+    public var threads = Int(csys_cpu_count())
+    /// Where later layers persist keys, service accounts and the journal.
+    public var dataDirectory = "./.pushemu"
+    /// Write nothing to disk.
+    public var inMemory = false
+    /// PEM files overriding the embedded development credentials.
+    public var certificatePath: String?
+    public var keyPath: String?
+    /// CA(s) that client certificates are verified against (default: the development CA).
+    public var clientCAPath: String?
+    /// Seconds to finish in-flight requests on SIGINT/SIGTERM.
+    public var drainTimeout: Double = 10
+    public var maxConnections = 10_000
+    public var maxConcurrentStreams: UInt32 = 1000
+    public var maxHeaderListSize = 16 * 1024
+    public var idleTimeout: Double = 3600
+
+    public init() {}
+}

@@ -1,0 +1,147 @@
+/// Parses `pushemu serve` flags (and `--config FILE`) into a configuration.
+///
+/// Every flag is a long `--kebab-case` name taking `--name VALUE` or `--name=VALUE`; boolean
+/// flags take no value. A config file holds the same names, one `name = value` per line
+/// (`#` starts a comment; booleans are `true`/`false`). Command-line flags win over the file.
+public enum ServeOptions {
+    public static let version = "0.1.0"
+
+    struct Option: Sendable {
+        let name: String
+        let valueName: String?   // nil: boolean flag
+        let help: String
+        let apply: @Sendable (inout EmulatorConfiguration, String) throws -> Void
+    }
+
+    static let options: [Option] = [
+        Option(name: "host", valueName: "ADDR", help: "address to bind (default 127.0.0.1; 0.0.0.0 or :: for all)") { c, v in c.host = v },
+        Option(name: "http-port", valueName: "PORT", help: "cleartext port: HTTP/1.1, h2c, Upgrade: h2c (default 8080; 0 = any free)") { c, v in c.httpPort = try port(v, "http-port") },
+        Option(name: "https-port", valueName: "PORT", help: "TLS port: HTTP/2 and HTTP/1.1 (default 8443; 0 = any free)") { c, v in c.httpsPort = try port(v, "https-port") },
+        Option(name: "threads", valueName: "N", help: "event-loop threads (default: CPU count)") { c, v in c.threads = try int(v, "threads", 1...1024) },
+        Option(name: "data-dir", valueName: "DIR", help: "where state is persisted (default ./.pushemu)") { c, v in c.dataDirectory = v },
+        Option(name: "in-memory", valueName: nil, help: "write nothing to disk") { c, v in c.inMemory = try bool(v, "in-memory") },
+        Option(name: "cert", valueName: "FILE", help: "TLS certificate chain, PEM (default: the embedded development certificate)") { c, v in c.certificatePath = v },
+        Option(name: "key", valueName: "FILE", help: "TLS private key, PEM") { c, v in c.keyPath = v },
+        Option(name: "client-ca", valueName: "FILE", help: "CA(s) for client certificates, PEM (default: the development CA)") { c, v in c.clientCAPath = v },
+        Option(name: "drain-timeout", valueName: "SECONDS", help: "time to finish in-flight requests on SIGINT/SIGTERM (default 10)") { c, v in c.drainTimeout = try double(v, "drain-timeout") },
+        Option(name: "idle-timeout", valueName: "SECONDS", help: "close connections idle this long (default 3600)") { c, v in c.idleTimeout = try double(v, "idle-timeout") },
+        Option(name: "max-connections", valueName: "N", help: "open connections at most (default 10000)") { c, v in c.maxConnections = try int(v, "max-connections", 1...1_000_000) },
+        Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000)) },
+        Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
+    ]
+
+    public static var usage: String {
+        var s = """
+        pushemu \(version): an emulator of the APNs provider API and the FCM HTTP v1 API.
+
+        Usage:
+          pushemu [serve] [options]     start the emulator (the default command)
+          pushemu --help | --version
+
+        Options:
+
+        """
+        s += "  --config FILE                        read options from FILE (name = value lines)\n"
+        for o in options {
+            let left = "  --\(o.name)" + (o.valueName.map { " \($0)" } ?? "")
+            s += left + String(repeating: " ", count: max(1, 39 - left.count)) + o.help + "\n"
+        }
+        return s
+    }
+
+    /// Parses arguments after the command name.
+    public static func parse(_ args: [String], readFile: (String) throws -> String = defaultReadFile) throws -> EmulatorConfiguration {
+        var config = EmulatorConfiguration()
+        var pairs: [(String, String?)] = []
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            guard a.hasPrefix("--"), a.count > 2 else { throw ConfigurationError("unexpected argument '\(a)' (see pushemu --help)") }
+            var name = String(a.dropFirst(2))
+            var value: String? = nil
+            if let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            let takesValue = name == "config" || option(name)?.valueName != nil
+            if option(name) == nil && name != "config" { throw ConfigurationError("unknown option '--\(name)' (see pushemu --help)") }
+            if takesValue && value == nil {
+                guard i + 1 < args.count else { throw ConfigurationError("option '--\(name)' needs a value") }
+                value = args[i + 1]
+                i += 1
+            }
+            pairs.append((name, value))
+            i += 1
+        }
+        // The config file first, so flags override it.
+        for (name, value) in pairs where name == "config" {
+            for (n, v) in try parseConfigFile(try readFile(value!), path: value!) {
+                try apply(n, v, to: &config, source: "config file '\(value!)'")
+            }
+        }
+        for (name, value) in pairs where name != "config" {
+            try apply(name, value ?? "true", to: &config, source: "command line")
+        }
+        return config
+    }
+
+    static func option(_ name: String) -> Option? { options.first { $0.name == name } }
+
+    static func apply(_ name: String, _ value: String, to config: inout EmulatorConfiguration, source: String) throws {
+        guard let o = option(name) else { throw ConfigurationError("unknown option '\(name)' in \(source)") }
+        try o.apply(&config, value)
+    }
+
+    static func parseConfigFile(_ text: String, path: String) throws -> [(String, String)] {
+        var out: [(String, String)] = []
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = Substring(raw)
+            if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
+            let trimmed = line.trimmingCharacters(in: " \t\r")
+            if trimmed.isEmpty { continue }
+            guard let eq = trimmed.firstIndex(of: "=") else {
+                throw ConfigurationError("\(path):\(n + 1): expected 'name = value'")
+            }
+            let name = String(trimmed[..<eq]).trimmingCharacters(in: " \t")
+            var value = String(trimmed[trimmed.index(after: eq)...]).trimmingCharacters(in: " \t")
+            if value.count >= 2 && value.hasPrefix("\"") && value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            out.append((name.hasPrefix("--") ? String(name.dropFirst(2)) : name, value))
+        }
+        return out
+    }
+
+    public static func defaultReadFile(_ path: String) throws -> String {
+        String(decoding: try Emulator.readFile(path, what: "config"), as: UTF8.self)
+    }
+
+    static func port(_ v: String, _ name: String) throws -> Int { try int(v, name, 0...65535) }
+
+    static func int(_ v: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard let n = Int(v), range.contains(n) else {
+            throw ConfigurationError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got '\(v)'")
+        }
+        return n
+    }
+
+    static func double(_ v: String, _ name: String) throws -> Double {
+        guard let d = Double(v), d >= 0, d.isFinite else { throw ConfigurationError("--\(name) must be a non-negative number, got '\(v)'") }
+        return d
+    }
+
+    static func bool(_ v: String, _ name: String) throws -> Bool {
+        switch v.lowercased() {
+        case "true", "yes", "1", "on": return true
+        case "false", "no", "0", "off": return false
+        default: throw ConfigurationError("--\(name) must be true or false, got '\(v)'")
+        }
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s = s.dropFirst() }
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,412 @@
+import COpenSSL
+import CSystem
+import Glibc
+
+/// One accepted socket: TLS (when on the TLS listener), protocol selection (ALPN, or sniffing
+/// the HTTP/2 preface when there is none), the HTTP/1.1 or HTTP/2 session, and output
+/// buffering with backpressure. Owned by one event loop.
+final class Connection: EventHandler {
+    enum Phase { case handshake, sniff, http1, http2, closed }
+
+    let fd: Int32
+    unowned let loop: EventLoop
+    let core: ServerCore
+    let context: ConnectionContext
+    private var ssl: OpaquePointer?
+    private(set) var phase: Phase
+    private(set) var http1: HTTP1Session?
+    private(set) var http2: HTTP2Session?
+    private var sniffed: [UInt8] = []
+    private var out = OutputBuffer()
+    private var interest: UInt32 = 0
+    private var wantWrite = false
+    private var readWantsWrite = false
+    private var outputPaused = false
+    private var inputPaused = false
+    private var peerClosed = false
+    private var closeWhenFlushed = false
+    private var flushQueued = false
+    private(set) var isDraining = false
+    private let createdAt: UInt64
+    private var lastActivity: UInt64
+
+    init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int) {
+        self.fd = fd
+        self.loop = loop
+        self.core = core
+        var nameBuf = [CChar](repeating: 0, count: 80)
+        let remote = csys_peer_name(fd, &nameBuf, nameBuf.count) > 0 ? nameBuf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } : "unknown"
+        context = ConnectionContext(id: connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue,
+                                    transport: tls == nil ? .cleartext : .tls, remoteAddress: remote,
+                                    localPort: localPort, eventLoop: loop,
+                                    maxConcurrentStreams: core.configuration.maxConcurrentStreams)
+        createdAt = csys_monotonic_ns()
+        lastActivity = createdAt
+        if let tls {
+            ssl = SSL_new(tls.ctx)
+            phase = .handshake
+        } else {
+            phase = .sniff
+        }
+        context.control = self
+    }
+
+    deinit {
+        if let ssl { SSL_free(ssl) }
+    }
+
+    /// Registers with the loop. Returns false (and closes) when that fails.
+    func start() -> Bool {
+        if let ssl {
+            guard SSL_set_fd(ssl, fd) == 1 else { Glibc.close(fd); phase = .closed; return false }
+            SSL_set_accept_state(ssl)
+        }
+        interest = CSYS_EPOLLIN | CSYS_EPOLLRDHUP
+        guard loop.register(fd: fd, handler: self, events: interest) else {
+            Glibc.close(fd)
+            phase = .closed
+            return false
+        }
+        loop.openConnections.add(1, ordering: .relaxed)
+        return true
+    }
+
+    // MARK: events
+
+    func handle(events: UInt32) {
+        if events & CSYS_EPOLLERR != 0 && events & CSYS_EPOLLIN == 0 {
+            close()
+            return
+        }
+        if events & CSYS_EPOLLOUT != 0 { onWritable() }
+        if phase != .closed && events & (CSYS_EPOLLIN | CSYS_EPOLLHUP | CSYS_EPOLLRDHUP) != 0 {
+            onReadable()
+        }
+    }
+
+    private func onReadable() {
+        lastActivity = csys_monotonic_ns()
+        if phase == .handshake {
+            handshake()
+            if phase == .handshake || phase == .closed { return }
+        }
+        readLoop()
+        flush()
+    }
+
+    private func onWritable() {
+        if phase == .handshake {
+            handshake()
+            if phase == .handshake || phase == .closed { return }
+            readLoop()
+        } else if readWantsWrite {
+            readWantsWrite = false
+            readLoop()
+        }
+        flush()
+    }
+
+    private var readBlocked: Bool { outputPaused || inputPaused || peerClosed }
+
+    private func readLoop() {
+        let buf = loop.readBuffer
+        while phase != .closed && !readBlocked {
+            var n: Int
+            if let ssl {
+                n = Int(SSL_read(ssl, buf.baseAddress, Int32(buf.count)))
+                if n <= 0 {
+                    let err = SSL_get_error(ssl, Int32(n))
+                    if err == SSL_ERROR_WANT_READ { break }
+                    if err == SSL_ERROR_WANT_WRITE { readWantsWrite = true; wantWrite = true; updateInterest(); break }
+                    if err == SSL_ERROR_ZERO_RETURN { peerDidClose(); break }
+                    ERR_clear_error()
+                    close()
+                    return
+                }
+            } else {
+                n = Glibc.read(fd, buf.baseAddress, buf.count)
+                if n < 0 {
+                    if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                    if errno == EINTR { continue }
+                    close()
+                    return
+                }
+                if n == 0 { peerDidClose(); break }
+            }
+            deliver(UnsafeRawBufferPointer(rebasing: buf[0..<n]))
+            if out.count > core.configuration.limits.outputHighWater {
+                outputPaused = true
+                updateInterest()
+            }
+            if n < buf.count {
+                if let ssl {
+                    if SSL_pending(ssl) == 0 && SSL_has_pending(ssl) == 0 { break }
+                } else {
+                    break
+                }
+            }
+        }
+    }
+
+    private func peerDidClose() {
+        peerClosed = true
+        switch phase {
+        case .http1:
+            if http1?.isBusy == true { closeWhenFlushed = true } else { close() }
+        case .http2:
+            closeWhenFlushed = true
+        default:
+            close()
+        }
+        updateInterest()
+    }
+
+    private func deliver(_ bytes: UnsafeRawBufferPointer) {
+        switch phase {
+        case .http2:
+            if !http2!.receive(bytes) { closeWhenFlushed = true; peerClosed = true }
+        case .http1:
+            http1!.receive(bytes)
+        case .sniff:
+            sniffed.append(contentsOf: bytes)
+            selectBySniffing()
+        case .handshake, .closed:
+            break
+        }
+    }
+
+    // MARK: protocol selection
+
+    private static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    private func selectBySniffing() {
+        let p = Connection.preface
+        let n = min(sniffed.count, p.count)
+        let matches = sniffed[0..<n].elementsEqual(p[0..<n])
+        if matches && sniffed.count < p.count { return }   // need more bytes to decide
+        let bytes = sniffed
+        sniffed = []
+        if matches { startHTTP2() } else { startHTTP1() }
+        bytes.withUnsafeBytes { deliver($0) }
+    }
+
+    private func handshake() {
+        guard let ssl else { return }
+        let rc = SSL_do_handshake(ssl)
+        if rc == 1 {
+            handshakeDone(ssl)
+            return
+        }
+        switch SSL_get_error(ssl, rc) {
+        case SSL_ERROR_WANT_READ:
+            wantWrite = false
+            updateInterest()
+        case SSL_ERROR_WANT_WRITE:
+            wantWrite = true
+            updateInterest()
+        default:
+            ERR_clear_error()
+            close()
+        }
+    }
+
+    private func handshakeDone(_ ssl: OpaquePointer) {
+        wantWrite = false
+        var alpnPtr: UnsafePointer<UInt8>?
+        var alpnLen: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &alpnPtr, &alpnLen)
+        if let alpnPtr, alpnLen > 0 {
+            context.alpn = String(decoding: UnsafeBufferPointer(start: alpnPtr, count: Int(alpnLen)), as: UTF8.self)
+        }
+        if let sni = pushemu_ssl_get_servername(ssl) { context.serverName = String(cString: sni) }
+        if let v = SSL_get_version(ssl) { context.tlsVersion = String(cString: v) }
+        if let cert = SSL_get1_peer_certificate(ssl) {
+            if SSL_get_verify_result(ssl) == X509_V_OK { context.peerCertificate = decodePeerCertificate(cert) }
+            X509_free(cert)
+        }
+        switch context.alpn {
+        case "h2": startHTTP2()
+        case "http/1.1": startHTTP1()
+        default: phase = .sniff   // no ALPN: Pushy and aioapns send the h2 preface anyway
+        }
+        updateInterest()
+    }
+
+    private func startHTTP1() {
+        context.httpVersion = .http1_1
+        http1 = HTTP1Session(connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
+                             allowH2CUpgrade: ssl == nil)
+        phase = .http1
+    }
+
+    private func startHTTP2() {
+        context.httpVersion = .http2
+        core.configuration.sessionSetup?(context)
+        let streams = context.initialMaxConcurrentStreams
+        context.noteInitialStreams(streams)
+        http2 = HTTP2Session(connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
+                             maxConcurrentStreams: streams)
+        phase = .http2
+        if isDraining { http2!.goAway(lastStreamID: nil, errorCode: 0, debugData: [], closeAfterSend: false) }
+    }
+
+    /// After `101 Switching Protocols`: the HTTP/1.1 request becomes stream 1.
+    func switchToHTTP2(upgrading ex: Exchange, settings: [UInt8], remainder: [UInt8]) {
+        startHTTP2()
+        guard http2!.upgrade(settings: settings, exchange: ex) else {
+            close()
+            return
+        }
+        if !remainder.isEmpty { remainder.withUnsafeBytes { deliver($0) } }
+    }
+
+    // MARK: output
+
+    func enqueue(_ s: StaticString) { out.append(s) }
+    func enqueue(_ bytes: [UInt8]) { out.append(bytes) }
+
+    /// Flushes at the end of this loop iteration (used for responses given outside input processing).
+    func requestFlush() {
+        guard !flushQueued, phase != .closed else { return }
+        flushQueued = true
+        loop.pendingFlush.append(self)
+    }
+
+    func deferredFlush() {
+        flushQueued = false
+        flush()
+    }
+
+    func closeAfterFlush() {
+        closeWhenFlushed = true
+        requestFlush()
+    }
+
+    func setInputPaused(_ paused: Bool) {
+        guard paused != inputPaused else { return }
+        inputPaused = paused
+        updateInterest()
+    }
+
+    private func flush() {
+        guard phase != .closed else { return }
+        let highWater = core.configuration.limits.outputHighWater
+        while true {
+            if phase == .http2, let h2 = http2 { h2.produce(into: &out, highWater: highWater) }
+            if out.isEmpty { break }
+            var blocked = false
+            var failed = false
+            out.withUnconsumed { raw in
+                if let ssl {
+                    let n = SSL_write(ssl, raw.baseAddress, Int32(min(raw.count, Int(Int32.max))))
+                    if n > 0 { return Int(n) }
+                    let err = SSL_get_error(ssl, n)
+                    if err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ { blocked = true } else { ERR_clear_error(); failed = true }
+                    return 0
+                } else {
+                    let n = Glibc.write(fd, raw.baseAddress, raw.count)
+                    if n >= 0 { return n }
+                    if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { blocked = true } else { failed = true }
+                    return 0
+                }
+            }
+            if failed { close(); return }
+            if blocked {
+                if !wantWrite { wantWrite = true; updateInterest() }
+                return
+            }
+        }
+        if wantWrite && !readWantsWrite { wantWrite = false }
+        if phase == .http2, let h2 = http2 {
+            if h2.closeAfterGoAway || !h2.wantsIO { close(); return }
+        }
+        // A client that half-closed after its request still gets the response it is owed.
+        if closeWhenFlushed && !(phase == .http1 && peerClosed && http1?.isBusy == true) {
+            close()
+            return
+        }
+        if outputPaused {
+            outputPaused = false
+            updateInterest()
+            // TLS may hold decrypted input that epoll will not report again.
+            if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0 { readLoop(); requestFlush() }
+            return
+        }
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        guard phase != .closed else { return }
+        var ev: UInt32 = 0
+        if !readBlocked { ev |= CSYS_EPOLLIN | CSYS_EPOLLRDHUP }
+        if wantWrite { ev |= CSYS_EPOLLOUT }
+        if ev != interest {
+            interest = ev
+            loop.modify(fd: fd, events: ev)
+        }
+    }
+
+    // MARK: lifecycle
+
+    func close() {
+        guard phase != .closed else { return }
+        phase = .closed
+        loop.unregister(fd: fd)
+        if let ssl {
+            SSL_set_quiet_shutdown(ssl, 1)
+            _ = SSL_shutdown(ssl)
+            ERR_clear_error()
+        }
+        Glibc.close(fd)
+        http2?.abandonAll()
+        out.removeAll()
+        loop.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8], closeAfterSend: Bool) {
+        switch phase {
+        case .http2:
+            http2?.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData, closeAfterSend: closeAfterSend)
+        case .http1:
+            isDraining = true
+            if closeAfterSend { closeAfterFlush() }
+        default:
+            close()
+        }
+    }
+
+    /// Graceful shutdown: GOAWAY on HTTP/2, close idle HTTP/1.1, finish in-flight work.
+    func beginDrain() {
+        guard !isDraining else { return }
+        isDraining = true
+        switch phase {
+        case .http2: http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: [], closeAfterSend: false)
+        case .http1: http1?.beginDrain()
+        case .handshake, .sniff: close()
+        case .closed: break
+        }
+        requestFlush()
+    }
+
+    /// Closes a connection that overstayed: handshake/first bytes, idle, or an unfinished head.
+    func checkTimeout(now: UInt64) {
+        let t = core.configuration.timeouts
+        switch phase {
+        case .handshake, .sniff:
+            if now &- createdAt > t.handshakeNanos { close() }
+        case .http1:
+            guard let h1 = http1 else { return }
+            if h1.isWaitingForHead {
+                let limit = h1.isBusy ? t.requestHeadNanos : t.idleNanos
+                if now &- lastActivity > limit { close() }
+            }
+        case .http2:
+            if let h2 = http2, h2.activeStreams == 0, now &- lastActivity > t.idleNanos {
+                h2.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.idleGoAwayDebugData, closeAfterSend: true)
+                flush()
+            }
+        case .closed:
+            break
+        }
+    }
+}

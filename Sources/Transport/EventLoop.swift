@@ -1,0 +1,246 @@
+import CSystem
+import Glibc
+import Synchronization
+
+/// Something registered with an event loop's epoll set.
+protocol EventHandler: AnyObject {
+    func handle(events: UInt32)
+}
+
+/// A timer scheduled on an event loop; `cancel()` it from that loop.
+public final class LoopTimer {
+    let deadline: UInt64
+    let sequence: UInt64
+    var task: (() -> Void)?
+
+    init(deadline: UInt64, sequence: UInt64, task: @escaping () -> Void) {
+        self.deadline = deadline
+        self.sequence = sequence
+        self.task = task
+    }
+
+    public func cancel() { task = nil }
+}
+
+/// One epoll-based event-loop thread. It owns its connections and everything per connection:
+/// nothing it touches per request is shared with another loop.
+public final class EventLoop: @unchecked Sendable {
+    public let index: Int
+    let epfd: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private var handlers: [EventHandler?] = []
+    private var timers: [LoopTimer] = []   // binary min-heap on (deadline, sequence)
+    private var timerSequence: UInt64 = 0
+    private var thread: pthread_t?
+    private var stopping = false
+    /// Read buffer shared by every connection of this loop (input is consumed synchronously).
+    let readBuffer: UnsafeMutableRawBufferPointer
+    /// Connections currently open on this loop (read by the server during drain).
+    let openConnections = Atomic<Int>(0)
+    /// Called once per loop iteration after events: connections that asked for a deferred flush.
+    var pendingFlush: [Connection] = []
+
+    init(index: Int) throws {
+        self.index = index
+        epfd = csys_epoll_create()
+        wakeFD = csys_eventfd()
+        guard epfd >= 0, wakeFD >= 0 else { throw TransportError.system("epoll/eventfd", errno) }
+        readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        _ = csys_epoll_add(epfd, wakeFD, CSYS_EPOLLIN, UInt64(wakeFD))
+    }
+
+    deinit {
+        close(epfd)
+        close(wakeFD)
+        readBuffer.deallocate()
+    }
+
+    /// True on this loop's own thread.
+    public var inEventLoop: Bool {
+        guard let thread else { return false }
+        return pthread_equal(pthread_self(), thread) != 0
+    }
+
+    /// Runs `task` on this loop (from any thread).
+    public func execute(_ task: @escaping @Sendable () -> Void) {
+        inbox.withLock { $0.append(task) }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// Runs `task` on this loop after `nanoseconds`. Call from the loop only.
+    @discardableResult
+    public func schedule(afterNanoseconds nanoseconds: UInt64, _ task: @escaping () -> Void) -> LoopTimer {
+        timerSequence &+= 1
+        let t = LoopTimer(deadline: csys_monotonic_ns() &+ nanoseconds, sequence: timerSequence, task: task)
+        heapPush(t)
+        return t
+    }
+
+    // MARK: registration (loop thread only)
+
+    func register(fd: Int32, handler: EventHandler, events: UInt32, exclusive: Bool = false) -> Bool {
+        let idx = Int(fd)
+        if idx >= handlers.count { handlers.append(contentsOf: repeatElement(nil, count: idx + 1 - handlers.count + 64)) }
+        handlers[idx] = handler
+        let ev = exclusive ? events | CSYS_EPOLLEXCLUSIVE : events
+        if csys_epoll_add(epfd, fd, ev, UInt64(fd)) != 0 {
+            handlers[idx] = nil
+            return false
+        }
+        return true
+    }
+
+    func modify(fd: Int32, events: UInt32) {
+        _ = csys_epoll_mod(epfd, fd, events, UInt64(fd))
+    }
+
+    func unregister(fd: Int32) {
+        _ = csys_epoll_del(epfd, fd)
+        if Int(fd) < handlers.count { handlers[Int(fd)] = nil }
+    }
+
+    /// Every open connection of this loop.
+    var connections: [Connection] {
+        handlers.compactMap { $0 as? Connection }
+    }
+
+    // MARK: running
+
+    func start() {
+        let box = Unmanaged.passRetained(ThreadBody { [self] in self.run() })
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let body = Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue()
+            body.run()
+            return nil
+        }, box.toOpaque())
+        precondition(rc == 0, "pthread_create failed")
+        thread = tid
+    }
+
+    func join() {
+        if let thread { pthread_join(thread, nil) }
+    }
+
+    /// Asks the loop to exit after the current iteration.
+    func stop() {
+        execute { [self] in self.stopping = true }
+    }
+
+    private func run() {
+        thread = pthread_self()
+        var events = [csys_event](repeating: csys_event(), count: 256)
+        while !stopping {
+            let timeout = nextTimeoutMs()
+            let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, 256, timeout) }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let fd = Int(truncatingIfNeeded: events[i].data)
+                    if fd == Int(wakeFD) {
+                        var v: UInt64 = 0
+                        _ = read(wakeFD, &v, 8)
+                        continue
+                    }
+                    if fd < handlers.count, let h = handlers[fd] {
+                        h.handle(events: events[i].events)
+                    }
+                }
+            }
+            runFlushes()
+            runTimers()
+            runInbox()
+            runFlushes()
+        }
+    }
+
+    private func runInbox() {
+        let tasks = inbox.withLock { q -> [@Sendable () -> Void] in
+            if q.isEmpty { return [] }
+            let t = q
+            q.removeAll(keepingCapacity: true)
+            return t
+        }
+        for t in tasks { t() }
+    }
+
+    private func runFlushes() {
+        while !pendingFlush.isEmpty {
+            let list = pendingFlush
+            pendingFlush.removeAll(keepingCapacity: true)
+            for c in list { c.deferredFlush() }
+        }
+    }
+
+    private func nextTimeoutMs() -> Int32 {
+        if !inbox.withLock({ $0.isEmpty }) { return 0 }
+        guard let first = timers.first else { return 1000 }
+        let now = csys_monotonic_ns()
+        if first.deadline <= now { return 0 }
+        let ms = (first.deadline - now + 999_999) / 1_000_000
+        return Int32(min(ms, 1000))
+    }
+
+    private func runTimers() {
+        guard !timers.isEmpty else { return }
+        let now = csys_monotonic_ns()
+        while let first = timers.first, first.deadline <= now {
+            heapPop()
+            if let task = first.task {
+                first.task = nil
+                task()
+            }
+        }
+    }
+
+    // MARK: timer heap
+
+    private func less(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence)
+    }
+
+    private func heapPush(_ t: LoopTimer) {
+        timers.append(t)
+        var i = timers.count - 1
+        while i > 0 {
+            let p = (i - 1) / 2
+            if less(timers[i], timers[p]) { timers.swapAt(i, p); i = p } else { break }
+        }
+    }
+
+    private func heapPop() {
+        let last = timers.removeLast()
+        guard !timers.isEmpty else { return }
+        timers[0] = last
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < timers.count && less(timers[l], timers[m]) { m = l }
+            if r < timers.count && less(timers[r], timers[m]) { m = r }
+            if m == i { break }
+            timers.swapAt(i, m)
+            i = m
+        }
+    }
+}
+
+private final class ThreadBody {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
+}
+
+public enum TransportError: Error, CustomStringConvertible {
+    case system(String, Int32)
+    case address(String)
+    case tls(String)
+
+    public var description: String {
+        switch self {
+        case .system(let what, let code): "\(what): \(String(cString: strerror(code)))"
+        case .address(let s): s
+        case .tls(let s): s
+        }
+    }
+}

@@ -1,0 +1,72 @@
+/// The protocol session that carries an exchange (HTTP/1.1 or HTTP/2).
+protocol ExchangeOwner: AnyObject {
+    func respond(_ exchange: Exchange, _ response: Response)
+    func reset(_ exchange: Exchange)
+}
+
+/// One request and its (future) response: what a handler receives.
+///
+/// Confined to the event loop that owns the connection; `respond` may be called from any
+/// thread and hops to that loop. Responding twice, or after the client reset the stream,
+/// does nothing.
+public final class Exchange: @unchecked Sendable {
+    public internal(set) var request: Request
+    public let connection: ConnectionContext
+    public internal(set) var parameters = RouteParameters()
+    public var eventLoop: EventLoop { connection.eventLoop }
+
+    /// HTTP/2 stream id (1 for an upgraded HTTP/1.1 request; 0 on HTTP/1.1).
+    public internal(set) var streamID: Int32
+
+    weak var owner: (any ExchangeOwner)?
+    var route: Router.Route?
+
+    enum State { case reading, dispatched, responded, closed }
+    var state: State = .reading
+    /// Body bytes beyond this are refused with the route's 413.
+    var maxBodySize = 0
+    /// Header bytes counted as HTTP/2 does (name + value + 32 each).
+    var headerListSize = 0
+    var headersTooLarge = false
+
+    // HTTP/2 response body being sent through the data provider.
+    var responseBody: [UInt8] = []
+    var responseOffset = 0
+
+    init(request: Request, connection: ConnectionContext, streamID: Int32, owner: any ExchangeOwner) {
+        self.request = request
+        self.connection = connection
+        self.streamID = streamID
+        self.owner = owner
+    }
+
+    /// The captured path parameter `i` as bytes.
+    public func parameter(_ i: Int) -> ArraySlice<UInt8> {
+        parameters.value(i, in: request.path)
+    }
+
+    /// True once a response was given or the stream is gone.
+    public var isFinished: Bool { state == .responded || state == .closed }
+
+    /// Sends the response. Safe from any thread.
+    public func respond(_ response: Response) {
+        guard eventLoop.inEventLoop else {
+            eventLoop.execute { self.respond(response) }
+            return
+        }
+        guard state == .reading || state == .dispatched, let owner else { return }
+        state = .responded
+        owner.respond(self, response)
+    }
+
+    /// Abandons the exchange: RST_STREAM (HTTP/2) or closing the connection (HTTP/1.1).
+    public func reset() {
+        guard eventLoop.inEventLoop else {
+            eventLoop.execute { self.reset() }
+            return
+        }
+        guard state != .closed, state != .responded, let owner else { return }
+        state = .responded
+        owner.reset(self)
+    }
+}

@@ -1,0 +1,248 @@
+/// HTTP/1.1 for one connection: keep-alive, pipelining (one request at a time, in order),
+/// Content-Length and chunked bodies, `Expect: 100-continue`, and `Upgrade: h2c`.
+/// Anything the parser refuses gets its status (400, 417, 505) and the connection closes.
+final class HTTP1Session: ExchangeOwner {
+    unowned let connection: Connection
+    private let dispatcher: Dispatcher
+    private let limits: ServerLimits
+    private let allowH2CUpgrade: Bool
+
+    private enum State {
+        case head
+        case body(Exchange, HTTP1RequestHead, remaining: Int)
+        case chunkedBody(Exchange, HTTP1RequestHead)
+        case waiting(Exchange, HTTP1RequestHead)
+        case closing
+    }
+    private var state: State = .head
+    private var chunked = ChunkedDecoder()
+    /// Unparsed input (only when a request straddles reads, or while one is being answered).
+    private var pending: [UInt8] = []
+    private var processing = false
+    /// The head of the exchange being answered (keep-alive, upgrade decisions).
+    private var currentKeepAlive = true
+
+    /// Set when an h2c upgrade was accepted: the bytes after the request go to HTTP/2.
+    private var pendingUpgrade: (Exchange, [UInt8])? = nil
+
+    init(connection: Connection, dispatcher: Dispatcher, limits: ServerLimits, allowH2CUpgrade: Bool) {
+        self.connection = connection
+        self.dispatcher = dispatcher
+        self.limits = limits
+        self.allowH2CUpgrade = allowH2CUpgrade
+    }
+
+    /// True while a request is being read or answered (used to decide idle close on shutdown).
+    var isBusy: Bool {
+        switch state {
+        case .head: return !pending.isEmpty
+        case .closing: return false
+        default: return true
+        }
+    }
+
+    var isWaitingForHead: Bool {
+        if case .head = state { return true }
+        return false
+    }
+
+    func receive(_ bytes: UnsafeRawBufferPointer) {
+        if isClosing { return }
+        if pending.isEmpty {
+            let used = process(bytes)
+            afterProcess(UnsafeRawBufferPointer(rebasing: bytes[used...]))
+        } else {
+            pending.append(contentsOf: bytes)
+            resumePending()
+        }
+    }
+
+    private var isClosing: Bool { if case .closing = state { return true } else { return false } }
+
+    private func resumePending() {
+        guard !pending.isEmpty, !processing, !isClosing else { return }
+        let buf = pending
+        pending = []
+        buf.withUnsafeBytes { raw in
+            let used = process(raw)
+            afterProcess(UnsafeRawBufferPointer(rebasing: raw[used...]))
+        }
+    }
+
+    /// Keeps what `process` left over, or hands it to HTTP/2 after an accepted upgrade.
+    private func afterProcess(_ rest: UnsafeRawBufferPointer) {
+        if let (ex, settings) = pendingUpgrade {
+            pendingUpgrade = nil
+            connection.switchToHTTP2(upgrading: ex, settings: settings, remainder: Array(rest))
+            return
+        }
+        if isClosing { pending = []; return }
+        if !rest.isEmpty { pending.append(contentsOf: rest) }
+        // Pipelined input waiting behind an unanswered request: stop reading past a bound.
+        connection.setInputPaused(pending.count > limits.maxPendingInput)
+    }
+
+    /// Parses and handles as much of `buf` as possible; returns bytes consumed.
+    private func process(_ buf: UnsafeRawBufferPointer) -> Int {
+        processing = true
+        defer { processing = false }
+        var pos = 0
+        loop: while pos < buf.count {
+            switch state {
+            case .closing:
+                return buf.count
+            case .waiting:
+                break loop
+            case .head:
+                let rest = UnsafeRawBufferPointer(rebasing: buf[pos...])
+                switch HTTP1Parser.parseHead(rest, limits: limits.http1) {
+                case .incomplete:
+                    break loop
+                case .failure(let e):
+                    fail(e)
+                    return buf.count
+                case .complete(let head, let consumed):
+                    pos += consumed
+                    startRequest(head)
+                }
+            case .body(let ex, let head, let remaining):
+                let take = min(remaining, buf.count - pos)
+                ex.request.body.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[pos..<(pos + take)]))
+                pos += take
+                if remaining - take == 0 {
+                    finishBody(ex, head)
+                } else {
+                    state = .body(ex, head, remaining: remaining - take)
+                }
+            case .chunkedBody(let ex, let head):
+                let rest = UnsafeRawBufferPointer(rebasing: buf[pos...])
+                switch chunked.decode(rest, into: &ex.request.body, maxBody: ex.maxBodySize) {
+                case .needMore:
+                    pos = buf.count
+                case .done(let consumed):
+                    pos += consumed
+                    finishBody(ex, head)
+                case .tooLarge:
+                    ex.respond(dispatcher.bodyTooLarge(ex))
+                    state = .closing
+                    return buf.count
+                case .failure(let e):
+                    ex.state = .closed
+                    fail(e)
+                    return buf.count
+                }
+            }
+            if pendingUpgrade != nil { break loop }
+        }
+        return pos
+    }
+
+    private func startRequest(_ head: HTTP1RequestHead) {
+        let req = Request(version: head.version, method: head.method, headers: head.fields)
+        let ex = Exchange(request: req, connection: connection.context, streamID: 0, owner: self)
+        currentKeepAlive = head.keepAlive && !connection.isDraining
+        guard dispatcher.headersComplete(ex) else { return }
+        switch head.framing {
+        case .none:
+            finishBody(ex, head)
+        case .contentLength(let n):
+            if n > ex.maxBodySize {
+                ex.respond(dispatcher.bodyTooLarge(ex))
+                state = .closing
+                return
+            }
+            if head.expectContinue { connection.enqueue("HTTP/1.1 100 Continue\r\n\r\n") }
+            ex.request.body.reserveCapacity(n)
+            state = .body(ex, head, remaining: n)
+        case .chunked:
+            if head.expectContinue { connection.enqueue("HTTP/1.1 100 Continue\r\n\r\n") }
+            chunked = ChunkedDecoder()
+            state = .chunkedBody(ex, head)
+        }
+    }
+
+    private func finishBody(_ ex: Exchange, _ head: HTTP1RequestHead) {
+        state = .waiting(ex, head)
+        if head.upgradeToH2C && allowH2CUpgrade && !connection.isDraining {
+            connection.enqueue("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n")
+            state = .closing
+            pendingUpgrade = (ex, head.http2Settings)
+            return
+        }
+        dispatcher.dispatch(ex)
+    }
+
+    private func fail(_ error: HTTP1ParseError) {
+        state = .closing
+        pending = []
+        let body = "bad request: \(error)\n"
+        var out = OutputBuffer()
+        out.append("HTTP/1.1 ")
+        out.appendDecimal(error.status)
+        out.append(" ")
+        out.append(reasonPhrase(error.status))
+        out.append("\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ")
+        out.appendDecimal(body.utf8.count)
+        out.append("\r\nconnection: close\r\n\r\n")
+        out.append(body)
+        connection.enqueue(out.bytes)
+        connection.closeAfterFlush()
+    }
+
+    // MARK: ExchangeOwner
+
+    func respond(_ ex: Exchange, _ response: Response) {
+        var bodyRead = false
+        if case .waiting(let w, _) = state, w === ex { bodyRead = true }
+        // Answered before its body was read (413, 431): the connection cannot be reused.
+        let closing = isClosing || !currentKeepAlive || connection.isDraining || !bodyRead
+        var out = OutputBuffer()
+        out.append("HTTP/1.1 ")
+        out.appendDecimal(response.status)
+        out.append(" ")
+        out.append(reasonPhrase(response.status))
+        out.append("\r\n")
+        response.headers.forEach { name, value in
+            out.append(name)
+            out.append(": ")
+            out.append(value)
+            out.append("\r\n")
+        }
+        let noBody = response.status == 204 || response.status == 304 || response.status < 200
+        if !noBody {
+            out.append("content-length: ")
+            out.appendDecimal(response.body.count)
+            out.append("\r\n")
+        }
+        if closing { out.append("connection: close\r\n") }
+        out.append("\r\n")
+        if !noBody && ex.request.method != .head { out.append(response.body) }
+        connection.enqueue(out.bytes)
+
+        if closing {
+            state = .closing
+            pending = []
+            connection.closeAfterFlush()
+        } else {
+            state = .head
+        }
+        if !processing {
+            resumePending()
+            connection.requestFlush()
+        }
+    }
+
+    func reset(_ ex: Exchange) {
+        respond(ex, .text(500, "internal error\n"))
+        state = .closing
+        connection.closeAfterFlush()
+    }
+
+    /// Graceful shutdown: close now if idle, else after the current response.
+    func beginDrain() {
+        if !isBusy {
+            state = .closing
+            connection.closeAfterFlush()
+        }
+    }
+}

@@ -1,0 +1,288 @@
+import CNghttp2
+
+/// HTTP/2 over nghttp2 for one connection. Stream state is owned here, in `streams`: nghttp2
+/// only ever holds unretained pointers, so `nghttp2_session_del` (which does not call
+/// on_stream_close) leaks nothing.
+final class HTTP2Session: ExchangeOwner {
+    unowned let connection: Connection
+    private(set) var session: OpaquePointer!
+    private var streams: [Int32: Exchange] = [:]
+    private var lastID: Int32 = 0
+    private var last: Exchange?
+    private var inReceive = false
+    private let dispatcher: Dispatcher
+    private let limits: ServerLimits
+    var closeAfterGoAway = false
+
+    init(connection: Connection, dispatcher: Dispatcher, limits: ServerLimits, maxConcurrentStreams: UInt32) {
+        self.connection = connection
+        self.dispatcher = dispatcher
+        self.limits = limits
+        var cbs: OpaquePointer?
+        nghttp2_session_callbacks_new(&cbs)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2OnBeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(cbs, h2OnHeader)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2OnFrameRecv)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2OnDataChunk)
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2OnStreamClose)
+        var opt: OpaquePointer?
+        nghttp2_option_new(&opt)
+        // Lets us see (and refuse) oversized header lists ourselves, with a 431.
+        nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024)
+        var s: OpaquePointer?
+        let rv = nghttp2_session_server_new2(&s, cbs, Unmanaged.passUnretained(self).toOpaque(), opt)
+        nghttp2_option_del(opt)
+        nghttp2_session_callbacks_del(cbs)
+        precondition(rv == 0, "nghttp2_session_server_new2 failed")
+        session = s
+        var iv = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(limits.http2InitialWindowSize)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(limits.maxHeaderListSize)),
+        ]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count)
+        nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(limits.http2ConnectionWindowSize))
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    /// Turns an HTTP/1.1 `Upgrade: h2c` request into stream 1 and dispatches it.
+    func upgrade(settings: [UInt8], exchange: Exchange) -> Bool {
+        let head: Int32 = exchange.request.method == .head ? 1 : 0
+        let rv = settings.withUnsafeBufferPointer {
+            nghttp2_session_upgrade2(session, $0.baseAddress, $0.count, head, nil)
+        }
+        guard rv == 0 else { return false }
+        exchange.streamID = 1
+        exchange.owner = self
+        exchange.request.version = .http2
+        streams[1] = exchange
+        dispatcher.dispatch(exchange)
+        return true
+    }
+
+    /// Feeds received bytes. Returns false on a fatal protocol error.
+    func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        inReceive = true
+        let rv = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        inReceive = false
+        return rv >= 0
+    }
+
+    /// Serializes pending frames into `out`, stopping at `highWater` bytes.
+    func produce(into out: inout OutputBuffer, highWater: Int) {
+        while out.count < highWater {
+            var ptr: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &ptr)
+            if n <= 0 { break }
+            out.append(UnsafeRawBufferPointer(start: ptr, count: n))
+        }
+    }
+
+    var wantsIO: Bool {
+        nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
+    }
+
+    var activeStreams: Int { streams.count }
+
+    // MARK: handler-facing operations
+
+    func respond(_ ex: Exchange, _ response: Response) {
+        guard ex.streamID > 0, streams[ex.streamID] === ex else { return }
+        let status = statusBytes(response.status)
+        let hasBody = !response.body.isEmpty && ex.request.method != .head
+        var clBuf = OutputBuffer()
+        if !response.body.isEmpty { clBuf.appendDecimal(response.body.count) }
+        let fields = response.headers
+        let count = fields.count + 2
+        var rv: Int32 = 0
+        status.withUnsafeBufferPointer { st in
+            clBuf.bytes.withUnsafeBufferPointer { cl in
+                fields.storage.withUnsafeBufferPointer { store in
+                    withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { nva in
+                        var k = 0
+                        nva[k] = pushemu_nv(h2StatusName, 7, st.baseAddress, st.count); k += 1
+                        for e in fields.entries {
+                            nva[k] = pushemu_nv(store.baseAddress! + Int(e.nameStart), Int(e.nameLength),
+                                                store.baseAddress! + Int(e.valueStart), Int(e.valueLength))
+                            k += 1
+                        }
+                        if cl.count > 0 {
+                            nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress, cl.count); k += 1
+                        }
+                        if hasBody {
+                            ex.responseBody = response.body
+                            ex.responseOffset = 0
+                            var provider = nghttp2_data_provider(
+                                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(ex).toOpaque()),
+                                read_callback: h2ReadBody)
+                            rv = nghttp2_submit_response(session, ex.streamID, nva.baseAddress, k, &provider)
+                        } else {
+                            rv = nghttp2_submit_response(session, ex.streamID, nva.baseAddress, k, nil)
+                        }
+                    }
+                }
+            }
+        }
+        if rv != 0 { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue) }
+        if !inReceive { connection.requestFlush() }
+    }
+
+    func reset(_ ex: Exchange) {
+        guard ex.streamID > 0, streams[ex.streamID] === ex else { return }
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue)
+        if !inReceive { connection.requestFlush() }
+    }
+
+    func submitMaxConcurrentStreams(_ n: UInt32) {
+        var iv = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: n)
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, 1)
+        if !inReceive { connection.requestFlush() }
+    }
+
+    func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8], closeAfterSend: Bool) {
+        let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
+        _ = debugData.withUnsafeBufferPointer {
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, $0.baseAddress, $0.count)
+        }
+        if closeAfterSend { closeAfterGoAway = true }
+        if !inReceive { connection.requestFlush() }
+    }
+
+    /// Marks every stream closed (the connection is going away).
+    func abandonAll() {
+        for (_, ex) in streams { ex.state = .closed }
+        streams.removeAll()
+        last = nil
+    }
+
+    // MARK: callbacks
+
+    fileprivate func beginStream(_ id: Int32) {
+        let req = Request(version: .http2, method: .get, headers: HTTPFields())
+        let ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
+        ex.request.headers.storage.reserveCapacity(512)
+        ex.request.headers.entries.reserveCapacity(12)
+        streams[id] = ex
+        last = ex
+        lastID = id
+    }
+
+    @inline(__always)
+    fileprivate func exchange(_ id: Int32) -> Exchange? {
+        if id == lastID, let last { return last }
+        guard let ex = streams[id] else { return nil }
+        last = ex
+        lastID = id
+        return ex
+    }
+
+    fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        guard let ex = exchange(id), ex.state == .reading else { return }
+        ex.headerListSize += name.count + value.count + 32
+        if ex.headerListSize > limits.maxHeaderListSize {
+            ex.headersTooLarge = true
+            return
+        }
+        if name.count == 7 && name.equals(":method") {
+            ex.request.method = HTTPMethod(bytes: value)
+        }
+        ex.request.headers.add(name: name, value: value)
+    }
+
+    fileprivate func headersDone(_ id: Int32, endStream: Bool, isRequest: Bool) {
+        guard let ex = exchange(id) else { return }
+        if isRequest {
+            guard dispatcher.headersComplete(ex) else { return }
+        }
+        if endStream { dispatcher.dispatch(ex) }
+    }
+
+    fileprivate func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let ex = exchange(id), ex.state == .reading else { return }
+        if ex.request.body.count + bytes.count > ex.maxBodySize {
+            ex.respond(dispatcher.bodyTooLarge(ex))
+            return
+        }
+        ex.request.body.append(contentsOf: bytes)
+    }
+
+    fileprivate func dataDone(_ id: Int32) {
+        guard let ex = exchange(id) else { return }
+        dispatcher.dispatch(ex)
+    }
+
+    fileprivate func streamClosed(_ id: Int32) {
+        if let ex = streams.removeValue(forKey: id) { ex.state = .closed }
+        if lastID == id { last = nil; lastID = 0 }
+    }
+}
+
+private let h2StatusName: [UInt8] = Array(":status".utf8)
+private let h2ContentLengthName: [UInt8] = Array("content-length".utf8)
+private let h2StatusTable: [[UInt8]] = (0..<600).map { Array(String($0).utf8) }
+
+@inline(__always)
+private func statusBytes(_ s: Int) -> [UInt8] {
+    (s >= 100 && s < 600) ? h2StatusTable[s] : h2StatusTable[500]
+}
+
+@inline(__always)
+private func h2(_ ud: UnsafeMutableRawPointer?) -> HTTP2Session {
+    Unmanaged<HTTP2Session>.fromOpaque(ud!).takeUnretainedValue()
+}
+
+private let h2OnBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud in
+    guard let frame, UInt32(pushemu_frame_type(frame)) == NGHTTP2_HEADERS.rawValue,
+          UInt32(pushemu_frame_headers_category(frame)) == NGHTTP2_HCAT_REQUEST.rawValue else { return 0 }
+    h2(ud).beginStream(pushemu_frame_stream_id(frame))
+    return 0
+}
+
+private let h2OnHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
+    guard let frame else { return 0 }
+    h2(ud).header(pushemu_frame_stream_id(frame), UnsafeRawBufferPointer(start: name, count: namelen),
+                  UnsafeRawBufferPointer(start: value, count: valuelen))
+    return 0
+}
+
+private let h2OnFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, ud in
+    guard let frame else { return 0 }
+    let type = UInt32(pushemu_frame_type(frame))
+    let endStream = (UInt32(pushemu_frame_flags(frame)) & NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+    if type == NGHTTP2_HEADERS.rawValue {
+        let isRequest = UInt32(pushemu_frame_headers_category(frame)) == NGHTTP2_HCAT_REQUEST.rawValue
+        h2(ud).headersDone(pushemu_frame_stream_id(frame), endStream: endStream, isRequest: isRequest)
+    } else if type == NGHTTP2_DATA.rawValue && endStream {
+        h2(ud).dataDone(pushemu_frame_stream_id(frame))
+    }
+    return 0
+}
+
+private let h2OnDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
+    h2(ud).data(streamID, UnsafeRawBufferPointer(start: data, count: len))
+    return 0
+}
+
+private let h2OnStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _, ud in
+    h2(ud).streamClosed(streamID)
+    return 0
+}
+
+private let h2ReadBody: nghttp2_data_source_read_callback = { _, _, buf, length, flags, source, _ in
+    guard let source, let ptr = source.pointee.ptr, let buf, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    let ex = Unmanaged<Exchange>.fromOpaque(ptr).takeUnretainedValue()
+    let remaining = ex.responseBody.count - ex.responseOffset
+    let n = min(remaining, length)
+    ex.responseBody.withUnsafeBytes { raw in
+        UnsafeMutableRawPointer(buf).copyMemory(from: raw.baseAddress! + ex.responseOffset, byteCount: n)
+    }
+    ex.responseOffset += n
+    if ex.responseOffset == ex.responseBody.count {
+        flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        ex.responseBody = []
+    }
+    return n
+}

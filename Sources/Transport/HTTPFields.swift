@@ -1,0 +1,121 @@
+/// An ordered list of header fields kept in one flat byte buffer.
+///
+/// Names are stored lowercase. Duplicates are kept in arrival order (providers need to see them).
+/// Two allocations however many fields there are: the bytes and the index.
+public struct HTTPFields: Sendable {
+    @usableFromInline struct Entry: Sendable {
+        @usableFromInline var nameStart: Int32
+        @usableFromInline var nameLength: Int32
+        @usableFromInline var valueStart: Int32
+        @usableFromInline var valueLength: Int32
+    }
+
+    @usableFromInline var storage: [UInt8] = []
+    @usableFromInline var entries: [Entry] = []
+
+    public init() {}
+
+    public init(_ pairs: [(String, String)]) {
+        for (n, v) in pairs { add(name: n, value: v) }
+    }
+
+    public var count: Int { entries.count }
+    public var isEmpty: Bool { entries.isEmpty }
+
+    /// Total bytes of names and values (what header-size limits count).
+    public var byteCount: Int { storage.count }
+
+    public func name(at i: Int) -> ArraySlice<UInt8> {
+        let e = entries[i]
+        return storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]
+    }
+
+    public func value(at i: Int) -> ArraySlice<UInt8> {
+        let e = entries[i]
+        return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
+    }
+
+    /// The first value of `name` (lowercase literal), or nil.
+    @inlinable
+    public func first(_ name: StaticString) -> ArraySlice<UInt8>? {
+        for e in entries where Int(e.nameLength) == name.utf8CodeUnitCount {
+            if storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)].equals(name) {
+                return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
+            }
+        }
+        return nil
+    }
+
+    /// How many fields are named `name` (lowercase literal).
+    @inlinable
+    public func count(of name: StaticString) -> Int {
+        var n = 0
+        for e in entries where Int(e.nameLength) == name.utf8CodeUnitCount {
+            if storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)].equals(name) { n += 1 }
+        }
+        return n
+    }
+
+    /// The first value of `name` as a String (convenience for non-hot paths).
+    public func firstString(_ name: String) -> String? {
+        let lower = Array(name.lowercased().utf8)
+        for i in 0..<entries.count where self.name(at: i).elementsEqual(lower) {
+            return value(at: i).utf8String
+        }
+        return nil
+    }
+
+    /// Appends a field; the name is lowercased.
+    public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let ns = storage.count
+        for b in name { storage.append(asciiLower(b)) }
+        let vs = storage.count
+        storage.append(contentsOf: value)
+        entries.append(Entry(nameStart: Int32(ns), nameLength: Int32(name.count),
+                             valueStart: Int32(vs), valueLength: Int32(value.count)))
+    }
+
+    public mutating func add(name: String, value: String) {
+        var n = name, v = value
+        n.withUTF8 { nb in v.withUTF8 { vb in add(name: UnsafeRawBufferPointer(nb), value: UnsafeRawBufferPointer(vb)) } }
+    }
+
+    public mutating func add(name: StaticString, value: UnsafeRawBufferPointer) {
+        name.withUTF8Buffer { add(name: UnsafeRawBufferPointer($0), value: value) }
+    }
+
+    public mutating func add(name: StaticString, value: StaticString) {
+        name.withUTF8Buffer { n in value.withUTF8Buffer { v in add(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
+    }
+
+    public mutating func add(name: StaticString, value: String) {
+        var v = value
+        v.withUTF8 { vb in add(name: name, value: UnsafeRawBufferPointer(vb)) }
+    }
+
+    public mutating func add(name: StaticString, value: [UInt8]) {
+        value.withUnsafeBytes { add(name: name, value: $0) }
+    }
+
+    /// Appends a field whose value is a decimal number.
+    public mutating func add(name: StaticString, decimal: Int) {
+        var buf = OutputBuffer()
+        buf.appendDecimal(decimal)
+        buf.bytes.withUnsafeBytes { add(name: name, value: $0) }
+    }
+
+    /// Calls `body` with each field's raw name and value bytes.
+    public func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
+        storage.withUnsafeBytes { raw in
+            for e in entries {
+                body(UnsafeRawBufferPointer(rebasing: raw[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]),
+                     UnsafeRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
+            }
+        }
+    }
+
+    /// Name/value pairs as Strings (tests, logs, admin API).
+    public var pairs: [(String, String)] {
+        (0..<entries.count).map { (name(at: $0).utf8String, value(at: $0).utf8String) }
+    }
+}

@@ -1,0 +1,185 @@
+import CSystem
+import Glibc
+
+/// A bound listening address.
+public struct BoundAddress: Sendable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// The HTTP server: listeners plus N event loops. Each loop accepts from the shared listening
+/// sockets (EPOLLEXCLUSIVE) and owns the connections it accepted.
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: ServerConfiguration
+    let core: ServerCore
+    private var loops: [EventLoop] = []
+    private var listeners: [(fd: Int32, tls: Bool, port: Int)] = []
+    public private(set) var httpAddress: BoundAddress?
+    public private(set) var httpsAddress: BoundAddress?
+    private var started = false
+
+    /// Validates the configuration (TLS material included) without binding anything.
+    public init(configuration: ServerConfiguration, router: Router) throws {
+        self.configuration = configuration
+        if configuration.httpsPort != nil && configuration.tls == nil {
+            throw TransportError.tls("a TLS port was configured without a certificate")
+        }
+        core = try ServerCore(configuration: configuration, router: router)
+    }
+
+    /// Binds the listeners and starts the event loops. Throws on a port in use or a bad host.
+    public func start() throws {
+        precondition(!started)
+        if let port = configuration.httpPort {
+            let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
+            listeners.append((fd, false, bound.port))
+            httpAddress = bound
+        }
+        if let port = configuration.httpsPort {
+            do {
+                let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
+                listeners.append((fd, true, bound.port))
+                httpsAddress = bound
+            } catch {
+                listeners.forEach { Glibc.close($0.fd) }
+                listeners = []
+                throw error
+            }
+        }
+        let n = max(1, configuration.threads)
+        let perLoop = max(1, configuration.limits.maxConnections / n)
+        for i in 0..<n {
+            let loop = try EventLoop(index: i)
+            loops.append(loop)
+            for l in listeners {
+                let acceptor = Acceptor(fd: l.fd, loop: loop, core: core, tls: l.tls ? core.tls : nil,
+                                        localPort: l.port, maxConnections: perLoop)
+                _ = loop.register(fd: l.fd, handler: acceptor, events: CSYS_EPOLLIN, exclusive: true)
+            }
+            let timeouts = Sweeper(loop: loop)
+            loop.schedule(afterNanoseconds: 1_000_000_000, timeouts.tick)
+            loop.start()
+        }
+        started = true
+    }
+
+    /// Open connections over all loops.
+    public var openConnections: Int {
+        loops.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
+    }
+
+    /// Stops accepting, sends GOAWAY / closes idle keep-alives, waits up to `drainTimeout`
+    /// seconds for in-flight requests, then closes what is left and stops the loops.
+    public func shutdown(drainTimeout: Double = 10) {
+        guard started else { return }
+        started = false
+        for loop in loops {
+            let fds = listeners.map(\.fd)
+            loop.execute {
+                for fd in fds { loop.unregister(fd: fd) }
+                for c in loop.connections { c.beginDrain() }
+            }
+        }
+        let deadline = csys_monotonic_ns() + UInt64(max(0, drainTimeout) * 1e9)
+        while openConnections > 0 && csys_monotonic_ns() < deadline {
+            usleep(5_000)
+        }
+        for loop in loops {
+            loop.execute {
+                for c in loop.connections { c.close() }
+            }
+            loop.stop()
+        }
+        for loop in loops { loop.join() }
+        listeners.forEach { Glibc.close($0.fd) }
+        listeners = []
+        loops = []
+    }
+
+    static func listen(host: String, port: Int) throws -> (Int32, BoundAddress) {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var res: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &res)
+        guard rc == 0, let first = res else {
+            throw TransportError.address("cannot resolve host '\(host)': \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(res) }
+        let fd = csys_tcp_socket(first.pointee.ai_family)
+        guard fd >= 0 else { throw TransportError.system("socket", errno) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if first.pointee.ai_family == AF_INET6 {
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
+            let e = errno
+            Glibc.close(fd)
+            throw TransportError.system("cannot listen on \(BoundAddress(host: host, port: port))", e)
+        }
+        if Glibc.listen(fd, 4096) != 0 {
+            let e = errno
+            Glibc.close(fd)
+            throw TransportError.system("listen", e)
+        }
+        var ss = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let boundPort: Int = withUnsafeMutablePointer(to: &ss) { p in
+            _ = p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+            if p.pointee.ss_family == sa_family_t(AF_INET6) {
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+        return (fd, BoundAddress(host: host, port: boundPort))
+    }
+}
+
+/// Accepts connections from one listening socket on one loop.
+final class Acceptor: EventHandler {
+    let fd: Int32
+    unowned let loop: EventLoop
+    let core: ServerCore
+    let tls: TLSContext?
+    let localPort: Int
+    let maxConnections: Int
+
+    init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int, maxConnections: Int) {
+        self.fd = fd
+        self.loop = loop
+        self.core = core
+        self.tls = tls
+        self.localPort = localPort
+        self.maxConnections = maxConnections
+    }
+
+    func handle(events: UInt32) {
+        for _ in 0..<64 {
+            let cfd = csys_accept(fd)
+            if cfd < 0 { break }
+            if loop.openConnections.load(ordering: .relaxed) >= maxConnections {
+                Glibc.close(cfd)
+                continue
+            }
+            var one: Int32 = 1
+            setsockopt(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort)
+            _ = conn.start()
+        }
+    }
+}
+
+/// Once a second, closes connections that overstayed their timeouts.
+final class Sweeper {
+    unowned let loop: EventLoop
+    init(loop: EventLoop) { self.loop = loop }
+
+    func tick() {
+        let now = csys_monotonic_ns()
+        for c in loop.connections { c.checkTimeout(now: now) }
+        loop.schedule(afterNanoseconds: 1_000_000_000, tick)
+    }
+}

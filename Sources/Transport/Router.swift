@@ -1,0 +1,129 @@
+/// A request handler. It runs on the event loop that owns the connection and answers through
+/// `exchange.respond(_:)`, now or later (from any thread). Throwing resets the stream
+/// (RST_STREAM INTERNAL_ERROR over HTTP/2; a 500 and close over HTTP/1.1).
+public typealias Handler = @Sendable (Exchange) throws -> Void
+
+/// Values captured by `{name}` segments and a trailing `*`, in pattern order, as ranges of the path.
+public struct RouteParameters: Sendable {
+    var ranges: [Range<Int>] = []
+
+    public var count: Int { ranges.count }
+
+    /// The i-th captured value as a slice of `path`.
+    public func value(_ i: Int, in path: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        path[ranges[i]]
+    }
+}
+
+/// Maps method + path to a handler. Built before the server starts and immutable afterwards.
+///
+/// Patterns are `/`-separated: a literal segment matches itself, `{name}` matches one non-empty
+/// segment, and a final `*` matches the rest of the path (possibly empty, possibly with `/`).
+public struct Router: Sendable {
+    public struct Route: Sendable {
+        enum Segment: Sendable {
+            case literal([UInt8])
+            case parameter
+            case rest
+        }
+
+        public let methods: [HTTPMethod]?
+        public let pattern: String
+        /// Largest body accepted; enforced while reading (Content-Length up front, then per chunk).
+        public let maxBodySize: Int
+        /// What a too-large body gets (default: 413 text).
+        public let bodyTooLarge: Response
+        public let handler: Handler
+        let segments: [Segment]
+    }
+
+    public enum Match {
+        case route(Route, RouteParameters)
+        case methodNotAllowed([HTTPMethod])
+        case notFound
+    }
+
+    public private(set) var routes: [Route] = []
+    /// Answer for paths no route matches.
+    public var notFound: @Sendable (Request) -> Response = { _ in .text(404, "not found\n") }
+    /// Answer for a matched path with a method no route accepts.
+    public var methodNotAllowed: @Sendable (Request, [HTTPMethod]) -> Response = { _, allowed in
+        var r = Response.text(405, "method not allowed\n")
+        r.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
+        return r
+    }
+
+    public init() {}
+
+    /// Adds a route. `methods: nil` accepts every method (the handler decides).
+    public mutating func add(_ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
+                             bodyTooLarge: Response = .text(413, "request body too large\n"),
+                             handler: @escaping Handler) {
+        var segments: [Route.Segment] = []
+        let parts = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        for (i, p) in parts.enumerated() {
+            if p == "*" {
+                precondition(i == parts.count - 1, "'*' must be the last segment of \(pattern)")
+                segments.append(.rest)
+            } else if p.hasPrefix("{") && p.hasSuffix("}") {
+                segments.append(.parameter)
+            } else {
+                segments.append(.literal(Array(p.utf8)))
+            }
+        }
+        routes.append(Route(methods: methods, pattern: pattern, maxBodySize: maxBodySize,
+                            bodyTooLarge: bodyTooLarge, handler: handler, segments: segments))
+    }
+
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,
+                             bodyTooLarge: Response = .text(413, "request body too large\n"),
+                             handler: @escaping Handler) {
+        add([method], pattern, maxBodySize: maxBodySize, bodyTooLarge: bodyTooLarge, handler: handler)
+    }
+
+    /// Finds the route for `method` and `path` (a path without query, as in `Request.path`).
+    public func match(method: HTTPMethod, path: ArraySlice<UInt8>) -> Match {
+        var allowed: [HTTPMethod] = []
+        var params = RouteParameters()
+        for route in routes {
+            params.ranges.removeAll(keepingCapacity: true)
+            guard Router.matches(route.segments, path, &params) else { continue }
+            if let methods = route.methods, !methods.contains(method) {
+                allowed.append(contentsOf: methods)
+                continue
+            }
+            return .route(route, params)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
+    }
+
+    static func matches(_ segments: [Route.Segment], _ path: ArraySlice<UInt8>,
+                        _ params: inout RouteParameters) -> Bool {
+        let slash = UInt8(ascii: "/")
+        guard path.first == slash else { return false }
+        var pos = path.startIndex + 1
+        for (i, seg) in segments.enumerated() {
+            if case .rest = seg {
+                params.ranges.append(pos..<path.endIndex)
+                return true
+            }
+            if pos > path.endIndex { return false }
+            var end = pos
+            while end < path.endIndex && path[end] != slash { end += 1 }
+            switch seg {
+            case .literal(let lit):
+                if !path[pos..<end].elementsEqual(lit) { return false }
+            case .parameter:
+                if end == pos { return false }
+                params.ranges.append(pos..<end)
+            case .rest:
+                return true
+            }
+            let last = i == segments.count - 1
+            if last { return end == path.endIndex }
+            if end == path.endIndex { return false }
+            pos = end + 1
+        }
+        return segments.isEmpty && path.count == 1
+    }
+}

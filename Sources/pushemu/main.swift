@@ -1,0 +1,49 @@
+import CSystem
+import Emulator
+import Glibc
+
+/// The thin CLI: parse, start, print the listening line, wait for a signal, drain, exit.
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    csys_write_stderr("pushemu: \(message)\n")
+    exit(code)
+}
+
+var args = Array(CommandLine.arguments.dropFirst())
+if args.first == "serve" { args.removeFirst() }
+if args.contains("--help") || args.contains("-h") || args.first == "help" {
+    csys_write_stdout(ServeOptions.usage)
+    exit(0)
+}
+if args.contains("--version") || args.first == "version" {
+    csys_write_stdout("pushemu \(ServeOptions.version)\n")
+    exit(0)
+}
+if let first = args.first, !first.hasPrefix("-") {
+    fail("unknown command '\(first)' (see pushemu --help)")
+}
+
+let configuration: EmulatorConfiguration
+do {
+    configuration = try ServeOptions.parse(args)
+} catch {
+    fail("\(error)")
+}
+
+// Signals are taken synchronously by this thread; every loop thread inherits the mask.
+csys_block_signals()
+
+let emulator: Emulator
+do {
+    emulator = try Emulator(configuration: configuration)
+    try emulator.start()
+} catch {
+    fail("\(error)", code: 1)
+}
+
+csys_write_stdout(emulator.listeningLine + "\n")
+
+let signal = csys_wait_signal()
+csys_write_stderr("pushemu: signal \(signal), draining (up to \(configuration.drainTimeout)s)\n")
+emulator.shutdown()
+exit(0)
