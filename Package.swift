@@ -14,7 +14,9 @@ let package = Package(
         .target(name: "CSystem"),
 
         // HTTP server core: knows nothing about push.
-        .target(name: "Transport", dependencies: ["CNghttp2", "COpenSSL", "CSystem"]),
+        // Release builds skip dynamic exclusivity checks on this hot path (measured: ~3% of CPU).
+        .target(name: "Transport", dependencies: ["CNghttp2", "COpenSSL", "CSystem"],
+                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // Composition root: configuration, wiring, admin routes.
         .target(name: "Emulator", dependencies: ["Transport"]),
         // Thin CLI.

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CSystem.h"
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,4 +103,9 @@ int csys_peer_name(int fd, char *buf, size_t len) {
         return snprintf(buf, len, "[%s]:%d", host, port);
     }
     return -1;
+}
+
+void csys_tune_malloc(void) {
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+    mallopt(M_TOP_PAD, 16 * 1024 * 1024);
 }

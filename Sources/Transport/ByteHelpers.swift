@@ -53,12 +53,28 @@ extension Collection where Element == UInt8 {
     public var utf8String: String { String(decoding: self, as: UTF8.self) }
 }
 
+/// Calls `body` with the ASCII decimal digits of a non-negative `value`, formatted on the stack.
+@inline(__always)
+func withDecimalDigits<R>(_ value: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)
+    return withUnsafeMutableBytes(of: &tmp) { buf in
+        var v = max(0, value)
+        var n = 0
+        repeat {
+            buf[23 - n] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+            v /= 10
+            n += 1
+        } while v > 0
+        return body(UnsafeRawBufferPointer(rebasing: buf[(24 - n)...]))
+    }
+}
+
 /// A growable output buffer with a consumed prefix, so partial writes do not shift bytes.
 struct OutputBuffer {
     private(set) var bytes: [UInt8] = []
     private(set) var start = 0
 
-    init() { bytes.reserveCapacity(16 * 1024) }
+    init() {}
 
     var isEmpty: Bool { start == bytes.count }
     var count: Int { bytes.count - start }
@@ -76,16 +92,7 @@ struct OutputBuffer {
         bytes.append(contentsOf: s.utf8)
     }
     mutating func appendDecimal(_ value: Int) {
-        if value == 0 { bytes.append(0x30); return }
-        var v = value
-        var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = 0
-        withUnsafeMutableBytes(of: &tmp) { buf in
-            while v > 0 { buf[19 - n] = UInt8(truncatingIfNeeded: 0x30 + v % 10); v /= 10; n += 1 }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[(20 - n)...]))
-        }
+        withDecimalDigits(value) { bytes.append(contentsOf: $0) }
     }
 
     /// Calls `body` with the unconsumed bytes; it returns how many it consumed.

@@ -58,12 +58,13 @@ final class Connection: EventHandler {
     /// Registers with the loop. Returns false (and closes) when that fails.
     func start() -> Bool {
         if let ssl {
-            guard SSL_set_fd(ssl, fd) == 1 else { Glibc.close(fd); phase = .closed; return false }
+            guard SSL_set_fd(ssl, fd) == 1 else { Glibc.close(fd); phase = .closed; context.control = nil; return false }
             SSL_set_accept_state(ssl)
         }
         interest = CSYS_EPOLLIN | CSYS_EPOLLRDHUP
         guard loop.register(fd: fd, handler: self, events: interest) else {
             Glibc.close(fd)
+            context.control = nil
             phase = .closed
             return false
         }
@@ -358,7 +359,9 @@ final class Connection: EventHandler {
             ERR_clear_error()
         }
         Glibc.close(fd)
+        context.control = nil
         http2?.abandonAll()
+        http1?.abandon()
         out.removeAll()
         loop.openConnections.subtract(1, ordering: .relaxed)
     }

@@ -12,7 +12,8 @@ public final class ConnectionContext: @unchecked Sendable {
     public let transport: Transport
     public let remoteAddress: String
     public let localPort: Int
-    public unowned let eventLoop: EventLoop
+    /// Loops outlive every connection they own.
+    public unowned(unsafe) let eventLoop: EventLoop
 
     /// The negotiated ALPN protocol ("h2", "http/1.1"), or nil when the client offered none.
     public internal(set) var alpn: String?
@@ -33,7 +34,8 @@ public final class ConnectionContext: @unchecked Sendable {
     /// Per-connection state for the layers above, keyed by a type.
     public var storage: [ObjectIdentifier: AnyObject] = [:]
 
-    weak var control: Connection?
+    /// Cleared when the connection closes.
+    var control: Connection?
 
     init(id: UInt64, transport: Transport, remoteAddress: String, localPort: Int, eventLoop: EventLoop,
          maxConcurrentStreams: UInt32) {

@@ -18,7 +18,9 @@ public final class Exchange: @unchecked Sendable {
     /// HTTP/2 stream id (1 for an upgraded HTTP/1.1 request; 0 on HTTP/1.1).
     public internal(set) var streamID: Int32
 
-    weak var owner: (any ExchangeOwner)?
+    /// Strong while the exchange is live; the session clears it when the stream or connection ends
+    /// (a weak reference would put every retain of the session on the slow path).
+    var owner: (any ExchangeOwner)?
     var route: Router.Route?
 
     enum State { case reading, dispatched, responded, closed }

@@ -2,7 +2,8 @@
 /// Content-Length and chunked bodies, `Expect: 100-continue`, and `Upgrade: h2c`.
 /// Anything the parser refuses gets its status (400, 417, 505) and the connection closes.
 final class HTTP1Session: ExchangeOwner {
-    unowned let connection: Connection
+    /// The connection owns this session; `abandon()` detaches the exchange before it goes.
+    unowned(unsafe) let connection: Connection
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
     private let allowH2CUpgrade: Bool
@@ -218,6 +219,7 @@ final class HTTP1Session: ExchangeOwner {
         out.append("\r\n")
         if !noBody && ex.request.method != .head { out.append(response.body) }
         connection.enqueue(out.bytes)
+        ex.owner = nil
 
         if closing {
             state = .closing
@@ -236,6 +238,19 @@ final class HTTP1Session: ExchangeOwner {
         respond(ex, .text(500, "internal error\n"))
         state = .closing
         connection.closeAfterFlush()
+    }
+
+    /// The connection closed: detach whatever exchange is in progress.
+    func abandon() {
+        switch state {
+        case .body(let ex, _, _), .chunkedBody(let ex, _), .waiting(let ex, _):
+            ex.state = .closed
+            ex.owner = nil
+        default:
+            break
+        }
+        state = .closing
+        pending = []
     }
 
     /// Graceful shutdown: close now if idle, else after the current response.

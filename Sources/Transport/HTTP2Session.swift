@@ -4,7 +4,8 @@ import CNghttp2
 /// only ever holds unretained pointers, so `nghttp2_session_del` (which does not call
 /// on_stream_close) leaks nothing.
 final class HTTP2Session: ExchangeOwner {
-    unowned let connection: Connection
+    /// The connection owns this session; `close()` detaches every exchange before it goes.
+    unowned(unsafe) let connection: Connection
     private(set) var session: OpaquePointer!
     private var streams: [Int32: Exchange] = [:]
     private var lastID: Int32 = 0
@@ -93,13 +94,12 @@ final class HTTP2Session: ExchangeOwner {
         guard ex.streamID > 0, streams[ex.streamID] === ex else { return }
         let status = statusBytes(response.status)
         let hasBody = !response.body.isEmpty && ex.request.method != .head
-        var clBuf = OutputBuffer()
-        if !response.body.isEmpty { clBuf.appendDecimal(response.body.count) }
         let fields = response.headers
         let count = fields.count + 2
         var rv: Int32 = 0
         status.withUnsafeBufferPointer { st in
-            clBuf.bytes.withUnsafeBufferPointer { cl in
+            withDecimalDigits(response.body.count) { clRaw in
+                let cl = response.body.isEmpty ? UnsafeRawBufferPointer(start: nil, count: 0) : clRaw
                 fields.storage.withUnsafeBufferPointer { store in
                     withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { nva in
                         var k = 0
@@ -110,7 +110,7 @@ final class HTTP2Session: ExchangeOwner {
                             k += 1
                         }
                         if cl.count > 0 {
-                            nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress, cl.count); k += 1
+                            nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count); k += 1
                         }
                         if hasBody {
                             ex.responseBody = response.body
@@ -153,7 +153,7 @@ final class HTTP2Session: ExchangeOwner {
 
     /// Marks every stream closed (the connection is going away).
     func abandonAll() {
-        for (_, ex) in streams { ex.state = .closed }
+        for (_, ex) in streams { ex.state = .closed; ex.owner = nil }
         streams.removeAll()
         last = nil
     }
@@ -189,7 +189,7 @@ final class HTTP2Session: ExchangeOwner {
         if name.count == 7 && name.equals(":method") {
             ex.request.method = HTTPMethod(bytes: value)
         }
-        ex.request.headers.add(name: name, value: value)
+        ex.request.headers.addLowercase(name: name, value: value)
     }
 
     fileprivate func headersDone(_ id: Int32, endStream: Bool, isRequest: Bool) {
@@ -215,7 +215,7 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     fileprivate func streamClosed(_ id: Int32) {
-        if let ex = streams.removeValue(forKey: id) { ex.state = .closed }
+        if let ex = streams.removeValue(forKey: id) { ex.state = .closed; ex.owner = nil }
         if lastID == id { last = nil; lastID = 0 }
     }
 }

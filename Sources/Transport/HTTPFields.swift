@@ -68,11 +68,18 @@ public struct HTTPFields: Sendable {
     /// Appends a field; the name is lowercased.
     public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let ns = storage.count
-        for b in name { storage.append(asciiLower(b)) }
-        let vs = storage.count
+        addLowercase(name: name, value: value)
+        for i in ns..<(ns + name.count) { storage[i] = asciiLower(storage[i]) }
+    }
+
+    /// Appends a field whose name is known to be lowercase already (HTTP/2, which nghttp2 checks).
+    @inline(__always)
+    mutating func addLowercase(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let ns = storage.count
+        storage.append(contentsOf: name)
         storage.append(contentsOf: value)
         entries.append(Entry(nameStart: Int32(ns), nameLength: Int32(name.count),
-                             valueStart: Int32(vs), valueLength: Int32(value.count)))
+                             valueStart: Int32(ns + name.count), valueLength: Int32(value.count)))
     }
 
     public mutating func add(name: String, value: String) {
@@ -99,9 +106,7 @@ public struct HTTPFields: Sendable {
 
     /// Appends a field whose value is a decimal number.
     public mutating func add(name: StaticString, decimal: Int) {
-        var buf = OutputBuffer()
-        buf.appendDecimal(decimal)
-        buf.bytes.withUnsafeBytes { add(name: name, value: $0) }
+        withDecimalDigits(decimal) { add(name: name, value: $0) }
     }
 
     /// Calls `body` with each field's raw name and value bytes.

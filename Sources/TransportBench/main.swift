@@ -30,6 +30,7 @@ router.add(nil, "/*") { ex in
     ex.respond(Response(status: 200, headers: h))
 }
 csys_block_signals()
+csys_tune_malloc()
 let server = try HTTPServer(configuration: config, router: router)
 try server.start()
 csys_write_stdout("listening http=\(server.httpAddress!) https=\(server.httpsAddress!)\n")

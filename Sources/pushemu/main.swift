@@ -32,6 +32,7 @@ do {
 
 // Signals are taken synchronously by this thread; every loop thread inherits the mask.
 csys_block_signals()
+csys_tune_malloc()
 
 let emulator: Emulator
 do {

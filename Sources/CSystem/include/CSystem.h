@@ -35,6 +35,9 @@ void csys_write_stdout(const char *s);
 uint64_t csys_monotonic_ns(void);
 /* Wall clock in milliseconds since the epoch. */
 int64_t csys_wall_ms(void);
+/* Keep freed memory in the allocator instead of trimming and regrowing thread arenas
+   (each regrow is an mprotect plus page faults on the request path). */
+void csys_tune_malloc(void);
 /* Number of online CPUs. */
 int csys_cpu_count(void);
 /* Peer address of a socket as text "host:port", written into buf. */
