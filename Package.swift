@@ -24,9 +24,11 @@ let package = Package(
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
 
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "CSystem"]),
+        // Helpers for the tests: running commands, raw sockets, starting the real binary.
+        .target(name: "TestSupport", path: "Tests/Support"),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "CSystem"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

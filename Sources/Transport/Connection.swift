@@ -6,7 +6,7 @@ import Glibc
 /// the HTTP/2 preface when there is none), the HTTP/1.1 or HTTP/2 session, and output
 /// buffering with backpressure. Owned by one event loop.
 final class Connection: EventHandler {
-    enum Phase { case handshake, sniff, http1, http2, closed }
+    enum Phase { case handshake, sniff, http1, http2, lingering, closed }
 
     let fd: Int32
     unowned let loop: EventLoop
@@ -86,6 +86,7 @@ final class Connection: EventHandler {
     }
 
     private func onReadable() {
+        if phase == .lingering { discardInput(); return }
         lastActivity = csys_monotonic_ns()
         if phase == .handshake {
             handshake()
@@ -171,7 +172,7 @@ final class Connection: EventHandler {
         case .sniff:
             sniffed.append(contentsOf: bytes)
             selectBySniffing()
-        case .handshake, .closed:
+        case .handshake, .lingering, .closed:
             break
         }
     }
@@ -290,7 +291,7 @@ final class Connection: EventHandler {
     }
 
     private func flush() {
-        guard phase != .closed else { return }
+        guard phase != .closed, phase != .lingering else { return }
         let highWater = core.configuration.limits.outputHighWater
         while true {
             if phase == .http2, let h2 = http2 { h2.produce(into: &out, highWater: highWater) }
@@ -323,7 +324,7 @@ final class Connection: EventHandler {
         }
         // A client that half-closed after its request still gets the response it is owed.
         if closeWhenFlushed && !(phase == .http1 && peerClosed && http1?.isBusy == true) {
-            close()
+            if phase == .http1 && !peerClosed { linger() } else { close() }
             return
         }
         if outputPaused {
@@ -348,6 +349,43 @@ final class Connection: EventHandler {
     }
 
     // MARK: lifecycle
+
+    /// Closing with unread input makes the kernel send RST, which can destroy a response the
+    /// client has not read yet (an early 413, a 400). So: half-close, discard input for a while, close.
+    private func linger() {
+        if let ssl {
+            _ = SSL_shutdown(ssl)
+            ERR_clear_error()
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        phase = .lingering
+        lingerUntil = csys_monotonic_ns() &+ 2_000_000_000
+        lingerBudget = 4 * 1024 * 1024
+        outputPaused = false
+        inputPaused = false
+        wantWrite = false
+        peerClosed = false
+        updateInterest()
+    }
+
+    private var lingerUntil: UInt64 = 0
+    private var lingerBudget = 0
+
+    private func discardInput() {
+        let buf = loop.readBuffer
+        while true {
+            let n = Glibc.read(fd, buf.baseAddress, buf.count)
+            if n > 0 {
+                lingerBudget -= n
+                if lingerBudget <= 0 { close(); return }
+                continue
+            }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            if n < 0 && errno == EINTR { continue }
+            close()
+            return
+        }
+    }
 
     func close() {
         guard phase != .closed else { return }
@@ -385,7 +423,7 @@ final class Connection: EventHandler {
         switch phase {
         case .http2: http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: [], closeAfterSend: false)
         case .http1: http1?.beginDrain()
-        case .handshake, .sniff: close()
+        case .handshake, .sniff, .lingering: close()
         case .closed: break
         }
         requestFlush()
@@ -403,6 +441,8 @@ final class Connection: EventHandler {
                 let limit = h1.isBusy ? t.requestHeadNanos : t.idleNanos
                 if now &- lastActivity > limit { close() }
             }
+        case .lingering:
+            if now > lingerUntil { close() }
         case .http2:
             if let h2 = http2, h2.activeStreams == 0, now &- lastActivity > t.idleNanos {
                 h2.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.idleGoAwayDebugData, closeAfterSend: true)

@@ -1,0 +1,90 @@
+import XCTest
+@testable import Transport
+
+final class RouterTests: XCTestCase {
+    func path(_ s: String) -> ArraySlice<UInt8> { ArraySlice(Array(s.utf8)) }
+
+    func testLiteralParameterAndRest() {
+        var r = Router()
+        r.add(.get, "/healthz") { _ in }
+        r.add(.post, "/3/device/*") { _ in }
+        r.add(.post, "/v1/projects/{project}/messages:send") { _ in }
+        r.add([.get, .delete], "/emulator/v1/faults/{id}") { _ in }
+
+        guard case .route(let a, _) = r.match(method: .get, path: path("/healthz")) else { return XCTFail() }
+        XCTAssertEqual(a.pattern, "/healthz")
+        guard case .route(_, let p) = r.match(method: .post, path: path("/3/device/abcd")) else { return XCTFail() }
+        XCTAssertEqual(p.value(0, in: path("/3/device/abcd")).utf8String, "abcd")
+        guard case .route(_, let p2) = r.match(method: .post, path: path("/3/device/")) else { return XCTFail() }
+        XCTAssertEqual(p2.value(0, in: path("/3/device/")).utf8String, "")
+        guard case .route(_, let p3) = r.match(method: .post, path: path("/v1/projects/my-proj/messages:send")) else { return XCTFail() }
+        XCTAssertEqual(p3.value(0, in: path("/v1/projects/my-proj/messages:send")).utf8String, "my-proj")
+
+        if case .route = r.match(method: .post, path: path("/v1/projects//messages:send")) { XCTFail("empty parameter matched") }
+        if case .route = r.match(method: .get, path: path("/healthz/")) { XCTFail("trailing slash matched") }
+        if case .route = r.match(method: .get, path: path("/healthzz")) { XCTFail() }
+        if case .route = r.match(method: .post, path: path("/3/device")) { XCTFail() }
+        if case .route = r.match(method: .get, path: path("healthz")) { XCTFail() }
+    }
+
+    func testMethodNotAllowedListsAllowedMethods() {
+        var r = Router()
+        r.add([.get, .delete], "/x/{id}") { _ in }
+        guard case .methodNotAllowed(let allowed) = r.match(method: .post, path: path("/x/1")) else { return XCTFail() }
+        XCTAssertEqual(allowed, [.get, .delete])
+        guard case .notFound = r.match(method: .post, path: path("/y")) else { return XCTFail() }
+    }
+
+    func testRoot() {
+        var r = Router()
+        r.add(.get, "/") { _ in }
+        guard case .route = r.match(method: .get, path: path("/")) else { return XCTFail() }
+        guard case .notFound = r.match(method: .get, path: path("/a")) else { return XCTFail() }
+    }
+}
+
+final class HTTPFieldsTests: XCTestCase {
+    func testAddFirstCountPairs() {
+        var f = HTTPFields()
+        f.add(name: "Content-Type", value: "application/json")
+        f.add(name: "apns-id", value: "x")
+        f.add(name: "APNS-ID", value: "y")
+        f.add(name: "content-length", decimal: 1234)
+        XCTAssertEqual(f.count, 4)
+        XCTAssertEqual(f.first("content-type")?.utf8String, "application/json")
+        XCTAssertEqual(f.count(of: "apns-id"), 2)
+        XCTAssertEqual(f.first("content-length")?.utf8String, "1234")
+        XCTAssertNil(f.first("missing"))
+        XCTAssertEqual(f.firstString("Apns-Id"), "x")
+        XCTAssertEqual(f.pairs.map(\.0), ["content-type", "apns-id", "apns-id", "content-length"])
+    }
+
+    func testDecimalFormatting() {
+        for v in [0, 7, 10, 99, 100, 65535, 1_000_000, Int(Int32.max)] {
+            var f = HTTPFields()
+            f.add(name: "n", decimal: v)
+            XCTAssertEqual(f.first("n")?.utf8String, String(v))
+        }
+    }
+
+    func testMethodParsing() {
+        XCTAssertEqual(HTTPMethod(bytes: Array("POST".utf8)), .post)
+        XCTAssertEqual(HTTPMethod(bytes: Array("DELETE".utf8)), .delete)
+        XCTAssertEqual(HTTPMethod(bytes: Array("PROPFIND".utf8)), .other("PROPFIND"))
+        XCTAssertEqual(HTTPMethod.other("X").name, "X")
+    }
+
+    func testRequestPathQueryAuthority() {
+        var h = HTTPFields()
+        h.add(name: ":path", value: "/a/b?x=1&y=&z")
+        h.add(name: "host", value: "api.push.apple.com")
+        let r = Request(version: .http2, method: .get, headers: h)
+        XCTAssertEqual(r.path.utf8String, "/a/b")
+        XCTAssertEqual(r.query?.utf8String, "x=1&y=&z")
+        XCTAssertEqual(r.queryParameter("x"), "1")
+        XCTAssertEqual(r.queryParameter("y"), "")
+        XCTAssertEqual(r.queryParameter("z"), "")
+        XCTAssertNil(r.queryParameter("w"))
+        XCTAssertEqual(r.authority?.utf8String, "api.push.apple.com", "host is used when :authority is absent (aioapns)")
+    }
+}
