@@ -69,6 +69,12 @@ func withDecimalDigits<R>(_ value: Int, _ body: (UnsafeRawBufferPointer) -> R) -
     }
 }
 
+extension UnsafeRawBufferPointer {
+    /// The bytes as a typed buffer (so Array appends take the memcpy path).
+    @inline(__always)
+    var typedBytes: UnsafeBufferPointer<UInt8> { assumingMemoryBound(to: UInt8.self) }
+}
+
 /// A growable output buffer with a consumed prefix, so partial writes do not shift bytes.
 struct OutputBuffer {
     private(set) var bytes: [UInt8] = []
@@ -80,19 +86,19 @@ struct OutputBuffer {
     var count: Int { bytes.count - start }
 
     mutating func append(_ raw: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: raw)
+        bytes.append(contentsOf: raw.typedBytes)
     }
     mutating func append(_ other: [UInt8]) {
         bytes.append(contentsOf: other)
     }
     mutating func append(_ s: StaticString) {
-        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
     mutating func append(_ s: String) {
         bytes.append(contentsOf: s.utf8)
     }
     mutating func appendDecimal(_ value: Int) {
-        withDecimalDigits(value) { bytes.append(contentsOf: $0) }
+        withDecimalDigits(value) { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     /// Calls `body` with the unconsumed bytes; it returns how many it consumed.

@@ -22,6 +22,8 @@ public final class Exchange: @unchecked Sendable {
     /// (a weak reference would put every retain of the session on the slow path).
     var owner: (any ExchangeOwner)?
     var route: Router.Route?
+    /// Position in the HTTP/2 session's live list; -1 once the stream is gone.
+    var liveIndex = -1
 
     enum State { case reading, dispatched, responded, closed }
     var state: State = .reading
@@ -40,6 +42,26 @@ public final class Exchange: @unchecked Sendable {
         self.connection = connection
         self.streamID = streamID
         self.owner = owner
+    }
+
+    /// Resets a finished, unreferenced exchange for a new stream, keeping buffer capacity.
+    func recycle(streamID: Int32, owner: any ExchangeOwner) {
+        self.streamID = streamID
+        self.owner = owner
+        request.method = .get
+        request.pathIndex = -1
+        request.headers.storage.removeAll(keepingCapacity: true)
+        request.headers.entries.removeAll(keepingCapacity: true)
+        request.body.removeAll(keepingCapacity: true)
+        parameters = RouteParameters()
+        route = nil
+        state = .reading
+        maxBodySize = 0
+        headerListSize = 0
+        headersTooLarge = false
+        responseBody = []
+        responseOffset = 0
+        liveIndex = -1
     }
 
     /// The captured path parameter `i` as bytes.

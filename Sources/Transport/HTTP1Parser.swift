@@ -413,7 +413,7 @@ public struct ChunkedDecoder: Sendable {
                 size = 0; sizeDigits = 0
             case .data(let remaining):
                 let take = min(remaining, n - i)
-                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[i..<(i + take)]))
+                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[i..<(i + take)]).typedBytes)
                 i += take
                 state = remaining - take == 0 ? .dataCR : .data(remaining - take)
             case .dataCR:

@@ -108,7 +108,7 @@ final class HTTP1Session: ExchangeOwner {
                 }
             case .body(let ex, let head, let remaining):
                 let take = min(remaining, buf.count - pos)
-                ex.request.body.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[pos..<(pos + take)]))
+                ex.request.body.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[pos..<(pos + take)]).typedBytes)
                 pos += take
                 if remaining - take == 0 {
                     finishBody(ex, head)
@@ -139,7 +139,8 @@ final class HTTP1Session: ExchangeOwner {
     }
 
     private func startRequest(_ head: HTTP1RequestHead) {
-        let req = Request(version: head.version, method: head.method, headers: head.fields)
+        var req = Request(version: head.version, method: head.method, headers: head.fields)
+        req.pathIndex = head.fields.first(":authority") == nil ? 0 : 1
         let ex = Exchange(request: req, connection: connection.context, streamID: 0, owner: self)
         currentKeepAlive = head.keepAlive && !connection.isDraining
         guard dispatcher.headersComplete(ex) else { return }

@@ -7,9 +7,12 @@ final class HTTP2Session: ExchangeOwner {
     /// The connection owns this session; `close()` detaches every exchange before it goes.
     unowned(unsafe) let connection: Connection
     private(set) var session: OpaquePointer!
-    private var streams: [Int32: Exchange] = [:]
+    /// Live exchanges (ownership). nghttp2's stream user data points at them, unretained, for lookup.
+    private var live: [Exchange] = []
     private var lastID: Int32 = 0
     private var last: Exchange?
+    /// Finished exchanges nobody else references, reused with their buffers' capacity.
+    private var pool: [Exchange] = []
     private var inReceive = false
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
@@ -59,7 +62,7 @@ final class HTTP2Session: ExchangeOwner {
         exchange.streamID = 1
         exchange.owner = self
         exchange.request.version = .http2
-        streams[1] = exchange
+        adopt(exchange)
         dispatcher.dispatch(exchange)
         return true
     }
@@ -86,12 +89,18 @@ final class HTTP2Session: ExchangeOwner {
         nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
     }
 
-    var activeStreams: Int { streams.count }
+    var activeStreams: Int { live.count }
+
+    private func adopt(_ ex: Exchange) {
+        ex.liveIndex = live.count
+        live.append(ex)
+        nghttp2_session_set_stream_user_data(session, ex.streamID, Unmanaged.passUnretained(ex).toOpaque())
+    }
 
     // MARK: handler-facing operations
 
     func respond(_ ex: Exchange, _ response: Response) {
-        guard ex.streamID > 0, streams[ex.streamID] === ex else { return }
+        guard ex.streamID > 0, ex.owner === self, ex.liveIndex >= 0 else { return }
         let status = statusBytes(response.status)
         let hasBody = !response.body.isEmpty && ex.request.method != .head
         let fields = response.headers
@@ -131,7 +140,7 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     func reset(_ ex: Exchange) {
-        guard ex.streamID > 0, streams[ex.streamID] === ex else { return }
+        guard ex.streamID > 0, ex.owner === self, ex.liveIndex >= 0 else { return }
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue)
         if !inReceive { connection.requestFlush() }
     }
@@ -153,19 +162,25 @@ final class HTTP2Session: ExchangeOwner {
 
     /// Marks every stream closed (the connection is going away).
     func abandonAll() {
-        for (_, ex) in streams { ex.state = .closed; ex.owner = nil }
-        streams.removeAll()
+        for ex in live { ex.state = .closed; ex.owner = nil; ex.liveIndex = -1 }
+        live.removeAll()
         last = nil
     }
 
     // MARK: callbacks
 
     fileprivate func beginStream(_ id: Int32) {
-        let req = Request(version: .http2, method: .get, headers: HTTPFields())
-        let ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
-        ex.request.headers.storage.reserveCapacity(512)
-        ex.request.headers.entries.reserveCapacity(12)
-        streams[id] = ex
+        let ex: Exchange
+        if let reused = pool.popLast() {
+            reused.recycle(streamID: id, owner: self)
+            ex = reused
+        } else {
+            let req = Request(version: .http2, method: .get, headers: HTTPFields())
+            ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
+            ex.request.headers.storage.reserveCapacity(512)
+            ex.request.headers.entries.reserveCapacity(12)
+        }
+        adopt(ex)
         last = ex
         lastID = id
     }
@@ -173,7 +188,8 @@ final class HTTP2Session: ExchangeOwner {
     @inline(__always)
     fileprivate func exchange(_ id: Int32) -> Exchange? {
         if id == lastID, let last { return last }
-        guard let ex = streams[id] else { return nil }
+        guard let p = nghttp2_session_get_stream_user_data(session, id) else { return nil }
+        let ex = Unmanaged<Exchange>.fromOpaque(p).takeUnretainedValue()
         last = ex
         lastID = id
         return ex
@@ -185,6 +201,9 @@ final class HTTP2Session: ExchangeOwner {
         if ex.headerListSize > limits.maxHeaderListSize {
             ex.headersTooLarge = true
             return
+        }
+        if name.count == 5 && name.equals(":path") {
+            ex.request.pathIndex = Int32(ex.request.headers.count)
         }
         if name.count == 7 && name.equals(":method") {
             ex.request.method = HTTPMethod(bytes: value)
@@ -206,7 +225,7 @@ final class HTTP2Session: ExchangeOwner {
             ex.respond(dispatcher.bodyTooLarge(ex))
             return
         }
-        ex.request.body.append(contentsOf: bytes)
+        ex.request.body.append(contentsOf: bytes.typedBytes)
     }
 
     fileprivate func dataDone(_ id: Int32) {
@@ -215,8 +234,19 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     fileprivate func streamClosed(_ id: Int32) {
-        if let ex = streams.removeValue(forKey: id) { ex.state = .closed; ex.owner = nil }
         if lastID == id { last = nil; lastID = 0 }
+        guard let p = nghttp2_session_get_stream_user_data(session, id) else { return }
+        var ex = Unmanaged<Exchange>.fromOpaque(p).takeUnretainedValue()
+        let i = ex.liveIndex
+        if i >= 0 && i < live.count && live[i] === ex {
+            let moved = live.removeLast()
+            if moved !== ex { live[i] = moved; moved.liveIndex = i }
+        }
+        ex.liveIndex = -1
+        ex.state = .closed
+        ex.owner = nil
+        // Only an exchange no handler or task still holds can be reused.
+        if pool.count < 64 && isKnownUniquelyReferenced(&ex) { pool.append(ex) }
     }
 }
 

@@ -76,8 +76,9 @@ public struct HTTPFields: Sendable {
     @inline(__always)
     mutating func addLowercase(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let ns = storage.count
-        storage.append(contentsOf: name)
-        storage.append(contentsOf: value)
+        // Typed buffers take Array's memcpy path; raw buffers are copied byte by byte.
+        storage.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+        storage.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
         entries.append(Entry(nameStart: Int32(ns), nameLength: Int32(name.count),
                              valueStart: Int32(ns + name.count), valueLength: Int32(value.count)))
     }

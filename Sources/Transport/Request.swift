@@ -1,3 +1,5 @@
+import Glibc
+
 /// A request as the handler sees it: method, all header fields, and the body.
 ///
 /// `headers` holds every field in arrival order with lowercase names, including the HTTP/2
@@ -8,6 +10,8 @@ public struct Request: Sendable {
     public internal(set) var method: HTTPMethod
     public internal(set) var headers: HTTPFields
     public internal(set) var body: [UInt8]
+    /// Index of `:path` in `headers` when the codec recorded it (-1: search).
+    var pathIndex: Int32 = -1
 
     public init(version: HTTPVersion, method: HTTPMethod, headers: HTTPFields, body: [UInt8] = []) {
         self.version = version
@@ -17,12 +21,19 @@ public struct Request: Sendable {
     }
 
     /// The request target including any query string (`:path`).
-    public var target: ArraySlice<UInt8> { headers.first(":path") ?? [] }
+    public var target: ArraySlice<UInt8> {
+        if pathIndex >= 0 { return headers.value(at: Int(pathIndex)) }
+        return headers.first(":path") ?? []
+    }
 
     /// The path without the query string.
     public var path: ArraySlice<UInt8> {
         let t = target
-        if let q = t.firstIndex(of: UInt8(ascii: "?")) { return t[t.startIndex..<q] }
+        let q = t.withUnsafeBytes { raw -> Int? in
+            guard let base = raw.baseAddress, let hit = memchr(base, 0x3F, raw.count) else { return nil }
+            return base.distance(to: UnsafeRawPointer(hit))
+        }
+        if let q { return t[t.startIndex..<(t.startIndex + q)] }
         return t
     }
 

@@ -1,0 +1,85 @@
+import XCTest
+@testable import Emulator
+
+final class ServeOptionsTests: XCTestCase {
+    func testDefaultsAreWhatCIWants() throws {
+        let c = try ServeOptions.parse([])
+        XCTAssertEqual(c.host, "127.0.0.1")
+        XCTAssertEqual(c.httpPort, 8080)
+        XCTAssertEqual(c.httpsPort, 8443)
+        XCTAssertEqual(c.dataDirectory, "./.pushemu")
+        XCTAssertFalse(c.inMemory)
+        XCTAssertGreaterThanOrEqual(c.threads, 1)
+        XCTAssertNil(c.certificatePath)
+    }
+
+    func testFlagsBothSpellings() throws {
+        let c = try ServeOptions.parse(["--host", "::1", "--http-port=0", "--https-port", "9443", "--threads", "3",
+                                        "--in-memory", "--data-dir", "/tmp/x", "--drain-timeout", "2.5",
+                                        "--max-concurrent-streams", "500", "--cert", "a.pem", "--key", "b.pem"])
+        XCTAssertEqual(c.host, "::1")
+        XCTAssertEqual(c.httpPort, 0)
+        XCTAssertEqual(c.httpsPort, 9443)
+        XCTAssertEqual(c.threads, 3)
+        XCTAssertTrue(c.inMemory)
+        XCTAssertEqual(c.dataDirectory, "/tmp/x")
+        XCTAssertEqual(c.drainTimeout, 2.5)
+        XCTAssertEqual(c.maxConcurrentStreams, 500)
+        XCTAssertEqual(c.certificatePath, "a.pem")
+        XCTAssertEqual(c.keyPath, "b.pem")
+        XCTAssertFalse(try ServeOptions.parse(["--in-memory=false"]).inMemory)
+    }
+
+    func testBadInputGetsOneClearError() {
+        func message(_ args: [String]) -> String {
+            do { _ = try ServeOptions.parse(args); return "no error" } catch { return "\(error)" }
+        }
+        XCTAssertEqual(message(["--nope"]), "unknown option '--nope' (see pushemu --help)")
+        XCTAssertEqual(message(["--http-port"]), "option '--http-port' needs a value")
+        XCTAssertEqual(message(["--http-port", "70000"]), "--http-port must be an integer in 0...65535, got '70000'")
+        XCTAssertEqual(message(["--threads", "0"]), "--threads must be an integer in 1...1024, got '0'")
+        XCTAssertEqual(message(["--in-memory=maybe"]), "--in-memory must be true or false, got 'maybe'")
+        XCTAssertEqual(message(["serve"]), "unexpected argument 'serve' (see pushemu --help)")
+    }
+
+    func testConfigFileWithFlagsWinning() throws {
+        let file = """
+        # pushemu.conf
+        http-port = 1234
+        https-port = "2345"   # quoted values are fine
+        --in-memory = true
+        threads=2
+
+        """
+        let c = try ServeOptions.parse(["--config", "pushemu.conf", "--threads", "4"]) { path in
+            XCTAssertEqual(path, "pushemu.conf")
+            return file
+        }
+        XCTAssertEqual(c.httpPort, 1234)
+        XCTAssertEqual(c.httpsPort, 2345)
+        XCTAssertTrue(c.inMemory)
+        XCTAssertEqual(c.threads, 4, "command-line flags override the file")
+        XCTAssertThrowsError(try ServeOptions.parse(["--config", "f"]) { _ in "nonsense line" })
+        XCTAssertThrowsError(try ServeOptions.parse(["--config", "f"]) { _ in "bogus = 1" })
+    }
+
+    func testUsageListsEveryOption() {
+        for o in ServeOptions.options { XCTAssertTrue(ServeOptions.usage.contains("--\(o.name)"), o.name) }
+        XCTAssertTrue(ServeOptions.usage.contains("--config FILE"))
+    }
+
+    func testTLSConfigurationErrors() {
+        var c = EmulatorConfiguration()
+        c.certificatePath = "/nonexistent/cert.pem"
+        c.keyPath = "/nonexistent/key.pem"
+        XCTAssertThrowsError(try Emulator(configuration: c)) { e in
+            XCTAssertTrue("\(e)".contains("cannot read certificate file '/nonexistent/cert.pem'"), "\(e)")
+        }
+        c.keyPath = nil
+        XCTAssertThrowsError(try Emulator(configuration: c)) { e in XCTAssertEqual("\(e)", "--cert needs --key") }
+    }
+
+    func testJSONStringEscaping() {
+        XCTAssertEqual(AdminAPI.jsonString("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\u0001é\"")
+    }
+}
