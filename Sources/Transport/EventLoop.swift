@@ -40,6 +40,8 @@ public final class EventLoop: @unchecked Sendable {
     let openConnections = Atomic<Int>(0)
     /// Called once per loop iteration after events: connections that asked for a deferred flush.
     var pendingFlush: [Connection] = []
+    /// This loop's acceptors, one per listening socket.
+    var acceptors: [Acceptor] = []
 
     init(index: Int) throws {
         self.index = index

@@ -56,6 +56,7 @@ public final class HTTPServer: @unchecked Sendable {
                 let acceptor = Acceptor(fd: l.fd, loop: loop, core: core, tls: l.tls ? core.tls : nil,
                                         localPort: l.port, maxConnections: perLoop)
                 _ = loop.register(fd: l.fd, handler: acceptor, events: CSYS_EPOLLIN, exclusive: true)
+                loop.acceptors.append(acceptor)
             }
             let timeouts = Sweeper(loop: loop)
             loop.schedule(afterNanoseconds: 1_000_000_000, timeouts.tick)
@@ -75,9 +76,8 @@ public final class HTTPServer: @unchecked Sendable {
         guard started else { return }
         started = false
         for loop in loops {
-            let fds = listeners.map(\.fd)
             loop.execute {
-                for fd in fds { loop.unregister(fd: fd) }
+                for a in loop.acceptors { a.stop() }
                 for c in loop.connections { c.beginDrain() }
             }
         }
@@ -113,7 +113,9 @@ public final class HTTPServer: @unchecked Sendable {
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         if first.pointee.ai_family == AF_INET6 {
-            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+            // "::" means every address, IPv4 included; any other IPv6 address means just itself.
+            var v6only: Int32 = host == "::" ? 0 : 1
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6only, socklen_t(MemoryLayout<Int32>.size))
         }
         if bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
             let e = errno
@@ -156,10 +158,24 @@ final class Acceptor: EventHandler {
         self.maxConnections = maxConnections
     }
 
+    fileprivate var paused = false
+    fileprivate var stopped = false
+
+    /// Stops accepting (shutdown).
+    func stop() {
+        stopped = true
+        if !paused { loop.unregister(fd: fd) }
+    }
+
     func handle(events: UInt32) {
         for _ in 0..<64 {
             let cfd = csys_accept(fd)
-            if cfd < 0 { break }
+            if cfd < 0 {
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    pauseAccepting()
+                }
+                break
+            }
             if loop.openConnections.load(ordering: .relaxed) >= maxConnections {
                 Glibc.close(cfd)
                 continue
@@ -168,6 +184,21 @@ final class Acceptor: EventHandler {
             setsockopt(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort)
             _ = conn.start()
+        }
+    }
+}
+
+extension Acceptor {
+    /// Out of descriptors: the pending connection stays queued and level-triggered epoll would
+    /// wake this loop forever, so stop listening for 100 ms.
+    func pauseAccepting() {
+        guard !paused, !stopped else { return }
+        paused = true
+        loop.unregister(fd: fd)
+        loop.schedule(afterNanoseconds: 100_000_000) { [self] in
+            paused = false
+            guard !stopped else { return }
+            _ = loop.register(fd: fd, handler: self, events: CSYS_EPOLLIN, exclusive: true)
         }
     }
 }

@@ -31,6 +31,7 @@ router.add(nil, "/*") { ex in
 }
 csys_block_signals()
 csys_tune_malloc()
+_ = csys_raise_nofile_limit()
 let server = try HTTPServer(configuration: config, router: router)
 try server.start()
 csys_write_stdout("listening http=\(server.httpAddress!) https=\(server.httpsAddress!)\n")

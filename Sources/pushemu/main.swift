@@ -33,6 +33,7 @@ do {
 // Signals are taken synchronously by this thread; every loop thread inherits the mask.
 csys_block_signals()
 csys_tune_malloc()
+_ = csys_raise_nofile_limit()
 
 let emulator: Emulator
 do {

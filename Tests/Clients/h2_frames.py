@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--authority", default="localhost")
     ap.add_argument("--wait", type=float, default=2.0)
+    ap.add_argument("--ping", action="store_true", help="send a PING and wait for its ACK")
     a = ap.parse_args()
     sock = socket.create_connection((a.host, a.port), timeout=a.wait)
     if a.tls:
@@ -56,6 +57,8 @@ def main():
         sock = ctx.wrap_socket(sock, server_hostname=a.sni or "localhost")
         print("ALPN", sock.selected_alpn_protocol())
     out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    if a.ping:
+        out += frame(6, 0, 0, b"pushemu!")
     stream = 1
     for p in a.path:
         out += frame(1, 0x05, stream, request_block(p, a.authority))
@@ -63,7 +66,7 @@ def main():
     sock.sendall(out)
     buf = b""
     deadline = time.time() + a.wait
-    remaining = len(a.path)
+    remaining = len(a.path) + (1 if a.ping else 0)
     sock.settimeout(0.2)
     while time.time() < deadline:
         try:
@@ -106,7 +109,9 @@ def main():
             elif t == 8:
                 print(f"WINDOW_UPDATE stream={sid} inc={int.from_bytes(pl[0:4],'big')}")
             elif t == 6:
-                print(f"PING flags={fl}")
+                print(f"PING flags={fl} data={pl.decode(errors='replace')}")
+                if fl & 1:
+                    remaining -= 1
             else:
                 print(f"FRAME type={t} stream={sid} flags={fl} len={n}")
     sys.stdout.flush()

@@ -57,6 +57,10 @@ final class ServerTests: XCTestCase {
             ex.respond(.text(200, "bye\n"))
             ex.connection.goAway(errorCode: 0, debugData: Array("{\"reason\":\"Shutdown\"}".utf8))
         }
+        r.add(.get, "/big") { ex in
+            let n = Int(ex.request.queryParameter("bytes") ?? "1048576") ?? 0
+            ex.respond(Response(status: 200, body: (0..<n).map { UInt8(truncatingIfNeeded: $0 % 251) }))
+        }
         r.add(.get, "/empty") { ex in
             var h = HTTPFields()
             h.add(name: "apns-id", value: "123e4567-e89b-12d3-a456-426614174000")
@@ -221,6 +225,45 @@ final class ServerTests: XCTestCase {
         XCTAssertTrue(fcm.contains("SETTINGS flags=0 3=100 "), fcm)
         let other = try h2frames(["\(port)", "--tls", "--sni", "api.push.apple.com", "--alpn", "h2", "--cafile", Self.certs + "/ca.pem"])
         XCTAssertTrue(other.contains("SETTINGS flags=0 3=1000 "), other)
+    }
+
+    func testPingIsAcknowledged() throws {
+        let s = try makeServer()
+        defer { s.shutdown(drainTimeout: 1) }
+        let out = try h2frames(["\(s.httpAddress!.port)", "--ping"])
+        XCTAssertTrue(out.contains("PING flags=1 data=pushemu!"), out)
+    }
+
+    func testLargeResponsesRespectFlowControl() throws {
+        let s = try makeServer()
+        defer { s.shutdown(drainTimeout: 1) }
+        // 8 MiB through curl's 64 KiB-ish stream windows: only WINDOW_UPDATEs let it through.
+        for args in [["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=8388608"],
+                     ["--http2", "--cacert", Self.certs + "/ca.pem", "https://localhost:\(s.httpsAddress!.port)/big?bytes=8388608"],
+                     ["--http1.1", "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=8388608"]] {
+            let r = try curl(["-o", "/dev/null", "-w", "%{http_code} %{size_download}"] + args)
+            XCTAssertEqual(r.stdout, "200 8388608", "\(args): \(r.stderr)")
+        }
+        // Many concurrent large streams on one connection.
+        let urls = (0..<20).map { "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=\(100_000 + $0)" }
+        let n = try runCommand("nghttp", ["-n", "-s"] + urls, timeout: 30)
+        XCTAssertEqual(n.status, 0, n.stderr)
+    }
+
+    func testOversizedHeaderListGets431() throws {
+        let s = try makeServer { $0.limits.maxHeaderListSize = 4096 }
+        defer { s.shutdown(drainTimeout: 1) }
+        let big = String(repeating: "v", count: 6000)
+        let r = try curl(["--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(big)",
+                          "http://127.0.0.1:\(s.httpAddress!.port)/echo"])
+        XCTAssertEqual(r.stdout, "431", r.stderr)
+        // The connection's other streams are unaffected.
+        let ok = try curl(["--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(s.httpAddress!.port)/echo"])
+        XCTAssertEqual(ok.stdout, "200")
+        // HTTP/1.1 heads over the limit are 400 and closed.
+        let h1 = try curl(["--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(String(repeating: "v", count: 40_000))",
+                           "http://127.0.0.1:\(s.httpAddress!.port)/echo"])
+        XCTAssertEqual(h1.stdout, "400", h1.stderr)
     }
 
     func testTLSWithoutALPNStillSpeaksHTTP2() throws {

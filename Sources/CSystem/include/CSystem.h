@@ -38,6 +38,8 @@ int64_t csys_wall_ms(void);
 /* Keep freed memory in the allocator instead of trimming and regrowing thread arenas
    (each regrow is an mprotect plus page faults on the request path). */
 void csys_tune_malloc(void);
+/* Raises the soft open-file limit to the hard limit; returns the new soft limit. */
+long csys_raise_nofile_limit(void);
 /* Number of online CPUs. */
 int csys_cpu_count(void);
 /* Peer address of a socket as text "host:port", written into buf. */
