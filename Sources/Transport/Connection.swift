@@ -265,7 +265,8 @@ final class Connection: EventHandler {
     // MARK: output
 
     func enqueue(_ s: StaticString) { out.append(s) }
-    func enqueue(_ bytes: [UInt8]) { out.append(bytes) }
+    /// Lets a codec serialize straight into the output buffer.
+    func write(_ body: (inout OutputBuffer) -> Void) { body(&out) }
 
     /// Flushes at the end of this loop iteration (used for responses given outside input processing).
     func requestFlush() {

@@ -177,28 +177,12 @@ final class HTTP1Session: ExchangeOwner {
     private func fail(_ error: HTTP1ParseError) {
         state = .closing
         pending = []
-        let body = "bad request: \(error)\n"
-        var out = OutputBuffer()
-        out.append("HTTP/1.1 ")
-        out.appendDecimal(error.status)
-        out.append(" ")
-        out.append(reasonPhrase(error.status))
-        out.append("\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ")
-        out.appendDecimal(body.utf8.count)
-        out.append("\r\nconnection: close\r\n\r\n")
-        out.append(body)
-        connection.enqueue(out.bytes)
+        connection.write { HTTP1Session.serialize(.text(error.status, "bad request: \(error)\n"), method: .get, closing: true, into: &$0) }
         connection.closeAfterFlush()
     }
 
-    // MARK: ExchangeOwner
-
-    func respond(_ ex: Exchange, _ response: Response) {
-        var bodyRead = false
-        if case .waiting(let w, _) = state, w === ex { bodyRead = true }
-        // Answered before its body was read (413, 431): the connection cannot be reused.
-        let closing = isClosing || !currentKeepAlive || connection.isDraining || !bodyRead
-        var out = OutputBuffer()
+    /// Appends the response as HTTP/1.1 bytes: status line, headers, framing, body.
+    static func serialize(_ response: Response, method: HTTPMethod, closing: Bool, into out: inout OutputBuffer) {
         out.append("HTTP/1.1 ")
         out.appendDecimal(response.status)
         out.append(" ")
@@ -218,8 +202,17 @@ final class HTTP1Session: ExchangeOwner {
         }
         if closing { out.append("connection: close\r\n") }
         out.append("\r\n")
-        if !noBody && ex.request.method != .head { out.append(response.body) }
-        connection.enqueue(out.bytes)
+        if !noBody && method != .head { out.append(response.body) }
+    }
+
+    // MARK: ExchangeOwner
+
+    func respond(_ ex: Exchange, _ response: Response) {
+        var bodyRead = false
+        if case .waiting(let w, _) = state, w === ex { bodyRead = true }
+        // Answered before its body was read (413, 431): the connection cannot be reused.
+        let closing = isClosing || !currentKeepAlive || connection.isDraining || !bodyRead
+        connection.write { HTTP1Session.serialize(response, method: ex.request.method, closing: closing, into: &$0) }
         ex.owner = nil
 
         if closing {
