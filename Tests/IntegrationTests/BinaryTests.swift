@@ -35,6 +35,20 @@ final class BinaryTests: XCTestCase {
         XCTAssertEqual(s.stop(), 0)
     }
 
+    func testTLS12AndTLS13() throws {
+        let s = try ServerProcess()
+        defer { s.stop() }
+        for (args, version) in [(["--tlsv1.2", "--tls-max", "1.2"], "TLSv1.2"), (["--tlsv1.3"], "TLSv1.3")] {
+            let r = try curl(["--http2", "-v", "--cacert", Self.ca] + args + ["https://localhost:\(s.httpsPort)/healthz"])
+            XCTAssertEqual(r.stdout, "{\"status\":\"ok\"}", r.stderr)
+            XCTAssertTrue(r.stderr.contains("SSL connection using \(version)"), r.stderr)
+            XCTAssertTrue(r.stderr.contains("ALPN: server accepted h2"), r.stderr)
+        }
+        // TLS 1.1 and older are refused.
+        let old = try curl(["--tlsv1.1", "--tls-max", "1.1", "--cacert", Self.ca, "https://localhost:\(s.httpsPort)/healthz"])
+        XCTAssertNotEqual(old.status, 0)
+    }
+
     func testHTTP11KeepAliveReusesOneConnection() throws {
         let s = try ServerProcess()
         defer { s.stop() }
