@@ -17,8 +17,12 @@ let package = Package(
         // Release builds skip dynamic exclusivity checks on this hot path (measured: ~3% of CPU).
         .target(name: "Transport", dependencies: ["CNghttp2", "COpenSSL", "CSystem"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
+        // Provider-neutral push values: the JSON scanner, ids, the accepted-notification record and log.
+        .target(name: "PushCore", dependencies: ["Transport", "CSystem"]),
+        // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
+        .target(name: "APNs", dependencies: ["PushCore", "Transport", "COpenSSL"]),
         // Composition root: configuration, wiring, admin routes.
-        .target(name: "Emulator", dependencies: ["Transport"]),
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs"]),
         // Thin CLI.
         .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
@@ -27,6 +31,8 @@ let package = Package(
         // Helpers for the tests: running commands, raw sockets, starting the real binary.
         .target(name: "TestSupport", path: "Tests/Support"),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport"]),
     ],

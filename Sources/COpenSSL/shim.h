@@ -32,4 +32,8 @@ static inline long pushemu_ssl_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *x) {
 static inline long pushemu_ssl_ctx_set_read_ahead(SSL_CTX *ctx, long on) {
     return SSL_CTX_set_read_ahead(ctx, on);
 }
+/* A new P-256 key pair (EVP_EC_gen is a macro). */
+static inline EVP_PKEY *pushemu_ec_p256_generate(void) { return EVP_EC_gen("P-256"); }
+/* The bytes held by a memory BIO. */
+static inline long pushemu_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_data(b, p); }
 #endif

@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/random.h>
 
 int csys_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -120,4 +121,10 @@ long csys_raise_nofile_limit(void) {
         getrlimit(RLIMIT_NOFILE, &rl);
     }
     return (long)rl.rlim_cur;
+}
+
+uint64_t csys_random_u64(void) {
+    uint64_t v = 0;
+    while (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {}
+    return v;
 }

@@ -1,37 +1,163 @@
+import APNs
+import PushCore
 import Transport
 
-/// The emulator's own endpoints (`/healthz`, and `/emulator/v1/...` as later layers add them).
-/// Errors follow one shape: `{"error":{"code":N,"message":"..."}}`.
-enum AdminAPI {
-    static func register(_ r: inout Router) {
+/// The emulator's own endpoints: `/healthz` and `/emulator/v1/...`.
+/// Errors follow one shape: `{"error":{"code":N,"message":"..."}}`; lists are wrapped in an object.
+struct AdminAPI: Sendable {
+    let keys: APNsKeyStore
+    let devices: APNsDeviceRegistry
+    let log: NotificationLog
+
+    func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
             ex.respond(.json(200, "{\"status\":\"ok\"}"))
         }
+        r.add(.post, "/emulator/v1/apns/keys", maxBodySize: 64 * 1024) { ex in ex.respond(createKey(ex.request)) }
+        r.add(.get, "/emulator/v1/apns/keys") { ex in
+            let list = keys.all.map(keyJSON).joined(separator: ",")
+            ex.respond(.json(200, "{\"keys\":[\(list)]}"))
+        }
+        r.add(.get, "/emulator/v1/notifications") { ex in
+            var f = NotificationLog.Filter()
+            let q = ex.request
+            if let p = q.queryParameter("provider"), !p.isEmpty {
+                guard let provider = PushProvider(rawValue: p) else { return ex.respond(AdminAPI.error(400, "provider must be apns or fcm")) }
+                f.provider = provider
+            }
+            f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            f.topic = q.queryParameter("topic").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
+                  let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
+                return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
+            }
+            f.limit = limit
+            let filter = f
+            longPoll(ex, waitSeconds: wait) { log.query(filter) }
+        }
+        r.add(.get, "/emulator/v1/devices/{token}/notifications") { ex in
+            var f = NotificationLog.Filter()
+            f.token = ex.parameter(0).utf8String
+            guard let wait = intParameter(ex.request, "wait", default: 0, range: 0...300) else {
+                return ex.respond(AdminAPI.error(400, "wait must be 0...300 seconds"))
+            }
+            f.limit = 10_000
+            let filter = f
+            longPoll(ex, waitSeconds: wait) { log.query(filter) }
+        }
+        r.add([.get, .delete], "/emulator/v1/devices/{token}") { ex in
+            let token = ex.parameter(0).utf8String
+            if ex.request.method == .delete { devices.uninstall(token: token, atMs: Clock.nowMs()) }
+            guard let d = devices.device(token: token) else {
+                return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
+            }
+            ex.respond(.json(200, deviceJSON(token, d)))
+        }
+        r.add(.post, "/emulator/v1/reset", maxBodySize: 1024) { ex in
+            log.removeAll()
+            devices.removeAll()
+            if ex.request.queryParameter("all") == "true" { keys.removeAll() }
+            ex.respond(.json(200, "{\"reset\":true}"))
+        }
+    }
+
+    /// Answers with the matching notifications now, or polls until some exist or `waitSeconds` pass.
+    func longPoll(_ ex: Exchange, waitSeconds: Int, _ query: @escaping @Sendable () -> [PushNotification]) {
+        let deadline = Clock.nowMs() + Int64(waitSeconds) * 1000
+        @Sendable func attempt() {
+            let found = query()
+            if !found.isEmpty || Clock.nowMs() >= deadline {
+                ex.respond(.json(200, "{\"notifications\":[" + found.map(\.json).joined(separator: ",") + "]}"))
+            } else {
+                ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
+            }
+        }
+        attempt()
+    }
+
+    func createKey(_ req: Request) -> Response {
+        var teamID: String?, keyID: String?, pem: String?, env: APNsEnvironment?, topics: [String]?
+        if !req.body.isEmpty {
+            var bad: String? = nil
+            let ok = req.body.withUnsafeBytes { raw -> Bool in
+                var tokens: [JSONToken] = []
+                guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
+                let v = JSONView(bytes: raw, tokens: tokens)
+                v.forEachMember(0) { k, val in
+                    let isString = v.tokens[val].kind == .string
+                    switch v.string(k) {
+                    case "teamId": if isString { teamID = v.string(val) } else { bad = "teamId must be a string" }
+                    case "keyId": if isString { keyID = v.string(val) } else { bad = "keyId must be a string" }
+                    case "publicKeyPem": if isString { pem = v.string(val) } else { bad = "publicKeyPem must be a string" }
+                    case "environment":
+                        if isString, let e = APNsEnvironment(rawValue: v.string(val)) { env = e } else { bad = "environment must be sandbox or production" }
+                    case "topics":
+                        var list: [String] = []
+                        if v.tokens[val].kind == .array {
+                            v.forEachElement(val) { if v.tokens[$0].kind == .string { list.append(v.string($0)) } else { bad = "topics must be an array of strings" } }
+                            topics = list
+                        } else { bad = "topics must be an array of strings" }
+                    default: bad = "unknown field \(v.string(k))"
+                    }
+                }
+                return true
+            }
+            if !ok { return AdminAPI.error(400, "the body must be a JSON object") }
+            if let bad { return AdminAPI.error(400, bad) }
+        }
+        do {
+            if let pem {
+                guard let teamID, let keyID else { return AdminAPI.error(400, "teamId and keyId are required with publicKeyPem") }
+                let e = try keys.register(teamID: teamID, keyID: keyID, publicKeyPEM: pem, environment: env, topics: topics)
+                return .json(201, keyJSON(e))
+            }
+            let (e, privatePEM) = try keys.generate(teamID: teamID, keyID: keyID, environment: env, topics: topics)
+            var json = keyJSON(e)
+            json.removeLast()
+            return .json(201, json + ",\"privateKeyPem\":" + JSONWriter.quote(privatePEM) + "}")
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
+    }
+
+    func keyJSON(_ e: APNsKeyStore.Entry) -> String {
+        var s = "{\"teamId\":\"\(e.teamID)\",\"keyId\":\"\(e.keyID)\""
+        if let env = e.environment { s += ",\"environment\":\"\(env.rawValue)\"" }
+        if let t = e.topics { s += ",\"topics\":[" + t.map(JSONWriter.quote).joined(separator: ",") + "]" }
+        return s + "}"
+    }
+
+    func deviceJSON(_ token: String, _ d: APNsDeviceRegistry.Device) -> String {
+        var s = "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"ios\",\"app\":" + JSONWriter.quote(d.bundleID)
+        s += ",\"environment\":\"\(d.environment.rawValue)\",\"installed\":\(d.uninstalledAtMs == nil)"
+        s += ",\"uninstalledAt\":" + (d.uninstalledAtMs.map { String($0) } ?? "null") + ",\"pushes\":\(d.pushes)}"
+        return s
     }
 
     static func error(_ code: Int, _ message: String) -> Response {
-        .json(code, "{\"error\":{\"code\":\(code),\"message\":\(jsonString(message))}}")
+        .json(code, "{\"error\":{\"code\":\(code),\"message\":\(JSONWriter.quote(message))}}")
     }
+}
 
-    /// A JSON string literal for `s`.
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
+func intParameter(_ r: Request, _ name: String, default d: Int, range: ClosedRange<Int>) -> Int? {
+    guard let v = r.queryParameter(name), !v.isEmpty else { return d }
+    guard let n = Int(v), range.contains(n) else { return nil }
+    return n
+}
+
+/// Decodes %XX escapes and '+' in a query value.
+func percentDecode(_ s: String) -> String {
+    var out: [UInt8] = []
+    var bytes = Array(s.utf8)[...]
+    while let c = bytes.popFirst() {
+        if c == UInt8(ascii: "%"), bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+            out.append(v)
+            bytes = bytes.dropFirst(2)
+        } else if c == UInt8(ascii: "+") {
+            out.append(0x20)
+        } else {
+            out.append(c)
         }
-        return out + "\""
     }
+    return String(decoding: out, as: UTF8.self)
 }

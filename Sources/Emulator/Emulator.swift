@@ -1,10 +1,15 @@
+import APNs
 import Glibc
+import PushCore
 import Transport
 
 /// The composition root: turns a configuration into a running server with its routes.
 public final class Emulator: @unchecked Sendable {
     public let configuration: EmulatorConfiguration
     let server: HTTPServer
+    public let apnsKeys: APNsKeyStore
+    public let apnsDevices: APNsDeviceRegistry
+    public let notifications: NotificationLog
 
     public init(configuration: EmulatorConfiguration) throws {
         self.configuration = configuration
@@ -18,8 +23,18 @@ public final class Emulator: @unchecked Sendable {
         sc.limits.maxConnections = configuration.maxConnections
         sc.limits.maxHeaderListSize = configuration.maxHeaderListSize
         sc.timeouts.idle = configuration.idleTimeout
+        sc.idleGoAwayDebugData = Array("{\"reason\":\"IdleTimeout\"}".utf8)
+        sc.shutdownGoAwayDebugData = Array("{\"reason\":\"Shutdown\"}".utf8)
+        sc.sessionSetup = APNsService.sessionSetup(configuration.apns)
+
+        apnsKeys = APNsKeyStore(directory: configuration.inMemory ? nil : configuration.dataDirectory + "/apns/keys")
+        apnsDevices = APNsDeviceRegistry()
+        notifications = NotificationLog(shards: configuration.threads, capacity: configuration.notificationLogSize)
+        let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
+                               log: notifications)
+        let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications)
         do {
-            server = try HTTPServer(configuration: sc, router: Emulator.router())
+            server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns))
         } catch {
             throw ConfigurationError("TLS setup failed: \(error)")
         }
@@ -52,17 +67,23 @@ public final class Emulator: @unchecked Sendable {
 
     // MARK: wiring
 
-    static func router() -> Router {
+    static func router(admin: AdminAPI, apns: APNsService) -> Router {
         var r = Router()
+        let apnsConfiguration = apns.provider.configuration
         r.notFound = { req in
-            AdminAPI.error(404, "no route for \(req.method.name) \(req.path.utf8String)")
+            // Under an APNs host name every unknown path is APNs's 404 BadPath.
+            if let a = req.authority, APNsEnvironment.forHost(a) != nil {
+                return APNsProvider.errorResponse(.badPath, request: req, configuration: apnsConfiguration)
+            }
+            return AdminAPI.error(404, "no route for \(req.method.name) \(req.path.utf8String)")
         }
         r.methodNotAllowed = { req, allowed in
             var resp = AdminAPI.error(405, "\(req.method.name) is not allowed on \(req.path.utf8String)")
             resp.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
             return resp
         }
-        AdminAPI.register(&r)
+        admin.register(&r)
+        apns.register(&r)
         return r
     }
 

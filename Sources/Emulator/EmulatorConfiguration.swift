@@ -1,3 +1,4 @@
+import APNs
 import CSystem
 
 /// Everything `pushemu serve` can be told, by flag or config file. Defaults are what a CI user wants.
@@ -21,6 +22,9 @@ public struct EmulatorConfiguration: Sendable {
     public var maxConcurrentStreams: UInt32 = 1000
     public var maxHeaderListSize = 16 * 1024
     public var idleTimeout: Double = 3600
+    /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).
+    public var notificationLogSize = 10_000
+    public var apns = APNsConfiguration()
 
     public init() {}
 }

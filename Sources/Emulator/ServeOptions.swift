@@ -3,6 +3,8 @@
 /// Every flag is a long `--kebab-case` name taking `--name VALUE` or `--name=VALUE`; boolean
 /// flags take no value. A config file holds the same names, one `name = value` per line
 /// (`#` starts a comment; booleans are `true`/`false`). Command-line flags win over the file.
+import APNs
+
 public enum ServeOptions {
     public static let version = "0.1.0"
 
@@ -27,6 +29,31 @@ public enum ServeOptions {
         Option(name: "idle-timeout", valueName: "SECONDS", help: "close connections idle this long (default 3600)") { c, v in c.idleTimeout = try double(v, "idle-timeout") },
         Option(name: "max-connections", valueName: "N", help: "open connections at most (default 10000)") { c, v in c.maxConnections = try int(v, "max-connections", 1...1_000_000) },
         Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000)) },
+        Option(name: "apns-environment", valueName: "ENV", help: "environment for hosts that name none: sandbox (default) or production") { c, v in
+            guard let e = APNsEnvironment(rawValue: v) else { throw ConfigurationError("--apns-environment must be sandbox or production, got '\(v)'") }
+            c.apns.defaultEnvironment = e
+        },
+        Option(name: "apns-auth", valueName: "MODE", help: "lenient (default: JWTs with unknown kid accepted) or strict") { c, v in
+            guard let m = APNsConfiguration.AuthMode(rawValue: v) else { throw ConfigurationError("--apns-auth must be lenient or strict, got '\(v)'") }
+            c.apns.authMode = m
+        },
+        Option(name: "strict-payload", valueName: nil, help: "payload problems answer 400 BadPayload instead of a warning") { c, v in c.apns.strictPayload = try bool(v, "strict-payload") },
+        Option(name: "apns-token-length", valueName: "MIN-MAX", help: "accepted device token lengths in hex characters (default 64-200)") { c, v in
+            let parts = v.split(separator: "-").compactMap { Int($0) }
+            guard parts.count == 2, parts[0] >= 1, parts[0] <= parts[1], parts[1] <= 4096 else {
+                throw ConfigurationError("--apns-token-length must be MIN-MAX, e.g. 64-200, got '\(v)'")
+            }
+            c.apns.tokenLength = parts[0]...parts[1]
+        },
+        Option(name: "apns-streams", valueName: "N", help: "APNs concurrent streams once authenticated (default 1000; 1 before a valid token)") { c, v in c.apns.streamsAfterAuth = UInt32(try int(v, "apns-streams", 1...1_000_000)) },
+        Option(name: "apns-max-errors", valueName: "N", help: "error budget per APNs connection before GOAWAY (default 500; BadDeviceToken counts 5)") { c, v in c.apns.maxConnectionErrors = try int(v, "apns-max-errors", 1...100_000_000) },
+        Option(name: "apns-bad-environment-reason", valueName: "REASON", help: "spelling of the wrong-environment key reason (default BadEnvironmentKeyIdInToken)") { c, v in
+            guard !v.isEmpty, v.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }) else {
+                throw ConfigurationError("--apns-bad-environment-reason must be letters only, got '\(v)'")
+            }
+            c.apns.badEnvironmentReason = v
+        },
+        Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
         Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
     ]
 
@@ -36,6 +63,11 @@ public enum ServeOptions {
 
         Usage:
           pushemu [serve] [options]     start the emulator (the default command)
+          pushemu credentials apns [--team-id T] [--key-id K] [--out DIR] [--data-dir DIR]
+                                        [--environment sandbox|production] [--topics a,b]
+                                        write a .p8 signing key and register it with the emulator
+          pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]
+                                        print a provider token (JWT) signed with that key
           pushemu --help | --version
 
         Options:

@@ -249,7 +249,7 @@ final class Connection: EventHandler {
         http2 = HTTP2Session(connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
                              maxConcurrentStreams: streams)
         phase = .http2
-        if isDraining { http2!.goAway(lastStreamID: nil, errorCode: 0, debugData: [], closeAfterSend: false) }
+        if isDraining { http2!.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false) }
     }
 
     /// After `101 Switching Protocols`: the HTTP/1.1 request becomes stream 1.
@@ -422,7 +422,7 @@ final class Connection: EventHandler {
         guard !isDraining else { return }
         isDraining = true
         switch phase {
-        case .http2: http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: [], closeAfterSend: false)
+        case .http2: http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
         case .http1: http1?.beginDrain()
         case .handshake, .sniff, .lingering: close()
         case .closed: break

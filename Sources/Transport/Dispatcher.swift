@@ -26,7 +26,7 @@ struct Dispatcher: Sendable {
             ex.parameters = params
             ex.maxBodySize = route.maxBodySize
             if let cl = ex.request.headers.first("content-length"), let n = HTTP1Parser.parseDecimal(cl), n > route.maxBodySize {
-                ex.respond(route.bodyTooLarge)
+                ex.respond(route.bodyTooLarge(ex.request))
                 return false
             }
             return true
@@ -35,7 +35,7 @@ struct Dispatcher: Sendable {
 
     /// The answer for a body that went past the exchange's limit while being read.
     func bodyTooLarge(_ ex: Exchange) -> Response {
-        ex.route?.bodyTooLarge ?? .text(413, "request body too large\n")
+        (ex.route?.bodyTooLarge ?? Router.defaultBodyTooLarge)(ex.request)
     }
 
     /// Called when the whole request is in: runs the handler (or the router's 404/405).

@@ -285,7 +285,7 @@ public enum HTTP1Parser {
         var settings: [UInt8] = []
         var h2c = false
         if upgradeH2C && connectionUpgrade && connectionSettings && settingsValues.count == 1,
-           let decoded = base64URLDecode(settingsValues[0]), decoded.count % 6 == 0 {
+           let decoded = Base64URL.decode(settingsValues[0]), decoded.count % 6 == 0 {
             h2c = true
             settings = decoded
         }
@@ -314,36 +314,6 @@ public enum HTTP1Parser {
             v = v * 10 + Int(b - 0x30)
         }
         return v
-    }
-
-    /// base64url (RFC 4648 section 5) without padding, as HTTP2-Settings uses; padding tolerated.
-    public static func base64URLDecode(_ s: ArraySlice<UInt8>) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(s.count * 3 / 4)
-        var acc: UInt32 = 0
-        var bits = 0
-        var sawPad = false
-        for c in s {
-            let v: UInt32
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = UInt32(c - 65)
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = UInt32(c - 97 + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt32(c - 48 + 52)
-            case UInt8(ascii: "-"), UInt8(ascii: "+"): v = 62
-            case UInt8(ascii: "_"), UInt8(ascii: "/"): v = 63
-            case UInt8(ascii: "="): sawPad = true; continue
-            default: return nil
-            }
-            if sawPad { return nil }
-            acc = (acc << 6) | v
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8((acc >> UInt32(bits)) & 0xFF))
-            }
-        }
-        if bits >= 6 { return nil }
-        return out
     }
 }
 

@@ -15,6 +15,12 @@ public struct HTTPFields: Sendable {
 
     public init() {}
 
+    /// Reserves room for `bytes` of names and values and `fields` entries.
+    public mutating func reserveCapacity(bytes: Int, fields: Int) {
+        storage.reserveCapacity(bytes)
+        entries.reserveCapacity(fields)
+    }
+
     public init(_ pairs: [(String, String)]) {
         for (n, v) in pairs { add(name: n, value: v) }
     }

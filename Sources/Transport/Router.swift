@@ -31,8 +31,8 @@ public struct Router: Sendable {
         public let pattern: String
         /// Largest body accepted; enforced while reading (Content-Length up front, then per chunk).
         public let maxBodySize: Int
-        /// What a too-large body gets (default: 413 text).
-        public let bodyTooLarge: Response
+        /// What a too-large body gets (default: 413 text); built from the request's head.
+        public let bodyTooLarge: @Sendable (Request) -> Response
         public let handler: Handler
         let segments: [Segment]
     }
@@ -57,7 +57,7 @@ public struct Router: Sendable {
 
     /// Adds a route. `methods: nil` accepts every method (the handler decides).
     public mutating func add(_ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
-                             bodyTooLarge: Response = .text(413, "request body too large\n"),
+                             bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
                              handler: @escaping Handler) {
         var segments: [Route.Segment] = []
         let parts = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
@@ -75,8 +75,10 @@ public struct Router: Sendable {
                             bodyTooLarge: bodyTooLarge, handler: handler, segments: segments))
     }
 
+    public static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
+
     public mutating func add(_ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,
-                             bodyTooLarge: Response = .text(413, "request body too large\n"),
+                             bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
                              handler: @escaping Handler) {
         add([method], pattern, maxBodySize: maxBodySize, bodyTooLarge: bodyTooLarge, handler: handler)
     }

@@ -54,6 +54,8 @@ public struct ServerConfiguration: Sendable {
     public var sessionSetup: (@Sendable (ConnectionContext) -> Void)?
     /// GOAWAY debug data sent when an HTTP/2 connection is closed for idleness.
     public var idleGoAwayDebugData: [UInt8] = []
+    /// GOAWAY debug data sent to HTTP/2 connections on graceful shutdown.
+    public var shutdownGoAwayDebugData: [UInt8] = []
 
     public init() {}
 }

@@ -19,6 +19,14 @@ if args.contains("--version") || args.first == "version" {
     csys_write_stdout("pushemu \(ServeOptions.version)\n")
     exit(0)
 }
+if let first = args.first, first == "credentials" || first == "token" {
+    do {
+        csys_write_stdout(try Commands.run(args))
+        exit(0)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
 if let first = args.first, !first.hasPrefix("-") {
     fail("unknown command '\(first)' (see pushemu --help)")
 }

@@ -78,8 +78,4 @@ final class ServeOptionsTests: XCTestCase {
         c.keyPath = nil
         XCTAssertThrowsError(try Emulator(configuration: c)) { e in XCTAssertEqual("\(e)", "--cert needs --key") }
     }
-
-    func testJSONStringEscaping() {
-        XCTAssertEqual(AdminAPI.jsonString("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\u0001é\"")
-    }
 }

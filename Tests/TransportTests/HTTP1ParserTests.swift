@@ -239,10 +239,10 @@ final class HTTP1ParserTests: XCTestCase {
     }
 
     func testBase64URL() {
-        XCTAssertEqual(HTTP1Parser.base64URLDecode(ArraySlice("AAMAAABk".utf8)), [0, 3, 0, 0, 0, 100])
-        XCTAssertEqual(HTTP1Parser.base64URLDecode(ArraySlice("_-8".utf8)), [0xFF, 0xEF])
-        XCTAssertNil(HTTP1Parser.base64URLDecode(ArraySlice("A!".utf8)))
-        XCTAssertNil(HTTP1Parser.base64URLDecode(ArraySlice("A".utf8)))
+        XCTAssertEqual(Base64URL.decode(Array("AAMAAABk".utf8)), [0, 3, 0, 0, 0, 100])
+        XCTAssertEqual(Base64URL.decode(Array("_-8".utf8)), [0xFF, 0xEF])
+        XCTAssertNil(Base64URL.decode(Array("A!".utf8)))
+        XCTAssertNil(Base64URL.decode(Array("A".utf8)))
     }
 }
 

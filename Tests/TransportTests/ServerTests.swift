@@ -31,7 +31,7 @@ final class ServerTests: XCTestCase {
             """
             ex.respond(.text(200, text + "\n"))
         }
-        r.add(.post, "/small", maxBodySize: 4096, bodyTooLarge: .json(413, "{\"reason\":\"PayloadTooLarge\"}")) { ex in
+        r.add(.post, "/small", maxBodySize: 4096, bodyTooLarge: { _ in .json(413, "{\"reason\":\"PayloadTooLarge\"}") }) { ex in
             ServerTests.smallBodyCalls.add(1, ordering: .relaxed)
             ex.respond(.text(200, "got \(ex.request.body.count)\n"))
         }

@@ -40,6 +40,8 @@ int64_t csys_wall_ms(void);
 void csys_tune_malloc(void);
 /* Raises the soft open-file limit to the hard limit; returns the new soft limit. */
 long csys_raise_nofile_limit(void);
+/* 64 random bits from the kernel (getrandom). */
+uint64_t csys_random_u64(void);
 /* Number of online CPUs. */
 int csys_cpu_count(void);
 /* Peer address of a socket as text "host:port", written into buf. */

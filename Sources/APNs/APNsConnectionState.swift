@@ -1,0 +1,49 @@
+import PushCore
+import Transport
+
+/// Everything APNs remembers about one connection. Lives in the connection's storage and is
+/// touched only by the loop that owns the connection, so it needs no lock.
+public final class APNsConnectionState {
+    enum TokenVerdict {
+        case valid(ProviderToken, keyEnvironment: APNsEnvironment?, topics: [String]?)
+        case invalid(APNsReason)
+    }
+
+    // Provider-token cache: the last authorization value seen and what it was worth.
+    var tokenBytes: [UInt8] = []
+    var verdict: TokenVerdict?
+    /// The token the connection currently uses (a valid one), and since when.
+    var adoptedToken: [UInt8] = []
+    var adoptedAt: Int64 = 0
+    var adoptedIssuedAt: Int64 = 0
+
+    // Bindings made by the first authenticated push.
+    var boundTeam: String?
+    var boundKeyID: String?
+    var boundTopicKey: Bool?
+    var boundKeyEnvironment: APNsEnvironment?
+
+    // Certificate auth, decided once per connection.
+    var certificateChecked = false
+    var certificate: CertificateInfo?
+
+    /// Streams were raised after the first valid token.
+    public internal(set) var authenticated = false
+    var errorBudgetUsed = 0
+    var wentAway = false
+
+    public var rng = FastRandom()
+    /// Scratch space for the payload scan, reused across requests.
+    var tokens: [JSONToken] = []
+
+    public init() {
+        tokens.reserveCapacity(64)
+    }
+
+    struct CertificateInfo {
+        let environments: Set<APNsEnvironment>
+        let topics: [String]
+        let multiTopic: Bool
+        let usable: Bool
+    }
+}

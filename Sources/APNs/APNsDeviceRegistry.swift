@@ -1,0 +1,86 @@
+import PushCore
+import Synchronization
+
+/// What APNs knows about device tokens it has seen: the environment and app each belongs to,
+/// and whether the app was uninstalled. A token seen for the first time is bound to the
+/// environment and bundle id of that push (`--devices auto`). Sharded by token hash; each shard
+/// is locked for a dictionary lookup only. (The simulated-device layer grows out of this.)
+public final class APNsDeviceRegistry: Sendable {
+    public struct Device: Sendable {
+        public var environment: APNsEnvironment
+        public var bundleKey: TokenKey
+        public var bundleID: String
+        public var uninstalledAtMs: Int64?
+        public var pushes: UInt64
+    }
+
+    public enum Verdict: Equatable, Sendable {
+        case ok
+        case wrongEnvironment
+        case notForTopic
+        case unregistered(timestampMs: Int64)
+    }
+
+    private final class Shard: Sendable {
+        let map = Mutex<[TokenKey: Device]>([:])
+    }
+
+    private let shards: [Shard]
+    private let maxPerShard: Int
+
+    public init(shardCount: Int = 64, capacity: Int = 1_000_000) {
+        shards = (0..<shardCount).map { _ in Shard() }
+        maxPerShard = max(1, capacity / shardCount)
+    }
+
+    /// Checks a push to `token` and binds the token on first sight. `bundle` is the topic's bundle id.
+    public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>) -> Verdict {
+        let key = TokenKey(token)
+        let bundleKey = TokenKey(bundle)
+        return shards[key.shard(shards.count)].map.withLock { map -> Verdict in
+            if var d = map[key] {
+                if d.environment != environment { return .wrongEnvironment }
+                if let at = d.uninstalledAtMs { return .unregistered(timestampMs: at) }
+                if d.bundleKey != bundleKey { return .notForTopic }
+                d.pushes &+= 1
+                map[key] = d
+                return .ok
+            }
+            if map.count < maxPerShard {
+                map[key] = Device(environment: environment, bundleKey: bundleKey,
+                                  bundleID: String(decoding: bundle, as: UTF8.self), uninstalledAtMs: nil, pushes: 1)
+            }
+            return .ok
+        }
+    }
+
+    /// Registers a token explicitly (replacing what was known).
+    public func register(token: String, environment: APNsEnvironment, bundleID: String) {
+        let key = TokenKey(token.utf8)
+        shards[key.shard(shards.count)].map.withLock {
+            $0[key] = Device(environment: environment, bundleKey: TokenKey(bundleID.utf8), bundleID: bundleID,
+                             uninstalledAtMs: nil, pushes: 0)
+        }
+    }
+
+    /// Marks the app uninstalled: later pushes get 410 Unregistered with this time. False if unknown.
+    @discardableResult
+    public func uninstall(token: String, atMs: Int64) -> Bool {
+        let key = TokenKey(token.utf8)
+        return shards[key.shard(shards.count)].map.withLock { map -> Bool in
+            guard var d = map[key] else { return false }
+            d.uninstalledAtMs = d.uninstalledAtMs ?? atMs
+            map[key] = d
+            return true
+        }
+    }
+
+    public func device(token: String) -> Device? {
+        let key = TokenKey(token.utf8)
+        return shards[key.shard(shards.count)].map.withLock { $0[key] }
+    }
+
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
+
+    public func removeAll() { for s in shards { s.map.withLock { $0.removeAll() } } }
+}

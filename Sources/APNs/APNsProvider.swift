@@ -1,0 +1,369 @@
+import PushCore
+import Transport
+
+/// What a connection looks like to APNs.
+public struct APNsConnectionInfo: Sendable {
+    public var serverName: String?
+    public var peerCertificate: PeerCertificate?
+    public init(serverName: String?, peerCertificate: PeerCertificate?) {
+        self.serverName = serverName
+        self.peerCertificate = peerCertificate
+    }
+}
+
+/// The provider's verdict on one request: a pure value the composition root turns into a
+/// response, a hand-off and connection actions.
+public struct APNsDecision: Sendable {
+    public var reason: APNsReason?
+    public var status: Int { reason?.status ?? 200 }
+    /// 410 responses: when the token stopped being valid (ms).
+    public var timestampMs: Int64?
+    public var environment: APNsEnvironment
+    /// Generated when the request carried no valid `apns-id`.
+    public var generatedID: UUIDValue?
+    /// Accepted pushes.
+    public var token: ArraySlice<UInt8> = []
+    public var topic: ArraySlice<UInt8>?
+    public var pushType: APNsPushType = .alert
+    public var summary = APNsPayloadSummary()
+    public var warnings: [String] = []
+    /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (first valid token).
+    public var raiseStreamsTo: UInt32?
+    /// Send GOAWAY with `{"reason": goAwayReason}` after the response.
+    public var goAwayReason: String?
+
+    public var accepted: Bool { reason == nil }
+}
+
+/// The APNs provider API (`POST /3/device/<token>`) as a pure function of request, connection
+/// and time. Checks run in this order; the first failure decides (Apple documents no order;
+/// this follows Pushy's MockApnsServer where it has the check):
+///
+///  1. DuplicateHeaders   (a repeated apns-* or authorization header)
+///  2. BadMessageId       (apns-id not a lowercase canonical UUID)
+///  3. MethodNotAllowed   (not POST)
+///  4. BadPath, MissingDeviceToken, BadDeviceToken (path shape; token hex, configured length)
+///  5. authentication     (certificate: BadCertificate, BadCertificateEnvironment;
+///                         token: MissingProviderToken, InvalidProviderToken, TooManyProviderTokenUpdates,
+///                         BadEnvironmentKeyIdInToken, UnrelatedKeyIdInToken, ExpiredProviderToken)
+///  6. MissingTopic       (token auth, or a multi-topic certificate, without apns-topic)
+///  7. BadCollapseId      (over 64 bytes)
+///  8. BadPriority        (not 10, 5 or 1; 10 for a background push)
+///  9. InvalidPushType
+/// 10. BadExpirationDate  (not a non-negative integer)
+/// 11. BadTopic, TopicDisallowed (suffix for the push type; certificate or key topics; token-only types)
+/// 12. BadDeviceToken (other environment), Unregistered (410), DeviceTokenNotForTopic
+/// 13. PayloadEmpty, PayloadTooLarge (4096, 5120 for voip), BadPayload (--strict-payload only)
+public struct APNsProvider: Sendable {
+    public let configuration: APNsConfiguration
+    public let keys: APNsKeyStore
+    public let devices: APNsDeviceRegistry
+
+    public init(configuration: APNsConfiguration, keys: APNsKeyStore, devices: APNsDeviceRegistry) {
+        self.configuration = configuration
+        self.keys = keys
+        self.devices = devices
+    }
+
+    static let guardedHeaders: [StaticString] = ["apns-id", "apns-expiration", "apns-priority", "apns-topic",
+                                                  "apns-push-type", "apns-collapse-id", "authorization"]
+
+    /// The environment a request addresses: `:authority`, else `host`, else SNI, else the default.
+    public func environment(_ request: Request, _ conn: APNsConnectionInfo) -> APNsEnvironment {
+        if let a = request.authority, let e = APNsEnvironment.forHost(a) { return e }
+        if let sni = conn.serverName, let e = APNsEnvironment.forHost(sni.utf8) { return e }
+        return configuration.defaultEnvironment
+    }
+
+    public func decide(_ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
+                       nowMs: Int64) -> APNsDecision {
+        let env = environment(request, conn)
+        var d = APNsDecision(environment: env)
+        let h = request.headers
+
+        func fail(_ r: APNsReason) -> APNsDecision {
+            var out = d
+            out.reason = r
+            return finish(&out, state)
+        }
+
+        // 1. DuplicateHeaders
+        for name in APNsProvider.guardedHeaders where h.count(of: name) > 1 { return fail(.duplicateHeaders) }
+
+        // 2. BadMessageId
+        if let id = h.first("apns-id") {
+            if UUIDValue.parseCanonicalLowercase(id) == nil { d.generatedID = UUIDValue.random(&state.rng); return fail(.badMessageId) }
+        } else {
+            d.generatedID = UUIDValue.random(&state.rng)
+        }
+
+        // 3. MethodNotAllowed
+        guard request.method == .post else { return fail(.methodNotAllowed) }
+
+        // 4. Path and token shape
+        let path = request.path
+        let prefix: StaticString = "/3/device/"
+        guard path.hasPrefix(prefix) else {
+            return fail(path.equals("/3/device") ? .missingDeviceToken : .badPath)
+        }
+        let token = path.dropFirst(prefix.utf8CodeUnitCount)
+        if token.isEmpty { return fail(.missingDeviceToken) }
+        if token.contains(UInt8(ascii: "/")) { return fail(.badPath) }
+        guard configuration.tokenLength.contains(token.count), token.allSatisfy(isHex) else { return fail(.badDeviceToken) }
+        d.token = token
+
+        // 5. Authentication
+        let topicHeader = h.first("apns-topic")
+        var certInfo: APNsConnectionState.CertificateInfo? = nil
+        var keyTopics: [String]? = nil
+        if let cert = conn.peerCertificate {
+            if !state.certificateChecked {
+                state.certificate = APNsProvider.certificateInfo(cert)
+                state.certificateChecked = true
+            }
+            certInfo = state.certificate
+            guard let info = certInfo, info.usable else {
+                d.goAwayReason = APNsReason.badCertificate.rawValue
+                return fail(.badCertificate)
+            }
+            guard info.environments.contains(env) else {
+                d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
+                return fail(.badCertificateEnvironment)
+            }
+        } else {
+            switch authenticate(h.first("authorization"), env: env, state: state, nowSeconds: nowMs / 1000) {
+            case .failure(let r): return fail(r)
+            case .success(let topics):
+                keyTopics = topics
+                if !state.authenticated {
+                    state.authenticated = true
+                    d.raiseStreamsTo = configuration.streamsAfterAuth
+                }
+            }
+        }
+
+        // 6. MissingTopic
+        var topic: ArraySlice<UInt8>
+        if let t = topicHeader, !t.isEmpty {
+            topic = t
+        } else if let info = certInfo, !info.multiTopic, let uid = info.topics.first {
+            topic = ArraySlice(uid.utf8)
+        } else {
+            return fail(.missingTopic)
+        }
+
+        // 7. BadCollapseId
+        if let c = h.first("apns-collapse-id"), c.count > 64 { return fail(.badCollapseId) }
+
+        // 8-9. BadPriority, InvalidPushType
+        var priority = 10
+        if let p = h.first("apns-priority") {
+            if p.equals("10") { priority = 10 } else if p.equals("5") { priority = 5 } else if p.equals("1") { priority = 1 } else {
+                return fail(.badPriority)
+            }
+        }
+        var pushType = APNsPushType.alert
+        if let pt = h.first("apns-push-type") {
+            guard let t = APNsPushType(bytes: pt) else { return fail(.invalidPushType) }
+            pushType = t
+        } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
+            pushType = .alert
+        }
+        if pushType == .background && priority == 10 && h.first("apns-priority") != nil { return fail(.badPriority) }
+        d.pushType = pushType
+
+        // 10. BadExpirationDate
+        if let e = h.first("apns-expiration") {
+            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return fail(.badExpirationDate) }
+        }
+
+        // 11. Topic rules
+        guard let bundleLength = APNsProvider.bundleLength(topic: topic, pushType: pushType),
+              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { return fail(.badTopic) }
+        let bundle = topic.prefix(bundleLength)
+        if let info = certInfo {
+            if pushType.requiresTokenAuth { return fail(.topicDisallowed) }
+            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { return fail(.badTopic) }
+        } else if let allowed = keyTopics, !allowed.contains(where: { bundle.elementsEqual($0.utf8) }) {
+            return fail(.topicDisallowed)
+        }
+        d.topic = topic
+
+        // 12. Device state
+        switch devices.check(token: token, environment: env, bundle: bundle) {
+        case .ok: break
+        case .wrongEnvironment: return fail(.badDeviceToken)
+        case .notForTopic: return fail(.deviceTokenNotForTopic)
+        case .unregistered(let at):
+            d.timestampMs = at
+            return fail(.unregistered)
+        }
+
+        // 13. Payload
+        let body = request.body
+        if body.isEmpty { return fail(.payloadEmpty) }
+        if body.count > pushType.maxPayloadSize { return fail(.payloadTooLarge) }
+        d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: &state.tokens, warnings: &d.warnings)
+        if configuration.strictPayload && !d.warnings.isEmpty { return fail(.badPayload) }
+        return finish(&d, state)
+    }
+
+    /// Counts errors toward the connection's budget; past it, GOAWAY.
+    private func finish(_ d: inout APNsDecision, _ state: APNsConnectionState) -> APNsDecision {
+        if let r = d.reason {
+            state.errorBudgetUsed += r.errorWeight
+            if state.errorBudgetUsed >= configuration.maxConnectionErrors && d.goAwayReason == nil && !state.wentAway {
+                d.goAwayReason = configuration.reasonString(r)
+            }
+        }
+        if d.goAwayReason != nil { state.wentAway = true }
+        return d
+    }
+
+    // MARK: token authentication
+
+    /// Checks the bearer token; success carries the key's topic list (topic-specific keys).
+    func authenticate(_ header: ArraySlice<UInt8>?, env: APNsEnvironment, state: APNsConnectionState,
+                      nowSeconds: Int64) -> Result<[String]?, APNsReason> {
+        guard let header else { return .failure(.missingProviderToken) }
+        guard header.count > 7, header.prefix(7).equalsIgnoringCase("bearer ") else { return .failure(.invalidProviderToken) }
+        let jwt = header.dropFirst(7)
+
+        // Cached: same bytes as last time, nothing to verify again.
+        if state.verdict == nil || !jwt.elementsEqual(state.tokenBytes) {
+            // A new token within 20 minutes of adopting the current one, while that one is still
+            // good, is an update too many (replacing an expired token is always allowed).
+            if !state.adoptedToken.isEmpty && !jwt.elementsEqual(state.adoptedToken) &&
+                nowSeconds - state.adoptedAt < configuration.tokenUpdateInterval &&
+                nowSeconds - state.adoptedIssuedAt <= configuration.tokenMaxAge {
+                return .failure(.tooManyProviderTokenUpdates)
+            }
+            state.tokenBytes = Array(jwt)
+            state.verdict = verify(jwt, env: env, nowSeconds: nowSeconds)
+        }
+        guard case .valid(let token, let keyEnv, let topics)? = state.verdict else {
+            if case .invalid(let r)? = state.verdict { return .failure(r) }
+            return .failure(.invalidProviderToken)
+        }
+        if let keyEnv, keyEnv != env { return .failure(.badEnvironmentKeyIdInToken) }
+        // Connection bindings (first authenticated push).
+        if let team = state.boundTeam, team != token.teamID { return .failure(.invalidProviderToken) }
+        let topicKey = topics != nil
+        if let bound = state.boundKeyID, bound != token.keyID {
+            if state.boundTopicKey != topicKey || topicKey { return .failure(.unrelatedKeyIdInToken) }
+            if state.boundKeyEnvironment != keyEnv { return .failure(.badEnvironmentKeyIdInToken) }
+        }
+        if nowSeconds - token.issuedAt > configuration.tokenMaxAge { return .failure(.expiredProviderToken) }
+        if !jwt.elementsEqual(state.adoptedToken) {
+            state.adoptedToken = Array(jwt)
+            state.adoptedAt = nowSeconds
+            state.adoptedIssuedAt = token.issuedAt
+        }
+        if state.boundTeam == nil {
+            state.boundTeam = token.teamID
+            state.boundKeyID = token.keyID
+            state.boundTopicKey = topicKey
+            state.boundKeyEnvironment = keyEnv
+        }
+        return .success(topics)
+    }
+
+    /// Parses and verifies a JWT (the expensive part, done once per distinct token per connection).
+    func verify(_ jwt: ArraySlice<UInt8>, env: APNsEnvironment, nowSeconds: Int64) -> APNsConnectionState.TokenVerdict {
+        let token: ProviderToken
+        switch ProviderToken.parse(jwt) {
+        case .failure: return .invalid(.invalidProviderToken)
+        case .success(let t): token = t
+        }
+        if token.issuedAt > nowSeconds + configuration.clockSkew { return .invalid(.invalidProviderToken) }
+        guard let entry = keys.lookup(token.keyID) else {
+            return configuration.authMode == .strict ? .invalid(.invalidProviderToken)
+                : .valid(token, keyEnvironment: nil, topics: nil)
+        }
+        guard entry.teamID == token.teamID else { return .invalid(.invalidProviderToken) }
+        let ok = token.signingInput.withUnsafeBytes { ES256.verify(entry.key, message: $0, signature: token.signature) }
+        guard ok else { return .invalid(.invalidProviderToken) }
+        return .valid(token, keyEnvironment: entry.environment, topics: entry.topics)
+    }
+
+    // MARK: certificates and topics
+
+    static let sandboxOID = "1.2.840.113635.100.6.3.1"
+    static let productionOID = "1.2.840.113635.100.6.3.2"
+    static let topicsOID = "1.2.840.113635.100.6.3.6"
+
+    static func certificateInfo(_ cert: PeerCertificate) -> APNsConnectionState.CertificateInfo {
+        var envs: Set<APNsEnvironment> = []
+        if cert.hasExtension(sandboxOID) { envs.insert(.sandbox) }
+        if cert.hasExtension(productionOID) { envs.insert(.production) }
+        var topics: [String] = []
+        let uid = cert.subjectValue("UID") ?? cert.subjectValue("0.9.2342.19200300.100.1.1")
+        if let uid {
+            topics = [uid, uid + ".voip", uid + ".complication"]
+        }
+        var extTopics: [String] = []
+        if let ext = cert.extensionValue(topicsOID) { extTopics = DER.utf8Strings(ext) }
+        // The extension alternates topic and kind: keep the topics (strings that look like bundle ids).
+        let fromExt = extTopics.filter { $0.contains(".") }
+        for t in fromExt where !topics.contains(t) { topics.append(t) }
+        let apps = Set(topics.map { t -> String in
+            for s in [".voip", ".complication"] where t.hasSuffix(s) { return String(t.dropLast(s.count)) }
+            return t
+        })
+        return .init(environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty)
+    }
+
+    /// Length of the bundle id in `topic` for `pushType`, or nil when the suffix rule fails.
+    static func bundleLength(topic: ArraySlice<UInt8>, pushType: APNsPushType) -> Int? {
+        guard let suffix = pushType.topicSuffix else { return topic.count }
+        func endsWith(_ bytes: ArraySlice<UInt8>, _ s: String) -> Bool {
+            s.utf8.count < bytes.count && bytes.suffix(s.utf8.count).elementsEqual(s.utf8)
+        }
+        var base = topic
+        if !suffix.isEmpty {
+            guard endsWith(topic, suffix) else { return nil }
+            base = topic.dropLast(suffix.utf8.count)
+        }
+        for other in APNsPushType.allCases {
+            if let s = other.topicSuffix, !s.isEmpty, endsWith(base, s) { return nil }
+        }
+        return base.count
+    }
+
+    /// Bundle ids: letters, digits, '-' and '.', not empty.
+    static func isValidBundle(_ b: ArraySlice<UInt8>) -> Bool {
+        !b.isEmpty && b.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }
+    }
+}
+
+@inline(__always)
+func isHex(_ c: UInt8) -> Bool {
+    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+}
+
+/// Just enough DER to read the UTF8String values of Apple's topics extension.
+enum DER {
+    static func utf8Strings(_ der: [UInt8]) -> [String] {
+        var out: [String] = []
+        var i = 0
+        func length() -> Int? {
+            guard i < der.count else { return nil }
+            let first = der[i]; i += 1
+            if first < 0x80 { return Int(first) }
+            let n = Int(first & 0x7F)
+            guard n > 0, n <= 3, i + n <= der.count else { return nil }
+            var v = 0
+            for _ in 0..<n { v = v << 8 | Int(der[i]); i += 1 }
+            return v
+        }
+        while i < der.count {
+            let tag = der[i]; i += 1
+            guard let len = length() else { break }
+            if tag == 0x30 || tag == 0x31 { continue }   // descend into SEQUENCE / SET
+            guard i + len <= der.count else { break }
+            if tag == 0x0C { out.append(String(decoding: der[i..<(i + len)], as: UTF8.self)) }
+            i += len
+        }
+        return out
+    }
+}

@@ -1,0 +1,40 @@
+import PushCore
+import Transport
+
+/// APNs wire format (RESP): success is `:status 200` + `apns-id` and no body (one HEADERS frame
+/// with END_STREAM); errors add `content-type: application/json` and `{"reason":"..."}`, with
+/// `timestamp` (ms) on 410. Sandbox responses carry `apns-unique-id`.
+extension APNsProvider {
+    public func response(_ d: APNsDecision, request: Request, state: APNsConnectionState) -> Response {
+        var h = HTTPFields()
+        h.reserveCapacity(bytes: 128, fields: 4)
+        if let id = d.generatedID {
+            id.withBytes { h.add(name: "apns-id", value: $0) }
+        } else if let id = request.headers.first("apns-id") {
+            id.withUnsafeBytes { h.add(name: "apns-id", value: $0) }
+        }
+        if d.environment == .sandbox {
+            UUIDValue.random(&state.rng).withBytes { h.add(name: "apns-unique-id", value: $0) }
+        }
+        guard let reason = d.reason else { return Response(status: 200, headers: h) }
+        h.add(name: "content-type", value: "application/json")
+        var body = "{\"reason\":\"" + configuration.reasonString(reason) + "\""
+        if let ts = d.timestampMs { body += ",\"timestamp\":\(ts)" }
+        body += "}"
+        return Response(status: reason.status, headers: h, body: Array(body.utf8))
+    }
+
+    /// An error response built from the request alone (for answers given before the provider
+    /// runs: an oversized body, a path outside `/3/device`).
+    public static func errorResponse(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
+        var h = HTTPFields()
+        if let id = request.headers.first("apns-id"), UUIDValue.parseCanonicalLowercase(id) != nil {
+            id.withUnsafeBytes { h.add(name: "apns-id", value: $0) }
+        } else {
+            var rng = FastRandom()
+            UUIDValue.random(&rng).withBytes { h.add(name: "apns-id", value: $0) }
+        }
+        h.add(name: "content-type", value: "application/json")
+        return Response(status: reason.status, headers: h, body: Array("{\"reason\":\"\(configuration.reasonString(reason))\"}".utf8))
+    }
+}

@@ -1,0 +1,86 @@
+import COpenSSL
+import Transport
+
+/// ES256 (ECDSA P-256 with SHA-256) over OpenSSL, with JWT's raw r||s signature format.
+public enum ES256 {
+    /// An owned EVP_PKEY.
+    public final class Key: @unchecked Sendable {
+        let pkey: OpaquePointer
+        init(_ p: OpaquePointer) { pkey = p }
+        deinit { EVP_PKEY_free(pkey) }
+
+        /// Reads a PEM public key ("BEGIN PUBLIC KEY") or private key (PKCS#8 .p8, SEC1).
+        public static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
+            var bytes = Array(pem.utf8)
+            return bytes.withUnsafeMutableBytes { raw -> Key? in
+                guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+                defer { BIO_free(bio) }
+                let k = isPrivate ? PEM_read_bio_PrivateKey(bio, nil, nil, nil) : PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+                ERR_clear_error()
+                guard let k else { return nil }
+                // Only P-256 keys are ES256 keys.
+                guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC else { EVP_PKEY_free(k); return nil }
+                return Key(k)
+            }
+        }
+
+        /// A fresh P-256 key pair.
+        public static func generate() -> Key? {
+            guard let k = pushemu_ec_p256_generate() else { return nil }
+            return Key(k)
+        }
+
+        public var publicKeyPEM: String { pem { PEM_write_bio_PUBKEY($0, pkey) } }
+        /// PKCS#8, as Apple's .p8 files.
+        public var privateKeyPEM: String { pem { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) } }
+
+        private func pem(_ write: (OpaquePointer) -> Int32) -> String {
+            guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+            defer { BIO_free(bio) }
+            guard write(bio) == 1 else { return "" }
+            var p: UnsafeMutablePointer<CChar>?
+            let n = pushemu_bio_mem_data(bio, &p)
+            guard let p, n > 0 else { return "" }
+            return String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self)
+        }
+    }
+
+    /// Verifies a 64-byte r||s signature of `message`.
+    public static func verify(_ key: Key, message: UnsafeRawBufferPointer, signature: [UInt8]) -> Bool {
+        guard signature.count == 64, let sig = ECDSA_SIG_new() else { return false }
+        defer { ECDSA_SIG_free(sig) }
+        let r = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let s = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        guard let r, let s, ECDSA_SIG_set0(sig, r, s) == 1 else { return false }
+        var der: UnsafeMutablePointer<UInt8>? = nil
+        let derLen = i2d_ECDSA_SIG(sig, &der)
+        guard derLen > 0, let der else { return false }
+        defer { pushemu_openssl_free(der) }
+        guard let ctx = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { ERR_clear_error(); return false }
+        let ok = EVP_DigestVerify(ctx, der, Int(derLen), message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
+        ERR_clear_error()
+        return ok == 1
+    }
+
+    /// Signs `message`, returning the 64-byte r||s form.
+    public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
+        guard let ctx = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { return nil }
+        var len = 0
+        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else { return nil }
+        var der = [UInt8](repeating: 0, count: len)
+        guard EVP_DigestSign(ctx, &der, &len, message, message.count) == 1 else { return nil }
+        return der.withUnsafeBufferPointer { buf -> [UInt8]? in
+            var p: UnsafePointer<UInt8>? = buf.baseAddress
+            guard let sig = d2i_ECDSA_SIG(nil, &p, len) else { return nil }
+            defer { ECDSA_SIG_free(sig) }
+            var out = [UInt8](repeating: 0, count: 64)
+            guard BN_bn2binpad(ECDSA_SIG_get0_r(sig), &out, 32) == 32 else { return nil }
+            let ok = out.withUnsafeMutableBufferPointer { BN_bn2binpad(ECDSA_SIG_get0_s(sig), $0.baseAddress! + 32, 32) }
+            return ok == 32 ? out : nil
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import APNs
+import PushCore
+import Transport
+
+/// Wires the APNs provider to the transport: per-connection state, the decision, the hand-off
+/// of accepted notifications, the response, and the connection actions APNs takes
+/// (raising SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token, GOAWAY).
+struct APNsService: Sendable {
+    let provider: APNsProvider
+    let log: NotificationLog
+
+    func register(_ r: inout Router) {
+        let configuration = provider.configuration
+        r.add(nil, "/3/*", maxBodySize: APNsPushType.voip.maxPayloadSize,
+              bodyTooLarge: { APNsProvider.errorResponse(.payloadTooLarge, request: $0, configuration: configuration) }) { ex in
+            handle(ex)
+        }
+    }
+
+    func handle(_ ex: Exchange) {
+        let ctx = ex.connection
+        let state: APNsConnectionState
+        if let s = ctx[APNsConnectionState.self] {
+            state = s
+        } else {
+            state = APNsConnectionState()
+            ctx[APNsConnectionState.self] = state
+        }
+        let now = Clock.nowMs()
+        let d = provider.decide(ex.request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
+                                state: state, nowMs: now)
+        if d.accepted {
+            let id = d.generatedID ?? ex.request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
+                ?? UUIDValue.random(&state.rng)
+            log.append(PushNotification(id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
+                                        token: d.token, topic: d.topic, headers: ex.request.headers, payload: ex.request.body,
+                                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings),
+                       shard: ex.eventLoop.index)
+        }
+        ex.respond(provider.response(d, request: ex.request, state: state))
+        if let n = d.raiseStreamsTo, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
+        if let reason = d.goAwayReason {
+            ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
+        }
+    }
+
+    /// Connection setup: token connections to an APNs host start with one stream until a valid
+    /// token arrives; certificate connections start at the full limit.
+    static func sessionSetup(_ configuration: APNsConfiguration) -> @Sendable (ConnectionContext) -> Void {
+        { ctx in
+            guard let sni = ctx.serverName, APNsEnvironment.forHost(sni.utf8) != nil else { return }
+            ctx.initialMaxConcurrentStreams = ctx.peerCertificate == nil ? configuration.streamsBeforeAuth
+                                                                         : configuration.streamsAfterAuth
+        }
+    }
+}

@@ -1,0 +1,413 @@
+/// A strict, single-pass, validating JSON tokenizer over bytes (RFC 8259).
+///
+/// It produces a flat array of tokens that doubles as a small DOM: containers know where their
+/// subtree ends (`next`), so lookups skip whole values without re-scanning. No Foundation, no
+/// String until a caller asks for one. Accepts every `y_` and rejects every `n_` case of the
+/// JSONTestSuite; invalid UTF-8 inside strings is rejected, lone `\u` surrogates are accepted.
+
+public struct JSONToken: Sendable {
+    public enum Kind: UInt8, Sendable { case object, array, string, number, `true`, `false`, null }
+    public var kind: Kind
+    /// Strings: the bytes between the quotes (escapes not decoded). Others: the value's bytes.
+    public var start: Int32
+    public var end: Int32
+    /// Index of the first token after this value (and its children).
+    public var next: Int32
+    /// Members (object) or elements (array).
+    public var count: Int32
+    /// Strings: contains at least one backslash escape.
+    public var escaped: Bool
+}
+
+public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let offset: Int
+    public let message: String
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+public struct JSONLimits: Sendable {
+    public var maxDepth = 64
+    public var maxTokens = 1 << 16
+    public init() {}
+}
+
+/// A parsed document: the tokens plus the bytes they point into (valid while the bytes are).
+public struct JSONView {
+    public let bytes: UnsafeRawBufferPointer
+    public let tokens: [JSONToken]
+
+    public init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
+        self.bytes = bytes
+        self.tokens = tokens
+    }
+
+    public var root: Int? { tokens.isEmpty ? nil : 0 }
+
+    /// Index of the value for `key` in the object at `object`, or nil.
+    public func member(_ object: Int, _ key: StaticString) -> Int? {
+        let o = tokens[object]
+        guard o.kind == .object else { return nil }
+        var i = object + 1
+        let end = Int(o.next)
+        while i < end {
+            if keyEquals(i, key) { return i + 1 }
+            i = Int(tokens[i + 1].next)
+        }
+        return nil
+    }
+
+    /// Calls `body(keyIndex, valueIndex)` for every member of the object at `object`.
+    public func forEachMember(_ object: Int, _ body: (Int, Int) -> Void) {
+        let o = tokens[object]
+        guard o.kind == .object else { return }
+        var i = object + 1
+        let end = Int(o.next)
+        while i < end {
+            body(i, i + 1)
+            i = Int(tokens[i + 1].next)
+        }
+    }
+
+    /// Calls `body(valueIndex)` for every element of the array at `array`.
+    public func forEachElement(_ array: Int, _ body: (Int) -> Void) {
+        let a = tokens[array]
+        guard a.kind == .array else { return }
+        var i = array + 1
+        let end = Int(a.next)
+        while i < end {
+            body(i)
+            i = Int(tokens[i].next)
+        }
+    }
+
+    /// True when the string token at `i` (unescaped) equals `key`.
+    public func keyEquals(_ i: Int, _ key: StaticString) -> Bool {
+        let t = tokens[i]
+        guard t.kind == .string, !t.escaped else { return t.kind == .string && string(i) == key.description }
+        return UnsafeRawBufferPointer(rebasing: bytes[Int(t.start)..<Int(t.end)]).equals(key)
+    }
+
+    /// The raw bytes of token `i` (strings without quotes; containers: the whole text).
+    public func raw(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[Int(tokens[i].start)..<Int(tokens[i].end)])
+    }
+
+    /// The decoded string value of token `i`.
+    public func string(_ i: Int) -> String {
+        let t = tokens[i]
+        let r = raw(i)
+        if !t.escaped { return String(decoding: r, as: UTF8.self) }
+        return JSONParser.unescape(r)
+    }
+
+    /// The number at `i` as a Double (nil for other kinds).
+    public func number(_ i: Int) -> Double? {
+        guard tokens[i].kind == .number else { return nil }
+        return Double(String(decoding: raw(i), as: UTF8.self))
+    }
+
+    /// The number at `i` as an Int when it is an integer literal that fits.
+    public func integer(_ i: Int) -> Int? {
+        guard tokens[i].kind == .number else { return nil }
+        return Int(String(decoding: raw(i), as: UTF8.self))
+    }
+}
+
+public enum JSONParser {
+    /// Parses `bytes`, appending tokens to `tokens` (cleared first). Returns nil on success.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
+                             limits: JSONLimits = JSONLimits()) -> JSONError? {
+        tokens.removeAll(keepingCapacity: true)
+        var p = Parser(b: bytes, limits: limits)
+        do {
+            p.skipWS()
+            try p.value(&tokens, depth: 0)
+            p.skipWS()
+            if p.i != bytes.count { throw JSONError(offset: p.i, message: "unexpected data after the JSON value") }
+            return nil
+        } catch let e as JSONError {
+            return e
+        } catch {
+            return JSONError(offset: 0, message: "\(error)")
+        }
+    }
+
+    /// True when `bytes` is one valid JSON text.
+    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var tokens: [JSONToken] = []
+        return parse(bytes, into: &tokens) == nil
+    }
+
+    struct Parser {
+        let b: UnsafeRawBufferPointer
+        let limits: JSONLimits
+        var i = 0
+
+        @inline(__always)
+        mutating func skipWS() {
+            while i < b.count {
+                let c = b[i]
+                if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { i += 1 } else { break }
+            }
+        }
+
+        func fail(_ m: String) -> JSONError { JSONError(offset: i, message: m) }
+
+        mutating func value(_ t: inout [JSONToken], depth: Int) throws {
+            guard i < b.count else { throw fail("unexpected end of JSON") }
+            if t.count >= limits.maxTokens { throw fail("too many JSON values") }
+            switch b[i] {
+            case UInt8(ascii: "{"): try object(&t, depth: depth + 1)
+            case UInt8(ascii: "["): try array(&t, depth: depth + 1)
+            case UInt8(ascii: "\""): try string(&t)
+            case UInt8(ascii: "t"): try literal(&t, "true", .true)
+            case UInt8(ascii: "f"): try literal(&t, "false", .false)
+            case UInt8(ascii: "n"): try literal(&t, "null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(&t)
+            default: throw fail("unexpected character")
+            }
+        }
+
+        mutating func literal(_ t: inout [JSONToken], _ word: StaticString, _ kind: JSONToken.Kind) throws {
+            let n = word.utf8CodeUnitCount
+            guard i + n <= b.count, UnsafeRawBufferPointer(rebasing: b[i..<(i + n)]).equals(word) else { throw fail("invalid literal") }
+            t.append(JSONToken(kind: kind, start: Int32(i), end: Int32(i + n), next: Int32(t.count + 1), count: 0, escaped: false))
+            i += n
+        }
+
+        mutating func number(_ t: inout [JSONToken]) throws {
+            let s = i
+            if b[i] == UInt8(ascii: "-") { i += 1 }
+            guard i < b.count else { throw fail("invalid number") }
+            if b[i] == UInt8(ascii: "0") {
+                i += 1
+            } else if b[i] >= UInt8(ascii: "1") && b[i] <= UInt8(ascii: "9") {
+                while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+            } else {
+                throw fail("invalid number")
+            }
+            if i < b.count && b[i] == UInt8(ascii: ".") {
+                i += 1
+                let f = i
+                while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+                if i == f { throw fail("invalid number: digits expected after '.'") }
+            }
+            if i < b.count && (b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E")) {
+                i += 1
+                if i < b.count && (b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-")) { i += 1 }
+                let e = i
+                while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+                if i == e { throw fail("invalid number: digits expected in exponent") }
+            }
+            t.append(JSONToken(kind: .number, start: Int32(s), end: Int32(i), next: Int32(t.count + 1), count: 0, escaped: false))
+        }
+
+        mutating func string(_ t: inout [JSONToken]) throws {
+            i += 1
+            let s = i
+            var escaped = false
+            while true {
+                // Fast path over plain ASCII.
+                while i < b.count {
+                    let c = b[i]
+                    if c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 { break }
+                    i += 1
+                }
+                guard i < b.count else { throw fail("unterminated string") }
+                let c = b[i]
+                if c == 0x22 { break }
+                if c < 0x20 { throw fail("control character in string") }
+                if c == 0x5C {
+                    escaped = true
+                    i += 1
+                    guard i < b.count else { throw fail("unterminated escape") }
+                    switch b[i] {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                         UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        i += 1
+                    case UInt8(ascii: "u"):
+                        guard i + 4 < b.count else { throw fail("incomplete \\u escape") }
+                        for k in 1...4 where hex(b[i + k]) == nil { throw fail("invalid \\u escape") }
+                        i += 5
+                    default:
+                        throw fail("invalid escape")
+                    }
+                    continue
+                }
+                try utf8Sequence()
+            }
+            t.append(JSONToken(kind: .string, start: Int32(s), end: Int32(i), next: Int32(t.count + 1), count: 0, escaped: escaped))
+            i += 1
+        }
+
+        /// Validates one multi-byte UTF-8 sequence at `i` (no overlongs, surrogates or > U+10FFFF).
+        mutating func utf8Sequence() throws {
+            let c = b[i]
+            var need = 0
+            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+            switch c {
+            case 0xC2...0xDF: need = 1
+            case 0xE0: need = 2; lo = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: need = 2
+            case 0xED: need = 2; hi = 0x9F
+            case 0xF0: need = 3; lo = 0x90
+            case 0xF1...0xF3: need = 3
+            case 0xF4: need = 3; hi = 0x8F
+            default: throw fail("invalid UTF-8")
+            }
+            guard i + need < b.count else { throw fail("truncated UTF-8") }
+            let first = b[i + 1]
+            guard first >= lo && first <= hi else { throw fail("invalid UTF-8") }
+            if need > 1 {
+                for k in 2...need where b[i + k] & 0xC0 != 0x80 { throw fail("invalid UTF-8") }
+            }
+            i += need + 1
+        }
+
+        mutating func object(_ t: inout [JSONToken], depth: Int) throws {
+            if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
+            let me = t.count
+            t.append(JSONToken(kind: .object, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
+            i += 1
+            skipWS()
+            var n: Int32 = 0
+            if i < b.count && b[i] == UInt8(ascii: "}") {
+                i += 1
+            } else {
+                while true {
+                    guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("object key expected") }
+                    try string(&t)
+                    skipWS()
+                    guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("':' expected") }
+                    i += 1
+                    skipWS()
+                    try value(&t, depth: depth)
+                    n += 1
+                    skipWS()
+                    guard i < b.count else { throw fail("unterminated object") }
+                    if b[i] == UInt8(ascii: ",") { i += 1; skipWS(); continue }
+                    if b[i] == UInt8(ascii: "}") { i += 1; break }
+                    throw fail("',' or '}' expected")
+                }
+            }
+            t[me].end = Int32(i)
+            t[me].next = Int32(t.count)
+            t[me].count = n
+        }
+
+        mutating func array(_ t: inout [JSONToken], depth: Int) throws {
+            if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
+            let me = t.count
+            t.append(JSONToken(kind: .array, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
+            i += 1
+            skipWS()
+            var n: Int32 = 0
+            if i < b.count && b[i] == UInt8(ascii: "]") {
+                i += 1
+            } else {
+                while true {
+                    try value(&t, depth: depth)
+                    n += 1
+                    skipWS()
+                    guard i < b.count else { throw fail("unterminated array") }
+                    if b[i] == UInt8(ascii: ",") { i += 1; skipWS(); continue }
+                    if b[i] == UInt8(ascii: "]") { i += 1; break }
+                    throw fail("',' or ']' expected")
+                }
+            }
+            t[me].end = Int32(i)
+            t[me].next = Int32(t.count)
+            t[me].count = n
+        }
+    }
+
+    @inline(__always)
+    static func hex(_ c: UInt8) -> UInt32? {
+        switch c {
+        case 0x30...0x39: UInt32(c - 0x30)
+        case 0x41...0x46: UInt32(c - 0x41 + 10)
+        case 0x61...0x66: UInt32(c - 0x61 + 10)
+        default: nil
+        }
+    }
+
+    /// Decodes the escapes of a validated string's raw bytes (lone surrogates become U+FFFD).
+    static func unescape(_ r: UnsafeRawBufferPointer) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(r.count)
+        var i = 0
+        func appendScalar(_ v: UInt32) {
+            let s = Unicode.Scalar(v) ?? "\u{FFFD}"
+            out.append(contentsOf: Array(String(s).utf8))
+        }
+        while i < r.count {
+            let c = r[i]
+            guard c == 0x5C else { out.append(c); i += 1; continue }
+            let e = r[i + 1]
+            i += 2
+            switch e {
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var v: UInt32 = 0
+                for k in 0..<4 { v = v << 4 | (hex(r[i + k]) ?? 0) }
+                i += 4
+                if v >= 0xD800 && v < 0xDC00, i + 5 < r.count, r[i] == 0x5C, r[i + 1] == UInt8(ascii: "u") {
+                    var lo: UInt32 = 0
+                    for k in 0..<4 { lo = lo << 4 | (hex(r[i + 2 + k]) ?? 0) }
+                    if lo >= 0xDC00 && lo < 0xE000 {
+                        i += 6
+                        appendScalar(0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00))
+                        continue
+                    }
+                }
+                appendScalar(v)
+            default: out.append(e)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    @inlinable
+    func equals(_ literal: StaticString) -> Bool {
+        guard count == literal.utf8CodeUnitCount else { return false }
+        if count == 0 { return true }
+        return memcmpEqual(baseAddress!, UnsafeRawPointer(literal.utf8Start), count)
+    }
+}
+
+@usableFromInline
+func memcmpEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
+    for k in 0..<n where a.load(fromByteOffset: k, as: UInt8.self) != b.load(fromByteOffset: k, as: UInt8.self) { return false }
+    return true
+}
+
+/// JSON text helpers for writing responses without Foundation.
+public enum JSONWriter {
+    /// `s` as a JSON string literal.
+    public static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let hex = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
