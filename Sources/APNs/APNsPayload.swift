@@ -87,7 +87,7 @@ public enum APNsPayload {
                 } else {
                     v.forEachMember(val) { ak, av in
                         let akey = v.string(ak)
-                        if !alertKeys.contains(akey) { w.append("aps.alert.\(akey) is not an alert key APNs knows") }
+                        if !alertKeys.contains(akey) { w.append("aps.alert.\(akey) is not an alert key APNs knows"); return }
                         if akey.hasSuffix("-args") {
                             if v.tokens[av].kind != .array { w.append("aps.alert.\(akey) must be an array of strings") }
                             else { v.forEachElement(av) { if v.tokens[$0].kind != .string { w.append("aps.alert.\(akey) must be an array of strings") } } }

@@ -87,15 +87,16 @@ public struct APNsProvider: Sendable {
             return finish(&out, state)
         }
 
+        // The response echoes a single valid apns-id; any other case gets a fresh one.
+        let sentID = h.first("apns-id")
+        let validID = sentID.map { UUIDValue.parseCanonicalLowercase($0) != nil } ?? false
+        if !validID || h.count(of: "apns-id") > 1 { d.generatedID = UUIDValue.random(&state.rng) }
+
         // 1. DuplicateHeaders
         for name in APNsProvider.guardedHeaders where h.count(of: name) > 1 { return fail(.duplicateHeaders) }
 
         // 2. BadMessageId
-        if let id = h.first("apns-id") {
-            if UUIDValue.parseCanonicalLowercase(id) == nil { d.generatedID = UUIDValue.random(&state.rng); return fail(.badMessageId) }
-        } else {
-            d.generatedID = UUIDValue.random(&state.rng)
-        }
+        if sentID != nil && !validID { return fail(.badMessageId) }
 
         // 3. MethodNotAllowed
         guard request.method == .post else { return fail(.methodNotAllowed) }

@@ -5,6 +5,12 @@ public struct PeerCertificate: Sendable {
         public let name: String
         public let oid: String
         public let value: String
+
+        public init(name: String, oid: String, value: String) {
+            self.name = name
+            self.oid = oid
+            self.value = value
+        }
     }
 
     public struct Extension: Sendable {
@@ -12,6 +18,12 @@ public struct PeerCertificate: Sendable {
         public let critical: Bool
         /// The DER contents of the extension's extnValue OCTET STRING.
         public let value: [UInt8]
+
+        public init(oid: String, critical: Bool, value: [UInt8]) {
+            self.oid = oid
+            self.critical = critical
+            self.value = value
+        }
     }
 
     public let subject: [NameEntry]

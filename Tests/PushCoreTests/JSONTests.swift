@@ -1,0 +1,116 @@
+import Foundation
+import PushCore
+import XCTest
+
+final class JSONTests: XCTestCase {
+    static let suite = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/conformance/json-test-suite/test_parsing")
+
+    func files(_ prefix: String) throws -> [URL] {
+        let all = try FileManager.default.contentsOfDirectory(at: Self.suite, includingPropertiesForKeys: nil)
+        return all.filter { $0.lastPathComponent.hasPrefix(prefix) && $0.pathExtension == "json" }.sorted { $0.path < $1.path }
+    }
+
+    func parse(_ data: [UInt8]) -> JSONError? {
+        var tokens: [JSONToken] = []
+        return data.withUnsafeBytes { JSONParser.parse($0, into: &tokens) }
+    }
+
+    func testConformanceSuite() throws {
+        let y = try files("y_"), n = try files("n_"), i = try files("i_")
+        XCTAssertGreaterThan(y.count, 90, "the JSONTestSuite must be at ../shared/conformance")
+        XCTAssertGreaterThan(n.count, 180)
+        for f in y {
+            let e = parse(Array(try Data(contentsOf: f)))
+            XCTAssertNil(e, "\(f.lastPathComponent) must be accepted: \(String(describing: e))")
+        }
+        for f in n {
+            XCTAssertNotNil(parse(Array(try Data(contentsOf: f))), "\(f.lastPathComponent) must be rejected")
+        }
+        // Implementation-defined: either answer, but never a crash.
+        for f in i { _ = parse(Array(try Data(contentsOf: f))) }
+    }
+
+    func testTokensFormADOM() throws {
+        let text = Array(#"{"aps":{"alert":{"title":"T","body":"B\n\u00e9"},"badge":3,"x":[1,2,{"y":null}]},"_mId":"m","_dId":"d","n":-1.5e3,"t":true}"#.utf8)
+        var tokens: [JSONToken] = []
+        try text.withUnsafeBytes { raw in
+            XCTAssertNil(JSONParser.parse(raw, into: &tokens))
+            let v = JSONView(bytes: raw, tokens: tokens)
+            let aps = try XCTUnwrap(v.member(0, "aps"))
+            let alert = try XCTUnwrap(v.member(aps, "alert"))
+            XCTAssertEqual(v.string(try XCTUnwrap(v.member(alert, "title"))), "T")
+            XCTAssertEqual(v.string(try XCTUnwrap(v.member(alert, "body"))), "B\né")
+            XCTAssertEqual(v.integer(try XCTUnwrap(v.member(aps, "badge"))), 3)
+            let x = try XCTUnwrap(v.member(aps, "x"))
+            var kinds: [JSONToken.Kind] = []
+            v.forEachElement(x) { kinds.append(v.tokens[$0].kind) }
+            XCTAssertEqual(kinds, [.number, .number, .object])
+            XCTAssertEqual(v.string(try XCTUnwrap(v.member(0, "_dId"))), "d")
+            XCTAssertEqual(v.number(try XCTUnwrap(v.member(0, "n"))), -1500)
+            XCTAssertEqual(tokens[try XCTUnwrap(v.member(0, "t"))].kind, .true)
+            XCTAssertNil(v.member(0, "missing"))
+            var keys: [String] = []
+            v.forEachMember(0) { k, _ in keys.append(v.string(k)) }
+            XCTAssertEqual(keys, ["aps", "_mId", "_dId", "n", "t"])
+        }
+    }
+
+    func testSurrogatePairsAndLoneSurrogates() {
+        var tokens: [JSONToken] = []
+        let text = Array(#"["\ud83d\ude00", "\ud800"]"#.utf8)
+        text.withUnsafeBytes { raw in
+            XCTAssertNil(JSONParser.parse(raw, into: &tokens))
+            let v = JSONView(bytes: raw, tokens: tokens)
+            XCTAssertEqual(v.string(1), "😀")
+            XCTAssertEqual(v.string(2), "\u{FFFD}")
+        }
+    }
+
+    func testDepthAndRandomInputsNeverCrash() {
+        XCTAssertNotNil(parse(Array(repeating: UInt8(ascii: "["), count: 100_000)))
+        var rng = FastRandom(seed: 5)
+        let alphabet = Array("{}[]\":,0123456789-+.eE truefalsnul\\\u{1}é".utf8)
+        for _ in 0..<20_000 {
+            let n = Int(rng.next(below: 40))
+            _ = parse((0..<n).map { _ in alphabet[Int(rng.next(below: UInt64(alphabet.count)))] })
+        }
+    }
+
+    func testWriterQuotes() {
+        XCTAssertEqual(JSONWriter.quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\u0001é\"")
+    }
+}
+
+final class IdentifierTests: XCTestCase {
+    func testUUIDRoundTripAndCanonicalForm() {
+        var rng = FastRandom(seed: 1)
+        for _ in 0..<1000 {
+            let u = UUIDValue.random(&rng)
+            let s = u.description
+            XCTAssertEqual(s.count, 36)
+            XCTAssertEqual(Array(s)[14], "4", "version 4")
+            XCTAssertTrue("89ab".contains(Array(s)[19]), "RFC 4122 variant")
+            XCTAssertEqual(UUIDValue.parseCanonicalLowercase(Array(s.utf8)), u)
+        }
+        XCTAssertNil(UUIDValue.parseCanonicalLowercase(Array("123E4567-E89B-12D3-A456-426614174000".utf8)), "uppercase is not canonical")
+        XCTAssertNil(UUIDValue.parseCanonicalLowercase(Array("123e4567e89b12d3a456426614174000".utf8)))
+        XCTAssertNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-42661417400g".utf8)))
+        XCTAssertNotNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-426614174000".utf8)))
+    }
+
+    func testTokenKeyIgnoresHexCaseOnlyInItsSecondHalfButIsStable() {
+        XCTAssertEqual(TokenKey(Array("abc".utf8)), TokenKey(Array("abc".utf8)))
+        XCTAssertNotEqual(TokenKey(Array("abc".utf8)), TokenKey(Array("abd".utf8)))
+        XCTAssertLessThan(TokenKey(Array("abc".utf8)).shard(64), 64)
+    }
+
+    func testFastRandomDistribution() {
+        var rng = FastRandom(seed: 9)
+        var buckets = [Int](repeating: 0, count: 10)
+        for _ in 0..<100_000 { buckets[Int(rng.next(below: 10))] += 1 }
+        for b in buckets { XCTAssertEqual(Double(b), 10_000, accuracy: 500) }
+        let d = rng.nextDouble()
+        XCTAssertTrue(d >= 0 && d < 1)
+    }
+}
