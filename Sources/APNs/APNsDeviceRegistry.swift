@@ -56,9 +56,9 @@ public final class APNsDeviceRegistry: Sendable {
 
     /// Registers a token explicitly (replacing what was known).
     public func register(token: String, environment: APNsEnvironment, bundleID: String) {
-        let key = TokenKey(token.utf8)
+        let key = TokenKey(token)
         shards[key.shard(shards.count)].map.withLock {
-            $0[key] = Device(environment: environment, bundleKey: TokenKey(bundleID.utf8), bundleID: bundleID,
+            $0[key] = Device(environment: environment, bundleKey: TokenKey(bundleID), bundleID: bundleID,
                              uninstalledAtMs: nil, pushes: 0)
         }
     }
@@ -66,7 +66,7 @@ public final class APNsDeviceRegistry: Sendable {
     /// Marks the app uninstalled: later pushes get 410 Unregistered with this time. False if unknown.
     @discardableResult
     public func uninstall(token: String, atMs: Int64) -> Bool {
-        let key = TokenKey(token.utf8)
+        let key = TokenKey(token)
         return shards[key.shard(shards.count)].map.withLock { map -> Bool in
             guard var d = map[key] else { return false }
             d.uninstalledAtMs = d.uninstalledAtMs ?? atMs
@@ -76,7 +76,7 @@ public final class APNsDeviceRegistry: Sendable {
     }
 
     public func device(token: String) -> Device? {
-        let key = TokenKey(token.utf8)
+        let key = TokenKey(token)
         return shards[key.shard(shards.count)].map.withLock { $0[key] }
     }
 

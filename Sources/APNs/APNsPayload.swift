@@ -1,28 +1,72 @@
 import PushCore
 
-/// What later stages need from an APNs payload, extracted in the same pass that validates it.
+/// What later stages need from an APNs payload, found in the same pass that validates it.
+/// Strings stay bytes (ranges into the payload) until someone asks for them.
 public struct APNsPayloadSummary: Sendable, Equatable {
     public var isJSON = false
     public var contentAvailable = false
     public var mutableContent = false
-    public var title: String?
-    public var body: String?
-    /// Top-level keys other than `aps` (where SDKs put `_mId`, `_dId`, ...).
-    public var customKeys: [String] = []
+    /// Byte ranges of the alert title and body string contents (JSON-escaped) in the payload.
+    public var titleRange: Range<Int>?
+    public var bodyRange: Range<Int>?
+    /// Top-level keys besides `aps` (where SDKs put `_mId`, `_dId`, ...).
+    public var customKeyCount = 0
+
+    public func title(in payload: [UInt8]) -> String? { decode(titleRange, payload) }
+    public func body(in payload: [UInt8]) -> String? { decode(bodyRange, payload) }
+
+    private func decode(_ r: Range<Int>?, _ payload: [UInt8]) -> String? {
+        guard let r, r.upperBound <= payload.count else { return nil }
+        return payload.withUnsafeBytes { JSONParser.decodeString(UnsafeRawBufferPointer(rebasing: $0[r])) }
+    }
 }
 
 /// Lints an APNs payload: JSON well-formedness and the `aps` dictionary's keys and types
 /// (GEN), Live Activity keys for `liveactivity` pushes. Apple documents no rejection for these,
 /// so the result is a list of warnings (turned into 400 BadPayload by `--strict-payload`).
+/// Keys are matched as bytes; a String is made only for a warning.
 public enum APNsPayload {
-    static let alertKeys: Set<String> = ["title", "subtitle", "body", "launch-image", "title-loc-key", "title-loc-args",
-                                         "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args", "action-loc-key",
-                                         "action", "summary-arg", "summary-arg-count"]
-    static let liveActivityKeys: Set<String> = ["stale-date", "content-state", "timestamp", "event", "dismissal-date",
-                                                "attributes-type", "attributes", "input-push-token", "input-push-channel"]
-    static let apsKeys: Set<String> = ["alert", "badge", "sound", "thread-id", "category", "content-available",
-                                       "mutable-content", "target-content-id", "interruption-level", "relevance-score",
-                                       "filter-criteria"]
+    enum Key {
+        case alert, badge, sound, threadID, category, contentAvailable, mutableContent, targetContentID,
+             interruptionLevel, relevanceScore, filterCriteria
+        case timestamp, staleDate, dismissalDate, contentState, attributes, attributesType, event, inputPushToken, inputPushChannel
+        case unknown
+
+        var isLiveActivity: Bool {
+            switch self {
+            case .timestamp, .staleDate, .dismissalDate, .contentState, .attributes, .attributesType, .event,
+                 .inputPushToken, .inputPushChannel: true
+            default: false
+            }
+        }
+    }
+
+    static let keys: [(StaticString, Key)] = [
+        ("alert", .alert), ("badge", .badge), ("sound", .sound), ("thread-id", .threadID), ("category", .category),
+        ("content-available", .contentAvailable), ("mutable-content", .mutableContent),
+        ("target-content-id", .targetContentID), ("interruption-level", .interruptionLevel),
+        ("relevance-score", .relevanceScore), ("filter-criteria", .filterCriteria),
+        ("timestamp", .timestamp), ("stale-date", .staleDate), ("dismissal-date", .dismissalDate),
+        ("content-state", .contentState), ("attributes", .attributes), ("attributes-type", .attributesType),
+        ("event", .event), ("input-push-token", .inputPushToken), ("input-push-channel", .inputPushChannel),
+    ]
+    static let alertKeys: [StaticString] = ["title", "subtitle", "body", "launch-image", "title-loc-key", "title-loc-args",
+                                            "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args", "action-loc-key",
+                                            "action", "summary-arg", "summary-arg-count"]
+
+    static func key(_ v: JSONView, _ k: Int) -> Key {
+        if v.tokens[k].escaped {
+            let s = v.string(k)
+            return keys.first { $0.0.description == s }?.1 ?? .unknown
+        }
+        for (name, key) in keys where v.rawEquals(k, name) { return key }
+        return .unknown
+    }
+
+    static func isAlertKey(_ v: JSONView, _ k: Int) -> Bool {
+        if v.tokens[k].escaped { let s = v.string(k); return alertKeys.contains { $0.description == s } }
+        return alertKeys.contains { v.rawEquals(k, $0) }
+    }
 
     /// Lints `payload` for `pushType`. `tokens` is scratch space reused between calls.
     public static func inspect(_ payload: [UInt8], pushType: APNsPushType, tokens: inout [JSONToken],
@@ -41,7 +85,7 @@ public enum APNsPayload {
             }
             var aps: Int? = nil
             v.forEachMember(0) { k, val in
-                if v.keyEquals(k, "aps") { aps = val } else { summary.customKeys.append(v.string(k)) }
+                if aps == nil && v.keyEquals(k, "aps") { aps = val } else { summary.customKeyCount += 1 }
             }
             guard let aps else {
                 if pushType != .mdm { warnings.append("payload has no aps dictionary") }
@@ -67,103 +111,120 @@ public enum APNsPayload {
         }
     }
 
+    static func range(_ v: JSONView, _ i: Int) -> Range<Int> { Int(v.tokens[i].start)..<Int(v.tokens[i].end) }
+
     static func lintAps(_ v: JSONView, _ aps: Int, _ pushType: APNsPushType, _ s: inout APNsPayloadSummary,
                         _ w: inout [String]) {
-        func expect(_ i: Int, _ kinds: [JSONToken.Kind], _ name: String) -> Bool {
+        func expect(_ i: Int, _ kinds: [JSONToken.Kind], _ k: Int) -> Bool {
             if kinds.contains(v.tokens[i].kind) { return true }
-            w.append("aps.\(name) must be \(kinds.map(kindName).joined(separator: " or ")), not \(kindName(v.tokens[i].kind))")
+            w.append("aps.\(v.string(k)) must be \(kinds.map(kindName).joined(separator: " or ")), not \(kindName(v.tokens[i].kind))")
             return false
         }
         var hasAlert = false, hasSound = false, hasBadge = false
-        var laKeys: Set<String> = []
+        var la: [Key] = []
+        var event: Int? = nil
         v.forEachMember(aps) { k, val in
-            let key = v.string(k)
+            let key = key(v, k)
             switch key {
-            case "alert":
+            case .alert:
                 hasAlert = true
-                guard expect(val, [.string, .object], key) else { return }
+                guard expect(val, [.string, .object], k) else { return }
                 if v.tokens[val].kind == .string {
-                    s.body = v.string(val)
-                } else {
-                    v.forEachMember(val) { ak, av in
-                        let akey = v.string(ak)
-                        if !alertKeys.contains(akey) { w.append("aps.alert.\(akey) is not an alert key APNs knows"); return }
-                        if akey.hasSuffix("-args") {
-                            if v.tokens[av].kind != .array { w.append("aps.alert.\(akey) must be an array of strings") }
-                            else { v.forEachElement(av) { if v.tokens[$0].kind != .string { w.append("aps.alert.\(akey) must be an array of strings") } } }
-                        } else if akey != "summary-arg-count" && v.tokens[av].kind != .string {
-                            w.append("aps.alert.\(akey) must be a string")
-                        }
-                        if akey == "title" && v.tokens[av].kind == .string { s.title = v.string(av) }
-                        if akey == "body" && v.tokens[av].kind == .string { s.body = v.string(av) }
+                    s.bodyRange = range(v, val)
+                    return
+                }
+                v.forEachMember(val) { ak, av in
+                    guard isAlertKey(v, ak) else { w.append("aps.alert.\(v.string(ak)) is not an alert key APNs knows"); return }
+                    let kind = v.tokens[av].kind
+                    if v.rawEquals(ak, "title") && kind == .string { s.titleRange = range(v, av) }
+                    if v.rawEquals(ak, "body") && kind == .string { s.bodyRange = range(v, av) }
+                    if v.rawEquals(ak, "summary-arg-count") {
+                        if kind != .number { w.append("aps.alert.summary-arg-count must be a number") }
+                    } else if v.raw(ak).count > 5 && Array(v.raw(ak).suffix(5)) == Array("-args".utf8) {
+                        if kind != .array { w.append("aps.alert.\(v.string(ak)) must be an array of strings") }
+                        else { v.forEachElement(av) { if v.tokens[$0].kind != .string { w.append("aps.alert.\(v.string(ak)) must be an array of strings") } } }
+                    } else if kind != .string {
+                        w.append("aps.alert.\(v.string(ak)) must be a string")
                     }
                 }
-            case "badge":
+            case .badge:
                 hasBadge = true
-                if expect(val, [.number], key), (v.integer(val) ?? -1) < 0 { w.append("aps.badge must be a non-negative integer") }
-            case "sound":
+                if expect(val, [.number], k), (v.integer(val) ?? -1) < 0 { w.append("aps.badge must be a non-negative integer") }
+            case .sound:
                 hasSound = true
-                guard expect(val, [.string, .object], key) else { return }
+                guard expect(val, [.string, .object], k) else { return }
                 if v.tokens[val].kind == .object {
                     v.forEachMember(val) { sk, sv in
-                        switch v.string(sk) {
-                        case "critical": if v.tokens[sv].kind != .number { w.append("aps.sound.critical must be 0 or 1") }
-                        case "name": if v.tokens[sv].kind != .string { w.append("aps.sound.name must be a string") }
-                        case "volume":
+                        if v.rawEquals(sk, "critical") {
+                            if v.tokens[sv].kind != .number { w.append("aps.sound.critical must be 0 or 1") }
+                        } else if v.rawEquals(sk, "name") {
+                            if v.tokens[sv].kind != .string { w.append("aps.sound.name must be a string") }
+                        } else if v.rawEquals(sk, "volume") {
                             if let d = v.number(sv), d >= 0, d <= 1 {} else { w.append("aps.sound.volume must be a number from 0 to 1") }
-                        default: w.append("aps.sound.\(v.string(sk)) is not a sound key APNs knows")
+                        } else {
+                            w.append("aps.sound.\(v.string(sk)) is not a sound key APNs knows")
                         }
                     }
                 }
-            case "thread-id", "category", "target-content-id", "filter-criteria":
-                _ = expect(val, [.string], key)
-            case "content-available":
-                if expect(val, [.number], key) { s.contentAvailable = v.integer(val) == 1; if !s.contentAvailable { w.append("aps.content-available must be 1") } }
-            case "mutable-content":
-                if expect(val, [.number], key) { s.mutableContent = v.integer(val) == 1; if !s.mutableContent { w.append("aps.mutable-content must be 1") } }
-            case "interruption-level":
-                if expect(val, [.string], key), !["passive", "active", "time-sensitive", "critical"].contains(v.string(val)) {
+            case .threadID, .category, .targetContentID, .filterCriteria:
+                _ = expect(val, [.string], k)
+            case .contentAvailable:
+                if expect(val, [.number], k) {
+                    s.contentAvailable = v.rawEquals(val, "1")
+                    if !s.contentAvailable { w.append("aps.content-available must be 1") }
+                }
+            case .mutableContent:
+                if expect(val, [.number], k) {
+                    s.mutableContent = v.rawEquals(val, "1")
+                    if !s.mutableContent { w.append("aps.mutable-content must be 1") }
+                }
+            case .interruptionLevel:
+                if expect(val, [.string], k), !(v.rawEquals(val, "passive") || v.rawEquals(val, "active") ||
+                                                v.rawEquals(val, "time-sensitive") || v.rawEquals(val, "critical")) {
                     w.append("aps.interruption-level must be passive, active, time-sensitive or critical")
                 }
-            case "relevance-score":
-                if expect(val, [.number], key), let d = v.number(val), d < 0 || d > 1 { w.append("aps.relevance-score must be from 0 to 1") }
-            default:
-                if liveActivityKeys.contains(key) {
-                    laKeys.insert(key)
-                    switch key {
-                    case "timestamp", "stale-date", "dismissal-date": _ = expect(val, [.number], key)
-                    case "content-state", "attributes": _ = expect(val, [.object], key)
-                    case "attributes-type": _ = expect(val, [.string], key)
-                    case "event":
-                        if expect(val, [.string], key), !["start", "update", "end"].contains(v.string(val)) {
-                            w.append("aps.event must be start, update or end")
-                        }
-                    default: break
+            case .relevanceScore:
+                if expect(val, [.number], k), let d = v.number(val), d < 0 || d > 1 { w.append("aps.relevance-score must be from 0 to 1") }
+            case .timestamp, .staleDate, .dismissalDate:
+                la.append(key)
+                _ = expect(val, [.number], k)
+            case .contentState, .attributes:
+                la.append(key)
+                _ = expect(val, [.object], k)
+            case .attributesType, .inputPushToken, .inputPushChannel:
+                la.append(key)
+                _ = expect(val, key == .attributesType ? [.string] : [.number, .string], k)
+            case .event:
+                la.append(key)
+                if expect(val, [.string], k) {
+                    event = val
+                    if !(v.rawEquals(val, "start") || v.rawEquals(val, "update") || v.rawEquals(val, "end")) {
+                        w.append("aps.event must be start, update or end")
                     }
-                } else {
-                    w.append("aps.\(key) is not a key APNs knows (custom keys belong outside aps)")
                 }
+            case .unknown:
+                w.append("aps.\(v.string(k)) is not a key APNs knows (custom keys belong outside aps)")
             }
         }
         switch pushType {
         case .liveactivity:
-            if !laKeys.contains("timestamp") { w.append("a liveactivity push needs aps.timestamp") }
-            if !laKeys.contains("event") { w.append("a liveactivity push needs aps.event") }
-            if let e = v.member(aps, "event"), v.tokens[e].kind == .string {
-                let event = v.string(e)
-                if (event == "update" || event == "start") && !laKeys.contains("content-state") {
-                    w.append("a liveactivity \(event) needs aps.content-state")
+            if !la.contains(.timestamp) { w.append("a liveactivity push needs aps.timestamp") }
+            if la.contains(.event) == false { w.append("a liveactivity push needs aps.event") }
+            if let e = event {
+                let isStart = v.rawEquals(e, "start")
+                if (isStart || v.rawEquals(e, "update")) && !la.contains(.contentState) {
+                    w.append("a liveactivity \(v.string(e)) needs aps.content-state")
                 }
-                if event == "start" && (!laKeys.contains("attributes-type") || !laKeys.contains("attributes")) {
+                if isStart && (!la.contains(.attributesType) || !la.contains(.attributes)) {
                     w.append("a liveactivity start needs aps.attributes-type and aps.attributes")
                 }
             }
-        case .background:
-            if !s.contentAvailable { w.append("a background push needs aps.content-available: 1") }
-            if hasAlert || hasSound || hasBadge { w.append("a background push must not carry alert, sound or badge") }
-            fallthrough
         default:
-            for k in laKeys.sorted() { w.append("aps.\(k) only applies to liveactivity pushes") }
+            if pushType == .background {
+                if !s.contentAvailable { w.append("a background push needs aps.content-available: 1") }
+                if hasAlert || hasSound || hasBadge { w.append("a background push must not carry alert, sound or badge") }
+            }
+            for (name, key) in keys where la.contains(key) { w.append("aps.\(name) only applies to liveactivity pushes") }
         }
     }
 }

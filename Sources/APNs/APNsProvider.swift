@@ -65,13 +65,10 @@ public struct APNsProvider: Sendable {
         self.devices = devices
     }
 
-    static let guardedHeaders: [StaticString] = ["apns-id", "apns-expiration", "apns-priority", "apns-topic",
-                                                  "apns-push-type", "apns-collapse-id", "authorization"]
-
     /// The environment a request addresses: `:authority`, else `host`, else SNI, else the default.
     public func environment(_ request: Request, _ conn: APNsConnectionInfo) -> APNsEnvironment {
         if let a = request.authority, let e = APNsEnvironment.forHost(a) { return e }
-        if let sni = conn.serverName, let e = APNsEnvironment.forHost(sni.utf8) { return e }
+        if let sni = conn.serverName, let e = APNsEnvironment.forHost(sni) { return e }
         return configuration.defaultEnvironment
     }
 
@@ -80,6 +77,7 @@ public struct APNsProvider: Sendable {
         let env = environment(request, conn)
         var d = APNsDecision(environment: env)
         let h = request.headers
+        let idx = APNsHeaders(h)
 
         func fail(_ r: APNsReason) -> APNsDecision {
             var out = d
@@ -88,12 +86,12 @@ public struct APNsProvider: Sendable {
         }
 
         // The response echoes a single valid apns-id; any other case gets a fresh one.
-        let sentID = h.first("apns-id")
+        let sentID = APNsHeaders.value(h, idx.id)
         let validID = sentID.map { UUIDValue.parseCanonicalLowercase($0) != nil } ?? false
-        if !validID || h.count(of: "apns-id") > 1 { d.generatedID = UUIDValue.random(&state.rng) }
+        if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
         // 1. DuplicateHeaders
-        for name in APNsProvider.guardedHeaders where h.count(of: name) > 1 { return fail(.duplicateHeaders) }
+        if idx.duplicate { return fail(.duplicateHeaders) }
 
         // 2. BadMessageId
         if sentID != nil && !validID { return fail(.badMessageId) }
@@ -114,7 +112,7 @@ public struct APNsProvider: Sendable {
         d.token = token
 
         // 5. Authentication
-        let topicHeader = h.first("apns-topic")
+        let topicHeader = APNsHeaders.value(h, idx.topic)
         var certInfo: APNsConnectionState.CertificateInfo? = nil
         var keyTopics: [String]? = nil
         if let cert = conn.peerCertificate {
@@ -132,7 +130,7 @@ public struct APNsProvider: Sendable {
                 return fail(.badCertificateEnvironment)
             }
         } else {
-            switch authenticate(h.first("authorization"), env: env, state: state, nowSeconds: nowMs / 1000) {
+            switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
             case .failure(let r): return fail(r)
             case .success(let topics):
                 keyTopics = topics
@@ -154,27 +152,28 @@ public struct APNsProvider: Sendable {
         }
 
         // 7. BadCollapseId
-        if let c = h.first("apns-collapse-id"), c.count > 64 { return fail(.badCollapseId) }
+        if let c = APNsHeaders.value(h, idx.collapseID), c.count > 64 { return fail(.badCollapseId) }
 
         // 8-9. BadPriority, InvalidPushType
         var priority = 10
-        if let p = h.first("apns-priority") {
+        let priorityHeader = APNsHeaders.value(h, idx.priority)
+        if let p = priorityHeader {
             if p.equals("10") { priority = 10 } else if p.equals("5") { priority = 5 } else if p.equals("1") { priority = 1 } else {
                 return fail(.badPriority)
             }
         }
         var pushType = APNsPushType.alert
-        if let pt = h.first("apns-push-type") {
+        if let pt = APNsHeaders.value(h, idx.pushType) {
             guard let t = APNsPushType(bytes: pt) else { return fail(.invalidPushType) }
             pushType = t
         } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
             pushType = .alert
         }
-        if pushType == .background && priority == 10 && h.first("apns-priority") != nil { return fail(.badPriority) }
+        if pushType == .background && priority == 10 && priorityHeader != nil { return fail(.badPriority) }
         d.pushType = pushType
 
         // 10. BadExpirationDate
-        if let e = h.first("apns-expiration") {
+        if let e = APNsHeaders.value(h, idx.expiration) {
             guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return fail(.badExpirationDate) }
         }
 
@@ -231,10 +230,10 @@ public struct APNsProvider: Sendable {
         let jwt = header.dropFirst(7)
 
         // Cached: same bytes as last time, nothing to verify again.
-        if state.verdict == nil || !jwt.elementsEqual(state.tokenBytes) {
+        if state.verdict == nil || !Bytes.equal(jwt, state.tokenBytes) {
             // A new token within 20 minutes of adopting the current one, while that one is still
             // good, is an update too many (replacing an expired token is always allowed).
-            if !state.adoptedToken.isEmpty && !jwt.elementsEqual(state.adoptedToken) &&
+            if !state.adoptedToken.isEmpty && !Bytes.equal(jwt, state.adoptedToken) &&
                 nowSeconds - state.adoptedAt < configuration.tokenUpdateInterval &&
                 nowSeconds - state.adoptedIssuedAt <= configuration.tokenMaxAge {
                 return .failure(.tooManyProviderTokenUpdates)
@@ -255,7 +254,7 @@ public struct APNsProvider: Sendable {
             if state.boundKeyEnvironment != keyEnv { return .failure(.badEnvironmentKeyIdInToken) }
         }
         if nowSeconds - token.issuedAt > configuration.tokenMaxAge { return .failure(.expiredProviderToken) }
-        if !jwt.elementsEqual(state.adoptedToken) {
+        if !Bytes.equal(jwt, state.adoptedToken) {
             state.adoptedToken = Array(jwt)
             state.adoptedAt = nowSeconds
             state.adoptedIssuedAt = token.issuedAt
@@ -316,18 +315,17 @@ public struct APNsProvider: Sendable {
 
     /// Length of the bundle id in `topic` for `pushType`, or nil when the suffix rule fails.
     static func bundleLength(topic: ArraySlice<UInt8>, pushType: APNsPushType) -> Int? {
-        guard let suffix = pushType.topicSuffix else { return topic.count }
-        func endsWith(_ bytes: ArraySlice<UInt8>, _ s: String) -> Bool {
-            s.utf8.count < bytes.count && bytes.suffix(s.utf8.count).elementsEqual(s.utf8)
+        guard pushType.topicSuffix != nil else { return topic.count }
+        func endsWith(_ bytes: ArraySlice<UInt8>, _ s: [UInt8]) -> Bool {
+            !s.isEmpty && s.count < bytes.count && Bytes.equal(bytes.suffix(s.count), s)
         }
+        let suffix = pushType.suffixBytes
         var base = topic
         if !suffix.isEmpty {
             guard endsWith(topic, suffix) else { return nil }
-            base = topic.dropLast(suffix.utf8.count)
+            base = topic.dropLast(suffix.count)
         }
-        for other in APNsPushType.allCases {
-            if let s = other.topicSuffix, !s.isEmpty, endsWith(base, s) { return nil }
-        }
+        for s in APNsPushType.suffixes where endsWith(base, s) { return nil }
         return base.count
     }
 

@@ -1,10 +1,23 @@
+import PushCore
+
 /// `apns-push-type` values and their rules (SEND).
 public enum APNsPushType: String, Sendable, CaseIterable {
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
 
-    public init?<C: Collection>(bytes: C) where C.Element == UInt8 {
-        self.init(rawValue: String(decoding: bytes, as: UTF8.self))
+    /// From the header's bytes, without making a String.
+    public init?(bytes: ArraySlice<UInt8>) {
+        for t in APNsPushType.allCases where Bytes.equal(bytes, t.nameBytes) {
+            self = t
+            return
+        }
+        return nil
     }
+
+    static let names: [[UInt8]] = APNsPushType.allCases.map { Array($0.rawValue.utf8) }
+    static let suffixes: [[UInt8]] = APNsPushType.allCases.map { Array(($0.topicSuffix ?? "").utf8) }
+    var index: Int { APNsPushType.allCases.firstIndex(of: self)! }
+    var nameBytes: [UInt8] { APNsPushType.names[index] }
+    var suffixBytes: [UInt8] { APNsPushType.suffixes[index] }
 
     /// What `apns-topic` must end with: `<bundleId><suffix>` (nil: any topic, as for mdm).
     public var topicSuffix: String? {
@@ -51,22 +64,25 @@ public enum APNsPushType: String, Sendable, CaseIterable {
 public enum APNsEnvironment: String, Sendable {
     case sandbox, production
 
-    /// The environment a host name stands for, or nil for other hosts.
-    public static func forHost<C: Collection>(_ host: C) -> APNsEnvironment? where C.Element == UInt8 {
-        var h = Array(host)
-        // Drop a ":port" suffix (not the colons of a bracketed IPv6 literal).
-        if let colon = h.lastIndex(of: UInt8(ascii: ":")), !h[colon...].contains(UInt8(ascii: "]")),
-           h[(colon + 1)...].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-            h = Array(h[..<colon])
-        }
-        while h.last == UInt8(ascii: ".") { h.removeLast() }
-        let s = String(decoding: h, as: UTF8.self).lowercased()
-        switch s {
-        case "api.sandbox.push.apple.com", "api.development.push.apple.com": return .sandbox
-        case "api.push.apple.com": return .production
-        default: return nil
+    /// The environment a host name (optionally with ":port") stands for, or nil for other hosts.
+    public static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
+        host.withUnsafeBytes { raw -> APNsEnvironment? in
+            var n = raw.count
+            // Drop a ":port" suffix (digits only, so a bracketed IPv6 literal is left alone).
+            var i = n - 1
+            while i >= 0 && raw[i] >= 0x30 && raw[i] <= 0x39 { i -= 1 }
+            if i >= 0 && i < n - 1 && raw[i] == UInt8(ascii: ":") { n = i }
+            while n > 0 && raw[n - 1] == UInt8(ascii: ".") { n -= 1 }
+            let h = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+            if Bytes.equalIgnoringCase(h, "api.push.apple.com") { return .production }
+            if Bytes.equalIgnoringCase(h, "api.sandbox.push.apple.com") || Bytes.equalIgnoringCase(h, "api.development.push.apple.com") {
+                return .sandbox
+            }
+            return nil
         }
     }
+
+    public static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
 }
 
 public struct APNsConfiguration: Sendable {

@@ -27,17 +27,17 @@ struct APNsService: Sendable {
             ctx[APNsConnectionState.self] = state
         }
         let now = Clock.nowMs()
-        let d = provider.decide(ex.request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
+        let request = ex.request
+        let d = provider.decide(request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
                                 state: state, nowMs: now)
         if d.accepted {
-            let id = d.generatedID ?? ex.request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
+            let id = d.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
                 ?? UUIDValue.random(&state.rng)
-            log.append(PushNotification(id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
-                                        token: d.token, topic: d.topic, headers: ex.request.headers, payload: ex.request.body,
-                                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings),
-                       shard: ex.eventLoop.index)
+            log.append(shard: ex.eventLoop.index, id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
+                       token: d.token, topic: d.topic, headers: request.headers, payload: request.body,
+                       payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
         }
-        ex.respond(provider.response(d, request: ex.request, state: state))
+        ex.respond(provider.response(d, request: request, state: state))
         if let n = d.raiseStreamsTo, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
         if let reason = d.goAwayReason {
             ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
@@ -48,7 +48,7 @@ struct APNsService: Sendable {
     /// token arrives; certificate connections start at the full limit.
     static func sessionSetup(_ configuration: APNsConfiguration) -> @Sendable (ConnectionContext) -> Void {
         { ctx in
-            guard let sni = ctx.serverName, APNsEnvironment.forHost(sni.utf8) != nil else { return }
+            guard let sni = ctx.serverName, APNsEnvironment.forHost(sni) != nil else { return }
             ctx.initialMaxConcurrentStreams = ctx.peerCertificate == nil ? configuration.streamsBeforeAuth
                                                                          : configuration.streamsAfterAuth
         }

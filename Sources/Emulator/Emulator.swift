@@ -82,8 +82,8 @@ public final class Emulator: @unchecked Sendable {
             resp.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
             return resp
         }
+        apns.register(&r)   // first: the hot route is matched before the admin ones
         admin.register(&r)
-        apns.register(&r)
         return r
     }
 

@@ -45,7 +45,15 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Parses the canonical lowercase form (8-4-4-4-12); nil for anything else, uppercase included.
-    public static func parseCanonicalLowercase<C: Collection>(_ bytes: C) -> UUIDValue? where C.Element == UInt8 {
+    public static func parseCanonicalLowercase(_ bytes: ArraySlice<UInt8>) -> UUIDValue? {
+        bytes.withUnsafeBytes { parseCanonicalLowercase($0) }
+    }
+
+    public static func parseCanonicalLowercase(_ bytes: [UInt8]) -> UUIDValue? {
+        bytes.withUnsafeBytes { parseCanonicalLowercase($0) }
+    }
+
+    public static func parseCanonicalLowercase(_ bytes: UnsafeRawBufferPointer) -> UUIDValue? {
         guard bytes.count == 36 else { return nil }
         var h: UInt64 = 0, l: UInt64 = 0
         var n = 0
@@ -93,16 +101,47 @@ public struct TokenKey: Hashable, Sendable {
     public let a: UInt64
     public let b: UInt64
 
-    public init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        var x: UInt64 = 0xCBF2_9CE4_8422_2325
-        var y: UInt64 = 0x84222325CBF29CE4
-        for c in bytes {
-            x = (x ^ UInt64(c)) &* 0x0000_0100_0000_01B3
-            y = (y ^ UInt64(asciiLowerHex(c))) &* 0x9E37_79B9_7F4A_7C15
+    /// Hashes 8 bytes at a time; ASCII letters are folded to lowercase first (hex tokens are
+    /// case-insensitive), which leaves digits, '.', '-' and '_' unchanged.
+    public init(_ raw: UnsafeRawBufferPointer) {
+        var x: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count)
+        var y: UInt64 = 0xC2B2_AE3D_27D4_EB4F &+ UInt64(raw.count)
+        var i = 0
+        let n = raw.count
+        while i + 8 <= n {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) | 0x2020_2020_2020_2020
+            x = (x ^ w) &* 0xFF51_AFD7_ED55_8CCD
+            x ^= x >> 33
+            y = (y &+ w) &* 0xC4CE_B9FE_1A85_EC53
             y ^= y >> 29
+            i += 8
         }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < n {
+            tail |= UInt64(raw[i] | 0x20) << shift
+            shift += 8
+            i += 1
+        }
+        x = (x ^ tail) &* 0xFF51_AFD7_ED55_8CCD
+        x ^= x >> 33
+        y = (y &+ tail) &* 0xC4CE_B9FE_1A85_EC53
+        y ^= y >> 31
         a = x
         b = y
+    }
+
+    public init(_ bytes: ArraySlice<UInt8>) {
+        self = bytes.withUnsafeBytes { TokenKey($0) }
+    }
+
+    public init(_ bytes: [UInt8]) {
+        self = bytes.withUnsafeBytes { TokenKey($0) }
+    }
+
+    public init(_ s: String) {
+        var s = s
+        self = s.withUTF8 { TokenKey(UnsafeRawBufferPointer($0)) }
     }
 
     /// The shard for `n` shards.
@@ -110,8 +149,27 @@ public struct TokenKey: Hashable, Sendable {
     public func shard(_ n: Int) -> Int { Int(truncatingIfNeeded: (a ^ b) % UInt64(n)) }
 }
 
-@inline(__always)
-func asciiLowerHex(_ c: UInt8) -> UInt8 { (c >= 0x41 && c <= 0x46) ? c | 0x20 : c }
+/// Byte comparisons that compile to memcmp (generic `elementsEqual` across modules does not).
+public enum Bytes {
+    @inline(__always)
+    public static func equal(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+    }
+
+    /// ASCII case-insensitive equality with a lowercase literal.
+    @inline(__always)
+    public static func equalIgnoringCase(_ a: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
+        guard a.count == lower.utf8CodeUnitCount else { return false }
+        let l = lower.utf8Start
+        for i in 0..<a.count {
+            var c = a[i]
+            if c >= 0x41 && c <= 0x5A { c |= 0x20 }
+            if c != l[i] { return false }
+        }
+        return true
+    }
+}
 
 /// Milliseconds and seconds since the epoch.
 public enum Clock {

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A strict, single-pass, validating JSON tokenizer over bytes (RFC 8259).
 ///
 /// It produces a flat array of tokens that doubles as a small DOM: containers know where their
@@ -92,6 +94,14 @@ public struct JSONView {
         UnsafeRawBufferPointer(rebasing: bytes[Int(tokens[i].start)..<Int(tokens[i].end)])
     }
 
+    /// True when the raw bytes of the (unescaped) string token `i` equal `literal`.
+    @inline(__always)
+    public func rawEquals(_ i: Int, _ literal: StaticString) -> Bool {
+        let t = tokens[i]
+        guard Int(t.end - t.start) == literal.utf8CodeUnitCount else { return false }
+        return memcmp(bytes.baseAddress! + Int(t.start), literal.utf8Start, literal.utf8CodeUnitCount) == 0
+    }
+
     /// The decoded string value of token `i`.
     public func string(_ i: Int) -> String {
         let t = tokens[i]
@@ -130,6 +140,11 @@ public enum JSONParser {
         } catch {
             return JSONError(offset: 0, message: "\(error)")
         }
+    }
+
+    /// Decodes the contents of a JSON string (the bytes between the quotes, escapes included).
+    public static func decodeString(_ raw: UnsafeRawBufferPointer) -> String {
+        raw.contains(0x5C) ? unescape(raw) : String(decoding: raw, as: UTF8.self)
     }
 
     /// True when `bytes` is one valid JSON text.

@@ -1,9 +1,14 @@
+import Glibc
 import Synchronization
+import Transport
 
 /// The most recent accepted notifications, kept where tests can read them.
 ///
-/// Sharded per event loop: a loop appends only to its own shard, whose lock is otherwise taken
-/// only by readers (the admin API), so the request path never contends with another loop.
+/// Each event loop appends to its own shard, whose lock is otherwise taken only by readers (the
+/// admin API), so the request path never contends with another loop. A shard is a byte arena
+/// holding variable-size records back to back in a ring: an append is one copy of the
+/// notification's bytes, with no allocation and no reference kept to the request's buffers;
+/// the oldest records are evicted (and counted) when space or the record limit runs out.
 public final class NotificationLog: Sendable {
     public struct Filter: Sendable {
         public var provider: PushProvider?
@@ -13,38 +18,31 @@ public final class NotificationLog: Sendable {
         public init() {}
     }
 
-    private struct Ring {
-        var items: [PushNotification?]
-        var next = 0
-        var sequence: UInt64 = 0
-        var evicted: UInt64 = 0
-    }
-
     private final class Shard: Sendable {
-        let ring = Mutex(Ring(items: []))
+        let arena: Mutex<Arena>
+        init(bytes: Int, records: Int) { arena = Mutex(Arena(capacity: bytes, maxRecords: records)) }
+        deinit { arena.withLock { $0.buffer.deallocate() } }
     }
 
     private let shards: [Shard]
-    private let perShard: Int
 
+    /// About `capacity` notifications in all (and at most 2 KiB each on average).
     public init(shards: Int, capacity: Int) {
         let n = max(1, shards)
-        perShard = max(1, capacity / n)
-        self.shards = (0..<n).map { _ in Shard() }
+        let perShard = max(1, capacity / n)
+        self.shards = (0..<n).map { _ in Shard(bytes: max(64 * 1024, perShard * 2048), records: perShard) }
     }
 
-    /// Appends on the caller's shard (its event loop index).
-    public func append(_ n: PushNotification, shard: Int) {
-        shards[shard % shards.count].ring.withLock { r in
-            var n = n
-            r.sequence &+= 1
-            n.sequence = r.sequence
-            if r.items.count < perShard {
-                r.items.append(n)
-            } else {
-                if r.items[r.next] != nil { r.evicted &+= 1 }
-                r.items[r.next] = n
-                r.next = (r.next + 1) % perShard
+    /// Records an accepted notification on the caller's shard (its event loop index).
+    public func append(shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
+                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
+                       payloadIsJSON: Bool, warnings: [String]) {
+        shards[shard % shards.count].arena.withLock { a in
+            var env = environment
+            env.withUTF8 { envBytes in
+                a.append(id: id, provider: provider, receivedAtMs: receivedAtMs, environment: UnsafeRawBufferPointer(envBytes),
+                         token: token, topic: topic, headers: headers, payload: payload, payloadIsJSON: payloadIsJSON,
+                         warnings: warnings)
             }
         }
     }
@@ -53,27 +51,168 @@ public final class NotificationLog: Sendable {
     public func query(_ filter: Filter) -> [PushNotification] {
         var out: [(Int, PushNotification)] = []
         for (i, s) in shards.enumerated() {
-            s.ring.withLock { r in
-                for case let n? in r.items where NotificationLog.matches(n, filter) { out.append((i, n)) }
-            }
+            s.arena.withLock { a in a.forEach(filter) { out.append((i, $0)) } }
         }
         out.sort { ($0.1.receivedAtMs, $0.1.sequence, $0.0) < ($1.1.receivedAtMs, $1.1.sequence, $1.0) }
         return out.suffix(max(0, filter.limit)).map(\.1)
     }
 
-    public var count: Int { shards.reduce(0) { acc, s in acc + s.ring.withLock { $0.items.count } } }
-    public var evicted: UInt64 { shards.reduce(0) { acc, s in acc + s.ring.withLock { $0.evicted } } }
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.count } } }
+    public var evicted: UInt64 { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.evicted } } }
 
     public func removeAll() {
-        for s in shards { s.ring.withLock { $0 = Ring(items: []) } }
+        for s in shards { s.arena.withLock { $0.reset() } }
+    }
+}
+
+/// A ring of records in one byte buffer. Record layout (native byte order):
+/// u32 length, u64 sequence, i64 receivedAt, u64 idHigh, u64 idLow, u8 provider, u8 flags,
+/// u16 envLen, u16 tokenLen, u16 topicLen, u32 headersLen, u32 payloadLen, u32 warningsLen,
+/// then the bytes of each (headers and warnings as u16-length-prefixed strings).
+struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
+    static let fixed = 4 + 8 + 8 + 8 + 8 + 1 + 1 + 2 + 2 + 2 + 4 + 4 + 4
+    let capacity: Int
+    let maxRecords: Int
+    var buffer: UnsafeMutableRawPointer
+    var head = 0, tail = 0, wrapEnd = 0
+    var wrapped = false
+    var count = 0
+    var sequence: UInt64 = 0
+    var evicted: UInt64 = 0
+
+    init(capacity: Int, maxRecords: Int) {
+        self.capacity = capacity
+        self.maxRecords = max(1, maxRecords)
+        buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
     }
 
-    static func matches(_ n: PushNotification, _ f: Filter) -> Bool {
-        if let p = f.provider, n.provider != p { return false }
-        if let t = f.token, !n.token.elementsEqual(t.utf8) { return false }
-        if let t = f.topic {
-            guard let topic = n.topic, topic.elementsEqual(t.utf8) else { return false }
+    mutating func reset() {
+        head = 0; tail = 0; wrapEnd = 0; wrapped = false; count = 0
+    }
+
+    private func length(at offset: Int) -> Int { Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+
+    private mutating func evictOldest() {
+        head += length(at: head)
+        count -= 1
+        evicted &+= 1
+        if wrapped && head >= wrapEnd { head = 0; wrapped = false }
+        if count == 0 { reset() }
+    }
+
+    /// Makes room for `n` contiguous bytes and returns where they go (nil: larger than the arena).
+    private mutating func reserve(_ n: Int) -> Int? {
+        guard n <= capacity else { return nil }
+        while count >= maxRecords { evictOldest() }
+        while true {
+            if !wrapped {
+                if tail + n <= capacity { return tail }
+                if count == 0 { reset(); continue }
+                wrapEnd = tail
+                wrapped = true
+                tail = 0
+            }
+            // Wrapped: free space is [tail, head).
+            if tail + n <= head { return tail }
+            evictOldest()
+            if !wrapped && count == 0 { return 0 }
         }
-        return true
+    }
+
+    mutating func append(id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
+                         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
+                         payloadIsJSON: Bool, warnings: [String]) {
+        // The header block is copied raw (two memcpys); pseudo-headers and credentials are
+        // dropped when a record is read back.
+        let (hs, he) = headers.withRawParts { ($0.count, $1.count) }
+        let headersLen = 4 + hs + he
+        var warningsLen = 0
+        for w in warnings { warningsLen += 2 + min(w.utf8.count, 65535) }
+        let topicLen = topic?.count ?? 0
+        let total = Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen
+        guard total < Int(UInt32.max), let at = reserve(total) else { return }
+        sequence &+= 1
+        var p = buffer + at
+        func put<T>(_ v: T) { p.storeBytes(of: v, as: T.self); p += MemoryLayout<T>.size }
+        func bytes(_ raw: UnsafeRawBufferPointer) {
+            if raw.count > 0 { p.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
+            p += raw.count
+        }
+        put(UInt32(total)); put(sequence); put(receivedAtMs); put(id.high); put(id.low)
+        put(provider == .apns ? UInt8(0) : UInt8(1))
+        put(UInt8((payloadIsJSON ? 1 : 0) | (topic == nil ? 0 : 2)))
+        put(UInt16(environment.count)); put(UInt16(token.count)); put(UInt16(topicLen))
+        put(UInt32(headersLen)); put(UInt32(payload.count)); put(UInt32(warningsLen))
+        bytes(environment)
+        token.withUnsafeBytes { bytes($0) }
+        topic?.withUnsafeBytes { bytes($0) }
+        headers.withRawParts { storage, entries in
+            put(UInt32(storage.count))
+            bytes(storage)
+            bytes(entries)
+        }
+        payload.withUnsafeBytes { bytes($0) }
+        for w in warnings {
+            var w = w
+            w.withUTF8 { u in
+                let n = min(u.count, 65535)
+                put(UInt16(n))
+                bytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(u)[0..<n]))
+            }
+        }
+        tail = at + total
+        count += 1
+    }
+
+    /// Decodes each record that matches, oldest first.
+    func forEach(_ f: NotificationLog.Filter, _ body: (PushNotification) -> Void) {
+        var off = head
+        var inFirst = wrapped
+        for _ in 0..<count {
+            if inFirst && off >= wrapEnd { off = 0; inFirst = false }
+            if let n = decode(at: off, f) { body(n) }
+            off += length(at: off)
+        }
+    }
+
+    private func decode(at start: Int, _ f: NotificationLog.Filter) -> PushNotification? {
+        var p = UnsafeRawPointer(buffer + start)
+        func get<T>(_: T.Type) -> T { let v = p.loadUnaligned(as: T.self); p += MemoryLayout<T>.size; return v }
+        func take(_ n: Int) -> UnsafeRawBufferPointer { let r = UnsafeRawBufferPointer(start: p, count: n); p += n; return r }
+        _ = get(UInt32.self)
+        let seq = get(UInt64.self), at = get(Int64.self), hi = get(UInt64.self), lo = get(UInt64.self)
+        let provider: PushProvider = get(UInt8.self) == 0 ? .apns : .fcm
+        let flags = get(UInt8.self)
+        let envLen = Int(get(UInt16.self)), tokenLen = Int(get(UInt16.self)), topicLen = Int(get(UInt16.self))
+        let headersLen = Int(get(UInt32.self)), payloadLen = Int(get(UInt32.self)), warningsLen = Int(get(UInt32.self))
+        if let want = f.provider, want != provider { return nil }
+        let env = take(envLen), token = take(tokenLen), topic = take(topicLen)
+        if let t = f.token, !token.elementsEqual(t.utf8) { return nil }
+        if let t = f.topic, flags & 2 == 0 || !topic.elementsEqual(t.utf8) { return nil }
+        let storageLen = Int(get(UInt32.self))
+        let raw = HTTPFields(rawStorage: take(storageLen), rawEntries: take(headersLen - 4 - storageLen))
+        var headers = HTTPFields()
+        raw.forEach { name, value in if NotificationLog.keeps(name) { headers.add(name: name, value: value) } }
+        let payload = Array(take(payloadLen))
+        var warnings: [String] = []
+        let wEnd = p + warningsLen
+        while p < wEnd {
+            let n = Int(get(UInt16.self))
+            warnings.append(String(decoding: take(n), as: UTF8.self))
+        }
+        var n = PushNotification(id: UUIDValue(high: hi, low: lo), provider: provider, receivedAtMs: at,
+                                 environment: String(decoding: env, as: UTF8.self), token: ArraySlice(token),
+                                 topic: flags & 2 == 0 ? nil : ArraySlice(topic), headers: headers, payload: payload,
+                                 payloadIsJSON: flags & 1 != 0, warnings: warnings)
+        n.sequence = seq
+        return n
+    }
+}
+
+extension NotificationLog {
+    /// Pseudo-headers and the provider's credentials are not kept.
+    static func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
+        guard let first = name.first, first != UInt8(ascii: ":") else { return false }
+        return !name.equals("authorization")
     }
 }

@@ -126,6 +126,19 @@ public struct HTTPFields: Sendable {
         }
     }
 
+    /// The raw parts: the name/value bytes and the index (16 bytes per field: name start, name
+    /// length, value start, value length as Int32). For copying a field list as one block.
+    public func withRawParts<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
+        storage.withUnsafeBytes { s in entries.withUnsafeBytes { e in body(s, e) } }
+    }
+
+    /// Rebuilds a field list from `withRawParts` output.
+    public init(rawStorage: UnsafeRawBufferPointer, rawEntries: UnsafeRawBufferPointer) {
+        storage = Array(rawStorage.assumingMemoryBound(to: UInt8.self))
+        let n = rawEntries.count / MemoryLayout<Entry>.stride
+        entries = (0..<n).map { rawEntries.loadUnaligned(fromByteOffset: $0 * MemoryLayout<Entry>.stride, as: Entry.self) }
+    }
+
     /// Name/value pairs as Strings (tests, logs, admin API).
     public var pairs: [(String, String)] {
         (0..<entries.count).map { (name(at: $0).utf8String, value(at: $0).utf8String) }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A request handler. It runs on the event loop that owns the connection and answers through
 /// `exchange.respond(_:)`, now or later (from any thread). Throwing resets the stream
 /// (RST_STREAM INTERNAL_ERROR over HTTP/2; a 500 and close over HTTP/1.1).
@@ -114,7 +116,11 @@ public struct Router: Sendable {
             while end < path.endIndex && path[end] != slash { end += 1 }
             switch seg {
             case .literal(let lit):
-                if !path[pos..<end].elementsEqual(lit) { return false }
+                if end - pos != lit.count { return false }
+                let same = path[pos..<end].withUnsafeBytes { a in
+                    lit.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+                }
+                if !same { return false }
             case .parameter:
                 if end == pos { return false }
                 params.ranges.append(pos..<end)

@@ -312,11 +312,15 @@ final class APNsProviderTests: XCTestCase {
         let body = #"{"aps":{"alert":{"title":"T","body":"B","bogus":1},"mutable-content":1,"badge":-1,"custom":2},"_mId":"m","_dId":"d"}"#
         let d = p.decide(request(body: body), connection: .init(serverName: nil, peerCertificate: nil), state: state, nowMs: now)
         XCTAssertNil(d.reason, "warnings only by default")
-        XCTAssertEqual(d.summary.title, "T")
-        XCTAssertEqual(d.summary.body, "B")
+        let payload = Array(body.utf8)
+        XCTAssertEqual(d.summary.title(in: payload), "T")
+        XCTAssertEqual(d.summary.body(in: payload), "B")
         XCTAssertTrue(d.summary.mutableContent)
         XCTAssertFalse(d.summary.contentAvailable)
-        XCTAssertEqual(d.summary.customKeys, ["_mId", "_dId"])
+        XCTAssertEqual(d.summary.customKeyCount, 2)
+        let escaped = p.decide(request(body: #"{"aps":{"alert":{"title":"caf\u00e9 \"x\""}}}"#),
+                               connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
+        XCTAssertEqual(escaped.summary.title(in: Array(#"{"aps":{"alert":{"title":"caf\u00e9 \"x\""}}}"#.utf8)), "café \"x\"")
         XCTAssertTrue(d.warnings.contains("aps.alert.bogus is not an alert key APNs knows"), "\(d.warnings)")
         XCTAssertTrue(d.warnings.contains("aps.badge must be a non-negative integer"), "\(d.warnings)")
         XCTAssertTrue(d.warnings.contains("aps.custom is not a key APNs knows (custom keys belong outside aps)"), "\(d.warnings)")

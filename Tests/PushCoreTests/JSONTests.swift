@@ -99,10 +99,22 @@ final class IdentifierTests: XCTestCase {
         XCTAssertNotNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-426614174000".utf8)))
     }
 
-    func testTokenKeyIgnoresHexCaseOnlyInItsSecondHalfButIsStable() {
-        XCTAssertEqual(TokenKey(Array("abc".utf8)), TokenKey(Array("abc".utf8)))
-        XCTAssertNotEqual(TokenKey(Array("abc".utf8)), TokenKey(Array("abd".utf8)))
-        XCTAssertLessThan(TokenKey(Array("abc".utf8)).shard(64), 64)
+    func testTokenKeyIsStableCaseInsensitiveAndSpreads() {
+        let t = "f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820"
+        XCTAssertEqual(TokenKey(t), TokenKey(Array(t.utf8)))
+        XCTAssertEqual(TokenKey(t), TokenKey(t.uppercased()), "hex tokens are case-insensitive")
+        XCTAssertNotEqual(TokenKey(t), TokenKey(String(t.dropLast()) + "1"))
+        XCTAssertNotEqual(TokenKey("abc"), TokenKey("abd"))
+        XCTAssertNotEqual(TokenKey("com.a"), TokenKey("com.a.voip"))
+        var keys = Set<TokenKey>()
+        var shards = [Int](repeating: 0, count: 64)
+        for i in 0..<10_000 {
+            let k = TokenKey(String(format: "%064x", i))
+            keys.insert(k)
+            shards[k.shard(64)] += 1
+        }
+        XCTAssertEqual(keys.count, 10_000)
+        for s in shards { XCTAssertEqual(Double(s), 10_000 / 64, accuracy: 80) }
     }
 
     func testFastRandomDistribution() {

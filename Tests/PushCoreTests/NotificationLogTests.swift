@@ -12,10 +12,10 @@ final class NotificationLogTests: XCTestCase {
 
     func testShardedAppendQueryOrderAndEviction() {
         let log = NotificationLog(shards: 2, capacity: 4)
-        log.append(note("a", 1), shard: 0)
-        log.append(note("b", 2), shard: 1)
-        log.append(note("a", 3), shard: 1)
-        log.append(note("c", 4, topic: "com.b"), shard: 0)
+        log.add(note("a", 1), shard: 0)
+        log.add(note("b", 2), shard: 1)
+        log.add(note("a", 3), shard: 1)
+        log.add(note("c", 4, topic: "com.b"), shard: 0)
         var f = NotificationLog.Filter()
         XCTAssertEqual(log.query(f).map(\.receivedAtMs), [1, 2, 3, 4])
         f.token = "a"
@@ -26,7 +26,7 @@ final class NotificationLogTests: XCTestCase {
         f = NotificationLog.Filter()
         f.limit = 2
         XCTAssertEqual(log.query(f).map(\.receivedAtMs), [3, 4], "the newest, oldest first")
-        log.append(note("d", 5), shard: 0)   // shard 0 holds 2: evicts t=1
+        log.add(note("d", 5), shard: 0)   // shard 0 holds 2: evicts t=1
         XCTAssertEqual(log.evicted, 1)
         XCTAssertEqual(log.query(NotificationLog.Filter()).map(\.receivedAtMs), [2, 3, 4, 5])
         log.removeAll()
@@ -39,5 +39,49 @@ final class NotificationLogTests: XCTestCase {
         XCTAssertTrue(j.contains("\"provider\":\"apns\",\"receivedAt\":7"), j)
         XCTAssertTrue(j.contains("\"headers\":{\"apns-topic\":\"com.a\"}"), j)
         XCTAssertTrue(j.contains("\"payload\":{\"aps\":{}}"), j)
+    }
+}
+
+extension NotificationLog {
+    func add(_ n: PushNotification, shard: Int) {
+        append(shard: shard, id: n.id, provider: n.provider, receivedAtMs: n.receivedAtMs, environment: n.environment,
+               token: n.token, topic: n.topic, headers: n.headers, payload: n.payload, payloadIsJSON: n.payloadIsJSON,
+               warnings: n.warnings)
+    }
+}
+
+final class ArenaTests: XCTestCase {
+    /// Thousands of records of random sizes through a small ring: what is kept is always the
+    /// newest records, in order, intact; everything else is counted as evicted.
+    func testRingKeepsNewestIntactRecords() {
+        let log = NotificationLog(shards: 1, capacity: 40)   // 40 records, 80 KiB
+        var rng = FastRandom(seed: 3)
+        var all: [(Int64, Int)] = []
+        for t in 0..<3000 {
+            let size = Int(rng.next(below: 5000))
+            let payload = Array(repeating: UInt8(ascii: "a") + UInt8(t % 26), count: size)
+            log.append(shard: 0, id: UUIDValue(high: UInt64(t), low: 1), provider: t % 2 == 0 ? .apns : .fcm,
+                       receivedAtMs: Int64(t), environment: "sandbox", token: ArraySlice("tok\(t)".utf8),
+                       topic: t % 3 == 0 ? nil : ArraySlice("com.t".utf8), headers: HTTPFields([("apns-topic", "x"), (":path", "/p"), ("authorization", "secret")]),
+                       payload: payload, payloadIsJSON: false, warnings: t % 5 == 0 ? ["w\(t)"] : [])
+            all.append((Int64(t), size))
+            var f = NotificationLog.Filter()
+            f.limit = 1000
+            let got = log.query(f)
+            XCTAssertLessThanOrEqual(got.count, 40)
+            XCTAssertEqual(got.map(\.receivedAtMs), Array(all.suffix(got.count).map(\.0)), "newest, in order (t=\(t))")
+            guard let last = got.last else { return XCTFail("empty at \(t)") }
+            XCTAssertEqual(last.payload.count, size)
+            XCTAssertEqual(last.payload.first, size > 0 ? UInt8(ascii: "a") + UInt8(t % 26) : nil)
+            XCTAssertEqual(last.id.high, UInt64(t))
+            XCTAssertEqual(last.token.utf8String, "tok\(t)")
+            XCTAssertEqual(last.topic == nil, t % 3 == 0)
+            XCTAssertEqual(last.headers.pairs.map(\.0), ["apns-topic"], "pseudo-headers and authorization are not kept")
+            XCTAssertEqual(last.warnings, t % 5 == 0 ? ["w\(t)"] : [])
+            XCTAssertEqual(UInt64(got.count) + log.evicted, UInt64(t + 1))
+        }
+        var f = NotificationLog.Filter()
+        f.provider = .fcm
+        XCTAssertTrue(log.query(f).allSatisfy { $0.provider == .fcm })
     }
 }
