@@ -4,9 +4,15 @@ import Transport
 /// Everything APNs remembers about one connection. Lives in the connection's storage and is
 /// touched only by the loop that owns the connection, so it needs no lock.
 public final class APNsConnectionState {
-    enum TokenVerdict {
-        case valid(ProviderToken, keyEnvironment: APNsEnvironment?, topics: [String]?)
-        case invalid(APNsReason)
+    /// What a token was worth when it was checked (kept as plain fields so the per-request
+    /// read copies nothing).
+    struct TokenVerdict {
+        var reason: APNsReason?          // nil: valid
+        var teamID = ""
+        var keyID = ""
+        var issuedAt: Int64 = 0
+        var keyEnvironment: APNsEnvironment?
+        var topics: [String]?
     }
 
     // Provider-token cache: the last authorization value seen and what it was worth.
@@ -35,9 +41,12 @@ public final class APNsConnectionState {
     public var rng = FastRandom()
     /// Scratch space for the payload scan, reused across requests.
     var tokens: [JSONToken] = []
+    /// Response headers, reused across requests.
+    var responseHeaders = HTTPFields()
 
     public init() {
         tokens.reserveCapacity(64)
+        responseHeaders.reserveCapacity(bytes: 160, fields: 4)
     }
 
     struct CertificateInfo {

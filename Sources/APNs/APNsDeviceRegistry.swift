@@ -38,12 +38,12 @@ public final class APNsDeviceRegistry: Sendable {
         let key = TokenKey(token)
         let bundleKey = TokenKey(bundle)
         return shards[key.shard(shards.count)].map.withLock { map -> Verdict in
-            if var d = map[key] {
+            if let i = map.index(forKey: key) {
+                let d = map.values[i]
                 if d.environment != environment { return .wrongEnvironment }
                 if let at = d.uninstalledAtMs { return .unregistered(timestampMs: at) }
                 if d.bundleKey != bundleKey { return .notForTopic }
-                d.pushes &+= 1
-                map[key] = d
+                map.values[i].pushes &+= 1
                 return .ok
             }
             if map.count < maxPerShard {

@@ -11,6 +11,8 @@ struct APNsHeaders {
     var pushType: Int32 = -1
     var collapseID: Int32 = -1
     var authorization: Int32 = -1
+    var authority: Int32 = -1
+    var host: Int32 = -1
     var duplicate = false
     var duplicateID = false
 
@@ -20,7 +22,7 @@ struct APNsHeaders {
             for i in 0..<n {
                 let nameStart = Int(entries.loadUnaligned(fromByteOffset: i * 16, as: Int32.self))
                 let nameLength = Int(entries.loadUnaligned(fromByteOffset: i * 16 + 4, as: Int32.self))
-                guard nameLength >= 7, nameLength <= 16 else { continue }
+                guard nameLength >= 4, nameLength <= 16 else { continue }
                 let name = storage.baseAddress! + nameStart
                 func named(_ s: StaticString) -> Bool {
                     nameLength == s.utf8CodeUnitCount && memcmp(name, s.utf8Start, nameLength) == 0
@@ -30,8 +32,10 @@ struct APNsHeaders {
                     slot = Int32(i)
                 }
                 switch nameLength {
+                case 4: if host < 0 && named("host") { host = Int32(i) }
                 case 7: if named("apns-id") { if id >= 0 { duplicateID = true }; note(&id) }
-                case 10: if named("apns-topic") { note(&topic) }
+                case 10:
+                    if named("apns-topic") { note(&topic) } else if authority < 0 && named(":authority") { authority = Int32(i) }
                 case 13:
                     if named("apns-priority") { note(&priority) } else if named("authorization") { note(&authorization) }
                 case 14: if named("apns-push-type") { note(&pushType) }

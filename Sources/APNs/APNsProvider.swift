@@ -67,23 +67,21 @@ public struct APNsProvider: Sendable {
 
     /// The environment a request addresses: `:authority`, else `host`, else SNI, else the default.
     public func environment(_ request: Request, _ conn: APNsConnectionInfo) -> APNsEnvironment {
-        if let a = request.authority, let e = APNsEnvironment.forHost(a) { return e }
+        environment(request.headers, APNsHeaders(request.headers), conn)
+    }
+
+    func environment(_ h: HTTPFields, _ idx: APNsHeaders, _ conn: APNsConnectionInfo) -> APNsEnvironment {
+        if let a = APNsHeaders.value(h, idx.authority >= 0 ? idx.authority : idx.host), let e = APNsEnvironment.forHost(a) { return e }
         if let sni = conn.serverName, let e = APNsEnvironment.forHost(sni) { return e }
         return configuration.defaultEnvironment
     }
 
     public func decide(_ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
                        nowMs: Int64) -> APNsDecision {
-        let env = environment(request, conn)
-        var d = APNsDecision(environment: env)
         let h = request.headers
         let idx = APNsHeaders(h)
-
-        func fail(_ r: APNsReason) -> APNsDecision {
-            var out = d
-            out.reason = r
-            return finish(&out, state)
-        }
+        let env = environment(h, idx, conn)
+        var d = APNsDecision(environment: env)
 
         // The response echoes a single valid apns-id; any other case gets a fresh one.
         let sentID = APNsHeaders.value(h, idx.id)
@@ -91,24 +89,24 @@ public struct APNsProvider: Sendable {
         if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
         // 1. DuplicateHeaders
-        if idx.duplicate { return fail(.duplicateHeaders) }
+        if idx.duplicate { return reject(&d, .duplicateHeaders, state) }
 
         // 2. BadMessageId
-        if sentID != nil && !validID { return fail(.badMessageId) }
+        if sentID != nil && !validID { return reject(&d, .badMessageId, state) }
 
         // 3. MethodNotAllowed
-        guard request.method == .post else { return fail(.methodNotAllowed) }
+        guard request.method == .post else { return reject(&d, .methodNotAllowed, state) }
 
         // 4. Path and token shape
         let path = request.path
         let prefix: StaticString = "/3/device/"
         guard path.hasPrefix(prefix) else {
-            return fail(path.equals("/3/device") ? .missingDeviceToken : .badPath)
+            return reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state)
         }
         let token = path.dropFirst(prefix.utf8CodeUnitCount)
-        if token.isEmpty { return fail(.missingDeviceToken) }
-        if token.contains(UInt8(ascii: "/")) { return fail(.badPath) }
-        guard configuration.tokenLength.contains(token.count), token.allSatisfy(isHex) else { return fail(.badDeviceToken) }
+        if token.isEmpty { return reject(&d, .missingDeviceToken, state) }
+        if token.contains(UInt8(ascii: "/")) { return reject(&d, .badPath, state) }
+        guard configuration.tokenLength.contains(token.count), token.allSatisfy(isHex) else { return reject(&d, .badDeviceToken, state) }
         d.token = token
 
         // 5. Authentication
@@ -123,15 +121,15 @@ public struct APNsProvider: Sendable {
             certInfo = state.certificate
             guard let info = certInfo, info.usable else {
                 d.goAwayReason = APNsReason.badCertificate.rawValue
-                return fail(.badCertificate)
+                return reject(&d, .badCertificate, state)
             }
             guard info.environments.contains(env) else {
                 d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
-                return fail(.badCertificateEnvironment)
+                return reject(&d, .badCertificateEnvironment, state)
             }
         } else {
             switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
-            case .failure(let r): return fail(r)
+            case .failure(let r): return reject(&d, r, state)
             case .success(let topics):
                 keyTopics = topics
                 if !state.authenticated {
@@ -148,63 +146,69 @@ public struct APNsProvider: Sendable {
         } else if let info = certInfo, !info.multiTopic, let uid = info.topics.first {
             topic = ArraySlice(uid.utf8)
         } else {
-            return fail(.missingTopic)
+            return reject(&d, .missingTopic, state)
         }
 
         // 7. BadCollapseId
-        if let c = APNsHeaders.value(h, idx.collapseID), c.count > 64 { return fail(.badCollapseId) }
+        if let c = APNsHeaders.value(h, idx.collapseID), c.count > 64 { return reject(&d, .badCollapseId, state) }
 
         // 8-9. BadPriority, InvalidPushType
         var priority = 10
         let priorityHeader = APNsHeaders.value(h, idx.priority)
         if let p = priorityHeader {
             if p.equals("10") { priority = 10 } else if p.equals("5") { priority = 5 } else if p.equals("1") { priority = 1 } else {
-                return fail(.badPriority)
+                return reject(&d, .badPriority, state)
             }
         }
         var pushType = APNsPushType.alert
         if let pt = APNsHeaders.value(h, idx.pushType) {
-            guard let t = APNsPushType(bytes: pt) else { return fail(.invalidPushType) }
+            guard let t = APNsPushType(bytes: pt) else { return reject(&d, .invalidPushType, state) }
             pushType = t
         } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
             pushType = .alert
         }
-        if pushType == .background && priority == 10 && priorityHeader != nil { return fail(.badPriority) }
+        if pushType == .background && priority == 10 && priorityHeader != nil { return reject(&d, .badPriority, state) }
         d.pushType = pushType
 
         // 10. BadExpirationDate
         if let e = APNsHeaders.value(h, idx.expiration) {
-            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return fail(.badExpirationDate) }
+            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return reject(&d, .badExpirationDate, state) }
         }
 
         // 11. Topic rules
         guard let bundleLength = APNsProvider.bundleLength(topic: topic, pushType: pushType),
-              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { return fail(.badTopic) }
+              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { return reject(&d, .badTopic, state) }
         let bundle = topic.prefix(bundleLength)
         if let info = certInfo {
-            if pushType.requiresTokenAuth { return fail(.topicDisallowed) }
-            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { return fail(.badTopic) }
+            if pushType.requiresTokenAuth { return reject(&d, .topicDisallowed, state) }
+            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { return reject(&d, .badTopic, state) }
         } else if let allowed = keyTopics, !allowed.contains(where: { bundle.elementsEqual($0.utf8) }) {
-            return fail(.topicDisallowed)
+            return reject(&d, .topicDisallowed, state)
         }
         d.topic = topic
 
         // 12. Device state
         switch devices.check(token: token, environment: env, bundle: bundle) {
         case .ok: break
-        case .wrongEnvironment: return fail(.badDeviceToken)
-        case .notForTopic: return fail(.deviceTokenNotForTopic)
+        case .wrongEnvironment: return reject(&d, .badDeviceToken, state)
+        case .notForTopic: return reject(&d, .deviceTokenNotForTopic, state)
         case .unregistered(let at):
             d.timestampMs = at
-            return fail(.unregistered)
+            return reject(&d, .unregistered, state)
         }
 
         // 13. Payload
         let body = request.body
-        if body.isEmpty { return fail(.payloadEmpty) }
-        if body.count > pushType.maxPayloadSize { return fail(.payloadTooLarge) }
+        if body.isEmpty { return reject(&d, .payloadEmpty, state) }
+        if body.count > pushType.maxPayloadSize { return reject(&d, .payloadTooLarge, state) }
         d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: &state.tokens, warnings: &d.warnings)
-        if configuration.strictPayload && !d.warnings.isEmpty { return fail(.badPayload) }
+        if configuration.strictPayload && !d.warnings.isEmpty { return reject(&d, .badPayload, state) }
+        return finish(&d, state)
+    }
+
+    @inline(__always)
+    private func reject(_ d: inout APNsDecision, _ r: APNsReason, _ state: APNsConnectionState) -> APNsDecision {
+        d.reason = r
         return finish(&d, state)
     }
 
@@ -241,49 +245,50 @@ public struct APNsProvider: Sendable {
             state.tokenBytes = Array(jwt)
             state.verdict = verify(jwt, env: env, nowSeconds: nowSeconds)
         }
-        guard case .valid(let token, let keyEnv, let topics)? = state.verdict else {
-            if case .invalid(let r)? = state.verdict { return .failure(r) }
-            return .failure(.invalidProviderToken)
-        }
-        if let keyEnv, keyEnv != env { return .failure(.badEnvironmentKeyIdInToken) }
+        guard let v = state.verdict else { return .failure(.invalidProviderToken) }
+        if let r = v.reason { return .failure(r) }
+        if let keyEnv = v.keyEnvironment, keyEnv != env { return .failure(.badEnvironmentKeyIdInToken) }
         // Connection bindings (first authenticated push).
-        if let team = state.boundTeam, team != token.teamID { return .failure(.invalidProviderToken) }
-        let topicKey = topics != nil
-        if let bound = state.boundKeyID, bound != token.keyID {
+        if let team = state.boundTeam, team != v.teamID { return .failure(.invalidProviderToken) }
+        let topicKey = v.topics != nil
+        if let bound = state.boundKeyID, bound != v.keyID {
             if state.boundTopicKey != topicKey || topicKey { return .failure(.unrelatedKeyIdInToken) }
-            if state.boundKeyEnvironment != keyEnv { return .failure(.badEnvironmentKeyIdInToken) }
+            if state.boundKeyEnvironment != v.keyEnvironment { return .failure(.badEnvironmentKeyIdInToken) }
         }
-        if nowSeconds - token.issuedAt > configuration.tokenMaxAge { return .failure(.expiredProviderToken) }
+        if nowSeconds - v.issuedAt > configuration.tokenMaxAge { return .failure(.expiredProviderToken) }
         if !Bytes.equal(jwt, state.adoptedToken) {
             state.adoptedToken = Array(jwt)
             state.adoptedAt = nowSeconds
-            state.adoptedIssuedAt = token.issuedAt
+            state.adoptedIssuedAt = v.issuedAt
         }
         if state.boundTeam == nil {
-            state.boundTeam = token.teamID
-            state.boundKeyID = token.keyID
+            state.boundTeam = v.teamID
+            state.boundKeyID = v.keyID
             state.boundTopicKey = topicKey
-            state.boundKeyEnvironment = keyEnv
+            state.boundKeyEnvironment = v.keyEnvironment
         }
-        return .success(topics)
+        return .success(v.topics)
     }
 
     /// Parses and verifies a JWT (the expensive part, done once per distinct token per connection).
     func verify(_ jwt: ArraySlice<UInt8>, env: APNsEnvironment, nowSeconds: Int64) -> APNsConnectionState.TokenVerdict {
+        let invalid = APNsConnectionState.TokenVerdict(reason: .invalidProviderToken)
         let token: ProviderToken
         switch ProviderToken.parse(jwt) {
-        case .failure: return .invalid(.invalidProviderToken)
+        case .failure: return invalid
         case .success(let t): token = t
         }
-        if token.issuedAt > nowSeconds + configuration.clockSkew { return .invalid(.invalidProviderToken) }
+        if token.issuedAt > nowSeconds + configuration.clockSkew { return invalid }
+        var v = APNsConnectionState.TokenVerdict(reason: nil, teamID: token.teamID, keyID: token.keyID, issuedAt: token.issuedAt)
         guard let entry = keys.lookup(token.keyID) else {
-            return configuration.authMode == .strict ? .invalid(.invalidProviderToken)
-                : .valid(token, keyEnvironment: nil, topics: nil)
+            return configuration.authMode == .strict ? invalid : v
         }
-        guard entry.teamID == token.teamID else { return .invalid(.invalidProviderToken) }
+        guard entry.teamID == token.teamID else { return invalid }
         let ok = token.signingInput.withUnsafeBytes { ES256.verify(entry.key, message: $0, signature: token.signature) }
-        guard ok else { return .invalid(.invalidProviderToken) }
-        return .valid(token, keyEnvironment: entry.environment, topics: entry.topics)
+        guard ok else { return invalid }
+        v.keyEnvironment = entry.environment
+        v.topics = entry.topics
+        return v
     }
 
     // MARK: certificates and topics
@@ -317,7 +322,7 @@ public struct APNsProvider: Sendable {
     static func bundleLength(topic: ArraySlice<UInt8>, pushType: APNsPushType) -> Int? {
         guard pushType.topicSuffix != nil else { return topic.count }
         func endsWith(_ bytes: ArraySlice<UInt8>, _ s: [UInt8]) -> Bool {
-            !s.isEmpty && s.count < bytes.count && Bytes.equal(bytes.suffix(s.count), s)
+            !s.isEmpty && s.count < bytes.count && bytes.last == s.last && Bytes.equal(bytes.suffix(s.count), s)
         }
         let suffix = pushType.suffixBytes
         var base = topic

@@ -1,23 +1,34 @@
+import Glibc
 import PushCore
 
 /// `apns-push-type` values and their rules (SEND).
 public enum APNsPushType: String, Sendable, CaseIterable {
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
 
-    /// From the header's bytes, without making a String.
+    /// From the header's bytes, without making a String or walking `allCases` (which allocates).
     public init?(bytes: ArraySlice<UInt8>) {
-        for t in APNsPushType.allCases where Bytes.equal(bytes, t.nameBytes) {
-            self = t
-            return
+        let found: APNsPushType? = bytes.withUnsafeBytes { raw in
+            func is_(_ s: StaticString) -> Bool { raw.count == s.utf8CodeUnitCount && memcmp(raw.baseAddress!, s.utf8Start, raw.count) == 0 }
+            switch raw.count {
+            case 3: return is_("mdm") ? .mdm : nil
+            case 4: return is_("voip") ? .voip : nil
+            case 5: return is_("alert") ? .alert : nil
+            case 7: return is_("widgets") ? .widgets : nil
+            case 8: return is_("location") ? .location : (is_("controls") ? .controls : nil)
+            case 10: return is_("background") ? .background : (is_("pushtotalk") ? .pushtotalk : nil)
+            case 12: return is_("complication") ? .complication : (is_("fileprovider") ? .fileprovider : (is_("liveactivity") ? .liveactivity : nil))
+            default: return nil
+            }
         }
-        return nil
+        guard let found else { return nil }
+        self = found
     }
 
-    static let names: [[UInt8]] = APNsPushType.allCases.map { Array($0.rawValue.utf8) }
-    static let suffixes: [[UInt8]] = APNsPushType.allCases.map { Array(($0.topicSuffix ?? "").utf8) }
-    var index: Int { APNsPushType.allCases.firstIndex(of: self)! }
-    var nameBytes: [UInt8] { APNsPushType.names[index] }
-    var suffixBytes: [UInt8] { APNsPushType.suffixes[index] }
+    /// Every non-empty topic suffix, as bytes (computed once).
+    static let suffixes: [[UInt8]] = APNsPushType.allCases.compactMap { $0.topicSuffix }.filter { !$0.isEmpty }.map { Array($0.utf8) }
+    private static let suffixTable: [APNsPushType: [UInt8]] = Dictionary(uniqueKeysWithValues:
+        APNsPushType.allCases.map { ($0, Array(($0.topicSuffix ?? "").utf8)) })
+    var suffixBytes: [UInt8] { APNsPushType.suffixTable[self]! }
 
     /// What `apns-topic` must end with: `<bundleId><suffix>` (nil: any topic, as for mdm).
     public var topicSuffix: String? {

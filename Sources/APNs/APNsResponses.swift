@@ -6,8 +6,12 @@ import Transport
 /// `timestamp` (ms) on 410. Sandbox responses carry `apns-unique-id`.
 extension APNsProvider {
     public func response(_ d: APNsDecision, request: Request, state: APNsConnectionState) -> Response {
-        var h = HTTPFields()
-        h.reserveCapacity(bytes: 128, fields: 4)
+        // The connection's header buffer is reused: once the transport has sent a response it
+        // holds the only reference again, so clearing keeps its capacity and nothing is allocated.
+        var h = state.responseHeaders
+        state.responseHeaders = HTTPFields()
+        h.removeAll()
+        defer { state.responseHeaders = h }
         if let id = d.generatedID {
             id.withBytes { h.add(name: "apns-id", value: $0) }
         } else if let id = request.headers.first("apns-id") {

@@ -15,6 +15,15 @@ static inline nghttp2_nv pushemu_nv(const uint8_t *name, size_t namelen,
     return nv;
 }
 
+/* The same, sent as a never-indexed literal: for values that are unique per response (ids),
+   which would otherwise churn the HPACK dynamic table on every response. */
+static inline nghttp2_nv pushemu_nv_no_index(const uint8_t *name, size_t namelen,
+                                             const uint8_t *value, size_t valuelen) {
+    nghttp2_nv nv = pushemu_nv(name, namelen, value, valuelen);
+    nv.flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    return nv;
+}
+
 /* Frame header fields through the nghttp2_frame union. */
 static inline uint8_t pushemu_frame_type(const nghttp2_frame *f) { return f->hd.type; }
 static inline uint8_t pushemu_frame_flags(const nghttp2_frame *f) { return f->hd.flags; }

@@ -19,12 +19,13 @@ struct APNsService: Sendable {
 
     func handle(_ ex: Exchange) {
         let ctx = ex.connection
+        // slot0 belongs to APNs (see Emulator.router).
         let state: APNsConnectionState
-        if let s = ctx[APNsConnectionState.self] {
-            state = s
+        if let s = ctx.slot0 {
+            state = unsafeDowncast(s, to: APNsConnectionState.self)
         } else {
             state = APNsConnectionState()
-            ctx[APNsConnectionState.self] = state
+            ctx.slot0 = state
         }
         let now = Clock.nowMs()
         let request = ex.request

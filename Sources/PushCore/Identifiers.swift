@@ -74,19 +74,25 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         return UUIDValue(high: h, low: l)
     }
 
+    /// Two lowercase hex digits per byte value.
+    private static let hexPairs: [UInt16] = (0..<256).map { v in
+        let d = Array("0123456789abcdef".utf8)
+        return UInt16(d[v >> 4]) | UInt16(d[v & 15]) << 8
+    }
+
     /// Writes the 36 canonical bytes.
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         var buf: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
         return withUnsafeMutableBytes(of: &buf) { raw in
-            let digits: StaticString = "0123456789abcdef"
-            let d = digits.utf8Start
-            var j = 0
-            for i in 0..<32 {
-                if i == 8 || i == 12 || i == 16 || i == 20 { raw[j] = UInt8(ascii: "-"); j += 1 }
-                let word = i < 16 ? high : low
-                let shift = UInt64((15 - (i % 16)) * 4)
-                raw[j] = d[Int((word >> shift) & 0xF)]
-                j += 1
+            UUIDValue.hexPairs.withUnsafeBufferPointer { pairs in
+                var j = 0
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 { raw[j] = UInt8(ascii: "-"); j += 1 }
+                    let word = i < 8 ? high : low
+                    let byte = Int((word >> UInt64((7 - (i % 8)) * 8)) & 0xFF)
+                    raw.storeBytes(of: pairs[byte], toByteOffset: j, as: UInt16.self)
+                    j += 2
+                }
             }
             return body(UnsafeRawBufferPointer(rebasing: raw[0..<36]))
         }

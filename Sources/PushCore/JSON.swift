@@ -222,7 +222,15 @@ public enum JSONParser {
             let s = i
             var escaped = false
             while true {
-                // Fast path over plain ASCII.
+                // Fast path: 8 bytes at a time while none is '"', '\\', a control byte or non-ASCII.
+                while i + 8 <= b.count {
+                    let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                    let q = w ^ 0x2222_2222_2222_2222, bs = w ^ 0x5C5C_5C5C_5C5C_5C5C
+                    let special = ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | (w &- 0x2020_2020_2020_2020) | w
+                    if special & highs != 0 { break }
+                    i += 8
+                }
                 while i < b.count {
                     let c = b[i]
                     if c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 { break }

@@ -21,16 +21,16 @@ public final class NotificationLog: Sendable {
     private final class Shard: Sendable {
         let arena: Mutex<Arena>
         init(bytes: Int, records: Int) { arena = Mutex(Arena(capacity: bytes, maxRecords: records)) }
-        deinit { arena.withLock { $0.buffer.deallocate() } }
+        deinit { arena.withLock { $0.buffer.deallocate(); $0.lengths.deallocate() } }
     }
 
     private let shards: [Shard]
 
-    /// About `capacity` notifications in all (and at most 2 KiB each on average).
+    /// About `capacity` notifications in all (1 KiB of arena each: more when they are small).
     public init(shards: Int, capacity: Int) {
         let n = max(1, shards)
         let perShard = max(1, capacity / n)
-        self.shards = (0..<n).map { _ in Shard(bytes: max(64 * 1024, perShard * 2048), records: perShard) }
+        self.shards = (0..<n).map { _ in Shard(bytes: max(256 * 1024, perShard * 1024), records: perShard) }
     }
 
     /// Records an accepted notification on the caller's shard (its event loop index).
@@ -74,6 +74,10 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
     let capacity: Int
     let maxRecords: Int
     var buffer: UnsafeMutableRawPointer
+    /// Record lengths in arrival order (a ring of `maxRecords`), so evicting never reads the
+    /// cold memory of the oldest record.
+    var lengths: UnsafeMutablePointer<UInt32>
+    var first = 0
     var head = 0, tail = 0, wrapEnd = 0
     var wrapped = false
     var count = 0
@@ -84,16 +88,18 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         self.capacity = capacity
         self.maxRecords = max(1, maxRecords)
         buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        lengths = UnsafeMutablePointer<UInt32>.allocate(capacity: self.maxRecords)
     }
 
     mutating func reset() {
-        head = 0; tail = 0; wrapEnd = 0; wrapped = false; count = 0
+        head = 0; tail = 0; wrapEnd = 0; wrapped = false; count = 0; first = 0
     }
 
     private func length(at offset: Int) -> Int { Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
 
     private mutating func evictOldest() {
-        head += length(at: head)
+        head += Int(lengths[first])
+        first = first + 1 == maxRecords ? 0 : first + 1
         count -= 1
         evicted &+= 1
         if wrapped && head >= wrapEnd { head = 0; wrapped = false }
@@ -161,6 +167,7 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
             }
         }
         tail = at + total
+        lengths[(first + count) % maxRecords] = UInt32(total)
         count += 1
     }
 

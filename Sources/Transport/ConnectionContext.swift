@@ -33,6 +33,10 @@ public final class ConnectionContext: @unchecked Sendable {
 
     /// Per-connection state for the layers above, keyed by a type.
     public var storage: [ObjectIdentifier: AnyObject] = [:]
+    /// Two direct slots for the hottest per-connection state (no hashing, no dynamic cast);
+    /// the composition root decides who owns which.
+    public var slot0: AnyObject?
+    public var slot1: AnyObject?
 
     /// Cleared when the connection closes.
     var control: Connection?

@@ -13,20 +13,17 @@ struct Dispatcher: Sendable {
             return false
         }
         switch router.match(method: ex.request.method, path: ex.request.path) {
-        case .notFound:
+        case .notFound, .methodNotAllowed:
             ex.maxBodySize = limits.unroutedBodySize
-            ex.route = nil
+            ex.routeIndex = -1
             return true
-        case .methodNotAllowed:
-            ex.maxBodySize = limits.unroutedBodySize
-            ex.route = nil
-            return true
-        case .route(let route, let params):
-            ex.route = route
-            ex.parameters = params
-            ex.maxBodySize = route.maxBodySize
-            if let cl = ex.request.headers.first("content-length"), let n = HTTP1Parser.parseDecimal(cl), n > route.maxBodySize {
-                ex.respond(route.bodyTooLarge(ex.request))
+        case .route(let i, let params):
+            ex.routeIndex = i
+            if params.count > 0 { ex.parameters = params }
+            let maxBody = router.routes[i].maxBodySize
+            ex.maxBodySize = maxBody
+            if let cl = ex.request.headers.first("content-length"), let n = HTTP1Parser.parseDecimal(cl), n > maxBody {
+                ex.respond(router.routes[i].bodyTooLarge(ex.request))
                 return false
             }
             return true
@@ -35,14 +32,14 @@ struct Dispatcher: Sendable {
 
     /// The answer for a body that went past the exchange's limit while being read.
     func bodyTooLarge(_ ex: Exchange) -> Response {
-        (ex.route?.bodyTooLarge ?? Router.defaultBodyTooLarge)(ex.request)
+        (ex.routeIndex >= 0 ? router.routes[ex.routeIndex].bodyTooLarge : Router.defaultBodyTooLarge)(ex.request)
     }
 
     /// Called when the whole request is in: runs the handler (or the router's 404/405).
     func dispatch(_ ex: Exchange) {
         guard ex.state == .reading else { return }
         ex.state = .dispatched
-        guard let route = ex.route else {
+        guard ex.routeIndex >= 0 else {
             switch router.match(method: ex.request.method, path: ex.request.path) {
             case .methodNotAllowed(let allowed): ex.respond(router.methodNotAllowed(ex.request, allowed))
             default: ex.respond(router.notFound(ex.request))
@@ -50,7 +47,7 @@ struct Dispatcher: Sendable {
             return
         }
         do {
-            try route.handler(ex)
+            try router.routes[ex.routeIndex].handler(ex)
         } catch {
             ex.reset()
         }

@@ -21,7 +21,8 @@ public final class Exchange: @unchecked Sendable {
     /// Strong while the exchange is live; the session clears it when the stream or connection ends
     /// (a weak reference would put every retain of the session on the slow path).
     var owner: (any ExchangeOwner)?
-    var route: Router.Route?
+    /// Index of the matched route in the router (-1: none).
+    var routeIndex = -1
     /// Position in the HTTP/2 session's live list; -1 once the stream is gone.
     var liveIndex = -1
 
@@ -54,7 +55,7 @@ public final class Exchange: @unchecked Sendable {
         request.headers.entries.removeAll(keepingCapacity: true)
         request.body.removeAll(keepingCapacity: true)
         parameters = RouteParameters()
-        route = nil
+        routeIndex = -1
         state = .reading
         maxBodySize = 0
         headerListSize = 0

@@ -114,8 +114,11 @@ final class HTTP2Session: ExchangeOwner {
                         var k = 0
                         nva[k] = pushemu_nv(h2StatusName, 7, st.baseAddress, st.count); k += 1
                         for e in fields.entries {
-                            nva[k] = pushemu_nv(store.baseAddress! + Int(e.nameStart), Int(e.nameLength),
-                                                store.baseAddress! + Int(e.valueStart), Int(e.valueLength))
+                            let name = store.baseAddress! + Int(e.nameStart), value = store.baseAddress! + Int(e.valueStart)
+                            // Long values (ids, dates) are rarely repeated: indexing them only churns the table.
+                            nva[k] = e.valueLength >= 32
+                                ? pushemu_nv_no_index(name, Int(e.nameLength), value, Int(e.valueLength))
+                                : pushemu_nv(name, Int(e.nameLength), value, Int(e.valueLength))
                             k += 1
                         }
                         if cl.count > 0 {
@@ -196,7 +199,15 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        guard let ex = exchange(id), ex.state == .reading else { return }
+        // The live list keeps the exchange alive: use it without retaining (this runs per header).
+        guard let p = id == lastID && last != nil ? Unmanaged.passUnretained(last!).toOpaque()
+                                                  : nghttp2_session_get_stream_user_data(session, id) else { return }
+        Unmanaged<Exchange>.fromOpaque(p)._withUnsafeGuaranteedRef { ex in header(ex, name, value) }
+    }
+
+    @inline(__always)
+    private func header(_ ex: Exchange, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        guard ex.state == .reading else { return }
         ex.headerListSize += name.count + value.count + 32
         if ex.headerListSize > limits.maxHeaderListSize {
             ex.headersTooLarge = true

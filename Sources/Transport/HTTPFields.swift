@@ -15,6 +15,12 @@ public struct HTTPFields: Sendable {
 
     public init() {}
 
+    /// Empties the list, keeping its capacity.
+    public mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+    }
+
     /// Reserves room for `bytes` of names and values and `fields` entries.
     public mutating func reserveCapacity(bytes: Int, fields: Int) {
         storage.reserveCapacity(bytes)
@@ -94,12 +100,13 @@ public struct HTTPFields: Sendable {
         n.withUTF8 { nb in v.withUTF8 { vb in add(name: UnsafeRawBufferPointer(nb), value: UnsafeRawBufferPointer(vb)) } }
     }
 
+    /// Static names must be lowercase already (they are not lowercased again).
     public mutating func add(name: StaticString, value: UnsafeRawBufferPointer) {
-        name.withUTF8Buffer { add(name: UnsafeRawBufferPointer($0), value: value) }
+        addLowercase(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
     }
 
     public mutating func add(name: StaticString, value: StaticString) {
-        name.withUTF8Buffer { n in value.withUTF8Buffer { v in add(name: UnsafeRawBufferPointer(n), value: UnsafeRawBufferPointer(v)) } }
+        add(name: name, value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
     }
 
     public mutating func add(name: StaticString, value: String) {

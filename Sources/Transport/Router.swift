@@ -40,7 +40,7 @@ public struct Router: Sendable {
     }
 
     public enum Match {
-        case route(Route, RouteParameters)
+        case route(Int, RouteParameters)
         case methodNotAllowed([HTTPMethod])
         case notFound
     }
@@ -89,14 +89,14 @@ public struct Router: Sendable {
     public func match(method: HTTPMethod, path: ArraySlice<UInt8>) -> Match {
         var allowed: [HTTPMethod] = []
         var params = RouteParameters()
-        for route in routes {
+        for i in routes.indices {
             params.ranges.removeAll(keepingCapacity: true)
-            guard Router.matches(route.segments, path, &params) else { continue }
-            if let methods = route.methods, !methods.contains(method) {
+            guard Router.matches(routes[i].segments, path, &params) else { continue }
+            if let methods = routes[i].methods, !methods.contains(method) {
                 allowed.append(contentsOf: methods)
                 continue
             }
-            return .route(route, params)
+            return .route(i, params)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
