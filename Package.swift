@@ -3,7 +3,7 @@ import PackageDescription
 
 // Release builds of the request-path modules skip dynamic exclusivity checks (measured: ~3% of
 // server CPU); debug builds and tests keep them.
-let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization"], .when(configuration: .release))]
 
 let package = Package(
     name: "pushemu",

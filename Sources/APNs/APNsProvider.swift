@@ -89,24 +89,24 @@ public struct APNsProvider: Sendable {
         if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
         // 1. DuplicateHeaders
-        if idx.duplicate { return reject(&d, .duplicateHeaders, state) }
+        if idx.duplicate { reject(&d, .duplicateHeaders, state); return d }
 
         // 2. BadMessageId
-        if sentID != nil && !validID { return reject(&d, .badMessageId, state) }
+        if sentID != nil && !validID { reject(&d, .badMessageId, state); return d }
 
         // 3. MethodNotAllowed
-        guard request.method == .post else { return reject(&d, .methodNotAllowed, state) }
+        guard request.method == .post else { reject(&d, .methodNotAllowed, state); return d }
 
         // 4. Path and token shape
         let path = request.path
         let prefix: StaticString = "/3/device/"
         guard path.hasPrefix(prefix) else {
-            return reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state)
+            reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state); return d
         }
         let token = path.dropFirst(prefix.utf8CodeUnitCount)
-        if token.isEmpty { return reject(&d, .missingDeviceToken, state) }
-        if token.contains(UInt8(ascii: "/")) { return reject(&d, .badPath, state) }
-        guard configuration.tokenLength.contains(token.count), token.allSatisfy(isHex) else { return reject(&d, .badDeviceToken, state) }
+        if token.isEmpty { reject(&d, .missingDeviceToken, state); return d }
+        if token.contains(UInt8(ascii: "/")) { reject(&d, .badPath, state); return d }
+        guard configuration.tokenLength.contains(token.count), token.allSatisfy(isHex) else { reject(&d, .badDeviceToken, state); return d }
         d.token = token
 
         // 5. Authentication
@@ -121,15 +121,15 @@ public struct APNsProvider: Sendable {
             certInfo = state.certificate
             guard let info = certInfo, info.usable else {
                 d.goAwayReason = APNsReason.badCertificate.rawValue
-                return reject(&d, .badCertificate, state)
+                reject(&d, .badCertificate, state); return d
             }
             guard info.environments.contains(env) else {
                 d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
-                return reject(&d, .badCertificateEnvironment, state)
+                reject(&d, .badCertificateEnvironment, state); return d
             }
         } else {
             switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
-            case .failure(let r): return reject(&d, r, state)
+            case .failure(let r): reject(&d, r, state); return d
             case .success(let topics):
                 keyTopics = topics
                 if !state.authenticated {
@@ -146,74 +146,75 @@ public struct APNsProvider: Sendable {
         } else if let info = certInfo, !info.multiTopic, let uid = info.topics.first {
             topic = ArraySlice(uid.utf8)
         } else {
-            return reject(&d, .missingTopic, state)
+            reject(&d, .missingTopic, state); return d
         }
 
         // 7. BadCollapseId
-        if let c = APNsHeaders.value(h, idx.collapseID), c.count > 64 { return reject(&d, .badCollapseId, state) }
+        if let c = APNsHeaders.value(h, idx.collapseID), c.count > 64 { reject(&d, .badCollapseId, state); return d }
 
         // 8-9. BadPriority, InvalidPushType
         var priority = 10
         let priorityHeader = APNsHeaders.value(h, idx.priority)
         if let p = priorityHeader {
             if p.equals("10") { priority = 10 } else if p.equals("5") { priority = 5 } else if p.equals("1") { priority = 1 } else {
-                return reject(&d, .badPriority, state)
+                reject(&d, .badPriority, state); return d
             }
         }
         var pushType = APNsPushType.alert
         if let pt = APNsHeaders.value(h, idx.pushType) {
-            guard let t = APNsPushType(bytes: pt) else { return reject(&d, .invalidPushType, state) }
+            guard let t = APNsPushType(bytes: pt) else { reject(&d, .invalidPushType, state); return d }
             pushType = t
         } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
             pushType = .alert
         }
-        if pushType == .background && priority == 10 && priorityHeader != nil { return reject(&d, .badPriority, state) }
+        if pushType == .background && priority == 10 && priorityHeader != nil { reject(&d, .badPriority, state); return d }
         d.pushType = pushType
 
         // 10. BadExpirationDate
         if let e = APNsHeaders.value(h, idx.expiration) {
-            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return reject(&d, .badExpirationDate, state) }
+            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { reject(&d, .badExpirationDate, state); return d }
         }
 
         // 11. Topic rules
         guard let bundleLength = APNsProvider.bundleLength(topic: topic, pushType: pushType),
-              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { return reject(&d, .badTopic, state) }
+              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { reject(&d, .badTopic, state); return d }
         let bundle = topic.prefix(bundleLength)
         if let info = certInfo {
-            if pushType.requiresTokenAuth { return reject(&d, .topicDisallowed, state) }
-            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { return reject(&d, .badTopic, state) }
+            if pushType.requiresTokenAuth { reject(&d, .topicDisallowed, state); return d }
+            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { reject(&d, .badTopic, state); return d }
         } else if let allowed = keyTopics, !allowed.contains(where: { bundle.elementsEqual($0.utf8) }) {
-            return reject(&d, .topicDisallowed, state)
+            reject(&d, .topicDisallowed, state); return d
         }
         d.topic = topic
 
         // 12. Device state
         switch devices.check(token: token, environment: env, bundle: bundle) {
         case .ok: break
-        case .wrongEnvironment: return reject(&d, .badDeviceToken, state)
-        case .notForTopic: return reject(&d, .deviceTokenNotForTopic, state)
+        case .wrongEnvironment: reject(&d, .badDeviceToken, state); return d
+        case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return d
         case .unregistered(let at):
             d.timestampMs = at
-            return reject(&d, .unregistered, state)
+            reject(&d, .unregistered, state); return d
         }
 
         // 13. Payload
         let body = request.body
-        if body.isEmpty { return reject(&d, .payloadEmpty, state) }
-        if body.count > pushType.maxPayloadSize { return reject(&d, .payloadTooLarge, state) }
+        if body.isEmpty { reject(&d, .payloadEmpty, state); return d }
+        if body.count > pushType.maxPayloadSize { reject(&d, .payloadTooLarge, state); return d }
         d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: &state.tokens, warnings: &d.warnings)
-        if configuration.strictPayload && !d.warnings.isEmpty { return reject(&d, .badPayload, state) }
-        return finish(&d, state)
+        if configuration.strictPayload && !d.warnings.isEmpty { reject(&d, .badPayload, state); return d }
+        account(&d, state)
+        return d
     }
 
     @inline(__always)
-    private func reject(_ d: inout APNsDecision, _ r: APNsReason, _ state: APNsConnectionState) -> APNsDecision {
+    private func reject(_ d: inout APNsDecision, _ r: APNsReason, _ state: APNsConnectionState) {
         d.reason = r
-        return finish(&d, state)
+        account(&d, state)
     }
 
     /// Counts errors toward the connection's budget; past it, GOAWAY.
-    private func finish(_ d: inout APNsDecision, _ state: APNsConnectionState) -> APNsDecision {
+    private func account(_ d: inout APNsDecision, _ state: APNsConnectionState) {
         if let r = d.reason {
             state.errorBudgetUsed += r.errorWeight
             if state.errorBudgetUsed >= configuration.maxConnectionErrors && d.goAwayReason == nil && !state.wentAway {
@@ -221,7 +222,6 @@ public struct APNsProvider: Sendable {
             }
         }
         if d.goAwayReason != nil { state.wentAway = true }
-        return d
     }
 
     // MARK: token authentication

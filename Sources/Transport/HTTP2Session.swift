@@ -270,22 +270,23 @@ private func statusBytes(_ s: Int) -> [UInt8] {
     (s >= 100 && s < 600) ? h2StatusTable[s] : h2StatusTable[500]
 }
 
+/// The session behind nghttp2's user data, used without a retain (the connection owns it).
 @inline(__always)
-private func h2(_ ud: UnsafeMutableRawPointer?) -> HTTP2Session {
-    Unmanaged<HTTP2Session>.fromOpaque(ud!).takeUnretainedValue()
+private func h2<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> R) -> R {
+    Unmanaged<HTTP2Session>.fromOpaque(ud!)._withUnsafeGuaranteedRef(body)
 }
 
 private let h2OnBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud in
     guard let frame, UInt32(pushemu_frame_type(frame)) == NGHTTP2_HEADERS.rawValue,
           UInt32(pushemu_frame_headers_category(frame)) == NGHTTP2_HCAT_REQUEST.rawValue else { return 0 }
-    h2(ud).beginStream(pushemu_frame_stream_id(frame))
+    h2(ud) { $0.beginStream(pushemu_frame_stream_id(frame)) }
     return 0
 }
 
 private let h2OnHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
     guard let frame else { return 0 }
-    h2(ud).header(pushemu_frame_stream_id(frame), UnsafeRawBufferPointer(start: name, count: namelen),
-                  UnsafeRawBufferPointer(start: value, count: valuelen))
+    h2(ud) { $0.header(pushemu_frame_stream_id(frame), UnsafeRawBufferPointer(start: name, count: namelen),
+                       UnsafeRawBufferPointer(start: value, count: valuelen)) }
     return 0
 }
 
@@ -295,20 +296,20 @@ private let h2OnFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, ud in
     let endStream = (UInt32(pushemu_frame_flags(frame)) & NGHTTP2_FLAG_END_STREAM.rawValue) != 0
     if type == NGHTTP2_HEADERS.rawValue {
         let isRequest = UInt32(pushemu_frame_headers_category(frame)) == NGHTTP2_HCAT_REQUEST.rawValue
-        h2(ud).headersDone(pushemu_frame_stream_id(frame), endStream: endStream, isRequest: isRequest)
+        h2(ud) { $0.headersDone(pushemu_frame_stream_id(frame), endStream: endStream, isRequest: isRequest) }
     } else if type == NGHTTP2_DATA.rawValue && endStream {
-        h2(ud).dataDone(pushemu_frame_stream_id(frame))
+        h2(ud) { $0.dataDone(pushemu_frame_stream_id(frame)) }
     }
     return 0
 }
 
 private let h2OnDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
-    h2(ud).data(streamID, UnsafeRawBufferPointer(start: data, count: len))
+    h2(ud) { $0.data(streamID, UnsafeRawBufferPointer(start: data, count: len)) }
     return 0
 }
 
 private let h2OnStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _, ud in
-    h2(ud).streamClosed(streamID)
+    h2(ud) { $0.streamClosed(streamID) }
     return 0
 }
 
