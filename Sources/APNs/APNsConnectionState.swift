@@ -40,12 +40,11 @@ public final class APNsConnectionState {
 
     public var rng = FastRandom()
     /// Scratch space for the payload scan, reused across requests.
-    var tokens: [JSONToken] = []
+    let tokens = JSONTokenBuffer(capacity: 64)
     /// Response headers, reused across requests.
     var responseHeaders = HTTPFields()
 
     public init() {
-        tokens.reserveCapacity(64)
         responseHeaders.reserveCapacity(bytes: 160, fields: 4)
     }
 

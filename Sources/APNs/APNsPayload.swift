@@ -69,17 +69,17 @@ public enum APNsPayload {
     }
 
     /// Lints `payload` for `pushType`. `tokens` is scratch space reused between calls.
-    public static func inspect(_ payload: [UInt8], pushType: APNsPushType, tokens: inout [JSONToken],
+    public static func inspect(_ payload: [UInt8], pushType: APNsPushType, tokens: JSONTokenBuffer,
                                warnings: inout [String]) -> APNsPayloadSummary {
         var summary = APNsPayloadSummary()
         payload.withUnsafeBytes { raw in
-            if let e = JSONParser.parse(raw, into: &tokens) {
+            if let e = JSONParser.parse(raw, into: tokens) {
                 warnings.append("payload is not valid JSON: \(e)")
                 return
             }
             summary.isJSON = true
-            let v = JSONView(bytes: raw, tokens: tokens)
-            guard tokens[0].kind == .object else {
+            let v = JSONView(bytes: raw, buffer: tokens)
+            guard v.tokens[0].kind == .object else {
                 warnings.append("payload is not a JSON object")
                 return
             }
@@ -91,7 +91,7 @@ public enum APNsPayload {
                 if pushType != .mdm { warnings.append("payload has no aps dictionary") }
                 return
             }
-            guard tokens[aps].kind == .object else {
+            guard v.tokens[aps].kind == .object else {
                 warnings.append("aps must be a dictionary")
                 return
             }

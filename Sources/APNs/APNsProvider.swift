@@ -106,7 +106,7 @@ public struct APNsProvider: Sendable {
         let token = path.dropFirst(prefix.utf8CodeUnitCount)
         if token.isEmpty { reject(&d, .missingDeviceToken, state); return d }
         if token.contains(UInt8(ascii: "/")) { reject(&d, .badPath, state); return d }
-        guard configuration.tokenLength.contains(token.count), token.allSatisfy(isHex) else { reject(&d, .badDeviceToken, state); return d }
+        guard configuration.tokenLength.contains(token.count), ByteClass.all(token, ByteClass.hex) else { reject(&d, .badDeviceToken, state); return d }
         d.token = token
 
         // 5. Authentication
@@ -201,7 +201,7 @@ public struct APNsProvider: Sendable {
         let body = request.body
         if body.isEmpty { reject(&d, .payloadEmpty, state); return d }
         if body.count > pushType.maxPayloadSize { reject(&d, .payloadTooLarge, state); return d }
-        d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: &state.tokens, warnings: &d.warnings)
+        d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: state.tokens, warnings: &d.warnings)
         if configuration.strictPayload && !d.warnings.isEmpty { reject(&d, .badPayload, state); return d }
         account(&d, state)
         return d
@@ -336,13 +336,33 @@ public struct APNsProvider: Sendable {
 
     /// Bundle ids: letters, digits, '-' and '.', not empty.
     static func isValidBundle(_ b: ArraySlice<UInt8>) -> Bool {
-        !b.isEmpty && b.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }
+        !b.isEmpty && ByteClass.all(b, ByteClass.bundle)
     }
 }
 
-@inline(__always)
-func isHex(_ c: UInt8) -> Bool {
-    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+/// Byte classes as 256-entry tables, checked over raw bytes.
+enum ByteClass {
+    static let hex: [Bool] = (0..<256).map { (c: Int) -> Bool in
+        let b = UInt8(c)
+        let digit = b >= 0x30 && b <= 0x39
+        let lower = b >= 0x61 && b <= 0x66
+        let upper = b >= 0x41 && b <= 0x46
+        return digit || lower || upper
+    }
+    static let bundle: [Bool] = (0..<256).map { (c: Int) -> Bool in
+        let b = UInt8(c)
+        return isAlphanumeric(b) || b == 0x2D || b == 0x2E || b == 0x5F   // - . _
+    }
+
+    @inline(__always)
+    static func all(_ bytes: ArraySlice<UInt8>, _ table: [Bool]) -> Bool {
+        bytes.withUnsafeBufferPointer { b in
+            table.withUnsafeBufferPointer { t in
+                for c in b where !t[Int(c)] { return false }
+                return true
+            }
+        }
+    }
 }
 
 /// Just enough DER to read the UTF8String values of Apple's topics extension.

@@ -21,6 +21,46 @@ public struct JSONToken: Sendable {
     public var escaped: Bool
 }
 
+/// Reusable storage for parsed tokens: a plain growable buffer (appending to an Array costs a
+/// uniqueness and capacity check per token). Owned by one thread at a time.
+public final class JSONTokenBuffer {
+    @usableFromInline var base: UnsafeMutablePointer<JSONToken>
+    @usableFromInline var capacity: Int
+    @usableFromInline var count = 0
+
+    public init(capacity: Int = 64) {
+        self.capacity = max(8, capacity)
+        base = UnsafeMutablePointer<JSONToken>.allocate(capacity: self.capacity)
+    }
+
+    public convenience init(_ tokens: [JSONToken]) {
+        self.init(capacity: tokens.count)
+        for t in tokens { append(t) }
+    }
+
+    deinit { base.deallocate() }
+
+    @inline(__always)
+    func append(_ t: JSONToken) {
+        if count == capacity { grow() }
+        base[count] = t
+        count += 1
+    }
+
+    @inline(never)
+    func grow() {
+        let bigger = UnsafeMutablePointer<JSONToken>.allocate(capacity: capacity * 2)
+        bigger.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = bigger
+        capacity *= 2
+    }
+
+    /// The tokens, valid while this buffer is alive and not parsed into again.
+    public var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
+    public var array: [JSONToken] { Array(tokens) }
+}
+
 public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
     public let offset: Int
     public let message: String
@@ -36,11 +76,17 @@ public struct JSONLimits: Sendable {
 /// A parsed document: the tokens plus the bytes they point into (valid while the bytes are).
 public struct JSONView {
     public let bytes: UnsafeRawBufferPointer
-    public let tokens: [JSONToken]
+    private let buffer: JSONTokenBuffer
+    public let tokens: UnsafeBufferPointer<JSONToken>
 
     public init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
+        self.init(bytes: bytes, buffer: JSONTokenBuffer(tokens))
+    }
+
+    public init(bytes: UnsafeRawBufferPointer, buffer: JSONTokenBuffer) {
         self.bytes = bytes
-        self.tokens = tokens
+        self.buffer = buffer
+        self.tokens = buffer.tokens
     }
 
     public var root: Int? { tokens.isEmpty ? nil : 0 }
@@ -124,14 +170,14 @@ public struct JSONView {
 }
 
 public enum JSONParser {
-    /// Parses `bytes`, appending tokens to `tokens` (cleared first). Returns nil on success.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
+    /// Parses `bytes` into `buffer` (emptied first). Returns nil on success.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
                              limits: JSONLimits = JSONLimits()) -> JSONError? {
-        tokens.removeAll(keepingCapacity: true)
+        buffer.count = 0
         var p = Parser(b: bytes, limits: limits)
         do {
             p.skipWS()
-            try p.value(&tokens, depth: 0)
+            try p.value(buffer, depth: 0)
             p.skipWS()
             if p.i != bytes.count { throw JSONError(offset: p.i, message: "unexpected data after the JSON value") }
             return nil
@@ -140,6 +186,15 @@ public enum JSONParser {
         } catch {
             return JSONError(offset: 0, message: "\(error)")
         }
+    }
+
+    /// Parses `bytes` into `tokens` (replaced). Returns nil on success.
+    public static func parse(_ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
+                             limits: JSONLimits = JSONLimits()) -> JSONError? {
+        let buffer = JSONTokenBuffer()
+        let e = parse(bytes, into: buffer, limits: limits)
+        tokens = buffer.array
+        return e
     }
 
     /// Decodes the contents of a JSON string (the bytes between the quotes, escapes included).
@@ -168,29 +223,29 @@ public enum JSONParser {
 
         func fail(_ m: String) -> JSONError { JSONError(offset: i, message: m) }
 
-        mutating func value(_ t: inout [JSONToken], depth: Int) throws {
+        mutating func value(_ t: JSONTokenBuffer, depth: Int) throws {
             guard i < b.count else { throw fail("unexpected end of JSON") }
             if t.count >= limits.maxTokens { throw fail("too many JSON values") }
             switch b[i] {
-            case UInt8(ascii: "{"): try object(&t, depth: depth + 1)
-            case UInt8(ascii: "["): try array(&t, depth: depth + 1)
-            case UInt8(ascii: "\""): try string(&t)
-            case UInt8(ascii: "t"): try literal(&t, "true", .true)
-            case UInt8(ascii: "f"): try literal(&t, "false", .false)
-            case UInt8(ascii: "n"): try literal(&t, "null", .null)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(&t)
+            case UInt8(ascii: "{"): try object(t, depth: depth + 1)
+            case UInt8(ascii: "["): try array(t, depth: depth + 1)
+            case UInt8(ascii: "\""): try string(t)
+            case UInt8(ascii: "t"): try literal(t, "true", .true)
+            case UInt8(ascii: "f"): try literal(t, "false", .false)
+            case UInt8(ascii: "n"): try literal(t, "null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(t)
             default: throw fail("unexpected character")
             }
         }
 
-        mutating func literal(_ t: inout [JSONToken], _ word: StaticString, _ kind: JSONToken.Kind) throws {
+        mutating func literal(_ t: JSONTokenBuffer, _ word: StaticString, _ kind: JSONToken.Kind) throws {
             let n = word.utf8CodeUnitCount
             guard i + n <= b.count, UnsafeRawBufferPointer(rebasing: b[i..<(i + n)]).equals(word) else { throw fail("invalid literal") }
             t.append(JSONToken(kind: kind, start: Int32(i), end: Int32(i + n), next: Int32(t.count + 1), count: 0, escaped: false))
             i += n
         }
 
-        mutating func number(_ t: inout [JSONToken]) throws {
+        mutating func number(_ t: JSONTokenBuffer) throws {
             let s = i
             if b[i] == UInt8(ascii: "-") { i += 1 }
             guard i < b.count else { throw fail("invalid number") }
@@ -217,7 +272,7 @@ public enum JSONParser {
             t.append(JSONToken(kind: .number, start: Int32(s), end: Int32(i), next: Int32(t.count + 1), count: 0, escaped: false))
         }
 
-        mutating func string(_ t: inout [JSONToken]) throws {
+        mutating func string(_ t: JSONTokenBuffer) throws {
             i += 1
             let s = i
             var escaped = false
@@ -287,7 +342,7 @@ public enum JSONParser {
             i += need + 1
         }
 
-        mutating func object(_ t: inout [JSONToken], depth: Int) throws {
+        mutating func object(_ t: JSONTokenBuffer, depth: Int) throws {
             if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
             let me = t.count
             t.append(JSONToken(kind: .object, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
@@ -299,12 +354,12 @@ public enum JSONParser {
             } else {
                 while true {
                     guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("object key expected") }
-                    try string(&t)
+                    try string(t)
                     skipWS()
                     guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("':' expected") }
                     i += 1
                     skipWS()
-                    try value(&t, depth: depth)
+                    try value(t, depth: depth)
                     n += 1
                     skipWS()
                     guard i < b.count else { throw fail("unterminated object") }
@@ -313,12 +368,12 @@ public enum JSONParser {
                     throw fail("',' or '}' expected")
                 }
             }
-            t[me].end = Int32(i)
-            t[me].next = Int32(t.count)
-            t[me].count = n
+            t.base[me].end = Int32(i)
+            t.base[me].next = Int32(t.count)
+            t.base[me].count = n
         }
 
-        mutating func array(_ t: inout [JSONToken], depth: Int) throws {
+        mutating func array(_ t: JSONTokenBuffer, depth: Int) throws {
             if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
             let me = t.count
             t.append(JSONToken(kind: .array, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
@@ -329,7 +384,7 @@ public enum JSONParser {
                 i += 1
             } else {
                 while true {
-                    try value(&t, depth: depth)
+                    try value(t, depth: depth)
                     n += 1
                     skipWS()
                     guard i < b.count else { throw fail("unterminated array") }
@@ -338,9 +393,9 @@ public enum JSONParser {
                     throw fail("',' or ']' expected")
                 }
             }
-            t[me].end = Int32(i)
-            t[me].next = Int32(t.count)
-            t[me].count = n
+            t.base[me].end = Int32(i)
+            t.base[me].next = Int32(t.count)
+            t.base[me].count = n
         }
     }
 

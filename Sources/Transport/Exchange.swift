@@ -51,16 +51,15 @@ public final class Exchange: @unchecked Sendable {
         self.owner = owner
         request.method = .get
         request.pathIndex = -1
-        request.headers.storage.removeAll(keepingCapacity: true)
-        request.headers.entries.removeAll(keepingCapacity: true)
-        request.body.removeAll(keepingCapacity: true)
-        parameters = RouteParameters()
+        request.headers.removeAll()
+        if !request.body.isEmpty { request.body.removeAll(keepingCapacity: true) }
+        if parameters.count > 0 { parameters = RouteParameters() }
         routeIndex = -1
         state = .reading
         maxBodySize = 0
         headerListSize = 0
         headersTooLarge = false
-        responseBody = []
+        if !responseBody.isEmpty { responseBody = [] }
         responseOffset = 0
         liveIndex = -1
     }
