@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -28,6 +28,9 @@ final class TLSContext: @unchecked Sendable {
         _ = pushemu_ssl_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         _ = pushemu_ssl_ctx_set_read_ahead(ctx, 1)
         _ = pushemu_ssl_ctx_set_session_cache_server(ctx)
+        // AES-128-GCM first (as h2o does): as safe for this use and cheaper per byte than AES-256.
+        _ = SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
+        _ = SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305")
         let sid: [UInt8] = Array("pushemu".utf8)
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
 

@@ -1,3 +1,4 @@
+import APNs
 import XCTest
 @testable import Emulator
 
@@ -28,6 +29,29 @@ final class ServeOptionsTests: XCTestCase {
         XCTAssertEqual(c.certificatePath, "a.pem")
         XCTAssertEqual(c.keyPath, "b.pem")
         XCTAssertFalse(try ServeOptions.parse(["--in-memory=false"]).inMemory)
+    }
+
+    func testAPNsFlags() throws {
+        let c = try ServeOptions.parse(["--apns-environment", "production", "--apns-auth", "strict", "--strict-payload",
+                                        "--apns-token-length", "64-160", "--apns-streams", "500", "--apns-max-errors", "20",
+                                        "--apns-bad-environment-reason", "BadEnvironmentKeyInToken", "--notification-log-size", "50"])
+        XCTAssertEqual(c.apns.defaultEnvironment, .production)
+        XCTAssertEqual(c.apns.authMode, .strict)
+        XCTAssertTrue(c.apns.strictPayload)
+        XCTAssertEqual(c.apns.tokenLength, 64...160)
+        XCTAssertEqual(c.apns.streamsAfterAuth, 500)
+        XCTAssertEqual(c.apns.maxConnectionErrors, 20)
+        XCTAssertEqual(c.apns.badEnvironmentReason, "BadEnvironmentKeyInToken")
+        XCTAssertEqual(c.notificationLogSize, 50)
+        let d = try ServeOptions.parse([])
+        XCTAssertEqual(d.apns.defaultEnvironment, .sandbox)
+        XCTAssertEqual(d.apns.authMode, .lenient)
+        XCTAssertFalse(d.apns.strictPayload)
+        XCTAssertEqual(d.apns.tokenLength, 64...200)
+        XCTAssertThrowsError(try ServeOptions.parse(["--apns-environment", "staging"]))
+        XCTAssertThrowsError(try ServeOptions.parse(["--apns-auth", "maybe"]))
+        XCTAssertThrowsError(try ServeOptions.parse(["--apns-token-length", "200-64"]))
+        XCTAssertThrowsError(try ServeOptions.parse(["--apns-bad-environment-reason", "Bad Reason"]))
     }
 
     func testBadInputGetsOneClearError() {
