@@ -15,6 +15,12 @@ public final class APNsConnectionState {
         var topics: [String]?
     }
 
+    // Fast path: the last token fully accepted for an environment, and until when it stays good.
+    var fastValid = false
+    var fastEnvironment: APNsEnvironment = .sandbox
+    var fastValidUntil: Int64 = 0
+    var fastTopics: [String]?
+
     // Provider-token cache: the last authorization value seen and what it was worth.
     var tokenBytes: [UInt8] = []
     var verdict: TokenVerdict?

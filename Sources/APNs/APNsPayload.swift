@@ -55,9 +55,21 @@ public enum APNsPayload {
                                             "action", "summary-arg", "summary-arg-count"]
 
     static func key(_ v: JSONView, _ k: Int) -> Key {
-        if v.tokens[k].escaped {
+        let t = v.tokens[k]
+        if t.escaped {
             let s = v.string(k)
             return keys.first { $0.0.description == s }?.1 ?? .unknown
+        }
+        // The common keys by length first: one comparison instead of a table walk.
+        switch t.end - t.start {
+        case 5:
+            if v.rawEquals(k, "alert") { return .alert }
+            if v.rawEquals(k, "badge") { return .badge }
+            if v.rawEquals(k, "sound") { return .sound }
+            if v.rawEquals(k, "event") { return .event }
+        case 15: if v.rawEquals(k, "mutable-content") { return .mutableContent }
+        case 17: if v.rawEquals(k, "content-available") { return .contentAvailable }
+        default: break
         }
         for (name, key) in keys where v.rawEquals(k, name) { return key }
         return .unknown
@@ -65,6 +77,7 @@ public enum APNsPayload {
 
     static func isAlertKey(_ v: JSONView, _ k: Int) -> Bool {
         if v.tokens[k].escaped { let s = v.string(k); return alertKeys.contains { $0.description == s } }
+        if v.rawEquals(k, "title") || v.rawEquals(k, "body") { return true }
         return alertKeys.contains { v.rawEquals(k, $0) }
     }
 
@@ -136,8 +149,11 @@ public enum APNsPayload {
                 v.forEachMember(val) { ak, av in
                     guard isAlertKey(v, ak) else { w.append("aps.alert.\(v.string(ak)) is not an alert key APNs knows"); return }
                     let kind = v.tokens[av].kind
-                    if v.rawEquals(ak, "title") && kind == .string { s.titleRange = range(v, av) }
-                    if v.rawEquals(ak, "body") && kind == .string { s.bodyRange = range(v, av) }
+                    if v.rawEquals(ak, "title") {
+                        if kind == .string { s.titleRange = range(v, av); return }
+                    } else if v.rawEquals(ak, "body") {
+                        if kind == .string { s.bodyRange = range(v, av); return }
+                    }
                     if v.rawEquals(ak, "summary-arg-count") {
                         if kind != .number { w.append("aps.alert.summary-arg-count must be a number") }
                     } else if v.raw(ak).count > 5 && Array(v.raw(ak).suffix(5)) == Array("-args".utf8) {

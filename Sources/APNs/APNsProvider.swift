@@ -233,6 +233,12 @@ public struct APNsProvider: Sendable {
         guard header.count > 7, header.prefix(7).equalsIgnoringCase("bearer ") else { return .failure(.invalidProviderToken) }
         let jwt = header.dropFirst(7)
 
+        // Fast path: the very token this connection last had accepted, same environment, not expired.
+        if state.fastValid && state.fastEnvironment == env && nowSeconds <= state.fastValidUntil && Bytes.equal(jwt, state.tokenBytes) {
+            return .success(state.fastTopics)
+        }
+        state.fastValid = false
+
         // Cached: same bytes as last time, nothing to verify again.
         if state.verdict == nil || !Bytes.equal(jwt, state.tokenBytes) {
             // A new token within 20 minutes of adopting the current one, while that one is still
@@ -267,6 +273,10 @@ public struct APNsProvider: Sendable {
             state.boundTopicKey = topicKey
             state.boundKeyEnvironment = v.keyEnvironment
         }
+        state.fastValid = true
+        state.fastEnvironment = env
+        state.fastValidUntil = v.issuedAt + configuration.tokenMaxAge
+        state.fastTopics = v.topics
         return .success(v.topics)
     }
 

@@ -128,10 +128,15 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
     mutating func append(id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
                          token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
                          payloadIsJSON: Bool, warnings: [String]) {
-        // The header block is copied raw (two memcpys); pseudo-headers and credentials are
-        // dropped when a record is read back.
-        let (hs, he) = headers.withRawParts { ($0.count, $1.count) }
-        let headersLen = 4 + hs + he
+        // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
+        var headersLen = 0
+        headers.withRawParts { storage, entries in
+            for i in 0..<(entries.count / 16) {
+                let e = NotificationLog.entry(entries, i)
+                let name = UnsafeRawBufferPointer(rebasing: storage[e.0..<(e.0 + e.1)])
+                if NotificationLog.keeps(name) { headersLen += 4 + e.1 + e.3 }
+            }
+        }
         var warningsLen = 0
         for w in warnings { warningsLen += 2 + min(w.utf8.count, 65535) }
         let topicLen = topic?.count ?? 0
@@ -153,9 +158,14 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         token.withUnsafeBytes { bytes($0) }
         topic?.withUnsafeBytes { bytes($0) }
         headers.withRawParts { storage, entries in
-            put(UInt32(storage.count))
-            bytes(storage)
-            bytes(entries)
+            for i in 0..<(entries.count / 16) {
+                let e = NotificationLog.entry(entries, i)
+                let name = UnsafeRawBufferPointer(rebasing: storage[e.0..<(e.0 + e.1)])
+                guard NotificationLog.keeps(name) else { continue }
+                put(UInt16(e.1)); put(UInt16(e.3))
+                bytes(name)
+                bytes(UnsafeRawBufferPointer(rebasing: storage[e.2..<(e.2 + e.3)]))
+            }
         }
         payload.withUnsafeBytes { bytes($0) }
         for w in warnings {
@@ -196,10 +206,13 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         let env = take(envLen), token = take(tokenLen), topic = take(topicLen)
         if let t = f.token, !token.elementsEqual(t.utf8) { return nil }
         if let t = f.topic, flags & 2 == 0 || !topic.elementsEqual(t.utf8) { return nil }
-        let storageLen = Int(get(UInt32.self))
-        let raw = HTTPFields(rawStorage: take(storageLen), rawEntries: take(headersLen - 4 - storageLen))
         var headers = HTTPFields()
-        raw.forEach { name, value in if NotificationLog.keeps(name) { headers.add(name: name, value: value) } }
+        let hEnd = p + headersLen
+        while p < hEnd {
+            let nl = Int(get(UInt16.self)), vl = Int(get(UInt16.self))
+            let name = take(nl), value = take(vl)
+            headers.add(name: name, value: value)
+        }
         let payload = Array(take(payloadLen))
         var warnings: [String] = []
         let wEnd = p + warningsLen
@@ -217,6 +230,15 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
 }
 
 extension NotificationLog {
+    /// Field `i` of a raw entry table: (name start, name length, value start, value length).
+    @inline(__always)
+    static func entry(_ entries: UnsafeRawBufferPointer, _ i: Int) -> (Int, Int, Int, Int) {
+        (Int(entries.loadUnaligned(fromByteOffset: i * 16, as: Int32.self)),
+         Int(entries.loadUnaligned(fromByteOffset: i * 16 + 4, as: Int32.self)),
+         Int(entries.loadUnaligned(fromByteOffset: i * 16 + 8, as: Int32.self)),
+         Int(entries.loadUnaligned(fromByteOffset: i * 16 + 12, as: Int32.self)))
+    }
+
     /// Pseudo-headers and the provider's credentials are not kept.
     static func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
         guard let first = name.first, first != UInt8(ascii: ":") else { return false }

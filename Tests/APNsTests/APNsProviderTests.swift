@@ -285,6 +285,20 @@ final class APNsProviderTests: XCTestCase {
                        .tooManyProviderTokenUpdates)
     }
 
+    func testCachedTokenIsRecheckedForAnotherEnvironment() throws {
+        let p = provider()
+        let k = ES256.Key.generate()!
+        try keys.register(teamID: Self.team, keyID: "PRODONLY12", publicKeyPEM: k.publicKeyPEM, environment: .production)
+        let token = jwt(kid: "PRODONLY12", key: k)
+        let state = APNsConnectionState()
+        let conn = APNsConnectionInfo(serverName: nil, peerCertificate: nil)
+        XCTAssertNil(p.decide(request(auth: token, authority: "api.push.apple.com"), connection: conn, state: state, nowMs: now).reason)
+        XCTAssertNil(p.decide(request(auth: token, authority: "api.push.apple.com"), connection: conn, state: state, nowMs: now + 1).reason)
+        XCTAssertEqual(p.decide(request(auth: token, authority: "api.sandbox.push.apple.com"), connection: conn, state: state, nowMs: now + 2).reason,
+                       .badEnvironmentKeyIdInToken)
+        XCTAssertNil(p.decide(request(auth: token, authority: "api.push.apple.com"), connection: conn, state: state, nowMs: now + 3).reason)
+    }
+
     func testReplacingAnExpiredTokenIsNotThrottled() {
         let p = provider()
         let state = APNsConnectionState()
