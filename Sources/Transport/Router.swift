@@ -5,15 +5,36 @@ import Glibc
 /// (RST_STREAM INTERNAL_ERROR over HTTP/2; a 500 and close over HTTP/1.1).
 public typealias Handler = @Sendable (Exchange) throws -> Void
 
-/// Values captured by `{name}` segments and a trailing `*`, in pattern order, as ranges of the path.
+/// Values captured by `{name}` segments and a trailing `*`, in pattern order, as ranges of the
+/// path. Up to four, held inline: matching a route allocates nothing.
 public struct RouteParameters: Sendable {
-    var ranges: [Range<Int>] = []
+    static let maxCount = 4
+    private var bounds: (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 0, 0, 0, 0, 0, 0, 0)
+    public private(set) var count = 0
 
-    public var count: Int { ranges.count }
+    init() {}
+
+    mutating func append(_ r: Range<Int>) {
+        precondition(count < RouteParameters.maxCount, "at most four parameters per route")
+        withUnsafeMutableBytes(of: &bounds) { b in
+            b.storeBytes(of: Int32(r.lowerBound), toByteOffset: count * 8, as: Int32.self)
+            b.storeBytes(of: Int32(r.upperBound), toByteOffset: count * 8 + 4, as: Int32.self)
+        }
+        count += 1
+    }
+
+    mutating func removeAll() { count = 0 }
+
+    func range(_ i: Int) -> Range<Int> {
+        precondition(i < count)
+        return withUnsafeBytes(of: bounds) { b in
+            Int(b.load(fromByteOffset: i * 8, as: Int32.self))..<Int(b.load(fromByteOffset: i * 8 + 4, as: Int32.self))
+        }
+    }
 
     /// The i-th captured value as a slice of `path`.
     public func value(_ i: Int, in path: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        path[ranges[i]]
+        path[range(i)]
     }
 }
 
@@ -63,6 +84,8 @@ public struct Router: Sendable {
                              handler: @escaping Handler) {
         var segments: [Route.Segment] = []
         let parts = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        precondition(parts.filter { $0 == "*" || ($0.hasPrefix("{") && $0.hasSuffix("}")) }.count <= RouteParameters.maxCount,
+                     "at most four parameters in \(pattern)")
         for (i, p) in parts.enumerated() {
             if p == "*" {
                 precondition(i == parts.count - 1, "'*' must be the last segment of \(pattern)")
@@ -90,7 +113,7 @@ public struct Router: Sendable {
         var allowed: [HTTPMethod] = []
         var params = RouteParameters()
         for i in routes.indices {
-            params.ranges.removeAll(keepingCapacity: true)
+            params.removeAll()
             guard Router.matches(routes[i].segments, path, &params) else { continue }
             if let methods = routes[i].methods, !methods.contains(method) {
                 allowed.append(contentsOf: methods)
@@ -108,7 +131,7 @@ public struct Router: Sendable {
         var pos = path.startIndex + 1
         for (i, seg) in segments.enumerated() {
             if case .rest = seg {
-                params.ranges.append(pos..<path.endIndex)
+                params.append(pos..<path.endIndex)
                 return true
             }
             if pos > path.endIndex { return false }
@@ -123,7 +146,7 @@ public struct Router: Sendable {
                 if !same { return false }
             case .parameter:
                 if end == pos { return false }
-                params.ranges.append(pos..<end)
+                params.append(pos..<end)
             case .rest:
                 return true
             }
