@@ -47,8 +47,14 @@ public final class APNsConnectionState {
     public var rng = FastRandom()
     /// Scratch space for the payload scan, reused across requests.
     let tokens = JSONTokenBuffer(capacity: 64)
+    /// The last bundle id pushed to on this connection and its registry key.
+    var lastBundle: [UInt8] = []
+    var lastBundleKey = TokenKey([UInt8]())
+
     /// Response headers, reused across requests.
     var responseHeaders = HTTPFields()
+    /// `apns-id` + `apns-unique-id`, rewritten in place for each sandbox success.
+    var sandboxSuccessHeaders = HTTPFields()
 
     public init() {
         responseHeaders.reserveCapacity(bytes: 160, fields: 4)

@@ -35,8 +35,13 @@ public final class APNsDeviceRegistry: Sendable {
 
     /// Checks a push to `token` and binds the token on first sight. `bundle` is the topic's bundle id.
     public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>) -> Verdict {
+        check(token: token, environment: environment, bundle: bundle, bundleKey: TokenKey(bundle))
+    }
+
+    /// As above, with the bundle's key already computed (callers cache it per connection).
+    public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>,
+                      bundleKey: TokenKey) -> Verdict {
         let key = TokenKey(token)
-        let bundleKey = TokenKey(bundle)
         return shards[key.shard(shards.count)].map.withLock { map -> Verdict in
             if let i = map.index(forKey: key) {
                 let d = map.values[i]

@@ -188,7 +188,11 @@ public struct APNsProvider: Sendable {
         d.topic = topic
 
         // 12. Device state
-        switch devices.check(token: token, environment: env, bundle: bundle) {
+        if !Bytes.equal(bundle, state.lastBundle) {
+            state.lastBundle = Array(bundle)
+            state.lastBundleKey = TokenKey(bundle)
+        }
+        switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey) {
         case .ok: break
         case .wrongEnvironment: reject(&d, .badDeviceToken, state); return d
         case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return d

@@ -6,8 +6,24 @@ import Transport
 /// `timestamp` (ms) on 410. Sandbox responses carry `apns-unique-id`.
 extension APNsProvider {
     public func response(_ d: APNsDecision, request: Request, state: APNsConnectionState) -> Response {
-        // The connection's header buffer is reused: once the transport has sent a response it
-        // holds the only reference again, so clearing keeps its capacity and nothing is allocated.
+        // The commonest answer (sandbox success with a generated id) reuses the connection's
+        // header block and writes the two ids into it in place.
+        if d.reason == nil, let id = d.generatedID, d.environment == .sandbox {
+            var h = state.sandboxSuccessHeaders
+            state.sandboxSuccessHeaders = HTTPFields()
+            if h.count != 2 {
+                h = HTTPFields()
+                id.withBytes { h.add(name: "apns-id", value: $0) }
+                id.withBytes { h.add(name: "apns-unique-id", value: $0) }
+            }
+            h.withMutableValue(at: 0) { id.write(into: $0) }
+            let unique = UUIDValue.random(&state.rng)
+            h.withMutableValue(at: 1) { unique.write(into: $0) }
+            state.sandboxSuccessHeaders = h
+            return Response(status: 200, headers: h)
+        }
+        // Otherwise the connection's general header buffer is reused: once the transport has sent
+        // a response it holds the only reference again, so clearing keeps its capacity.
         var h = state.responseHeaders
         state.responseHeaders = HTTPFields()
         h.removeAll()

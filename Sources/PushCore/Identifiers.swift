@@ -74,26 +74,45 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         return UUIDValue(high: h, low: l)
     }
 
-    /// Two lowercase hex digits per byte value.
-    private static let hexPairs: [UInt16] = (0..<256).map { v in
-        let d = Array("0123456789abcdef".utf8)
-        return UInt16(d[v >> 4]) | UInt16(d[v & 15]) << 8
+    /// 8 lowercase hex digits of `x`, most significant first, as the bytes of a UInt64 (SWAR).
+    @inline(__always)
+    static func hex8(_ x: UInt32) -> UInt64 {
+        var n = UInt64(x)
+        n = ((n & 0xFFFF_0000) << 16 | (n & 0x0000_FFFF)) & 0x0000_FFFF_0000_FFFF
+        n = (n | n << 8) & 0x00FF_00FF_00FF_00FF
+        n = (n | n << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        // Each byte now holds one nibble, least significant nibble in the lowest byte.
+        let letters = ((n &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        let ascii = n &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
+        return ascii.byteSwapped   // most significant digit first in memory
+    }
+
+    /// Writes the 36 canonical bytes into `out` (which must hold 36).
+    @inline(__always)
+    public func write(into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count >= 36)
+        let a = UUIDValue.hex8(UInt32(truncatingIfNeeded: high >> 32))
+        let b = UUIDValue.hex8(UInt32(truncatingIfNeeded: high))
+        let c = UUIDValue.hex8(UInt32(truncatingIfNeeded: low >> 32))
+        let d = UUIDValue.hex8(UInt32(truncatingIfNeeded: low))
+        let p = out.baseAddress!
+        p.storeBytes(of: a, toByteOffset: 0, as: UInt64.self)                                  // 0..<8
+        p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 8, as: UInt8.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: b), toByteOffset: 9, as: UInt32.self)      // 9..<13
+        p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 13, as: UInt8.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: b >> 32), toByteOffset: 14, as: UInt32.self) // 14..<18
+        p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 18, as: UInt8.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: c), toByteOffset: 19, as: UInt32.self)     // 19..<23
+        p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 23, as: UInt8.self)
+        p.storeBytes(of: UInt32(truncatingIfNeeded: c >> 32), toByteOffset: 24, as: UInt32.self) // 24..<28
+        p.storeBytes(of: d, toByteOffset: 28, as: UInt64.self)                                 // 28..<36
     }
 
     /// Writes the 36 canonical bytes.
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         var buf: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
         return withUnsafeMutableBytes(of: &buf) { raw in
-            UUIDValue.hexPairs.withUnsafeBufferPointer { pairs in
-                var j = 0
-                for i in 0..<16 {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { raw[j] = UInt8(ascii: "-"); j += 1 }
-                    let word = i < 8 ? high : low
-                    let byte = Int((word >> UInt64((7 - (i % 8)) * 8)) & 0xFF)
-                    raw.storeBytes(of: pairs[byte], toByteOffset: j, as: UInt16.self)
-                    j += 2
-                }
-            }
+            write(into: raw)
             return body(UnsafeRawBufferPointer(rebasing: raw[0..<36]))
         }
     }

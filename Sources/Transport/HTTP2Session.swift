@@ -101,12 +101,13 @@ final class HTTP2Session: ExchangeOwner {
 
     func respond(_ ex: Exchange, _ response: Response) {
         guard ex.streamID > 0, ex.owner === self, ex.liveIndex >= 0 else { return }
-        let status = statusBytes(response.status)
+        let statusCode = (response.status >= 100 && response.status < 600) ? response.status : 500
         let hasBody = !response.body.isEmpty && ex.request.method != .head
         let fields = response.headers
         let count = fields.count + 2
         var rv: Int32 = 0
-        status.withUnsafeBufferPointer { st in
+        h2StatusDigits.withUnsafeBufferPointer { table in
+            let st = UnsafeBufferPointer(rebasing: table[(statusCode * 3)..<(statusCode * 3 + 3)])
             withDecimalDigits(response.body.count) { clRaw in
                 let cl = response.body.isEmpty ? UnsafeRawBufferPointer(start: nil, count: 0) : clRaw
                 fields.storage.withUnsafeBufferPointer { store in
@@ -263,11 +264,12 @@ final class HTTP2Session: ExchangeOwner {
 
 private let h2StatusName: [UInt8] = Array(":status".utf8)
 private let h2ContentLengthName: [UInt8] = Array("content-length".utf8)
-private let h2StatusTable: [[UInt8]] = (0..<600).map { Array(String($0).utf8) }
+/// ":status" values 100...599 as three ASCII digits each, in one flat table.
+private let h2StatusDigits: [UInt8] = (0..<600).flatMap { Array(String(format3($0)).utf8) }
 
-@inline(__always)
-private func statusBytes(_ s: Int) -> [UInt8] {
-    (s >= 100 && s < 600) ? h2StatusTable[s] : h2StatusTable[500]
+private func format3(_ n: Int) -> String {
+    let s = String(n)
+    return String(repeating: "0", count: max(0, 3 - s.count)) + s
 }
 
 /// The session behind nghttp2's user data, used without a retain (the connection owns it).

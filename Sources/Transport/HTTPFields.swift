@@ -15,6 +15,14 @@ public struct HTTPFields: Sendable {
 
     public init() {}
 
+    /// Lets `body` overwrite the value bytes of field `i` in place (same length).
+    public mutating func withMutableValue<R>(at i: Int, _ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+        let e = entries[i]
+        return storage.withUnsafeMutableBytes { raw in
+            body(UnsafeMutableRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
+        }
+    }
+
     /// Empties the list, keeping its capacity.
     public mutating func removeAll() {
         storage.removeAll(keepingCapacity: true)

@@ -97,6 +97,13 @@ final class IdentifierTests: XCTestCase {
         XCTAssertNil(UUIDValue.parseCanonicalLowercase(Array("123e4567e89b12d3a456426614174000".utf8)))
         XCTAssertNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-42661417400g".utf8)))
         XCTAssertNotNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-426614174000".utf8)))
+        // Formatting matches a plain reference implementation bit for bit.
+        for v in [UUIDValue(high: 0, low: 0), UUIDValue(high: .max, low: .max), UUIDValue(high: 0x0123456789ABCDEF, low: 0xFEDCBA9876543210)] {
+            let hex = String(v.high, radix: 16).leftPad(16) + String(v.low, radix: 16).leftPad(16)
+            let c = Array(hex)
+            let expected = String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+            XCTAssertEqual(v.description, expected)
+        }
     }
 
     func testTokenKeyIsStableCaseInsensitiveAndSpreads() {
@@ -125,4 +132,8 @@ final class IdentifierTests: XCTestCase {
         let d = rng.nextDouble()
         XCTAssertTrue(d >= 0 && d < 1)
     }
+}
+
+extension String {
+    func leftPad(_ n: Int) -> String { String(repeating: "0", count: max(0, n - count)) + self }
 }
