@@ -27,7 +27,7 @@ struct APNsService: Sendable {
             state = APNsConnectionState()
             ctx.slot0 = state
         }
-        let now = Clock.nowMs()
+        let now = ex.eventLoop.nowMs
         let request = ex.request
         let d = provider.decide(request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
                                 state: state, nowMs: now)

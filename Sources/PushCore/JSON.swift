@@ -272,6 +272,7 @@ public enum JSONParser {
             t.append(JSONToken(kind: .number, start: Int32(s), end: Int32(i), next: Int32(t.count + 1), count: 0, escaped: false))
         }
 
+        @inline(__always)
         mutating func string(_ t: JSONTokenBuffer) throws {
             i += 1
             let s = i

@@ -38,6 +38,8 @@ public final class EventLoop: @unchecked Sendable {
     let readBuffer: UnsafeMutableRawBufferPointer
     /// Connections currently open on this loop (read by the server during drain).
     let openConnections = Atomic<Int>(0)
+    /// Wall-clock milliseconds, refreshed once per loop iteration (for per-request timestamps).
+    public private(set) var nowMs: Int64 = csys_wall_ms()
     /// Called once per loop iteration after events: connections that asked for a deferred flush.
     var pendingFlush: [Connection] = []
     /// This loop's acceptors, one per listening socket.
@@ -137,6 +139,7 @@ public final class EventLoop: @unchecked Sendable {
         while !stopping {
             let timeout = nextTimeoutMs()
             let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, 256, timeout) }
+            nowMs = csys_wall_ms()
             if n > 0 {
                 for i in 0..<Int(n) {
                     let fd = Int(truncatingIfNeeded: events[i].data)

@@ -13,6 +13,9 @@ final class HTTP2Session: ExchangeOwner {
     private var last: Exchange?
     /// Finished exchanges nobody else references, reused with their buffers' capacity.
     private var pool: [Exchange] = []
+    /// The first response is HPACK-indexed in full, so later never-indexed values of the same
+    /// header names refer to the names by index instead of spelling them out each time.
+    private var firstResponseSent = false
     private var inReceive = false
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
@@ -33,6 +36,8 @@ final class HTTP2Session: ExchangeOwner {
         nghttp2_option_new(&opt)
         // Lets us see (and refuse) oversized header lists ourselves, with a 431.
         nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024)
+        // No RFC 7540 priority tree: closed streams need not be kept around for it.
+        nghttp2_option_set_no_closed_streams(opt, 1)
         var s: OpaquePointer?
         let rv = nghttp2_session_server_new2(&s, cbs, Unmanaged.passUnretained(self).toOpaque(), opt)
         nghttp2_option_del(opt)
@@ -43,6 +48,8 @@ final class HTTP2Session: ExchangeOwner {
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(limits.http2InitialWindowSize)),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(limits.maxHeaderListSize)),
+            // RFC 9218: no RFC 7540 priorities (APNs ignores PRIORITY frames too).
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
         nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &iv, iv.count)
         nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, Int32(limits.http2ConnectionWindowSize))
@@ -117,7 +124,7 @@ final class HTTP2Session: ExchangeOwner {
                         for e in fields.entries {
                             let name = store.baseAddress! + Int(e.nameStart), value = store.baseAddress! + Int(e.valueStart)
                             // Long values (ids, dates) are rarely repeated: indexing them only churns the table.
-                            nva[k] = e.valueLength >= 32
+                            nva[k] = e.valueLength >= 32 && firstResponseSent
                                 ? pushemu_nv_no_index(name, Int(e.nameLength), value, Int(e.valueLength))
                                 : pushemu_nv(name, Int(e.nameLength), value, Int(e.valueLength))
                             k += 1
@@ -139,6 +146,7 @@ final class HTTP2Session: ExchangeOwner {
                 }
             }
         }
+        firstResponseSent = true
         if rv != 0 { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue) }
         if !inReceive { connection.requestFlush() }
     }
