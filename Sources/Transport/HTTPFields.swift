@@ -147,13 +147,6 @@ public struct HTTPFields: Sendable {
         storage.withUnsafeBytes { s in entries.withUnsafeBytes { e in body(s, e) } }
     }
 
-    /// Rebuilds a field list from `withRawParts` output.
-    public init(rawStorage: UnsafeRawBufferPointer, rawEntries: UnsafeRawBufferPointer) {
-        storage = Array(rawStorage.assumingMemoryBound(to: UInt8.self))
-        let n = rawEntries.count / MemoryLayout<Entry>.stride
-        entries = (0..<n).map { rawEntries.loadUnaligned(fromByteOffset: $0 * MemoryLayout<Entry>.stride, as: Entry.self) }
-    }
-
     /// Name/value pairs as Strings (tests, logs, admin API).
     public var pairs: [(String, String)] {
         (0..<entries.count).map { (name(at: $0).utf8String, value(at: $0).utf8String) }
