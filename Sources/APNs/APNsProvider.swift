@@ -176,7 +176,7 @@ public struct APNsProvider: Sendable {
         }
 
         // 11. Topic rules
-        guard let bundleLength = APNsProvider.bundleLength(topic: topic, pushType: pushType),
+        guard let bundleLength = pushType.bundleLength(ofTopic: topic),
               APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { reject(&d, .badTopic, state); return d }
         let bundle = topic.prefix(bundleLength)
         if let info = certInfo {
@@ -330,22 +330,6 @@ public struct APNsProvider: Sendable {
             return t
         })
         return .init(environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty)
-    }
-
-    /// Length of the bundle id in `topic` for `pushType`, or nil when the suffix rule fails.
-    static func bundleLength(topic: ArraySlice<UInt8>, pushType: APNsPushType) -> Int? {
-        guard pushType.topicSuffix != nil else { return topic.count }
-        func endsWith(_ bytes: ArraySlice<UInt8>, _ s: [UInt8]) -> Bool {
-            !s.isEmpty && s.count < bytes.count && bytes.last == s.last && Bytes.equal(bytes.suffix(s.count), s)
-        }
-        let suffix = pushType.suffixBytes
-        var base = topic
-        if !suffix.isEmpty {
-            guard endsWith(topic, suffix) else { return nil }
-            base = topic.dropLast(suffix.count)
-        }
-        for s in APNsPushType.suffixes where endsWith(base, s) { return nil }
-        return base.count
     }
 
     /// Bundle ids: letters, digits, '-' and '.', not empty.

@@ -52,23 +52,28 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     /// Only token-based connections may send these.
     public var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
 
-    /// The bundle id of a topic for this push type, or nil when the topic lacks the suffix
-    /// or carries another type's suffix.
+    /// Length of the bundle id in `topic` (`<bundleId><suffix>`) for this push type, or nil when
+    /// the topic lacks the suffix or its bundle part carries another type's suffix (so
+    /// ".voip-ptt" is never read as ".voip" + "-ptt"). Bytes only: this runs per request.
+    public func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
+        guard topicSuffix != nil else { return topic.count }
+        func endsWith(_ bytes: ArraySlice<UInt8>, _ s: [UInt8]) -> Bool {
+            !s.isEmpty && s.count < bytes.count && bytes.last == s.last && Bytes.equal(bytes.suffix(s.count), s)
+        }
+        let suffix = suffixBytes
+        var base = topic
+        if !suffix.isEmpty {
+            guard endsWith(topic, suffix) else { return nil }
+            base = topic.dropLast(suffix.count)
+        }
+        for s in APNsPushType.suffixes where endsWith(base, s) { return nil }
+        return base.count
+    }
+
+    /// The bundle id of a topic for this push type (see `bundleLength(ofTopic:)`).
     public func bundleID(fromTopic topic: String) -> String? {
-        guard let suffix = topicSuffix else { return topic }
-        if suffix.isEmpty {
-            for other in APNsPushType.allCases {
-                if let s = other.topicSuffix, !s.isEmpty, topic.hasSuffix(s) { return nil }
-            }
-            return topic
-        }
-        guard topic.hasSuffix(suffix), topic.count > suffix.count else { return nil }
-        let base = String(topic.dropLast(suffix.count))
-        // ".voip-ptt" must not be read as ".voip" + "-ptt" and so on: the base carries no other suffix.
-        for other in APNsPushType.allCases {
-            if let s = other.topicSuffix, !s.isEmpty, base.hasSuffix(s) { return nil }
-        }
-        return base
+        let bytes = ArraySlice(topic.utf8)
+        return bundleLength(ofTopic: bytes).map { String(decoding: bytes.prefix($0), as: UTF8.self) }
     }
 }
 
