@@ -23,8 +23,10 @@ let package = Package(
         .target(name: "PushCore", dependencies: ["Transport", "CSystem"], swiftSettings: hotPath),
         // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
         .target(name: "APNs", dependencies: ["PushCore", "Transport", "COpenSSL"], swiftSettings: hotPath),
+        // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
+        .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs"], swiftSettings: hotPath),
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM"], swiftSettings: hotPath),
         // Thin CLI.
         .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
@@ -35,7 +37,8 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs"]),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -29,8 +29,8 @@ public final class APNsKeyStore: Sendable {
     public init(directory: String?) {
         self.directory = directory
         if let directory {
-            makeDirectories(directory)
-            for name in listDirectory(directory) where name.hasSuffix(".json") {
+            Files.makeDirectories(directory)
+            for name in Files.list(directory) where name.hasSuffix(".json") {
                 if let e = APNsKeyStore.load(directory + "/" + name) { keys.withLock { $0[e.keyID] = e } }
             }
         }
@@ -104,27 +104,15 @@ public final class APNsKeyStore: Sendable {
 
     private func persist(_ e: Entry) throws {
         guard let directory else { return }
-        let path = directory + "/" + e.keyID + ".json"
-        let tmp = path + ".tmp"
-        guard let f = fopen(tmp, "w") else { throw KeyError(description: "cannot write \(tmp): \(String(cString: strerror(errno)))") }
-        let text = json(e)
-        fputs(text, f)
-        fflush(f)
-        fsync(fileno(f))
-        fclose(f)
-        guard rename(tmp, path) == 0 else { throw KeyError(description: "cannot write \(path)") }
+        do {
+            try Files.writeAtomically(directory + "/" + e.keyID + ".json", Array(json(e).utf8))
+        } catch {
+            throw KeyError(description: "\(error)")
+        }
     }
 
     static func load(_ path: String) -> Entry? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var data: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let n = fread(&buf, 1, buf.count, f)
-            data.append(contentsOf: buf[0..<n])
-            if n < buf.count || data.count > 1 << 20 { break }
-        }
+        guard let data = Files.read(path) else { return nil }
         return data.withUnsafeBytes { raw -> Entry? in
             var tokens: [JSONToken] = []
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return nil }
@@ -145,23 +133,3 @@ public final class APNsKeyStore: Sendable {
     }
 }
 
-func makeDirectories(_ path: String) {
-    var prefix = path.hasPrefix("/") ? "/" : ""
-    for part in path.split(separator: "/") {
-        prefix += part + "/"
-        mkdir(prefix, 0o755)
-    }
-}
-
-func listDirectory(_ path: String) -> [String] {
-    guard let d = opendir(path) else { return [] }
-    defer { closedir(d) }
-    var out: [String] = []
-    while let e = readdir(d) {
-        let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { out.append(name) }
-    }
-    return out
-}

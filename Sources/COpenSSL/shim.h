@@ -7,6 +7,8 @@
 #include <openssl/pem.h>
 #include <openssl/evp.h>
 #include <openssl/bio.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 /* Macros and bit-shift constants Swift cannot import. */
 static inline int pushemu_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int v) {
@@ -34,6 +36,8 @@ static inline long pushemu_ssl_ctx_set_read_ahead(SSL_CTX *ctx, long on) {
 }
 /* A new P-256 key pair (EVP_EC_gen is a macro). */
 static inline EVP_PKEY *pushemu_ec_p256_generate(void) { return EVP_EC_gen("P-256"); }
+/* A new RSA key pair (EVP_RSA_gen is a macro over a variadic function). */
+static inline EVP_PKEY *pushemu_rsa_generate(unsigned int bits) { return EVP_RSA_gen(bits); }
 /* The bytes held by a memory BIO. */
 static inline long pushemu_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_data(b, p); }
 #endif

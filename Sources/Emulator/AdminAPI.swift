@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import PushCore
 import Transport
 
@@ -8,6 +9,9 @@ struct AdminAPI: Sendable {
     let keys: APNsKeyStore
     let devices: APNsDeviceRegistry
     let log: NotificationLog
+    let fcmAccounts: FCMServiceAccounts
+    let fcmDevices: FCMDeviceRegistry
+    let fcmQuota: FCMQuota
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
@@ -46,17 +50,35 @@ struct AdminAPI: Sendable {
             longPoll(ex, waitSeconds: wait) { log.query(filter) }
         }
         r.add([.get, .delete], "/emulator/v1/devices/{token}") { ex in
-            let token = ex.parameter(0).utf8String
-            if ex.request.method == .delete { devices.uninstall(token: token, atMs: Clock.nowMs()) }
-            guard let d = devices.device(token: token) else {
-                return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
+            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
+            let now = Clock.nowMs()
+            if ex.request.method == .delete {
+                devices.uninstall(token: token, atMs: now)
+                fcmDevices.uninstall(token: token, atMs: now)
             }
-            ex.respond(.json(200, deviceJSON(token, d)))
+            if let d = devices.device(token: token) { return ex.respond(.json(200, deviceJSON(token, d))) }
+            if let d = fcmDevices.device(token: token) { return ex.respond(.json(200, fcmDeviceJSON(d))) }
+            ex.respond(AdminAPI.error(404, "no device with token \(token)"))
+        }
+        r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
+            ex.respond(createServiceAccount(ex))
+        }
+        r.add(.get, "/emulator/v1/fcm/service-accounts") { ex in
+            let list = fcmAccounts.all.map { a in
+                "{\"projectId\":" + JSONWriter.quote(a.projectID) + ",\"projectNumber\":\"\(a.projectNumber)\",\"clientEmail\":"
+                    + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":" + JSONWriter.quote(a.privateKeyID) + "}"
+            }
+            ex.respond(.json(200, "{\"serviceAccounts\":[" + list.joined(separator: ",") + "]}"))
         }
         r.add(.post, "/emulator/v1/reset", maxBodySize: 1024) { ex in
             log.removeAll()
             devices.removeAll()
-            if ex.request.queryParameter("all") == "true" { keys.removeAll() }
+            fcmDevices.removeAll()
+            fcmQuota.reset()
+            if ex.request.queryParameter("all") == "true" {
+                keys.removeAll()
+                fcmAccounts.removeAll()
+            }
             ex.respond(.json(200, "{\"reset\":true}"))
         }
     }
@@ -134,6 +156,55 @@ struct AdminAPI: Sendable {
         return s
     }
 
+    /// `{"projectId": P}` generates an account; adding `clientEmail`, `privateKeyId` and
+    /// `publicKeyPem` registers an existing one. Answers 201 with the service-account JSON
+    /// (for a generated account, the complete key file, `token_uri` pointing at this emulator).
+    func createServiceAccount(_ ex: Exchange) -> Response {
+        var fields: [String: String] = [:]
+        var bad: String?
+        let ok = ex.request.body.withUnsafeBytes { raw -> Bool in
+            var tokens: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
+            let v = JSONView(bytes: raw, tokens: tokens)
+            v.forEachMember(0) { k, val in
+                let name = v.string(k)
+                guard ["projectId", "clientEmail", "privateKeyId", "publicKeyPem"].contains(name) else { bad = "unknown field \(name)"; return }
+                guard v.tokens[val].kind == .string else { bad = "\(name) must be a string"; return }
+                fields[name] = v.string(val)
+            }
+            return true
+        }
+        guard ok else { return AdminAPI.error(400, "the body must be a JSON object such as {\"projectId\":\"my-project\"}") }
+        if let bad { return AdminAPI.error(400, bad) }
+        guard let project = fields["projectId"] else { return AdminAPI.error(400, "projectId is required") }
+        do {
+            if let pem = fields["publicKeyPem"] {
+                guard let email = fields["clientEmail"], let kid = fields["privateKeyId"] else {
+                    return AdminAPI.error(400, "clientEmail and privateKeyId are required with publicKeyPem")
+                }
+                let a = try fcmAccounts.register(projectID: project, clientEmail: email, privateKeyID: kid, publicKeyPEM: pem)
+                return .json(201, fcmAccounts.accountJSON(a))
+            }
+            if fields["clientEmail"] != nil || fields["privateKeyId"] != nil {
+                return AdminAPI.error(400, "clientEmail and privateKeyId are only accepted with publicKeyPem")
+            }
+            let scheme = ex.connection.transport == .tls ? "https" : "http"
+            let host = ex.request.authority.map { String(decoding: $0, as: UTF8.self) } ?? "127.0.0.1:\(ex.connection.localPort)"
+            let (_, json) = try fcmAccounts.generate(projectID: project, tokenURI: "\(scheme)://\(host)/token")
+            return .json(201, json)
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
+    }
+
+    func fcmDeviceJSON(_ d: FCMDeviceRegistry.Device) -> String {
+        var s = "{\"token\":" + JSONWriter.quote(d.token) + ",\"platform\":\"\(d.platform)\",\"app\":" + (d.app.map(JSONWriter.quote) ?? "null")
+        s += ",\"project\":" + (d.project.map(JSONWriter.quote) ?? "null")
+        s += ",\"installed\":\(d.uninstalledAtMs == nil),\"uninstalledAt\":" + (d.uninstalledAtMs.map { String($0) } ?? "null")
+        s += ",\"topics\":[" + d.topics.keys.sorted().map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(d.pushes)}"
+        return s
+    }
+
     static func error(_ code: Int, _ message: String) -> Response {
         .json(code, "{\"error\":{\"code\":\(code),\"message\":\(JSONWriter.quote(message))}}")
     }
@@ -146,18 +217,4 @@ func intParameter(_ r: Request, _ name: String, default d: Int, range: ClosedRan
 }
 
 /// Decodes %XX escapes and '+' in a query value.
-func percentDecode(_ s: String) -> String {
-    var out: [UInt8] = []
-    var bytes = Array(s.utf8)[...]
-    while let c = bytes.popFirst() {
-        if c == UInt8(ascii: "%"), bytes.count >= 2, let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
-            out.append(v)
-            bytes = bytes.dropFirst(2)
-        } else if c == UInt8(ascii: "+") {
-            out.append(0x20)
-        } else {
-            out.append(c)
-        }
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+func percentDecode(_ s: String) -> String { PercentEncoding.decode(Array(s.utf8)[...], plusAsSpace: true) }

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Glibc
 import PushCore
 
@@ -10,7 +11,10 @@ public enum Commands {
         let rest = Array(args.dropFirst())
         switch command {
         case "credentials":
-            guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu credentials apns [options] (see pushemu --help)") }
+            if rest.first == "fcm" {
+                return try fcmCredentials(try flags(Array(rest.dropFirst()), allowed: ["project", "out", "token-uri", "data-dir"]))
+            }
+            guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu credentials apns|fcm [options] (see pushemu --help)") }
             return try apnsCredentials(try flags(Array(rest.dropFirst()),
                                                  allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
         case "token":
@@ -64,6 +68,29 @@ public enum Commands {
         fclose(file)
         chmod(path, 0o600)
         return "{\"teamId\":\"\(entry.teamID)\",\"keyId\":\"\(entry.keyID)\",\"keyFile\":" + JSONWriter.quote(path) + "}\n"
+    }
+
+    /// Generates a service account for `--project`, registers its public key under `--data-dir`
+    /// (default ./.pushemu), where a running emulator finds it, and writes the key file to
+    /// `--out` (default: stdout). `token_uri` defaults to http://127.0.0.1:8080/token.
+    static func fcmCredentials(_ f: [String: String]) throws -> String {
+        guard let project = f["project"] else { throw ConfigurationError("usage: pushemu credentials fcm --project P [--out FILE] [--token-uri URL]") }
+        let tokenURI = f["token-uri"] ?? "http://127.0.0.1:8080/token"
+        guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else { throw ConfigurationError("--token-uri must be an http(s) URL") }
+        let accounts = FCMServiceAccounts(directory: (f["data-dir"] ?? "./.pushemu") + "/fcm/service-accounts")
+        let json: String
+        do {
+            (_, json) = try accounts.generate(projectID: project, tokenURI: tokenURI)
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
+        guard let path = f["out"] else { return json }
+        do {
+            try Files.writeAtomically(path, Array(json.utf8), mode: 0o600)
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
+        return "{\"project\":" + JSONWriter.quote(project) + ",\"credentialsFile\":" + JSONWriter.quote(path) + "}\n"
     }
 
     static func apnsToken(_ f: [String: String]) throws -> String {

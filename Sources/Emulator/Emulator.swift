@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Glibc
 import PushCore
 import Transport
@@ -10,6 +11,8 @@ public final class Emulator: @unchecked Sendable {
     public let apnsKeys: APNsKeyStore
     public let apnsDevices: APNsDeviceRegistry
     public let notifications: NotificationLog
+    public let fcmAccounts: FCMServiceAccounts
+    public let fcmDevices: FCMDeviceRegistry
 
     public init(configuration: EmulatorConfiguration) throws {
         self.configuration = configuration
@@ -25,16 +28,32 @@ public final class Emulator: @unchecked Sendable {
         sc.timeouts.idle = configuration.idleTimeout
         sc.idleGoAwayDebugData = Array("{\"reason\":\"IdleTimeout\"}".utf8)
         sc.shutdownGoAwayDebugData = Array("{\"reason\":\"Shutdown\"}".utf8)
-        sc.sessionSetup = APNsService.sessionSetup(configuration.apns)
+        let apnsSetup = APNsService.sessionSetup(configuration.apns)
+        let fcmStreams = configuration.fcm.streams
+        sc.sessionSetup = { ctx in
+            if let sni = ctx.serverName, FCMService.applies(toServerName: sni) {
+                ctx.initialMaxConcurrentStreams = fcmStreams
+            } else {
+                apnsSetup(ctx)
+            }
+        }
 
         apnsKeys = APNsKeyStore(directory: configuration.inMemory ? nil : configuration.dataDirectory + "/apns/keys")
         apnsDevices = APNsDeviceRegistry()
         notifications = NotificationLog(shards: configuration.threads, capacity: configuration.notificationLogSize)
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
                                log: notifications)
-        let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications)
+        let fcmDirectory = configuration.inMemory ? nil : configuration.dataDirectory + "/fcm"
+        fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
+        fcmDevices = FCMDeviceRegistry()
+        let fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
+                                      tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
+                                      quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
+        let fcm = FCMService(provider: fcmProvider, log: notifications)
+        let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
+                             fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota)
         do {
-            server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns))
+            server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns, fcm: fcm))
         } catch {
             throw ConfigurationError("TLS setup failed: \(error)")
         }
@@ -67,7 +86,7 @@ public final class Emulator: @unchecked Sendable {
 
     // MARK: wiring
 
-    static func router(admin: AdminAPI, apns: APNsService) -> Router {
+    static func router(admin: AdminAPI, apns: APNsService, fcm: FCMService) -> Router {
         var r = Router()
         let apnsConfiguration = apns.provider.configuration
         r.notFound = { req in
@@ -82,7 +101,9 @@ public final class Emulator: @unchecked Sendable {
             resp.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
             return resp
         }
-        apns.register(&r)   // first: the hot route is matched before the admin ones
+        // The hot routes first: they are matched before the admin ones.
+        apns.register(&r)   // per-connection state in slot0
+        fcm.register(&r)    // per-connection state in slot1
         admin.register(&r)
         return r
     }

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import CSystem
 
 /// Everything `pushemu serve` can be told, by flag or config file. Defaults are what a CI user wants.
@@ -25,6 +26,7 @@ public struct EmulatorConfiguration: Sendable {
     /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).
     public var notificationLogSize = 10_000
     public var apns = APNsConfiguration()
+    public var fcm = FCMConfiguration()
 
     public init() {}
 }

@@ -4,6 +4,7 @@
 /// flags take no value. A config file holds the same names, one `name = value` per line
 /// (`#` starts a comment; booleans are `true`/`false`). Command-line flags win over the file.
 import APNs
+import FCM
 
 public enum ServeOptions {
     public static let version = "0.1.0"
@@ -37,7 +38,10 @@ public enum ServeOptions {
             guard let m = APNsConfiguration.AuthMode(rawValue: v) else { throw ConfigurationError("--apns-auth must be lenient or strict, got '\(v)'") }
             c.apns.authMode = m
         },
-        Option(name: "strict-payload", valueName: nil, help: "payload problems answer 400 BadPayload instead of a warning") { c, v in c.apns.strictPayload = try bool(v, "strict-payload") },
+        Option(name: "strict-payload", valueName: nil, help: "payload problems answer 400 (APNs BadPayload, FCM INVALID_ARGUMENT) instead of a warning") { c, v in
+            c.apns.strictPayload = try bool(v, "strict-payload")
+            c.fcm.strictPayload = c.apns.strictPayload
+        },
         Option(name: "apns-token-length", valueName: "MIN-MAX", help: "accepted device token lengths in hex characters (default 64-200)") { c, v in
             let parts = v.split(separator: "-").compactMap { Int($0) }
             guard parts.count == 2, parts[0] >= 1, parts[0] <= parts[1], parts[1] <= 4096 else {
@@ -53,6 +57,17 @@ public enum ServeOptions {
             }
             c.apns.badEnvironmentReason = v
         },
+        Option(name: "fcm-auth", valueName: "MODE", help: "lenient (default: bearer tokens the emulator did not issue are accepted) or strict") { c, v in
+            guard let m = FCMConfiguration.AuthMode(rawValue: v) else { throw ConfigurationError("--fcm-auth must be lenient or strict, got '\(v)'") }
+            c.fcm.authMode = m
+        },
+        Option(name: "fcm-quota", valueName: "N", help: "FCM messages per minute per project before 429 (default 600000; 0 = off)") { c, v in c.fcm.quotaPerMinute = try int(v, "fcm-quota", 0...1_000_000_000) },
+        Option(name: "fcm-token-lifetime", valueName: "SECONDS", help: "lifetime of issued OAuth access tokens (default 3600)") { c, v in c.fcm.tokenLifetime = try int(v, "fcm-token-lifetime", 1...86_400) },
+        Option(name: "fcm-size-mode", valueName: "MODE", help: "how the 4096-byte limit is counted: fields (default: data and notification keys and values) or message") { c, v in
+            guard let m = FCMSizeMode(rawValue: v) else { throw ConfigurationError("--fcm-size-mode must be fields or message, got '\(v)'") }
+            c.fcm.sizeMode = m
+        },
+        Option(name: "fcm-streams", valueName: "N", help: "concurrent streams on connections to fcm.googleapis.com (SNI) (default 100)") { c, v in c.fcm.streams = UInt32(try int(v, "fcm-streams", 1...1_000_000)) },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
         Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
     ]
@@ -68,6 +83,8 @@ public enum ServeOptions {
                                         write a .p8 signing key and register it with the emulator
           pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]
                                         print a provider token (JWT) signed with that key
+          pushemu credentials fcm --project P [--out FILE] [--token-uri URL] [--data-dir DIR]
+                                        write a service-account JSON and register it with the emulator
           pushemu --help | --version
 
         Options:

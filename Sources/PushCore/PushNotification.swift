@@ -39,6 +39,9 @@ public struct PushNotification: Sendable {
     /// The notification as admin-API JSON (`{"id","provider","receivedAt","headers","payload",...}`).
     public var json: String {
         var s = "{\"id\":\"\(id)\",\"provider\":\"\(provider.rawValue)\",\"receivedAt\":\(receivedAtMs)"
+        if provider == .fcm {
+            s += ",\"name\":" + JSONWriter.quote("projects/\(environment)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs))
+        }
         s += ",\"environment\":" + JSONWriter.quote(environment)
         s += ",\"token\":" + JSONWriter.quote(String(decoding: token, as: UTF8.self))
         if let topic { s += ",\"topic\":" + JSONWriter.quote(String(decoding: topic, as: UTF8.self)) }
@@ -56,5 +59,17 @@ public struct PushNotification: Sendable {
         }
         s += ",\"warnings\":[" + warnings.map(JSONWriter.quote).joined(separator: ",") + "]}"
         return s
+    }
+}
+
+extension PushNotification {
+    /// FCM's message id for a notification: `0:<microseconds>%<16 hex>`, derived from the
+    /// id's high half (shared by every device record of one topic send) and the receive time.
+    public static func fcmMessageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        var h = [UInt8](repeating: 0, count: 16)
+        var x = id.high
+        for i in (0..<16).reversed() { h[i] = hex[Int(x & 15)]; x >>= 4 }
+        return "0:\(receivedAtMs * 1000 + Int64(id.high % 1000))%" + String(decoding: h, as: UTF8.self)
     }
 }

@@ -1,0 +1,108 @@
+import FCM
+import PushCore
+import Transport
+
+/// Wires the FCM provider to the transport: the send route, the OAuth token endpoint, topic
+/// management, the retired legacy APIs, and the hand-off of accepted messages (one record per
+/// recipient device) to the notification log.
+struct FCMService: Sendable {
+    let provider: FCMProvider
+    let oauth: FCMOAuth
+    let topics: FCMTopicManagement
+    let log: NotificationLog
+
+    static let maxBody = 64 * 1024
+
+    init(provider: FCMProvider, log: NotificationLog) {
+        self.provider = provider
+        self.oauth = FCMOAuth(accounts: provider.accounts, tokens: provider.tokens, lifetime: provider.configuration.tokenLifetime)
+        self.topics = FCMTopicManagement(provider: provider)
+        self.log = log
+    }
+
+    /// slot1 belongs to FCM (see Emulator.router).
+    static func state(_ ctx: ConnectionContext) -> FCMConnectionState {
+        if let s = ctx.slot1 { return unsafeDowncast(s, to: FCMConnectionState.self) }
+        let s = FCMConnectionState()
+        ctx.slot1 = s
+        return s
+    }
+
+    func register(_ r: inout Router) {
+        r.add(.post, "/v1/projects/{project}/messages:send", maxBodySize: FCMService.maxBody,
+              bodyTooLarge: { _ in FCMError.tooLarge.response }) { ex in send(ex) }
+        r.add(.post, "/token", maxBodySize: 64 * 1024) { ex in token(ex) }
+        r.add(.post, "/oauth2/v4/token", maxBodySize: 64 * 1024) { ex in token(ex) }
+        r.add(.post, "/iid/v1:batchAdd", maxBodySize: 1 << 20) { ex in
+            ex.respond(topics.batch(ex.request, add: true, nowMs: Clock.nowMs()))
+        }
+        r.add(.post, "/iid/v1:batchRemove", maxBodySize: 1 << 20) { ex in
+            ex.respond(topics.batch(ex.request, add: false, nowMs: Clock.nowMs()))
+        }
+        r.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodySize: 4096) { ex in
+            ex.respond(topics.relate(ex.request, token: FCMService.decoded(ex.parameter(0)), topic: FCMService.decoded(ex.parameter(1)),
+                                     nowMs: Clock.nowMs()))
+        }
+        r.add(.get, "/iid/info/{token}") { ex in
+            let details = ex.request.queryParameter("details") == "true"
+            ex.respond(topics.info(ex.request, token: FCMService.decoded(ex.parameter(0)), details: details, nowMs: Clock.nowMs()))
+        }
+        r.add(.post, "/v1/projects/{project}/registrations/{token}/topicSubscriptions", maxBodySize: 4096) { ex in
+            let topic = ex.request.queryParameter("topic_name").map { percentDecode($0) } ?? ""
+            registration(ex, topic: topic, subscribe: true)
+        }
+        r.add(.delete, "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", maxBodySize: 4096) { ex in
+            registration(ex, topic: FCMService.decoded(ex.parameter(2)), subscribe: false)
+        }
+        // Shut down in July 2024: stale clients fail here as they would in production.
+        r.add(nil, "/fcm/send", maxBodySize: 64 * 1024) { ex in
+            ex.respond(FCMService.retired("The legacy FCM HTTP API (/fcm/send) was shut down in July 2024. Use the HTTP v1 API: POST /v1/projects/{project}/messages:send."))
+        }
+        r.add(nil, "/batch", maxBodySize: 1 << 20) { ex in
+            ex.respond(FCMService.retired("The FCM batch API (/batch) was shut down in July 2024. Send each message with POST /v1/projects/{project}/messages:send."))
+        }
+    }
+
+    static func retired(_ message: String) -> Response {
+        FCMError(httpStatus: 404, status: "NOT_FOUND", message: message).response
+    }
+
+    static func decoded(_ s: ArraySlice<UInt8>) -> String { PercentEncoding.decode(s, plusAsSpace: false) }
+
+    func send(_ ex: Exchange) {
+        let state = FCMService.state(ex.connection)
+        let now = ex.eventLoop.nowMs
+        let request = ex.request
+        let d = provider.send(request, projectSegment: ex.parameter(0), state: state, nowMs: now)
+        let id = UUIDValue.random(&state.rng)
+        if d.accepted, !d.recipients.isEmpty {
+            let payload = Array(request.body[d.message.messageRange])
+            let topic = d.topicLabel.map { Array($0.utf8)[...] }
+            for (n, token) in d.recipients.enumerated() {
+                let tokenBytes = Array(token.utf8)[...]
+                if d.topicLabel != nil { provider.devices.recordPush(token: token) }
+                log.append(shard: ex.eventLoop.index, id: UUIDValue(high: id.high, low: id.low &+ UInt64(n)), provider: .fcm,
+                           receivedAtMs: now, environment: d.project, token: tokenBytes, topic: topic, headers: request.headers,
+                           payload: payload, payloadIsJSON: true, warnings: d.message.warnings)
+            }
+        }
+        ex.respond(provider.response(d, id: id, nowMs: now))
+    }
+
+    func token(_ ex: Exchange) {
+        let req = ex.request
+        ex.respond(oauth.respond(body: req.body, contentType: req.headers.firstString("content-type"),
+                                 authority: req.authority.map { String(decoding: $0, as: UTF8.self) },
+                                 nowSeconds: Clock.nowSeconds()))
+    }
+
+    func registration(_ ex: Exchange, topic: String, subscribe: Bool) {
+        let project = provider.accounts.projectID(forPathSegment: FCMService.decoded(ex.parameter(0)))
+        ex.respond(topics.registration(ex.request, project: project, token: FCMService.decoded(ex.parameter(1)), topic: topic,
+                                       subscribe: subscribe, allowMissing: ex.request.queryParameter("allow_missing") == "true",
+                                       state: FCMService.state(ex.connection), nowMs: Clock.nowMs()))
+    }
+
+    /// Connections whose SNI names fcm.googleapis.com get FCM's 100 concurrent streams.
+    static func applies(toServerName sni: String) -> Bool { sni == "fcm.googleapis.com" }
+}

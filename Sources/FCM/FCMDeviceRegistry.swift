@@ -1,0 +1,183 @@
+import PushCore
+import Synchronization
+
+/// What FCM knows about registration tokens: the project each belongs to, whether its app was
+/// uninstalled, and its topic subscriptions (with a topic index for fan-out). A well-formed token
+/// seen for the first time becomes a device bound to the sender's project. Devices are sharded
+/// by token hash, each shard locked for a dictionary operation only; the topic index has its own
+/// lock, taken by subscription changes and topic sends. (The simulated-device layer grows out of this.)
+public final class FCMDeviceRegistry: Sendable {
+    public static let maxTopicsPerDevice = 2000
+
+    public struct Device: Sendable {
+        public var token: String
+        /// The project the token was issued for; nil until a project sends to it or subscribes it.
+        public var project: String?
+        public var app: String?
+        public var platform: String = "android"
+        public var createdAtMs: Int64
+        public var uninstalledAtMs: Int64?
+        /// Topic name -> day subscribed (days since 1970-01-01).
+        public var topics: [String: Int32] = [:]
+        public var pushes: UInt64 = 0
+    }
+
+    public enum Verdict: Equatable, Sendable {
+        case ok
+        case unregistered
+        case senderMismatch
+    }
+
+    public enum SubscriptionResult: String, Equatable, Sendable {
+        case ok
+        case notFound = "NOT_FOUND"
+        case invalidArgument = "INVALID_ARGUMENT"
+        case tooManyTopics = "TOO_MANY_TOPICS"
+        case notSubscribed
+        case senderMismatch = "SENDER_ID_MISMATCH"
+    }
+
+    private final class Shard: Sendable {
+        let map = Mutex<[TokenKey: Device]>([:])
+    }
+
+    private let shards: [Shard]
+    private let maxPerShard: Int
+    /// topic -> tokens subscribed.
+    private let topicIndex = Mutex<[String: Set<String>]>([:])
+
+    public init(shardCount: Int = 64, capacity: Int = 1_000_000) {
+        shards = (0..<shardCount).map { _ in Shard() }
+        maxPerShard = max(1, capacity / shardCount)
+    }
+
+    private func shard(_ key: TokenKey) -> Shard { shards[key.shard(shards.count)] }
+
+    /// Checks a send from `project` to `token` and registers the token on first sight.
+    public func check(token: ArraySlice<UInt8>, project: String, nowMs: Int64) -> Verdict {
+        let key = TokenKey(token)
+        return shard(key).map.withLock { map -> Verdict in
+            if let i = map.index(forKey: key) {
+                let d = map.values[i]
+                if d.uninstalledAtMs != nil { return .unregistered }
+                if let p = d.project, p != project { return .senderMismatch }
+                if d.project == nil { map.values[i].project = project }
+                map.values[i].pushes &+= 1
+                return .ok
+            }
+            if map.count < maxPerShard {
+                map[key] = Device(token: String(decoding: token, as: UTF8.self), project: project, createdAtMs: nowMs, pushes: 1)
+            }
+            return .ok
+        }
+    }
+
+    /// Counts a delivery to a known device (topic fan-out).
+    public func recordPush(token: String) {
+        let key = TokenKey(token)
+        shard(key).map.withLock { map in
+            if let i = map.index(forKey: key) { map.values[i].pushes &+= 1 }
+        }
+    }
+
+    /// Registers a device explicitly (replacing what was known).
+    public func register(token: String, project: String?, app: String?, platform: String = "android", nowMs: Int64) {
+        let key = TokenKey(token)
+        let old = shard(key).map.withLock { map -> Device? in
+            let old = map[key]
+            map[key] = Device(token: token, project: project, app: app, platform: platform, createdAtMs: nowMs)
+            return old
+        }
+        if let old, !old.topics.isEmpty {
+            topicIndex.withLock { idx in for t in old.topics.keys { idx[t]?.remove(token) } }
+        }
+    }
+
+    /// Subscribes `token` to `topic` (registering a well-formed unknown token). `project`, when
+    /// known from the caller's credentials, binds an unbound device and must match a bound one.
+    public func subscribe(token: String, topic: String, project: String?, nowMs: Int64) -> SubscriptionResult {
+        guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
+        let key = TokenKey(token)
+        let day = Int32(nowMs / 86_400_000)
+        let r = shard(key).map.withLock { map -> SubscriptionResult in
+            var d = map[key] ?? Device(token: token, project: project, createdAtMs: nowMs)
+            if d.uninstalledAtMs != nil { return .notFound }
+            if let project, let p = d.project, p != project { return .senderMismatch }
+            if d.project == nil { d.project = project }
+            if d.topics[topic] == nil {
+                if d.topics.count >= FCMDeviceRegistry.maxTopicsPerDevice { return .tooManyTopics }
+                d.topics[topic] = day
+            }
+            if map[key] != nil || map.count < maxPerShard { map[key] = d }
+            return .ok
+        }
+        if r == .ok { _ = topicIndex.withLock { $0[topic, default: []].insert(token) } }
+        return r
+    }
+
+    public func unsubscribe(token: String, topic: String) -> SubscriptionResult {
+        guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
+        let key = TokenKey(token)
+        let r = shard(key).map.withLock { map -> SubscriptionResult in
+            guard let d = map[key] else { return .notSubscribed }
+            if d.uninstalledAtMs != nil { return .notFound }
+            return map[key]?.topics.removeValue(forKey: topic) == nil ? .notSubscribed : .ok
+        }
+        if r == .ok {
+            topicIndex.withLock { idx in
+                idx[topic]?.remove(token)
+                if idx[topic]?.isEmpty == true { idx[topic] = nil }
+            }
+        }
+        return r
+    }
+
+    /// The installed devices of `project` (or unbound) subscribed to `topic`.
+    public func subscribers(topic: String, project: String) -> [String] {
+        let tokens = topicIndex.withLock { $0[topic].map(Array.init) ?? [] }
+        return tokens.filter { t in
+            guard let d = device(token: t) else { return false }
+            return d.uninstalledAtMs == nil && (d.project == nil || d.project == project)
+        }.sorted()
+    }
+
+    /// The installed devices of `project` (or unbound) a condition selects. A device is a
+    /// candidate when it holds at least one subscription (a condition true of no topics at all
+    /// would otherwise name every device in the world).
+    public func matching(_ condition: FCMCondition, project: String) -> [String] {
+        let candidates: Set<String> = topicIndex.withLock { idx in
+            if condition.matches({ _ in false }) {
+                return idx.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+            }
+            return condition.topics.reduce(into: Set<String>()) { acc, t in if let s = idx[t] { acc.formUnion(s) } }
+        }
+        return candidates.filter { t in
+            guard let d = device(token: t), d.uninstalledAtMs == nil, d.project == nil || d.project == project else { return false }
+            return condition.matches { d.topics[$0] != nil }
+        }.sorted()
+    }
+
+    /// Marks the app uninstalled: later sends get 404 UNREGISTERED. False if unknown.
+    @discardableResult
+    public func uninstall(token: String, atMs: Int64) -> Bool {
+        let key = TokenKey(token)
+        return shard(key).map.withLock { map -> Bool in
+            guard map[key] != nil else { return false }
+            if map[key]!.uninstalledAtMs == nil { map[key]!.uninstalledAtMs = atMs }
+            return true
+        }
+    }
+
+    public func device(token: String) -> Device? {
+        let key = TokenKey(token)
+        return shard(key).map.withLock { $0[key] }
+    }
+
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
+    public var topicCount: Int { topicIndex.withLock { $0.count } }
+
+    public func removeAll() {
+        for s in shards { s.map.withLock { $0.removeAll() } }
+        topicIndex.withLock { $0.removeAll() }
+    }
+}

@@ -1,0 +1,137 @@
+import PushCore
+import Transport
+
+/// The outcome of a `messages:send` request.
+public struct FCMSendDecision: Sendable {
+    public var error: FCMError?
+    /// The project id the request was for.
+    public var project: String = ""
+    public var message = FCMParsedMessage()
+    /// The devices the message goes to (empty for a dry run or a topic nobody follows).
+    public var recipients: [String] = []
+    /// The topic name or condition text for topic and condition sends.
+    public var topicLabel: String?
+    public var accepted: Bool { error == nil }
+}
+
+/// FCM's rules for the send API and its credentials, as pure functions of the request, the
+/// connection's state and the shared registries. No sockets.
+public struct FCMProvider: Sendable {
+    public let configuration: FCMConfiguration
+    public let accounts: FCMServiceAccounts
+    public let tokens: FCMAccessTokens
+    public let devices: FCMDeviceRegistry
+    public let quota: FCMQuota
+
+    public init(configuration: FCMConfiguration, accounts: FCMServiceAccounts, tokens: FCMAccessTokens,
+                devices: FCMDeviceRegistry, quota: FCMQuota) {
+        self.configuration = configuration
+        self.accounts = accounts
+        self.tokens = tokens
+        self.devices = devices
+        self.quota = quota
+    }
+
+    var parser: FCMMessageParser {
+        var p = FCMMessageParser()
+        p.sizeMode = configuration.sizeMode
+        p.strictAPNsPayload = configuration.strictPayload
+        return p
+    }
+
+    // MARK: authorization
+
+    /// Checks `Authorization: Bearer` for `project`. nil when allowed.
+    public func authorize(_ request: Request, project: String, state: FCMConnectionState, nowMs: Int64) -> FCMError? {
+        guard let h = request.headers.first("authorization") else { return .credentialsMissing }
+        guard h.count > 7, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(7)), "bearer ") })
+        else { return .invalidCredentials(expired: false) }
+        var token = h.dropFirst(7)
+        while token.first == 0x20 { token = token.dropFirst() }
+        if token.isEmpty { return .invalidCredentials(expired: false) }
+        let verdict: FCMAccessTokens.Verdict
+        if Bytes.equal(token, state.bearer) {
+            verdict = state.bearerVerdict
+        } else {
+            verdict = tokens.verify(token, nowSeconds: nowMs / 1000)
+            state.bearer = Array(token)
+            state.bearerVerdict = verdict
+        }
+        switch verdict {
+        case .foreign:
+            return configuration.authMode == .lenient ? nil : .invalidCredentials(expired: false)
+        case .forged:
+            return .invalidCredentials(expired: false)
+        case .expired:
+            return .invalidCredentials(expired: true)
+        case .valid(let c):
+            if c.expiresAtSeconds * 1000 <= nowMs {
+                state.bearerVerdict = .expired(c)
+                return .invalidCredentials(expired: true)
+            }
+            if c.project != project { return .permissionDenied(project: project) }
+            if !c.messagingScope { return .insufficientScopes }
+            return nil
+        }
+    }
+
+    /// The project the caller's credentials belong to, when they are the emulator's own.
+    public func credentialProject(_ request: Request, nowMs: Int64) -> String? {
+        guard let h = request.headers.first("authorization"), h.count > 7 else { return nil }
+        if case .valid(let c) = tokens.verify(h.dropFirst(7), nowSeconds: nowMs / 1000) { return c.project }
+        return nil
+    }
+
+    // MARK: send
+
+    /// `POST /v1/projects/{project}/messages:send`, in FCM's order: credentials, quota, the
+    /// body (proto3 JSON, then FCM's rules, then size), then the recipient.
+    public func send(_ request: Request, projectSegment: ArraySlice<UInt8>, state: FCMConnectionState, nowMs: Int64) -> FCMSendDecision {
+        var d = FCMSendDecision()
+        let segment = String(decoding: projectSegment, as: UTF8.self)
+        d.project = accounts.projectID(forPathSegment: segment)
+        if let e = authorize(request, project: d.project, state: state, nowMs: nowMs) {
+            d.error = e
+            return d
+        }
+        if let wait = quota.take(project: d.project, nowMs: nowMs) {
+            d.error = .quota(project: accounts.projectNumber(for: d.project) ?? d.project, retryAfterSeconds: wait)
+            return d
+        }
+        switch parser.parse(request.body, scratch: state.scratch) {
+        case .failure(let e):
+            d.error = e
+            return d
+        case .success(let m):
+            d.message = m
+        }
+        switch d.message.target {
+        case .token(let r), .fid(let r):
+            switch devices.check(token: request.body[r], project: d.project, nowMs: nowMs) {
+            case .ok: if !d.message.validateOnly { d.recipients = [String(decoding: request.body[r], as: UTF8.self)] }
+            case .unregistered: d.error = .fcm(.unregistered)
+            case .senderMismatch: d.error = .fcm(.senderIDMismatch)
+            }
+        case .topic(let r):
+            let topic = String(decoding: request.body[r], as: UTF8.self)
+            d.topicLabel = topic
+            if !d.message.validateOnly { d.recipients = devices.subscribers(topic: topic, project: d.project) }
+        case .condition(let c, let text):
+            d.topicLabel = text
+            if !d.message.validateOnly { d.recipients = devices.matching(c, project: d.project) }
+        }
+        return d
+    }
+
+    /// FCM's message id: `0:<microseconds>%<16 hex>` (clients treat it as opaque).
+    public static func messageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
+        PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs)
+    }
+
+    /// The success body, or the error envelope.
+    public func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
+        if let e = d.error { return e.response }
+        let mid = d.message.validateOnly ? "fake_message_id" : FCMProvider.messageID(id, receivedAtMs: nowMs)
+        return FCMResponses.json(200, Array("{\n  \"name\": \"projects/\(d.project)/messages/\(mid)\"\n}\n".utf8))
+    }
+}

@@ -1,0 +1,90 @@
+import COpenSSL
+import Transport
+
+/// RS256 (RSASSA-PKCS1-v1_5 with SHA-256) over OpenSSL: service-account keys, the OAuth
+/// assertion's signature, and the HMAC that seals the access tokens the emulator issues.
+public enum RS256 {
+    /// An owned RSA EVP_PKEY.
+    public final class Key: @unchecked Sendable {
+        let pkey: OpaquePointer
+        init(_ p: OpaquePointer) { pkey = p }
+        deinit { EVP_PKEY_free(pkey) }
+
+        /// Reads a PEM public key ("BEGIN PUBLIC KEY") or private key (PKCS#8 or PKCS#1).
+        public static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
+            var bytes = Array(pem.utf8)
+            return bytes.withUnsafeMutableBytes { raw -> Key? in
+                guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+                defer { BIO_free(bio) }
+                let k = isPrivate ? PEM_read_bio_PrivateKey(bio, nil, nil, nil) : PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+                ERR_clear_error()
+                guard let k else { return nil }
+                guard EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA, EVP_PKEY_get_bits(k) >= 1024 else { EVP_PKEY_free(k); return nil }
+                return Key(k)
+            }
+        }
+
+        /// A fresh RSA key pair (2048 bits, as Google's service-account keys).
+        public static func generate(bits: UInt32 = 2048) -> Key? {
+            guard let k = pushemu_rsa_generate(bits) else { return nil }
+            return Key(k)
+        }
+
+        public var publicKeyPEM: String { pem { PEM_write_bio_PUBKEY($0, pkey) } }
+        /// PKCS#8 ("BEGIN PRIVATE KEY"), as in Google's service-account JSON.
+        public var privateKeyPEM: String { pem { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) } }
+
+        private func pem(_ write: (OpaquePointer) -> Int32) -> String {
+            guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+            defer { BIO_free(bio) }
+            guard write(bio) == 1 else { return "" }
+            var p: UnsafeMutablePointer<CChar>?
+            let n = pushemu_bio_mem_data(bio, &p)
+            guard let p, n > 0 else { return "" }
+            return String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self)
+        }
+    }
+
+    public static func verify(_ key: Key, message: [UInt8], signature: [UInt8]) -> Bool {
+        guard !signature.isEmpty, let ctx = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { ERR_clear_error(); return false }
+        let ok = EVP_DigestVerify(ctx, signature, signature.count, message, message.count)
+        ERR_clear_error()
+        return ok == 1
+    }
+
+    public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
+        guard let ctx = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { return nil }
+        var len = 0
+        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else { return nil }
+        var sig = [UInt8](repeating: 0, count: len)
+        guard EVP_DigestSign(ctx, &sig, &len, message, message.count) == 1 else { return nil }
+        return Array(sig.prefix(len))
+    }
+
+    /// Signs a JWT with `header` and `claims` (JSON texts): `b64(header).b64(claims).b64(sig)`.
+    public static func makeJWT(key: Key, header: String, claims: String) -> String? {
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        guard let sig = sign(key, message: Array(input.utf8)) else { return nil }
+        return input + "." + Base64URL.encode(sig)
+    }
+
+    /// HMAC-SHA256 of `message` under `key`.
+    public static func hmac(key: [UInt8], message: UnsafeRawBufferPointer) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var len: UInt32 = 32
+        _ = HMAC(EVP_sha256(), key, Int32(key.count), message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
+                 &out, &len)
+        return out
+    }
+
+    /// Cryptographically random bytes.
+    public static func randomBytes(_ n: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: n)
+        _ = RAND_bytes(&out, Int32(n))
+        return out
+    }
+}
