@@ -80,7 +80,6 @@ struct FCMService: Sendable {
             let topic = d.topicLabel.map { Array($0.utf8)[...] }
             for (n, token) in d.recipients.enumerated() {
                 let tokenBytes = Array(token.utf8)[...]
-                if d.topicLabel != nil { provider.devices.recordPush(token: token) }
                 log.append(shard: ex.eventLoop.index, id: UUIDValue(high: id.high, low: id.low &+ UInt64(n)), provider: .fcm,
                            receivedAtMs: now, environment: d.project, token: tokenBytes, topic: topic, headers: request.headers,
                            payload: payload, payloadIsJSON: true, warnings: d.message.warnings)

@@ -13,6 +13,13 @@ public struct FCMAccessTokens: Sendable {
         /// The token's scopes include cloud-platform or firebase.messaging.
         public var messagingScope: Bool
         public var clientEmail: String
+
+        public init(project: String, expiresAtSeconds: Int64, messagingScope: Bool, clientEmail: String) {
+            self.project = project
+            self.expiresAtSeconds = expiresAtSeconds
+            self.messagingScope = messagingScope
+            self.clientEmail = clientEmail
+        }
     }
 
     public enum Verdict: Sendable, Equatable {

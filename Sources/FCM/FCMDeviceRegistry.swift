@@ -72,14 +72,6 @@ public final class FCMDeviceRegistry: Sendable {
         }
     }
 
-    /// Counts a delivery to a known device (topic fan-out).
-    public func recordPush(token: String) {
-        let key = TokenKey(token)
-        shard(key).map.withLock { map in
-            if let i = map.index(forKey: key) { map.values[i].pushes &+= 1 }
-        }
-    }
-
     /// Registers a device explicitly (replacing what was known).
     public func register(token: String, project: String?, app: String?, platform: String = "android", nowMs: Int64) {
         let key = TokenKey(token)
@@ -132,29 +124,41 @@ public final class FCMDeviceRegistry: Sendable {
         return r
     }
 
-    /// The installed devices of `project` (or unbound) subscribed to `topic`.
-    public func subscribers(topic: String, project: String) -> [String] {
-        let tokens = topicIndex.withLock { $0[topic].map(Array.init) ?? [] }
-        return tokens.filter { t in
-            guard let d = device(token: t) else { return false }
-            return d.uninstalledAtMs == nil && (d.project == nil || d.project == project)
-        }.sorted()
+    /// Delivers to the installed devices subscribed to `topic` that belong to `project` (or to no
+    /// project yet: they are bound to it now), counting the push. Returns their tokens, sorted.
+    public func fanOut(topic: String, project: String) -> [String] {
+        claim(topicIndex.withLock { $0[topic].map(Array.init) ?? [] }, project: project)
     }
 
-    /// The installed devices of `project` (or unbound) a condition selects. A device is a
-    /// candidate when it holds at least one subscription (a condition true of no topics at all
-    /// would otherwise name every device in the world).
-    public func matching(_ condition: FCMCondition, project: String) -> [String] {
-        let candidates: Set<String> = topicIndex.withLock { idx in
+    /// As `fanOut(topic:)`, for the devices a condition selects. A device is a candidate when it
+    /// holds at least one subscription (a condition true of no topics at all would otherwise name
+    /// every device in the world).
+    public func fanOut(condition: FCMCondition, project: String) -> [String] {
+        let candidates: [String] = topicIndex.withLock { idx in
             if condition.matches({ _ in false }) {
-                return idx.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+                return Array(idx.values.reduce(into: Set<String>()) { $0.formUnion($1) })
             }
-            return condition.topics.reduce(into: Set<String>()) { acc, t in if let s = idx[t] { acc.formUnion(s) } }
+            return Array(condition.topics.reduce(into: Set<String>()) { acc, t in if let s = idx[t] { acc.formUnion(s) } })
         }
-        return candidates.filter { t in
-            guard let d = device(token: t), d.uninstalledAtMs == nil, d.project == nil || d.project == project else { return false }
-            return condition.matches { d.topics[$0] != nil }
-        }.sorted()
+        return claim(candidates, project: project) { d in condition.matches { d.topics[$0] != nil } }
+    }
+
+    private func claim(_ tokens: [String], project: String, where match: (Device) -> Bool = { _ in true }) -> [String] {
+        var out: [String] = []
+        out.reserveCapacity(tokens.count)
+        for t in tokens {
+            let key = TokenKey(t)
+            let ok = shard(key).map.withLock { map -> Bool in
+                guard let i = map.index(forKey: key) else { return false }
+                let d = map.values[i]
+                guard d.uninstalledAtMs == nil, d.project == nil || d.project == project, match(d) else { return false }
+                map.values[i].project = project
+                map.values[i].pushes &+= 1
+                return true
+            }
+            if ok { out.append(t) }
+        }
+        return out.sorted()
     }
 
     /// Marks the app uninstalled: later sends get 404 UNREGISTERED. False if unknown.

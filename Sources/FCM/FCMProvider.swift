@@ -115,10 +115,10 @@ public struct FCMProvider: Sendable {
         case .topic(let r):
             let topic = String(decoding: request.body[r], as: UTF8.self)
             d.topicLabel = topic
-            if !d.message.validateOnly { d.recipients = devices.subscribers(topic: topic, project: d.project) }
+            if !d.message.validateOnly { d.recipients = devices.fanOut(topic: topic, project: d.project) }
         case .condition(let c, let text):
             d.topicLabel = text
-            if !d.message.validateOnly { d.recipients = devices.matching(c, project: d.project) }
+            if !d.message.validateOnly { d.recipients = devices.fanOut(condition: c, project: d.project) }
         }
         return d
     }

@@ -1,0 +1,188 @@
+import FCM
+import PushCore
+import Transport
+import XCTest
+
+/// The send decision (recipients, device outcomes, quota), topic management and the error
+/// envelope for every FcmError code.
+final class FCMSendTests: XCTestCase {
+    static let project = "demo-project"
+    let nowMs: Int64 = 1_800_000_000_000
+    var devices: FCMDeviceRegistry!
+
+    static func token(_ i: Int) -> String {
+        "f" + String(repeating: String(i % 10), count: 21) + ":APA91b" + String(repeating: "Zz\(i % 10)", count: 40)
+    }
+
+    override func setUp() { devices = FCMDeviceRegistry() }
+
+    func provider(quota: Int = 0) -> FCMProvider {
+        FCMProvider(configuration: FCMConfiguration(), accounts: FCMServiceAccounts(directory: nil),
+                    tokens: FCMAccessTokens(secret: Array(repeating: 1, count: 32)), devices: devices,
+                    quota: FCMQuota(perMinute: quota))
+    }
+
+    func request(_ body: String, path: String = "/v1/projects/\(FCMSendTests.project)/messages:send") -> Request {
+        var f = HTTPFields()
+        f.add(name: ":path", value: path)
+        f.add(name: "authorization", value: "Bearer test")
+        return Request(version: .http2, method: .post, headers: f, body: Array(body.utf8))
+    }
+
+    func send(_ body: String, project: String = FCMSendTests.project, provider p: FCMProvider? = nil, at: Int64? = nil) -> FCMSendDecision {
+        (p ?? provider()).send(request(body), projectSegment: Array(project.utf8)[...], state: FCMConnectionState(), nowMs: at ?? nowMs)
+    }
+
+    func testTokenSendsAndDeviceOutcomes() {
+        let t = Self.token(1)
+        var d = send(#"{"message":{"token":"\#(t)","data":{"a":"b"}}}"#)
+        XCTAssertNil(d.error)
+        XCTAssertEqual(d.recipients, [t])
+        XCTAssertEqual(devices.device(token: t)?.project, Self.project)
+
+        // A token bound to one project, sent to from another: 403 SENDER_ID_MISMATCH.
+        d = send(#"{"message":{"token":"\#(t)"}}"#, project: "other-project")
+        XCTAssertEqual(d.error?.errorCode, .senderIDMismatch)
+        XCTAssertEqual(d.error?.httpStatus, 403)
+        XCTAssertEqual(d.error?.status, "PERMISSION_DENIED")
+
+        // Uninstalled: 404 UNREGISTERED, also for a dry run.
+        devices.uninstall(token: t, atMs: nowMs)
+        for dry in [false, true] {
+            d = send(#"{"validate_only":\#(dry),"message":{"token":"\#(t)"}}"#)
+            XCTAssertEqual(d.error?.errorCode, .unregistered, "dry run \(dry)")
+            XCTAssertEqual(d.error?.httpStatus, 404)
+            XCTAssertEqual(d.error?.message, "Requested entity was not found.")
+        }
+    }
+
+    func testDryRunDeliversNothingAndAnswersFakeID() {
+        let p = provider()
+        let d = send(#"{"validate_only":true,"message":{"token":"\#(Self.token(2))"}}"#, provider: p)
+        XCTAssertNil(d.error)
+        XCTAssertTrue(d.recipients.isEmpty)
+        let r = p.response(d, id: UUIDValue(high: 1, low: 2), nowMs: nowMs)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertTrue(String(decoding: r.body, as: UTF8.self).contains("\"projects/demo-project/messages/fake_message_id\""))
+    }
+
+    func testSuccessNameHasFCMShape() {
+        let p = provider()
+        let d = send(#"{"message":{"token":"\#(Self.token(3))"}}"#, provider: p)
+        let body = String(decoding: p.response(d, id: UUIDValue(high: 0xabcdef, low: 1), nowMs: nowMs).body, as: UTF8.self)
+        XCTAssertTrue(body.contains("\"name\": \"projects/demo-project/messages/0:\(nowMs * 1000 + 0xabcdef % 1000)%0000000000abcdef\""), body)
+    }
+
+    func testTopicAndConditionFanOut() {
+        let (a, b, c, d) = (Self.token(1), Self.token(2), Self.token(3), Self.token(4))
+        XCTAssertEqual(devices.subscribe(token: a, topic: "news", project: Self.project, nowMs: nowMs), .ok)
+        XCTAssertEqual(devices.subscribe(token: b, topic: "news", project: nil, nowMs: nowMs), .ok)
+        XCTAssertEqual(devices.subscribe(token: b, topic: "sports", project: nil, nowMs: nowMs), .ok)
+        XCTAssertEqual(devices.subscribe(token: c, topic: "sports", project: Self.project, nowMs: nowMs), .ok)
+        XCTAssertEqual(devices.subscribe(token: d, topic: "news", project: "other-project", nowMs: nowMs), .ok)
+
+        XCTAssertEqual(Set(send(#"{"message":{"topic":"news"}}"#).recipients), [a, b])
+        XCTAssertEqual(send(#"{"message":{"topic":"/topics/news"}}"#).topicLabel, "news")
+        XCTAssertEqual(send(#"{"message":{"topic":"nobody"}}"#).recipients, [])
+        XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics && 'sports' in topics"}}"#).recipients), [b])
+        XCTAssertEqual(Set(send(#"{"message":{"condition":"'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
+        XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics"}}"#).recipients), [a, b, c])
+        // Left to right: ('news' || 'sports') && !'news'.
+        XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
+        // b was unbound until demo-project's sends reached it; now only d is other-project's.
+        XCTAssertEqual(devices.device(token: b)?.project, Self.project)
+        XCTAssertEqual(Set(send(#"{"message":{"topic":"news"}}"#, project: "other-project").recipients), [d])
+
+        XCTAssertEqual(devices.unsubscribe(token: a, topic: "news"), .ok)
+        XCTAssertEqual(devices.unsubscribe(token: a, topic: "news"), .notSubscribed)
+        devices.uninstall(token: b, atMs: nowMs)
+        XCTAssertEqual(send(#"{"message":{"topic":"news"}}"#).recipients, [])
+    }
+
+    func testTooManyTopics() {
+        let t = Self.token(5)
+        for i in 0..<FCMDeviceRegistry.maxTopicsPerDevice {
+            XCTAssertEqual(devices.subscribe(token: t, topic: "t\(i)", project: nil, nowMs: nowMs), .ok)
+        }
+        XCTAssertEqual(devices.subscribe(token: t, topic: "one-more", project: nil, nowMs: nowMs), .tooManyTopics)
+        XCTAssertEqual(devices.subscribe(token: t, topic: "t7", project: nil, nowMs: nowMs), .ok)   // already subscribed
+        XCTAssertEqual(devices.subscribe(token: "short", topic: "a", project: nil, nowMs: nowMs), .invalidArgument)
+    }
+
+    func testQuotaAnswers429WithRetryAfter() {
+        let p = provider(quota: 60)   // one per second, burst of 60
+        for i in 0..<60 { XCTAssertNil(send(#"{"message":{"topic":"q"}}"#, provider: p).error, "request \(i)") }
+        let d = send(#"{"message":{"topic":"q"}}"#, provider: p)
+        XCTAssertEqual(d.error?.httpStatus, 429)
+        XCTAssertEqual(d.error?.errorCode, .quotaExceeded)
+        XCTAssertEqual(d.error?.status, "RESOURCE_EXHAUSTED")
+        XCTAssertTrue(d.error!.json.contains("type.googleapis.com/google.rpc.QuotaFailure"))
+        XCTAssertEqual(d.error?.response.headers.firstString("retry-after"), "1")
+        // Invalid requests take quota too; the bucket refills continuously.
+        XCTAssertNil(send(#"{"message":{"topic":"q"}}"#, provider: p, at: nowMs + 1000).error)
+        XCTAssertNotNil(send(#"{"message":{"topic":"q"}}"#, provider: p, at: nowMs + 1000).error)
+        // Projects have their own buckets.
+        XCTAssertNil(send(#"{"message":{"topic":"q"}}"#, project: "another-one", provider: p).error)
+    }
+
+    func testEveryErrorCodeEnvelope() {
+        let expected: [FCMErrorCode: (Int, String)] = [
+            .invalidArgument: (400, "INVALID_ARGUMENT"), .unregistered: (404, "NOT_FOUND"),
+            .senderIDMismatch: (403, "PERMISSION_DENIED"), .quotaExceeded: (429, "RESOURCE_EXHAUSTED"),
+            .unavailable: (503, "UNAVAILABLE"), .internalError: (500, "INTERNAL"),
+            .thirdPartyAuthError: (401, "UNAUTHENTICATED"),
+        ]
+        XCTAssertEqual(expected.count, FCMErrorCode.allCases.count)
+        for code in FCMErrorCode.allCases {
+            let e = FCMError.fcm(code)
+            let r = e.response
+            XCTAssertEqual(r.status, expected[code]!.0, code.rawValue)
+            XCTAssertEqual(r.headers.firstString("content-type"), "application/json; charset=UTF-8")
+            let body = String(decoding: r.body, as: UTF8.self)
+            XCTAssertTrue(body.hasPrefix("{\"error\":{\"code\":\(expected[code]!.0),\"message\":"), body)
+            XCTAssertTrue(body.contains("\"status\":\"\(expected[code]!.1)\""), body)
+            XCTAssertTrue(body.contains("{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":\"\(code.rawValue)\"}"), body)
+            XCTAssertTrue(r.body.withUnsafeBytes { JSONParser.isValid($0) })
+        }
+        XCTAssertEqual(FCMError.fcm(.internalError).message, "Internal error encountered.")
+    }
+
+    func testInstanceIDBatch() {
+        let tm = FCMTopicManagement(provider: provider())
+        let (a, b) = (Self.token(1), Self.token(2))
+        devices.register(token: b, project: nil, app: "com.example", nowMs: nowMs)
+        devices.uninstall(token: b, atMs: nowMs)
+        func body(_ r: Response) -> String { String(decoding: r.body, as: UTF8.self) }
+        var r = tm.batch(request(#"{"to":"/topics/news","registration_tokens":["\#(a)","\#(b)","bad"]}"#, path: "/iid/v1:batchAdd"), add: true, nowMs: nowMs)
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(body(r), #"{"results":[{},{"error":"NOT_FOUND"},{"error":"INVALID_ARGUMENT"}]}"#)
+        r = tm.info(request("", path: "/iid/info/\(a)"), token: a, details: true, nowMs: nowMs)
+        XCTAssertTrue(body(r).contains(#""rel":{"topics":{"news":{"addDate":"2027-01-15"}}}"#), body(r))
+        r = tm.batch(request(#"{"to":"/topics/news","registration_tokens":["\#(a)"]}"#, path: "/iid/v1:batchRemove"), add: false, nowMs: nowMs)
+        XCTAssertEqual(body(r), #"{"results":[{}]}"#)
+        XCTAssertTrue(devices.device(token: a)!.topics.isEmpty)
+        // Request-level errors: {"error": "..."}.
+        let many = (0...1000).map { "\"t\($0)\"" }.joined(separator: ",")
+        r = tm.batch(request(#"{"to":"/topics/news","registration_tokens":[\#(many)]}"#), add: true, nowMs: nowMs)
+        XCTAssertEqual(r.status, 400)
+        r = tm.batch(request(#"{"to":"news","registration_tokens":["\#(a)"]}"#), add: true, nowMs: nowMs)
+        XCTAssertEqual(body(r), #"{"error":"InvalidTopicName"}"#)
+        var noAuth = HTTPFields()
+        noAuth.add(name: ":path", value: "/iid/v1:batchAdd")
+        r = tm.batch(Request(version: .http1_1, method: .post, headers: noAuth, body: []), add: true, nowMs: nowMs)
+        XCTAssertEqual(r.status, 401)
+    }
+
+    func testConditionGrammar() {
+        let ok = ["'a' in topics", "\"a\" in topics", "!('a' in topics)", "('a' in topics)", "'a' in topics&&'b' in topics",
+                  "((('a' in topics)))", "'a' in topics || !'b' in topics"]
+        for c in ok { XCTAssertNoThrow(try FCMCondition.parse(c).get(), c) }
+        let bad = ["", "a in topics", "'a' in topic", "'a' intopics", "'a' in topics &&", "('a' in topics", "'a' in topics)",
+                   "'a b' in topics", "'a' in topics & 'b' in topics", "'a' in topics 'b' in topics"]
+        for c in bad { XCTAssertThrowsError(try FCMCondition.parse(c).get(), c) }
+        XCTAssertEqual(try FCMCondition.parse("'a' in topics || 'a' in topics || 'a' in topics || 'a' in topics || 'a' in topics").get().topics, ["a"])
+        if case .failure(.tooManyTopics(6)) = FCMCondition.parse(Array(repeating: "'a' in topics", count: 6).joined(separator: " || ")) {} else {
+            XCTFail("six topic tests accepted")
+        }
+    }
+}
