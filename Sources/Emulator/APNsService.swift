@@ -35,7 +35,7 @@ struct APNsService: Sendable {
             let id = d.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
                 ?? UUIDValue.random(&state.rng)
             log.append(shard: ex.eventLoop.index, id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
-                       token: d.token, topic: d.topic, headers: request.headers, payload: request.body,
+                       token: d.token, topic: d.topic, headers: request.headers, payload: request.body[...],
                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
         }
         ex.respond(provider.response(d, request: request, state: state))

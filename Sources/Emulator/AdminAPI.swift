@@ -53,8 +53,15 @@ struct AdminAPI: Sendable {
             let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
             let now = Clock.nowMs()
             if ex.request.method == .delete {
-                devices.uninstall(token: token, atMs: now)
-                fcmDevices.uninstall(token: token, atMs: now)
+                let apnsKnown = devices.uninstall(token: token, atMs: now)
+                let fcmKnown = fcmDevices.uninstall(token: token, atMs: now)
+                let known = apnsKnown || fcmKnown
+                // A well-formed FCM token never seen before: record it as an uninstalled app,
+                // so the next send gets 404 UNREGISTERED (as FCM does for a stale token).
+                if !known && FCMFormats.isRegistrationToken(token.utf8) {
+                    fcmDevices.register(token: token, project: nil, app: nil, nowMs: now)
+                    fcmDevices.uninstall(token: token, atMs: now)
+                }
             }
             if let d = devices.device(token: token) { return ex.respond(.json(200, deviceJSON(token, d))) }
             if let d = fcmDevices.device(token: token) { return ex.respond(.json(200, fcmDeviceJSON(d))) }

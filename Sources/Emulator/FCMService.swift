@@ -75,14 +75,19 @@ struct FCMService: Sendable {
         let request = ex.request
         let d = provider.send(request, projectSegment: ex.parameter(0), state: state, nowMs: now)
         let id = UUIDValue.random(&state.rng)
-        if d.accepted, !d.recipients.isEmpty {
-            let payload = Array(request.body[d.message.messageRange])
+        if d.accepted {
+            let payload = request.body[d.message.messageRange]
+            if let r = d.tokenRange {
+                log.append(shard: ex.eventLoop.index, id: id, provider: .fcm, receivedAtMs: now, environment: d.project,
+                           token: request.body[r], topic: nil, headers: request.headers, payload: payload, payloadIsJSON: true,
+                           warnings: d.message.warnings)
+            }
+            // A topic or condition send: one record per device, all under the message's name.
             let topic = d.topicLabel.map { Array($0.utf8)[...] }
             for (n, token) in d.recipients.enumerated() {
-                let tokenBytes = Array(token.utf8)[...]
                 log.append(shard: ex.eventLoop.index, id: UUIDValue(high: id.high, low: id.low &+ UInt64(n)), provider: .fcm,
-                           receivedAtMs: now, environment: d.project, token: tokenBytes, topic: topic, headers: request.headers,
-                           payload: payload, payloadIsJSON: true, warnings: d.message.warnings)
+                           receivedAtMs: now, environment: d.project, token: Array(token.utf8)[...], topic: topic,
+                           headers: request.headers, payload: payload, payloadIsJSON: true, warnings: d.message.warnings)
             }
         }
         ex.respond(provider.response(d, id: id, nowMs: now))

@@ -4,7 +4,7 @@ import Transport
 
 /// The OAuth 2.0 access tokens the emulator issues: self-contained and sealed with an
 /// HMAC-SHA256 under a server secret, so checking one needs no lookup and no lock:
-/// `ya29.c.<base64url("v1|project|expiry|scopes|client")>.<base64url(mac[0..<16])>`.
+/// `ya29.pushemu.<base64url("v1|project|expiry|scopes|client")>.<base64url(mac[0..<16])>`.
 /// The secret is kept under `--data-dir` (so tokens survive a restart) or made per process.
 public struct FCMAccessTokens: Sendable {
     public struct Claims: Sendable, Equatable {
@@ -31,7 +31,7 @@ public struct FCMAccessTokens: Sendable {
         case valid(Claims)
     }
 
-    static let prefix: [UInt8] = Array("ya29.c.".utf8)
+    static let prefix: [UInt8] = Array("ya29.pushemu.".utf8)
     let secret: [UInt8]
 
     public init(secret: [UInt8]) { self.secret = secret }
@@ -50,7 +50,7 @@ public struct FCMAccessTokens: Sendable {
     public func issue(_ c: Claims) -> String {
         let body = Base64URL.encode(Array("v1|\(c.project)|\(c.expiresAtSeconds)|\(c.messagingScope ? 1 : 0)|\(c.clientEmail)".utf8))
         let mac = Array(Array(body.utf8).withUnsafeBytes { RS256.hmac(key: secret, message: $0) }.prefix(16))
-        return "ya29.c." + body + "." + Base64URL.encode(mac)
+        return "ya29.pushemu." + body + "." + Base64URL.encode(mac)
     }
 
     public func verify<C: Collection>(_ token: C, nowSeconds: Int64) -> Verdict where C.Element == UInt8 {

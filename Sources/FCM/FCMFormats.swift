@@ -36,7 +36,20 @@ public enum FCMFormats {
     /// about 250 characters of base64url plus ':' (older GCM-era tokens lack the prefix).
     /// Accepted: 100...4096 characters from `[A-Za-z0-9_:-]`.
     public static func isRegistrationToken<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
-        s.count >= 100 && s.count <= 4096 && s.allSatisfy { isBase64URL($0) || $0 == UInt8(ascii: ":") }
+        guard s.count >= 100 && s.count <= 4096 else { return false }
+        if let r = s.withContiguousStorageIfAvailable({ isRegistrationToken(UnsafeRawBufferPointer($0)) }) { return r }
+        return Array(s).withUnsafeBytes { isRegistrationToken($0) }
+    }
+
+    static let tokenBytes: [Bool] = (0..<256).map { c in isBase64URL(UInt8(c)) || c == 0x3A }
+
+    public static func isRegistrationToken(_ s: UnsafeRawBufferPointer) -> Bool {
+        guard s.count >= 100 && s.count <= 4096 else { return false }
+        return tokenBytes.withUnsafeBufferPointer { t in
+            var ok = true
+            for c in s { ok = ok && t[Int(c)] }
+            return ok
+        }
     }
 
     /// A Firebase installation id: 22 base64url characters.
@@ -108,9 +121,19 @@ public enum FCMFormats {
         return oh < 24 && om < 60
     }
 
-    /// A reserved `data` key: `from`, `message_type`, or starting with `google` or `gcm`.
+    /// A reserved `data` key: `from`, `message_type`, or starting with `google` or `gcm` (any case).
     public static func isReservedDataKey(_ key: String) -> Bool {
-        let k = key.lowercased()
-        return k == "from" || k == "message_type" || k.hasPrefix("google") || k.hasPrefix("gcm")
+        var k = key
+        return k.withUTF8 { isReservedDataKey(UnsafeRawBufferPointer($0)) }
+    }
+
+    public static func isReservedDataKey(_ k: UnsafeRawBufferPointer) -> Bool {
+        func lower(_ i: Int) -> UInt8 { k[i] >= 0x41 && k[i] <= 0x5A ? k[i] | 0x20 : k[i] }
+        func starts(_ p: StaticString) -> Bool {
+            guard k.count >= p.utf8CodeUnitCount else { return false }
+            for i in 0..<p.utf8CodeUnitCount where lower(i) != p.utf8Start[i] { return false }
+            return true
+        }
+        return (k.count == 4 && starts("from")) || (k.count == 12 && starts("message_type")) || starts("google") || starts("gcm")
     }
 }

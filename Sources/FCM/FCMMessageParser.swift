@@ -77,10 +77,14 @@ public struct FCMMessageParser {
         guard v.tokens[0].kind == .object else {
             return .failure(.parse([FieldViolation("", "Invalid JSON payload received. Expected an object at the top level, found \(Self.render(v, 0)).")]))
         }
-        for i in scratch.roles.indices { scratch.roles[i] = -1 }
-        var w = Walker(v: v, roles: scratch.roles)
+        // Move the roles buffer into the walker and back (no copy-on-write copy).
+        var roles: [Int32] = []
+        swap(&roles, &scratch.roles)
+        for i in roles.indices { roles[i] = -1 }
+        var w = Walker(v: v, roles: roles)
+        roles = []
         w.walk(0, FCMSchema.sendRequest, nil)
-        scratch.roles = w.roles
+        defer { swap(&w.roles, &scratch.roles) }
         if !w.violations.isEmpty { return .failure(.parse(w.violations)) }
         return check(v, roles: w.roles, scratch: scratch)
     }
@@ -115,10 +119,12 @@ public struct FCMMessageParser {
                 return type.fields.first { $0.name.description == s || $0.jsonName.description == s }
             }
             let n = Int(t.end - t.start)
+            guard n > 0 else { return nil }
             let p = v.bytes.baseAddress! + Int(t.start)
+            let first = p.load(as: UInt8.self)
             for f in type.fields {
-                if f.name.utf8CodeUnitCount == n && memcmp(p, f.name.utf8Start, n) == 0 { return f }
-                if f.jsonName.utf8CodeUnitCount == n && memcmp(p, f.jsonName.utf8Start, n) == 0 { return f }
+                if f.name.utf8CodeUnitCount == n && f.name.utf8Start[0] == first && memcmp(p, f.name.utf8Start, n) == 0 { return f }
+                if f.jsonName.utf8CodeUnitCount == n && f.jsonName.utf8Start[0] == first && memcmp(p, f.jsonName.utf8Start, n) == 0 { return f }
             }
             return nil
         }
@@ -287,11 +293,13 @@ public struct FCMMessageParser {
         }
 
         // Data keys.
-        for (role, name) in [(FieldRole.data, "message.data"), (.androidData, "message.android.data")] {
+        for (role, name) in FCMMessageParser.dataMaps {
             guard let d = at(role) else { continue }
             var bad: String?
             v.forEachMember(d) { k, _ in
-                if bad == nil, FCMFormats.isReservedDataKey(v.string(k)) { bad = v.string(k) }
+                if bad == nil, v.tokens[k].escaped ? FCMFormats.isReservedDataKey(v.string(k)) : FCMFormats.isReservedDataKey(v.raw(k)) {
+                    bad = v.string(k)
+                }
             }
             if let bad { return .failure(.invalid(name, "Invalid data payload key: \(bad). Keys must not be 'from' or 'message_type' or start with 'google' or 'gcm'.")) }
         }
@@ -308,10 +316,7 @@ public struct FCMMessageParser {
         }
         if let h = at(.webpushHeaders), let e = checkWebpushHeaders(v, h) { return .failure(e) }
         // Analytics labels.
-        for (role, name) in [(FieldRole.messageLabel, "message.fcm_options.analytics_label"),
-                             (.androidLabel, "message.android.fcm_options.analytics_label"),
-                             (.apnsLabel, "message.apns.fcm_options.analytics_label"),
-                             (.webpushLabel, "message.webpush.fcm_options.analytics_label")] {
+        for (role, name) in FCMMessageParser.labels {
             if let i = at(role), v.tokens[i].escaped || !FCMFormats.isAnalyticsLabel(v.raw(i)) {
                 return .failure(.invalid(name, "Invalid analytics label: \(v.string(i)). It must match [a-zA-Z0-9-_.~%]{1,50}."))
             }
@@ -328,6 +333,13 @@ public struct FCMMessageParser {
         return .success(m)
     }
 
+    static let dataMaps: [(FieldRole, String)] = [(.data, "message.data"), (.androidData, "message.android.data")]
+    static let labels: [(FieldRole, String)] = [(.messageLabel, "message.fcm_options.analytics_label"),
+                                                (.androidLabel, "message.android.fcm_options.analytics_label"),
+                                                (.apnsLabel, "message.apns.fcm_options.analytics_label"),
+                                                (.webpushLabel, "message.webpush.fcm_options.analytics_label")]
+    static let sizedObjects: [FieldRole] = [.data, .notification, .androidData, .androidNotification]
+
     func size(_ v: JSONView, msg: Int, roles: [Int32]) -> Int {
         if sizeMode == .message { return Int(v.tokens[msg].end - v.tokens[msg].start) }
         func strlen(_ i: Int) -> Int {
@@ -336,7 +348,7 @@ public struct FCMMessageParser {
             return t.escaped ? v.string(i).utf8.count : Int(t.end - t.start)
         }
         var total = 0
-        for role in [FieldRole.data, .notification, .androidData, .androidNotification] {
+        for role in FCMMessageParser.sizedObjects {
             let i = Int(roles[role.rawValue])
             guard i >= 0 else { continue }
             v.forEachMember(i) { k, val in total += strlen(k) + strlen(val) }

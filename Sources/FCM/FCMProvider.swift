@@ -7,7 +7,9 @@ public struct FCMSendDecision: Sendable {
     /// The project id the request was for.
     public var project: String = ""
     public var message = FCMParsedMessage()
-    /// The devices the message goes to (empty for a dry run or a topic nobody follows).
+    /// A token or fid send that is delivered: where the recipient's token is in the request body.
+    public var tokenRange: Range<Int>?
+    /// The devices a topic or condition send goes to (empty for a dry run or a topic nobody follows).
     public var recipients: [String] = []
     /// The topic name or condition text for topic and condition sends.
     public var topicLabel: String?
@@ -108,7 +110,7 @@ public struct FCMProvider: Sendable {
         switch d.message.target {
         case .token(let r), .fid(let r):
             switch devices.check(token: request.body[r], project: d.project, nowMs: nowMs) {
-            case .ok: if !d.message.validateOnly { d.recipients = [String(decoding: request.body[r], as: UTF8.self)] }
+            case .ok: if !d.message.validateOnly { d.tokenRange = r }
             case .unregistered: d.error = .fcm(.unregistered)
             case .senderMismatch: d.error = .fcm(.senderIDMismatch)
             }
@@ -128,10 +130,26 @@ public struct FCMProvider: Sendable {
         PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs)
     }
 
-    /// The success body, or the error envelope.
+    /// The success body (`{"name": ...}`, formatted as Google does), or the error envelope.
     public func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
         if let e = d.error { return e.response }
-        let mid = d.message.validateOnly ? "fake_message_id" : FCMProvider.messageID(id, receivedAtMs: nowMs)
-        return FCMResponses.json(200, Array("{\n  \"name\": \"projects/\(d.project)/messages/\(mid)\"\n}\n".utf8))
+        var body: [UInt8] = []
+        body.reserveCapacity(64 + d.project.utf8.count)
+        body.append(contentsOf: FCMProvider.namePrefix)
+        var project = d.project
+        project.withUTF8 { body.append(contentsOf: $0) }
+        body.append(contentsOf: FCMProvider.messagesInfix)
+        if d.message.validateOnly {
+            body.append(contentsOf: FCMProvider.fakeID)
+        } else {
+            PushNotification.appendFCMMessageID(id, receivedAtMs: nowMs, to: &body)
+        }
+        body.append(contentsOf: FCMProvider.nameSuffix)
+        return FCMResponses.json(200, body)
     }
+
+    static let namePrefix = Array("{\n  \"name\": \"projects/".utf8)
+    static let messagesInfix = Array("/messages/".utf8)
+    static let fakeID = Array("fake_message_id".utf8)
+    static let nameSuffix = Array("\"\n}\n".utf8)
 }

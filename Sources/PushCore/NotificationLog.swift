@@ -35,7 +35,7 @@ public final class NotificationLog: Sendable {
 
     /// Records an accepted notification on the caller's shard (its event loop index).
     public func append(shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
-                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
+                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
                        payloadIsJSON: Bool, warnings: [String]) {
         shards[shard % shards.count].arena.withLock { a in
             var env = environment
@@ -126,7 +126,7 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
     }
 
     mutating func append(id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
-                         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
+                         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
                          payloadIsJSON: Bool, warnings: [String]) {
         // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
         var headersLen = 0

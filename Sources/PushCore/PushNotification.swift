@@ -66,10 +66,33 @@ extension PushNotification {
     /// FCM's message id for a notification: `0:<microseconds>%<16 hex>`, derived from the
     /// id's high half (shared by every device record of one topic send) and the receive time.
     public static func fcmMessageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        var h = [UInt8](repeating: 0, count: 16)
-        var x = id.high
-        for i in (0..<16).reversed() { h[i] = hex[Int(x & 15)]; x >>= 4 }
-        return "0:\(receivedAtMs * 1000 + Int64(id.high % 1000))%" + String(decoding: h, as: UTF8.self)
+        var out: [UInt8] = []
+        appendFCMMessageID(id, receivedAtMs: receivedAtMs, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
+
+    /// Appends the FCM message id's bytes (no String on the request path).
+    public static func appendFCMMessageID(_ id: UUIDValue, receivedAtMs: Int64, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "0"))
+        out.append(UInt8(ascii: ":"))
+        var us = UInt64(max(0, receivedAtMs)) &* 1000 &+ id.high % 1000
+        var buf: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &buf) { b in
+            var i = 20
+            repeat {
+                i -= 1
+                b[i] = UInt8(ascii: "0") + UInt8(us % 10)
+                us /= 10
+            } while us > 0
+            out.append(contentsOf: b[i...])
+        }
+        out.append(UInt8(ascii: "%"))
+        let x = id.high
+        for shift in stride(from: 60, through: 0, by: -4) {
+            out.append(hexDigits[Int((x >> UInt64(shift)) & 15)])
+        }
+    }
+
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

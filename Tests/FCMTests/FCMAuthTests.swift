@@ -114,10 +114,11 @@ final class FCMAuthTests: XCTestCase {
         XCTAssertEqual(tokens.verify(Array(t.utf8), nowSeconds: nowS), .valid(c))
         XCTAssertEqual(tokens.verify(Array(t.utf8), nowSeconds: nowS + 10), .expired(c))
         var forged = Array(t.utf8)
-        forged[10] = forged[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        forged[20] = forged[20] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         XCTAssertEqual(tokens.verify(forged, nowSeconds: nowS), .forged)
         XCTAssertEqual(FCMAccessTokens(secret: Array(repeating: 8, count: 32)).verify(Array(t.utf8), nowSeconds: nowS), .forged)
         XCTAssertEqual(tokens.verify(Array("ya29.a0AfH6SMB".utf8), nowSeconds: nowS), .foreign)
+        XCTAssertEqual(tokens.verify(Array("ya29.c.c0ASRK0GaGoogleIssued".utf8), nowSeconds: nowS), .foreign)
     }
 
     func provider(_ mode: FCMConfiguration.AuthMode = .lenient) -> FCMProvider {
@@ -147,7 +148,7 @@ final class FCMAuthTests: XCTestCase {
             ("issued lowercase scheme", .strict, issued(), "bearer", nil, nil),
             ("basic scheme", .lenient, "dXNlcjpwYXNz", "Basic", 401, "ACCESS_TOKEN_TYPE_UNSUPPORTED"),
             ("expired lenient", .lenient, issued(expires: nowS - 1), "Bearer", 401, "ACCESS_TOKEN_EXPIRED"),
-            ("forged", .lenient, "ya29.c.AAAA.BBBBBBBBBBBBBBBBBBBBBB", "Bearer", 401, "ACCESS_TOKEN_TYPE_UNSUPPORTED"),
+            ("forged", .lenient, "ya29.pushemu.AAAA.BBBBBBBBBBBBBBBBBBBBBB", "Bearer", 401, "ACCESS_TOKEN_TYPE_UNSUPPORTED"),
             ("other project", .lenient, issued(project: "someone-else"), "Bearer", 403, "IAM_PERMISSION_DENIED"),
         ]
         for (name, mode, bearer, scheme, status, reason) in cases {

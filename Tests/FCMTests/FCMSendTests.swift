@@ -35,9 +35,10 @@ final class FCMSendTests: XCTestCase {
 
     func testTokenSendsAndDeviceOutcomes() {
         let t = Self.token(1)
-        var d = send(#"{"message":{"token":"\#(t)","data":{"a":"b"}}}"#)
+        let body = #"{"message":{"token":"\#(t)","data":{"a":"b"}}}"#
+        var d = send(body)
         XCTAssertNil(d.error)
-        XCTAssertEqual(d.recipients, [t])
+        XCTAssertEqual(d.tokenRange.map { String(decoding: Array(body.utf8)[$0], as: UTF8.self) }, t)
         XCTAssertEqual(devices.device(token: t)?.project, Self.project)
 
         // A token bound to one project, sent to from another: 403 SENDER_ID_MISMATCH.
@@ -61,6 +62,7 @@ final class FCMSendTests: XCTestCase {
         let d = send(#"{"validate_only":true,"message":{"token":"\#(Self.token(2))"}}"#, provider: p)
         XCTAssertNil(d.error)
         XCTAssertTrue(d.recipients.isEmpty)
+        XCTAssertNil(d.tokenRange)
         let r = p.response(d, id: UUIDValue(high: 1, low: 2), nowMs: nowMs)
         XCTAssertEqual(r.status, 200)
         XCTAssertTrue(String(decoding: r.body, as: UTF8.self).contains("\"projects/demo-project/messages/fake_message_id\""))

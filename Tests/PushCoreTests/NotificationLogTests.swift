@@ -45,7 +45,7 @@ final class NotificationLogTests: XCTestCase {
 extension NotificationLog {
     func add(_ n: PushNotification, shard: Int) {
         append(shard: shard, id: n.id, provider: n.provider, receivedAtMs: n.receivedAtMs, environment: n.environment,
-               token: n.token, topic: n.topic, headers: n.headers, payload: n.payload, payloadIsJSON: n.payloadIsJSON,
+               token: n.token, topic: n.topic, headers: n.headers, payload: n.payload[...], payloadIsJSON: n.payloadIsJSON,
                warnings: n.warnings)
     }
 }
@@ -63,7 +63,7 @@ final class ArenaTests: XCTestCase {
             log.append(shard: 0, id: UUIDValue(high: UInt64(t), low: 1), provider: t % 2 == 0 ? .apns : .fcm,
                        receivedAtMs: Int64(t), environment: "sandbox", token: ArraySlice("tok\(t)".utf8),
                        topic: t % 3 == 0 ? nil : ArraySlice("com.t".utf8), headers: HTTPFields([("apns-topic", "x"), (":path", "/p"), ("authorization", "secret")]),
-                       payload: payload, payloadIsJSON: false, warnings: t % 5 == 0 ? ["w\(t)"] : [])
+                       payload: payload[...], payloadIsJSON: false, warnings: t % 5 == 0 ? ["w\(t)"] : [])
             all.append((Int64(t), size))
             var f = NotificationLog.Filter()
             f.limit = 1000
