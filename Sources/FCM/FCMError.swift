@@ -185,11 +185,16 @@ public struct FCMError: Error, Sendable, Equatable {
 /// Google's response framing for FCM and OAuth answers.
 public enum FCMResponses {
     public static func json(_ status: Int, _ body: [UInt8]) -> Response {
+        Response(status: status, headers: headers, body: body)
+    }
+
+    /// Built once and shared (copy-on-write): a response costs no header allocation.
+    static let headers: HTTPFields = {
         var h = HTTPFields()
         h.add(name: "content-type", value: "application/json; charset=UTF-8")
         h.add(name: "vary", value: "Origin, X-Origin, Referer")
-        return Response(status: status, headers: h, body: body)
-    }
+        return h
+    }()
 }
 
 /// A ready answer carried through a `Result` failure.
