@@ -14,6 +14,7 @@ let package = Package(
         // C libraries from Debian, with static inline shims for the macros Swift cannot import.
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The one tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
         .target(name: "CSystem"),
 
@@ -25,8 +26,12 @@ let package = Package(
         .target(name: "APNs", dependencies: ["PushCore", "Transport", "COpenSSL"], swiftSettings: hotPath),
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
+        // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
+        .target(name: "Tracking", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: hotPath),
+        // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
+        .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM"], swiftSettings: hotPath),
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "CCurl"], swiftSettings: hotPath),
         // Thin CLI.
         .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
@@ -38,8 +43,9 @@ let package = Package(
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],
     swiftLanguageModes: [.v6]
 )

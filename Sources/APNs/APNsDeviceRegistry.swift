@@ -19,6 +19,8 @@ public final class APNsDeviceRegistry: Sendable {
         case wrongEnvironment
         case notForTopic
         case unregistered(timestampMs: Int64)
+        /// `--devices strict`: a token nobody issued.
+        case unknown
     }
 
     private final class Shard: Sendable {
@@ -27,10 +29,16 @@ public final class APNsDeviceRegistry: Sendable {
 
     private let shards: [Shard]
     private let maxPerShard: Int
+    /// The device layer (fleets, registered devices), asked about tokens with no binding here.
+    let directory: DeviceDirectory?
+    /// Unknown tokens are refused instead of bound on first sight.
+    let strict: Bool
 
-    public init(shardCount: Int = 64, capacity: Int = 1_000_000) {
+    public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
         maxPerShard = max(1, capacity / shardCount)
+        self.directory = directory
+        self.strict = strict
     }
 
     /// Checks a push to `token` and binds the token on first sight. `bundle` is the topic's bundle id.
@@ -42,15 +50,30 @@ public final class APNsDeviceRegistry: Sendable {
     public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>,
                       bundleKey: TokenKey) -> Verdict {
         let key = TokenKey(token)
-        return shards[key.shard(shards.count)].map.withLock { map -> Verdict in
-            if let i = map.index(forKey: key) {
-                let d = map.values[i]
-                if d.environment != environment { return .wrongEnvironment }
-                if let at = d.uninstalledAtMs { return .unregistered(timestampMs: at) }
-                if d.bundleKey != bundleKey { return .notForTopic }
-                map.values[i].pushes &+= 1
+        let shard = shards[key.shard(shards.count)]
+        let known = shard.map.withLock { map -> Verdict? in
+            guard let i = map.index(forKey: key) else { return nil }
+            let d = map.values[i]
+            if d.environment != environment { return .wrongEnvironment }
+            if let at = d.uninstalledAtMs { return .unregistered(timestampMs: at) }
+            if d.bundleKey != bundleKey { return .notForTopic }
+            map.values[i].pushes &+= 1
+            return .ok
+        }
+        if let known { return known }
+        // A fleet member or registered device: answered by the device layer, nothing stored here.
+        if let directory, let status = directory.status(token: token, platform: .ios) {
+            switch status {
+            case .uninstalled(let at): return .unregistered(timestampMs: at)
+            case .installed(let app, let env):
+                if let env, env != environment.rawValue { return .wrongEnvironment }
+                if let app, !bundle.elementsEqual(app.utf8) { return .notForTopic }
                 return .ok
             }
+        }
+        if strict { return .unknown }
+        return shard.map.withLock { map -> Verdict in
+            if map[key] != nil { return .ok }
             if map.count < maxPerShard {
                 map[key] = Device(environment: environment, bundleKey: bundleKey,
                                   bundleID: String(decoding: bundle, as: UTF8.self), uninstalledAtMs: nil, pushes: 1)

@@ -194,7 +194,7 @@ public struct APNsProvider: Sendable {
         }
         switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey) {
         case .ok: break
-        case .wrongEnvironment: reject(&d, .badDeviceToken, state); return d
+        case .wrongEnvironment, .unknown: reject(&d, .badDeviceToken, state); return d
         case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return d
         case .unregistered(let at):
             d.timestampMs = at

@@ -1,4 +1,5 @@
 import APNs
+import Fleet
 import PushCore
 import Transport
 
@@ -8,6 +9,7 @@ import Transport
 struct APNsService: Sendable {
     let provider: APNsProvider
     let log: NotificationLog
+    let devices: DeviceStore
 
     func register(_ r: inout Router) {
         let configuration = provider.configuration
@@ -37,6 +39,17 @@ struct APNsService: Sendable {
             log.append(shard: ex.eventLoop.index, id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
                        token: d.token, topic: d.topic, headers: request.headers, payload: request.body[...],
                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
+            var delivery = Delivery(provider: .apns, platform: .ios, token: String(decoding: d.token, as: UTF8.self),
+                                    app: d.topic.flatMap { t in d.pushType.bundleLength(ofTopic: t).map { String(decoding: t.prefix($0), as: UTF8.self) } },
+                                    environment: d.environment.rawValue, notificationID: id, messageName: id.description,
+                                    receivedAtMs: now, payload: request.body)
+            delivery.mutableContent = d.summary.mutableContent
+            delivery.contentAvailable = d.summary.contentAvailable
+            delivery.collapseID = request.headers.firstString("apns-collapse-id")
+            if let e = request.headers.first("apns-expiration"), let secs = Int64(String(decoding: e, as: UTF8.self)) {
+                delivery.expiresAtMs = secs * 1000
+            }
+            devices.deliver(delivery)
         }
         ex.respond(provider.response(d, request: request, state: state))
         if let n = d.raiseStreamsTo, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }

@@ -1,5 +1,7 @@
 import APNs
 import FCM
+import Fleet
+import Tracking
 import PushCore
 import Transport
 
@@ -12,6 +14,9 @@ struct AdminAPI: Sendable {
     let fcmAccounts: FCMServiceAccounts
     let fcmDevices: FCMDeviceRegistry
     let fcmQuota: FCMQuota
+    let store: DeviceStore
+    let tracking: TrackingLog
+    let dispatcher: TrackingDispatcher
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
@@ -49,24 +54,8 @@ struct AdminAPI: Sendable {
             let filter = f
             longPoll(ex, waitSeconds: wait) { log.query(filter) }
         }
-        r.add([.get, .delete], "/emulator/v1/devices/{token}") { ex in
-            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
-            let now = Clock.nowMs()
-            if ex.request.method == .delete {
-                let apnsKnown = devices.uninstall(token: token, atMs: now)
-                let fcmKnown = fcmDevices.uninstall(token: token, atMs: now)
-                let known = apnsKnown || fcmKnown
-                // A well-formed FCM token never seen before: record it as an uninstalled app,
-                // so the next send gets 404 UNREGISTERED (as FCM does for a stale token).
-                if !known && FCMFormats.isRegistrationToken(token.utf8) {
-                    fcmDevices.register(token: token, project: nil, app: nil, nowMs: now)
-                    fcmDevices.uninstall(token: token, atMs: now)
-                }
-            }
-            if let d = devices.device(token: token) { return ex.respond(.json(200, deviceJSON(token, d))) }
-            if let d = fcmDevices.device(token: token) { return ex.respond(.json(200, fcmDeviceJSON(d))) }
-            ex.respond(AdminAPI.error(404, "no device with token \(token)"))
-        }
+        DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking, dispatcher: dispatcher, log: log)
+            .register(&r)
         r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
             ex.respond(createServiceAccount(ex))
         }
@@ -82,6 +71,8 @@ struct AdminAPI: Sendable {
             devices.removeAll()
             fcmDevices.removeAll()
             fcmQuota.reset()
+            store.removeAll()
+            tracking.removeAll()
             if ex.request.queryParameter("all") == "true" {
                 keys.removeAll()
                 fcmAccounts.removeAll()
@@ -156,12 +147,6 @@ struct AdminAPI: Sendable {
         return s + "}"
     }
 
-    func deviceJSON(_ token: String, _ d: APNsDeviceRegistry.Device) -> String {
-        var s = "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"ios\",\"app\":" + JSONWriter.quote(d.bundleID)
-        s += ",\"environment\":\"\(d.environment.rawValue)\",\"installed\":\(d.uninstalledAtMs == nil)"
-        s += ",\"uninstalledAt\":" + (d.uninstalledAtMs.map { String($0) } ?? "null") + ",\"pushes\":\(d.pushes)}"
-        return s
-    }
 
     /// `{"projectId": P}` generates an account; adding `clientEmail`, `privateKeyId` and
     /// `publicKeyPem` registers an existing one. Answers 201 with the service-account JSON
@@ -204,13 +189,6 @@ struct AdminAPI: Sendable {
         }
     }
 
-    func fcmDeviceJSON(_ d: FCMDeviceRegistry.Device) -> String {
-        var s = "{\"token\":" + JSONWriter.quote(d.token) + ",\"platform\":\"\(d.platform)\",\"app\":" + (d.app.map(JSONWriter.quote) ?? "null")
-        s += ",\"project\":" + (d.project.map(JSONWriter.quote) ?? "null")
-        s += ",\"installed\":\(d.uninstalledAtMs == nil),\"uninstalledAt\":" + (d.uninstalledAtMs.map { String($0) } ?? "null")
-        s += ",\"topics\":[" + d.topics.keys.sorted().map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(d.pushes)}"
-        return s
-    }
 
     static func error(_ code: Int, _ message: String) -> Response {
         .json(code, "{\"error\":{\"code\":\(code),\"message\":\(JSONWriter.quote(message))}}")

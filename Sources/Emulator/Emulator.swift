@@ -1,5 +1,7 @@
 import APNs
 import FCM
+import Fleet
+import Tracking
 import Glibc
 import PushCore
 import Transport
@@ -13,6 +15,9 @@ public final class Emulator: @unchecked Sendable {
     public let notifications: NotificationLog
     public let fcmAccounts: FCMServiceAccounts
     public let fcmDevices: FCMDeviceRegistry
+    public let deviceStore: DeviceStore
+    public let trackingLog: TrackingLog
+    let dispatcher: TrackingDispatcher
 
     public init(configuration: EmulatorConfiguration) throws {
         self.configuration = configuration
@@ -39,19 +44,27 @@ public final class Emulator: @unchecked Sendable {
         }
 
         apnsKeys = APNsKeyStore(directory: configuration.inMemory ? nil : configuration.dataDirectory + "/apns/keys")
-        apnsDevices = APNsDeviceRegistry()
+        if let t = configuration.devices.defaultTracking, t.url.isEmpty, !(t.preset == "pushwoosh" && t.options["appCode"] != nil) {
+            throw ConfigurationError("--tracking-preset \(t.preset) needs --tracking-url")
+        }
+        trackingLog = TrackingLog(capacity: configuration.trackingLogSize)
+        dispatcher = TrackingDispatcher(options: configuration.tracking, log: trackingLog)
+        deviceStore = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher)
+        let strict = configuration.devices.policy == .strict
+        apnsDevices = APNsDeviceRegistry(directory: deviceStore, strict: strict)
         notifications = NotificationLog(shards: configuration.threads, capacity: configuration.notificationLogSize)
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
-                               log: notifications)
+                               log: notifications, devices: deviceStore)
         let fcmDirectory = configuration.inMemory ? nil : configuration.dataDirectory + "/fcm"
         fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
-        fcmDevices = FCMDeviceRegistry()
+        fcmDevices = FCMDeviceRegistry(directory: deviceStore, strict: strict)
         let fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
                                       tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
                                       quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
-        let fcm = FCMService(provider: fcmProvider, log: notifications)
+        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore)
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
-                             fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota)
+                             fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
+                             dispatcher: dispatcher)
         do {
             server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns, fcm: fcm))
         } catch {
@@ -69,6 +82,7 @@ public final class Emulator: @unchecked Sendable {
         } catch {
             throw ConfigurationError("\(error)")
         }
+        dispatcher.start()
     }
 
     public var httpAddress: BoundAddress? { server.httpAddress }
@@ -82,6 +96,7 @@ public final class Emulator: @unchecked Sendable {
     /// GOAWAY to every connection, drain within the configured time, stop.
     public func shutdown() {
         server.shutdown(drainTimeout: configuration.drainTimeout)
+        dispatcher.stop()
     }
 
     // MARK: wiring

@@ -1,5 +1,7 @@
 import APNs
 import FCM
+import Fleet
+import Tracking
 import CSystem
 
 /// Everything `pushemu serve` can be told, by flag or config file. Defaults are what a CI user wants.
@@ -27,6 +29,11 @@ public struct EmulatorConfiguration: Sendable {
     public var notificationLogSize = 10_000
     public var apns = APNsConfiguration()
     public var fcm = FCMConfiguration()
+    /// The simulated-device layer: registry policy, default tracking and behaviour, inbox size.
+    public var devices = DeviceStore.Configuration()
+    public var tracking = TrackingDispatcher.Options()
+    /// Tracking attempts kept for `GET /emulator/v1/tracking`.
+    public var trackingLogSize = 100_000
 
     public init() {}
 }

@@ -1,4 +1,5 @@
 import FCM
+import Fleet
 import PushCore
 import Transport
 
@@ -10,10 +11,12 @@ struct FCMService: Sendable {
     let oauth: FCMOAuth
     let topics: FCMTopicManagement
     let log: NotificationLog
+    let devices: DeviceStore
 
     static let maxBody = 64 * 1024
 
-    init(provider: FCMProvider, log: NotificationLog) {
+    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore) {
+        self.devices = devices
         self.provider = provider
         self.oauth = FCMOAuth(accounts: provider.accounts, tokens: provider.tokens, lifetime: provider.configuration.tokenLifetime)
         self.topics = FCMTopicManagement(provider: provider)
@@ -77,20 +80,34 @@ struct FCMService: Sendable {
         let id = UUIDValue.random(&state.rng)
         if d.accepted {
             let payload = request.body[d.message.messageRange]
+            let name = "projects/\(d.project)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: now)
             if let r = d.tokenRange {
                 log.append(shard: ex.eventLoop.index, id: id, provider: .fcm, receivedAtMs: now, environment: d.project,
                            token: request.body[r], topic: nil, headers: request.headers, payload: payload, payloadIsJSON: true,
                            warnings: d.message.warnings)
+                deliver(d, token: String(decoding: request.body[r], as: UTF8.self), id: id, name: name, payload: payload, now: now)
             }
             // A topic or condition send: one record per device, all under the message's name.
             let topic = d.topicLabel.map { Array($0.utf8)[...] }
             for (n, token) in d.recipients.enumerated() {
-                log.append(shard: ex.eventLoop.index, id: UUIDValue(high: id.high, low: id.low &+ UInt64(n)), provider: .fcm,
+                let rid = UUIDValue(high: id.high, low: id.low &+ UInt64(n))
+                log.append(shard: ex.eventLoop.index, id: rid, provider: .fcm,
                            receivedAtMs: now, environment: d.project, token: Array(token.utf8)[...], topic: topic,
                            headers: request.headers, payload: payload, payloadIsJSON: true, warnings: d.message.warnings)
+                deliver(d, token: token, id: rid, name: name, payload: payload, now: now)
             }
         }
         ex.respond(provider.response(d, id: id, nowMs: now))
+    }
+
+    /// The hand-off to the simulated device (an Android app with the FCM SDK).
+    func deliver(_ d: FCMSendDecision, token: String, id: UUIDValue, name: String, payload: ArraySlice<UInt8>, now: Int64) {
+        var delivery = Delivery(provider: .fcm, platform: .android, token: token, app: nil, environment: d.project,
+                                notificationID: id, messageName: name, receivedAtMs: now, payload: Array(payload))
+        delivery.hasData = d.message.hasData
+        delivery.collapseID = d.message.collapseKey
+        delivery.expiresAtMs = now + d.message.ttlSeconds * 1000
+        devices.deliver(delivery)
     }
 
     func token(_ ex: Exchange) {

@@ -5,6 +5,9 @@
 /// (`#` starts a comment; booleans are `true`/`false`). Command-line flags win over the file.
 import APNs
 import FCM
+import Fleet
+import PushCore
+import Tracking
 
 public enum ServeOptions {
     public static let version = "0.1.0"
@@ -68,6 +71,42 @@ public enum ServeOptions {
             c.fcm.sizeMode = m
         },
         Option(name: "fcm-streams", valueName: "N", help: "concurrent streams on connections to fcm.googleapis.com (SNI) (default 100)") { c, v in c.fcm.streams = UInt32(try int(v, "fcm-streams", 1...1_000_000)) },
+        Option(name: "devices", valueName: "POLICY", help: "auto (default: an unknown well-formed token becomes a device) or strict (unknown tokens are refused)") { c, v in
+            guard let p = DeviceStore.Policy(rawValue: v) else { throw ConfigurationError("--devices must be auto or strict, got '\(v)'") }
+            c.devices.policy = p
+        },
+        Option(name: "tracking-preset", valueName: "NAME", help: "default SDK tracking: adobe-campaign, pushwoosh, onesignal, moengage, braze or webhook") { c, v in
+            guard TrackingConfig.presets.contains(v) else { throw ConfigurationError("--tracking-preset must be one of \(TrackingConfig.presets.joined(separator: ", ")), got '\(v)'") }
+            var t = c.devices.defaultTracking ?? TrackingConfig(preset: v, url: "")
+            t.preset = v
+            c.devices.defaultTracking = t
+        },
+        Option(name: "tracking-url", valueName: "URL", help: "the default tracking server's base URL (http://HOST:PORT)") { c, v in
+            guard v.hasPrefix("http://") || v.hasPrefix("https://") else { throw ConfigurationError("--tracking-url must be an http(s) URL, got '\(v)'") }
+            var t = c.devices.defaultTracking ?? TrackingConfig(preset: "adobe-campaign", url: v)
+            t.url = v
+            c.devices.defaultTracking = t
+        },
+        Option(name: "tracking", valueName: "JSON", help: "the default tracking as the admin API's object, e.g. {\"preset\":\"pushwoosh\",\"url\":...,\"appCode\":...}") { c, v in
+            do { c.devices.defaultTracking = try TrackingConfig.parse(Array(v.utf8)) } catch { throw ConfigurationError("--tracking: \(error)") }
+        },
+        Option(name: "behavior", valueName: "JSON", help: "default device behaviour, e.g. {\"openRate\":0.1,\"receiveDelayMs\":[50,500]}") { c, v in
+            let bytes = Array(v.utf8)
+            do {
+                c.devices.defaultBehavior = try bytes.withUnsafeBytes { raw in
+                    var t: [JSONToken] = []
+                    guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else { throw ConfigurationError("--behavior must be a JSON object") }
+                    return try Behavior.parse(JSONView(bytes: raw, tokens: t), 0)
+                }
+            } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("--behavior: \(error)") }
+        },
+        Option(name: "inbox-size", valueName: "N", help: "notifications kept per device inbox (default 100)") { c, v in c.devices.inboxSize = try int(v, "inbox-size", 1...100_000) },
+        Option(name: "tracking-timeout", valueName: "SECONDS", help: "timeout of one tracking request (default 30, Adobe's)") { c, v in c.tracking.timeoutMs = Int(try double(v, "tracking-timeout") * 1000) },
+        Option(name: "tracking-retries", valueName: "N", help: "retries after a 5xx or connection error, with exponential backoff (default 4)") { c, v in c.tracking.maxAttempts = try int(v, "tracking-retries", 0...20) + 1 },
+        Option(name: "tracking-concurrency", valueName: "N", help: "tracking requests in flight at most (default 512; 32 connections per target)") { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
+        Option(name: "tracking-queue", valueName: "N", help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)") { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
+        Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in c.tracking.caFile = v },
+        Option(name: "tracking-log-size", valueName: "N", help: "tracking attempts kept for the admin API (default 100000)") { c, v in c.trackingLogSize = try int(v, "tracking-log-size", 1...10_000_000) },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
         Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
     ]

@@ -26,6 +26,8 @@ public final class FCMDeviceRegistry: Sendable {
         case ok
         case unregistered
         case senderMismatch
+        /// `--devices strict`: a token nobody issued.
+        case unknown
     }
 
     public enum SubscriptionResult: String, Equatable, Sendable {
@@ -46,9 +48,27 @@ public final class FCMDeviceRegistry: Sendable {
     /// topic -> tokens subscribed.
     private let topicIndex = Mutex<[String: Set<String>]>([:])
 
-    public init(shardCount: Int = 64, capacity: Int = 1_000_000) {
+    /// The device layer (fleets, registered devices), asked about tokens with no record here.
+    let directory: DeviceDirectory?
+    /// Unknown tokens are refused instead of registered on first sight.
+    let strict: Bool
+
+    public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
         maxPerShard = max(1, capacity / shardCount)
+        self.directory = directory
+        self.strict = strict
+    }
+
+    /// What the device layer says of a token this registry has no record of.
+    func external(_ token: ArraySlice<UInt8>, project: String?) -> Verdict? {
+        guard let directory, let status = directory.status(token: token, platform: .android) else { return strict ? .unknown : nil }
+        switch status {
+        case .uninstalled: return .unregistered
+        case .installed(_, let p):
+            if let p, let project, p != project { return .senderMismatch }
+            return .ok
+        }
     }
 
     private func shard(_ key: TokenKey) -> Shard { shards[key.shard(shards.count)] }
@@ -56,15 +76,19 @@ public final class FCMDeviceRegistry: Sendable {
     /// Checks a send from `project` to `token` and registers the token on first sight.
     public func check(token: ArraySlice<UInt8>, project: String, nowMs: Int64) -> Verdict {
         let key = TokenKey(token)
+        let known = shard(key).map.withLock { map -> Verdict? in
+            guard let i = map.index(forKey: key) else { return nil }
+            let d = map.values[i]
+            if d.uninstalledAtMs != nil { return .unregistered }
+            if let p = d.project, p != project { return .senderMismatch }
+            if d.project == nil { map.values[i].project = project }
+            map.values[i].pushes &+= 1
+            return .ok
+        }
+        if let known { return known }
+        if let v = external(token, project: project) { return v }
         return shard(key).map.withLock { map -> Verdict in
-            if let i = map.index(forKey: key) {
-                let d = map.values[i]
-                if d.uninstalledAtMs != nil { return .unregistered }
-                if let p = d.project, p != project { return .senderMismatch }
-                if d.project == nil { map.values[i].project = project }
-                map.values[i].pushes &+= 1
-                return .ok
-            }
+            if map[key] != nil { return .ok }
             if map.count < maxPerShard {
                 map[key] = Device(token: String(decoding: token, as: UTF8.self), project: project, createdAtMs: nowMs, pushes: 1)
             }
@@ -91,6 +115,14 @@ public final class FCMDeviceRegistry: Sendable {
         guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
         let key = TokenKey(token)
         let day = Int32(nowMs / 86_400_000)
+        if shard(key).map.withLock({ $0[key] == nil }) {
+            switch external(Array(token.utf8)[...], project: project) {
+            case .unregistered?: return .notFound
+            case .senderMismatch?: return .senderMismatch
+            case .unknown?: return .invalidArgument
+            default: break
+            }
+        }
         let r = shard(key).map.withLock { map -> SubscriptionResult in
             var d = map[key] ?? Device(token: token, project: project, createdAtMs: nowMs)
             if d.uninstalledAtMs != nil { return .notFound }

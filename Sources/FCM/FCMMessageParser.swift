@@ -19,6 +19,11 @@ public struct FCMParsedMessage: Sendable {
     /// The payload size as counted for the 4096/2048-byte limit (see `FCMSizeMode`).
     public var size = 0
     public var warnings: [String] = []
+    /// The message carries `data` (its own or the android override's).
+    public var hasData = false
+    /// `android.collapse_key`, and the TTL in seconds (FCM's default: 4 weeks).
+    public var collapseKey: String?
+    public var ttlSeconds: Int64 = 2_419_200
     public init() {}
 }
 
@@ -326,6 +331,10 @@ public struct FCMMessageParser {
                              scratch: scratch, warnings: &m.warnings) {
             return .failure(e)
         }
+
+        m.hasData = at(.data).map { v.tokens[$0].count > 0 } == true || at(.androidData).map { v.tokens[$0].count > 0 } == true
+        if let i = at(.androidTTL), let secs = FCMFormats.durationSeconds(v.raw(i)) { m.ttlSeconds = secs }
+        if let i = at(.androidCollapseKey) { m.collapseKey = v.string(i) }
 
         // Size.
         m.size = size(v, msg: msg, roles: roles)

@@ -113,6 +113,7 @@ public struct FCMProvider: Sendable {
             case .ok: if !d.message.validateOnly { d.tokenRange = r }
             case .unregistered: d.error = .fcm(.unregistered)
             case .senderMismatch: d.error = .fcm(.senderIDMismatch)
+            case .unknown: d.error = .invalidToken
             }
         case .topic(let r):
             let topic = String(decoding: request.body[r], as: UTF8.self)

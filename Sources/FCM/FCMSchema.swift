@@ -54,7 +54,7 @@ enum FieldRole: Int, CaseIterable, Sendable {
     case validateOnly, message
     case token, topic, condition, fid
     case data, notification
-    case androidData, androidTTL, androidNotification, androidColor, androidLabel
+    case androidData, androidTTL, androidNotification, androidColor, androidLabel, androidCollapseKey
     case webpushHeaders, webpushData, webpushNotification, webpushLink, webpushLabel
     case apnsHeaders, apnsPayload, apnsLabel
     case messageLabel
@@ -123,7 +123,7 @@ enum FCMSchema {
         ProtoField("analytics_label", "analyticsLabel", .string, .androidLabel),
     ])
     static let android = ProtoMessage("google.firebase.fcm.v1.AndroidConfig", [
-        ProtoField("collapse_key", "collapseKey", .string),
+        ProtoField("collapse_key", "collapseKey", .string, .androidCollapseKey),
         ProtoField("priority", "priority", .enumeration(androidPriority)),
         ProtoField("ttl", "ttl", .duration, .androidTTL),
         ProtoField("restricted_package_name", "restrictedPackageName", .string),

@@ -209,4 +209,11 @@ public enum Clock {
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec)
     }
+
+    /// Monotonic nanoseconds (for durations).
+    public static func monotonicNanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
 }

@@ -1,0 +1,326 @@
+import APNs
+import FCM
+import Fleet
+import PushCore
+import Tracking
+import Transport
+
+/// The device layer's admin endpoints: devices, fleets, tracking records, stats.
+struct DeviceAdminAPI: Sendable {
+    let store: DeviceStore
+    let apnsDevices: APNsDeviceRegistry
+    let fcmDevices: FCMDeviceRegistry
+    let tracking: TrackingLog
+    let dispatcher: TrackingDispatcher
+    let log: NotificationLog
+
+    static let maxFleetPage = 100_000
+
+    func register(_ r: inout Router) {
+        r.add(.post, "/emulator/v1/devices", maxBodySize: 64 * 1024) { ex in ex.respond(create(ex.request)) }
+        r.add(.get, "/emulator/v1/devices") { ex in
+            guard let limit = intParameter(ex.request, "limit", default: 100, range: 1...10_000) else {
+                return ex.respond(AdminAPI.error(400, "limit must be 1...10000"))
+            }
+            let label = ex.request.queryParameter("label").map(percentDecode)
+            let list = store.list(limit: limit, label: label).map { $0.json(fleetID: store.fleetID($0)) }
+            ex.respond(.json(200, "{\"devices\":[" + list.joined(separator: ",") + "]}"))
+        }
+        r.add([.get, .delete, .post, .patch], "/emulator/v1/devices/{token}", maxBodySize: 64 * 1024) { ex in
+            var token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
+            let now = Clock.nowMs()
+            switch ex.request.method {
+            case .delete:
+                uninstall(token, now)
+            case .post:
+                // `{token}:online` and `{token}:offline` (Google-style custom methods).
+                var online: Bool
+                if token.hasSuffix(":online") { online = true; token.removeLast(7) }
+                else if token.hasSuffix(":offline") { online = false; token.removeLast(8) }
+                else { return ex.respond(AdminAPI.error(404, "POST /emulator/v1/devices/{token}:online or :offline")) }
+                guard ensure(token, now) != nil, store.setOnline(token: token, online, nowMs: now) != nil else {
+                    return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
+                }
+            case .patch:
+                guard ensure(token, now) != nil else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
+                var err: String?
+                store.update(token: token) { d in err = DeviceAdminAPI.apply(ex.request.body, to: &d) }
+                if let err { return ex.respond(AdminAPI.error(400, err)) }
+            default: break
+            }
+            guard let json = deviceJSON(token) else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
+            ex.respond(.json(200, json))
+        }
+        r.add(.post, "/emulator/v1/fleets", maxBodySize: 64 * 1024) { ex in ex.respond(createFleet(ex.request)) }
+        r.add(.get, "/emulator/v1/fleets") { ex in
+            ex.respond(.json(200, "{\"fleets\":[" + store.allFleets.map(\.json).joined(separator: ",") + "]}"))
+        }
+        r.add(.get, "/emulator/v1/fleets/{id}") { ex in
+            guard let f = store.fleet(id: ex.parameter(0).utf8String) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+            ex.respond(.json(200, f.json))
+        }
+        r.add(.get, "/emulator/v1/fleets/{id}/tokens") { ex in
+            guard let f = store.fleet(id: ex.parameter(0).utf8String) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+            guard let offset = intParameter(ex.request, "offset", default: 0, range: 0...Int(Int32.max) * 256),
+                  let limit = intParameter(ex.request, "limit", default: 1000, range: 1...DeviceAdminAPI.maxFleetPage) else {
+                return ex.respond(AdminAPI.error(400, "offset must be >= 0 and limit 1...\(DeviceAdminAPI.maxFleetPage)"))
+            }
+            let tokens = store.tokens(f, offset: offset, limit: limit)
+            var body: [UInt8] = []
+            body.reserveCapacity(tokens.count * (f.platform == .ios ? 67 : 166) + 64)
+            body.append(contentsOf: Array("{\"fleet\":\"\(f.id)\",\"offset\":\(offset),\"count\":\(f.count),\"tokens\":[".utf8))
+            for (i, t) in tokens.enumerated() {
+                if i > 0 { body.append(UInt8(ascii: ",")) }
+                body.append(UInt8(ascii: "\""))
+                body.append(contentsOf: t.utf8)
+                body.append(UInt8(ascii: "\""))
+            }
+            body.append(contentsOf: Array("]}".utf8))
+            var h = HTTPFields()
+            h.add(name: "content-type", value: "application/json")
+            ex.respond(Response(status: 200, headers: h, body: body))
+        }
+        r.add(.get, "/emulator/v1/tracking") { ex in
+            var f = TrackingLog.Filter()
+            let q = ex.request
+            f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            if let e = q.queryParameter("event"), !e.isEmpty {
+                guard let ev = TrackingEvent(rawValue: e) else { return ex.respond(AdminAPI.error(400, "event must be receive or open")) }
+                f.event = ev
+            }
+            f.status = q.queryParameter("status").flatMap { $0.isEmpty ? nil : $0 }
+            guard let limit = intParameter(q, "limit", default: 100, range: 1...100_000),
+                  let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
+                return ex.respond(AdminAPI.error(400, "limit must be 1...100000 and wait 0...300 seconds"))
+            }
+            f.limit = limit
+            let filter = f
+            let deadline = Clock.nowMs() + Int64(wait) * 1000
+            @Sendable func attempt() {
+                let found = tracking.query(filter)
+                if !found.isEmpty || Clock.nowMs() >= deadline {
+                    ex.respond(.json(200, "{\"tracking\":[" + found.map(\.json).joined(separator: ",") + "]}"))
+                } else {
+                    ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
+                }
+            }
+            attempt()
+        }
+        r.add(.get, "/emulator/v1/stats") { ex in ex.respond(.json(200, stats())) }
+    }
+
+    // MARK: devices
+
+    func deviceJSON(_ token: String) -> String? {
+        if let d = store.device(token: token) {
+            var json = d.json(fleetID: store.fleetID(d))
+            if d.platform == .android, let f = fcmDevices.device(token: token) {
+                json.removeLast()
+                json += ",\"topics\":[" + f.topics.keys.sorted().map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(f.pushes)}"
+            }
+            return json
+        }
+        if let d = apnsDevices.device(token: token) {
+            return "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"ios\",\"app\":" + JSONWriter.quote(d.bundleID)
+                + ",\"environment\":\"\(d.environment.rawValue)\",\"installed\":\(d.uninstalledAtMs == nil),\"uninstalledAt\":"
+                + (d.uninstalledAtMs.map { String($0) } ?? "null") + ",\"pushes\":\(d.pushes)}"
+        }
+        if let d = fcmDevices.device(token: token) {
+            return "{\"token\":" + JSONWriter.quote(d.token) + ",\"platform\":\"android\",\"app\":" + (d.app.map(JSONWriter.quote) ?? "null")
+                + ",\"project\":" + (d.project.map(JSONWriter.quote) ?? "null") + ",\"installed\":\(d.uninstalledAtMs == nil),\"uninstalledAt\":"
+                + (d.uninstalledAtMs.map { String($0) } ?? "null") + ",\"topics\":["
+                + d.topics.keys.sorted().map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(d.pushes)}"
+        }
+        return nil
+    }
+
+    /// A device record for a token a provider or fleet knows (creating it from that knowledge).
+    @discardableResult
+    func ensure(_ token: String, _ now: Int64) -> SimDevice? {
+        if let d = store.device(token: token) { return d }
+        var d: SimDevice?
+        if let a = apnsDevices.device(token: token) {
+            d = SimDevice(token: token, platform: .ios, app: a.bundleID, environment: a.environment.rawValue, createdAtMs: now, seed: TokenKey(token).a)
+            d?.uninstalledAtMs = a.uninstalledAtMs
+        } else if let f = fcmDevices.device(token: token) {
+            d = SimDevice(token: token, platform: .android, app: f.app, environment: f.project, createdAtMs: f.createdAtMs, seed: TokenKey(token).a)
+            d?.uninstalledAtMs = f.uninstalledAtMs
+        }
+        guard let d else { return nil }
+        try? store.register(d)
+        return d
+    }
+
+    /// Uninstalls everywhere the token is known; a well-formed token nobody knows is recorded
+    /// as an uninstalled app (its next push gets 410 / 404 UNREGISTERED).
+    func uninstall(_ token: String, _ now: Int64) {
+        apnsDevices.uninstall(token: token, atMs: now)
+        fcmDevices.uninstall(token: token, atMs: now)
+        if ensure(token, now) == nil {
+            let platform: DevicePlatform? = FCMFormats.isRegistrationToken(token.utf8) ? .android
+                : (token.utf8.count >= 64 && token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) } ? .ios : nil)
+            if let platform {
+                try? store.register(SimDevice(token: token, platform: platform, app: nil, environment: nil, createdAtMs: now, seed: TokenKey(token).a))
+            }
+        }
+        _ = store.uninstall(token: token, atMs: now)
+    }
+
+    /// `POST /emulator/v1/devices` with `{"platform","app", optional "token","environment"|"project",
+    /// "tracking","behavior","labels","appState","permission","nseInstalled","privacyOptOut"}`.
+    func create(_ req: Request) -> Response {
+        var platform: DevicePlatform?, app: String?, token: String?, env: String?
+        var err: String?
+        let ok = req.body.withUnsafeBytes { raw -> Bool in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
+            let v = JSONView(bytes: raw, tokens: t)
+            v.forEachMember(0) { k, val in
+                let isString = v.tokens[val].kind == .string
+                switch v.string(k) {
+                case "platform":
+                    if isString, let p = DevicePlatform(rawValue: v.string(val)) { platform = p } else { err = "platform must be ios or android" }
+                case "app": if isString { app = v.string(val) } else { err = "app must be a string" }
+                case "token": if isString { token = v.string(val) } else { err = "token must be a string" }
+                case "environment", "project": if isString { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
+                default: break
+                }
+            }
+            return true
+        }
+        guard ok else { return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\"}") }
+        if let err { return AdminAPI.error(400, err) }
+        guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
+        guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
+        if platform == .ios {
+            env = env ?? "sandbox"
+            guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
+        }
+        let now = Clock.nowMs()
+        var r = FastRandom()
+        let tok = token ?? DeviceAdminAPI.randomToken(platform, &r)
+        if platform == .ios {
+            guard tok.utf8.count >= 64, tok.utf8.count <= 200, tok.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }) else {
+                return AdminAPI.error(400, "an iOS token is 64 to 200 hexadecimal characters")
+            }
+        } else {
+            guard FCMFormats.isRegistrationToken(tok.utf8) else { return AdminAPI.error(400, "an FCM token is 100 to 4096 characters of [A-Za-z0-9_:-]") }
+        }
+        var d = SimDevice(token: tok, platform: platform, app: app, environment: env, createdAtMs: now, seed: r.next())
+        if let e = DeviceAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
+        do { try store.register(d) } catch { return AdminAPI.error(400, "\(error)") }
+        if platform == .ios, let e = APNsEnvironment(rawValue: env ?? "sandbox") {
+            apnsDevices.register(token: tok, environment: e, bundleID: app)
+        } else if platform == .android {
+            fcmDevices.register(token: tok, project: env, app: app, nowMs: now)
+        }
+        return .json(201, d.json(fleetID: nil))
+    }
+
+    /// Applies the mutable fields of a device body; returns an error message or nil.
+    static func apply(_ body: [UInt8], to d: inout SimDevice) -> String? {
+        var err: String?
+        let ok = body.withUnsafeBytes { raw -> Bool in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
+            let v = JSONView(bytes: raw, tokens: t)
+            v.forEachMember(0) { k, val in
+                let kind = v.tokens[val].kind
+                switch v.string(k) {
+                case "platform", "app", "token", "environment", "project": break
+                case "tracking":
+                    if kind == .null { d.tracking = nil; return }
+                    do { d.tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
+                case "behavior":
+                    if kind == .null { d.behavior = nil; return }
+                    do { d.behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
+                case "labels":
+                    guard kind == .array else { err = "labels must be an array of strings"; return }
+                    var l: [String] = []
+                    v.forEachElement(val) { if v.tokens[$0].kind == .string { l.append(v.string($0)) } else { err = "labels must be an array of strings" } }
+                    d.labels = l
+                case "appState":
+                    if kind == .string, let s = SimDevice.AppState(rawValue: v.string(val)) { d.appState = s } else { err = "appState must be foreground, background or offline" }
+                case "permission":
+                    if kind == .string, let p = SimDevice.Permission(rawValue: v.string(val)) { d.permission = p } else { err = "permission must be authorized, provisional or denied" }
+                case "nseInstalled":
+                    if kind == .true || kind == .false { d.nseInstalled = kind == .true } else { err = "nseInstalled must be a boolean" }
+                case "privacyOptOut":
+                    if kind == .true || kind == .false { d.privacyOptOut = kind == .true } else { err = "privacyOptOut must be a boolean" }
+                default: err = "unknown device field \(v.string(k))"
+                }
+            }
+            return true
+        }
+        if !ok { return "the body must be a JSON object" }
+        return err
+    }
+
+    static func randomToken(_ p: DevicePlatform, _ r: inout FastRandom) -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        let b64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        if p == .ios { return String(decoding: (0..<64).map { _ in hex[Int(r.next(below: 16))] }, as: UTF8.self) }
+        let head = (0..<22).map { _ in b64[Int(r.next(below: 64))] }
+        let tail = (0..<134).map { _ in b64[Int(r.next(below: 64))] }
+        return String(decoding: head + Array(":APA91b".utf8) + tail, as: UTF8.self)
+    }
+
+    // MARK: fleets
+
+    /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
+    /// "seed","behavior","tracking","labels"}`.
+    func createFleet(_ req: Request) -> Response {
+        var platform: DevicePlatform?, app: String?, count: Int?, env: String?, seed: UInt64?
+        var behavior: Behavior?, tracking: TrackingConfig?, labels: [String] = []
+        var err: String?
+        let ok = req.body.withUnsafeBytes { raw -> Bool in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
+            let v = JSONView(bytes: raw, tokens: t)
+            v.forEachMember(0) { k, val in
+                let kind = v.tokens[val].kind
+                switch v.string(k) {
+                case "platform":
+                    if kind == .string, let p = DevicePlatform(rawValue: v.string(val)) { platform = p } else { err = "platform must be ios or android" }
+                case "app": if kind == .string { app = v.string(val) } else { err = "app must be a string" }
+                case "count": if let n = v.integer(val) { count = n } else { err = "count must be an integer" }
+                case "environment", "project": if kind == .string { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
+                case "seed": if let n = v.integer(val), n >= 0 { seed = UInt64(n) } else { err = "seed must be a non-negative integer" }
+                case "behavior": do { behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
+                case "tracking": do { tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
+                case "labels":
+                    v.forEachElement(val) { if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" } }
+                default: err = "unknown fleet field \(v.string(k))"
+                }
+            }
+            return true
+        }
+        guard ok else { return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\",\"count\":1000000}") }
+        if let err { return AdminAPI.error(400, err) }
+        guard let platform, let app, !app.isEmpty, let count else { return AdminAPI.error(400, "platform, app and count are required") }
+        guard count >= 1, count <= 1_000_000_000 else { return AdminAPI.error(400, "count must be 1 to 1000000000") }
+        if platform == .ios {
+            env = env ?? "sandbox"
+            guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
+        }
+        do {
+            let f = try store.createFleet(platform: platform, app: app, count: count, environment: env, seed: seed,
+                                          behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs())
+            return .json(201, f.json)
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
+    }
+
+    func stats() -> String {
+        let c = tracking.counters, s = store.stats
+        let fleets = store.allFleets
+        var j = "{\"devices\":{\"records\":\(store.recordCount),\"fleets\":\(fleets.count),\"fleetDevices\":\(fleets.reduce(0) { $0 + $1.count })"
+        j += ",\"apnsTokens\":\(apnsDevices.count),\"fcmTokens\":\(fcmDevices.count)}"
+        j += ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline)}"
+        j += ",\"notifications\":{\"kept\":\(log.count),\"evicted\":\(log.evicted)}"
+        j += ",\"tracking\":{\"scheduled\":\(c.scheduled),\"skipped\":\(s.trackingSkipped),\"attempts\":\(c.attempts),\"succeeded\":\(c.succeeded)"
+        j += ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}}"
+        return j
+    }
+}

@@ -1,0 +1,354 @@
+import PushCore
+import Synchronization
+import Tracking
+
+/// A fleet: `count` devices whose tokens derive from (secret, index). Nothing is stored per
+/// device until one deviates (is uninstalled, subscribes, receives a push, changes state).
+public struct FleetSpec: Sendable {
+    public var number: Int
+    public var id: String { "fleet-\(number)" }
+    public var platform: DevicePlatform
+    public var app: String
+    public var environment: String?
+    public var count: Int
+    public var secret: UInt64
+    public var seed: UInt64
+    public var behavior: Behavior
+    public var tracking: TrackingConfig?
+    public var labels: [String]
+    public var createdAtMs: Int64
+    public var uninstalledCount: Int?
+
+    /// Whether member `index` starts uninstalled (drawn from the seed: reproducible).
+    public func startsUninstalled(_ index: Int) -> Bool {
+        guard behavior.uninstalledRate > 0 else { return false }
+        let x = FleetTokens.mix(seed ^ FleetTokens.mix(UInt64(index)))
+        return Double(x >> 11) * (1.0 / 9_007_199_254_740_992.0) < behavior.uninstalledRate
+    }
+
+    public var json: String {
+        var s = "{\"id\":\"\(id)\",\"platform\":\"\(platform.rawValue)\",\"app\":" + JSONWriter.quote(app) + ",\"count\":\(count)"
+        s += platform == .ios ? ",\"environment\":" : ",\"project\":"
+        s += environment.map(JSONWriter.quote) ?? "null"
+        s += ",\"seed\":\(seed),\"behavior\":\(behavior.json),\"tracking\":" + (tracking?.json ?? "null")
+        s += ",\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "],\"createdAt\":\(createdAtMs)}"
+        return s
+    }
+}
+
+/// The simulated-device layer: registered devices, fleets, delivery and SDK behaviour.
+///
+/// Devices that exist as records (registered, auto-created on first push, or fleet members that
+/// deviated) live in 64 shards keyed by token hash, each behind its own mutex held for a
+/// dictionary operation. Fleets are a small array read under a mutex. A delivery updates the
+/// device's inbox and schedules its SDK's tracking calls on the dispatcher; it never waits.
+public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
+    public enum Policy: String, Sendable { case auto, strict }
+
+    public struct Configuration: Sendable {
+        public var policy = Policy.auto
+        public var defaultTracking: TrackingConfig?
+        public var defaultBehavior = Behavior()
+        public var inboxSize = 100
+        /// Notifications kept for an offline FCM device.
+        public var pendingLimit = 100
+        public var maxDevices = 5_000_000
+        public init() {}
+    }
+
+    public struct Counters: Sendable {
+        public var delivered: UInt64 = 0
+        public var heldOffline: UInt64 = 0
+        public var droppedOffline: UInt64 = 0
+        public var trackingSkipped: UInt64 = 0
+        public var trackingScheduled: UInt64 = 0
+    }
+
+    public let configuration: Configuration
+    public let dispatcher: TrackingDispatcher?
+    private let codec: FleetTokens
+    private let fleets = Mutex<[FleetSpec]>([])
+    private final class Shard: Sendable { let map = Mutex<[TokenKey: SimDevice]>([:]) }
+    private let shards: [Shard]
+    private let counters = Mutex(Counters())
+
+    public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
+        self.configuration = configuration
+        self.dispatcher = dispatcher
+        var r = FastRandom()
+        codec = FleetTokens(secret: (r.next(), r.next() | 1))
+        shards = (0..<64).map { _ in Shard() }
+    }
+
+    private func shard(_ k: TokenKey) -> Shard { shards[k.shard(shards.count)] }
+
+    // MARK: fleets
+
+    public struct StoreError: Error, CustomStringConvertible { public let description: String }
+
+    public func createFleet(platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
+                            behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64) throws -> FleetSpec {
+        guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
+        var r = FastRandom()
+        return fleets.withLock { f in
+            let spec = FleetSpec(number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
+                                 secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
+                                 tracking: tracking, labels: labels, createdAtMs: nowMs)
+            f.append(spec)
+            return spec
+        }
+    }
+
+    public func fleet(id: String) -> FleetSpec? {
+        guard id.hasPrefix("fleet-"), let n = Int(id.dropFirst(6)) else { return nil }
+        return fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil }
+    }
+
+    public var allFleets: [FleetSpec] { fleets.withLock { $0 } }
+
+    public func token(_ f: FleetSpec, index: Int) -> String {
+        f.platform == .ios ? codec.apnsToken(fleet: f.number, secret: f.secret, index: index)
+                           : codec.fcmToken(fleet: f.number, secret: f.secret, index: index)
+    }
+
+    public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
+        guard offset < f.count else { return [] }
+        return (offset..<min(f.count, offset + limit)).map { token(f, index: $0) }
+    }
+
+    /// The fleet member a token is, if it is one (O(1): invert the header, check the hash).
+    func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetSpec, Int)? {
+        guard let (n, index) = codec.claim(token, platform: platform) else { return nil }
+        guard let f = fleets.withLock({ n >= 1 && n <= $0.count ? $0[n - 1] : nil }), f.platform == platform, index < f.count else { return nil }
+        guard Bytes.equal(token, Array(self.token(f, index: index).utf8)) else { return nil }
+        return (f, index)
+    }
+
+    func materialize(_ f: FleetSpec, index: Int, token: String) -> SimDevice {
+        var d = SimDevice(token: token, platform: f.platform, app: f.app, environment: f.environment, createdAtMs: f.createdAtMs,
+                          seed: f.seed ^ FleetTokens.mix(UInt64(index)))
+        d.fleet = f.number
+        d.fleetIndex = index
+        d.labels = f.labels
+        if f.startsUninstalled(index) { d.uninstalledAtMs = f.createdAtMs }
+        return d
+    }
+
+    // MARK: devices
+
+    /// The device record for `token`: registered, auto-created, or a fleet member's (computed).
+    public func device(token: String) -> SimDevice? {
+        let k = TokenKey(token)
+        if let d = shard(k).map.withLock({ $0[k] }) { return d }
+        for p in DevicePlatform.allCases {
+            if let (f, i) = member(Array(token.utf8)[...], platform: p) { return materialize(f, index: i, token: token) }
+        }
+        return nil
+    }
+
+    public func fleetID(_ d: SimDevice) -> String? { d.fleet.map { "fleet-\($0)" } }
+
+    /// Registers a device (replacing one with the same token).
+    public func register(_ d: SimDevice) throws {
+        let k = TokenKey(d.token)
+        try shard(k).map.withLock { m in
+            if m[k] == nil && m.count >= configuration.maxDevices / shards.count { throw StoreError(description: "device limit reached") }
+            m[k] = d
+        }
+    }
+
+    /// Changes a device (materializing a fleet member). nil if unknown.
+    @discardableResult
+    public func update(token: String, _ body: (inout SimDevice) -> Void) -> SimDevice? {
+        let k = TokenKey(token)
+        let bytes = Array(token.utf8)[...]
+        var fleetView: SimDevice?
+        if shard(k).map.withLock({ $0[k] == nil }) {
+            for p in DevicePlatform.allCases {
+                if let (f, i) = member(bytes, platform: p) { fleetView = materialize(f, index: i, token: token) }
+            }
+        }
+        return shard(k).map.withLock { m -> SimDevice? in
+            if m[k] == nil, let v = fleetView { m[k] = v }
+            guard m[k] != nil else { return nil }
+            body(&m[k]!)
+            return m[k]
+        }
+    }
+
+    public func uninstall(token: String, atMs: Int64) -> SimDevice? {
+        update(token: token) { d in if d.uninstalledAtMs == nil { d.uninstalledAtMs = atMs } }
+    }
+
+    /// Devices held as records (registered, auto-created, deviated fleet members).
+    public var recordCount: Int { shards.reduce(0) { $0 + $1.map.withLock { $0.count } } }
+
+    public func list(limit: Int, label: String? = nil) -> [SimDevice] {
+        var out: [SimDevice] = []
+        for s in shards {
+            s.map.withLock { m in
+                for d in m.values where out.count < limit && (label == nil || d.labels.contains(label!)) { out.append(d) }
+            }
+        }
+        return out.sorted { $0.createdAtMs < $1.createdAtMs }
+    }
+
+    public var stats: Counters { counters.withLock { $0 } }
+
+    public func removeAll() {
+        for s in shards { s.map.withLock { $0.removeAll() } }
+        fleets.withLock { $0.removeAll() }
+        counters.withLock { $0 = Counters() }
+    }
+
+    // MARK: DeviceDirectory
+
+    public func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus? {
+        let k = TokenKey(token)
+        if let d = shard(k).map.withLock({ $0[k] }), d.platform == platform {
+            if let at = d.uninstalledAtMs { return .uninstalled(atMs: at) }
+            return .installed(app: d.app, environment: d.environment)
+        }
+        guard let (f, i) = member(token, platform: platform) else { return nil }
+        if f.startsUninstalled(i) { return .uninstalled(atMs: f.createdAtMs) }
+        return .installed(app: f.app, environment: f.environment)
+    }
+
+    // MARK: delivery
+
+    /// Hands an accepted notification to its device: inbox (or the offline queue), then the
+    /// SDK's tracking calls. A token never seen becomes a device (`--devices auto`).
+    public func deliver(_ d: Delivery) {
+        let k = TokenKey(d.token)
+        let sh = shard(k)
+        var fleetView: SimDevice?
+        var fleetSpec: FleetSpec?
+        if sh.map.withLock({ $0[k] == nil }), let (f, i) = member(Array(d.token.utf8)[...], platform: d.platform) {
+            fleetView = materialize(f, index: i, token: d.token)
+            fleetSpec = f
+        }
+        if fleetSpec == nil {
+            // The fleet of an existing record, for its tracking and behaviour.
+            if let n = sh.map.withLock({ $0[k]?.fleet }) { fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
+        }
+        let inboxSize = configuration.inboxSize
+        var toTrack: SimDevice?
+        var held = false, droppedOffline = false
+        sh.map.withLock { m in
+            if m[k] == nil {
+                var dev = fleetView ?? SimDevice(token: d.token, platform: d.platform, app: d.app, environment: d.environment,
+                                                 createdAtMs: d.receivedAtMs, seed: k.a ^ k.b)
+                if dev.app == nil { dev.app = d.app }
+                m[k] = dev
+            }
+            guard m[k]!.uninstalledAtMs == nil else { return }
+            if m[k]!.appState == .offline {
+                if d.provider == .apns {
+                    if d.expiresAtMs == 0 { m[k]!.dropped += 1; droppedOffline = true; return }
+                    // APNs stores one notification per app for an offline device: the latest.
+                    m[k]!.pending.removeAll()
+                    m[k]!.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                } else {
+                    if m[k]!.pending.count >= configuration.pendingLimit { m[k]!.pending.removeFirst(); m[k]!.dropped += 1 }
+                    m[k]!.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                }
+                held = true
+                return
+            }
+            DeviceStore.addToInbox(&m[k]!, d, inboxSize: inboxSize)
+            toTrack = m[k]
+        }
+        if held { counters.withLock { $0.heldOffline += 1 } }
+        if droppedOffline { counters.withLock { $0.droppedOffline += 1 } }
+        guard let dev = toTrack else { return }
+        counters.withLock { $0.delivered += 1 }
+        track(dev, d, fleet: fleetSpec, atMs: d.receivedAtMs)
+    }
+
+    static func addToInbox(_ dev: inout SimDevice, _ d: Delivery, inboxSize: Int) {
+        dev.received += 1
+        if let c = d.collapseID, let i = dev.inbox.lastIndex(where: { $0.collapseID == c && !$0.displayed }) {
+            // A newer notification with the same collapse id replaces one not yet displayed.
+            dev.inbox.remove(at: i)
+            dev.collapsed += 1
+        }
+        if dev.inbox.count >= inboxSize {
+            dev.inbox.removeFirst(dev.inbox.count - inboxSize + 1)
+            dev.evicted += 1
+        }
+        dev.inbox.append(SimDevice.InboxEntry(notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
+                                              displayed: dev.appState == .foreground))
+    }
+
+    /// Brings a device online (delivering what it held, in order, dropping expired ones) or offline.
+    public func setOnline(token: String, _ online: Bool, nowMs: Int64) -> SimDevice? {
+        var released: [SimDevice.Pending] = []
+        let dev = update(token: token) { dev in
+            if online {
+                if dev.appState == .offline { dev.appState = .background }
+                released = dev.pending
+                dev.pending.removeAll()
+            } else {
+                dev.appState = .offline
+            }
+        }
+        guard var current = dev else { return nil }
+        let fleetSpec = current.fleet.flatMap { n in fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
+        for p in released {
+            if let e = p.expiresAtMs, e != 0, e < nowMs {
+                _ = update(token: token) { $0.dropped += 1 }
+                continue
+            }
+            let k = TokenKey(token)
+            shard(k).map.withLock { m in
+                if m[k] != nil { DeviceStore.addToInbox(&m[k]!, p.delivery, inboxSize: configuration.inboxSize); current = m[k]! }
+            }
+            counters.withLock { $0.delivered += 1 }
+            track(current, p.delivery, fleet: fleetSpec, atMs: nowMs)
+        }
+        return device(token: token)
+    }
+
+    /// Whether the SDK's receive hook runs for this notification (tracking.md §8).
+    public static func receiveHookRuns(_ dev: SimDevice, _ d: Delivery) -> Bool {
+        switch dev.platform {
+        case .ios: return (d.mutableContent && dev.nseInstalled && dev.permission != .denied) || d.contentAvailable
+        case .android: return d.hasData || dev.appState == .foreground
+        }
+    }
+
+    /// Whether the user can see, and so tap, the notification.
+    static func visible(_ dev: SimDevice, _ d: Delivery) -> Bool {
+        switch dev.platform {
+        case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !PayloadReader(d.payload).has("aps.alert"))
+        case .android: return PayloadReader(d.payload).has("notification") || PayloadReader(d.payload).has("android.notification") || d.hasData
+        }
+    }
+
+    func track(_ dev: SimDevice, _ d: Delivery, fleet: FleetSpec?, atMs: Int64) {
+        guard let dispatcher, !dev.privacyOptOut,
+              let config = dev.tracking ?? fleet?.tracking ?? configuration.defaultTracking else { return }
+        let behavior = dev.behavior ?? fleet?.behavior ?? configuration.defaultBehavior
+        var rng = FastRandom(seed: dev.seed ^ d.notificationID.low ^ 0x5851_F42D_4C95_7F2D)
+        let receiveDelay = behavior.receiveDelayMs.draw(&rng)
+        let opens = rng.nextDouble() < behavior.openRate
+        let openDelay = behavior.openDelayMs.draw(&rng)
+        let payload = PayloadReader(d.payload)
+        var events: [(TrackingEvent, Int64)] = []
+        if DeviceStore.receiveHookRuns(dev, d) { events.append((.receive, atMs + receiveDelay)) }
+        if opens && DeviceStore.visible(dev, d) { events.append((.open, atMs + receiveDelay + openDelay)) }
+        for (event, at) in events {
+            let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
+                                      notificationID: d.notificationID.description, messageName: d.messageName,
+                                      receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
+            switch TrackingPresets.job(config, ctx) {
+            case .job(let j):
+                dispatcher.submit(j)
+                counters.withLock { $0.trackingScheduled += 1 }
+                if event == .open { _ = update(token: dev.token) { $0.opened += 1 } }
+            case .skip:
+                counters.withLock { $0.trackingSkipped += 1 }
+            }
+        }
+    }
+}

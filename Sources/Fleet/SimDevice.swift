@@ -1,0 +1,115 @@
+import PushCore
+import Tracking
+
+/// One simulated device: an app with a marketing SDK inside.
+public struct SimDevice: Sendable {
+    public enum AppState: String, Sendable { case foreground, background, offline }
+    public enum Permission: String, Sendable { case authorized, provisional, denied }
+
+    public struct InboxEntry: Sendable {
+        public var notificationID: UUIDValue
+        public var receivedAtMs: Int64
+        public var collapseID: String?
+        public var displayed: Bool
+    }
+
+    /// A notification held for an offline device.
+    public struct Pending: Sendable {
+        public var delivery: Delivery
+        /// nil: no expiry.
+        public var expiresAtMs: Int64?
+    }
+
+    public var token: String
+    public var platform: DevicePlatform
+    public var app: String?
+    /// iOS: sandbox or production. Android: the FCM project it belongs to (nil: any).
+    public var environment: String?
+    public var createdAtMs: Int64
+    public var uninstalledAtMs: Int64?
+    /// When the token was rotated: the new token (the old one answers as uninstalled).
+    public var rotatedTo: String?
+    public var appState = AppState.background
+    public var permission = Permission.authorized
+    public var nseInstalled = true
+    public var privacyOptOut = false
+    public var labels: [String] = []
+    public var tracking: TrackingConfig?
+    public var behavior: Behavior?
+    public var fleet: Int?
+    public var fleetIndex: Int?
+    public var seed: UInt64
+    public var inbox: [InboxEntry] = []
+    public var evicted: UInt64 = 0
+    public var collapsed: UInt64 = 0
+    public var pending: [Pending] = []
+    public var dropped: UInt64 = 0
+    public var received: UInt64 = 0
+    public var opened: UInt64 = 0
+
+    public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
+        self.token = token
+        self.platform = platform
+        self.app = app
+        self.environment = environment
+        self.createdAtMs = createdAtMs
+        self.seed = seed
+    }
+
+    public func json(fleetID: String?) -> String {
+        var s = "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"\(platform.rawValue)\",\"app\":" + (app.map(JSONWriter.quote) ?? "null")
+        if platform == .ios {
+            s += ",\"environment\":" + (environment.map(JSONWriter.quote) ?? "null")
+        } else {
+            s += ",\"project\":" + (environment.map(JSONWriter.quote) ?? "null")
+        }
+        s += ",\"installed\":\(uninstalledAtMs == nil),\"uninstalledAt\":" + (uninstalledAtMs.map { String($0) } ?? "null")
+        s += ",\"rotatedTo\":" + (rotatedTo.map(JSONWriter.quote) ?? "null")
+        s += ",\"appState\":\"\(appState.rawValue)\",\"permission\":\"\(permission.rawValue)\",\"nseInstalled\":\(nseInstalled)"
+        s += ",\"privacyOptOut\":\(privacyOptOut),\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "]"
+        s += ",\"tracking\":" + (tracking?.json ?? "null") + ",\"behavior\":" + (behavior?.json ?? "null")
+        s += ",\"fleet\":" + (fleetID.map(JSONWriter.quote) ?? "null")
+        s += ",\"createdAt\":\(createdAtMs),\"received\":\(received),\"opened\":\(opened),\"inbox\":\(inbox.count)"
+        s += ",\"evicted\":\(evicted),\"collapsed\":\(collapsed),\"pending\":\(pending.count),\"dropped\":\(dropped)}"
+        return s
+    }
+}
+
+/// An accepted notification as the device layer receives it from a provider.
+public struct Delivery: Sendable {
+    public var provider: PushProvider
+    public var platform: DevicePlatform
+    public var token: String
+    /// Bundle id (APNs topic's app) or package name, when the provider knows it.
+    public var app: String?
+    /// APNs environment or FCM project.
+    public var environment: String?
+    public var notificationID: UUIDValue
+    /// `apns-id`, or the FCM message name.
+    public var messageName: String
+    public var receivedAtMs: Int64
+    /// The APNs payload or the FCM message object.
+    public var payload: [UInt8]
+    /// APNs `mutable-content: 1`.
+    public var mutableContent = false
+    /// APNs `content-available: 1`.
+    public var contentAvailable = false
+    /// FCM: the message carries `data` (so `onMessageReceived` runs in the background too).
+    public var hasData = false
+    public var collapseID: String?
+    /// APNs `apns-expiration` (ms; 0: deliver now or never) or FCM TTL end; nil: none.
+    public var expiresAtMs: Int64?
+
+    public init(provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
+                notificationID: UUIDValue, messageName: String, receivedAtMs: Int64, payload: [UInt8]) {
+        self.provider = provider
+        self.platform = platform
+        self.token = token
+        self.app = app
+        self.environment = environment
+        self.notificationID = notificationID
+        self.messageName = messageName
+        self.receivedAtMs = receivedAtMs
+        self.payload = payload
+    }
+}

@@ -1,0 +1,108 @@
+import PushCore
+
+/// A device's (or fleet's, or the server's) tracking setup: `{"preset": NAME, "url": BASE_URL,
+/// ...preset options}`. For `webhook`: `"method"`, `"url"` (a template), `"headers"` (name ->
+/// template), `"body"` (a template), `"events"` (default both), `"when"` (a payload path that
+/// must be present).
+public struct TrackingConfig: Sendable, Equatable {
+    public var preset: String
+    public var url: String
+    /// Preset options (appCode, apiToken, appId, apiKey, tagReceive, ...), as text.
+    public var options: [String: String]
+    public var method = "GET"
+    public var headers: [(String, String)] = []
+    public var body: String?
+    public var events: Set<TrackingEvent> = Set(TrackingEvent.allCases)
+    public var when: String?
+
+    public static let presets = ["adobe-campaign", "pushwoosh", "onesignal", "moengage", "braze", "webhook"]
+
+    public init(preset: String, url: String, options: [String: String] = [:]) {
+        self.preset = preset
+        self.url = url
+        self.options = options
+    }
+
+    public static func == (a: TrackingConfig, b: TrackingConfig) -> Bool {
+        a.preset == b.preset && a.url == b.url && a.options == b.options && a.method == b.method && a.body == b.body
+            && a.events == b.events && a.when == b.when && a.headers.map { $0.0 + ":" + $0.1 } == b.headers.map { $0.0 + ":" + $0.1 }
+    }
+
+    public struct ConfigError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Parses the admin API's `"tracking"` object (the JSON text of it).
+    public static func parse(_ json: [UInt8]) throws -> TrackingConfig {
+        var preset: String?, url: String?, options: [String: String] = [:]
+        var method: String?, headers: [(String, String)] = [], body: String?, events: Set<TrackingEvent>?, when: String?
+        var bad: String?
+        let ok = json.withUnsafeBytes { raw -> Bool in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
+            let v = JSONView(bytes: raw, tokens: t)
+            v.forEachMember(0) { k, val in
+                let key = v.string(k), kind = v.tokens[val].kind
+                switch key {
+                case "preset": if kind == .string { preset = v.string(val) } else { bad = "tracking.preset must be a string" }
+                case "url": if kind == .string { url = v.string(val) } else { bad = "tracking.url must be a string" }
+                case "method": if kind == .string { method = v.string(val).uppercased() } else { bad = "tracking.method must be a string" }
+                case "body": if kind == .string { body = v.string(val) } else { bad = "tracking.body must be a string (a template)" }
+                case "when": if kind == .string { when = v.string(val) } else { bad = "tracking.when must be a payload path" }
+                case "headers":
+                    guard kind == .object else { bad = "tracking.headers must be an object"; return }
+                    v.forEachMember(val) { hk, hv in
+                        if v.tokens[hv].kind == .string { headers.append((v.string(hk), v.string(hv))) } else { bad = "tracking.headers values must be strings" }
+                    }
+                case "events":
+                    guard kind == .array else { bad = "tracking.events must be an array"; return }
+                    var set = Set<TrackingEvent>()
+                    v.forEachElement(val) { e in
+                        if v.tokens[e].kind == .string, let ev = TrackingEvent(rawValue: v.string(e)) { set.insert(ev) } else { bad = "tracking.events holds receive and/or open" }
+                    }
+                    events = set
+                default:
+                    switch kind {
+                    case .string: options[key] = v.string(val)
+                    case .number, .true, .false: options[key] = String(decoding: v.raw(val), as: UTF8.self)
+                    default: bad = "tracking.\(key) must be a string, number or boolean"
+                    }
+                }
+            }
+            return true
+        }
+        guard ok else { throw ConfigError(description: "tracking must be a JSON object such as {\"preset\":\"adobe-campaign\",\"url\":\"http://host:port\"}") }
+        if let bad { throw ConfigError(description: bad) }
+        guard let preset else { throw ConfigError(description: "tracking.preset is required: one of \(presets.joined(separator: ", "))") }
+        guard presets.contains(preset) else { throw ConfigError(description: "unknown tracking preset '\(preset)': one of \(presets.joined(separator: ", "))") }
+        var c = TrackingConfig(preset: preset, url: url ?? "", options: options)
+        if preset == "webhook" {
+            guard let u = url, !u.isEmpty else { throw ConfigError(description: "a webhook needs a url (a template)") }
+            c.method = method ?? "POST"
+            c.headers = headers
+            c.body = body
+            c.when = when
+        } else if preset != "pushwoosh" || c.options["appCode"] == nil {
+            guard let u = url, !u.isEmpty else { throw ConfigError(description: "tracking.url is required for \(preset)") }
+        }
+        if let u = url, !u.isEmpty, !(u.hasPrefix("http://") || u.hasPrefix("https://")) {
+            throw ConfigError(description: "tracking.url must start with http:// or https://")
+        }
+        if let events { c.events = events }
+        return c
+    }
+
+    /// The object as admin-API JSON.
+    public var json: String {
+        var s = "{\"preset\":" + JSONWriter.quote(preset) + ",\"url\":" + JSONWriter.quote(url)
+        for (k, v) in options.sorted(by: { $0.key < $1.key }) { s += "," + JSONWriter.quote(k) + ":" + JSONWriter.quote(v) }
+        if preset == "webhook" {
+            s += ",\"method\":" + JSONWriter.quote(method)
+            s += ",\"headers\":{" + headers.map { JSONWriter.quote($0.0) + ":" + JSONWriter.quote($0.1) }.joined(separator: ",") + "}"
+            if let body { s += ",\"body\":" + JSONWriter.quote(body) }
+            if let when { s += ",\"when\":" + JSONWriter.quote(when) }
+        }
+        s += ",\"events\":[" + TrackingEvent.allCases.filter { events.contains($0) }.map { "\"\($0.rawValue)\"" }.joined(separator: ",") + "]"
+        return s + "}"
+    }
+}

@@ -1,0 +1,50 @@
+import PushCore
+
+/// What an SDK inside the app knows when it reports an event.
+public struct TrackingContext: Sendable {
+    public var event: TrackingEvent
+    /// "ios" or "android".
+    public var platform: String
+    public var token: String
+    public var app: String
+    /// The emulator's notification id.
+    public var notificationID: String
+    /// The `apns-id`, or the FCM message `name`.
+    public var messageName: String
+    public var receivedAtMs: Int64
+    /// When the event happens (receive or open time).
+    public var atMs: Int64
+    /// The APNs payload, or the FCM `message` object.
+    public var payload: PayloadReader
+    public var userID: String?
+    public var locale = "en-US"
+    public var model: String
+
+    public init(event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,
+                receivedAtMs: Int64, atMs: Int64, payload: PayloadReader, userID: String? = nil) {
+        self.event = event
+        self.platform = platform
+        self.token = token
+        self.app = app
+        self.notificationID = notificationID
+        self.messageName = messageName
+        self.receivedAtMs = receivedAtMs
+        self.atMs = atMs
+        self.payload = payload
+        self.userID = userID
+        self.model = platform == "ios" ? "iPhone15,2" : "Pixel 8"
+    }
+
+    /// A stable hardware id for the device (the SDKs' hwid / device_id): a UUID from the token.
+    public var hwid: String {
+        let k = TokenKey(token)
+        return UUIDValue(high: k.a, low: k.b).description
+    }
+
+    /// A key the app sees in its notification: APNs top-level keys; FCM `data` (the android
+    /// override first, as the device receives it).
+    public func appValue(_ key: String) -> String? {
+        if platform == "ios" { return payload.value(key) }
+        return payload.value("android.data." + key) ?? payload.value("data." + key)
+    }
+}

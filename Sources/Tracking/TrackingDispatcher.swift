@@ -1,0 +1,329 @@
+import CCurl
+import Glibc
+import PushCore
+import Synchronization
+
+/// Requests to be grouped into one (MoEngage's and Braze's batched SDK endpoints): items with
+/// the same key are sent together when `maxItems` are waiting or `flushAfterMs` has passed.
+public struct TrackingBatch: Sendable {
+    public var key: String
+    public var item: [UInt8]
+    public var flushAfterMs: Int64
+    public var maxItems: Int
+    public var build: @Sendable ([[UInt8]]) -> TrackingRequest
+
+    public init(key: String, item: [UInt8], flushAfterMs: Int64, maxItems: Int, build: @escaping @Sendable ([[UInt8]]) -> TrackingRequest) {
+        self.key = key
+        self.item = item
+        self.flushAfterMs = flushAfterMs
+        self.maxItems = maxItems
+        self.build = build
+    }
+}
+
+/// One tracking call to make, not before `notBeforeMs`.
+public struct TrackingJob: Sendable {
+    public var request: TrackingRequest
+    public var event: TrackingEvent
+    public var preset: String
+    public var token: String
+    public var notificationID: String
+    public var notBeforeMs: Int64
+    public var batch: TrackingBatch?
+    var attempt = 1
+    var events = 1
+
+    public init(request: TrackingRequest, event: TrackingEvent, preset: String, token: String, notificationID: String,
+                notBeforeMs: Int64, batch: TrackingBatch? = nil) {
+        self.request = request
+        self.event = event
+        self.preset = preset
+        self.token = token
+        self.notificationID = notificationID
+        self.notBeforeMs = notBeforeMs
+        self.batch = batch
+    }
+}
+
+/// The tracking dispatcher: one thread running libcurl's multi interface. Submitting never
+/// blocks the caller (an event loop): jobs go into a bounded queue, and when it is full they
+/// are dropped and counted, never lost silently. Connections are reused (libcurl's pool, at
+/// most `maxPerHost` per target), transfers have a timeout, and 5xx answers and connection
+/// errors are retried with exponential backoff (4xx are final). Every attempt is recorded.
+public final class TrackingDispatcher: @unchecked Sendable {
+    public struct Options: Sendable {
+        public var maxInFlight = 512
+        public var maxPerHost = 32
+        public var queueCapacity = 2_000_000
+        public var timeoutMs = 30_000
+        public var connectTimeoutMs = 5_000
+        /// Attempts in all, the first included.
+        public var maxAttempts = 5
+        public var backoffBaseMs: Int64 = 200
+        public var backoffMaxMs: Int64 = 30_000
+        public var caFile: String?
+        public init() {}
+    }
+
+    public let options: Options
+    public let log: TrackingLog
+    private let inbox = Mutex<[TrackingJob]>([])
+    private let queued = Atomic<Int>(0)
+    private let wakePending = Atomic<Bool>(false)
+    private let stopping = Atomic<Bool>(false)
+    private let multi: UnsafeMutableRawPointer
+    private var thread: pthread_t?
+
+    // Owned by the dispatcher thread.
+    private var heap = JobHeap()
+    private var ready: [TrackingJob] = []
+    private var readyHead = 0
+    private var batches: [String: OpenBatch] = [:]
+    private var active: [Int: Transfer] = [:]
+    private var nextTransfer = 1
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+
+    struct OpenBatch {
+        var first: TrackingJob
+        var items: [[UInt8]]
+        var deadlineMs: Int64
+    }
+
+    final class Transfer {
+        let job: TrackingJob
+        let easy: UnsafeMutableRawPointer
+        var headers: UnsafeMutablePointer<curl_slist>?
+        let startNs: UInt64
+        init(job: TrackingJob, easy: UnsafeMutableRawPointer, startNs: UInt64) {
+            self.job = job
+            self.easy = easy
+            self.startNs = startNs
+        }
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    public init(options: Options = Options(), log: TrackingLog) {
+        _ = TrackingDispatcher.globalInit
+        self.options = options
+        self.log = log
+        multi = curl_multi_init()
+        pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.maxPerHost)
+        pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.maxInFlight)
+        pushemu_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+    }
+
+    deinit {
+        for h in idleHandles { curl_easy_cleanup(h) }
+        curl_multi_cleanup(multi)
+    }
+
+    public func start() {
+        let box = Unmanaged.passRetained(self)
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let d = Unmanaged<TrackingDispatcher>.fromOpaque(arg!).takeRetainedValue()
+            d.run()
+            return nil
+        }, box.toOpaque())
+        precondition(rc == 0, "pthread_create failed")
+        thread = tid
+    }
+
+    /// Stops after in-flight transfers finish or `graceMs` passes; queued jobs are dropped (counted).
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        curl_multi_wakeup(multi)
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    /// Jobs waiting or in flight.
+    public var depth: Int { queued.load(ordering: .relaxed) }
+
+    /// Queues a job; false (and counted as dropped) when the queue is full.
+    @discardableResult
+    public func submit(_ job: TrackingJob) -> Bool {
+        if queued.load(ordering: .relaxed) >= options.queueCapacity {
+            log.count { $0.dropped += 1 }
+            return false
+        }
+        queued.add(1, ordering: .relaxed)
+        log.count { $0.scheduled += 1 }
+        inbox.withLock { $0.append(job) }
+        if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { curl_multi_wakeup(multi) }
+        return true
+    }
+
+    // MARK: the dispatcher thread
+
+    private func run() {
+        var running: Int32 = 0
+        while true {
+            let now = Clock.nowMs()
+            wakePending.store(false, ordering: .releasing)
+            let incoming = inbox.withLock { j -> [TrackingJob] in
+                let out = j
+                j.removeAll(keepingCapacity: true)
+                return out
+            }
+            for job in incoming { heap.push(job) }
+            while let top = heap.peek, top.notBeforeMs <= now { enqueue(heap.pop()!, now: now) }
+            flushBatches(now: now, force: false)
+            while active.count < options.maxInFlight, readyHead < ready.count {
+                let job = ready[readyHead]
+                readyHead += 1
+                begin(job)
+            }
+            if readyHead > 4096 && readyHead * 2 > ready.count { ready.removeFirst(readyHead); readyHead = 0 }
+            curl_multi_perform(multi, &running)
+            completions()
+            if stopping.load(ordering: .acquiring) {
+                if active.isEmpty { break }
+            }
+            var timeout = 1000
+            if let top = heap.peek { timeout = min(timeout, Int(max(0, top.notBeforeMs - Clock.nowMs()))) }
+            if let b = batches.values.map(\.deadlineMs).min() { timeout = min(timeout, Int(max(0, b - Clock.nowMs()))) }
+            if readyHead < ready.count && active.count < options.maxInFlight { timeout = 0 }
+            var fds: Int32 = 0
+            curl_multi_poll(multi, nil, 0, Int32(timeout), &fds)
+        }
+        let left = heap.count + (ready.count - readyHead) + batches.values.reduce(0) { $0 + $1.items.count }
+        if left > 0 { log.count { $0.dropped += UInt64(left) } }
+    }
+
+    private func enqueue(_ job: TrackingJob, now: Int64) {
+        guard let b = job.batch else { ready.append(job); return }
+        if var open = batches[b.key] {
+            open.items.append(b.item)
+            batches[b.key] = open
+            if open.items.count >= b.maxItems { flush(b.key) }
+        } else {
+            batches[b.key] = OpenBatch(first: job, items: [b.item], deadlineMs: now + b.flushAfterMs)
+            if b.maxItems <= 1 { flush(b.key) }
+        }
+    }
+
+    private func flushBatches(now: Int64, force: Bool) {
+        guard !batches.isEmpty else { return }
+        for (key, b) in batches where force || b.deadlineMs <= now { flush(key) }
+    }
+
+    private func flush(_ key: String) {
+        guard let b = batches.removeValue(forKey: key), let spec = b.first.batch else { return }
+        var job = b.first
+        job.request = spec.build(b.items)
+        job.batch = nil
+        job.events = b.items.count
+        // The other items were counted as queued jobs of their own: one request carries them.
+        if b.items.count > 1 { queued.subtract(b.items.count - 1, ordering: .relaxed) }
+        ready.append(job)
+    }
+
+    private func begin(_ job: TrackingJob) {
+        let easy = idleHandles.popLast() ?? curl_easy_init()!
+        curl_easy_reset(easy)
+        let t = Transfer(job: job, easy: easy, startNs: Clock.monotonicNanoseconds())
+        let id = nextTransfer
+        nextTransfer &+= 1
+        job.request.url.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_URL, $0) }
+        pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        pushemu_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, options.timeoutMs)
+        pushemu_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs)
+        pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n }   // the body is not needed
+        pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: id))
+        if let ca = options.caFile { ca.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CAINFO, $0) } }
+        let method = job.request.method.uppercased()
+        if method == "GET" {
+            pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        } else {
+            method.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, $0) }
+            pushemu_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, job.request.body.count)
+            job.request.body.withUnsafeBytes { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!) }
+        }
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        for (n, v) in job.request.headers { list = curl_slist_append(list, "\(n): \(v)") }
+        if job.request.method != "GET" && !job.request.headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+            list = curl_slist_append(list, "Content-Type:")   // no default form type
+        }
+        list = curl_slist_append(list, "Expect:")
+        t.headers = list
+        pushemu_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
+        active[id] = t
+        curl_multi_add_handle(multi, easy)
+    }
+
+    private func completions() {
+        var left: Int32 = 0
+        while let msg = curl_multi_info_read(multi, &left) {
+            guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
+            let result = msg.pointee.data.result
+            var priv: UnsafeMutableRawPointer? = nil
+            pushemu_curl_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv)
+            let id = Int(bitPattern: priv)
+            var status = 0
+            pushemu_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            curl_multi_remove_handle(multi, easy)
+            guard let t = active.removeValue(forKey: id) else { continue }
+            curl_slist_free_all(t.headers)
+            idleHandles.append(easy)
+            let latency = Double(Clock.monotonicNanoseconds() - t.startNs) / 1_000_000
+            var error: String? = nil
+            if result != CURLE_OK {
+                error = String(cString: curl_easy_strerror(result))
+                status = 0
+            }
+            let retryable = error != nil || status >= 500
+            let willRetry = retryable && t.job.attempt < options.maxAttempts && !stopping.load(ordering: .relaxed)
+            let outcome = error == nil && (200..<300).contains(status) ? "succeeded" : (willRetry ? "retrying" : "failed")
+            log.record(TrackingAttempt(event: t.job.event, preset: t.job.preset, token: t.job.token,
+                                       notificationID: t.job.notificationID, method: t.job.request.method, url: t.job.request.url,
+                                       status: status, latencyMs: latency, error: error, attempt: t.job.attempt,
+                                       outcome: outcome, atMs: Clock.nowMs(), events: t.job.events))
+            if willRetry {
+                var again = t.job
+                let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, t.job.attempt - 1)))
+                again.attempt += 1
+                again.notBeforeMs = Clock.nowMs() + backoff
+                heap.push(again)
+            } else {
+                queued.subtract(1, ordering: .relaxed)
+            }
+        }
+    }
+}
+
+/// A binary min-heap of jobs by `notBeforeMs` (FIFO among equals is not needed).
+struct JobHeap {
+    private var a: [TrackingJob] = []
+    var count: Int { a.count }
+    var peek: TrackingJob? { a.first }
+
+    mutating func push(_ j: TrackingJob) {
+        a.append(j)
+        var i = a.count - 1
+        while i > 0 {
+            let p = (i - 1) / 2
+            if a[p].notBeforeMs <= a[i].notBeforeMs { break }
+            a.swapAt(p, i)
+            i = p
+        }
+    }
+
+    mutating func pop() -> TrackingJob? {
+        guard !a.isEmpty else { return nil }
+        a.swapAt(0, a.count - 1)
+        let top = a.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < a.count && a[l].notBeforeMs < a[m].notBeforeMs { m = l }
+            if r < a.count && a[r].notBeforeMs < a[m].notBeforeMs { m = r }
+            if m == i { break }
+            a.swapAt(i, m)
+            i = m
+        }
+        return top
+    }
+}

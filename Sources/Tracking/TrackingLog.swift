@@ -1,0 +1,118 @@
+import PushCore
+import Synchronization
+
+/// One tracking attempt and its outcome.
+public struct TrackingAttempt: Sendable {
+    public var sequence: UInt64 = 0
+    public var event: TrackingEvent
+    public var preset: String
+    public var token: String
+    public var notificationID: String
+    public var method: String
+    public var url: String
+    /// HTTP status, 0 when no response arrived.
+    public var status: Int
+    public var latencyMs: Double
+    /// The transport error (timeout, refused, ...), nil when a response arrived.
+    public var error: String?
+    /// 1 for the first try.
+    public var attempt: Int
+    /// "succeeded", "retrying" (a failed try that will be retried) or "failed" (final).
+    public var outcome: String
+    public var atMs: Int64
+    /// Events a batched request carried (MoEngage, Braze).
+    public var events: Int
+
+    public var json: String {
+        var s = "{\"event\":\"\(event.rawValue)\",\"preset\":" + JSONWriter.quote(preset) + ",\"token\":" + JSONWriter.quote(token)
+        s += ",\"notificationId\":" + JSONWriter.quote(notificationID) + ",\"method\":\"\(method)\",\"url\":" + JSONWriter.quote(url)
+        s += ",\"status\":\(status),\"latencyMs\":\((latencyMs * 1000).rounded() / 1000)"
+        s += ",\"error\":" + (error.map(JSONWriter.quote) ?? "null")
+        s += ",\"attempt\":\(attempt),\"outcome\":\"\(outcome)\",\"at\":\(atMs),\"events\":\(events)}"
+        return s
+    }
+}
+
+/// The most recent tracking attempts (a ring), plus counters that never drop anything.
+public final class TrackingLog: Sendable {
+    public struct Filter: Sendable {
+        public var token: String?
+        public var event: TrackingEvent?
+        /// An HTTP status ("200"), or an outcome ("succeeded", "failed", "retrying").
+        public var status: String?
+        public var limit = 100
+        public init() {}
+    }
+
+    public struct Counters: Sendable, Equatable {
+        public var scheduled: UInt64 = 0
+        public var skipped: UInt64 = 0
+        public var attempts: UInt64 = 0
+        public var succeeded: UInt64 = 0
+        public var failed: UInt64 = 0
+        public var retried: UInt64 = 0
+        public var dropped: UInt64 = 0
+        public var evicted: UInt64 = 0
+    }
+
+    struct State {
+        var ring: [TrackingAttempt] = []
+        var next = 0
+        var sequence: UInt64 = 0
+        var counters = Counters()
+    }
+
+    let capacity: Int
+    private let state = Mutex(State())
+
+    public init(capacity: Int = 100_000) { self.capacity = max(1, capacity) }
+
+    func record(_ a: TrackingAttempt) {
+        state.withLock { s in
+            var a = a
+            s.sequence += 1
+            a.sequence = s.sequence
+            s.counters.attempts += 1
+            switch a.outcome {
+            case "succeeded": s.counters.succeeded += 1
+            case "retrying": s.counters.retried += 1
+            default: s.counters.failed += 1
+            }
+            if s.ring.count < capacity {
+                s.ring.append(a)
+            } else {
+                s.ring[s.next] = a
+                s.next = (s.next + 1) % capacity
+                s.counters.evicted += 1
+            }
+        }
+    }
+
+    func count(_ body: (inout Counters) -> Void) { state.withLock { body(&$0.counters) } }
+
+    public var counters: Counters { state.withLock { $0.counters } }
+
+    /// Matching attempts, oldest first, at most `limit` (the newest).
+    public func query(_ f: Filter) -> [TrackingAttempt] {
+        state.withLock { s in
+            var out: [TrackingAttempt] = []
+            let n = s.ring.count
+            for k in 0..<n {
+                let a = s.ring[(s.next + k) % n]
+                if let t = f.token, a.token != t { continue }
+                if let e = f.event, a.event != e { continue }
+                if let st = f.status, String(a.status) != st && a.outcome != st { continue }
+                out.append(a)
+            }
+            return Array(out.suffix(max(0, f.limit)))
+        }
+    }
+
+    public func removeAll() {
+        state.withLock { s in
+            s.ring.removeAll()
+            s.next = 0
+            s.counters = Counters()
+        }
+    }
+}

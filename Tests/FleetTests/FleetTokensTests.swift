@@ -1,0 +1,4 @@
+import Fleet
+import PushCore
+import Tracking
+import XCTest
