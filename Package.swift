@@ -38,12 +38,12 @@ let package = Package(
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
 
         // Helpers for the tests: running commands, raw sockets, starting the real binary.
-        .target(name: "TestSupport", path: "Tests/Support"),
+        .target(name: "TestSupport", dependencies: ["Transport"], path: "Tests/Support"),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
-        .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore"]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore", "TestSupport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],

@@ -17,12 +17,119 @@ public enum Commands {
             guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu credentials apns|fcm [options] (see pushemu --help)") }
             return try apnsCredentials(try flags(Array(rest.dropFirst()),
                                                  allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
+        case "devices":
+            return try devices(rest)
+        case "fleet":
+            return try fleet(rest)
         case "token":
             guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu token apns --key FILE --key-id K --team-id T") }
             return try apnsToken(try flags(Array(rest.dropFirst()), allowed: ["key", "key-id", "team-id", "iat"]))
         default:
             throw ConfigurationError("unknown command '\(command)' (see pushemu --help)")
         }
+    }
+
+    /// `pushemu devices add|list|show|uninstall [--server URL] ...` against a running emulator.
+    static func devices(_ args: [String]) throws -> String {
+        let usage = "usage: pushemu devices add --platform ios|android --app APP [--token T] [--environment E] [--tracking JSON] [--behavior JSON] [--labels a,b]\n       pushemu devices list [--label L] [--limit N] | show TOKEN | uninstall TOKEN   (all take --server URL, default http://127.0.0.1:8080)"
+        guard let sub = args.first else { throw ConfigurationError(usage) }
+        var rest = Array(args.dropFirst())
+        switch sub {
+        case "add":
+            let f = try flags(rest, allowed: ["server", "platform", "app", "token", "environment", "project", "tracking", "behavior", "labels"])
+            var fields: [String] = []
+            for k in ["platform", "app", "token", "environment", "project"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) } }
+            for k in ["tracking", "behavior"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + v) } }
+            if let l = f["labels"] { fields.append("\"labels\":[" + l.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",") + "]") }
+            return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
+        case "list":
+            let f = try flags(rest, allowed: ["server", "label", "limit"])
+            var q = "?limit=" + (f["limit"] ?? "100")
+            if let l = f["label"] { q += "&label=" + PercentEncodingCLI.encode(l) }
+            return try call("GET", server(f) + "/emulator/v1/devices" + q)
+        case "show", "uninstall":
+            guard let token = rest.first, !token.hasPrefix("--") else { throw ConfigurationError(usage) }
+            rest.removeFirst()
+            let f = try flags(rest, allowed: ["server"])
+            return try call(sub == "show" ? "GET" : "DELETE", server(f) + "/emulator/v1/devices/" + PercentEncodingCLI.encode(token))
+        default:
+            throw ConfigurationError(usage)
+        }
+    }
+
+    /// `pushemu fleet create|tokens` against a running emulator. `tokens ID` prints one token per
+    /// line (all of them by default), fetched in pages.
+    static func fleet(_ args: [String]) throws -> String {
+        let usage = "usage: pushemu fleet create --platform ios|android --app APP --count N [--environment E] [--seed S] [--tracking JSON] [--behavior JSON]\n       pushemu fleet tokens ID [--offset N] [--limit N]   (both take --server URL)"
+        guard let sub = args.first else { throw ConfigurationError(usage) }
+        var rest = Array(args.dropFirst())
+        switch sub {
+        case "create":
+            let f = try flags(rest, allowed: ["server", "platform", "app", "count", "environment", "project", "seed", "tracking", "behavior"])
+            var fields: [String] = []
+            for k in ["platform", "app", "environment", "project"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) } }
+            for k in ["count", "seed"] {
+                if let v = f[k] {
+                    guard Int(v) != nil else { throw ConfigurationError("--\(k) must be an integer") }
+                    fields.append(JSONWriter.quote(k) + ":" + v)
+                }
+            }
+            for k in ["tracking", "behavior"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + v) } }
+            return try call("POST", server(f) + "/emulator/v1/fleets", body: "{" + fields.joined(separator: ",") + "}")
+        case "tokens":
+            guard let id = rest.first, !id.hasPrefix("--") else { throw ConfigurationError(usage) }
+            rest.removeFirst()
+            let f = try flags(rest, allowed: ["server", "offset", "limit"])
+            var offset = Int(f["offset"] ?? "0") ?? 0
+            var left = Int(f["limit"] ?? "") ?? Int.max
+            var out = ""
+            while left > 0 {
+                let page = min(left, 100_000)
+                let r = try AdminClient.request("GET", server(f) + "/emulator/v1/fleets/\(id)/tokens?offset=\(offset)&limit=\(page)")
+                guard r.status == 200 else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
+                let tokens = Array(r.body.utf8).withUnsafeBytes { raw -> [String] in
+                    var t: [JSONToken] = []
+                    var limits = JSONLimits()
+                    limits.maxTokens = 1 << 20
+                    guard JSONParser.parse(raw, into: &t, limits: limits) == nil else { return [] }
+                    let v = JSONView(bytes: raw, tokens: t)
+                    var list: [String] = []
+                    if let a = v.member(0, "tokens") { v.forEachElement(a) { list.append(v.string($0)) } }
+                    return list
+                }
+                if tokens.isEmpty {
+                    if offset == 0 { throw ConfigurationError("no tokens: \(r.body.prefix(200))") }
+                    break
+                }
+                // Streamed page by page: a 10-million-token fleet never sits in memory at once.
+                out = tokens.joined(separator: "\n") + "\n"
+                var bytes = Array(out.utf8)[...]
+                while !bytes.isEmpty {
+                    let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                    if n <= 0 { if errno == EINTR { continue }; throw ConfigurationError("cannot write the tokens") }
+                    bytes = bytes.dropFirst(n)
+                }
+                out = ""
+                offset += tokens.count
+                left -= tokens.count
+                if tokens.count < page { break }
+            }
+            return out
+        default:
+            throw ConfigurationError(usage)
+        }
+    }
+
+    static func server(_ f: [String: String]) -> String {
+        var s = f["server"] ?? "http://127.0.0.1:8080"
+        while s.hasSuffix("/") { s.removeLast() }
+        return s
+    }
+
+    static func call(_ method: String, _ url: String, body: String? = nil) throws -> String {
+        let r = try AdminClient.request(method, url, body: body)
+        guard (200..<300).contains(r.status) else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
+        return r.body + "\n"
     }
 
     static func flags(_ args: [String], allowed: Set<String>) throws -> [String: String] {
@@ -108,5 +215,20 @@ public enum Commands {
             throw ConfigurationError("signing failed")
         }
         return jwt + "\n"
+    }
+}
+
+enum PercentEncodingCLI {
+    static func encode(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            if (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E || b == 0x3A {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(b >> 4)], hex[Int(b & 15)]], as: UTF8.self)
+            }
+        }
+        return out
     }
 }

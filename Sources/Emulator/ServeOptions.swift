@@ -124,6 +124,9 @@ public enum ServeOptions {
                                         print a provider token (JWT) signed with that key
           pushemu credentials fcm --project P [--out FILE] [--token-uri URL] [--data-dir DIR]
                                         write a service-account JSON and register it with the emulator
+          pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
+          pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
+                                        (these take --server URL, default http://127.0.0.1:8080)
           pushemu --help | --version
 
         Options:

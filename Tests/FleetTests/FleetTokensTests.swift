@@ -2,3 +2,71 @@ import Fleet
 import PushCore
 import Tracking
 import XCTest
+
+/// Fleet tokens: realistic shapes, O(1) recognition, no false positives, reproducible state.
+final class FleetTokensTests: XCTestCase {
+    func store() -> DeviceStore { DeviceStore(dispatcher: nil) }
+
+    func testTokensLookRealAndAreRecognised() throws {
+        let s = store()
+        let ios = try s.createFleet(platform: .ios, app: "com.example.app", count: 10_000_000, environment: "sandbox", seed: 7,
+                                    behavior: nil, tracking: nil, labels: [], nowMs: 1)
+        let android = try s.createFleet(platform: .android, app: "com.example.android", count: 1_000_000, environment: "proj-a",
+                                        seed: 8, behavior: nil, tracking: nil, labels: [], nowMs: 1)
+        for i in [0, 1, 2, 999_999, 9_999_999] {
+            let t = s.token(ios, index: i)
+            XCTAssertEqual(t.utf8.count, 64)
+            XCTAssertTrue(t.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+            XCTAssertEqual(s.device(token: t)?.fleetIndex, i)
+            XCTAssertEqual(s.status(token: Array(t.utf8)[...], platform: .ios), .installed(app: "com.example.app", environment: "sandbox"))
+        }
+        for i in [0, 5, 999_999] {
+            let t = s.token(android, index: i)
+            XCTAssertEqual(t.utf8.count, 163)
+            let parts = t.split(separator: ":")
+            XCTAssertEqual(parts.count, 2)
+            XCTAssertEqual(parts[0].count, 22)
+            XCTAssertTrue(parts[1].hasPrefix("APA91b"))
+            XCTAssertEqual(s.device(token: t)?.fleetIndex, i)
+            XCTAssertEqual(s.device(token: t)?.environment, "proj-a")
+        }
+        // Distinct tokens, and nothing else is taken for a member.
+        XCTAssertEqual(Set(s.tokens(ios, offset: 0, limit: 10_000)).count, 10_000)
+        var forged = Array(s.token(ios, index: 3).utf8)
+        forged[63] = forged[63] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
+        XCTAssertNil(s.status(token: forged[...], platform: .ios))
+        XCTAssertNil(s.status(token: Array(String(repeating: "ab", count: 32).utf8)[...], platform: .ios))
+        XCTAssertNil(s.status(token: Array(s.token(ios, index: 3).utf8)[...], platform: .android))
+        // Tokens past the fleet's count are not members.
+        XCTAssertEqual(s.tokens(ios, offset: 9_999_998, limit: 10).count, 2)
+    }
+
+    func testUninstalledRateIsReproducible() throws {
+        let s = store()
+        var b = Behavior()
+        b.uninstalledRate = 0.03
+        let f = try s.createFleet(platform: .ios, app: "a.b", count: 100_000, environment: "sandbox", seed: 42, behavior: b,
+                                  tracking: nil, labels: [], nowMs: 5)
+        let n = (0..<100_000).filter { f.startsUninstalled($0) }.count
+        XCTAssertGreaterThan(n, 2700)   // 3% within about 5 standard deviations
+        XCTAssertLessThan(n, 3300)
+        let g = try store().createFleet(platform: .ios, app: "a.b", count: 100_000, environment: "sandbox", seed: 42, behavior: b,
+                                        tracking: nil, labels: [], nowMs: 5)
+        XCTAssertEqual((0..<1000).map { f.startsUninstalled($0) }, (0..<1000).map { g.startsUninstalled($0) })
+        let i = try XCTUnwrap((0..<1000).first { f.startsUninstalled($0) })
+        XCTAssertEqual(s.status(token: Array(s.token(f, index: i).utf8)[...], platform: .ios), .uninstalled(atMs: 5))
+    }
+
+    func testTenMillionDeviceFleetCostsNoMemory() throws {
+        let s = store()
+        let t0 = Date()
+        let f = try s.createFleet(platform: .android, app: "x.y", count: 10_000_000, environment: nil, seed: nil, behavior: nil,
+                                  tracking: nil, labels: [], nowMs: 0)
+        XCTAssertLessThan(Date().timeIntervalSince(t0), 0.1)
+        XCTAssertEqual(s.recordCount, 0)
+        // A deviation (uninstall) materialises exactly one record.
+        _ = s.uninstall(token: s.token(f, index: 123), atMs: 9)
+        XCTAssertEqual(s.recordCount, 1)
+        XCTAssertEqual(s.device(token: s.token(f, index: 123))?.uninstalledAtMs, 9)
+    }
+}

@@ -1,0 +1,212 @@
+import Fleet
+import PushCore
+import TestSupport
+import Tracking
+import XCTest
+
+/// Delivery semantics and SDK tracking end to end against a real HTTP sink: when receive and
+/// open fire, retries, failures, batching, the offline queue, collapse and inbox bounds.
+final class DeliveryTests: XCTestCase {
+    var sink: TrackingSink!
+    var log: TrackingLog!
+    var dispatcher: TrackingDispatcher!
+
+    override func setUpWithError() throws {
+        sink = try TrackingSink()
+        log = TrackingLog()
+    }
+
+    override func tearDown() {
+        dispatcher?.stop()
+        sink?.stop()
+    }
+
+    func makeStore(preset: String = "adobe-campaign", options: [String: String] = [:], behavior: Behavior = Behavior(),
+                   dispatcher tweak: (inout TrackingDispatcher.Options) -> Void = { _ in }, url: String? = nil) -> DeviceStore {
+        var o = TrackingDispatcher.Options()
+        o.backoffBaseMs = 20
+        tweak(&o)
+        dispatcher = TrackingDispatcher(options: o, log: log)
+        dispatcher.start()
+        var c = DeviceStore.Configuration()
+        var t = TrackingConfig(preset: preset, url: url ?? sink.url)
+        t.options = options
+        c.defaultTracking = t
+        c.defaultBehavior = behavior
+        c.inboxSize = 3
+        return DeviceStore(configuration: c, dispatcher: dispatcher)
+    }
+
+    static let iosToken = String(repeating: "ab", count: 32)
+    static let androidToken = String(repeating: "c", count: 22) + ":APA91b" + String(repeating: "x", count: 134)
+
+    func apns(_ payload: String, token: String = DeliveryTests.iosToken, n: UInt64 = 1, collapse: String? = nil) -> Delivery {
+        var d = Delivery(provider: .apns, platform: .ios, token: token, app: "com.example.app", environment: "sandbox",
+                         notificationID: UUIDValue(high: n, low: n), messageName: "id-\(n)", receivedAtMs: Clock.nowMs(), payload: Array(payload.utf8))
+        let p = PayloadReader(d.payload)
+        d.mutableContent = p.value("aps.mutable-content") == "1"
+        d.contentAvailable = p.value("aps.content-available") == "1"
+        d.collapseID = collapse
+        return d
+    }
+
+    func fcm(_ message: String, n: UInt64 = 1) -> Delivery {
+        var d = Delivery(provider: .fcm, platform: .android, token: Self.androidToken, app: nil, environment: "proj",
+                         notificationID: UUIDValue(high: n, low: n), messageName: "projects/proj/messages/\(n)", receivedAtMs: Clock.nowMs(),
+                         payload: Array(message.utf8))
+        d.hasData = PayloadReader(d.payload).has("data")
+        return d
+    }
+
+    static let adobe = #""_mId":"12345","_dId":"67890""#
+
+    func testReceiveRules() throws {
+        let s = makeStore()
+        // iOS: mutable-content with the extension installed fires; without it, not; content-available fires.
+        s.deliver(apns(#"{"aps":{"alert":"a","mutable-content":1},\#(Self.adobe)}"#, n: 1))
+        XCTAssertEqual(sink.wait(for: 1), 1)
+        XCTAssertEqual(sink.requests.first?.target, "/r/?id=h3039,67890,1")
+        XCTAssertEqual(sink.requests.first?.method, "GET")
+        s.deliver(apns(#"{"aps":{"alert":"a"},\#(Self.adobe)}"#, n: 2))
+        s.update(token: Self.iosToken) { $0.nseInstalled = false }
+        s.deliver(apns(#"{"aps":{"alert":"a","mutable-content":1},\#(Self.adobe)}"#, n: 3))
+        s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: 4))
+        XCTAssertEqual(sink.wait(for: 2), 2)
+        s.update(token: Self.iosToken) { $0.privacyOptOut = true }
+        s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: 5))
+        // Android: data messages fire; notification-only ones only in the foreground.
+        s.deliver(fcm(#"{"token":"t","data":\#("{" + Self.adobe + "}")}"#, n: 6))
+        XCTAssertEqual(sink.wait(for: 3), 3)
+        s.deliver(fcm(#"{"token":"t","notification":{"title":"x"}}"#, n: 7))
+        usleep(200_000)
+        XCTAssertEqual(sink.count, 3)
+        XCTAssertEqual(s.device(token: Self.iosToken)?.received, 5)
+    }
+
+    func testOpenRateOneAddsAClick() throws {
+        var b = Behavior()
+        b.openRate = 1
+        b.openDelayMs = DelayRange(10, 20)
+        let s = makeStore(behavior: b)
+        s.deliver(apns(#"{"aps":{"alert":"a","mutable-content":1},\#(Self.adobe)}"#))
+        XCTAssertEqual(sink.wait(for: 2), 2)
+        XCTAssertEqual(Set(sink.requests.map(\.target)), ["/r/?id=h3039,67890,1", "/r/?id=h3039,67890,2"])
+        usleep(100_000)
+        XCTAssertEqual(sink.count, 2)
+        XCTAssertEqual(s.device(token: Self.iosToken)?.opened, 1)
+    }
+
+    func testRetriesThenSucceeds() throws {
+        sink.stop()
+        sink = try TrackingSink(failFirst: 2, failStatus: 500)
+        let s = makeStore()
+        s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#))
+        XCTAssertEqual(sink.wait(for: 3), 3)
+        usleep(100_000)
+        let attempts = log.query(TrackingLog.Filter())
+        XCTAssertEqual(attempts.map(\.status), [500, 500, 200])
+        XCTAssertEqual(attempts.map(\.attempt), [1, 2, 3])
+        XCTAssertEqual(attempts.map(\.outcome), ["retrying", "retrying", "succeeded"])
+        XCTAssertEqual(log.counters.succeeded, 1)
+        XCTAssertEqual(log.counters.retried, 2)
+    }
+
+    func testClientErrorsAreNotRetried() throws {
+        sink.stop()
+        sink = try TrackingSink(failFirst: 5, failStatus: 404)
+        let s = makeStore()
+        s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#))
+        XCTAssertEqual(sink.wait(for: 1), 1)
+        usleep(200_000)
+        XCTAssertEqual(sink.count, 1)
+        XCTAssertEqual(log.query(TrackingLog.Filter()).map(\.outcome), ["failed"])
+    }
+
+    func testDeadSinkRecordsFailuresAndNothingCrashes() throws {
+        let dead = "http://127.0.0.1:\(sink.port)"
+        sink.stop()
+        usleep(50_000)
+        let s = makeStore(dispatcher: { $0.maxAttempts = 3; $0.connectTimeoutMs = 500 }, url: dead)
+        for i in 0..<5 { s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: UInt64(i + 1))) }
+        let deadline = Date().addingTimeInterval(10)
+        while log.counters.failed < 5 && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(log.counters.failed, 5)
+        XCTAssertEqual(log.counters.retried, 10)
+        let failed = log.query({ var f = TrackingLog.Filter(); f.status = "failed"; return f }())
+        XCTAssertEqual(failed.count, 5)
+        XCTAssertNotNil(failed.first?.error)
+        XCTAssertEqual(failed.first?.status, 0)
+        XCTAssertEqual(dispatcher.depth, 0)
+    }
+
+    func testBatchedPresetSendsOneRequestForSeveralEvents() throws {
+        let s = makeStore(preset: "moengage", options: ["appId": "APP", "flushMs": "150"])
+        for i in 0..<4 {
+            s.deliver(fcm(#"{"token":"t","data":{"push_from":"moengage","gcm_campaign_id":"c\#(i)"}}"#, n: UInt64(i + 1)))
+        }
+        XCTAssertEqual(sink.wait(for: 1), 1)
+        usleep(300_000)
+        XCTAssertEqual(sink.count, 1)
+        let r = try XCTUnwrap(sink.requests.first)
+        XCTAssertEqual(r.target, "/v2/sdk/report/APP")
+        XCTAssertEqual(PayloadReader(Array(r.body.utf8)).value("viewsCount"), "4")
+        XCTAssertEqual(log.query(TrackingLog.Filter()).first?.events, 4)
+        XCTAssertEqual(dispatcher.depth, 0)
+    }
+
+    func testQueueFullDropsAreCounted() throws {
+        let s = makeStore(dispatcher: { $0.queueCapacity = 3 })
+        var b = Behavior()
+        b.receiveDelayMs = DelayRange(60_000, 60_000)   // held in the queue
+        s.update(token: Self.iosToken) { _ in }
+        try s.register(SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        s.update(token: Self.iosToken) { $0.behavior = b }
+        for i in 0..<5 { s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: UInt64(i + 1))) }
+        XCTAssertEqual(log.counters.scheduled, 3)
+        XCTAssertEqual(log.counters.dropped, 2)
+    }
+
+    func testCollapseInboxAndOffline() throws {
+        let s = makeStore()
+        try s.register(SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        s.deliver(apns(#"{"aps":{"alert":"1"}}"#, n: 1, collapse: "score"))
+        s.deliver(apns(#"{"aps":{"alert":"2"}}"#, n: 2, collapse: "score"))
+        var d = try XCTUnwrap(s.device(token: Self.iosToken))
+        XCTAssertEqual(d.inbox.count, 1)
+        XCTAssertEqual(d.collapsed, 1)
+        for i in 3...6 { s.deliver(apns(#"{"aps":{"alert":"x"}}"#, n: UInt64(i))) }
+        d = try XCTUnwrap(s.device(token: Self.iosToken))
+        XCTAssertEqual(d.inbox.count, 3)
+        XCTAssertEqual(d.evicted, 2)
+
+        // Offline: APNs keeps the latest one per app, drops expiration 0, delivers on reconnect.
+        _ = s.setOnline(token: Self.iosToken, false, nowMs: Clock.nowMs())
+        var now0 = apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: 10)
+        now0.expiresAtMs = 0
+        s.deliver(now0)
+        s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: 11))
+        s.deliver(apns(#"{"aps":{"content-available":1},"_mId":"1","_dId":"last"}"#, n: 12))
+        d = try XCTUnwrap(s.device(token: Self.iosToken))
+        XCTAssertEqual(d.pending.count, 1)
+        XCTAssertEqual(d.dropped, 1)
+        usleep(100_000)
+        XCTAssertEqual(sink.count, 0)
+        _ = s.setOnline(token: Self.iosToken, true, nowMs: Clock.nowMs())
+        XCTAssertEqual(sink.wait(for: 1), 1)
+        XCTAssertEqual(sink.requests.first?.target, "/r/?id=h1,last,1")
+
+        // FCM keeps every message until its TTL.
+        _ = s.setOnline(token: Self.androidToken, false, nowMs: Clock.nowMs())
+        XCTAssertNil(s.device(token: Self.androidToken), "unknown until its first message")
+        s.deliver(fcm(#"{"token":"t","data":{"_mId":"1","_dId":"a"}}"#, n: 20))
+        _ = s.setOnline(token: Self.androidToken, false, nowMs: Clock.nowMs())
+        var expired = fcm(#"{"token":"t","data":{"_mId":"2","_dId":"b"}}"#, n: 21)
+        expired.expiresAtMs = Clock.nowMs() - 1
+        s.deliver(expired)
+        s.deliver(fcm(#"{"token":"t","data":{"_mId":"3","_dId":"c"}}"#, n: 22))
+        XCTAssertEqual(s.device(token: Self.androidToken)?.pending.count, 2)
+        _ = s.setOnline(token: Self.androidToken, true, nowMs: Clock.nowMs())
+        XCTAssertEqual(sink.wait(for: 3), 3)
+        XCTAssertEqual(sink.requests.map(\.target).suffix(2), ["/r/?id=h1,a,1", "/r/?id=h3,c,1"])
+    }
+}

@@ -1,0 +1,113 @@
+import Fleet
+import PushCore
+import Tracking
+import XCTest
+
+/// Each preset produces the request tracking.md documents, and stays silent when its SDK would.
+final class TrackingPresetTests: XCTestCase {
+    func ctx(_ event: TrackingEvent, _ platform: String, _ payload: String) -> TrackingContext {
+        TrackingContext(event: event, platform: platform, token: "tok-1", app: "com.example.app", notificationID: "n-1",
+                        messageName: "m-1", receivedAtMs: 1_800_000_000_000, atMs: 1_800_000_000_123, payload: PayloadReader(Array(payload.utf8)))
+    }
+
+    func job(_ c: TrackingConfig, _ x: TrackingContext) -> TrackingJob? {
+        if case .job(let j) = TrackingPresets.job(c, x) { return j }
+        return nil
+    }
+
+    func testAdobeTestVectors() {
+        XCTAssertEqual(AdobeIDs.hex("12345"), "3039")
+        XCTAssertEqual(AdobeIDs.hex("-1"), "ffffffff")
+        XCTAssertEqual(AdobeIDs.hex("255"), "ff")
+        XCTAssertEqual(AdobeIDs.hex("2147483647"), "7fffffff")
+        XCTAssertEqual(AdobeIDs.hex("-2"), "fffffffe")
+        XCTAssertEqual(AdobeIDs.hex("4294967296"), "100000000")
+        XCTAssertEqual(AdobeIDs.hex("0b6c2b2e-4c1a-4f8e-9b1a-0123456789ab"), "0b6c2b2e-4c1a-4f8e-9b1a-0123456789ab")
+        XCTAssertNil(AdobeIDs.hex("abc"))
+
+        let c = TrackingConfig(preset: "adobe-campaign", url: "http://trk.example.com")
+        let ios = #"{"aps":{"alert":"x","mutable-content":1},"_mId":"12345","_dId":"67890"}"#
+        XCTAssertEqual(job(c, ctx(.receive, "ios", ios))?.request, TrackingRequest(method: "GET", url: "http://trk.example.com/r/?id=h3039,67890,1"))
+        XCTAssertEqual(job(c, ctx(.open, "ios", ios))?.request.url, "http://trk.example.com/r/?id=h3039,67890,2")
+        let fcm = #"{"token":"t","data":{"_mId":"-1","_dId":"d"}}"#
+        XCTAssertEqual(job(c, ctx(.receive, "android", fcm))?.request.url, "http://trk.example.com/r/?id=hffffffff,d,1")
+        XCTAssertNil(job(c, ctx(.receive, "ios", #"{"aps":{},"_mId":"1"}"#)), "needs _dId")
+    }
+
+    func testPushwoosh() throws {
+        var c = TrackingConfig(preset: "pushwoosh", url: "http://pw.local")
+        c.options = ["appCode": "ABCDE-12345", "apiToken": "secret"]
+        let j = try XCTUnwrap(job(c, ctx(.receive, "android", #"{"data":{"pw_msg":"1","p":"hash1","md":"meta"}}"#)))
+        XCTAssertEqual(j.request.method, "POST")
+        XCTAssertEqual(j.request.url, "http://pw.local/json/1.3/messageDeliveryEvent")
+        XCTAssertTrue(j.request.headers.contains { $0 == ("Authorization", "Token secret") })
+        let body = PayloadReader(j.request.body)
+        XCTAssertEqual(body.value("request.application"), "ABCDE-12345")
+        XCTAssertEqual(body.value("request.hash"), "hash1")
+        XCTAssertEqual(body.value("request.metaData"), "meta")
+        XCTAssertEqual(body.value("request.device_type"), "3")
+        XCTAssertEqual(job(c, ctx(.open, "ios", #"{"aps":{},"pw_msg":"1","p":"h"}"#))?.request.url, "http://pw.local/json/1.3/pushStat")
+        XCTAssertNil(job(c, ctx(.receive, "android", #"{"data":{"p":"h"}}"#)), "needs pw_msg")
+    }
+
+    func testOneSignalReadsTheNestedCustomJSON() throws {
+        var c = TrackingConfig(preset: "onesignal", url: "http://os.local")
+        c.options = ["appId": "app-1"]
+        let payload = #"{"data":{"custom":"{\"i\":\"0b6c2b2e-aaaa\",\"a\":{}}"}}"#
+        let r = try XCTUnwrap(job(c, ctx(.receive, "android", payload))).request
+        XCTAssertEqual(r.method, "PUT")
+        XCTAssertEqual(r.url, "http://os.local/notifications/0b6c2b2e-aaaa/report_received")
+        XCTAssertEqual(PayloadReader(r.body).value("app_id"), "app-1")
+        let o = try XCTUnwrap(job(c, ctx(.open, "ios", #"{"aps":{},"custom":{"i":"n2"}}"#))).request
+        XCTAssertEqual(o.url, "http://os.local/notifications/n2")
+        XCTAssertEqual(PayloadReader(o.body).value("opened"), "true")
+    }
+
+    func testMoEngageAndBrazeAreBatched() throws {
+        var m = TrackingConfig(preset: "moengage", url: "http://moe.local")
+        m.options = ["appId": "APPID"]
+        let payload = #"{"data":{"push_from":"moengage","gcm_campaign_id":"00063766282_L_0DTSDK1","moe_cid_attr":"{\"moe_campaign_id\":\"c9\",\"moe_campaign_name\":\"Spring\"}"}}"#
+        let j = try XCTUnwrap(job(m, ctx(.receive, "android", payload)))
+        let batch = try XCTUnwrap(j.batch)
+        let item = PayloadReader(batch.item)
+        XCTAssertEqual(item.value("EVENT_ACTION"), "NOTIFICATION_RECEIVED_MOE")
+        XCTAssertEqual(item.value("N_I_E"), "1")
+        XCTAssertEqual(item.value("EVENT_ATTRS.gcm_campaign_id"), "00063766282_L_0")
+        XCTAssertEqual(item.value("EVENT_ATTRS.moe_campaign_id"), "c9")
+        let r = batch.build([batch.item, batch.item])
+        XCTAssertEqual(r.url, "http://moe.local/v2/sdk/report/APPID")
+        XCTAssertEqual(PayloadReader(r.body).value("viewsCount"), "2")
+        XCTAssertNil(job(m, ctx(.receive, "android", #"{"data":{"gcm_campaign_id":"x"}}"#)))
+
+        var b = TrackingConfig(preset: "braze", url: "http://braze.local")
+        b.options = ["apiKey": "k"]
+        let br = #"{"data":{"_ab":"true","cid":"camp-1","bz_p_e":"true"}}"#
+        let bj = try XCTUnwrap(job(b, ctx(.receive, "android", br)))
+        XCTAssertEqual(PayloadReader(bj.batch!.item).value("name"), "pd")
+        XCTAssertEqual(PayloadReader(bj.batch!.item).value("data.cid"), "camp-1")
+        XCTAssertEqual(bj.batch!.build([bj.batch!.item]).url, "http://braze.local/api/v3/data")
+        XCTAssertNil(job(b, ctx(.receive, "android", #"{"data":{"_ab":"true","cid":"c"}}"#)), "pd needs bz_p_e")
+        XCTAssertNil(job(b, ctx(.receive, "ios", #"{"aps":{},"ab":{"c":"c"}}"#)), "pd is Android only")
+        XCTAssertEqual(PayloadReader(try XCTUnwrap(job(b, ctx(.open, "ios", #"{"aps":{},"ab":{"c":"c2"}}"#))).batch!.item).value("name"), "pc")
+        // bz_p_fn / bz_p_fx: delivery reported minutes later.
+        let delayed = try XCTUnwrap(job(b, ctx(.receive, "android", #"{"data":{"_ab":"true","cid":"c","bz_p_e":"1","bz_p_fn":"2","bz_p_fx":"3"}}"#)))
+        XCTAssertGreaterThanOrEqual(delayed.notBeforeMs - 1_800_000_000_123, 120_000)
+        XCTAssertLessThanOrEqual(delayed.notBeforeMs - 1_800_000_000_123, 180_000)
+    }
+
+    func testWebhookTemplates() throws {
+        let json = #"{"preset":"webhook","method":"POST","url":"http://hook.local/e/{event}?m={payload.data._mId|dec2hex}&t={device.token|urlencode}","headers":{"X-Sig":"{payload.data._dId|sha256}"},"body":"{{\"id\":{payload.data.custom.i|json},\"b\":\"{device.app|base64}\",\"u\":\"{payload.data._dId|upper}\"}}","when":"payload.data._mId"}"#
+        let c = try TrackingConfig.parse(Array(json.utf8))
+        let payload = #"{"data":{"_mId":"255","_dId":"abc","custom":"{\"i\":\"n-7\"}"}}"#
+        let r = try XCTUnwrap(job(c, ctx(.receive, "android", payload))).request
+        XCTAssertEqual(r.method, "POST")
+        XCTAssertEqual(r.url, "http://hook.local/e/receive?m=ff&t=tok-1")
+        XCTAssertEqual(r.headers.first?.1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(String(decoding: r.body, as: UTF8.self), #"{"id":"n-7","b":"Y29tLmV4YW1wbGUuYXBw","u":"ABC"}"#)
+        XCTAssertNil(job(c, ctx(.receive, "android", #"{"data":{}}"#)), "when not met")
+        XCTAssertThrowsError(try TrackingConfig.parse(Array(#"{"preset":"nope","url":"http://x"}"#.utf8)))
+        XCTAssertThrowsError(try TrackingConfig.parse(Array(#"{"preset":"adobe-campaign"}"#.utf8)))
+        XCTAssertEqual(Templates.moengageTime(0), "1:1:1970:0:0:0")
+        XCTAssertEqual(Templates.iso8601(1_800_000_000_123), "2027-01-15T08:00:00.123Z")
+    }
+}
