@@ -1,0 +1,168 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The device layer end to end: the real binary, real senders (curl over h2c, h2load), and a
+/// real tracking sink receiving what the simulated SDKs send.
+final class DevicesTrackingTests: XCTestCase {
+    var dir: URL!
+    var sink: TrackingSink!
+
+    override func setUpWithError() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-dev-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        sink?.stop()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// A provider token from a fresh key (accepted by the default lenient APNs auth).
+    func jwt() throws -> String {
+        let c = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
+                                                          "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
+        XCTAssertEqual(c.status, 0, c.stderr)
+        let t = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                                                          "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
+        return t.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func json(_ s: String) throws -> [String: Any] {
+        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any], s)
+    }
+
+    func admin(_ s: ServerProcess, _ method: String, _ path: String, _ body: String? = nil) throws -> (Int, String) {
+        var args = ["-sS", "-X", method, "-w", "\n%{http_code}", "http://127.0.0.1:\(s.httpPort)" + path]
+        if let body { args += ["-d", body] }
+        let r = try runCommand("curl", args, timeout: 30)
+        var lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        let code = Int(lines.removeLast()) ?? 0
+        return (code, lines.joined(separator: "\n"))
+    }
+
+    func rssKB(_ pid: Int32) -> Int {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+
+    func testAdobeReceiveAndOpenFromAPNsAndFCM() throws {
+        sink = try TrackingSink()
+        let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url])
+        let jwt = try jwt()
+        var (code, body) = try admin(s, "POST", "/emulator/v1/devices",
+                                     #"{"platform":"ios","app":"com.example.app","behavior":{"openRate":1,"openDelayMs":50}}"#)
+        XCTAssertEqual(code, 201, body)
+        let ios = try XCTUnwrap(try json(body)["token"] as? String)
+        XCTAssertEqual(ios.count, 64)
+        let push = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                                           "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
+                                           "-d", #"{"aps":{"alert":{"title":"Hi"},"mutable-content":1},"_mId":"12345","_dId":"67890"}"#,
+                                           "http://127.0.0.1:\(s.httpPort)/3/device/\(ios)"], timeout: 10)
+        XCTAssertEqual(push.stdout, "200")
+        XCTAssertEqual(sink.wait(for: 2), 2)
+        usleep(300_000)
+        XCTAssertEqual(sink.requests.map(\.target), ["/r/?id=h3039,67890,1", "/r/?id=h3039,67890,2"])
+        XCTAssertEqual(sink.requests.map(\.method), ["GET", "GET"])
+
+        // FCM: a data message to an Android device fires exactly one receive (open rate 0).
+        (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"android","app":"com.example.android"}"#)
+        XCTAssertEqual(code, 201, body)
+        let android = try XCTUnwrap(try json(body)["token"] as? String)
+        let send = try runCommand("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                                           "-d", #"{"message":{"token":"\#(android)","data":{"_mId":"-1","_dId":"d-9"}}}"#,
+                                           "http://127.0.0.1:\(s.httpPort)/v1/projects/demo-project/messages:send"], timeout: 10)
+        XCTAssertEqual(send.stdout, "200")
+        XCTAssertEqual(sink.wait(for: 3), 3)
+        usleep(300_000)
+        XCTAssertEqual(sink.requests.last?.target, "/r/?id=hffffffff,d-9,1")
+        XCTAssertEqual(sink.count, 3)
+
+        // What the admin API recorded.
+        (code, body) = try admin(s, "GET", "/emulator/v1/tracking?token=\(ios)")
+        let attempts = try XCTUnwrap(try json(body)["tracking"] as? [[String: Any]])
+        XCTAssertEqual(attempts.compactMap { $0["event"] as? String }, ["receive", "open"])
+        XCTAssertEqual(attempts.compactMap { $0["status"] as? Int }, [200, 200])
+        (code, body) = try admin(s, "GET", "/emulator/v1/devices/\(ios)")
+        XCTAssertEqual(try json(body)["opened"] as? Int, 1)
+        (code, body) = try admin(s, "GET", "/emulator/v1/stats")
+        let tracking = try XCTUnwrap(try json(body)["tracking"] as? [String: Any])
+        XCTAssertEqual(tracking["succeeded"] as? Int, 3)
+        XCTAssertEqual(s.stop(), 0)
+    }
+
+    func testFleetOfTenMillionAndACampaignToOneHundredThousand() throws {
+        sink = try TrackingSink(keepRequests: false)
+        let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url])
+        let pid = s.process.processIdentifier
+        let before = rssKB(pid)
+        let t0 = Date()
+        var (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":10000000,"seed":1}"#)
+        let elapsed = Date().timeIntervalSince(t0)
+        XCTAssertEqual(code, 201, body)
+        XCTAssertEqual(try json(body)["id"] as? String, "fleet-1")
+        XCTAssertLessThan(elapsed, 2)
+        XCTAssertLessThan(rssKB(pid) - before, 50 * 1024)
+
+        (code, body) = try admin(s, "GET", "/emulator/v1/fleets/fleet-1/tokens?offset=0&limit=100000")
+        XCTAssertEqual(code, 200)
+        let tokens = try XCTUnwrap(try json(body)["tokens"] as? [String])
+        XCTAssertEqual(tokens.count, 100_000)
+        XCTAssertEqual(Set(tokens).count, 100_000)
+        let uris = dir.appendingPathComponent("uris.txt")
+        try tokens.map { "http://127.0.0.1:\(s.httpPort)/3/device/\($0)" }.joined(separator: "\n").write(to: uris, atomically: true, encoding: .utf8)
+        let payload = dir.appendingPathComponent("payload.json")
+        try #"{"aps":{"alert":{"title":"Sale"},"mutable-content":1},"_mId":"424242","_dId":"campaign-7"}"#.write(to: payload, atomically: true, encoding: .utf8)
+        let h = try runCommand("h2load", ["-n", "100000", "-c", "4", "-m", "32", "-i", uris.path, "-d", payload.path,
+                                          "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(try jwt())"], timeout: 120)
+        XCTAssertTrue(h.stdout.contains("status codes: 100000 2xx"), h.stdout)
+        XCTAssertEqual(sink.wait(for: 100_000, timeout: 60), 100_000)
+        usleep(500_000)
+        XCTAssertEqual(sink.count, 100_000)
+        (code, body) = try admin(s, "GET", "/emulator/v1/stats")
+        let tracking = try XCTUnwrap(try json(body)["tracking"] as? [String: Any])
+        XCTAssertEqual(tracking["succeeded"] as? Int, 100_000)
+        XCTAssertEqual(tracking["dropped"] as? Int, 0)
+
+        // A fleet with uninstalled members: those answer 410 Unregistered, reproducibly.
+        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"behavior":{"uninstalledRate":0.5}}"#)
+        XCTAssertEqual(code, 201)
+        (code, body) = try admin(s, "GET", "/emulator/v1/fleets/fleet-2/tokens?limit=40")
+        var statuses: [String] = []
+        for t in try XCTUnwrap(try json(body)["tokens"] as? [String]) {
+            let r = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                                            "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(try jwt())",
+                                            "-d", #"{"aps":{"alert":"x"}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(t)"], timeout: 10)
+            statuses.append(r.stdout)
+        }
+        XCTAssertTrue(statuses.contains("410") && statuses.contains("200"), "\(statuses)")
+        XCTAssertEqual(Set(statuses), ["410", "200"])
+        XCTAssertEqual(s.stop(), 0)
+    }
+
+    func testCommandLine() throws {
+        let s = try ServerProcess()
+        let server = "http://127.0.0.1:\(s.httpPort)"
+        var r = try runCommand(ServerProcess.binaryPath, ["fleet", "create", "--server", server, "--platform", "android",
+                                                          "--app", "com.x", "--count", "1234"], timeout: 10)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        r = try runCommand(ServerProcess.binaryPath, ["fleet", "tokens", "fleet-1", "--server", server], timeout: 30)
+        let lines = r.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 1234)
+        XCTAssertTrue(lines.allSatisfy { $0.count == 163 && $0.contains(":APA91b") })
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "add", "--server", server, "--platform", "ios", "--app", "com.y",
+                                                      "--labels", "beta"], timeout: 10)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let token = try XCTUnwrap(try json(r.stdout)["token"] as? String)
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "uninstall", token, "--server", server], timeout: 10)
+        XCTAssertEqual(try json(r.stdout)["installed"] as? Bool, false)
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "list", "--label", "beta", "--server", server], timeout: 10)
+        XCTAssertEqual((try json(r.stdout)["devices"] as? [Any])?.count, 1)
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "show", "nope", "--server", server], timeout: 10)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("404"))
+    }
+}
