@@ -27,7 +27,7 @@ let package = Package(
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
-        .target(name: "Tracking", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "Tracking", dependencies: ["PushCore", "CCurl", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
         .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.

@@ -13,4 +13,15 @@ static inline CURLcode pushemu_curl_getinfo_long(CURL *h, CURLINFO i, long *v) {
 static inline CURLcode pushemu_curl_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode pushemu_curl_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode pushemu_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+/* The multi socket interface: libcurl tells the application which sockets to watch (epoll here). */
+typedef int (*pushemu_curl_socket_fn)(CURL *, curl_socket_t, int, void *, void *);
+typedef int (*pushemu_curl_timer_fn)(CURLM *, long, void *);
+static inline CURLMcode pushemu_curl_multi_socket_callback(CURLM *m, pushemu_curl_socket_fn f, void *userp) {
+    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, userp);
+    return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f);
+}
+static inline CURLMcode pushemu_curl_multi_timer_callback(CURLM *m, pushemu_curl_timer_fn f, void *userp) {
+    curl_multi_setopt(m, CURLMOPT_TIMERDATA, userp);
+    return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f);
+}
 #endif

@@ -3,54 +3,60 @@ import PushCore
 /// Reads values out of a notification's JSON (an APNs payload or an FCM message) by dotted path.
 /// A path that reaches a JSON *string* and goes on parses that string as JSON, so values nested
 /// the way SDK payloads nest them (OneSignal's `custom`, MoEngage's `moe_cid_attr`) are reachable:
-/// `data.custom.i`.
+/// `data.custom.i`. The document is tokenized once, however many values are read.
 public struct PayloadReader: Sendable {
     public let bytes: [UInt8]
+    private let tokens: [JSONToken]
+    private let valid: Bool
 
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        var t: [JSONToken] = []
+        valid = bytes.withUnsafeBytes { JSONParser.parse($0, into: &t) == nil } && !t.isEmpty
+        tokens = t
+    }
 
     /// A scalar as text (strings decoded, numbers and booleans as written), an object or array
     /// as its JSON text; nil when absent or null.
     public func value(_ path: String) -> String? {
-        let parts = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        return PayloadReader.lookup(bytes, parts[...])
+        guard valid else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            PayloadReader.lookup(JSONView(bytes: raw, tokens: tokens), path.split(separator: ".", omittingEmptySubsequences: false)[...])
+        }
     }
 
     public func has(_ path: String) -> Bool { value(path) != nil }
 
-    static func lookup(_ doc: [UInt8], _ parts: ArraySlice<String>) -> String? {
-        doc.withUnsafeBytes { raw -> String? in
-            var tokens: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &tokens) == nil, !tokens.isEmpty else { return nil }
-            let v = JSONView(bytes: raw, tokens: tokens)
-            var i = 0
-            var rest = parts
-            while let key = rest.first {
-                switch v.tokens[i].kind {
-                case .object:
-                    var found: Int?
-                    v.forEachMember(i) { k, val in if found == nil && v.string(k) == key { found = val } }
-                    guard let f = found else { return nil }
-                    i = f
-                case .array:
-                    guard let n = Int(key), n >= 0 else { return nil }
-                    var idx = 0, found: Int?
-                    v.forEachElement(i) { e in if idx == n { found = e }; idx += 1 }
-                    guard let f = found else { return nil }
-                    i = f
-                case .string:
-                    // A JSON document inside a string: parse it and go on.
-                    return lookup(Array(v.string(i).utf8), rest)
-                default:
-                    return nil
-                }
-                rest = rest.dropFirst()
-            }
+    static func lookup(_ v: JSONView, _ parts: ArraySlice<Substring>) -> String? {
+        var i = 0
+        var rest = parts
+        while let key = rest.first {
             switch v.tokens[i].kind {
-            case .null: return nil
-            case .string: return v.string(i)
-            default: return String(decoding: v.raw(i), as: UTF8.self)
+            case .object:
+                var found: Int?
+                v.forEachMember(i) { k, val in
+                    if found == nil && (v.tokens[k].escaped ? v.string(k) == key : v.raw(k).elementsEqual(key.utf8)) { found = val }
+                }
+                guard let f = found else { return nil }
+                i = f
+            case .array:
+                guard let n = Int(key), n >= 0 else { return nil }
+                var idx = 0, found: Int?
+                v.forEachElement(i) { e in if idx == n { found = e }; idx += 1 }
+                guard let f = found else { return nil }
+                i = f
+            case .string:
+                // A JSON document inside a string: parse it and go on.
+                return PayloadReader(Array(v.string(i).utf8)).value(rest.joined(separator: "."))
+            default:
+                return nil
             }
+            rest = rest.dropFirst()
+        }
+        switch v.tokens[i].kind {
+        case .null: return nil
+        case .string: return v.string(i)
+        default: return String(decoding: v.raw(i), as: UTF8.self)
         }
     }
 }

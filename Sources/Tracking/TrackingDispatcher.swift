@@ -1,4 +1,5 @@
 import CCurl
+import CSystem
 import Glibc
 import PushCore
 import Synchronization
@@ -45,25 +46,15 @@ public struct TrackingJob: Sendable {
     }
 }
 
-/// The tracking dispatcher: one thread running libcurl's multi interface. Submitting never
+/// One lane of the tracking dispatcher: one thread running libcurl's multi socket interface on
+/// its own epoll set (only the sockets with events are serviced, never a scan of every
+/// transfer). Submitting never
 /// blocks the caller (an event loop): jobs go into a bounded queue, and when it is full they
 /// are dropped and counted, never lost silently. Connections are reused (libcurl's pool, at
 /// most `maxPerHost` per target), transfers have a timeout, and 5xx answers and connection
 /// errors are retried with exponential backoff (4xx are final). Every attempt is recorded.
-public final class TrackingDispatcher: @unchecked Sendable {
-    public struct Options: Sendable {
-        public var maxInFlight = 512
-        public var maxPerHost = 32
-        public var queueCapacity = 2_000_000
-        public var timeoutMs = 30_000
-        public var connectTimeoutMs = 5_000
-        /// Attempts in all, the first included.
-        public var maxAttempts = 5
-        public var backoffBaseMs: Int64 = 200
-        public var backoffMaxMs: Int64 = 30_000
-        public var caFile: String?
-        public init() {}
-    }
+final class TrackingLane: @unchecked Sendable {
+    typealias Options = TrackingDispatcher.Options
 
     public let options: Options
     public let log: TrackingLog
@@ -81,7 +72,13 @@ public final class TrackingDispatcher: @unchecked Sendable {
     private var batches: [String: OpenBatch] = [:]
     private var active: [Int: Transfer] = [:]
     private var nextTransfer = 1
-    private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// The header list each configured plain-GET handle holds (freed with the dispatcher).
+    private var plainLists: [Int: UnsafeMutablePointer<curl_slist>] = [:]
+    /// Easy handles kept configured between transfers, with the shape they were last set up for
+    /// (a plain GET needs only its URL changed).
+    private var idleHandles: [(UnsafeMutableRawPointer, Shape)] = []
+
+    enum Shape: Equatable { case fresh, plainGet, other }
 
     struct OpenBatch {
         var first: TrackingJob
@@ -93,6 +90,7 @@ public final class TrackingDispatcher: @unchecked Sendable {
         let job: TrackingJob
         let easy: UnsafeMutableRawPointer
         var headers: UnsafeMutablePointer<curl_slist>?
+        var shape = Shape.other
         let startNs: UInt64
         init(job: TrackingJob, easy: UnsafeMutableRawPointer, startNs: UInt64) {
             self.job = job
@@ -101,10 +99,10 @@ public final class TrackingDispatcher: @unchecked Sendable {
         }
     }
 
-    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-
-    public init(options: Options = Options(), log: TrackingLog) {
-        _ = TrackingDispatcher.globalInit
+    init(options: Options, log: TrackingLog) {
+        epfd = csys_epoll_create()
+        wakeFD = csys_eventfd()
+        _ = csys_epoll_add(epfd, wakeFD, CSYS_EPOLLIN, TrackingLane.wakeTag)
         self.options = options
         self.log = log
         multi = curl_multi_init()
@@ -114,15 +112,18 @@ public final class TrackingDispatcher: @unchecked Sendable {
     }
 
     deinit {
-        for h in idleHandles { curl_easy_cleanup(h) }
+        for (h, _) in idleHandles { curl_easy_cleanup(h) }
+        for (_, l) in plainLists { curl_slist_free_all(l) }
         curl_multi_cleanup(multi)
+        close(wakeFD)
+        close(epfd)
     }
 
     public func start() {
         let box = Unmanaged.passRetained(self)
         var tid = pthread_t()
         let rc = pthread_create(&tid, nil, { arg in
-            let d = Unmanaged<TrackingDispatcher>.fromOpaque(arg!).takeRetainedValue()
+            let d = Unmanaged<TrackingLane>.fromOpaque(arg!).takeRetainedValue()
             d.run()
             return nil
         }, box.toOpaque())
@@ -133,7 +134,7 @@ public final class TrackingDispatcher: @unchecked Sendable {
     /// Stops after in-flight transfers finish or `graceMs` passes; queued jobs are dropped (counted).
     public func stop() {
         stopping.store(true, ordering: .releasing)
-        curl_multi_wakeup(multi)
+        wake()
         if let thread { pthread_join(thread, nil) }
         thread = nil
     }
@@ -151,13 +152,37 @@ public final class TrackingDispatcher: @unchecked Sendable {
         queued.add(1, ordering: .relaxed)
         log.count { $0.scheduled += 1 }
         inbox.withLock { $0.append(job) }
-        if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { curl_multi_wakeup(multi) }
+        if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
         return true
+    }
+
+    private func wake() {
+        guard wakeFD >= 0 else { return }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
     }
 
     // MARK: the dispatcher thread
 
+    // epoll, the wake-up eventfd and libcurl's timer, owned by the lane's thread.
+    private let epfd: Int32
+    private let wakeFD: Int32
+    private var watched = Set<Int32>()
+    private var curlDeadlineNs: UInt64? = nil
+    private static let wakeTag = UInt64.max
+
     private func run() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        pushemu_curl_multi_socket_callback(multi, { _, fd, what, userp, _ in
+            Unmanaged<TrackingLane>.fromOpaque(userp!).takeUnretainedValue().watch(fd, what)
+            return 0
+        }, me)
+        pushemu_curl_multi_timer_callback(multi, { _, ms, userp in
+            let lane = Unmanaged<TrackingLane>.fromOpaque(userp!).takeUnretainedValue()
+            lane.curlDeadlineNs = ms < 0 ? nil : Clock.monotonicNanoseconds() + UInt64(ms) * 1_000_000
+            return 0
+        }, me)
+        var events = [csys_event](repeating: csys_event(), count: 256)
         var running: Int32 = 0
         while true {
             let now = Clock.nowMs()
@@ -176,20 +201,56 @@ public final class TrackingDispatcher: @unchecked Sendable {
                 begin(job)
             }
             if readyHead > 4096 && readyHead * 2 > ready.count { ready.removeFirst(readyHead); readyHead = 0 }
-            curl_multi_perform(multi, &running)
-            completions()
-            if stopping.load(ordering: .acquiring) {
-                if active.isEmpty { break }
+            if let d = curlDeadlineNs, d <= Clock.monotonicNanoseconds() {
+                curlDeadlineNs = nil
+                curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
             }
+            completions()
+            if stopping.load(ordering: .acquiring) && active.isEmpty { break }
             var timeout = 1000
             if let top = heap.peek { timeout = min(timeout, Int(max(0, top.notBeforeMs - Clock.nowMs()))) }
             if let b = batches.values.map(\.deadlineMs).min() { timeout = min(timeout, Int(max(0, b - Clock.nowMs()))) }
+            if let d = curlDeadlineNs {
+                let n = Clock.monotonicNanoseconds()
+                timeout = min(timeout, d <= n ? 0 : Int((d - n + 999_999) / 1_000_000))
+            }
             if readyHead < ready.count && active.count < options.maxInFlight { timeout = 0 }
-            var fds: Int32 = 0
-            curl_multi_poll(multi, nil, 0, Int32(timeout), &fds)
+            let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, Int32($0.count), Int32(timeout)) }
+            if n > 0 {
+                for i in 0..<Int(n) {
+                    let e = events[i]
+                    if e.data == TrackingLane.wakeTag {
+                        var v: UInt64 = 0
+                        _ = read(wakeFD, &v, 8)
+                        continue
+                    }
+                    var mask: Int32 = 0
+                    if e.events & CSYS_EPOLLIN != 0 { mask |= CURL_CSELECT_IN }
+                    if e.events & CSYS_EPOLLOUT != 0 { mask |= CURL_CSELECT_OUT }
+                    if e.events & (CSYS_EPOLLERR | CSYS_EPOLLHUP) != 0 { mask |= CURL_CSELECT_ERR }
+                    curl_multi_socket_action(multi, curl_socket_t(Int32(truncatingIfNeeded: e.data)), mask, &running)
+                }
+            }
+            completions()
         }
         let left = heap.count + (ready.count - readyHead) + batches.values.reduce(0) { $0 + $1.items.count }
         if left > 0 { log.count { $0.dropped += UInt64(left) } }
+    }
+
+    /// libcurl's socket callback: watch `fd` for what it needs (or stop watching).
+    private func watch(_ fd: curl_socket_t, _ what: Int32) {
+        if what == CURL_POLL_REMOVE {
+            if watched.remove(fd) != nil { _ = csys_epoll_del(epfd, fd) }
+            return
+        }
+        var ev: UInt32 = 0
+        if what == CURL_POLL_IN || what == CURL_POLL_INOUT { ev |= CSYS_EPOLLIN }
+        if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { ev |= CSYS_EPOLLOUT }
+        if watched.insert(fd).inserted {
+            _ = csys_epoll_add(epfd, fd, ev, UInt64(UInt32(bitPattern: fd)))
+        } else {
+            _ = csys_epoll_mod(epfd, fd, ev, UInt64(UInt32(bitPattern: fd)))
+        }
     }
 
     private func enqueue(_ job: TrackingJob, now: Int64) {
@@ -221,34 +282,52 @@ public final class TrackingDispatcher: @unchecked Sendable {
     }
 
     private func begin(_ job: TrackingJob) {
-        let easy = idleHandles.popLast() ?? curl_easy_init()!
-        curl_easy_reset(easy)
+        let plain = job.request.method == "GET" && job.request.headers.isEmpty
+        let shape: Shape = plain ? .plainGet : .other
+        var (easy, had) = idleHandles.popLast() ?? (curl_easy_init()!, Shape.fresh)
+        if had != shape || shape == .other {
+            if had != .fresh { curl_easy_reset(easy) }
+            had = .fresh
+        }
         let t = Transfer(job: job, easy: easy, startNs: Clock.monotonicNanoseconds())
+        t.shape = shape
         let id = nextTransfer
         nextTransfer &+= 1
         job.request.url.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_URL, $0) }
-        pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        pushemu_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, options.timeoutMs)
-        pushemu_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs)
-        pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n }   // the body is not needed
         pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: id))
-        if let ca = options.caFile { ca.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CAINFO, $0) } }
-        let method = job.request.method.uppercased()
-        if method == "GET" {
-            pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
-        } else {
-            method.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, $0) }
-            pushemu_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, job.request.body.count)
-            job.request.body.withUnsafeBytes { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!) }
+        if had == .fresh {
+            pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+            pushemu_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, options.timeoutMs)
+            pushemu_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs)
+            pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n }   // the body is not needed
+            "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_PROXY, $0) }   // no proxy lookups per transfer
+            if let ca = options.caFile { ca.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CAINFO, $0) } }
+            if plain {
+                pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
+                var list: UnsafeMutablePointer<curl_slist>? = nil
+                list = curl_slist_append(list, "Expect:")
+                t.headers = list
+                pushemu_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
+            }
         }
-        var list: UnsafeMutablePointer<curl_slist>? = nil
-        for (n, v) in job.request.headers { list = curl_slist_append(list, "\(n): \(v)") }
-        if job.request.method != "GET" && !job.request.headers.contains(where: { $0.0.lowercased() == "content-type" }) {
-            list = curl_slist_append(list, "Content-Type:")   // no default form type
+        if !plain {
+            let method = job.request.method.uppercased()
+            if method == "GET" {
+                pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            } else {
+                method.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, $0) }
+                pushemu_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, job.request.body.count)
+                job.request.body.withUnsafeBytes { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!) }
+            }
+            var list: UnsafeMutablePointer<curl_slist>? = nil
+            for (n, v) in job.request.headers { list = curl_slist_append(list, "\(n): \(v)") }
+            if method != "GET" && !job.request.headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+                list = curl_slist_append(list, "Content-Type:")   // no default form type
+            }
+            list = curl_slist_append(list, "Expect:")
+            t.headers = list
+            pushemu_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
         }
-        list = curl_slist_append(list, "Expect:")
-        t.headers = list
-        pushemu_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
         active[id] = t
         curl_multi_add_handle(multi, easy)
     }
@@ -265,8 +344,16 @@ public final class TrackingDispatcher: @unchecked Sendable {
             pushemu_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             curl_multi_remove_handle(multi, easy)
             guard let t = active.removeValue(forKey: id) else { continue }
-            curl_slist_free_all(t.headers)
-            idleHandles.append(easy)
+            if t.shape == .other {
+                curl_slist_free_all(t.headers)
+                idleHandles.append((easy, .other))
+            } else {
+                // A plain GET handle keeps its options, and its one-line header list with it.
+                if let new = t.headers {
+                    if let old = plainLists.updateValue(new, forKey: Int(bitPattern: easy)), old != new { curl_slist_free_all(old) }
+                }
+                idleHandles.append((easy, t.shape))
+            }
             let latency = Double(Clock.monotonicNanoseconds() - t.startNs) / 1_000_000
             var error: String? = nil
             if result != CURLE_OK {

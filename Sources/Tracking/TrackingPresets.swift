@@ -19,8 +19,9 @@ public enum TrackingPresets {
     public static func job(_ c: TrackingConfig, _ ctx: TrackingContext) -> Outcome {
         guard c.events.contains(ctx.event) else { return .skip("\(c.preset) does not report \(ctx.event.rawValue)") }
         func make(_ r: TrackingRequest, delayMs: Int64 = 0, batch: TrackingBatch? = nil) -> Outcome {
-            .job(TrackingJob(request: r, event: ctx.event, preset: c.preset, token: ctx.token, notificationID: ctx.notificationID,
-                             notBeforeMs: ctx.atMs + delayMs, batch: batch))
+            let j = TrackingJob(request: r, event: ctx.event, preset: c.preset, token: ctx.token, notificationID: ctx.notificationID,
+                                notBeforeMs: ctx.atMs + delayMs, batch: batch)
+            return .job(j)
         }
         let base = c.url.hasSuffix("/") ? String(c.url.dropLast()) : c.url
         switch c.preset {

@@ -155,7 +155,7 @@ final class DeliveryTests: XCTestCase {
     }
 
     func testQueueFullDropsAreCounted() throws {
-        let s = makeStore(dispatcher: { $0.queueCapacity = 3 })
+        let s = makeStore(dispatcher: { $0.queueCapacity = 3; $0.threads = 1 })
         var b = Behavior()
         b.receiveDelayMs = DelayRange(60_000, 60_000)   // held in the queue
         s.update(token: Self.iosToken) { _ in }

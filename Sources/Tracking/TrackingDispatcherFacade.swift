@@ -1,0 +1,55 @@
+import CCurl
+import PushCore
+
+/// The tracking dispatcher: `threads` lanes, each a thread with its own libcurl multi handle,
+/// connection pool and queue. A device's calls always take the same lane (by token hash), so
+/// they keep their order and its batches meet. Submitting never blocks the caller.
+public final class TrackingDispatcher: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Dispatcher threads (lanes).
+        public var threads = 2
+        /// Requests in flight at most, per lane.
+        public var maxInFlight = 32
+        public var maxPerHost = 32
+        public var queueCapacity = 2_000_000
+        public var timeoutMs = 30_000
+        public var connectTimeoutMs = 5_000
+        /// Attempts in all, the first included.
+        public var maxAttempts = 5
+        public var backoffBaseMs: Int64 = 200
+        public var backoffMaxMs: Int64 = 30_000
+        public var caFile: String?
+        public init() {}
+    }
+
+    public let options: Options
+    public let log: TrackingLog
+    let lanes: [TrackingLane]
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    public init(options: Options = Options(), log: TrackingLog) {
+        _ = TrackingDispatcher.globalInit
+        self.options = options
+        self.log = log
+        let n = max(1, options.threads)
+        var laneOptions = options
+        laneOptions.queueCapacity = max(1, options.queueCapacity / n)
+        lanes = (0..<n).map { _ in TrackingLane(options: laneOptions, log: log) }
+    }
+
+    public func start() { for l in lanes { l.start() } }
+
+    public func stop() { for l in lanes { l.stop() } }
+
+    /// Jobs waiting or in flight.
+    public var depth: Int { lanes.reduce(0) { $0 + $1.depth } }
+
+    /// Queues a job; false (and counted as dropped) when its lane's queue is full.
+    @discardableResult
+    public func submit(_ job: TrackingJob) -> Bool {
+        if lanes.count == 1 { return lanes[0].submit(job) }
+        // One device, one lane: its calls keep their order and its batches meet.
+        return lanes[TokenKey(job.token).shard(lanes.count)].submit(job)
+    }
+}
