@@ -70,7 +70,11 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     private let fleets = Mutex<[FleetSpec]>([])
     private final class Shard: Sendable { let map = Mutex<[TokenKey: SimDevice]>([:]) }
     private let shards: [Shard]
-    private let counters = Mutex(Counters())
+    private final class AtomicCounters: Sendable {
+        let delivered = Atomic<UInt64>(0), heldOffline = Atomic<UInt64>(0), droppedOffline = Atomic<UInt64>(0)
+        let trackingSkipped = Atomic<UInt64>(0), trackingScheduled = Atomic<UInt64>(0)
+    }
+    private let counters = AtomicCounters()
 
     public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
         self.configuration = configuration
@@ -193,12 +197,21 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         return out.sorted { $0.createdAtMs < $1.createdAtMs }
     }
 
-    public var stats: Counters { counters.withLock { $0 } }
+    public var stats: Counters {
+        Counters(delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),
+                 droppedOffline: counters.droppedOffline.load(ordering: .relaxed),
+                 trackingSkipped: counters.trackingSkipped.load(ordering: .relaxed),
+                 trackingScheduled: counters.trackingScheduled.load(ordering: .relaxed))
+    }
 
     public func removeAll() {
         for s in shards { s.map.withLock { $0.removeAll() } }
         fleets.withLock { $0.removeAll() }
-        counters.withLock { $0 = Counters() }
+        counters.delivered.store(0, ordering: .relaxed)
+        counters.heldOffline.store(0, ordering: .relaxed)
+        counters.droppedOffline.store(0, ordering: .relaxed)
+        counters.trackingSkipped.store(0, ordering: .relaxed)
+        counters.trackingScheduled.store(0, ordering: .relaxed)
     }
 
     // MARK: DeviceDirectory
@@ -223,13 +236,16 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let sh = shard(k)
         var fleetView: SimDevice?
         var fleetSpec: FleetSpec?
-        if sh.map.withLock({ $0[k] == nil }), let (f, i) = member(Array(d.token.utf8)[...], platform: d.platform) {
+        let (exists, fleetNumber) = sh.map.withLock { m -> (Bool, Int?) in
+            guard let i = m.index(forKey: k) else { return (false, nil) }
+            return (true, m.values[i].fleet)
+        }
+        if !exists, let (f, i) = member(Array(d.token.utf8)[...], platform: d.platform) {
             fleetView = materialize(f, index: i, token: d.token)
             fleetSpec = f
-        }
-        if fleetSpec == nil {
+        } else if let n = fleetNumber {
             // The fleet of an existing record, for its tracking and behaviour.
-            if let n = sh.map.withLock({ $0[k]?.fleet }) { fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
+            fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil }
         }
         let inboxSize = configuration.inboxSize
         var toTrack: SimDevice?
@@ -258,10 +274,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             DeviceStore.addToInbox(&m[k]!, d, inboxSize: inboxSize)
             toTrack = m[k]
         }
-        if held { counters.withLock { $0.heldOffline += 1 } }
-        if droppedOffline { counters.withLock { $0.droppedOffline += 1 } }
+        if held { counters.heldOffline.add(1, ordering: .relaxed) }
+        if droppedOffline { counters.droppedOffline.add(1, ordering: .relaxed) }
         guard let dev = toTrack else { return }
-        counters.withLock { $0.delivered += 1 }
+        counters.delivered.add(1, ordering: .relaxed)
         track(dev, d, fleet: fleetSpec, atMs: d.receivedAtMs)
     }
 
@@ -303,7 +319,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             shard(k).map.withLock { m in
                 if m[k] != nil { DeviceStore.addToInbox(&m[k]!, p.delivery, inboxSize: configuration.inboxSize); current = m[k]! }
             }
-            counters.withLock { $0.delivered += 1 }
+            counters.delivered.add(1, ordering: .relaxed)
             track(current, p.delivery, fleet: fleetSpec, atMs: nowMs)
         }
         return device(token: token)
@@ -344,10 +360,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):
                 dispatcher.submit(j)
-                counters.withLock { $0.trackingScheduled += 1 }
+                counters.trackingScheduled.add(1, ordering: .relaxed)
                 if event == .open { _ = update(token: dev.token) { $0.opened += 1 } }
             case .skip:
-                counters.withLock { $0.trackingSkipped += 1 }
+                counters.trackingSkipped.add(1, ordering: .relaxed)
             }
         }
     }

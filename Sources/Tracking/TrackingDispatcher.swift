@@ -22,8 +22,9 @@ public struct TrackingBatch: Sendable {
     }
 }
 
-/// One tracking call to make, not before `notBeforeMs`.
-public struct TrackingJob: Sendable {
+/// One tracking call to make, not before `notBeforeMs`. A reference: queues and heaps move a
+/// pointer, not a dozen fields. Owned by one thread at a time (the submitter, then its lane).
+public final class TrackingJob: @unchecked Sendable {
     public var request: TrackingRequest
     public var event: TrackingEvent
     public var preset: String
@@ -61,6 +62,10 @@ final class TrackingLane: @unchecked Sendable {
     private let inbox = Mutex<[TrackingJob]>([])
     private let queued = Atomic<Int>(0)
     private let wakePending = Atomic<Bool>(false)
+    /// The lane is asleep with nothing in flight: only then does a submission need a wake-up
+    /// (a busy lane looks at its inbox at least every `busyPollMs`, without a syscall per job).
+    private let idle = Atomic<Bool>(true)
+    static let busyPollMs = 5
     private let stopping = Atomic<Bool>(false)
     private let multi: UnsafeMutableRawPointer
     private var thread: pthread_t?
@@ -152,7 +157,7 @@ final class TrackingLane: @unchecked Sendable {
         queued.add(1, ordering: .relaxed)
         log.count { $0.scheduled += 1 }
         inbox.withLock { $0.append(job) }
-        if !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
+        if idle.load(ordering: .acquiring) && !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
         return true
     }
 
@@ -215,7 +220,15 @@ final class TrackingLane: @unchecked Sendable {
                 timeout = min(timeout, d <= n ? 0 : Int((d - n + 999_999) / 1_000_000))
             }
             if readyHead < ready.count && active.count < options.maxInFlight { timeout = 0 }
+            if !active.isEmpty { timeout = min(timeout, TrackingLane.busyPollMs) }
+            let sleepsIdle = active.isEmpty && timeout > 0
+            if sleepsIdle {
+                idle.store(true, ordering: .releasing)
+                // A job that arrived before the flag was set is in the inbox: do not sleep on it.
+                if inbox.withLock({ !$0.isEmpty }) { timeout = 0 }
+            }
             let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, Int32($0.count), Int32(timeout)) }
+            if sleepsIdle { idle.store(false, ordering: .releasing) }
             if n > 0 {
                 for i in 0..<Int(n) {
                     let e = events[i]
@@ -272,7 +285,7 @@ final class TrackingLane: @unchecked Sendable {
 
     private func flush(_ key: String) {
         guard let b = batches.removeValue(forKey: key), let spec = b.first.batch else { return }
-        var job = b.first
+        let job = b.first
         job.request = spec.build(b.items)
         job.batch = nil
         job.events = b.items.count
@@ -368,7 +381,7 @@ final class TrackingLane: @unchecked Sendable {
                                        status: status, latencyMs: latency, error: error, attempt: t.job.attempt,
                                        outcome: outcome, atMs: Clock.nowMs(), events: t.job.events))
             if willRetry {
-                var again = t.job
+                let again = t.job
                 let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, t.job.attempt - 1)))
                 again.attempt += 1
                 again.notBeforeMs = Clock.nowMs() + backoff
