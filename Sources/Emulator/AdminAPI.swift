@@ -36,6 +36,9 @@ struct AdminAPI: Sendable {
             }
             f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
             f.topic = q.queryParameter("topic").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            if let c = q.queryParameter("campaign").flatMap({ $0.isEmpty ? nil : percentDecode($0) }) {
+                f.matches = { CampaignID.matches($0, c) }
+            }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
                   let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))

@@ -34,10 +34,14 @@ struct DeviceAdminAPI: Sendable {
                 uninstall(token, now)
             case .post:
                 // `{token}:online` and `{token}:offline` (Google-style custom methods).
+                if token.hasSuffix(":rotate") {
+                    token.removeLast(7)
+                    return ex.respond(rotate(token, now))
+                }
                 var online: Bool
                 if token.hasSuffix(":online") { online = true; token.removeLast(7) }
                 else if token.hasSuffix(":offline") { online = false; token.removeLast(8) }
-                else { return ex.respond(AdminAPI.error(404, "POST /emulator/v1/devices/{token}:online or :offline")) }
+                else { return ex.respond(AdminAPI.error(404, "POST /emulator/v1/devices/{token}:online, :offline or :rotate")) }
                 guard ensure(token, now) != nil, store.setOnline(token: token, online, nowMs: now) != nil else {
                     return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
                 }
@@ -149,6 +153,32 @@ struct DeviceAdminAPI: Sendable {
         guard let d else { return nil }
         try? store.register(d)
         return d
+    }
+
+    /// `{token}:rotate`: the app got a new token (as after a reinstall or an FCM token refresh). The
+    /// device moves to the new token with its settings; the old one answers as unregistered.
+    func rotate(_ token: String, _ now: Int64) -> Response {
+        guard let old = ensure(token, now) else { return AdminAPI.error(404, "no device with token \(token)") }
+        guard old.uninstalledAtMs == nil else { return AdminAPI.error(409, "the app on \(token) is uninstalled") }
+        var r = FastRandom()
+        let fresh = DeviceAdminAPI.randomToken(old.platform, &r)
+        var d = old
+        d.token = fresh
+        d.createdAtMs = now
+        d.fleet = nil
+        d.fleetIndex = nil
+        d.inbox = []
+        d.pending = []
+        d.seed = r.next()
+        do { try store.register(d) } catch { return AdminAPI.error(400, "\(error)") }
+        if old.platform == .ios, let e = APNsEnvironment(rawValue: old.environment ?? "sandbox") {
+            apnsDevices.register(token: fresh, environment: e, bundleID: old.app ?? "")
+        } else if old.platform == .android {
+            fcmDevices.register(token: fresh, project: old.environment, app: old.app, nowMs: now)
+        }
+        uninstall(token, now)
+        store.update(token: token) { $0.rotatedTo = fresh }
+        return .json(200, d.json(fleetID: nil))
     }
 
     /// Uninstalls everywhere the token is known; a well-formed token nobody knows is recorded

@@ -14,6 +14,8 @@ public final class NotificationLog: Sendable {
         public var provider: PushProvider?
         public var token: String?
         public var topic: String?
+        /// Any further condition (the admin API's campaign filter).
+        public var matches: (@Sendable (PushNotification) -> Bool)?
         public var limit: Int = 100
         public init() {}
     }
@@ -51,7 +53,7 @@ public final class NotificationLog: Sendable {
     public func query(_ filter: Filter) -> [PushNotification] {
         var out: [(Int, PushNotification)] = []
         for (i, s) in shards.enumerated() {
-            s.arena.withLock { a in a.forEach(filter) { out.append((i, $0)) } }
+            s.arena.withLock { a in a.forEach(filter) { n in if filter.matches?(n) ?? true { out.append((i, n)) } } }
         }
         out.sort { ($0.1.receivedAtMs, $0.1.sequence, $0.0) < ($1.1.receivedAtMs, $1.1.sequence, $1.0) }
         return out.suffix(max(0, filter.limit)).map(\.1)

@@ -165,4 +165,47 @@ final class DevicesTrackingTests: XCTestCase {
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stderr.contains("404"))
     }
+
+    func testStrictRegistryRotationAndCampaignFilter() throws {
+        let s = try ServerProcess(["--devices", "strict"])
+        let jwt = try jwt()
+        func apns(_ token: String, _ body: String = #"{"aps":{"alert":"x"}}"#) throws -> String {
+            try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                                    "-H", "authorization: bearer \(jwt)", "-d", body,
+                                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10).stdout
+        }
+        func fcm(_ token: String) throws -> String {
+            try runCommand("curl", ["-sS", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                                    "-d", #"{"message":{"token":"\#(token)","data":{"_dId":"camp-1"}}}"#,
+                                    "http://127.0.0.1:\(s.httpPort)/v1/projects/p-one/messages:send"], timeout: 10).stdout
+        }
+        // Unknown tokens: what the real services answer for tokens they never issued.
+        XCTAssertEqual(try apns(String(repeating: "ab", count: 32)), #"{"reason":"BadDeviceToken"}400"#)
+        XCTAssertTrue(try fcm(String(repeating: "c", count: 22) + ":APA91b" + String(repeating: "y", count: 134))
+            .contains("The registration token is not a valid FCM registration token"))
+        // Registered devices and fleet members are known.
+        var (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"ios","app":"com.example.app"}"#)
+        XCTAssertEqual(code, 201)
+        let ios = try XCTUnwrap(try json(body)["token"] as? String)
+        XCTAssertEqual(try apns(ios, #"{"aps":{"alert":"x"},"_dId":"camp-1"}"#), "200")
+        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"android","app":"com.a","count":10,"project":"p-one"}"#)
+        (code, body) = try admin(s, "GET", "/emulator/v1/fleets/fleet-1/tokens?limit=1")
+        let member = try XCTUnwrap((try json(body)["tokens"] as? [String])?.first)
+        XCTAssertTrue(try fcm(member).hasSuffix("200"))
+        // The campaign filter finds both (Adobe's _dId in the APNs payload and in FCM data).
+        (code, body) = try admin(s, "GET", "/emulator/v1/notifications?campaign=camp-1")
+        XCTAssertEqual((try json(body)["notifications"] as? [[String: Any]])?.count, 2)
+        (code, body) = try admin(s, "GET", "/emulator/v1/notifications?campaign=other")
+        XCTAssertEqual((try json(body)["notifications"] as? [[String: Any]])?.count, 0)
+        // Rotation: the old token is unregistered, the new one works.
+        (code, body) = try admin(s, "POST", "/emulator/v1/devices/\(ios):rotate")
+        XCTAssertEqual(code, 200, body)
+        let fresh = try XCTUnwrap(try json(body)["token"] as? String)
+        XCTAssertNotEqual(fresh, ios)
+        XCTAssertTrue(try apns(ios).hasSuffix("410"))
+        XCTAssertEqual(try apns(fresh), "200")
+        (code, body) = try admin(s, "GET", "/emulator/v1/devices/\(ios)")
+        XCTAssertEqual(try json(body)["rotatedTo"] as? String, fresh)
+        XCTAssertEqual(s.stop(), 0)
+    }
 }

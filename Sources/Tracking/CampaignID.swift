@@ -1,0 +1,19 @@
+import PushCore
+
+/// The campaign a notification belongs to, by the keys each platform's payload carries it in:
+/// Adobe Campaign `_dId`, MoEngage `moe_campaign_id` / `gcm_campaign_id` (iOS `moengage.cid`),
+/// Pushwoosh `p`, Braze `cid` / `ab.c`, OneSignal `custom.i`, FCM `fcm_options.analytics_label`.
+public enum CampaignID {
+    static let apnsPaths = ["_dId", "moengage.moe_campaign_id", "moengage.cid", "p", "ab.c", "custom.i"]
+    static let fcmPaths = ["data._dId", "data.gcm_campaign_id", "data.moe_cid_attr.moe_campaign_id", "data.p", "data.cid",
+                           "data.custom.i", "android.data._dId", "fcm_options.analytics_label", "android.fcm_options.analytics_label"]
+
+    /// Every campaign id the payload carries (an APNs payload or an FCM message).
+    public static func candidates(_ payload: PayloadReader, provider: PushProvider) -> [String] {
+        (provider == .apns ? apnsPaths : fcmPaths).compactMap { payload.value($0) }
+    }
+
+    public static func matches(_ n: PushNotification, _ campaign: String) -> Bool {
+        n.payloadIsJSON && candidates(PayloadReader(n.payload), provider: n.provider).contains(campaign)
+    }
+}
