@@ -4,15 +4,15 @@ import PushCore
 /// A path that reaches a JSON *string* and goes on parses that string as JSON, so values nested
 /// the way SDK payloads nest them (OneSignal's `custom`, MoEngage's `moe_cid_attr`) are reachable:
 /// `data.custom.i`. The document is tokenized once, however many values are read.
-public struct PayloadReader: Sendable {
+public struct PayloadReader: @unchecked Sendable {   // the token buffer is never written after init
     public let bytes: [UInt8]
-    private let tokens: [JSONToken]
+    private let tokens: JSONTokenBuffer
     private let valid: Bool
 
     public init(_ bytes: [UInt8]) {
         self.bytes = bytes
-        var t: [JSONToken] = []
-        valid = bytes.withUnsafeBytes { JSONParser.parse($0, into: &t) == nil } && !t.isEmpty
+        let t = JSONTokenBuffer(capacity: 32)
+        valid = bytes.withUnsafeBytes { JSONParser.parse($0, into: t) == nil } && t.tokens.count > 0
         tokens = t
     }
 
@@ -21,7 +21,7 @@ public struct PayloadReader: Sendable {
     public func value(_ path: String) -> String? {
         guard valid else { return nil }
         return bytes.withUnsafeBytes { raw in
-            PayloadReader.lookup(JSONView(bytes: raw, tokens: tokens), path.split(separator: ".", omittingEmptySubsequences: false)[...])
+            PayloadReader.lookup(JSONView(bytes: raw, buffer: tokens), path.split(separator: ".", omittingEmptySubsequences: false)[...])
         }
     }
 
