@@ -30,8 +30,10 @@ let package = Package(
         .target(name: "Tracking", dependencies: ["PushCore", "CCurl", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
         .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
+        // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
+        .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "CCurl"], swiftSettings: hotPath),
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "CCurl"], swiftSettings: hotPath),
         // Thin CLI.
         .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
@@ -44,6 +46,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore", "TestSupport"]),
+        .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],

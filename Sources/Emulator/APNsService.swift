@@ -1,4 +1,5 @@
 import APNs
+import Faults
 import Fleet
 import PushCore
 import Transport
@@ -10,6 +11,11 @@ struct APNsService: Sendable {
     let provider: APNsProvider
     let log: NotificationLog
     let devices: DeviceStore
+    let faults: FaultHandling
+    /// `--apns-token-rate`: pushes per minute per device token before 429 TooManyRequests.
+    let tokenRate: TokenRateLimiter?
+    /// `--apns-adaptive-streams`: halve the stream limit after an error, raise it by one per success.
+    let adaptiveStreams: Bool
 
     func register(_ r: inout Router) {
         let configuration = provider.configuration
@@ -31,8 +37,20 @@ struct APNsService: Sendable {
         }
         let now = ex.eventLoop.nowMs
         let request = ex.request
-        let d = provider.decide(request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
+        var d = provider.decide(request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
                                 state: state, nowMs: now)
+        // Faults come after the provider's decision: a rule may replace its answer.
+        let fault = faults.effect(FaultContext(provider: .apns, token: d.token, topic: d.topic, project: d.environment.rawValue,
+                                               path: request.path, headers: request.headers, device: faults.deviceInfo(d.token)),
+                                  headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
+        if let f = fault, f.answers {
+            adapt(ctx, success: false)
+            return faults.send(FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration), ex,
+                               effect: f, provider: .apns, goAwayJSON: true)
+        }
+        if d.accepted, let limiter = tokenRate, !limiter.allow(d.token, nowMs: now) {
+            d.reason = .tooManyRequests
+        }
         if d.accepted {
             let id = d.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
                 ?? UUIDValue.random(&state.rng)
@@ -50,11 +68,25 @@ struct APNsService: Sendable {
                 delivery.expiresAtMs = secs * 1000
             }
             devices.deliver(delivery)
+            faults.applyState(fault, token: d.token)
         }
-        ex.respond(provider.response(d, request: request, state: state))
+        faults.send(provider.response(d, request: request, state: state), ex, effect: fault, provider: .apns, goAwayJSON: true)
         if let n = d.raiseStreamsTo, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
+        adapt(ctx, success: d.accepted)
         if let reason = d.goAwayReason {
             ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
+        }
+    }
+
+    /// `--apns-adaptive-streams`: APNs lowers a connection's stream limit after errors and raises
+    /// it again after successes.
+    func adapt(_ ctx: ConnectionContext, success: Bool) {
+        guard adaptiveStreams, ctx.maxConcurrentStreams > 1 || success else { return }
+        let cur = ctx.maxConcurrentStreams, top = provider.configuration.streamsAfterAuth
+        if success {
+            if cur < top { ctx.setMaxConcurrentStreams(cur + 1) }
+        } else {
+            ctx.setMaxConcurrentStreams(max(1, cur / 2))
         }
     }
 

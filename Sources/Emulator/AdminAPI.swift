@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import Faults
 import Fleet
 import Tracking
 import PushCore
@@ -17,6 +18,8 @@ struct AdminAPI: Sendable {
     let store: DeviceStore
     let tracking: TrackingLog
     let dispatcher: TrackingDispatcher
+    let faults: FaultEngine
+    let scenarios: ScenarioRegistry
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
@@ -57,8 +60,17 @@ struct AdminAPI: Sendable {
             let filter = f
             longPoll(ex, waitSeconds: wait) { log.query(filter) }
         }
-        DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking, dispatcher: dispatcher, log: log)
-            .register(&r)
+        var deviceAdmin = DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking,
+                                         dispatcher: dispatcher, log: log)
+        let faults = self.faults, scenarios = self.scenarios
+        deviceAdmin.extraStats = {
+            let now = Clock.nowMs()
+            let rules = faults.all
+            return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })}"
+                + ",\"scenarios\":[" + scenarios.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
+        }
+        deviceAdmin.register(&r)
+        FaultAdminAPI(engine: faults, scenarios: scenarios).register(&r)
         r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
             ex.respond(createServiceAccount(ex))
         }
@@ -76,6 +88,8 @@ struct AdminAPI: Sendable {
             fcmQuota.reset()
             store.removeAll()
             tracking.removeAll()
+            faults.removeAll()
+            scenarios.removeAll()
             if ex.request.queryParameter("all") == "true" {
                 keys.removeAll()
                 fcmAccounts.removeAll()

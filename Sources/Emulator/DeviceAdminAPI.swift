@@ -13,6 +13,8 @@ struct DeviceAdminAPI: Sendable {
     let tracking: TrackingLog
     let dispatcher: TrackingDispatcher
     let log: NotificationLog
+    /// More members for `/emulator/v1/stats` (faults, scenarios): `,"name":value...`.
+    var extraStats: @Sendable () -> String = { "" }
 
     static let maxFleetPage = 100_000
 
@@ -350,7 +352,7 @@ struct DeviceAdminAPI: Sendable {
         j += ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline)}"
         j += ",\"notifications\":{\"kept\":\(log.count),\"evicted\":\(log.evicted)}"
         j += ",\"tracking\":{\"scheduled\":\(c.scheduled),\"skipped\":\(s.trackingSkipped),\"attempts\":\(c.attempts),\"succeeded\":\(c.succeeded)"
-        j += ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}}"
-        return j
+        j += ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}"
+        return j + extraStats() + "}"
     }
 }

@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import Faults
 import Fleet
 import Tracking
 import Glibc
@@ -18,6 +19,8 @@ public final class Emulator: @unchecked Sendable {
     public let deviceStore: DeviceStore
     public let trackingLog: TrackingLog
     let dispatcher: TrackingDispatcher
+    public let faults: FaultEngine
+    let scenarios: ScenarioRegistry
 
     public init(configuration: EmulatorConfiguration) throws {
         self.configuration = configuration
@@ -53,18 +56,48 @@ public final class Emulator: @unchecked Sendable {
         let strict = configuration.devices.policy == .strict
         apnsDevices = APNsDeviceRegistry(directory: deviceStore, strict: strict)
         notifications = NotificationLog(shards: configuration.threads, capacity: configuration.notificationLogSize)
-        let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
-                               log: notifications, devices: deviceStore)
         let fcmDirectory = configuration.inMemory ? nil : configuration.dataDirectory + "/fcm"
         fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
         fcmDevices = FCMDeviceRegistry(directory: deviceStore, strict: strict)
+
+        // Faults: rules and shaping applied after the providers decide.
+        var shaping = FaultEngine.Shaping()
+        shaping.latency = configuration.latency
+        faults = FaultEngine(loops: configuration.threads, shaping: shaping, allowOverrideHeader: configuration.allowOverrideHeader)
+        scenarios = ScenarioRegistry()
+        let deviceAdmin = DeviceAdminAPI(store: deviceStore, apnsDevices: apnsDevices, fcmDevices: fcmDevices, tracking: trackingLog,
+                                         dispatcher: dispatcher, log: notifications)
+        let faultHandling = FaultHandling(engine: faults, store: deviceStore, stateChange: { token, rotate in
+            // The same paths as the admin API's DELETE and :rotate.
+            if rotate { _ = deviceAdmin.rotate(token, Clock.nowMs()) } else { deviceAdmin.uninstall(token, Clock.nowMs()) }
+        })
+
+        let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
+                               log: notifications, devices: deviceStore, faults: faultHandling,
+                               tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil,
+                               adaptiveStreams: configuration.apnsAdaptiveStreams)
         let fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
                                       tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
                                       quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
-        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore)
+        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore, faults: faultHandling)
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
                              fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
-                             dispatcher: dispatcher)
+                             dispatcher: dispatcher, faults: faults, scenarios: scenarios)
+        // Rules and a scenario from files, checked now so a bad file fails the start.
+        if let path = configuration.faultsFile {
+            let engine = faults
+            do {
+                for r in try FaultParser.rules(try Emulator.readFile(path, what: "faults"), nowMs: Clock.nowMs(), id: { engine.newID() }) { faults.add(r) }
+            } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("--faults \(path): \(error)") }
+        }
+        if let path = configuration.scenarioFile {
+            let engine = faults
+            do {
+                let sc = try Scenario.parse(try Emulator.readFile(path, what: "scenario"), id: scenarios.newID(), nowMs: Clock.nowMs(),
+                                            ruleID: { engine.newID() })
+                scenarios.add(sc, to: faults)
+            } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("--scenario \(path): \(error)") }
+        }
         do {
             server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns, fcm: fcm))
         } catch {

@@ -1,6 +1,8 @@
 import APNs
 import FCM
+import Faults
 import Fleet
+import PushCore
 import Tracking
 import CSystem
 
@@ -32,6 +34,16 @@ public struct EmulatorConfiguration: Sendable {
     /// The simulated-device layer: registry policy, default tracking and behaviour, inbox size.
     public var devices = DeviceStore.Configuration()
     public var tracking = TrackingDispatcher.Options()
+    /// Fault rules loaded at start (`--faults FILE`) and a scenario started at start (`--scenario FILE`).
+    public var faultsFile: String?
+    public var scenarioFile: String?
+    /// `x-pushemu-fault` request headers are obeyed.
+    public var allowOverrideHeader = false
+    /// Latency added to every answer, per provider (`--latency apns=20-40,fcm=30`).
+    public var latency: [PushProvider: DelayDistribution] = [:]
+    /// APNs pushes per minute per device token before 429 TooManyRequests (0: off).
+    public var apnsTokenRate = 0
+    public var apnsAdaptiveStreams = false
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     public var trackingLogSize = 100_000
 

@@ -1,4 +1,5 @@
 import FCM
+import Faults
 import Fleet
 import PushCore
 import Transport
@@ -12,11 +13,13 @@ struct FCMService: Sendable {
     let topics: FCMTopicManagement
     let log: NotificationLog
     let devices: DeviceStore
+    let faults: FaultHandling
 
     static let maxBody = 64 * 1024
 
-    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore) {
+    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore, faults: FaultHandling) {
         self.devices = devices
+        self.faults = faults
         self.provider = provider
         self.oauth = FCMOAuth(accounts: provider.accounts, tokens: provider.tokens, lifetime: provider.configuration.tokenLifetime)
         self.topics = FCMTopicManagement(provider: provider)
@@ -78,6 +81,14 @@ struct FCMService: Sendable {
         let request = ex.request
         let d = provider.send(request, projectSegment: ex.parameter(0), state: state, nowMs: now)
         let id = UUIDValue.random(&state.rng)
+        let target: ArraySlice<UInt8> = d.tokenRange.map { request.body[$0] } ?? []
+        let fault = faults.effect(FaultContext(provider: .fcm, token: target, topic: d.topicLabel.map { Array($0.utf8)[...] },
+                                               project: d.project, path: request.path, headers: request.headers,
+                                               device: faults.deviceInfo(target)),
+                                  headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
+        if let f = fault, f.answers {
+            return faults.send(FaultHandling.fcmResponse(f), ex, effect: f, provider: .fcm, goAwayJSON: false)
+        }
         if d.accepted {
             let payload = request.body[d.message.messageRange]
             let name = "projects/\(d.project)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: now)
@@ -86,6 +97,7 @@ struct FCMService: Sendable {
                            token: request.body[r], topic: nil, headers: request.headers, payload: payload, payloadIsJSON: true,
                            warnings: d.message.warnings)
                 deliver(d, token: String(decoding: request.body[r], as: UTF8.self), id: id, name: name, payload: payload, now: now)
+                faults.applyState(fault, token: request.body[r])
             }
             // A topic or condition send: one record per device, all under the message's name.
             let topic = d.topicLabel.map { Array($0.utf8)[...] }
@@ -97,7 +109,7 @@ struct FCMService: Sendable {
                 deliver(d, token: token, id: rid, name: name, payload: payload, now: now)
             }
         }
-        ex.respond(provider.response(d, id: id, nowMs: now))
+        faults.send(provider.response(d, id: id, nowMs: now), ex, effect: fault, provider: .fcm, goAwayJSON: false)
     }
 
     /// The hand-off to the simulated device (an Android app with the FCM SDK).

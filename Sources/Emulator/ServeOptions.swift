@@ -5,6 +5,7 @@
 /// (`#` starts a comment; booleans are `true`/`false`). Command-line flags win over the file.
 import APNs
 import FCM
+import Faults
 import Fleet
 import PushCore
 import Tracking
@@ -107,6 +108,22 @@ public enum ServeOptions {
         Option(name: "tracking-queue", valueName: "N", help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)") { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
         Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in c.tracking.caFile = v },
         Option(name: "tracking-log-size", valueName: "N", help: "tracking attempts kept for the admin API (default 100000)") { c, v in c.trackingLogSize = try int(v, "tracking-log-size", 1...10_000_000) },
+        Option(name: "faults", valueName: "FILE", help: "fault rules to load at start: a JSON list of {\"match\",\"effect\",\"seed\"}") { c, v in c.faultsFile = v },
+        Option(name: "scenario", valueName: "FILE", help: "a fault timeline to start at start: {\"steps\":[{\"at\":\"30s\",\"for\":\"10s\",\"effect\":{...}}]}") { c, v in c.scenarioFile = v },
+        Option(name: "allow-override-header", valueName: nil, help: "obey x-pushemu-fault request headers (status=503;reason=...;delay=200ms)") { c, v in c.allowOverrideHeader = try bool(v, "allow-override-header") },
+        Option(name: "latency", valueName: "PROFILE", help: "latency added to every answer, e.g. apns=20-40,fcm=30 (milliseconds; a range is uniform)") { c, v in
+            for part in v.split(separator: ",") {
+                let kv = part.split(separator: "=")
+                guard kv.count == 2, let p = PushProvider(rawValue: String(kv[0])) else { throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'") }
+                let r = kv[1].split(separator: "-").compactMap { Double($0) }
+                guard (r.count == 1 || r.count == 2), r.allSatisfy({ $0 >= 0 && $0 <= 60_000 }), r.count == 1 || r[0] <= r[1] else {
+                    throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'")
+                }
+                c.latency[p] = r.count == 1 ? .fixed(r[0]) : .uniform(r[0], r[1])
+            }
+        },
+        Option(name: "apns-token-rate", valueName: "N", help: "APNs pushes per minute per device token before 429 TooManyRequests (default 0: off)") { c, v in c.apnsTokenRate = try int(v, "apns-token-rate", 0...1_000_000) },
+        Option(name: "apns-adaptive-streams", valueName: nil, help: "halve a connection's stream limit after an error, raise it after successes") { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
         Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
     ]

@@ -1,0 +1,25 @@
+import PushCore
+import Transport
+
+/// What the fault engine sees of a request.
+public struct FaultContext {
+    public var provider: PushProvider
+    public var token: ArraySlice<UInt8>
+    public var topic: ArraySlice<UInt8>?
+    public var project: String?
+    public var path: ArraySlice<UInt8>
+    public var headers: HTTPFields
+    /// (fleet id, labels) of the device, asked only by rules that need it.
+    public var device: () -> (fleet: String?, labels: [String])
+
+    public init(provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,
+                path: ArraySlice<UInt8>, headers: HTTPFields, device: @escaping () -> (fleet: String?, labels: [String])) {
+        self.provider = provider
+        self.token = token
+        self.topic = topic
+        self.project = project
+        self.path = path
+        self.headers = headers
+        self.device = device
+    }
+}

@@ -1,0 +1,219 @@
+import PushCore
+
+/// Reads fault rules: the admin API's `{"match": {...}, "effect": {...}, "seed": N}`, a file
+/// holding a list of them (`--faults`), and the `x-pushemu-fault` override header.
+public enum FaultParser {
+    public struct ParseError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+
+    /// One rule from its JSON object text.
+    public static func rule(_ json: [UInt8], id: String, nowMs: Int64) throws -> FaultRule {
+        try json.withUnsafeBytes { raw in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
+                throw ParseError("a fault rule is a JSON object: {\"match\": {...}, \"effect\": {...}, \"seed\": N}")
+            }
+            return try rule(JSONView(bytes: raw, tokens: t), 0, id: id, nowMs: nowMs)
+        }
+    }
+
+    /// Rules from a file's JSON: a list of rule objects (or `{"faults": [...]}`).
+    public static func rules(_ json: [UInt8], nowMs: Int64, id: () -> String) throws -> [FaultRule] {
+        try json.withUnsafeBytes { raw in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else { throw ParseError("the faults file is not valid JSON") }
+            let v = JSONView(bytes: raw, tokens: t)
+            var list = 0
+            if t[0].kind == .object, let f = v.member(0, "faults") { list = f }
+            guard v.tokens[list].kind == .array else { throw ParseError("the faults file holds a JSON list of rules") }
+            var out: [FaultRule] = []
+            var err: Error?
+            v.forEachElement(list) { e in
+                guard err == nil else { return }
+                do { out.append(try rule(v, e, id: id(), nowMs: nowMs)) } catch { err = error }
+            }
+            if let err { throw err }
+            return out
+        }
+    }
+
+    static func rule(_ v: JSONView, _ obj: Int, id: String, nowMs: Int64) throws -> FaultRule {
+        guard v.tokens[obj].kind == .object else { throw ParseError("a fault rule is a JSON object") }
+        var match = FaultMatch(), effect = FaultEffect(), seed: UInt64 = 0
+        var matchJSON = "{}", effectJSON = "{}"
+        var hasEffect = false
+        var err: String?
+        v.forEachMember(obj) { k, val in
+            switch v.string(k) {
+            case "match":
+                matchJSON = String(decoding: v.raw(val), as: UTF8.self)
+                do { match = try parseMatch(v, val) } catch { err = "\(error)" }
+            case "effect":
+                effectJSON = String(decoding: v.raw(val), as: UTF8.self)
+                hasEffect = true
+                do { effect = try parseEffect(v, val) } catch { err = "\(error)" }
+            case "seed":
+                if let n = v.integer(val), n >= 0 { seed = UInt64(n) } else { err = "seed must be a non-negative integer" }
+            case "id": break
+            default: err = "unknown fault field \(v.string(k))"
+            }
+        }
+        if let err { throw ParseError(err) }
+        guard hasEffect else { throw ParseError("a fault rule needs an effect") }
+        return FaultRule(id: id, match: match, effect: effect, seed: seed, createdAtMs: nowMs, matchJSON: matchJSON, effectJSON: effectJSON)
+    }
+
+    static func parseMatch(_ v: JSONView, _ o: Int) throws -> FaultMatch {
+        guard v.tokens[o].kind == .object else { throw ParseError("match must be an object") }
+        var m = FaultMatch()
+        var err: String?
+        func str(_ i: Int, _ name: String) -> String? {
+            if v.tokens[i].kind == .string { return v.string(i) }
+            err = "match.\(name) must be a string"
+            return nil
+        }
+        v.forEachMember(o) { k, val in
+            let name = v.string(k)
+            switch name {
+            case "provider":
+                if let s = str(val, name) { if let p = PushProvider(rawValue: s) { m.provider = p } else { err = "match.provider must be apns or fcm" } }
+            case "token": if let s = str(val, name) { m.tokens = [s] }
+            case "tokens":
+                var set = Set<String>()
+                v.forEachElement(val) { if v.tokens[$0].kind == .string { set.insert(v.string($0)) } else { err = "match.tokens holds strings" } }
+                m.tokens = set
+            case "topic": m.topic = str(val, name)
+            case "project", "environment": m.project = str(val, name)
+            case "path": m.pathPrefix = str(val, name)
+            case "fleet": m.fleet = str(val, name)
+            case "label": m.label = str(val, name)
+            case "header":
+                guard v.tokens[val].kind == .object else { err = "match.header must be an object"; return }
+                v.forEachMember(val) { hk, hv in
+                    if v.tokens[hv].kind == .string { m.headers.append((v.string(hk).lowercased(), v.string(hv))) } else { err = "header values must be strings" }
+                }
+            case "percent":
+                if let p = v.number(val), p >= 0, p <= 100 { m.percent = p } else { err = "match.percent must be 0 to 100" }
+            case "every":
+                if let n = v.integer(val), n >= 1 { m.every = n } else { err = "match.every must be a positive integer" }
+            case "first":
+                if let n = v.integer(val), n >= 0 { m.first = n } else { err = "match.first must be a non-negative integer" }
+            case "after", "afterMs":
+                if let d = duration(v, val) { m.afterMs = d } else { err = "match.after must be milliseconds or a duration such as \"30s\"" }
+            case "for", "forMs":
+                if let d = duration(v, val) { m.forMs = d } else { err = "match.for must be milliseconds or a duration such as \"10s\"" }
+            default: err = "unknown match field \(name)"
+            }
+        }
+        if let err { throw ParseError(err) }
+        return m
+    }
+
+    static func parseEffect(_ v: JSONView, _ o: Int) throws -> FaultEffect {
+        guard v.tokens[o].kind == .object else { throw ParseError("effect must be an object") }
+        var e = FaultEffect()
+        var err: String?
+        v.forEachMember(o) { k, val in
+            let name = v.string(k)
+            let kind = v.tokens[val].kind
+            func bool() -> Bool { if kind == .true { return true }; if kind != .false { err = "effect.\(name) must be a boolean" }; return false }
+            switch name {
+            case "status": if let n = v.integer(val), (100...599).contains(n) { e.status = n } else { err = "effect.status must be an HTTP status" }
+            case "reason": if kind == .string { e.reason = v.string(val) } else { err = "effect.reason must be a string" }
+            case "errorCode": if kind == .string { e.errorCode = v.string(val) } else { err = "effect.errorCode must be a string" }
+            case "retryAfter": if let n = v.integer(val), n >= 0 { e.retryAfter = n } else { err = "effect.retryAfter must be seconds" }
+            case "delayMs", "delay":
+                if let d = duration(v, val) { e.delay = .fixed(Double(d)) }
+                else if kind == .object {
+                    do { e.delay = try distribution(v, val) } catch { err = "\(error)" }
+                } else { err = "effect.delayMs must be milliseconds or {\"dist\": ...}" }
+            case "goaway":
+                if kind == .string { e.goaway = v.string(val) } else if kind == .true { e.goaway = "" } else if kind != .false { err = "effect.goaway must be a reason or true" }
+            case "rst": e.rst = bool()
+            case "close": e.close = bool()
+            case "stallMs", "stall": if let d = duration(v, val) { e.stallMs = d } else { err = "effect.stallMs must be milliseconds" }
+            case "uninstall": e.uninstall = bool()
+            case "rotate": e.rotate = bool()
+            default: err = "unknown effect field \(name)"
+            }
+        }
+        if let err { throw ParseError(err) }
+        return e
+    }
+
+    static func distribution(_ v: JSONView, _ o: Int) throws -> DelayDistribution {
+        var dist: String?, nums: [String: Double] = [:]
+        v.forEachMember(o) { k, val in
+            if v.keyEquals(k, "dist") { dist = v.string(val) } else if let n = v.number(val) { nums[v.string(k)] = n }
+        }
+        switch dist {
+        case "uniform"?:
+            guard let a = nums["min"], let b = nums["max"], a >= 0, b >= a else { throw ParseError("uniform needs min <= max (ms)") }
+            return .uniform(a, b)
+        case "normal"?:
+            guard let m = nums["mean"], let s = nums["stddev"], m >= 0, s >= 0 else { throw ParseError("normal needs mean and stddev (ms)") }
+            return .normal(mean: m, stddev: s)
+        case "lognormal"?:
+            guard let mu = nums["mu"], let s = nums["sigma"], s >= 0 else { throw ParseError("lognormal needs mu and sigma (of ln ms)") }
+            return .lognormal(mu: mu, sigma: s)
+        case "fixed"?:
+            guard let ms = nums["ms"] ?? nums["value"], ms >= 0 else { throw ParseError("fixed needs ms") }
+            return .fixed(ms)
+        default:
+            throw ParseError("delay dist must be fixed, uniform, normal or lognormal")
+        }
+    }
+
+    /// Milliseconds from a number or a string such as "250ms", "30s", "2m".
+    static func duration(_ v: JSONView, _ i: Int) -> Int64? {
+        if let n = v.integer(i), n >= 0 { return Int64(n) }
+        if v.tokens[i].kind == .string { return duration(v.string(i)) }
+        return nil
+    }
+
+    public static func duration(_ s: String) -> Int64? {
+        var digits = s
+        var scale: Double = 1
+        if s.hasSuffix("ms") { digits = String(s.dropLast(2)) }
+        else if s.hasSuffix("s") { digits = String(s.dropLast()); scale = 1000 }
+        else if s.hasSuffix("m") { digits = String(s.dropLast()); scale = 60_000 }
+        guard let d = Double(digits), d >= 0, d.isFinite else { return nil }
+        return Int64(d * scale)
+    }
+
+    /// `status=503;reason=ServiceUnavailable;errorCode=UNAVAILABLE;retryAfter=5;delay=200ms;
+    /// goaway=Shutdown;rst;close;stall=5s;uninstall`
+    public static func overrideEffect(_ header: String) throws -> FaultEffect {
+        var e = FaultEffect()
+        for part in header.split(separator: ";") {
+            let kv = part.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters() }
+            let k = kv[0], val = kv.count > 1 ? kv[1] : ""
+            switch k {
+            case "status": guard let n = Int(val), (100...599).contains(n) else { throw ParseError("status") }; e.status = n
+            case "reason": e.reason = val
+            case "errorCode": e.errorCode = val
+            case "retryAfter", "retry-after": guard let n = Int(val), n >= 0 else { throw ParseError("retryAfter") }; e.retryAfter = n
+            case "delay": guard let d = duration(val) else { throw ParseError("delay") }; e.delay = .fixed(Double(d))
+            case "goaway": e.goaway = val
+            case "rst": e.rst = true
+            case "close": e.close = true
+            case "stall": guard let d = duration(val) else { throw ParseError("stall") }; e.stallMs = d
+            case "uninstall": e.uninstall = true
+            case "": continue
+            default: throw ParseError("unknown override \(k)")
+            }
+        }
+        return e
+    }
+}
+
+extension String {
+    func trimmingCharacters() -> String {
+        var s = Substring(self)
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}

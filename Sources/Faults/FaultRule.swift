@@ -1,0 +1,119 @@
+import Glibc
+import PushCore
+import Synchronization
+
+/// A latency distribution, in milliseconds.
+public enum DelayDistribution: Sendable, Equatable {
+    case fixed(Double)
+    case uniform(Double, Double)
+    case normal(mean: Double, stddev: Double)
+    case lognormal(mu: Double, sigma: Double)
+
+    public func draw(_ r: inout FastRandom) -> Double {
+        switch self {
+        case .fixed(let v): return v
+        case .uniform(let a, let b): return a + (b - a) * r.nextDouble()
+        case .normal(let m, let s): return max(0, m + s * DelayDistribution.gaussian(&r))
+        case .lognormal(let mu, let sigma): return DelayDistribution.exp(mu + sigma * DelayDistribution.gaussian(&r))
+        }
+    }
+
+    static func gaussian(_ r: inout FastRandom) -> Double {
+        // Box-Muller.
+        let u1 = max(r.nextDouble(), 1e-12), u2 = r.nextDouble()
+        return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+    }
+
+    static func exp(_ x: Double) -> Double { Glibc.exp(x) }
+}
+
+/// What a rule matches. Unset fields match anything.
+public struct FaultMatch: Sendable {
+    public var provider: PushProvider?
+    public var tokens: Set<String>?
+    public var topic: String?
+    /// FCM project, or APNs environment.
+    public var project: String?
+    public var pathPrefix: String?
+    /// Lowercased header name -> exact value.
+    public var headers: [(String, String)] = []
+    public var fleet: String?
+    public var label: String?
+    /// Selectors: a percentage (seeded), every Nth matching request, the first N, a time window
+    /// (milliseconds after the rule was added).
+    public var percent: Double?
+    public var every: Int?
+    public var first: Int?
+    public var afterMs: Int64?
+    public var forMs: Int64?
+    public init() {}
+
+    /// Whether the rule needs to know the device (fleet or label).
+    public var needsDevice: Bool { fleet != nil || label != nil }
+}
+
+/// What a rule does.
+public struct FaultEffect: Sendable {
+    public var status: Int?
+    /// APNs reason.
+    public var reason: String?
+    /// FCM errorCode.
+    public var errorCode: String?
+    public var retryAfter: Int?
+    public var delay: DelayDistribution?
+    /// GOAWAY after the response: with `{"reason": R}` debug data (APNs style), or none when empty.
+    public var goaway: String?
+    public var rst = false
+    public var close = false
+    /// Hold the response this long (a stalled server: clients time out).
+    public var stallMs: Int64?
+    public var uninstall = false
+    public var rotate = false
+    public init() {}
+
+    public var answers: Bool { status != nil || reason != nil || errorCode != nil }
+}
+
+/// One fault rule, with its own deterministic selector state and counters.
+public final class FaultRule: Sendable {
+    public let id: String
+    public let match: FaultMatch
+    public let effect: FaultEffect
+    public let seed: UInt64
+    public let createdAtMs: Int64
+    /// The rule's JSON as given (for the admin API).
+    public let matchJSON: String
+    public let effectJSON: String
+    let seen = Atomic<UInt64>(0)
+    let firedCount = Atomic<UInt64>(0)
+
+    public init(id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String) {
+        self.id = id
+        self.match = match
+        self.effect = effect
+        self.seed = seed
+        self.createdAtMs = createdAtMs
+        self.matchJSON = matchJSON
+        self.effectJSON = effectJSON
+    }
+
+    public var fired: UInt64 { firedCount.load(ordering: .relaxed) }
+
+    /// Applies the selectors to the n-th request that met the conditions (n from 1).
+    func selects(_ n: UInt64, nowMs: Int64) -> Bool {
+        if let a = match.afterMs, nowMs < createdAtMs + a { return false }
+        if let f = match.forMs, nowMs >= createdAtMs + (match.afterMs ?? 0) + f { return false }
+        if let first = match.first, n > UInt64(max(0, first)) { return false }
+        if let every = match.every, every > 0, n % UInt64(every) != 0 { return false }
+        if let p = match.percent {
+            var r = FastRandom(seed: seed ^ (n &* 0x9E37_79B9_7F4A_7C15))
+            _ = r.next()
+            if r.nextDouble() * 100 >= p { return false }
+        }
+        return true
+    }
+
+    public var json: String {
+        "{\"id\":\"\(id)\",\"match\":\(matchJSON),\"effect\":\(effectJSON),\"seed\":\(seed),\"createdAt\":\(createdAtMs),\"seen\":\(seen.load(ordering: .relaxed)),\"fired\":\(fired)}"
+    }
+}

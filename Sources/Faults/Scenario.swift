@@ -1,0 +1,132 @@
+import PushCore
+import Synchronization
+
+/// A timeline of rules switched on and off at offsets from its start:
+/// `{"name": "...", "steps": [{"at": "30s", "for": "10s", "match": {...}, "effect": {...}}, ...]}`.
+/// Each step becomes a rule whose window is [start + at, start + at + for) (open-ended without
+/// `for`), so steps take effect at their planned instant, to the millisecond, on the next request.
+public struct Scenario: Sendable {
+    public struct Step: Sendable {
+        public let atMs: Int64
+        public let forMs: Int64?
+        public let rule: FaultRule
+    }
+
+    public let id: String
+    public let name: String
+    public let startMs: Int64
+    public let steps: [Step]
+
+    public static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
+        try json.withUnsafeBytes { raw in
+            var t: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
+                throw FaultParser.ParseError("a scenario is a JSON object: {\"steps\": [{\"at\": \"30s\", \"for\": \"10s\", \"match\": {...}, \"effect\": {...}}]}")
+            }
+            let v = JSONView(bytes: raw, tokens: t)
+            var name = id
+            var steps: [Step] = []
+            var err: Error?
+            v.forEachMember(0) { k, val in
+                guard err == nil else { return }
+                switch v.string(k) {
+                case "name": name = v.string(val)
+                case "steps":
+                    guard v.tokens[val].kind == .array else { err = FaultParser.ParseError("steps must be a list"); return }
+                    v.forEachElement(val) { s in
+                        guard err == nil else { return }
+                        do { steps.append(try step(v, s, id: ruleID(), startMs: nowMs)) } catch { err = error }
+                    }
+                default: err = FaultParser.ParseError("unknown scenario field \(v.string(k))")
+                }
+            }
+            if let err { throw err }
+            guard !steps.isEmpty else { throw FaultParser.ParseError("a scenario needs steps") }
+            return Scenario(id: id, name: name, startMs: nowMs, steps: steps)
+        }
+    }
+
+    static func step(_ v: JSONView, _ o: Int, id: String, startMs: Int64) throws -> Step {
+        guard v.tokens[o].kind == .object, let atI = v.member(o, "at"), let at = FaultParser.duration(v, atI) else {
+            throw FaultParser.ParseError("each step needs \"at\" (milliseconds or \"30s\")")
+        }
+        var forMs: Int64?
+        if let f = v.member(o, "for") {
+            guard let d = FaultParser.duration(v, f) else { throw FaultParser.ParseError("step \"for\" must be a duration") }
+            forMs = d
+        }
+        guard let e = v.member(o, "effect") else { throw FaultParser.ParseError("each step needs an effect") }
+        var match = FaultMatch()
+        var matchJSON = "{}"
+        if let m = v.member(o, "match") {
+            match = try FaultParser.parseMatch(v, m)
+            matchJSON = String(decoding: v.raw(m), as: UTF8.self)
+        }
+        match.afterMs = at
+        match.forMs = forMs
+        var seed: UInt64 = 0
+        if let s = v.member(o, "seed"), let n = v.integer(s), n >= 0 { seed = UInt64(n) }
+        let rule = FaultRule(id: id, match: match, effect: try FaultParser.parseEffect(v, e), seed: seed, createdAtMs: startMs,
+                             matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self))
+        return Step(atMs: at, forMs: forMs, rule: rule)
+    }
+
+    /// Progress as JSON: each step pending, active or done.
+    public func json(nowMs: Int64) -> String {
+        let elapsed = nowMs - startMs
+        let list = steps.map { s -> String in
+            let state = elapsed < s.atMs ? "pending" : (s.forMs.map { elapsed >= s.atMs + $0 } == true ? "done" : "active")
+            return "{\"at\":\(s.atMs),\"for\":" + (s.forMs.map { String($0) } ?? "null") + ",\"state\":\"\(state)\",\"rule\":\"\(s.rule.id)\",\"fired\":\(s.rule.fired)}"
+        }
+        return "{\"id\":\"\(id)\",\"name\":" + JSONWriter.quote(name) + ",\"startedAt\":\(startMs),\"elapsedMs\":\(elapsed),\"steps\":[" + list.joined(separator: ",") + "]}"
+    }
+}
+
+/// Per-device-token rate limit (APNs answers 429 TooManyRequests to too many pushes for one
+/// device): a token bucket per token, sharded by token hash.
+public final class TokenRateLimiter: Sendable {
+    public let perMinute: Int
+    private final class Shard: Sendable { let m = Mutex<[TokenKey: (tokens: Double, lastMs: Int64)]>([:]) }
+    private let shards: [Shard]
+
+    public init(perMinute: Int) {
+        self.perMinute = perMinute
+        shards = (0..<64).map { _ in Shard() }
+    }
+
+    /// True when this push is within the rate.
+    public func allow(_ token: ArraySlice<UInt8>, nowMs: Int64) -> Bool {
+        guard perMinute > 0 else { return true }
+        let k = TokenKey(token)
+        let cap = Double(perMinute), perMs = cap / 60_000
+        return shards[k.shard(shards.count)].m.withLock { m in
+            var b = m[k] ?? (cap, nowMs)
+            b.tokens = min(cap, b.tokens + Double(max(0, nowMs - b.lastMs)) * perMs)
+            b.lastMs = nowMs
+            let ok = b.tokens >= 1
+            if ok { b.tokens -= 1 }
+            if m.count > 1_000_000 / shards.count { m.removeAll(keepingCapacity: true) }   // bounded
+            m[k] = b
+            return ok
+        }
+    }
+}
+
+/// The scenarios started, for the admin API and stats.
+public final class ScenarioRegistry: Sendable {
+    private let list = Mutex<[Scenario]>([])
+    private let next = Atomic<Int>(0)
+    public init() {}
+
+    public func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
+
+    /// Starts a scenario: its steps become rules of `engine`.
+    public func add(_ s: Scenario, to engine: FaultEngine) {
+        list.withLock { $0.append(s) }
+        for step in s.steps { engine.add(step.rule) }
+    }
+
+    public var all: [Scenario] { list.withLock { $0 } }
+
+    public func removeAll() { list.withLock { $0.removeAll() } }
+}
