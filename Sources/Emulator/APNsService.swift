@@ -41,7 +41,7 @@ struct APNsService: Sendable {
                                 state: state, nowMs: now)
         // Faults come after the provider's decision: a rule may replace its answer.
         let fault = faults.effect(FaultContext(provider: .apns, token: d.token, topic: d.topic, project: d.environment.rawValue,
-                                               path: request.path, headers: request.headers, device: faults.deviceInfo(d.token)),
+                                               path: request.path, headers: request.headers, device: faults.lookup),
                                   headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
         if let f = fault, f.answers {
             adapt(ctx, success: false)
@@ -59,11 +59,11 @@ struct APNsService: Sendable {
                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
             var delivery = Delivery(provider: .apns, platform: .ios, token: String(decoding: d.token, as: UTF8.self),
                                     app: d.topic.flatMap { t in d.pushType.bundleLength(ofTopic: t).map { String(decoding: t.prefix($0), as: UTF8.self) } },
-                                    environment: d.environment.rawValue, notificationID: id, messageName: id.description,
+                                    environment: d.environment.rawValue, notificationID: id, messageName: nil,
                                     receivedAtMs: now, payload: request.body)
             delivery.mutableContent = d.summary.mutableContent
             delivery.contentAvailable = d.summary.contentAvailable
-            delivery.collapseID = request.headers.firstString("apns-collapse-id")
+            delivery.collapseID = request.headers.first("apns-collapse-id").map { String(decoding: $0, as: UTF8.self) }
             if let e = request.headers.first("apns-expiration"), let secs = Int64(String(decoding: e, as: UTF8.self)) {
                 delivery.expiresAtMs = secs * 1000
             }

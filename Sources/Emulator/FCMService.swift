@@ -84,7 +84,7 @@ struct FCMService: Sendable {
         let target: ArraySlice<UInt8> = d.tokenRange.map { request.body[$0] } ?? []
         let fault = faults.effect(FaultContext(provider: .fcm, token: target, topic: d.topicLabel.map { Array($0.utf8)[...] },
                                                project: d.project, path: request.path, headers: request.headers,
-                                               device: faults.deviceInfo(target)),
+                                               device: faults.lookup),
                                   headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
         if let f = fault, f.answers {
             return faults.send(FaultHandling.fcmResponse(f), ex, effect: f, provider: .fcm, goAwayJSON: false)
@@ -124,6 +124,15 @@ struct FCMService: Sendable {
 
     func token(_ ex: Exchange) {
         let req = ex.request
+        // A rule matching the token endpoint (`"path":"/token"`) answers in OAuth's shape:
+        // `{"errorCode":"invalid_grant","reason":"..."}` or any other OAuth error code.
+        if let (e, _) = faults.effect(FaultContext(provider: .fcm, token: [], topic: nil, project: nil, path: req.path,
+                                                   headers: req.headers, device: faults.lookup),
+                                      headers: req.headers, loop: ex.eventLoop.index, nowMs: Clock.nowMs()), e.answers {
+            var r = FCMOAuth.error(e.errorCode ?? "invalid_grant", e.reason ?? "Invalid JWT Signature.", status: e.status ?? 400)
+            if let ra = e.retryAfter { r.headers.add(name: "retry-after", value: String(ra)) }
+            return faults.send(r, ex, effect: e, provider: .fcm, goAwayJSON: false)
+        }
         ex.respond(oauth.respond(body: req.body, contentType: req.headers.firstString("content-type"),
                                  authority: req.authority.map { String(decoding: $0, as: UTF8.self) },
                                  nowSeconds: Clock.nowSeconds()))

@@ -14,27 +14,33 @@ struct FaultHandling: Sendable {
     let store: DeviceStore
     /// Uninstall (false) or rotate (true) a device's token.
     let stateChange: @Sendable (String, Bool) -> Void
+    /// The device's fleet and labels, for rules that match on them (one closure, made once).
+    let lookup: @Sendable (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
 
-    /// The effect for this request: the override header first, then the first rule that fires.
-    func effect(_ c: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> (FaultEffect, FaultRule?)? {
-        if let e = engine.override(headers) { return (e, nil) }
-        guard let r = engine.evaluate(c(), loop: loop, nowMs: nowMs) else { return nil }
-        return (r.effect, r)
-    }
-
-    func deviceInfo(_ token: ArraySlice<UInt8>) -> () -> (fleet: String?, labels: [String]) {
-        let store = self.store
-        let t = String(decoding: token, as: UTF8.self)
-        return {
-            guard let d = store.device(token: t) else { return (nil, []) }
+    init(engine: FaultEngine, store: DeviceStore, stateChange: @escaping @Sendable (String, Bool) -> Void) {
+        self.engine = engine
+        self.store = store
+        self.stateChange = stateChange
+        lookup = { token in
+            guard let d = store.device(token: String(decoding: token, as: UTF8.self)) else { return (nil, []) }
             return (store.fleetID(d), d.labels)
         }
     }
 
+    /// The effect for this request: the override header first, then the first rule that fires.
+    func effect(_ c: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> (FaultEffect, FaultRule?)? {
+        if engine.allowOverrideHeader, let e = engine.override(headers) { return (e, nil) }
+        // No rules in force: nothing is built (one atomic load per request).
+        guard engine.active(loop: loop), let r = engine.evaluate(c(), loop: loop, nowMs: nowMs) else { return nil }
+        return (r.effect, r)
+    }
+
+
     /// Sends `response` the way `effect` and the provider's latency profile say.
     func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool) {
+        if effect == nil && engine.shaping.latency.isEmpty { return ex.respond(response) }   // the common case
         var delayMs = 0.0
-        var rng = FastRandom()
+        var rng = FastRandom(seed: UInt64(bitPattern: Clock.nowMs()) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(ex.eventLoop.index))
         if let d = engine.shaping.latency[provider] { delayMs += d.draw(&rng) }
         if let d = effect?.delay { delayMs += d.draw(&rng) }
         if let s = effect?.stallMs { delayMs += Double(s) }

@@ -5,10 +5,44 @@ import Transport
 /// The fault rules in force, read on every request without a shared lock: each event loop keeps
 /// its own snapshot of the (immutable) rule list and refreshes it only when the version moves.
 public final class FaultEngine: @unchecked Sendable {
+    /// The rules in force, indexed per provider: rules bound to specific tokens or a topic are
+    /// found with one hash lookup each, so rules aimed at other devices cost nothing; the rest
+    /// are checked in order.
     final class Snapshot: Sendable {
+        final class Index: @unchecked Sendable {   // written only while the snapshot is built
+            var general: [Int] = []
+            var byToken: [TokenKey: [Int]] = [:]
+            var byTopic: [TokenKey: [Int]] = [:]
+            /// Rules keyed by their first header condition: name -> (value -> rules).
+            var byHeader: [(name: [UInt8], values: [TokenKey: [Int]])] = []
+        }
         let rules: [FaultRule]
+        let index: [Index]   // [apns, fcm]
         let hasRules: Bool
-        init(_ r: [FaultRule]) { rules = r; hasRules = !r.isEmpty }
+
+        init(_ r: [FaultRule]) {
+            rules = r
+            hasRules = !r.isEmpty
+            let idx = [Index(), Index()]
+            for (i, rule) in r.enumerated() {
+                for (p, provider) in [PushProvider.apns, .fcm].enumerated() where rule.provider == nil || rule.provider == provider {
+                    if let tokens = rule.match.tokens {
+                        for t in tokens { idx[p].byToken[TokenKey(t), default: []].append(i) }
+                    } else if let topic = rule.match.topic {
+                        idx[p].byTopic[TokenKey(topic), default: []].append(i)
+                    } else if let (name, value) = rule.headerBytes.first {
+                        if let h = idx[p].byHeader.firstIndex(where: { $0.name == name }) {
+                            idx[p].byHeader[h].values[TokenKey(value), default: []].append(i)
+                        } else {
+                            idx[p].byHeader.append((name, [TokenKey(value): [i]]))
+                        }
+                    } else {
+                        idx[p].general.append(i)
+                    }
+                }
+            }
+            index = idx
+        }
     }
 
     public struct Shaping: Sendable {
@@ -77,28 +111,47 @@ public final class FaultEngine: @unchecked Sendable {
         return s
     }
 
-    /// The first rule that matches this request and whose selector fires (counted), if any.
+    /// Whether any rule is in force for this loop (one atomic load when none changed).
+    public func active(loop: Int) -> Bool { snapshot(loop: loop).hasRules }
+
+    /// The first rule (in the order they were added) that matches this request and whose
+    /// selector fires (counted), if any.
     public func evaluate(_ c: FaultContext, loop: Int, nowMs: Int64) -> FaultRule? {
         let snap = snapshot(loop: loop)
         guard snap.hasRules else { return nil }
+        let idx = snap.index[c.provider == .apns ? 0 : 1]
         var device: (fleet: String?, labels: [String])?
-        for r in snap.rules {
-            let m = r.match
-            if let p = m.provider, p != c.provider { continue }
-            if let t = m.tokens, !t.contains(String(decoding: c.token, as: UTF8.self)) { continue }
-            if let t = m.topic {
-                guard let topic = c.topic, topic.elementsEqual(t.utf8) else { continue }
+        // Rules whose conditions hold, in rule order (a small inline set: rules rarely overlap).
+        var hits = FixedList()
+        func consider(_ i: Int) {
+            let r = snap.rules[i]
+            if let t = r.topicBytes {
+                guard let topic = c.topic, Bytes.equal(topic, t) else { return }
             }
-            if let p = m.project, c.project != p { continue }
-            if let p = m.pathPrefix, !c.path.starts(with: p.utf8) { continue }
-            var headersOK = true
-            for (n, v) in m.headers where c.headers.firstString(n) != v { headersOK = false; break }
-            if !headersOK { continue }
-            if m.needsDevice {
-                if device == nil { device = c.device() }
-                if let f = m.fleet, device?.fleet != f { continue }
-                if let l = m.label, device?.labels.contains(l) != true { continue }
+            if let p = r.project, c.project != p { return }
+            if let p = r.pathBytes {
+                guard c.path.count >= p.count, Bytes.equal(c.path.prefix(p.count), p) else { return }
             }
+            for (n, v) in r.headerBytes {
+                guard let got = c.headers.first(bytes: n), Bytes.equal(got, v) else { return }
+            }
+            if r.needsDevice {
+                if device == nil { device = c.device(c.token) }
+                if let f = r.fleet, device?.fleet != f { return }
+                if let l = r.label, device?.labels.contains(l) != true { return }
+            }
+            hits.insert(i)
+        }
+        for i in idx.general { consider(i) }
+        if !idx.byToken.isEmpty, let list = idx.byToken[TokenKey(c.token)] { for i in list { consider(i) } }
+        if !idx.byTopic.isEmpty, let t = c.topic, let list = idx.byTopic[TokenKey(t)] { for i in list { consider(i) } }
+        for h in 0..<idx.byHeader.count {
+            if let v = c.headers.first(bytes: idx.byHeader[h].name), let list = idx.byHeader[h].values[TokenKey(v)] {
+                for i in list { consider(i) }
+            }
+        }
+        for i in hits.sorted() {
+            let r = snap.rules[i]
             let n = r.seen.add(1, ordering: .relaxed).newValue
             if r.selects(n, nowMs: nowMs) {
                 r.firedCount.add(1, ordering: .relaxed)
@@ -113,5 +166,28 @@ public final class FaultEngine: @unchecked Sendable {
     public func override(_ headers: HTTPFields) -> FaultEffect? {
         guard allowOverrideHeader, let v = headers.firstString("x-pushemu-fault") else { return nil }
         return try? FaultParser.overrideEffect(v)
+    }
+}
+
+/// A few rule indices without allocating (spills to an array past eight).
+struct FixedList {
+    var inline: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+    var count = 0
+    var spill: [Int] = []
+
+    mutating func insert(_ v: Int) {
+        if count < 8 {
+            withUnsafeMutableBytes(of: &inline) { $0.storeBytes(of: v, toByteOffset: count * MemoryLayout<Int>.stride, as: Int.self) }
+        } else {
+            spill.append(v)
+        }
+        count += 1
+    }
+
+    func sorted() -> [Int] {
+        if count == 0 { return [] }
+        var out = withUnsafeBytes(of: inline) { b in (0..<min(count, 8)).map { b.load(fromByteOffset: $0 * MemoryLayout<Int>.stride, as: Int.self) } }
+        out += spill
+        return Set(out).sorted()
     }
 }

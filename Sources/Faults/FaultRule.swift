@@ -86,6 +86,18 @@ public final class FaultRule: Sendable {
     public let effectJSON: String
     let seen = Atomic<UInt64>(0)
     let firedCount = Atomic<UInt64>(0)
+    // The match in bytes, prepared once: the request path compares bytes, never builds Strings.
+    let provider: PushProvider?
+    let project: String?
+    /// Up to 16 tokens are compared in a row (two words each); more go through a set.
+    let tokenList: [TokenKey]?
+    let tokenKeys: Set<TokenKey>?
+    let topicBytes: [UInt8]?
+    let pathBytes: [UInt8]?
+    let headerBytes: [([UInt8], [UInt8])]
+    let needsDevice: Bool
+    let fleet: String?
+    let label: String?
 
     public init(id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String) {
         self.id = id
@@ -95,6 +107,17 @@ public final class FaultRule: Sendable {
         self.createdAtMs = createdAtMs
         self.matchJSON = matchJSON
         self.effectJSON = effectJSON
+        provider = match.provider
+        project = match.project
+        needsDevice = match.needsDevice
+        fleet = match.fleet
+        label = match.label
+        let keys = match.tokens.map { $0.map { TokenKey($0) } }
+        tokenList = keys.flatMap { $0.count <= 16 ? $0 : nil }
+        tokenKeys = keys.flatMap { $0.count > 16 ? Set($0) : nil }
+        topicBytes = match.topic.map { Array($0.utf8) }
+        pathBytes = match.pathPrefix.map { Array($0.utf8) }
+        headerBytes = match.headers.map { (Array($0.0.utf8), Array($0.1.utf8)) }
     }
 
     public var fired: UInt64 { firedCount.load(ordering: .relaxed) }

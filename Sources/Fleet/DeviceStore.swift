@@ -234,66 +234,86 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public func deliver(_ d: Delivery) {
         let k = TokenKey(d.token)
         let sh = shard(k)
-        var fleetView: SimDevice?
-        var fleetSpec: FleetSpec?
-        let (exists, fleetNumber) = sh.map.withLock { m -> (Bool, Int?) in
-            guard let i = m.index(forKey: k) else { return (false, nil) }
-            return (true, m.values[i].fleet)
-        }
-        if !exists, let (f, i) = member(Array(d.token.utf8)[...], platform: d.platform) {
-            fleetView = materialize(f, index: i, token: d.token)
-            fleetSpec = f
-        } else if let n = fleetNumber {
-            // The fleet of an existing record, for its tracking and behaviour.
-            fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil }
-        }
         let inboxSize = configuration.inboxSize
-        var toTrack: SimDevice?
-        var held = false, droppedOffline = false
-        sh.map.withLock { m in
-            if m[k] == nil {
-                var dev = fleetView ?? SimDevice(token: d.token, platform: d.platform, app: d.app, environment: d.environment,
-                                                 createdAtMs: d.receivedAtMs, seed: k.a ^ k.b)
-                if dev.app == nil { dev.app = d.app }
-                m[k] = dev
-            }
-            guard m[k]!.uninstalledAtMs == nil else { return }
-            if m[k]!.appState == .offline {
+        let tracks = dispatcher != nil
+        let defaultTracking = configuration.defaultTracking != nil
+        let pendingLimit = configuration.pendingLimit
+
+        enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(SimDevice?, fleet: Int?) }
+        // One dictionary lookup: everything happens on the record found at that index.
+        func work(_ m: inout [TokenKey: SimDevice], _ i: Dictionary<TokenKey, SimDevice>.Index, fleetTracks: Bool) -> Outcome {
+            if m.values[i].uninstalledAtMs != nil { return .uninstalled }
+            if m.values[i].appState == .offline {
                 if d.provider == .apns {
-                    if d.expiresAtMs == 0 { m[k]!.dropped += 1; droppedOffline = true; return }
+                    if d.expiresAtMs == 0 { m.values[i].dropped += 1; return .droppedOffline }
                     // APNs stores one notification per app for an offline device: the latest.
-                    m[k]!.pending.removeAll()
-                    m[k]!.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
-                } else {
-                    if m[k]!.pending.count >= configuration.pendingLimit { m[k]!.pending.removeFirst(); m[k]!.dropped += 1 }
-                    m[k]!.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                    m.values[i].pending.removeAll()
+                } else if m.values[i].pending.count >= pendingLimit {
+                    m.values[i].pending.removeFirst()
+                    m.values[i].dropped += 1
                 }
-                held = true
-                return
+                m.values[i].pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                return .held
             }
-            DeviceStore.addToInbox(&m[k]!, d, inboxSize: inboxSize)
-            toTrack = m[k]
+            DeviceStore.addToInbox(&m.values[i], d, inboxSize: inboxSize)
+            // Copy the device out only when some SDK could report.
+            let fleet = m.values[i].fleet
+            let track = tracks && (m.values[i].tracking != nil || fleetTracks || defaultTracking || fleet != nil)
+            return .delivered(track ? m.values[i] : nil, fleet: fleet)
         }
-        if held { counters.heldOffline.add(1, ordering: .relaxed) }
-        if droppedOffline { counters.droppedOffline.add(1, ordering: .relaxed) }
-        guard let dev = toTrack else { return }
-        counters.delivered.add(1, ordering: .relaxed)
-        track(dev, d, fleet: fleetSpec, atMs: d.receivedAtMs)
+
+        var outcome = sh.map.withLock { m -> Outcome in
+            guard let i = m.index(forKey: k) else { return .absent }
+            return work(&m, i, fleetTracks: false)
+        }
+        var fleetSpec: FleetSpec?
+        if case .absent = outcome {
+            var dev: SimDevice
+            if let (f, i) = member(Array(d.token.utf8)[...], platform: d.platform) {
+                dev = materialize(f, index: i, token: d.token)
+                fleetSpec = f
+            } else {
+                dev = SimDevice(token: d.token, platform: d.platform, app: d.app, environment: d.environment,
+                                createdAtMs: d.receivedAtMs, seed: k.a ^ k.b)
+            }
+            if dev.app == nil { dev.app = d.app }
+            let fleetTracks = fleetSpec?.tracking != nil
+            outcome = sh.map.withLock { m -> Outcome in
+                if m[k] == nil { m[k] = dev }
+                return work(&m, m.index(forKey: k)!, fleetTracks: fleetTracks)
+            }
+        }
+        switch outcome {
+        case .held: counters.heldOffline.add(1, ordering: .relaxed)
+        case .droppedOffline: counters.droppedOffline.add(1, ordering: .relaxed)
+        case .delivered(let dev, let fleet):
+            counters.delivered.add(1, ordering: .relaxed)
+            guard let dev else { return }
+            if fleetSpec == nil, let n = fleet { fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
+            track(dev, d, fleet: fleetSpec, atMs: d.receivedAtMs)
+        default: break
+        }
     }
 
     static func addToInbox(_ dev: inout SimDevice, _ d: Delivery, inboxSize: Int) {
         dev.received += 1
-        if let c = d.collapseID, let i = dev.inbox.lastIndex(where: { $0.collapseID == c && !$0.displayed }) {
+        if let c = d.collapseID, dev.inbox.contains(where: { $0.collapseID == c && !$0.displayed }) {
             // A newer notification with the same collapse id replaces one not yet displayed.
-            dev.inbox.remove(at: i)
+            dev.normalizeInbox()
+            if let i = dev.inbox.lastIndex(where: { $0.collapseID == c && !$0.displayed }) { dev.inbox.remove(at: i) }
             dev.collapsed += 1
         }
-        if dev.inbox.count >= inboxSize {
-            dev.inbox.removeFirst(dev.inbox.count - inboxSize + 1)
+        let entry = SimDevice.InboxEntry(notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
+                                         displayed: dev.appState == .foreground)
+        if dev.inbox.count < inboxSize {
+            dev.normalizeInbox()
+            dev.inbox.append(entry)
+        } else {
+            // Full: overwrite the oldest (a ring, no shifting).
+            dev.inbox[dev.inboxStart] = entry
+            dev.inboxStart = (dev.inboxStart + 1) % dev.inbox.count
             dev.evicted += 1
         }
-        dev.inbox.append(SimDevice.InboxEntry(notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
-                                              displayed: dev.appState == .foreground))
     }
 
     /// Brings a device online (delivering what it held, in order, dropping expired ones) or offline.
@@ -355,7 +375,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         if opens && DeviceStore.visible(dev, d) { events.append((.open, atMs + receiveDelay + openDelay)) }
         for (event, at) in events {
             let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
-                                      notificationID: d.notificationID.description, messageName: d.messageName,
+                                      notificationID: d.notificationID.description, messageName: d.messageName ?? d.notificationID.description,
                                       receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):

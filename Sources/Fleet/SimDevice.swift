@@ -39,7 +39,9 @@ public struct SimDevice: Sendable {
     public var fleet: Int?
     public var fleetIndex: Int?
     public var seed: UInt64
+    /// A ring once full: the oldest entry is at `inboxStart` (see `inboxEntries`).
     public var inbox: [InboxEntry] = []
+    public var inboxStart = 0
     public var evicted: UInt64 = 0
     public var collapsed: UInt64 = 0
     public var pending: [Pending] = []
@@ -54,6 +56,13 @@ public struct SimDevice: Sendable {
         self.environment = environment
         self.createdAtMs = createdAtMs
         self.seed = seed
+    }
+
+    /// The inbox, oldest first.
+    public var inboxEntries: [InboxEntry] { Array(inbox[inboxStart...] + inbox[..<inboxStart]) }
+
+    mutating func normalizeInbox() {
+        if inboxStart != 0 { inbox = inboxEntries; inboxStart = 0 }
     }
 
     public func json(fleetID: String?) -> String {
@@ -85,8 +94,8 @@ public struct Delivery: Sendable {
     /// APNs environment or FCM project.
     public var environment: String?
     public var notificationID: UUIDValue
-    /// `apns-id`, or the FCM message name.
-    public var messageName: String
+    /// `apns-id`, or the FCM message name (nil: the notification id).
+    public var messageName: String?
     public var receivedAtMs: Int64
     /// The APNs payload or the FCM message object.
     public var payload: [UInt8]
@@ -101,7 +110,7 @@ public struct Delivery: Sendable {
     public var expiresAtMs: Int64?
 
     public init(provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
-                notificationID: UUIDValue, messageName: String, receivedAtMs: Int64, payload: [UInt8]) {
+                notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]) {
         self.provider = provider
         self.platform = platform
         self.token = token

@@ -1,3 +1,4 @@
+import Glibc
 /// An ordered list of header fields kept in one flat byte buffer.
 ///
 /// Names are stored lowercase. Duplicates are kept in arrival order (providers need to see them).
@@ -132,6 +133,19 @@ public struct HTTPFields: Sendable {
     }
 
     /// Calls `body` with each field's raw name and value bytes.
+    /// The first value of `name` (lowercase bytes).
+    public func first(bytes name: [UInt8]) -> ArraySlice<UInt8>? {
+        let hit = storage.withUnsafeBytes { s in name.withUnsafeBytes { n -> Int? in
+            for (i, e) in entries.enumerated() where Int(e.nameLength) == n.count {
+                if n.count == 0 || memcmp(s.baseAddress! + Int(e.nameStart), n.baseAddress!, n.count) == 0 { return i }
+            }
+            return nil
+        } }
+        guard let i = hit else { return nil }
+        let e = entries[i]
+        return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
+    }
+
     public func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
         storage.withUnsafeBytes { raw in
             for e in entries {

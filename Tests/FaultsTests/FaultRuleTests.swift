@@ -11,7 +11,7 @@ final class FaultRuleTests: XCTestCase {
 
     func ctx(_ provider: PushProvider = .apns, token: String = "tok", topic: String? = "com.a", headers: [(String, String)] = []) -> FaultContext {
         FaultContext(provider: provider, token: Array(token.utf8)[...], topic: topic.map { Array($0.utf8)[...] }, project: "sandbox",
-                     path: Array("/3/device/\(token)".utf8)[...], headers: HTTPFields(headers), device: { ("fleet-1", ["beta"]) })
+                     path: Array("/3/device/\(token)".utf8)[...], headers: HTTPFields(headers), device: { _ in ("fleet-1", ["beta"]) })
     }
 
     func engine(_ rules: [FaultRule]) -> FaultEngine {
