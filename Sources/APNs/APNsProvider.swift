@@ -24,6 +24,9 @@ public struct APNsDecision: Sendable {
     /// Accepted pushes.
     public var token: ArraySlice<UInt8> = []
     public var topic: ArraySlice<UInt8>?
+    /// `apns-collapse-id` and `apns-expiration` (seconds), when given.
+    public var collapseID: ArraySlice<UInt8>?
+    public var expiration: Int64?
     public var pushType: APNsPushType = .alert
     public var summary = APNsPayloadSummary()
     public var warnings: [String] = []
@@ -150,7 +153,10 @@ public struct APNsProvider: Sendable {
         }
 
         // 7. BadCollapseId
-        if let c = APNsHeaders.value(h, idx.collapseID), c.count > 64 { reject(&d, .badCollapseId, state); return d }
+        if let c = APNsHeaders.value(h, idx.collapseID) {
+            if c.count > 64 { reject(&d, .badCollapseId, state); return d }
+            d.collapseID = c
+        }
 
         // 8-9. BadPriority, InvalidPushType
         var priority = 10
@@ -173,6 +179,7 @@ public struct APNsProvider: Sendable {
         // 10. BadExpirationDate
         if let e = APNsHeaders.value(h, idx.expiration) {
             guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { reject(&d, .badExpirationDate, state); return d }
+            d.expiration = e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
         }
 
         // 11. Topic rules

@@ -57,16 +57,14 @@ struct APNsService: Sendable {
             log.append(shard: ex.eventLoop.index, id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
                        token: d.token, topic: d.topic, headers: request.headers, payload: request.body[...],
                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
-            var delivery = Delivery(provider: .apns, platform: .ios, token: String(decoding: d.token, as: UTF8.self),
-                                    app: d.topic.flatMap { t in d.pushType.bundleLength(ofTopic: t).map { String(decoding: t.prefix($0), as: UTF8.self) } },
+            var delivery = Delivery(provider: .apns, platform: .ios, tokenBytes: d.token,
+                                    appBytes: d.topic.flatMap { t in d.pushType.bundleLength(ofTopic: t).map { t.prefix($0) } },
                                     environment: d.environment.rawValue, notificationID: id, messageName: nil,
                                     receivedAtMs: now, payload: request.body)
             delivery.mutableContent = d.summary.mutableContent
             delivery.contentAvailable = d.summary.contentAvailable
-            delivery.collapseID = request.headers.first("apns-collapse-id").map { String(decoding: $0, as: UTF8.self) }
-            if let e = request.headers.first("apns-expiration"), let secs = Int64(String(decoding: e, as: UTF8.self)) {
-                delivery.expiresAtMs = secs * 1000
-            }
+            delivery.collapseID = d.collapseID.map { String(decoding: $0, as: UTF8.self) }
+            delivery.expiresAtMs = d.expiration.map { $0 * 1000 }
             devices.deliver(delivery)
             faults.applyState(fault, token: d.token)
         }

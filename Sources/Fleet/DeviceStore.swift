@@ -232,7 +232,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// Hands an accepted notification to its device: inbox (or the offline queue), then the
     /// SDK's tracking calls. A token never seen becomes a device (`--devices auto`).
     public func deliver(_ d: Delivery) {
-        let k = TokenKey(d.token)
+        let k = TokenKey(d.tokenBytes)
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
         let tracks = dispatcher != nil
@@ -242,24 +242,27 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(SimDevice?, fleet: Int?) }
         // One dictionary lookup: everything happens on the record found at that index.
         func work(_ m: inout [TokenKey: SimDevice], _ i: Dictionary<TokenKey, SimDevice>.Index, fleetTracks: Bool) -> Outcome {
-            if m.values[i].uninstalledAtMs != nil { return .uninstalled }
-            if m.values[i].appState == .offline {
-                if d.provider == .apns {
-                    if d.expiresAtMs == 0 { m.values[i].dropped += 1; return .droppedOffline }
-                    // APNs stores one notification per app for an offline device: the latest.
-                    m.values[i].pending.removeAll()
-                } else if m.values[i].pending.count >= pendingLimit {
-                    m.values[i].pending.removeFirst()
-                    m.values[i].dropped += 1
+            // One in-place access to the record (no copies of the device struct).
+            func onRecord(_ dev: inout SimDevice) -> Outcome {
+                if dev.uninstalledAtMs != nil { return .uninstalled }
+                if dev.appState == .offline {
+                    if d.provider == .apns {
+                        if d.expiresAtMs == 0 { dev.dropped += 1; return .droppedOffline }
+                        // APNs stores one notification per app for an offline device: the latest.
+                        dev.pending.removeAll()
+                    } else if dev.pending.count >= pendingLimit {
+                        dev.pending.removeFirst()
+                        dev.dropped += 1
+                    }
+                    dev.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                    return .held
                 }
-                m.values[i].pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
-                return .held
+                DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
+                // Copy the device out only when some SDK could report.
+                let track = tracks && (dev.tracking != nil || fleetTracks || defaultTracking || dev.fleet != nil)
+                return .delivered(track ? dev : nil, fleet: dev.fleet)
             }
-            DeviceStore.addToInbox(&m.values[i], d, inboxSize: inboxSize)
-            // Copy the device out only when some SDK could report.
-            let fleet = m.values[i].fleet
-            let track = tracks && (m.values[i].tracking != nil || fleetTracks || defaultTracking || fleet != nil)
-            return .delivered(track ? m.values[i] : nil, fleet: fleet)
+            return onRecord(&m.values[i])
         }
 
         var outcome = sh.map.withLock { m -> Outcome in
@@ -269,7 +272,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         var fleetSpec: FleetSpec?
         if case .absent = outcome {
             var dev: SimDevice
-            if let (f, i) = member(Array(d.token.utf8)[...], platform: d.platform) {
+            if let (f, i) = member(d.tokenBytes, platform: d.platform) {
                 dev = materialize(f, index: i, token: d.token)
                 fleetSpec = f
             } else {

@@ -88,9 +88,13 @@ public struct SimDevice: Sendable {
 public struct Delivery: Sendable {
     public var provider: PushProvider
     public var platform: DevicePlatform
-    public var token: String
-    /// Bundle id (APNs topic's app) or package name, when the provider knows it.
-    public var app: String?
+    /// The token as received (a slice of the request: no copy on the hot path).
+    public var tokenBytes: ArraySlice<UInt8>
+    public var token: String { String(decoding: tokenBytes, as: UTF8.self) }
+    /// Bundle id (APNs topic's app) or package name, when the provider knows it (decoded only
+    /// when a device is created).
+    public var appBytes: ArraySlice<UInt8>?
+    public var app: String? { appBytes.map { String(decoding: $0, as: UTF8.self) } }
     /// APNs environment or FCM project.
     public var environment: String?
     public var notificationID: UUIDValue
@@ -111,10 +115,17 @@ public struct Delivery: Sendable {
 
     public init(provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
                 notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]) {
+        self.init(provider: provider, platform: platform, tokenBytes: Array(token.utf8)[...], appBytes: app.map { Array($0.utf8)[...] },
+                  environment: environment, notificationID: notificationID, messageName: messageName, receivedAtMs: receivedAtMs,
+                  payload: payload)
+    }
+
+    public init(provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
+                environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]) {
         self.provider = provider
         self.platform = platform
-        self.token = token
-        self.app = app
+        self.tokenBytes = tokenBytes
+        self.appBytes = appBytes
         self.environment = environment
         self.notificationID = notificationID
         self.messageName = messageName
