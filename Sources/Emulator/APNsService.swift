@@ -60,7 +60,7 @@ struct APNsService: Sendable {
             var delivery = Delivery(provider: .apns, platform: .ios, tokenBytes: d.token,
                                     appBytes: d.topic.flatMap { t in d.pushType.bundleLength(ofTopic: t).map { t.prefix($0) } },
                                     environment: d.environment.rawValue, notificationID: id, messageName: nil,
-                                    receivedAtMs: now, payload: request.body)
+                                    receivedAtMs: now, payload: request.body[...])
             delivery.mutableContent = d.summary.mutableContent
             delivery.contentAvailable = d.summary.contentAvailable
             delivery.collapseID = d.collapseID.map { String(decoding: $0, as: UTF8.self) }

@@ -91,12 +91,11 @@ struct FCMService: Sendable {
         }
         if d.accepted {
             let payload = request.body[d.message.messageRange]
-            let name = "projects/\(d.project)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: now)
             if let r = d.tokenRange {
                 log.append(shard: ex.eventLoop.index, id: id, provider: .fcm, receivedAtMs: now, environment: d.project,
                            token: request.body[r], topic: nil, headers: request.headers, payload: payload, payloadIsJSON: true,
                            warnings: d.message.warnings)
-                deliver(d, token: String(decoding: request.body[r], as: UTF8.self), id: id, name: name, payload: payload, now: now)
+                deliver(d, token: request.body[r], id: id, payload: payload, now: now)
                 faults.applyState(fault, token: request.body[r])
             }
             // A topic or condition send: one record per device, all under the message's name.
@@ -106,16 +105,17 @@ struct FCMService: Sendable {
                 log.append(shard: ex.eventLoop.index, id: rid, provider: .fcm,
                            receivedAtMs: now, environment: d.project, token: Array(token.utf8)[...], topic: topic,
                            headers: request.headers, payload: payload, payloadIsJSON: true, warnings: d.message.warnings)
-                deliver(d, token: token, id: rid, name: name, payload: payload, now: now)
+                deliver(d, token: Array(token.utf8)[...], id: rid, payload: payload, now: now)
             }
         }
         faults.send(provider.response(d, id: id, nowMs: now), ex, effect: fault, provider: .fcm, goAwayJSON: false)
     }
 
     /// The hand-off to the simulated device (an Android app with the FCM SDK).
-    func deliver(_ d: FCMSendDecision, token: String, id: UUIDValue, name: String, payload: ArraySlice<UInt8>, now: Int64) {
-        var delivery = Delivery(provider: .fcm, platform: .android, token: token, app: nil, environment: d.project,
-                                notificationID: id, messageName: name, receivedAtMs: now, payload: Array(payload))
+    func deliver(_ d: FCMSendDecision, token: ArraySlice<UInt8>, id: UUIDValue, payload: ArraySlice<UInt8>, now: Int64) {
+        // The message name is derived from (project, id, time) when an SDK needs it.
+        var delivery = Delivery(provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: d.project,
+                                notificationID: id, messageName: nil, receivedAtMs: now, payload: payload)
         delivery.hasData = d.message.hasData
         delivery.collapseID = d.message.collapseKey
         delivery.expiresAtMs = now + d.message.ttlSeconds * 1000

@@ -359,8 +359,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// Whether the user can see, and so tap, the notification.
     static func visible(_ dev: SimDevice, _ d: Delivery) -> Bool {
         switch dev.platform {
-        case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !PayloadReader(d.payload).has("aps.alert"))
-        case .android: return PayloadReader(d.payload).has("notification") || PayloadReader(d.payload).has("android.notification") || d.hasData
+        case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !PayloadReader(Array(d.payload)).has("aps.alert"))
+        case .android:
+            let p = PayloadReader(Array(d.payload))
+            return p.has("notification") || p.has("android.notification") || d.hasData
         }
     }
 
@@ -372,13 +374,17 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let receiveDelay = behavior.receiveDelayMs.draw(&rng)
         let opens = rng.nextDouble() < behavior.openRate
         let openDelay = behavior.openDelayMs.draw(&rng)
-        let payload = PayloadReader(d.payload)
+        let payload = PayloadReader(Array(d.payload))
+        // The name the sender got: the apns-id, or FCM's projects/{p}/messages/{id}.
+        let name = d.messageName ?? (d.provider == .fcm
+            ? "projects/\(d.environment ?? "")/messages/" + PushNotification.fcmMessageID(d.notificationID, receivedAtMs: d.receivedAtMs)
+            : d.notificationID.description)
         var events: [(TrackingEvent, Int64)] = []
         if DeviceStore.receiveHookRuns(dev, d) { events.append((.receive, atMs + receiveDelay)) }
         if opens && DeviceStore.visible(dev, d) { events.append((.open, atMs + receiveDelay + openDelay)) }
         for (event, at) in events {
             let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
-                                      notificationID: d.notificationID.description, messageName: d.messageName ?? d.notificationID.description,
+                                      notificationID: d.notificationID.description, messageName: name,
                                       receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):

@@ -98,11 +98,12 @@ public struct Delivery: Sendable {
     /// APNs environment or FCM project.
     public var environment: String?
     public var notificationID: UUIDValue
-    /// `apns-id`, or the FCM message name (nil: the notification id).
+    /// `apns-id`, or the FCM message name (nil: derived from the notification id when needed).
     public var messageName: String?
     public var receivedAtMs: Int64
-    /// The APNs payload or the FCM message object.
-    public var payload: [UInt8]
+    /// The APNs payload or the FCM message object (a slice of the request: copied only when an
+    /// SDK reports).
+    public var payload: ArraySlice<UInt8>
     /// APNs `mutable-content: 1`.
     public var mutableContent = false
     /// APNs `content-available: 1`.
@@ -117,11 +118,11 @@ public struct Delivery: Sendable {
                 notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]) {
         self.init(provider: provider, platform: platform, tokenBytes: Array(token.utf8)[...], appBytes: app.map { Array($0.utf8)[...] },
                   environment: environment, notificationID: notificationID, messageName: messageName, receivedAtMs: receivedAtMs,
-                  payload: payload)
+                  payload: payload[...])
     }
 
     public init(provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
-                environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]) {
+                environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>) {
         self.provider = provider
         self.platform = platform
         self.tokenBytes = tokenBytes

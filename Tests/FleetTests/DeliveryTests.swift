@@ -43,7 +43,7 @@ final class DeliveryTests: XCTestCase {
     func apns(_ payload: String, token: String = DeliveryTests.iosToken, n: UInt64 = 1, collapse: String? = nil) -> Delivery {
         var d = Delivery(provider: .apns, platform: .ios, token: token, app: "com.example.app", environment: "sandbox",
                          notificationID: UUIDValue(high: n, low: n), messageName: "id-\(n)", receivedAtMs: Clock.nowMs(), payload: Array(payload.utf8))
-        let p = PayloadReader(d.payload)
+        let p = PayloadReader(Array(d.payload))
         d.mutableContent = p.value("aps.mutable-content") == "1"
         d.contentAvailable = p.value("aps.content-available") == "1"
         d.collapseID = collapse
@@ -54,7 +54,7 @@ final class DeliveryTests: XCTestCase {
         var d = Delivery(provider: .fcm, platform: .android, token: Self.androidToken, app: nil, environment: "proj",
                          notificationID: UUIDValue(high: n, low: n), messageName: "projects/proj/messages/\(n)", receivedAtMs: Clock.nowMs(),
                          payload: Array(message.utf8))
-        d.hasData = PayloadReader(d.payload).has("data")
+        d.hasData = PayloadReader(Array(d.payload)).has("data")
         return d
     }
 
