@@ -83,6 +83,17 @@ public final class Emulator: @unchecked Sendable {
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
                              fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
                              dispatcher: dispatcher, faults: faults, scenarios: scenarios)
+        if configuration.fcmOverloadPercent > 0 {
+            var m = FaultMatch()
+            m.provider = .fcm
+            m.percent = configuration.fcmOverloadPercent
+            var e = FaultEffect()
+            e.errorCode = "UNAVAILABLE"
+            e.retryAfter = 2
+            faults.add(FaultRule(id: faults.newID(), match: m, effect: e, seed: 0, createdAtMs: Clock.nowMs(),
+                                 matchJSON: "{\"provider\":\"fcm\",\"percent\":\(configuration.fcmOverloadPercent)}",
+                                 effectJSON: "{\"errorCode\":\"UNAVAILABLE\",\"retryAfter\":2}"))
+        }
         // Rules and a scenario from files, checked now so a bad file fails the start.
         if let path = configuration.faultsFile {
             let engine = faults
@@ -98,6 +109,8 @@ public final class Emulator: @unchecked Sendable {
                 scenarios.add(sc, to: faults)
             } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("--scenario \(path): \(error)") }
         }
+        let engine = faults
+        sc.acceptTLS = { loop in engine.admitHandshake(loop: loop, nowMs: Clock.nowMs()) }
         do {
             server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns, fcm: fcm))
         } catch {

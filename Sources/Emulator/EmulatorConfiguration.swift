@@ -44,6 +44,8 @@ public struct EmulatorConfiguration: Sendable {
     /// APNs pushes per minute per device token before 429 TooManyRequests (0: off).
     public var apnsTokenRate = 0
     public var apnsAdaptiveStreams = false
+    /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
+    public var fcmOverloadPercent = 0.0
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     public var trackingLogSize = 100_000
 

@@ -123,6 +123,10 @@ public enum ServeOptions {
             }
         },
         Option(name: "apns-token-rate", valueName: "N", help: "APNs pushes per minute per device token before 429 TooManyRequests (default 0: off)") { c, v in c.apnsTokenRate = try int(v, "apns-token-rate", 0...1_000_000) },
+        Option(name: "fcm-overload", valueName: "PERCENT", help: "percent of FCM sends answered 503 UNAVAILABLE with Retry-After: 2 (default 0)") { c, v in
+            guard let p = Double(v), p >= 0, p <= 100 else { throw ConfigurationError("--fcm-overload must be a percentage, got '\(v)'") }
+            c.fcmOverloadPercent = p
+        },
         Option(name: "apns-adaptive-streams", valueName: nil, help: "halve a connection's stream limit after an error, raise it after successes") { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
         Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },

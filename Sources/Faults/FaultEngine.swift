@@ -19,12 +19,15 @@ public final class FaultEngine: @unchecked Sendable {
         let rules: [FaultRule]
         let index: [Index]   // [apns, fcm]
         let hasRules: Bool
+        /// Rules acting on TLS handshakes, not requests.
+        let handshake: [FaultRule]
 
         init(_ r: [FaultRule]) {
             rules = r
-            hasRules = !r.isEmpty
+            handshake = r.filter { $0.effect.dropHandshake }
+            hasRules = r.contains { !$0.effect.dropHandshake }
             let idx = [Index(), Index()]
-            for (i, rule) in r.enumerated() {
+            for (i, rule) in r.enumerated() where !rule.effect.dropHandshake {
                 for (p, provider) in [PushProvider.apns, .fcm].enumerated() where rule.provider == nil || rule.provider == provider {
                     if let tokens = rule.match.tokens {
                         for t in tokens { idx[p].byToken[TokenKey(t), default: []].append(i) }
@@ -159,6 +162,18 @@ public final class FaultEngine: @unchecked Sendable {
             }
         }
         return nil
+    }
+
+    /// Whether a TLS handshake starting now may proceed (false: a rule drops it).
+    public func admitHandshake(loop: Int, nowMs: Int64) -> Bool {
+        for r in snapshot(loop: loop).handshake {
+            let n = r.seen.add(1, ordering: .relaxed).newValue
+            if r.selects(n, nowMs: nowMs) {
+                r.firedCount.add(1, ordering: .relaxed)
+                return false
+            }
+        }
+        return true
     }
 
     /// The per-request override (`x-pushemu-fault: status=503;reason=ServiceUnavailable;delay=200ms`),

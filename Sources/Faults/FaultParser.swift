@@ -136,6 +136,7 @@ public enum FaultParser {
             case "stallMs", "stall": if let d = duration(v, val) { e.stallMs = d } else { err = "effect.stallMs must be milliseconds" }
             case "uninstall": e.uninstall = bool()
             case "rotate": e.rotate = bool()
+            case "dropHandshake": e.dropHandshake = bool()
             default: err = "unknown effect field \(name)"
             }
         }

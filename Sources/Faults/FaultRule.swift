@@ -69,6 +69,8 @@ public struct FaultEffect: Sendable {
     public var stallMs: Int64?
     public var uninstall = false
     public var rotate = false
+    /// Drop TLS connections as their handshake starts (selectors apply; request matches do not).
+    public var dropHandshake = false
     public init() {}
 
     public var answers: Bool { status != nil || reason != nil || errorCode != nil }

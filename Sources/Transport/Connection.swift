@@ -30,6 +30,8 @@ final class Connection: EventHandler {
     private let createdAt: UInt64
     private var lastActivity: UInt64
 
+    private var handshakeAdmitted = false
+
     init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int) {
         self.fd = fd
         self.loop = loop
@@ -194,6 +196,10 @@ final class Connection: EventHandler {
 
     private func handshake() {
         guard let ssl else { return }
+        if !handshakeAdmitted {
+            handshakeAdmitted = true
+            if let admit = core.configuration.acceptTLS, !admit(loop.index) { return close() }
+        }
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             handshakeDone(ssl)

@@ -52,6 +52,9 @@ public struct ServerConfiguration: Sendable {
     /// Called on the loop right before a connection's HTTP/2 session starts (SNI, ALPN and the
     /// client certificate are known): adjust `initialMaxConcurrentStreams` or `storage`.
     public var sessionSetup: (@Sendable (ConnectionContext) -> Void)?
+    /// Asked on the loop when a TLS client starts its handshake (its loop index given): false
+    /// drops the connection there, as a failed handshake (fault injection).
+    public var acceptTLS: (@Sendable (Int) -> Bool)?
     /// GOAWAY debug data sent when an HTTP/2 connection is closed for idleness.
     public var idleGoAwayDebugData: [UInt8] = []
     /// GOAWAY debug data sent to HTTP/2 connections on graceful shutdown.

@@ -146,4 +146,23 @@ final class FaultsClientTests: XCTestCase {
         let stats = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/stats"], timeout: 10)
         XCTAssertTrue(stats.stdout.contains(#""state":"done""#), stats.stdout)
     }
+
+    func testDroppedHandshakeAndOverload() throws {
+        let s = try ServerProcess(["--fcm-overload", "100"])
+        _ = try runCommand("curl", ["-sS", "-X", "POST", "http://127.0.0.1:\(s.httpPort)/emulator/v1/faults",
+                                    "-d", #"{"match":{"first":1},"effect":{"dropHandshake":true}}"#], timeout: 10)
+        let first = try runCommand("curl", ["-sS", "--cacert", Self.ca, "-o", "/dev/null", "-w", "%{http_code}",
+                                            "https://localhost:\(s.httpsPort)/healthz"], timeout: 10)
+        XCTAssertNotEqual(first.status, 0, "the first handshake is dropped")
+        let second = try runCommand("curl", ["-sS", "--cacert", Self.ca, "-o", "/dev/null", "-w", "%{http_code}",
+                                             "https://localhost:\(s.httpsPort)/healthz"], timeout: 10)
+        XCTAssertEqual(second.stdout, "200")
+        // --fcm-overload 100: every send is 503 UNAVAILABLE with Retry-After.
+        let token = "f" + String(repeating: "2", count: 21) + ":APA91b" + String(repeating: "o", count: 134)
+        let r = try runCommand("curl", ["-sS", "-i", "-H", "authorization: Bearer x", "-d", #"{"message":{"token":"\#(token)"}}"#,
+                                        "http://127.0.0.1:\(s.httpPort)/v1/projects/p/messages:send"], timeout: 10)
+        XCTAssertTrue(r.stdout.hasPrefix("HTTP/1.1 503"), r.stdout)
+        XCTAssertTrue(r.stdout.lowercased().contains("retry-after: 2"), r.stdout)
+        XCTAssertTrue(r.stdout.contains(#""errorCode":"UNAVAILABLE""#), r.stdout)
+    }
 }
