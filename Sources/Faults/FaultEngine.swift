@@ -11,10 +11,10 @@ public final class FaultEngine: @unchecked Sendable {
     final class Snapshot: Sendable {
         final class Index: @unchecked Sendable {   // written only while the snapshot is built
             var general: [Int] = []
-            var byToken: [TokenKey: [Int]] = [:]
-            var byTopic: [TokenKey: [Int]] = [:]
+            var byToken = KeyTable()
+            var byTopic = KeyTable()
             /// Rules keyed by their first header condition: name -> (value -> rules).
-            var byHeader: [(name: [UInt8], values: [TokenKey: [Int]])] = []
+            var byHeader: [(name: [UInt8], values: KeyTable)] = []
         }
         let rules: [FaultRule]
         let index: [Index]   // [apns, fcm]
@@ -30,14 +30,16 @@ public final class FaultEngine: @unchecked Sendable {
             for (i, rule) in r.enumerated() where !rule.effect.dropHandshake {
                 for (p, provider) in [PushProvider.apns, .fcm].enumerated() where rule.provider == nil || rule.provider == provider {
                     if let tokens = rule.match.tokens {
-                        for t in tokens { idx[p].byToken[TokenKey(t), default: []].append(i) }
+                        for t in tokens { idx[p].byToken.add(TokenKey(t), i) }
                     } else if let topic = rule.match.topic {
-                        idx[p].byTopic[TokenKey(topic), default: []].append(i)
+                        idx[p].byTopic.add(TokenKey(topic), i)
                     } else if let (name, value) = rule.headerBytes.first {
                         if let h = idx[p].byHeader.firstIndex(where: { $0.name == name }) {
-                            idx[p].byHeader[h].values[TokenKey(value), default: []].append(i)
+                            idx[p].byHeader[h].values.add(TokenKey(value), i)
                         } else {
-                            idx[p].byHeader.append((name, [TokenKey(value): [i]]))
+                            var t = KeyTable()
+                            t.add(TokenKey(value), i)
+                            idx[p].byHeader.append((name, t))
                         }
                     } else {
                         idx[p].general.append(i)
@@ -146,10 +148,10 @@ public final class FaultEngine: @unchecked Sendable {
             hits.insert(i)
         }
         for i in idx.general { consider(i) }
-        if !idx.byToken.isEmpty, let list = idx.byToken[TokenKey(c.token)] { for i in list { consider(i) } }
-        if !idx.byTopic.isEmpty, let t = c.topic, let list = idx.byTopic[TokenKey(t)] { for i in list { consider(i) } }
+        if !idx.byToken.isEmpty, let list = idx.byToken.find(TokenKey(c.token)) { for i in list { consider(i) } }
+        if !idx.byTopic.isEmpty, let t = c.topic, let list = idx.byTopic.find(TokenKey(t)) { for i in list { consider(i) } }
         for h in 0..<idx.byHeader.count {
-            if let v = c.headers.first(bytes: idx.byHeader[h].name), let list = idx.byHeader[h].values[TokenKey(v)] {
+            if let v = c.headers.first(bytes: idx.byHeader[h].name), let list = idx.byHeader[h].values.find(TokenKey(v)) {
                 for i in list { consider(i) }
             }
         }
@@ -204,5 +206,43 @@ struct FixedList {
         var out = withUnsafeBytes(of: inline) { b in (0..<min(count, 8)).map { b.load(fromByteOffset: $0 * MemoryLayout<Int>.stride, as: Int.self) } }
         out += spill
         return Set(out).sorted()
+    }
+}
+
+/// An open-addressing table from a 128-bit key to rule indices. The key is already a hash, so
+/// a lookup is a mask and a compare (no general-purpose hasher on the request path).
+struct KeyTable: Sendable {
+    private var keys: [TokenKey?] = Array(repeating: nil, count: 8)
+    private var values: [[Int]] = Array(repeating: [], count: 8)
+    private(set) var count = 0
+    var isEmpty: Bool { count == 0 }
+
+    mutating func add(_ k: TokenKey, _ v: Int) {
+        if (count + 1) * 2 > keys.count { grow() }
+        var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
+        while let existing = keys[i] {
+            if existing.a == k.a && existing.b == k.b { values[i].append(v); return }
+            i = (i + 1) & (keys.count - 1)
+        }
+        keys[i] = k
+        values[i] = [v]
+        count += 1
+    }
+
+    func find(_ k: TokenKey) -> [Int]? {
+        var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
+        while let existing = keys[i] {
+            if existing.a == k.a && existing.b == k.b { return values[i] }
+            i = (i + 1) & (keys.count - 1)
+        }
+        return nil
+    }
+
+    private mutating func grow() {
+        let old = zip(keys, values).compactMap { k, v in k.map { ($0, v) } }
+        keys = Array(repeating: nil, count: keys.count * 2)
+        values = Array(repeating: [], count: keys.count)
+        count = 0
+        for (k, vs) in old { for v in vs { add(k, v) } }
     }
 }
