@@ -114,6 +114,9 @@ final class TrackingLane: @unchecked Sendable {
         pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.maxPerHost)
         pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.maxInFlight)
         pushemu_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        // Keep the pool as large as the connections in use: a smaller cache closes and reopens
+        // connections under load (a connect per few hundred requests).
+        pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(options.maxInFlight, options.maxPerHost) * 2)
     }
 
     deinit {
