@@ -16,6 +16,7 @@ struct APNsService: Sendable {
     let tokenRate: TokenRateLimiter?
     /// `--apns-adaptive-streams`: halve the stream limit after an error, raise it by one per success.
     let adaptiveStreams: Bool
+    let metrics: Metrics
 
     func register(_ r: inout Router) {
         let configuration = provider.configuration
@@ -26,6 +27,7 @@ struct APNsService: Sendable {
     }
 
     func handle(_ ex: Exchange) {
+        let started = Clock.monotonicNanoseconds()
         let ctx = ex.connection
         // slot0 belongs to APNs (see Emulator.router).
         let state: APNsConnectionState
@@ -45,8 +47,9 @@ struct APNsService: Sendable {
                                   headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
         if let f = fault, f.answers {
             adapt(ctx, success: false)
-            return faults.send(FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration), ex,
-                               effect: f, provider: .apns, goAwayJSON: true)
+            let r = FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration)
+            let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
+            return record(ex, started, status: r.status, reason: f.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue, delay: delay)
         }
         if d.accepted, let limiter = tokenRate, !limiter.allow(d.token, nowMs: now) {
             d.reason = .tooManyRequests
@@ -68,12 +71,18 @@ struct APNsService: Sendable {
             devices.deliver(delivery)
             faults.applyState(fault, token: d.token)
         }
-        faults.send(provider.response(d, request: request, state: state), ex, effect: fault, provider: .apns, goAwayJSON: true)
+        let delay = faults.send(provider.response(d, request: request, state: state), ex, effect: fault, provider: .apns, goAwayJSON: true)
+        record(ex, started, status: d.status, reason: d.reason.map { provider.configuration.reasonString($0) } ?? "", delay: delay)
         if let n = d.raiseStreamsTo, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
         adapt(ctx, success: d.accepted)
         if let reason = d.goAwayReason {
             ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
         }
+    }
+
+    func record(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
+        metrics.record(loop: ex.eventLoop.index, provider: .apns, status: status, reason: reason,
+                       seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
     }
 
     /// `--apns-adaptive-streams`: APNs lowers a connection's stream limit after errors and raises

@@ -20,10 +20,23 @@ struct AdminAPI: Sendable {
     let dispatcher: TrackingDispatcher
     let faults: FaultEngine
     let scenarios: ScenarioRegistry
+    let metrics: Metrics
+    let openConnections: @Sendable () -> Int
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
             ex.respond(.json(200, "{\"status\":\"ok\"}"))
+        }
+        r.add(.get, "/metrics") { ex in
+            let fleets = store.allFleets
+            let rules = faults.all
+            let text = metrics.render(openConnections: openConnections(), tracking: tracking, queueDepth: dispatcher.depth,
+                                      devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
+                                      notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
+                                      faultsFired: rules.reduce(0) { $0 + $1.fired })
+            var h = HTTPFields()
+            h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
+            ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
         }
         r.add(.post, "/emulator/v1/apns/keys", maxBodySize: 64 * 1024) { ex in ex.respond(createKey(ex.request)) }
         r.add(.get, "/emulator/v1/apns/keys") { ex in
@@ -62,12 +75,12 @@ struct AdminAPI: Sendable {
         }
         var deviceAdmin = DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking,
                                          dispatcher: dispatcher, log: log)
-        let faults = self.faults, scenarios = self.scenarios
+        let faultEngine = self.faults, scenarioList = self.scenarios
         deviceAdmin.extraStats = {
             let now = Clock.nowMs()
-            let rules = faults.all
+            let rules = faultEngine.all
             return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })}"
-                + ",\"scenarios\":[" + scenarios.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
+                + ",\"scenarios\":[" + scenarioList.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
         }
         deviceAdmin.register(&r)
         FaultAdminAPI(engine: faults, scenarios: scenarios).register(&r)
@@ -90,6 +103,7 @@ struct AdminAPI: Sendable {
             tracking.removeAll()
             faults.removeAll()
             scenarios.removeAll()
+            metrics.reset()
             if ex.request.queryParameter("all") == "true" {
                 keys.removeAll()
                 fcmAccounts.removeAll()

@@ -72,17 +72,20 @@ public final class Emulator: @unchecked Sendable {
             if rotate { _ = deviceAdmin.rotate(token, Clock.nowMs()) } else { deviceAdmin.uninstall(token, Clock.nowMs()) }
         })
 
+        let metrics = Metrics(loops: configuration.threads)
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
                                log: notifications, devices: deviceStore, faults: faultHandling,
                                tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil,
-                               adaptiveStreams: configuration.apnsAdaptiveStreams)
+                               adaptiveStreams: configuration.apnsAdaptiveStreams, metrics: metrics)
         let fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
                                       tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
                                       quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
-        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore, faults: faultHandling)
+        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore, faults: faultHandling, metrics: metrics)
+        let serverRef = ServerRef()
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
                              fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
-                             dispatcher: dispatcher, faults: faults, scenarios: scenarios)
+                             dispatcher: dispatcher, faults: faults, scenarios: scenarios, metrics: metrics,
+                             openConnections: { serverRef.server?.openConnections ?? 0 })
         if configuration.fcmOverloadPercent > 0 {
             var m = FaultMatch()
             m.provider = .fcm
@@ -113,6 +116,7 @@ public final class Emulator: @unchecked Sendable {
         sc.acceptTLS = { loop in engine.admitHandshake(loop: loop, nowMs: Clock.nowMs()) }
         do {
             server = try HTTPServer(configuration: sc, router: Emulator.router(admin: admin, apns: apns, fcm: fcm))
+            serverRef.server = server
         } catch {
             throw ConfigurationError("TLS setup failed: \(error)")
         }
@@ -214,4 +218,9 @@ public final class Emulator: @unchecked Sendable {
             }
         }
     }
+}
+
+/// The server, for admin endpoints built before it exists (`/metrics` reads its connections).
+final class ServerRef: @unchecked Sendable {   // set once, before the server starts
+    var server: HTTPServer?
 }

@@ -14,10 +14,12 @@ struct FCMService: Sendable {
     let log: NotificationLog
     let devices: DeviceStore
     let faults: FaultHandling
+    let metrics: Metrics
 
     static let maxBody = 64 * 1024
 
-    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore, faults: FaultHandling) {
+    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore, faults: FaultHandling, metrics: Metrics) {
+        self.metrics = metrics
         self.devices = devices
         self.faults = faults
         self.provider = provider
@@ -76,6 +78,7 @@ struct FCMService: Sendable {
     static func decoded(_ s: ArraySlice<UInt8>) -> String { PercentEncoding.decode(s, plusAsSpace: false) }
 
     func send(_ ex: Exchange) {
+        let started = Clock.monotonicNanoseconds()
         let state = FCMService.state(ex.connection)
         let now = ex.eventLoop.nowMs
         let request = ex.request
@@ -87,7 +90,9 @@ struct FCMService: Sendable {
                                                device: faults.lookup),
                                   headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
         if let f = fault, f.answers {
-            return faults.send(FaultHandling.fcmResponse(f), ex, effect: f, provider: .fcm, goAwayJSON: false)
+            let r = FaultHandling.fcmResponse(f)
+            let delay = faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
+            return record(ex, started, status: r.status, reason: f.errorCode ?? "", delay: delay)
         }
         if d.accepted {
             let payload = request.body[d.message.messageRange]
@@ -108,7 +113,13 @@ struct FCMService: Sendable {
                 deliver(d, token: Array(token.utf8)[...], id: rid, payload: payload, now: now)
             }
         }
-        faults.send(provider.response(d, id: id, nowMs: now), ex, effect: fault, provider: .fcm, goAwayJSON: false)
+        let delay = faults.send(provider.response(d, id: id, nowMs: now), ex, effect: fault, provider: .fcm, goAwayJSON: false)
+        record(ex, started, status: d.error?.httpStatus ?? 200, reason: d.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "", delay: delay)
+    }
+
+    func record(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
+        metrics.record(loop: ex.eventLoop.index, provider: .fcm, status: status, reason: reason,
+                       seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
     }
 
     /// The hand-off to the simulated device (an Android app with the FCM SDK).
@@ -131,7 +142,8 @@ struct FCMService: Sendable {
                                       headers: req.headers, loop: ex.eventLoop.index, nowMs: Clock.nowMs()), e.answers {
             var r = FCMOAuth.error(e.errorCode ?? "invalid_grant", e.reason ?? "Invalid JWT Signature.", status: e.status ?? 400)
             if let ra = e.retryAfter { r.headers.add(name: "retry-after", value: String(ra)) }
-            return faults.send(r, ex, effect: e, provider: .fcm, goAwayJSON: false)
+            faults.send(r, ex, effect: e, provider: .fcm, goAwayJSON: false)
+            return
         }
         ex.respond(oauth.respond(body: req.body, contentType: req.headers.firstString("content-type"),
                                  authority: req.authority.map { String(decoding: $0, as: UTF8.self) },

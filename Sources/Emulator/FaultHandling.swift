@@ -36,9 +36,11 @@ struct FaultHandling: Sendable {
     }
 
 
-    /// Sends `response` the way `effect` and the provider's latency profile say.
-    func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool) {
-        if effect == nil && engine.shaping.latency.isEmpty { return ex.respond(response) }   // the common case
+    /// Sends `response` the way `effect` and the provider's latency profile say; returns the
+    /// delay added, in seconds.
+    @discardableResult
+    func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool) -> Double {
+        if effect == nil && engine.shaping.latency.isEmpty { ex.respond(response); return 0 }   // the common case
         var delayMs = 0.0
         var rng = FastRandom(seed: UInt64(bitPattern: Clock.nowMs()) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(ex.eventLoop.index))
         if let d = engine.shaping.latency[provider] { delayMs += d.draw(&rng) }
@@ -59,6 +61,7 @@ struct FaultHandling: Sendable {
         } else {
             act()
         }
+        return delayMs / 1000
     }
 
     /// Device state changes a rule asked for (after the push was accepted).

@@ -55,11 +55,53 @@ public final class TrackingLog: Sendable {
         public var evicted: UInt64 = 0
     }
 
+    /// Attempt counts by (preset, outcome) and latency by preset, for `/metrics`.
+    public struct Metrics: Sendable {
+        public var attempts: [PresetOutcome: UInt64] = [:]
+        public var latency: [String: LatencyHistogram] = [:]
+    }
+
+    public struct PresetOutcome: Hashable, Sendable {
+        public var preset: String
+        public var outcome: String
+        public var key: (String, String) { (preset, outcome) }
+    }
+
+    /// Seconds buckets shared with the request histograms. `buckets[i]` counts observations in
+    /// (bounds[i-1], bounds[i]] (one increment each); `cumulative` gives Prometheus's view.
+    public struct LatencyHistogram: Sendable {
+        public static let bounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+        public var buckets = [UInt64](repeating: 0, count: LatencyHistogram.bounds.count)
+        public var sum = 0.0
+        public var count: UInt64 = 0
+        public init() {}
+        public mutating func observe(_ s: Double) {
+            var i = 0
+            let bounds = LatencyHistogram.bounds
+            while i < bounds.count && s > bounds[i] { i += 1 }
+            if i < bounds.count { buckets[i] += 1 }
+            sum += s
+            count += 1
+        }
+
+        /// Observations at or below each bound.
+        public var cumulative: [UInt64] {
+            var total: UInt64 = 0
+            return buckets.map { total += $0; return total }
+        }
+        public mutating func merge(_ o: LatencyHistogram) {
+            for i in buckets.indices { buckets[i] += o.buckets[i] }
+            sum += o.sum
+            count += o.count
+        }
+    }
+
     struct State {
         var ring: [TrackingAttempt] = []
         var next = 0
         var sequence: UInt64 = 0
         var counters = Counters()
+        var metrics = Metrics()
     }
 
     let capacity: Int
@@ -73,6 +115,8 @@ public final class TrackingLog: Sendable {
             s.sequence += 1
             a.sequence = s.sequence
             s.counters.attempts += 1
+            s.metrics.attempts[PresetOutcome(preset: a.preset, outcome: a.outcome), default: 0] += 1
+            s.metrics.latency[a.preset, default: LatencyHistogram()].observe(a.latencyMs / 1000)
             switch a.outcome {
             case "succeeded": s.counters.succeeded += 1
             case "retrying": s.counters.retried += 1
@@ -91,6 +135,7 @@ public final class TrackingLog: Sendable {
     func count(_ body: (inout Counters) -> Void) { state.withLock { body(&$0.counters) } }
 
     public var counters: Counters { state.withLock { $0.counters } }
+    public var metrics: Metrics { state.withLock { $0.metrics } }
 
     /// Matching attempts, oldest first, at most `limit` (the newest).
     public func query(_ f: Filter) -> [TrackingAttempt] {
@@ -113,6 +158,7 @@ public final class TrackingLog: Sendable {
             s.ring.removeAll()
             s.next = 0
             s.counters = Counters()
+            s.metrics = Metrics()
         }
     }
 }

@@ -1,0 +1,112 @@
+import PushCore
+import Synchronization
+import Tracking
+
+/// Request counters and latency histograms for `GET /metrics`, kept per event loop (each loop
+/// writes only its own shard, so the lock is never contended on the request path).
+final class Metrics: Sendable {
+    struct Key: Hashable {
+        var provider: PushProvider
+        var status: Int
+        var reason: String
+    }
+
+    typealias Histogram = TrackingLog.LatencyHistogram
+
+    struct Shard {
+        var requests: [Key: UInt64] = [:]
+        var latency: [PushProvider: Histogram] = [:]
+    }
+
+    /// Seconds: 100 µs to 10 s.
+    static let bounds = TrackingLog.LatencyHistogram.bounds
+
+    private final class Box: Sendable { let m = Mutex(Shard()) }
+    private let shards: [Box]
+
+    init(loops: Int) { shards = (0...max(1, loops)).map { _ in Box() } }
+
+    func record(loop: Int, provider: PushProvider, status: Int, reason: String, seconds: Double) {
+        shards[min(loop, shards.count - 1)].m.withLock { s in
+            s.requests[Key(provider: provider, status: status, reason: reason), default: 0] += 1
+            s.latency[provider, default: Histogram()].observe(seconds)
+        }
+    }
+
+    func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    func render(openConnections: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
+                notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64) -> String {
+        var requests: [Key: UInt64] = [:]
+        var latency: [PushProvider: Histogram] = [:]
+        for s in shards {
+            s.m.withLock { sh in
+                for (k, v) in sh.requests { requests[k, default: 0] += v }
+                for (p, h) in sh.latency { latency[p, default: Histogram()].merge(h) }
+            }
+        }
+        var out = ""
+        func help(_ name: String, _ type: String, _ text: String) { out += "# HELP \(name) \(text)\n# TYPE \(name) \(type)\n" }
+        func label(_ v: String) -> String {
+            var s = ""
+            for c in v.unicodeScalars {
+                switch c {
+                case "\\": s += "\\\\"
+                case "\"": s += "\\\""
+                case "\n": s += "\\n"
+                default: s.unicodeScalars.append(c)
+                }
+            }
+            return s
+        }
+        func histogram(_ name: String, _ labelName: String, _ hs: [(String, Histogram)]) {
+            for (l, h) in hs {
+                let cumulative = h.cumulative
+                for (i, b) in Metrics.bounds.enumerated() {
+                    out += "\(name)_bucket{\(labelName)=\"\(label(l))\",le=\"\(b)\"} \(cumulative[i])\n"
+                }
+                out += "\(name)_bucket{\(labelName)=\"\(label(l))\",le=\"+Inf\"} \(h.count)\n"
+                out += "\(name)_sum{\(labelName)=\"\(label(l))\"} \(h.sum)\n"
+                out += "\(name)_count{\(labelName)=\"\(label(l))\"} \(h.count)\n"
+            }
+        }
+
+        help("pushemu_requests_total", "counter", "Provider requests answered, by provider, HTTP status and reason (APNs reason or FCM errorCode).")
+        for (k, v) in requests.sorted(by: { ($0.key.provider.rawValue, $0.key.status, $0.key.reason) < ($1.key.provider.rawValue, $1.key.status, $1.key.reason) }) {
+            out += "pushemu_requests_total{provider=\"\(k.provider.rawValue)\",status=\"\(k.status)\",reason=\"\(label(k.reason))\"} \(v)\n"
+        }
+        help("pushemu_request_duration_seconds", "histogram", "Time from a provider request to its answer, injected latency included.")
+        histogram("pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, $0.value) })
+        help("pushemu_open_connections", "gauge", "Open client connections.")
+        out += "pushemu_open_connections \(openConnections)\n"
+
+        let t = tracking.metrics
+        help("pushemu_tracking_attempts_total", "counter", "Tracking requests sent by simulated SDKs, by preset and outcome (succeeded, retrying, failed).")
+        for (k, v) in t.attempts.sorted(by: { ($0.key.preset, $0.key.outcome) < ($1.key.preset, $1.key.outcome) }) {
+            out += "pushemu_tracking_attempts_total{preset=\"\(label(k.preset))\",outcome=\"\(k.outcome)\"} \(v)\n"
+        }
+        help("pushemu_tracking_duration_seconds", "histogram", "Tracking request latency, by preset.")
+        histogram("pushemu_tracking_duration_seconds", "preset", t.latency.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        let c = tracking.counters
+        help("pushemu_tracking_dropped_total", "counter", "Tracking calls dropped because the queue was full.")
+        out += "pushemu_tracking_dropped_total \(c.dropped)\n"
+        help("pushemu_tracking_queue_depth", "gauge", "Tracking calls waiting or in flight.")
+        out += "pushemu_tracking_queue_depth \(queueDepth)\n"
+        help("pushemu_devices", "gauge", "Simulated devices held as records (registered, auto-created, deviated fleet members).")
+        out += "pushemu_devices \(devices)\n"
+        help("pushemu_fleets", "gauge", "Fleets created.")
+        out += "pushemu_fleets \(fleets)\n"
+        help("pushemu_fleet_devices", "gauge", "Devices in all fleets.")
+        out += "pushemu_fleet_devices \(fleetDevices)\n"
+        help("pushemu_notifications_kept", "gauge", "Accepted notifications kept for the admin API.")
+        out += "pushemu_notifications_kept \(notificationsKept)\n"
+        help("pushemu_notifications_evicted_total", "counter", "Accepted notifications evicted from the in-memory log.")
+        out += "pushemu_notifications_evicted_total \(notificationsEvicted)\n"
+        help("pushemu_fault_rules", "gauge", "Fault rules in force.")
+        out += "pushemu_fault_rules \(faultRules)\n"
+        help("pushemu_faults_fired_total", "counter", "Times fault rules fired.")
+        out += "pushemu_faults_fired_total \(faultsFired)\n"
+        return out
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `GET /metrics`: Prometheus text that `promtool check metrics` accepts, with counts that match
+/// what was sent.
+final class MetricsTests: XCTestCase {
+    func testPrometheusExposition() throws {
+        let sink = try TrackingSink()
+        defer { sink.stop() }
+        let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-metrics-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
+                                                      "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
+        let jwt = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                                                            "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        func push(_ token: String) throws -> String {
+            try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                                    "-H", "authorization: bearer \(jwt)", "-d", #"{"aps":{"content-available":1},"_mId":"1","_dId":"2"}"#,
+                                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10).stdout
+        }
+        for _ in 0..<3 { XCTAssertEqual(try push(String(repeating: "ab", count: 32)), "200") }
+        XCTAssertEqual(try push("nothex"), "400")
+        _ = try runCommand("curl", ["-sS", "-d", "{}", "http://127.0.0.1:\(s.httpPort)/v1/projects/p/messages:send"], timeout: 10)
+        XCTAssertEqual(sink.wait(for: 3), 3)
+        usleep(200_000)
+
+        let text = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/metrics"], timeout: 10).stdout
+        XCTAssertTrue(text.contains(#"pushemu_requests_total{provider="apns",status="200",reason=""} 3"#), text)
+        XCTAssertTrue(text.contains(#"pushemu_requests_total{provider="apns",status="400",reason="BadDeviceToken"} 1"#), text)
+        XCTAssertTrue(text.contains(#"pushemu_requests_total{provider="fcm",status="401",reason="UNAUTHENTICATED"} 1"#), text)
+        XCTAssertTrue(text.contains(#"pushemu_request_duration_seconds_count{provider="apns"} 4"#), text)
+        XCTAssertTrue(text.contains(#"pushemu_tracking_attempts_total{preset="adobe-campaign",outcome="succeeded"} 3"#), text)
+        XCTAssertTrue(text.contains("pushemu_open_connections "), text)
+        XCTAssertTrue(text.contains("pushemu_devices 1"), text)
+
+        let promtool = try runCommand("promtool", ["check", "metrics"], timeout: 30, stdin: Data(text.utf8))
+        XCTAssertEqual(promtool.status, 0, promtool.stdout + promtool.stderr)
+        XCTAssertEqual(s.stop(), 0)
+    }
+}
