@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The one tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
         .target(name: "CSystem"),
 
@@ -32,8 +33,10 @@ let package = Package(
         .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
         .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
+        // The durable journal: SQLite (WAL) on a writer thread with group commit.
+        .target(name: "Journal", dependencies: ["PushCore", "CSQLite", "CSystem"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "CCurl"], swiftSettings: hotPath),
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "CCurl"], swiftSettings: hotPath),
         // Thin CLI.
         .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
@@ -47,6 +50,7 @@ let package = Package(
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore", "TestSupport"]),
         .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],

@@ -1,6 +1,7 @@
 import APNs
 import Faults
 import Fleet
+import Journal
 import PushCore
 import Transport
 
@@ -17,6 +18,7 @@ struct APNsService: Sendable {
     /// `--apns-adaptive-streams`: halve the stream limit after an error, raise it by one per success.
     let adaptiveStreams: Bool
     let metrics: Metrics
+    let journal: Journal
 
     func register(_ r: inout Router) {
         let configuration = provider.configuration
@@ -46,17 +48,23 @@ struct APNsService: Sendable {
                                                path: request.path, headers: request.headers, device: faults.lookup),
                                   headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
         if let f = fault, f.answers {
-            adapt(ctx, success: false)
             let r = FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration)
-            let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
-            return record(ex, started, status: r.status, reason: f.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue, delay: delay)
+            let reason = f.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue
+            journal.append(journalRecord(ex, d, now, started, status: r.status, reason: reason, id: nil), loop: ex.eventLoop) { [self] in
+                adapt(ctx, success: false)
+                let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
+                record(ex, started, status: r.status, reason: reason, delay: delay)
+            }
+            return
         }
         if d.accepted, let limiter = tokenRate, !limiter.allow(d.token, nowMs: now) {
             d.reason = .tooManyRequests
         }
+        var acceptedID: UUIDValue?
         if d.accepted {
             let id = d.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
                 ?? UUIDValue.random(&state.rng)
+            acceptedID = id
             log.append(shard: ex.eventLoop.index, id: id, provider: .apns, receivedAtMs: now, environment: d.environment.rawValue,
                        token: d.token, topic: d.topic, headers: request.headers, payload: request.body[...],
                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
@@ -71,14 +79,37 @@ struct APNsService: Sendable {
             devices.deliver(delivery)
             faults.applyState(fault, token: d.token)
         }
-        let delay = faults.send(provider.response(d, request: request, state: state), ex, effect: fault, provider: .apns, goAwayJSON: true)
-        record(ex, started, status: d.status, reason: d.reason.map { provider.configuration.reasonString($0) } ?? "", delay: delay)
-        if let n = d.raiseStreamsTo, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
-        adapt(ctx, success: d.accepted)
-        if let reason = d.goAwayReason {
-            ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
+        let response = provider.response(d, request: request, state: state)
+        let status = d.status, reason = d.reason.map { provider.configuration.reasonString($0) } ?? ""
+        let raise = d.raiseStreamsTo, goAway = d.goAwayReason, accepted = d.accepted
+        // The answer goes out once the journal holds the record (`--durability strict`).
+        journal.append(journalRecord(ex, d, now, started, status: status, reason: reason, id: acceptedID), loop: ex.eventLoop) { [self] in
+            let delay = faults.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true)
+            record(ex, started, status: status, reason: reason, delay: delay)
+            if let n = raise, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
+            adapt(ctx, success: accepted)
+            if let reason = goAway {
+                ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
+            }
         }
     }
+
+    func journalRecord(_ ex: Exchange, _ d: APNsDecision, _ now: Int64, _ started: UInt64, status: Int, reason: String,
+                       id: UUIDValue?) -> RequestRecord {
+        let request = ex.request
+        var token = d.token
+        if token.isEmpty {
+            // Rejected before the token was read: take it from the path.
+            let p = request.path
+            if p.starts(with: APNsService.devicePrefix) { token = p.dropFirst(APNsService.devicePrefix.count) }
+        }
+        return RequestRecord(atMs: now, provider: .apns, connection: ex.connection.id, environment: d.environment.rawValue,
+                             token: token, topic: d.topic.map { String(decoding: $0, as: UTF8.self) }, status: status, reason: reason,
+                             latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+                             payload: request.body[...], warnings: d.warnings, notificationID: id?.description)
+    }
+
+    static let devicePrefix: [UInt8] = Array("/3/device/".utf8)
 
     func record(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
         metrics.record(loop: ex.eventLoop.index, provider: .apns, status: status, reason: reason,

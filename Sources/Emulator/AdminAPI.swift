@@ -1,6 +1,7 @@
 import APNs
 import FCM
 import Faults
+import Journal
 import Fleet
 import Tracking
 import PushCore
@@ -22,6 +23,7 @@ struct AdminAPI: Sendable {
     let scenarios: ScenarioRegistry
     let metrics: Metrics
     let openConnections: @Sendable () -> Int
+    let journal: Journal
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
@@ -33,7 +35,8 @@ struct AdminAPI: Sendable {
             let text = metrics.render(openConnections: openConnections(), tracking: tracking, queueDepth: dispatcher.depth,
                                       devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
                                       notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
-                                      faultsFired: rules.reduce(0) { $0 + $1.fired })
+                                      faultsFired: rules.reduce(0) { $0 + $1.fired },
+                                      journal: { let j = journal.statistics; return (j.queued, j.committed, j.batches, j.lastBatch, j.lastCommitUs, j.dropped) }())
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
@@ -75,11 +78,13 @@ struct AdminAPI: Sendable {
         }
         var deviceAdmin = DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking,
                                          dispatcher: dispatcher, log: log)
-        let faultEngine = self.faults, scenarioList = self.scenarios
+        let faultEngine = self.faults, scenarioList = self.scenarios, journalRef = self.journal
         deviceAdmin.extraStats = {
             let now = Clock.nowMs()
             let rules = faultEngine.all
+            let j = journalRef.statistics
             return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })}"
+                + ",\"journal\":{\"durability\":\"\(journalRef.durability.rawValue)\",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch),\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped)}"
                 + ",\"scenarios\":[" + scenarioList.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
         }
         deviceAdmin.register(&r)

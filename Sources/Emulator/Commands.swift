@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import Journal
 import Glibc
 import PushCore
 
@@ -17,6 +18,27 @@ public enum Commands {
             guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu credentials apns|fcm [options] (see pushemu --help)") }
             return try apnsCredentials(try flags(Array(rest.dropFirst()),
                                                  allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
+        case "export":
+            let f = try flags(rest, allowed: ["since", "format", "data-dir"])
+            guard (f["format"] ?? "ndjson") == "ndjson" else { throw ConfigurationError("--format: only ndjson is supported") }
+            let path = (f["data-dir"] ?? "./.pushemu") + "/journal.sqlite"
+            guard access(path, R_OK) == 0 else { throw ConfigurationError("no journal at \(path) (is --data-dir right?)") }
+            var since: Int64 = 0
+            if let v = f["since"] {
+                guard let n = Int64(v) else { throw ConfigurationError("--since takes milliseconds since the epoch") }
+                since = n
+            }
+            var failed = false
+            Journal.export(path: path, sinceMs: since) { line in
+                var bytes = Array((line + "\n").utf8)[...]
+                while !bytes.isEmpty && !failed {
+                    let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                    if n <= 0 { if errno == EINTR { continue }; failed = true; break }
+                    bytes = bytes.dropFirst(n)
+                }
+            }
+            if failed { throw ConfigurationError("cannot write the export") }
+            return ""
         case "devices":
             return try devices(rest)
         case "fleet":

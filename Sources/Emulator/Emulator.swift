@@ -1,6 +1,7 @@
 import APNs
 import FCM
 import Faults
+import Journal
 import Fleet
 import Tracking
 import Glibc
@@ -20,6 +21,7 @@ public final class Emulator: @unchecked Sendable {
     public let trackingLog: TrackingLog
     let dispatcher: TrackingDispatcher
     public let faults: FaultEngine
+    public let journal: Journal
     let scenarios: ScenarioRegistry
 
     public init(configuration: EmulatorConfiguration) throws {
@@ -73,19 +75,33 @@ public final class Emulator: @unchecked Sendable {
         })
 
         let metrics = Metrics(loops: configuration.threads)
+        do {
+            journal = try Journal(path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite",
+                                  durability: configuration.durability, campaignOf: { provider, payload in
+                                      CampaignID.candidates(PayloadReader(Array(payload)), provider: provider).first
+                                  })
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
+        let journalForTracking = journal
+        trackingLog.onRecord = { a in
+            journalForTracking.append(TrackingRecord(atMs: a.atMs, preset: a.preset, event: a.event.rawValue, token: a.token,
+                                                     notificationID: a.notificationID, method: a.method, url: a.url, status: a.status,
+                                                     outcome: a.outcome, attempt: a.attempt, latencyMs: a.latencyMs, error: a.error))
+        }
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
                                log: notifications, devices: deviceStore, faults: faultHandling,
                                tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil,
-                               adaptiveStreams: configuration.apnsAdaptiveStreams, metrics: metrics)
+                               adaptiveStreams: configuration.apnsAdaptiveStreams, metrics: metrics, journal: journal)
         let fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
                                       tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
                                       quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
-        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore, faults: faultHandling, metrics: metrics)
+        let fcm = FCMService(provider: fcmProvider, log: notifications, devices: deviceStore, faults: faultHandling, metrics: metrics, journal: journal)
         let serverRef = ServerRef()
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
                              fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
                              dispatcher: dispatcher, faults: faults, scenarios: scenarios, metrics: metrics,
-                             openConnections: { serverRef.server?.openConnections ?? 0 })
+                             openConnections: { serverRef.server?.openConnections ?? 0 }, journal: journal)
         if configuration.fcmOverloadPercent > 0 {
             var m = FaultMatch()
             m.provider = .fcm
@@ -133,6 +149,7 @@ public final class Emulator: @unchecked Sendable {
             throw ConfigurationError("\(error)")
         }
         dispatcher.start()
+        journal.start()
     }
 
     public var httpAddress: BoundAddress? { server.httpAddress }
@@ -147,6 +164,7 @@ public final class Emulator: @unchecked Sendable {
     public func shutdown() {
         server.shutdown(drainTimeout: configuration.drainTimeout)
         dispatcher.stop()
+        journal.stop()
     }
 
     // MARK: wiring

@@ -1,6 +1,7 @@
 import APNs
 import FCM
 import Faults
+import Journal
 import Fleet
 import PushCore
 import Tracking
@@ -46,6 +47,8 @@ public struct EmulatorConfiguration: Sendable {
     public var apnsAdaptiveStreams = false
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     public var fcmOverloadPercent = 0.0
+    /// `strict` (default): an answer leaves only once its journal record is committed.
+    public var durability = Journal.Durability.strict
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     public var trackingLogSize = 100_000
 

@@ -1,6 +1,7 @@
 import FCM
 import Faults
 import Fleet
+import Journal
 import PushCore
 import Transport
 
@@ -15,11 +16,13 @@ struct FCMService: Sendable {
     let devices: DeviceStore
     let faults: FaultHandling
     let metrics: Metrics
+    let journal: Journal
 
     static let maxBody = 64 * 1024
 
-    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore, faults: FaultHandling, metrics: Metrics) {
+    init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore, faults: FaultHandling, metrics: Metrics, journal: Journal) {
         self.metrics = metrics
+        self.journal = journal
         self.devices = devices
         self.faults = faults
         self.provider = provider
@@ -91,8 +94,12 @@ struct FCMService: Sendable {
                                   headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
         if let f = fault, f.answers {
             let r = FaultHandling.fcmResponse(f)
-            let delay = faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
-            return record(ex, started, status: r.status, reason: f.errorCode ?? "", delay: delay)
+            let reason = f.errorCode ?? ""
+            journal.append(journalRecord(ex, d, now, started, target: target, status: r.status, reason: reason, id: nil), loop: ex.eventLoop) { [self] in
+                let delay = faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
+                record(ex, started, status: r.status, reason: reason, delay: delay)
+            }
+            return
         }
         if d.accepted {
             let payload = request.body[d.message.messageRange]
@@ -113,8 +120,24 @@ struct FCMService: Sendable {
                 deliver(d, token: Array(token.utf8)[...], id: rid, payload: payload, now: now)
             }
         }
-        let delay = faults.send(provider.response(d, id: id, nowMs: now), ex, effect: fault, provider: .fcm, goAwayJSON: false)
-        record(ex, started, status: d.error?.httpStatus ?? 200, reason: d.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "", delay: delay)
+        let response = provider.response(d, id: id, nowMs: now)
+        let status = d.error?.httpStatus ?? 200, reason = d.error.map { $0.errorCode?.rawValue ?? $0.status } ?? ""
+        // The answer goes out once the journal holds the record (`--durability strict`).
+        journal.append(journalRecord(ex, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil),
+                       loop: ex.eventLoop) { [self] in
+            let delay = faults.send(response, ex, effect: fault, provider: .fcm, goAwayJSON: false)
+            record(ex, started, status: status, reason: reason, delay: delay)
+        }
+    }
+
+    func journalRecord(_ ex: Exchange, _ d: FCMSendDecision, _ now: Int64, _ started: UInt64, target: ArraySlice<UInt8>, status: Int,
+                       reason: String, id: UUIDValue?) -> RequestRecord {
+        let request = ex.request
+        return RequestRecord(atMs: now, provider: .fcm, connection: ex.connection.id, environment: d.project, token: target,
+                             topic: d.topicLabel, status: status, reason: reason,
+                             latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+                             payload: d.accepted ? request.body[d.message.messageRange] : request.body[...], warnings: d.message.warnings,
+                             notificationID: id.map { "projects/\(d.project)/messages/" + PushNotification.fcmMessageID($0, receivedAtMs: now) })
     }
 
     func record(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {

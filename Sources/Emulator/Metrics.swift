@@ -37,7 +37,8 @@ final class Metrics: Sendable {
 
     /// The Prometheus text exposition (format 0.0.4).
     func render(openConnections: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
-                notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64) -> String {
+                notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
+                journal: (queued: Int, committed: UInt64, batches: UInt64, lastBatch: Int, lastCommitUs: UInt64, dropped: UInt64)) -> String {
         var requests: [Key: UInt64] = [:]
         var latency: [PushProvider: Histogram] = [:]
         for s in shards {
@@ -107,6 +108,18 @@ final class Metrics: Sendable {
         out += "pushemu_fault_rules \(faultRules)\n"
         help("pushemu_faults_fired_total", "counter", "Times fault rules fired.")
         out += "pushemu_faults_fired_total \(faultsFired)\n"
+        help("pushemu_journal_queue_depth", "gauge", "Journal records waiting for the writer.")
+        out += "pushemu_journal_queue_depth \(journal.queued)\n"
+        help("pushemu_journal_records_total", "counter", "Journal records committed.")
+        out += "pushemu_journal_records_total \(journal.committed)\n"
+        help("pushemu_journal_commits_total", "counter", "Journal transactions (group commits).")
+        out += "pushemu_journal_commits_total \(journal.batches)\n"
+        help("pushemu_journal_last_batch_size", "gauge", "Records in the last group commit.")
+        out += "pushemu_journal_last_batch_size \(journal.lastBatch)\n"
+        help("pushemu_journal_last_commit_seconds", "gauge", "Duration of the last group commit (write and fsync).")
+        out += "pushemu_journal_last_commit_seconds \(Double(journal.lastCommitUs) / 1e6)\n"
+        help("pushemu_journal_dropped_total", "counter", "Journal records dropped because the queue was full (relaxed records only).")
+        out += "pushemu_journal_dropped_total \(journal.dropped)\n"
         return out
     }
 }

@@ -6,6 +6,7 @@
 import APNs
 import FCM
 import Faults
+import Journal
 import Fleet
 import PushCore
 import Tracking
@@ -128,6 +129,10 @@ public enum ServeOptions {
             c.fcmOverloadPercent = p
         },
         Option(name: "apns-adaptive-streams", valueName: nil, help: "halve a connection's stream limit after an error, raise it after successes") { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
+        Option(name: "durability", valueName: "MODE", help: "strict (default: an answer is sent once its journal record is committed) or relaxed") { c, v in
+            guard let d = Journal.Durability(rawValue: v) else { throw ConfigurationError("--durability must be strict or relaxed, got '\(v)'") }
+            c.durability = d
+        },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
         Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
     ]
@@ -147,6 +152,8 @@ public enum ServeOptions {
                                         write a service-account JSON and register it with the emulator
           pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
           pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
+          pushemu export [--since MS] [--format ndjson] [--data-dir DIR]
+                                        print the journal, one JSON object per line
                                         (these take --server URL, default http://127.0.0.1:8080)
           pushemu --help | --version
 

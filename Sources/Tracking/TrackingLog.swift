@@ -106,10 +106,13 @@ public final class TrackingLog: Sendable {
 
     let capacity: Int
     private let state = Mutex(State())
+    /// Called with every attempt (the journal's hook), on the dispatcher's thread. Set before start.
+    public nonisolated(unsafe) var onRecord: (@Sendable (TrackingAttempt) -> Void)?
 
     public init(capacity: Int = 100_000) { self.capacity = max(1, capacity) }
 
     func record(_ a: TrackingAttempt) {
+        onRecord?(a)
         state.withLock { s in
             var a = a
             s.sequence += 1

@@ -65,7 +65,7 @@ elif mode == "goaway":
         while time.time() < deadline and (status is None or goaway is None):
             try:
                 data = sock.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, OSError):
                 break
             if not data:
                 break
@@ -74,7 +74,10 @@ elif mode == "goaway":
                     status = dict(e.headers).get(b":status", b"").decode()
                 elif isinstance(e, h2.events.ConnectionTerminated):
                     goaway = (e.additional_data or b"").decode()
-            sock.sendall(c.data_to_send())
+            try:
+                sock.sendall(c.data_to_send())
+            except OSError:
+                break   # the server closed after its GOAWAY
             if status is not None and goaway is None:
                 sock.settimeout(0.5)
         sock.close()

@@ -1,0 +1,73 @@
+import CSQLite
+
+/// A thin owner of one SQLite connection and its prepared statements (one thread at a time).
+final class SQLiteDatabase {
+    let db: OpaquePointer
+
+    struct SQLiteError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(path: String) throws {
+        var h: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let h else {
+            let msg = h.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let h { sqlite3_close(h) }
+            throw SQLiteError(description: "cannot open the journal at \(path): \(msg)")
+        }
+        db = h
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit { sqlite3_close(db) }
+
+    func exec(_ sql: String) throws {
+        var err: UnsafeMutablePointer<CChar>?
+        if sqlite3_exec(db, sql, nil, nil, &err) != SQLITE_OK {
+            let msg = err.map { String(cString: $0) } ?? "error"
+            sqlite3_free(err)
+            throw SQLiteError(description: "\(msg) (in \(sql.prefix(60)))")
+        }
+    }
+
+    func prepare(_ sql: String) throws -> Statement {
+        var s: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &s, nil) == SQLITE_OK, let s else {
+            throw SQLiteError(description: String(cString: sqlite3_errmsg(db)))
+        }
+        return Statement(s)
+    }
+
+    final class Statement {
+        let s: OpaquePointer
+        init(_ s: OpaquePointer) { self.s = s }
+        deinit { sqlite3_finalize(s) }
+
+        func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(s, i, v) }
+        func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(s, i, v) }
+        func bind(_ i: Int32, _ v: String?) {
+            guard var v else { sqlite3_bind_null(s, i); return }
+            v.withUTF8 { b in _ = b.withMemoryRebound(to: CChar.self) { pushemu_sqlite3_bind_text(s, i, $0.baseAddress, Int32($0.count)) } }
+        }
+        func bind(_ i: Int32, bytes: ArraySlice<UInt8>) {
+            bytes.withUnsafeBytes { b in
+                if b.isEmpty { _ = pushemu_sqlite3_bind_text(s, i, "", 0) } else {
+                    _ = b.withMemoryRebound(to: CChar.self) { pushemu_sqlite3_bind_text(s, i, $0.baseAddress, Int32($0.count)) }
+                }
+            }
+        }
+        @discardableResult
+        func step() -> Int32 { sqlite3_step(s) }
+        func reset() {
+            sqlite3_reset(s)
+            sqlite3_clear_bindings(s)
+        }
+        func int(_ col: Int32) -> Int64 { sqlite3_column_int64(s, col) }
+        func double(_ col: Int32) -> Double { sqlite3_column_double(s, col) }
+        func text(_ col: Int32) -> String? {
+            guard sqlite3_column_type(s, col) != SQLITE_NULL, let p = sqlite3_column_text(s, col) else { return nil }
+            return String(cString: p)
+        }
+    }
+}
