@@ -23,7 +23,7 @@ struct AdminAPI: Sendable {
     let scenarios: ScenarioRegistry
     let metrics: Metrics
     let openConnections: @Sendable () -> Int
-    let journal: Journal
+    let journal: Journal?
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
@@ -36,7 +36,7 @@ struct AdminAPI: Sendable {
                                       devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
                                       notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
                                       faultsFired: rules.reduce(0) { $0 + $1.fired },
-                                      journal: { let j = journal.statistics; return (j.queued, j.committed, j.batches, j.lastBatch, j.lastCommitUs, j.dropped) }())
+                                      journal: journal.map { let j = $0.statistics; return (j.queued, j.committed, j.batches, j.lastBatch, j.lastCommitUs, j.dropped) })
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
@@ -82,9 +82,12 @@ struct AdminAPI: Sendable {
         deviceAdmin.extraStats = {
             let now = Clock.nowMs()
             let rules = faultEngine.all
-            let j = journalRef.statistics
-            return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })}"
-                + ",\"journal\":{\"durability\":\"\(journalRef.durability.rawValue)\",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch),\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped)}"
+            var journalJSON = "null"
+            if let ref = journalRef {
+                let j = ref.statistics
+                journalJSON = "{\"durability\":\"\(ref.durability.rawValue)\",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch),\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped)}"
+            }
+            return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })},\"journal\":" + journalJSON
                 + ",\"scenarios\":[" + scenarioList.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
         }
         deviceAdmin.register(&r)

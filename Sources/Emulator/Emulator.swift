@@ -21,7 +21,7 @@ public final class Emulator: @unchecked Sendable {
     public let trackingLog: TrackingLog
     let dispatcher: TrackingDispatcher
     public let faults: FaultEngine
-    public let journal: Journal
+    public let journal: Journal?
     let scenarios: ScenarioRegistry
 
     public init(configuration: EmulatorConfiguration) throws {
@@ -75,19 +75,27 @@ public final class Emulator: @unchecked Sendable {
         })
 
         let metrics = Metrics(loops: configuration.threads)
-        do {
-            journal = try Journal(path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite",
-                                  durability: configuration.durability, campaignOf: { provider, payload in
-                                      CampaignID.candidates(PayloadReader(Array(payload)), provider: provider).first
-                                  })
-        } catch {
-            throw ConfigurationError("\(error)")
+        if let durability = configuration.durability {
+            do {
+                if !configuration.inMemory { try Emulator.makeDirectory(configuration.dataDirectory) }
+                journal = try Journal(path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite",
+                                      durability: durability, campaignOf: { provider, payload in
+                                          CampaignID.candidates(PayloadReader(Array(payload)), provider: provider).first
+                                      })
+            } catch let e as ConfigurationError {
+                throw e
+            } catch {
+                throw ConfigurationError("\(error)")
+            }
+        } else {
+            journal = nil
         }
-        let journalForTracking = journal
-        trackingLog.onRecord = { a in
+        if let journalForTracking = journal {
+          trackingLog.onRecord = { a in
             journalForTracking.append(TrackingRecord(atMs: a.atMs, preset: a.preset, event: a.event.rawValue, token: a.token,
                                                      notificationID: a.notificationID, method: a.method, url: a.url, status: a.status,
                                                      outcome: a.outcome, attempt: a.attempt, latencyMs: a.latencyMs, error: a.error))
+          }
         }
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
                                log: notifications, devices: deviceStore, faults: faultHandling,
@@ -149,7 +157,7 @@ public final class Emulator: @unchecked Sendable {
             throw ConfigurationError("\(error)")
         }
         dispatcher.start()
-        journal.start()
+        journal?.start()
     }
 
     public var httpAddress: BoundAddress? { server.httpAddress }
@@ -164,7 +172,7 @@ public final class Emulator: @unchecked Sendable {
     public func shutdown() {
         server.shutdown(drainTimeout: configuration.drainTimeout)
         dispatcher.stop()
-        journal.stop()
+        journal?.stop()
     }
 
     // MARK: wiring

@@ -47,8 +47,9 @@ public struct EmulatorConfiguration: Sendable {
     public var apnsAdaptiveStreams = false
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     public var fcmOverloadPercent = 0.0
-    /// `strict` (default): an answer leaves only once its journal record is committed.
-    public var durability = Journal.Durability.strict
+    /// The journal: nil (default for now) keeps none; `strict` answers only once a request's
+    /// record is committed; `relaxed` answers at once and commits behind.
+    public var durability: Journal.Durability? = nil
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     public var trackingLogSize = 100_000
 

@@ -38,7 +38,7 @@ final class Metrics: Sendable {
     /// The Prometheus text exposition (format 0.0.4).
     func render(openConnections: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
                 notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
-                journal: (queued: Int, committed: UInt64, batches: UInt64, lastBatch: Int, lastCommitUs: UInt64, dropped: UInt64)) -> String {
+                journal: (queued: Int, committed: UInt64, batches: UInt64, lastBatch: Int, lastCommitUs: UInt64, dropped: UInt64)?) -> String {
         var requests: [Key: UInt64] = [:]
         var latency: [PushProvider: Histogram] = [:]
         for s in shards {
@@ -108,6 +108,7 @@ final class Metrics: Sendable {
         out += "pushemu_fault_rules \(faultRules)\n"
         help("pushemu_faults_fired_total", "counter", "Times fault rules fired.")
         out += "pushemu_faults_fired_total \(faultsFired)\n"
+        guard let journal else { return out }
         help("pushemu_journal_queue_depth", "gauge", "Journal records waiting for the writer.")
         out += "pushemu_journal_queue_depth \(journal.queued)\n"
         help("pushemu_journal_records_total", "counter", "Journal records committed.")

@@ -129,8 +129,9 @@ public enum ServeOptions {
             c.fcmOverloadPercent = p
         },
         Option(name: "apns-adaptive-streams", valueName: nil, help: "halve a connection's stream limit after an error, raise it after successes") { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
-        Option(name: "durability", valueName: "MODE", help: "strict (default: an answer is sent once its journal record is committed) or relaxed") { c, v in
-            guard let d = Journal.Durability(rawValue: v) else { throw ConfigurationError("--durability must be strict or relaxed, got '\(v)'") }
+        Option(name: "durability", valueName: "MODE", help: "the journal: off (default), strict (an answer leaves once its record is committed) or relaxed") { c, v in
+            if v == "off" { c.durability = nil; return }
+            guard let d = Journal.Durability(rawValue: v) else { throw ConfigurationError("--durability must be off, strict or relaxed, got '\(v)'") }
             c.durability = d
         },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },

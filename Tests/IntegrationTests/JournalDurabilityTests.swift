@@ -17,7 +17,7 @@ final class JournalDurabilityTests: XCTestCase {
         let payload = dir.path + "/p.json"
         try #"{"aps":{"alert":"durable"},"_dId":"camp-d"}"#.write(toFile: payload, atomically: true, encoding: .utf8)
 
-        let s = try ServerProcess(["--in-memory=false", "--data-dir", data])
+        let s = try ServerProcess(["--in-memory=false", "--data-dir", data, "--durability", "strict"])
         let h2load = Process()
         h2load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
         h2load.arguments = ["-n", "3000000", "-c", "4", "-m", "32", "-d", payload, "-H", "apns-topic: com.example.app",
@@ -39,7 +39,7 @@ final class JournalDurabilityTests: XCTestCase {
         XCTAssertGreaterThan(answered, 1000, "the load ran: \(line)")
 
         // A new server opens the same journal; every answered request is in it.
-        let again = try ServerProcess(["--in-memory=false", "--data-dir", data])
+        let again = try ServerProcess(["--in-memory=false", "--data-dir", data, "--durability", "strict"])
         XCTAssertEqual(again.stop(), 0)
         let export = try runCommand(ServerProcess.binaryPath, ["export", "--data-dir", data], timeout: 60)
         XCTAssertEqual(export.status, 0, export.stderr)
