@@ -153,9 +153,9 @@ public enum ServeOptions {
                                         write a service-account JSON and register it with the emulator
           pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
           pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
+                                        (these take --server URL, default http://127.0.0.1:8080)
           pushemu export [--since MS] [--format ndjson] [--data-dir DIR]
                                         print the journal, one JSON object per line
-                                        (these take --server URL, default http://127.0.0.1:8080)
           pushemu --help | --version
 
         Options:
