@@ -50,7 +50,7 @@ let package = Package(
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore", "TestSupport"]),
         .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore"]),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],

@@ -92,10 +92,10 @@ public final class Journal: @unchecked Sendable {
         thread = nil
     }
 
-    /// Queues a request record; `completion` (the answer) runs on `loop` once the record is
-    /// committed (`.strict`: the completions of one commit go to each loop in one hop), or at
-    /// once, on the caller's thread (`.relaxed`).
-    public func append(_ r: RequestRecord, loop: EventLoop, completion: @escaping @Sendable () -> Void) {
+    /// Queues a request record; `completion` (the answer) runs on `loop` (or, without one, on the
+    /// writer thread) once the record is committed (`.strict`: the completions of one commit go
+    /// to each loop in one hop), or at once, on the caller's thread (`.relaxed`).
+    public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
         if durability == .relaxed {
             completion()
             enqueue(.request(r, nil, nil))
@@ -159,11 +159,14 @@ public final class Journal: @unchecked Sendable {
             let t0 = Clock.monotonicNanoseconds()
             try? db.exec("BEGIN")
             var completions: [ObjectIdentifier: (EventLoop, [@Sendable () -> Void])] = [:]
+            var direct: [@Sendable () -> Void] = []
             for item in items {
                 switch item {
                 case .request(let r, let loop, let done):
                     write(r, insertRequest)
-                    if let done, let loop { completions[ObjectIdentifier(loop), default: (loop, [])].1.append(done) }
+                    if let done {
+                        if let loop { completions[ObjectIdentifier(loop), default: (loop, [])].1.append(done) } else { direct.append(done) }
+                    }
                 case .tracking(let t):
                     write(t, insertTracking)
                 }
@@ -182,6 +185,7 @@ public final class Journal: @unchecked Sendable {
                 let actions = list
                 loop.execute { for a in actions { a() } }
             }
+            for a in direct { a() }
         }
     }
 
