@@ -80,7 +80,7 @@ public final class Emulator: @unchecked Sendable {
                 if !configuration.inMemory { try Emulator.makeDirectory(configuration.dataDirectory) }
                 journal = try Journal(path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite",
                                       durability: durability, campaignOf: { provider, payload in
-                                          CampaignID.candidates(PayloadReader(Array(payload)), provider: provider).first
+                                          CampaignID.first(PayloadReader(Array(payload)), provider: provider)
                                       })
             } catch let e as ConfigurationError {
                 throw e

@@ -226,13 +226,35 @@ public final class Journal: @unchecked Sendable {
         s.reset()
     }
 
-    /// The headers a reader of the journal needs (never `authorization`).
+    /// The headers a reader of the journal needs (`apns-*`, `x-*`, `content-type`; never
+    /// `authorization`), as JSON built from the bytes.
     static func headersJSON(_ h: HTTPFields) -> String {
-        var parts: [String] = []
-        for (n, v) in h.pairs where !n.hasPrefix(":") && n != "authorization" && (n.hasPrefix("apns-") || n == "content-type" || n.hasPrefix("x-")) {
-            parts.append(JSONWriter.quote(n) + ":" + JSONWriter.quote(v))
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        h.forEach { n, v in
+            let keep = (n.count > 5 && n.prefix(5).elementsEqual("apns-".utf8)) || (n.count > 2 && n.prefix(2).elementsEqual("x-".utf8))
+                || n.elementsEqual("content-type".utf8)
+            guard keep else { return }
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            append(quoted: n, to: &out)
+            out.append(UInt8(ascii: ":"))
+            append(quoted: v, to: &out)
         }
-        return "{" + parts.joined(separator: ",") + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func append(quoted b: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for c in b {
+            switch c {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(c)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8) + [hex[Int(c >> 4)], hex[Int(c & 15)]]
+            default: out.append(c)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 
     // MARK: reading (any thread; its own connection)

@@ -13,6 +13,12 @@ public enum CampaignID {
         (provider == .apns ? apnsPaths : fcmPaths).compactMap { payload.value($0) }
     }
 
+    /// The first campaign id the payload carries.
+    public static func first(_ payload: PayloadReader, provider: PushProvider) -> String? {
+        for p in provider == .apns ? apnsPaths : fcmPaths { if let v = payload.value(p) { return v } }
+        return nil
+    }
+
     public static func matches(_ n: PushNotification, _ campaign: String) -> Bool {
         n.payloadIsJSON && candidates(PayloadReader(n.payload), provider: n.provider).contains(campaign)
     }
