@@ -28,13 +28,13 @@ let package = Package(
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
-        .target(name: "Tracking", dependencies: ["PushCore", "CCurl", "COpenSSL", "CSystem"], swiftSettings: hotPath),
+        .target(name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
         .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
         .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
-        .target(name: "Journal", dependencies: ["PushCore", "CSQLite", "CSystem"], swiftSettings: hotPath),
+        .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CSystem"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.
         .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "CCurl"], swiftSettings: hotPath),
         // Thin CLI.

@@ -11,17 +11,10 @@ public enum ES256 {
 
         /// Reads a PEM public key ("BEGIN PUBLIC KEY") or private key (PKCS#8 .p8, SEC1).
         public static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
-            var bytes = Array(pem.utf8)
-            return bytes.withUnsafeMutableBytes { raw -> Key? in
-                guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-                defer { BIO_free(bio) }
-                let k = isPrivate ? PEM_read_bio_PrivateKey(bio, nil, nil, nil) : PEM_read_bio_PUBKEY(bio, nil, nil, nil)
-                ERR_clear_error()
-                guard let k else { return nil }
-                // Only P-256 keys are ES256 keys.
-                guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC else { EVP_PKEY_free(k); return nil }
-                return Key(k)
-            }
+            guard let k = PEM.readKey(pem, isPrivate: isPrivate) else { return nil }
+            // Only P-256 keys are ES256 keys.
+            guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC else { EVP_PKEY_free(k); return nil }
+            return Key(k)
         }
 
         /// A fresh P-256 key pair.
@@ -30,19 +23,9 @@ public enum ES256 {
             return Key(k)
         }
 
-        public var publicKeyPEM: String { pem { PEM_write_bio_PUBKEY($0, pkey) } }
+        public var publicKeyPEM: String { PEM.publicKey(pkey) }
         /// PKCS#8, as Apple's .p8 files.
-        public var privateKeyPEM: String { pem { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) } }
-
-        private func pem(_ write: (OpaquePointer) -> Int32) -> String {
-            guard let bio = BIO_new(BIO_s_mem()) else { return "" }
-            defer { BIO_free(bio) }
-            guard write(bio) == 1 else { return "" }
-            var p: UnsafeMutablePointer<CChar>?
-            let n = pushemu_bio_mem_data(bio, &p)
-            guard let p, n > 0 else { return "" }
-            return String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self)
-        }
+        public var privateKeyPEM: String { PEM.privateKey(pkey) }
     }
 
     /// Verifies a 64-byte r||s signature of `message`.

@@ -17,8 +17,8 @@ struct APNsService: Sendable {
     let tokenRate: TokenRateLimiter?
     /// `--apns-adaptive-streams`: halve the stream limit after an error, raise it by one per success.
     let adaptiveStreams: Bool
-    let metrics: Metrics
-    let journal: Journal?
+    /// The journal before an answer leaves, the metrics after.
+    let answers: AnswerRecording
 
     func register(_ r: inout Router) {
         let configuration = provider.configuration
@@ -50,10 +50,10 @@ struct APNsService: Sendable {
         if let f = fault, f.answers {
             let r = FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration)
             let reason = f.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue
-            commit(journalRecord(ex, d, now, started, status: r.status, reason: reason, id: nil), ex) { [self] in
+            answers.commit(journalRecord(ex, d, now, started, status: r.status, reason: reason, id: nil), ex) { [self] in
                 adapt(ctx, success: false)
                 let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
-                record(ex, started, status: r.status, reason: reason, delay: delay)
+                answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
             }
             return
         }
@@ -83,9 +83,9 @@ struct APNsService: Sendable {
         let status = d.status, reason = d.reason.map { provider.configuration.reasonString($0) } ?? ""
         let raise = d.raiseStreamsTo, goAway = d.goAwayReason, accepted = d.accepted
         // The answer goes out once the journal holds the record (`--durability strict`).
-        commit(journalRecord(ex, d, now, started, status: status, reason: reason, id: acceptedID), ex) { [self] in
+        answers.commit(journalRecord(ex, d, now, started, status: status, reason: reason, id: acceptedID), ex) { [self] in
             let delay = faults.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true)
-            record(ex, started, status: status, reason: reason, delay: delay)
+            answers.observe(ex, started, status: status, reason: reason, delay: delay)
             if let n = raise, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
             adapt(ctx, success: accepted)
             if let reason = goAway {
@@ -110,17 +110,6 @@ struct APNsService: Sendable {
     }
 
     static let devicePrefix: [UInt8] = Array("/3/device/".utf8)
-
-    /// Sends the answer now, or once the journal has committed the request's record.
-    func commit(_ record: @autoclosure () -> RequestRecord, _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
-        guard let journal else { return answer() }
-        journal.append(record(), loop: ex.eventLoop, completion: answer)
-    }
-
-    func record(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
-        metrics.record(loop: ex.eventLoop.index, provider: .apns, status: status, reason: reason,
-                       seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
-    }
 
     /// `--apns-adaptive-streams`: APNs lowers a connection's stream limit after errors and raises
     /// it again after successes.

@@ -67,13 +67,13 @@ public enum Commands {
         case "list":
             let f = try flags(rest, allowed: ["server", "label", "limit"])
             var q = "?limit=" + (f["limit"] ?? "100")
-            if let l = f["label"] { q += "&label=" + PercentEncodingCLI.encode(l) }
+            if let l = f["label"] { q += "&label=" + PercentEncoding.encode(l) }
             return try call("GET", server(f) + "/emulator/v1/devices" + q)
         case "show", "uninstall":
             guard let token = rest.first, !token.hasPrefix("--") else { throw ConfigurationError(usage) }
             rest.removeFirst()
             let f = try flags(rest, allowed: ["server"])
-            return try call(sub == "show" ? "GET" : "DELETE", server(f) + "/emulator/v1/devices/" + PercentEncodingCLI.encode(token))
+            return try call(sub == "show" ? "GET" : "DELETE", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(token))
         default:
             throw ConfigurationError(usage)
         }
@@ -237,20 +237,5 @@ public enum Commands {
             throw ConfigurationError("signing failed")
         }
         return jwt + "\n"
-    }
-}
-
-enum PercentEncodingCLI {
-    static func encode(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            if (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E || b == 0x3A {
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            } else {
-                let hex = Array("0123456789ABCDEF".utf8)
-                out += "%" + String(decoding: [hex[Int(b >> 4)], hex[Int(b & 15)]], as: UTF8.self)
-            }
-        }
-        return out
     }
 }

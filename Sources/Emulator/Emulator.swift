@@ -100,7 +100,8 @@ public final class Emulator: @unchecked Sendable {
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
                                log: notifications, devices: deviceStore, faults: faultHandling,
                                tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil,
-                               adaptiveStreams: configuration.apnsAdaptiveStreams, metrics: metrics, journal: journal)
+                               adaptiveStreams: configuration.apnsAdaptiveStreams,
+                               answers: AnswerRecording(provider: .apns, journal: journal, metrics: metrics))
         let fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
                                       tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
                                       quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))

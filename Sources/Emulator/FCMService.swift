@@ -15,14 +15,13 @@ struct FCMService: Sendable {
     let log: NotificationLog
     let devices: DeviceStore
     let faults: FaultHandling
-    let metrics: Metrics
-    let journal: Journal?
+    /// The journal before an answer leaves, the metrics after.
+    let answers: AnswerRecording
 
     static let maxBody = 64 * 1024
 
     init(provider: FCMProvider, log: NotificationLog, devices: DeviceStore, faults: FaultHandling, metrics: Metrics, journal: Journal?) {
-        self.metrics = metrics
-        self.journal = journal
+        answers = AnswerRecording(provider: .fcm, journal: journal, metrics: metrics)
         self.devices = devices
         self.faults = faults
         self.provider = provider
@@ -95,9 +94,9 @@ struct FCMService: Sendable {
         if let f = fault, f.answers {
             let r = FaultHandling.fcmResponse(f)
             let reason = f.errorCode ?? ""
-            commit(journalRecord(ex, d, now, started, target: target, status: r.status, reason: reason, id: nil), ex) { [self] in
+            answers.commit(journalRecord(ex, d, now, started, target: target, status: r.status, reason: reason, id: nil), ex) { [self] in
                 let delay = faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
-                record(ex, started, status: r.status, reason: reason, delay: delay)
+                answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
             }
             return
         }
@@ -123,9 +122,9 @@ struct FCMService: Sendable {
         let response = provider.response(d, id: id, nowMs: now)
         let status = d.error?.httpStatus ?? 200, reason = d.error.map { $0.errorCode?.rawValue ?? $0.status } ?? ""
         // The answer goes out once the journal holds the record (`--durability strict`).
-        commit(journalRecord(ex, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil), ex) { [self] in
+        answers.commit(journalRecord(ex, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil), ex) { [self] in
             let delay = faults.send(response, ex, effect: fault, provider: .fcm, goAwayJSON: false)
-            record(ex, started, status: status, reason: reason, delay: delay)
+            answers.observe(ex, started, status: status, reason: reason, delay: delay)
         }
     }
 
@@ -137,17 +136,6 @@ struct FCMService: Sendable {
                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
                              payload: d.accepted ? request.body[d.message.messageRange] : request.body[...], warnings: d.message.warnings,
                              notificationID: id.map { "projects/\(d.project)/messages/" + PushNotification.fcmMessageID($0, receivedAtMs: now) })
-    }
-
-    /// Sends the answer now, or once the journal has committed the request's record.
-    func commit(_ record: @autoclosure () -> RequestRecord, _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
-        guard let journal else { return answer() }
-        journal.append(record(), loop: ex.eventLoop, completion: answer)
-    }
-
-    func record(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
-        metrics.record(loop: ex.eventLoop.index, provider: .fcm, status: status, reason: reason,
-                       seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
     }
 
     /// The hand-off to the simulated device (an Android app with the FCM SDK).

@@ -151,18 +151,10 @@ public struct FCMTopicManagement: Sendable {
         }
     }
 
-    /// `YYYY-MM-DD` for a day number since 1970-01-01 (civil-from-days).
+    /// `YYYY-MM-DD` for a day number since 1970-01-01.
     static func date(days: Int) -> String {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        let c = Clock.civil(Int64(days) * 86400)
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(y)-\(two(m))-\(two(d))"
+        return "\(c.year)-\(two(c.month))-\(two(c.day))"
     }
 }

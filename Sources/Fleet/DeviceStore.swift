@@ -357,11 +357,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     /// Whether the user can see, and so tap, the notification.
-    static func visible(_ dev: SimDevice, _ d: Delivery) -> Bool {
+    static func visible(_ dev: SimDevice, _ d: Delivery, _ p: PayloadReader) -> Bool {
         switch dev.platform {
-        case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !PayloadReader(Array(d.payload)).has("aps.alert"))
+        case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !p.has("aps.alert"))
         case .android:
-            let p = PayloadReader(Array(d.payload))
             return p.has("notification") || p.has("android.notification") || d.hasData
         }
     }
@@ -381,7 +380,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             : d.notificationID.description)
         var events: [(TrackingEvent, Int64)] = []
         if DeviceStore.receiveHookRuns(dev, d) { events.append((.receive, atMs + receiveDelay)) }
-        if opens && DeviceStore.visible(dev, d) { events.append((.open, atMs + receiveDelay + openDelay)) }
+        if opens && DeviceStore.visible(dev, d, payload) { events.append((.open, atMs + receiveDelay + openDelay)) }
         for (event, at) in events {
             let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
                                       notificationID: d.notificationID.description, messageName: name,

@@ -73,15 +73,7 @@ public final class Journal: @unchecked Sendable {
     deinit { close(wakeFD) }
 
     public func start() {
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let j = Unmanaged<Journal>.fromOpaque(arg!).takeRetainedValue()
-            j.run()
-            return nil
-        }, box.toOpaque())
-        precondition(rc == 0, "pthread_create failed")
-        thread = tid
+        thread = Threads.spawn { [self] in self.run() }
     }
 
     /// Writes what is queued, then stops.

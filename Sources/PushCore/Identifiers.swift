@@ -210,6 +210,20 @@ public enum Clock {
         return Int64(ts.tv_sec)
     }
 
+    /// The UTC calendar date and time of `seconds` since the epoch (civil-from-days).
+    public static func civil(_ seconds: Int64) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+        let days = Int((seconds - (seconds % 86400 + 86400) % 86400) / 86400), rem = Int((seconds % 86400 + 86400) % 86400)
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+    }
+
     /// Monotonic nanoseconds (for durations).
     public static func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()

@@ -1,5 +1,20 @@
-/// `%XX` decoding for query values, form fields and path segments.
+/// `%XX` encoding and decoding for query values, form fields and path segments.
 public enum PercentEncoding {
+    /// Escapes every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`), as `%XX`.
+    public static func encode(_ s: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        for b in s.utf8 {
+            if (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E {
+                out.append(b)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Decodes `%XX` escapes (malformed ones are kept as they are); `+` becomes a space when
     /// `plusAsSpace` (query strings and forms, not paths).
     public static func decode(_ s: ArraySlice<UInt8>, plusAsSpace: Bool) -> String {

@@ -78,18 +78,7 @@ public enum Templates {
         }
     }
 
-    public static func urlencode(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            if (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E {
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            } else {
-                let hex = Array("0123456789ABCDEF".utf8)
-                out += "%" + String(decoding: [hex[Int(b >> 4)], hex[Int(b & 15)]], as: UTF8.self)
-            }
-        }
-        return out
-    }
+    public static func urlencode(_ s: String) -> String { PercentEncoding.encode(s) }
 
     public static func base64(_ b: [UInt8]) -> String {
         let t = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
@@ -128,16 +117,8 @@ public enum Templates {
     }
 
     static func civil(_ seconds: Int64) -> (Int, Int, Int, Int, Int, Int) {
-        let days = Int(seconds / 86400), rem = Int(seconds % 86400)
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+        let c = Clock.civil(seconds)
+        return (c.year, c.month, c.day, c.hour, c.minute, c.second)
     }
 }
 

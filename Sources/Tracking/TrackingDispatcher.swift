@@ -3,6 +3,7 @@ import CSystem
 import Glibc
 import PushCore
 import Synchronization
+import Transport
 
 /// Requests to be grouped into one (MoEngage's and Braze's batched SDK endpoints): items with
 /// the same key are sent together when `maxItems` are waiting or `flushAfterMs` has passed.
@@ -128,15 +129,7 @@ final class TrackingLane: @unchecked Sendable {
     }
 
     public func start() {
-        let box = Unmanaged.passRetained(self)
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let d = Unmanaged<TrackingLane>.fromOpaque(arg!).takeRetainedValue()
-            d.run()
-            return nil
-        }, box.toOpaque())
-        precondition(rc == 0, "pthread_create failed")
-        thread = tid
+        thread = Threads.spawn { [self] in self.run() }
     }
 
     /// Stops after in-flight transfers finish or `graceMs` passes; queued jobs are dropped (counted).

@@ -113,15 +113,7 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: running
 
     func start() {
-        let box = Unmanaged.passRetained(ThreadBody { [self] in self.run() })
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let body = Unmanaged<ThreadBody>.fromOpaque(arg!).takeRetainedValue()
-            body.run()
-            return nil
-        }, box.toOpaque())
-        precondition(rc == 0, "pthread_create failed")
-        thread = tid
+        thread = Threads.spawn { [self] in self.run() }
     }
 
     func join() {
@@ -229,11 +221,6 @@ public final class EventLoop: @unchecked Sendable {
             i = m
         }
     }
-}
-
-private final class ThreadBody {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
 }
 
 public enum TransportError: Error, CustomStringConvertible {

@@ -1,0 +1,23 @@
+import Journal
+import PushCore
+import Transport
+
+/// What every provider answer goes through: the journal (when on) before it leaves, the
+/// metrics once it has.
+struct AnswerRecording: Sendable {
+    let provider: PushProvider
+    let journal: Journal?
+    let metrics: Metrics
+
+    /// Sends the answer now, or once the journal has committed the request's record.
+    func commit(_ record: @autoclosure () -> RequestRecord, _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
+        guard let journal else { return answer() }
+        journal.append(record(), loop: ex.eventLoop, completion: answer)
+    }
+
+    /// Counts the answer: status, reason, and the time since `started` plus any injected delay.
+    func observe(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
+        metrics.record(loop: ex.eventLoop.index, provider: provider, status: status, reason: reason,
+                       seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+    }
+}
