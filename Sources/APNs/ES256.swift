@@ -39,23 +39,13 @@ public enum ES256 {
         let derLen = i2d_ECDSA_SIG(sig, &der)
         guard derLen > 0, let der else { return false }
         defer { pushemu_openssl_free(der) }
-        guard let ctx = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { ERR_clear_error(); return false }
-        let ok = EVP_DigestVerify(ctx, der, Int(derLen), message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
-        ERR_clear_error()
-        return ok == 1
+        return SHA256Signature.verify(key.pkey, message: message, signature: UnsafeRawBufferPointer(start: der, count: Int(derLen)))
     }
 
     /// Signs `message`, returning the 64-byte r||s form.
     public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
-        guard let ctx = EVP_MD_CTX_new() else { return nil }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { return nil }
-        var len = 0
-        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else { return nil }
-        var der = [UInt8](repeating: 0, count: len)
-        guard EVP_DigestSign(ctx, &der, &len, message, message.count) == 1 else { return nil }
+        guard let der = SHA256Signature.sign(key.pkey, message: message) else { return nil }
+        let len = der.count
         return der.withUnsafeBufferPointer { buf -> [UInt8]? in
             var p: UnsafePointer<UInt8>? = buf.baseAddress
             guard let sig = d2i_ECDSA_SIG(nil, &p, len) else { return nil }

@@ -29,24 +29,10 @@ public enum RS256 {
     }
 
     public static func verify(_ key: Key, message: [UInt8], signature: [UInt8]) -> Bool {
-        guard !signature.isEmpty, let ctx = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { ERR_clear_error(); return false }
-        let ok = EVP_DigestVerify(ctx, signature, signature.count, message, message.count)
-        ERR_clear_error()
-        return ok == 1
+        message.withUnsafeBytes { m in signature.withUnsafeBytes { SHA256Signature.verify(key.pkey, message: m, signature: $0) } }
     }
 
-    public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
-        guard let ctx = EVP_MD_CTX_new() else { return nil }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, key.pkey) == 1 else { return nil }
-        var len = 0
-        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else { return nil }
-        var sig = [UInt8](repeating: 0, count: len)
-        guard EVP_DigestSign(ctx, &sig, &len, message, message.count) == 1 else { return nil }
-        return Array(sig.prefix(len))
-    }
+    public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? { SHA256Signature.sign(key.pkey, message: message) }
 
     /// Signs a JWT with `header` and `claims` (JSON texts): `b64(header).b64(claims).b64(sig)`.
     public static func makeJWT(key: Key, header: String, claims: String) -> String? {
