@@ -9,4 +9,8 @@ static inline int pushemu_sqlite3_bind_text(sqlite3_stmt *s, int i, const char *
 static inline int pushemu_sqlite3_bind_blob(sqlite3_stmt *s, int i, const void *v, int n) {
     return sqlite3_bind_blob(s, i, v, n, SQLITE_TRANSIENT);
 }
+/* The caller keeps `v` alive until the statement is stepped (no copy). */
+static inline int pushemu_sqlite3_bind_blob_static(sqlite3_stmt *s, int i, const void *v, int n) {
+    return sqlite3_bind_blob(s, i, v, n, SQLITE_STATIC);
+}
 #endif

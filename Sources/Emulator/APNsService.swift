@@ -104,9 +104,9 @@ struct APNsService: Sendable {
             if p.starts(with: APNsService.devicePrefix) { token = p.dropFirst(APNsService.devicePrefix.count) }
         }
         return RequestRecord(atMs: now, provider: .apns, connection: ex.connection.id, environment: d.environment.rawValue,
-                             token: token, topic: d.topic.map { String(decoding: $0, as: UTF8.self) }, status: status, reason: reason,
+                             token: token, topic: d.topic, status: status, reason: reason,
                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
-                             payload: request.body[...], warnings: d.warnings, notificationID: id?.description)
+                             payload: request.body[...], warnings: d.warnings, notificationID: id)
     }
 
     static let devicePrefix: [UInt8] = Array("/3/device/".utf8)

@@ -24,6 +24,7 @@ struct AdminAPI: Sendable {
     let metrics: Metrics
     let openConnections: @Sendable () -> Int
     let journal: Journal?
+    let campaignKeys: [String]
 
     func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
@@ -56,7 +57,8 @@ struct AdminAPI: Sendable {
             f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
             f.topic = q.queryParameter("topic").flatMap { $0.isEmpty ? nil : percentDecode($0) }
             if let c = q.queryParameter("campaign").flatMap({ $0.isEmpty ? nil : percentDecode($0) }) {
-                f.matches = { CampaignID.matches($0, c) }
+                let keys = campaignKeys
+                f.matches = { CampaignID.matches($0, c, extra: keys) }
             }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
                   let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
@@ -64,7 +66,7 @@ struct AdminAPI: Sendable {
             }
             f.limit = limit
             let filter = f
-            longPoll(ex, waitSeconds: wait) { log.query(filter) }
+            longPoll(ex, waitSeconds: wait) { withJournal(log.query(filter), filter) }
         }
         r.add(.get, "/emulator/v1/devices/{token}/notifications") { ex in
             var f = NotificationLog.Filter()
@@ -74,7 +76,7 @@ struct AdminAPI: Sendable {
             }
             f.limit = 10_000
             let filter = f
-            longPoll(ex, waitSeconds: wait) { log.query(filter) }
+            longPoll(ex, waitSeconds: wait) { withJournal(log.query(filter), filter) }
         }
         var deviceAdmin = DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking,
                                          dispatcher: dispatcher, log: log)
@@ -85,12 +87,17 @@ struct AdminAPI: Sendable {
             var journalJSON = "null"
             if let ref = journalRef {
                 let j = ref.statistics
-                journalJSON = "{\"durability\":\"\(ref.durability.rawValue)\",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch),\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped)}"
+                journalJSON = "{\"durability\":\"\(ref.durability.rawValue)\",\"path\":" + (ref.path.map(JSONWriter.quote) ?? "null")
+                    + ",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch)"
+                    + ",\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped),\"failedCommits\":\(j.failedCommits),\"pruned\":\(j.pruned)"
+                    + ",\"storedRequests\":\(j.storedRequests),\"storedTracking\":\(j.storedTracking)}"
             }
             return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })},\"journal\":" + journalJSON
                 + ",\"scenarios\":[" + scenarioList.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
         }
+        if let journal { deviceAdmin.journal = JournalAdminAPI(journal: journal) }
         deviceAdmin.register(&r)
+        if let journal { JournalAdminAPI(journal: journal).register(&r) }
         FaultAdminAPI(engine: faults, scenarios: scenarios).register(&r)
         r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
             ex.respond(createServiceAccount(ex))
@@ -116,8 +123,19 @@ struct AdminAPI: Sendable {
                 keys.removeAll()
                 fcmAccounts.removeAll()
             }
-            ex.respond(.json(200, "{\"reset\":true}"))
+            // The journal too (what was recorded before the reset); answered once it is empty.
+            guard let journal else { return ex.respond(.json(200, "{\"reset\":true}")) }
+            journal.reset { ex.respond(.json(200, "{\"reset\":true}")) }
         }
+    }
+
+    /// The in-memory log's answer, completed from the journal (oldest first, up to the limit) once
+    /// the log has evicted anything.
+    func withJournal(_ found: [PushNotification], _ filter: NotificationLog.Filter) -> [PushNotification] {
+        guard let journal, found.count < filter.limit, log.evicted > 0 else { return found }
+        let older = JournalAdminAPI(journal: journal).notifications(filter, campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
+                                                                    limit: filter.limit - found.count)
+        return older.reversed() + found
     }
 
     /// Answers with the matching notifications now, or polls until some exist or `waitSeconds` pass.

@@ -19,26 +19,9 @@ public enum Commands {
             return try apnsCredentials(try flags(Array(rest.dropFirst()),
                                                  allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
         case "export":
-            let f = try flags(rest, allowed: ["since", "format", "data-dir"])
-            guard (f["format"] ?? "ndjson") == "ndjson" else { throw ConfigurationError("--format: only ndjson is supported") }
-            let path = (f["data-dir"] ?? "./.pushemu") + "/journal.sqlite"
-            guard access(path, R_OK) == 0 else { throw ConfigurationError("no journal at \(path) (is --data-dir right?)") }
-            var since: Int64 = 0
-            if let v = f["since"] {
-                guard let n = Int64(v) else { throw ConfigurationError("--since takes milliseconds since the epoch") }
-                since = n
-            }
-            var failed = false
-            Journal.export(path: path, sinceMs: since) { line in
-                var bytes = Array((line + "\n").utf8)[...]
-                while !bytes.isEmpty && !failed {
-                    let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-                    if n <= 0 { if errno == EINTR { continue }; failed = true; break }
-                    bytes = bytes.dropFirst(n)
-                }
-            }
-            if failed { throw ConfigurationError("cannot write the export") }
-            return ""
+            return try JournalCommands.export(rest)
+        case "report":
+            return try JournalCommands.report(rest)
         case "devices":
             return try devices(rest)
         case "fleet":

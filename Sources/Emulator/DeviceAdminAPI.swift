@@ -15,6 +15,8 @@ struct DeviceAdminAPI: Sendable {
     let log: NotificationLog
     /// More members for `/emulator/v1/stats` (faults, scenarios): `,"name":value...`.
     var extraStats: @Sendable () -> String = { "" }
+    /// Tracking attempts the in-memory log no longer holds come from here.
+    var journal: JournalAdminAPI?
 
     static let maxFleetPage = 100_000
 
@@ -102,8 +104,13 @@ struct DeviceAdminAPI: Sendable {
             f.limit = limit
             let filter = f
             let deadline = Clock.nowMs() + Int64(wait) * 1000
+            let journal = self.journal
             @Sendable func attempt() {
-                let found = tracking.query(filter)
+                var found = tracking.query(filter)
+                if let journal, found.count < filter.limit, tracking.counters.evicted > 0 {
+                    let before = found.first?.atMs ?? Int64.max
+                    found = journal.tracking(filter, beforeMs: before, limit: filter.limit - found.count).reversed() + found
+                }
                 if !found.isEmpty || Clock.nowMs() >= deadline {
                     ex.respond(.json(200, "{\"tracking\":[" + found.map(\.json).joined(separator: ",") + "]}"))
                 } else {

@@ -78,9 +78,13 @@ public final class Emulator: @unchecked Sendable {
         if let durability = configuration.durability {
             do {
                 if !configuration.inMemory { try Emulator.makeDirectory(configuration.dataDirectory) }
+                let keys = configuration.campaignKeys
+                let retention = Journal.Retention(maxRecords: configuration.journalMaxRecords ?? (configuration.inMemory ? 1_000_000 : 10_000_000),
+                                                  maxAgeMs: configuration.journalMaxAgeMs)
                 journal = try Journal(path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite",
-                                      durability: durability, campaignOf: { provider, payload in
-                                          CampaignID.first(PayloadReader(Array(payload)), provider: provider)
+                                      durability: durability, loops: configuration.threads, retention: retention,
+                                      campaignOf: { provider, payload in
+                                          CampaignID.first(request: PayloadReader(Array(payload)), provider: provider, extra: keys)
                                       })
             } catch let e as ConfigurationError {
                 throw e
@@ -94,7 +98,8 @@ public final class Emulator: @unchecked Sendable {
           trackingLog.onRecord = { a in
             journalForTracking.append(TrackingRecord(atMs: a.atMs, preset: a.preset, event: a.event.rawValue, token: a.token,
                                                      notificationID: a.notificationID, method: a.method, url: a.url, status: a.status,
-                                                     outcome: a.outcome, attempt: a.attempt, latencyMs: a.latencyMs, error: a.error))
+                                                     outcome: a.outcome, attempt: a.attempt, latencyMs: a.latencyMs, error: a.error,
+                                                     events: a.events))
           }
         }
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),
@@ -110,7 +115,8 @@ public final class Emulator: @unchecked Sendable {
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
                              fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
                              dispatcher: dispatcher, faults: faults, scenarios: scenarios, metrics: metrics,
-                             openConnections: { serverRef.server?.openConnections ?? 0 }, journal: journal)
+                             openConnections: { serverRef.server?.openConnections ?? 0 }, journal: journal,
+                             campaignKeys: configuration.campaignKeys)
         if configuration.fcmOverloadPercent > 0 {
             var m = FaultMatch()
             m.provider = .fcm

@@ -47,9 +47,14 @@ public struct EmulatorConfiguration: Sendable {
     public var apnsAdaptiveStreams = false
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     public var fcmOverloadPercent = 0.0
-    /// The journal: nil (default for now) keeps none; `strict` answers only once a request's
-    /// record is committed; `relaxed` answers at once and commits behind.
-    public var durability: Journal.Durability? = nil
+    /// The journal: `strict` (default) answers only once a request's record is committed;
+    /// `relaxed` answers at once and commits behind; nil (`off`) keeps none.
+    public var durability: Journal.Durability? = .strict
+    /// Journal retention: records kept (nil: 10,000,000 on disk, 1,000,000 in memory) and age.
+    public var journalMaxRecords: Int?
+    public var journalMaxAgeMs: Int64 = 7 * 86_400_000
+    /// Extra payload paths tried (first) for a notification's campaign id (`--campaign-key`).
+    public var campaignKeys: [String] = []
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     public var trackingLogSize = 100_000
 

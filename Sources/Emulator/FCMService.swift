@@ -132,10 +132,10 @@ struct FCMService: Sendable {
                        reason: String, id: UUIDValue?) -> RequestRecord {
         let request = ex.request
         return RequestRecord(atMs: now, provider: .fcm, connection: ex.connection.id, environment: d.project, token: target,
-                             topic: d.topicLabel, status: status, reason: reason,
+                             topic: d.topicLabel.map { Array($0.utf8)[...] }, status: status, reason: reason,
                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
                              payload: d.accepted ? request.body[d.message.messageRange] : request.body[...], warnings: d.message.warnings,
-                             notificationID: id.map { "projects/\(d.project)/messages/" + PushNotification.fcmMessageID($0, receivedAtMs: now) })
+                             notificationID: id)
     }
 
     /// The hand-off to the simulated device (an Android app with the FCM SDK).

@@ -129,7 +129,21 @@ public enum ServeOptions {
             c.fcmOverloadPercent = p
         },
         Option(name: "apns-adaptive-streams", valueName: nil, help: "halve a connection's stream limit after an error, raise it after successes") { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
-        Option(name: "durability", valueName: "MODE", help: "the journal: off (default), strict (an answer leaves once its record is committed) or relaxed") { c, v in
+        Option(name: "journal-max-records", valueName: "N", help: "journal retention by records (default 10000000; 1000000 with --in-memory)") { c, v in
+            c.journalMaxRecords = try int(v, "journal-max-records", 1_000...1_000_000_000)
+        },
+        Option(name: "journal-max-age", valueName: "AGE", help: "journal retention by age: 30m, 12h, 7d (default 7d)") { c, v in
+            guard let ms = durationMs(v), ms >= 60_000 else { throw ConfigurationError("--journal-max-age takes an age of at least a minute such as 30m, 12h or 7d, got '\(v)'") }
+            c.journalMaxAgeMs = ms
+        },
+        Option(name: "campaign-key", valueName: "PATH", help: "payload path of the campaign id, tried before the presets' keys (e.g. data.campaign; repeatable, comma-separated)") { c, v in
+            let keys = v.split(separator: ",").map { String($0.filter { $0 != " " }) }
+            guard !keys.isEmpty, keys.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") && !$0.hasSuffix(".") && !$0.contains("..") }) else {
+                throw ConfigurationError("--campaign-key takes dotted payload paths such as data.campaign, got '\(v)'")
+            }
+            c.campaignKeys += keys
+        },
+        Option(name: "durability", valueName: "MODE", help: "the journal: strict (default: an answer leaves once its record is committed), relaxed (answers at once, commits behind) or off") { c, v in
             if v == "off" { c.durability = nil; return }
             guard let d = Journal.Durability(rawValue: v) else { throw ConfigurationError("--durability must be off, strict or relaxed, got '\(v)'") }
             c.durability = d
@@ -154,7 +168,9 @@ public enum ServeOptions {
           pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
           pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
                                         (these take --server URL, default http://127.0.0.1:8080)
-          pushemu export [--since MS] [--format ndjson] [--data-dir DIR]
+          pushemu export [--since T] [--format ndjson] [--data-dir DIR]
+          pushemu report [--campaign ID] [--since T] [--format text|json|html] [--out FILE] [--data-dir DIR | --server URL]
+            (T: milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d)
                                         print the journal, one JSON object per line
           pushemu --help | --version
 
@@ -246,6 +262,14 @@ public enum ServeOptions {
     static func double(_ v: String, _ name: String) throws -> Double {
         guard let d = Double(v), d >= 0, d.isFinite else { throw ConfigurationError("--\(name) must be a non-negative number, got '\(v)'") }
         return d
+    }
+
+    /// `90s`, `30m`, `12h`, `7d` or plain seconds, in milliseconds.
+    static func durationMs(_ v: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000]
+        if let u = v.last, let scale = units[u], let n = Int64(v.dropLast()), n >= 0, n < Int64.max / scale { return n * scale }
+        if let n = Int64(v), n >= 0, n < Int64.max / 1000 { return n * 1000 }
+        return nil
     }
 
     static func bool(_ v: String, _ name: String) throws -> Bool {

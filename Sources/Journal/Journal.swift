@@ -5,12 +5,28 @@ import PushCore
 import Synchronization
 import Transport
 
-/// The durable record of every provider request and every tracking attempt: SQLite in WAL mode,
-/// written by one thread with group commit (every record waiting is written in one transaction
-/// and one fsync). With `.strict` durability a request's answer is released only once its record
-/// is committed; the event loop never waits (the answer is sent from the writer thread).
+/// The durable record of every provider request and every tracking attempt: SQLite in WAL mode
+/// (or memory with `--in-memory`) with group commit.
+///
+/// Each event loop encodes its records into its own shard (`SegmentEncoder`: compact binary, a
+/// repeated payload or header set costs a byte) and keeps the answers waiting on them; the writer
+/// thread takes every shard's segment in turn, writes them all in one transaction (one fsync), and
+/// hands each loop its released answers in one hop. With `.strict` durability an answer leaves
+/// only once its record is committed; the event loop never waits on the disk.
 public final class Journal: @unchecked Sendable {
     public enum Durability: String, Sendable { case strict, relaxed }
+
+    /// Retention: the oldest segments go once records exceed `maxRecords` or end before `maxAgeMs`
+    /// ago (checked by the writer at most once a second; whole segments, so a limit can be passed
+    /// by at most one commit's records).
+    public struct Retention: Sendable {
+        public var maxRecords: Int
+        public var maxAgeMs: Int64
+        public init(maxRecords: Int = 10_000_000, maxAgeMs: Int64 = 7 * 86_400_000) {
+            self.maxRecords = maxRecords
+            self.maxAgeMs = maxAgeMs
+        }
+    }
 
     public struct Stats: Sendable {
         public var queued = 0
@@ -19,56 +35,64 @@ public final class Journal: @unchecked Sendable {
         public var lastBatch = 0
         public var lastCommitUs: UInt64 = 0
         public var dropped: UInt64 = 0
+        public var failedCommits: UInt64 = 0
+        public var pruned: UInt64 = 0
+        public var storedRequests = 0
+        public var storedTracking = 0
     }
 
-    enum Item {
-        case request(RequestRecord, EventLoop?, (@Sendable () -> Void)?)
-        case tracking(TrackingRecord)
+    /// What one producer (an event loop; or every other thread together) has waiting for the writer.
+    struct Pending {
+        var encoder: SegmentEncoder?
+        var answers: [@Sendable () -> Void] = []
+        var loop: EventLoop?
     }
 
-    public static let maxPayload = 4096
+    final class Shard: Sendable {
+        let pending = Mutex(Pending())
+    }
+
+    /// Payload bytes kept per record: every valid APNs (VoIP 5120) and FCM (4096) payload whole.
+    public static let maxPayload = 5120
+    /// The group-commit window (see `run`): strict, 1 ms once the last commit carried 8 records
+    /// or more (measured: 2,000 rather than 6,000 commits for 450,000 requests, for +15% req/s);
+    /// relaxed, 10 ms always (no answer waits on it).
+    static let windowThreshold = 8
+    static let strictWindowNs = 1_000_000
+    static let relaxedWindowNs = 10_000_000
     public let durability: Durability
-    public let path: String
+    public let path: String?
+    public let retention: Retention
     /// Campaign id of a payload (set by the composition root: the presets' keys).
     let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
-    private let queue = Mutex<[Item]>([])
+    /// One shard per event loop, plus the last for every other thread (tracking lanes, tests).
+    private let shards: [Shard]
+    private let resets = Mutex<[@Sendable () -> Void]>([])
     private let stats = Mutex(Stats())
     private let sleeping = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private let wakeFD: Int32
     private let maxQueue: Int
     private var thread: pthread_t?
-    private let db: SQLiteDatabase
-    private let readDB: Mutex<SQLiteDatabase>
+    private let store: SegmentStore
 
-    /// `path` nil: an in-memory database (nothing survives the process).
-    public init(path: String?, durability: Durability, maxQueue: Int = 1_000_000,
+    /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
+    /// loops that will append (by `EventLoop.index`).
+    public init(path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
                 campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?) throws {
         self.durability = durability
         self.maxQueue = maxQueue
+        self.retention = retention
         self.campaignOf = campaignOf
-        // An in-memory database shared by the writer and readers of this process.
-        self.path = path ?? "file:pushemu-journal-\(getpid())-\(UInt64(bitPattern: Int64(Clock.nowMs())))?mode=memory&cache=shared"
-        db = try SQLiteDatabase(path: self.path)
-        try db.exec(path == nil ? "PRAGMA journal_mode=MEMORY" : "PRAGMA journal_mode=WAL")
-        try db.exec("PRAGMA synchronous=\(durability == .strict ? "FULL" : "NORMAL")")
-        try db.exec(Journal.schema)
-        readDB = Mutex(try SQLiteDatabase(path: self.path))
+        self.path = path
+        shards = (0...max(1, loops)).map { _ in Shard() }
+        if let path {
+            store = try SQLiteSegmentStore(path: path, synchronous: durability == .strict ? "FULL" : "NORMAL")
+        } else {
+            store = MemorySegmentStore()
+        }
         wakeFD = csys_eventfd()
     }
-
-    static let schema = """
-    CREATE TABLE IF NOT EXISTS requests (
-      id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, provider TEXT NOT NULL, connection INTEGER, environment TEXT,
-      token TEXT, topic TEXT, campaign TEXT, status INTEGER NOT NULL, reason TEXT, latency_us INTEGER,
-      headers TEXT, payload TEXT, payload_size INTEGER, warnings TEXT, notification_id TEXT);
-    CREATE INDEX IF NOT EXISTS requests_campaign ON requests(campaign);
-    CREATE INDEX IF NOT EXISTS requests_at ON requests(at_ms);
-    CREATE TABLE IF NOT EXISTS tracking (
-      id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, preset TEXT, event TEXT, token TEXT, notification_id TEXT,
-      method TEXT, url TEXT, status INTEGER, outcome TEXT, attempt INTEGER, latency_ms REAL, error TEXT);
-    CREATE INDEX IF NOT EXISTS tracking_notification ON tracking(notification_id);
-    """
 
     deinit { close(wakeFD) }
 
@@ -84,30 +108,44 @@ public final class Journal: @unchecked Sendable {
         thread = nil
     }
 
-    /// Queues a request record; `completion` (the answer) runs on `loop` (or, without one, on the
-    /// writer thread) once the record is committed (`.strict`: the completions of one commit go
-    /// to each loop in one hop), or at once, on the caller's thread (`.relaxed`).
+    /// Records a request; `completion` (the answer) runs on `loop` (or, without one, on the writer
+    /// thread) once the record is committed (`.strict`), or at once, on the caller's thread
+    /// (`.relaxed`). Called on `loop`'s thread.
     public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
-        if durability == .relaxed {
-            completion()
-            enqueue(.request(r, nil, nil))
-        } else {
-            enqueue(.request(r, loop, completion))
-        }
-    }
-
-    public func append(_ t: TrackingRecord) { enqueue(.tracking(t)) }
-
-    private func enqueue(_ item: Item) {
-        let accepted = queue.withLock { q -> Bool in
-            // Strict records carry an answer someone waits for: always kept. Others are bounded.
-            if q.count >= maxQueue, case .tracking = item { return false }
-            if q.count >= maxQueue, case .request(_, _, nil) = item { return false }
-            q.append(item)
+        let strict = durability == .strict
+        let shard = loop.map { min($0.index, shards.count - 1) } ?? shards.count - 1
+        let kept = shards[shard].pending.withLock { p -> Bool in
+            if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: r.atMs) }
+            // An answer someone waits for is always kept; otherwise the backlog is bounded.
+            guard strict || p.encoder!.count < maxQueue else { return false }
+            p.encoder!.append(r, maxPayload: Journal.maxPayload, campaignOf: campaignOf)
+            if strict {
+                p.answers.append(completion)
+                if p.loop == nil { p.loop = loop }
+            }
             return true
         }
-        if !accepted { stats.withLock { $0.dropped += 1 }; return }
-        if sleeping.load(ordering: .acquiring) { wake() }
+        if !strict { completion() }
+        if !kept { stats.withLock { $0.dropped += 1 } }
+        if sleeping.load(ordering: .relaxed), sleeping.exchange(false, ordering: .acquiringAndReleasing) { wake() }
+    }
+
+    public func append(_ t: TrackingRecord) {
+        let kept = shards[shards.count - 1].pending.withLock { p -> Bool in
+            if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: t.atMs) }
+            guard p.encoder!.count < maxQueue else { return false }
+            p.encoder!.append(t)
+            return true
+        }
+        if !kept { stats.withLock { $0.dropped += 1 } }
+        if sleeping.load(ordering: .relaxed), sleeping.exchange(false, ordering: .acquiringAndReleasing) { wake() }
+    }
+
+    /// Empties the journal, after writing what is waiting; `done` runs on the writer thread once
+    /// it is empty.
+    public func reset(_ done: @escaping @Sendable () -> Void) {
+        resets.withLock { $0.append(done) }
+        wake()
     }
 
     private func wake() {
@@ -117,176 +155,180 @@ public final class Journal: @unchecked Sendable {
 
     public var statistics: Stats {
         var s = stats.withLock { $0 }
-        s.queued = queue.withLock { $0.count }
+        s.queued = shards.reduce(0) { n, shard in n + shard.pending.withLock { $0.encoder?.count ?? 0 } }
+        (s.storedRequests, s.storedTracking) = store.totals()
         return s
     }
 
     // MARK: the writer thread
 
     private func run() {
-        let insertRequest = try! db.prepare("""
-        INSERT INTO requests (at_ms, provider, connection, environment, token, topic, campaign, status, reason, latency_us,
-          headers, payload, payload_size, warnings, notification_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-        """)
-        let insertTracking = try! db.prepare("""
-        INSERT INTO tracking (at_ms, preset, event, token, notification_id, method, url, status, outcome, attempt, latency_ms, error)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
-        """)
+        var lastPrune: Int64 = 0
+        var lastBatch = 0
         while true {
-            sleeping.store(true, ordering: .releasing)
-            var items = queue.withLock { q -> [Item] in
-                let out = q
-                q.removeAll(keepingCapacity: true)
-                return out
+            // Group commit window: while many producers are active (the last commit carried
+            // several records), let more records join before paying for the next fsync.
+            if lastBatch > 0, durability == .relaxed || lastBatch >= Journal.windowThreshold {
+                var t = timespec(tv_sec: 0, tv_nsec: durability == .strict ? Journal.strictWindowNs : Journal.relaxedWindowNs)
+                nanosleep(&t, nil)
             }
-            if items.isEmpty {
+            sleeping.store(true, ordering: .releasing)
+            let resetting = resets.withLock { r in let out = r; r.removeAll(); return out }
+            var segments: [SegmentEncoder] = []
+            var released: [(EventLoop?, [@Sendable () -> Void])] = []
+            for shard in shards {
+                shard.pending.withLock { p in
+                    if let e = p.encoder { segments.append(e); p.encoder = nil }
+                    if !p.answers.isEmpty { released.append((p.loop, p.answers)); p.answers = [] }
+                }
+            }
+            if segments.isEmpty && resetting.isEmpty {
                 if stopping.load(ordering: .acquiring) { break }
                 var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
                 _ = poll(&p, 1, 100)
                 var v: UInt64 = 0
                 _ = read(wakeFD, &v, 8)
+                prune(&lastPrune)
                 continue
             }
             sleeping.store(false, ordering: .releasing)
-            let t0 = Clock.monotonicNanoseconds()
-            try? db.exec("BEGIN")
-            var completions: [ObjectIdentifier: (EventLoop, [@Sendable () -> Void])] = [:]
-            var direct: [@Sendable () -> Void] = []
-            for item in items {
-                switch item {
-                case .request(let r, let loop, let done):
-                    write(r, insertRequest)
-                    if let done {
-                        if let loop { completions[ObjectIdentifier(loop), default: (loop, [])].1.append(done) } else { direct.append(done) }
-                    }
-                case .tracking(let t):
-                    write(t, insertTracking)
-                }
+            if !segments.isEmpty { commit(segments) }
+            lastBatch = segments.reduce(0) { $0 + $1.count }
+            if !resetting.isEmpty {
+                try? store.removeAll()
+                for done in resetting { done() }
             }
-            try? db.exec("COMMIT")
-            let us = (Clock.monotonicNanoseconds() - t0) / 1000
-            let n = items.count
-            items.removeAll()
-            stats.withLock { s in
-                s.committed &+= UInt64(n)
-                s.batches &+= 1
-                s.lastBatch = n
-                s.lastCommitUs = us
+            for (loop, answers) in released {
+                if let loop { loop.execute { for a in answers { a() } } } else { for a in answers { a() } }
             }
-            for (_, (loop, list)) in completions {
-                let actions = list
-                loop.execute { for a in actions { a() } }
-            }
-            for a in direct { a() }
+            prune(&lastPrune)
         }
     }
 
-    private func write(_ r: RequestRecord, _ s: SQLiteDatabase.Statement) {
-        s.bind(1, r.atMs)
-        s.bind(2, r.provider.rawValue)
-        s.bind(3, Int64(bitPattern: r.connection))
-        s.bind(4, r.environment)
-        s.bind(5, bytes: r.token)
-        s.bind(6, r.topic)
-        s.bind(7, campaignOf(r.provider, r.payload))
-        s.bind(8, Int64(r.status))
-        s.bind(9, r.reason)
-        s.bind(10, r.latencyUs)
-        s.bind(11, Journal.headersJSON(r.headers))
-        s.bind(12, bytes: r.payload.prefix(Journal.maxPayload))
-        s.bind(13, Int64(r.payload.count))
-        s.bind(14, r.warnings.isEmpty ? nil : "[" + r.warnings.map(JSONWriter.quote).joined(separator: ",") + "]")
-        s.bind(15, r.notificationID)
-        s.step()
-        s.reset()
-    }
-
-    private func write(_ t: TrackingRecord, _ s: SQLiteDatabase.Statement) {
-        s.bind(1, t.atMs)
-        s.bind(2, t.preset)
-        s.bind(3, t.event)
-        s.bind(4, t.token)
-        s.bind(5, t.notificationID)
-        s.bind(6, t.method)
-        s.bind(7, t.url)
-        s.bind(8, Int64(t.status))
-        s.bind(9, t.outcome)
-        s.bind(10, Int64(t.attempt))
-        s.bind(11, t.latencyMs)
-        s.bind(12, t.error)
-        s.step()
-        s.reset()
-    }
-
-    /// The headers a reader of the journal needs (`apns-*`, `x-*`, `content-type`; never
-    /// `authorization`), as JSON built from the bytes.
-    static func headersJSON(_ h: HTTPFields) -> String {
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        h.forEach { n, v in
-            let keep = (n.count > 5 && n.prefix(5).elementsEqual("apns-".utf8)) || (n.count > 2 && n.prefix(2).elementsEqual("x-".utf8))
-                || n.elementsEqual("content-type".utf8)
-            guard keep else { return }
-            if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            append(quoted: n, to: &out)
-            out.append(UInt8(ascii: ":"))
-            append(quoted: v, to: &out)
+    /// One group commit: every shard's segment in one transaction.
+    private func commit(_ segments: [SegmentEncoder]) {
+        let t0 = Clock.monotonicNanoseconds()
+        do {
+            try store.append(segments)
+        } catch {
+            // The answers still go (a failing disk must not hang clients); the failure is counted
+            // in /stats and /metrics and said on stderr.
+            stats.withLock { $0.failedCommits += 1 }
+            csys_write_stderr("pushemu: \(error)\n")
         }
-        out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func append(quoted b: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for c in b {
-            switch c {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(c)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out += Array("\\u00".utf8) + [hex[Int(c >> 4)], hex[Int(c & 15)]]
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    // MARK: reading (any thread; its own connection)
-
-    /// Rows in each table.
-    public func counts() -> (requests: Int, tracking: Int) {
-        readDB.withLock { db in
-            func one(_ sql: String) -> Int {
-                guard let s = try? db.prepare(sql) else { return 0 }
-                return s.step() == SQLITE_ROW ? Int(s.int(0)) : 0
-            }
-            return (one("SELECT count(*) FROM requests"), one("SELECT count(*) FROM tracking"))
+        let us = (Clock.monotonicNanoseconds() - t0) / 1000
+        let records = segments.reduce(0) { $0 + $1.count }
+        stats.withLock { s in
+            s.committed &+= UInt64(records)
+            s.batches &+= 1
+            s.lastBatch = records
+            s.lastCommitUs = us
         }
     }
 
-    /// Every record since `sinceMs` as NDJSON lines (requests, then tracking attempts, by time).
+    /// Retention, at most once a second.
+    private func prune(_ last: inout Int64) {
+        let now = Clock.nowMs()
+        guard now - last >= 1000 else { return }
+        last = now
+        if let n = try? store.prune(beforeMs: now - retention.maxAgeMs, keepRecords: retention.maxRecords), n > 0 {
+            stats.withLock { $0.pruned &+= UInt64(n) }
+        }
+    }
+
+    // MARK: reading (any thread)
+
+    /// Records stored (committed and not yet pruned).
+    public func counts() -> (requests: Int, tracking: Int) { store.totals() }
+
+    /// Every stored record with a time at or after `sinceMs`, in write order (or newest first);
+    /// `body` returns false to stop.
+    public func scan(sinceMs: Int64 = 0, newestFirst: Bool = false, _ body: (JournalEntry) -> Bool) {
+        store.read(sinceMs: sinceMs, newestFirst: newestFirst) { seg in
+            Journal.entries(seg, sinceMs: sinceMs, newestFirst: newestFirst, body)
+        }
+    }
+
+    /// The same, from a journal file no server holds open (the CLI).
+    public static func scan(path: String, sinceMs: Int64 = 0, _ body: (JournalEntry) -> Bool) throws {
+        try SQLiteSegmentStore.read(path: path, sinceMs: sinceMs) { seg in
+            entries(seg, sinceMs: sinceMs, newestFirst: false, body)
+        }
+    }
+
+    /// A segment's records; false once `body` wants no more.
+    private static func entries(_ seg: Segment, sinceMs: Int64, newestFirst: Bool, _ body: (JournalEntry) -> Bool) -> Bool {
+        var d = SegmentDecoder(seg.data)
+        if newestFirst {
+            var all: [JournalEntry] = []
+            while let e = d.next() { all.append(e) }
+            for e in all.reversed() where e.atMs >= sinceMs { if !body(e) { return false } }
+            return true
+        }
+        while let e = d.next() {
+            if e.atMs >= sinceMs, !body(e) { return false }
+        }
+        return true
+    }
+
+    /// The campaign report of every record since `sinceMs` (only `campaign`'s when given).
+    public func report(sinceMs: Int64 = 0, campaign: String? = nil) -> CampaignReport {
+        CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in scan(sinceMs: sinceMs, body) }
+    }
+
+    public static func report(path: String, sinceMs: Int64 = 0, campaign: String? = nil) throws -> CampaignReport {
+        var failure: Error?
+        let r = CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in
+            do { try scan(path: path, sinceMs: sinceMs, body) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        return r
+    }
+
+    /// Every record since `sinceMs` as NDJSON lines, in write order.
     public func export(sinceMs: Int64, _ line: (String) -> Void) {
-        Journal.export(path: path, sinceMs: sinceMs, line)
+        scan(sinceMs: sinceMs) { line($0.json); return true }
     }
 
-    public static func export(path: String, sinceMs: Int64, _ line: (String) -> Void) {
-        guard let db = try? SQLiteDatabase(path: path),
-              let r = try? db.prepare("SELECT at_ms, provider, connection, environment, token, topic, campaign, status, reason, latency_us, headers, payload, payload_size, warnings, notification_id FROM requests WHERE at_ms >= ? ORDER BY id"),
-              let t = try? db.prepare("SELECT at_ms, preset, event, token, notification_id, method, url, status, outcome, attempt, latency_ms, error FROM tracking WHERE at_ms >= ? ORDER BY id")
-        else { return }
-        func q(_ s: String?) -> String { s.map(JSONWriter.quote) ?? "null" }
-        r.bind(1, sinceMs)
-        while r.step() == SQLITE_ROW {
-            var s = "{\"type\":\"request\",\"at\":\(r.int(0)),\"provider\":\(q(r.text(1))),\"connection\":\(r.int(2))"
-            s += ",\"environment\":\(q(r.text(3))),\"token\":\(q(r.text(4))),\"topic\":\(q(r.text(5))),\"campaign\":\(q(r.text(6)))"
-            s += ",\"status\":\(r.int(7)),\"reason\":\(q(r.text(8))),\"latencyUs\":\(r.int(9)),\"headers\":\(r.text(10) ?? "{}")"
-            s += ",\"payload\":\(q(r.text(11))),\"payloadSize\":\(r.int(12)),\"warnings\":\(r.text(13) ?? "[]"),\"notificationId\":\(q(r.text(14)))}"
-            line(s)
+    public static func export(path: String, sinceMs: Int64, _ line: (String) -> Void) throws {
+        try scan(path: path, sinceMs: sinceMs) { line($0.json); return true }
+    }
+}
+
+extension StoredRequest {
+    /// FCM's message name (`projects/P/messages/0:...`) of an accepted FCM request.
+    public var messageName: String? {
+        guard provider == .fcm, let id = notificationID, let u = UUIDValue.parseCanonicalLowercase(Array(id.utf8)) else { return nil }
+        return "projects/\(environment)/messages/" + PushNotification.fcmMessageID(u, receivedAtMs: atMs)
+    }
+}
+
+extension JournalEntry {
+    public var atMs: Int64 {
+        switch self {
+        case .request(let r): r.atMs
+        case .tracking(let t): t.atMs
         }
-        t.bind(1, sinceMs)
-        while t.step() == SQLITE_ROW {
-            var s = "{\"type\":\"tracking\",\"at\":\(t.int(0)),\"preset\":\(q(t.text(1))),\"event\":\(q(t.text(2))),\"token\":\(q(t.text(3)))"
-            s += ",\"notificationId\":\(q(t.text(4))),\"method\":\(q(t.text(5))),\"url\":\(q(t.text(6))),\"status\":\(t.int(7))"
-            s += ",\"outcome\":\(q(t.text(8))),\"attempt\":\(t.int(9)),\"latencyMs\":\(t.double(10)),\"error\":\(q(t.text(11)))}"
-            line(s)
+    }
+
+    /// One NDJSON line (`pushemu export`).
+    public var json: String {
+        func q(_ s: String?) -> String { s.map(JSONWriter.quote) ?? "null" }
+        switch self {
+        case .request(let r):
+            var s = "{\"type\":\"request\",\"at\":\(r.atMs),\"provider\":\(q(r.provider.rawValue)),\"connection\":\(r.connection)"
+            s += ",\"environment\":\(q(r.environment)),\"token\":\(q(r.token)),\"topic\":\(q(r.topic)),\"campaign\":\(q(r.campaign))"
+            s += ",\"status\":\(r.status),\"reason\":\(r.reason.isEmpty ? "null" : q(r.reason)),\"latencyUs\":\(r.latencyUs)"
+            s += ",\"headers\":{" + r.headers.map { q($0.name) + ":" + q($0.value) }.joined(separator: ",") + "}"
+            s += ",\"payload\":\(q(String(decoding: r.payload, as: UTF8.self))),\"payloadSize\":\(r.payloadSize)"
+            s += ",\"warnings\":[" + r.warnings.map(JSONWriter.quote).joined(separator: ",") + "],\"notificationId\":\(q(r.notificationID))"
+            if let name = r.messageName { s += ",\"name\":" + q(name) }
+            return s + "}"
+        case .tracking(let t):
+            var s = "{\"type\":\"tracking\",\"at\":\(t.atMs),\"preset\":\(q(t.preset)),\"event\":\(q(t.event)),\"token\":\(q(t.token))"
+            s += ",\"notificationId\":\(q(t.notificationID)),\"method\":\(q(t.method)),\"url\":\(q(t.url)),\"status\":\(t.status)"
+            s += ",\"outcome\":\(q(t.outcome)),\"attempt\":\(t.attempt),\"latencyMs\":\(t.latencyMs),\"error\":\(q(t.error))}"
+            return s
         }
     }
 }

@@ -9,7 +9,7 @@ public struct RequestRecord: Sendable {
     /// APNs environment or FCM project.
     public var environment: String
     public var token: ArraySlice<UInt8>
-    public var topic: String?
+    public var topic: ArraySlice<UInt8>?
     public var status: Int
     /// APNs reason or FCM errorCode; empty when accepted.
     public var reason: String
@@ -18,11 +18,12 @@ public struct RequestRecord: Sendable {
     public var headers: HTTPFields
     public var payload: ArraySlice<UInt8>
     public var warnings: [String]
-    public var notificationID: String?
+    /// The notification's id (APNs apns-id; FCM: the UUID its message name derives from), nil when rejected.
+    public var notificationID: UUIDValue?
 
     public init(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
-                topic: String?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
-                warnings: [String], notificationID: String?) {
+                topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
+                warnings: [String], notificationID: UUIDValue?) {
         self.atMs = atMs
         self.provider = provider
         self.connection = connection
@@ -53,9 +54,12 @@ public struct TrackingRecord: Sendable {
     public var attempt: Int
     public var latencyMs: Double
     public var error: String?
+    /// Events the request carried (a batched preset's request carries several).
+    public var events: Int
 
     public init(atMs: Int64, preset: String, event: String, token: String, notificationID: String, method: String, url: String,
-                status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?) {
+                status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?, events: Int = 1) {
+        self.events = events
         self.atMs = atMs
         self.preset = preset
         self.event = event

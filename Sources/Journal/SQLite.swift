@@ -22,6 +22,9 @@ final class SQLiteDatabase {
 
     deinit { sqlite3_close(db) }
 
+    /// The last error's message.
+    var message: String { String(cString: sqlite3_errmsg(db)) }
+
     func exec(_ sql: String) throws {
         var err: UnsafeMutablePointer<CChar>?
         if sqlite3_exec(db, sql, nil, nil, &err) != SQLITE_OK {
@@ -65,6 +68,11 @@ final class SQLiteDatabase {
         }
         func int(_ col: Int32) -> Int64 { sqlite3_column_int64(s, col) }
         func double(_ col: Int32) -> Double { sqlite3_column_double(s, col) }
+        func blob(_ col: Int32) -> [UInt8] {
+            let n = Int(sqlite3_column_bytes(s, col))
+            guard n > 0, let p = sqlite3_column_blob(s, col) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: p, count: n))
+        }
         func text(_ col: Int32) -> String? {
             guard sqlite3_column_type(s, col) != SQLITE_NULL, let p = sqlite3_column_text(s, col) else { return nil }
             return String(cString: p)

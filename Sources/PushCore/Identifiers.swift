@@ -224,6 +224,13 @@ public enum Clock {
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d, rem / 3600, rem % 3600 / 60, rem % 60)
     }
 
+    /// `2026-11-29T23:10:05Z` (UTC, whole seconds) for milliseconds since the epoch.
+    public static func iso8601(_ ms: Int64) -> String {
+        let c = civil(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : String(v) }
+        return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
+    }
+
     /// Monotonic nanoseconds (for durations).
     public static func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()

@@ -9,17 +9,28 @@ public enum CampaignID {
                            "data.custom.i", "android.data._dId", "fcm_options.analytics_label", "android.fcm_options.analytics_label"]
 
     /// Every campaign id the payload carries (an APNs payload or an FCM message).
-    public static func candidates(_ payload: PayloadReader, provider: PushProvider) -> [String] {
-        (provider == .apns ? apnsPaths : fcmPaths).compactMap { payload.value($0) }
+    /// `extra`: configured paths (`--campaign-key`), tried first.
+    public static func candidates(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> [String] {
+        (extra + (provider == .apns ? apnsPaths : fcmPaths)).compactMap { payload.value($0) }
     }
 
     /// The first campaign id the payload carries.
-    public static func first(_ payload: PayloadReader, provider: PushProvider) -> String? {
+    public static func first(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
+        for p in extra { if let v = payload.value(p) { return v } }
         for p in provider == .apns ? apnsPaths : fcmPaths { if let v = payload.value(p) { return v } }
         return nil
     }
 
-    public static func matches(_ n: PushNotification, _ campaign: String) -> Bool {
-        n.payloadIsJSON && candidates(PayloadReader(n.payload), provider: n.provider).contains(campaign)
+    /// The same for a whole FCM request body (`{"message":{...}}`, as a rejected request is
+    /// journaled), or the message itself.
+    public static func first(request payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
+        if let c = first(payload, provider: provider, extra: extra) { return c }
+        guard provider == .fcm else { return nil }
+        for p in extra + fcmPaths { if let v = payload.value("message." + p) { return v } }
+        return nil
+    }
+
+    public static func matches(_ n: PushNotification, _ campaign: String, extra: [String] = []) -> Bool {
+        n.payloadIsJSON && candidates(PayloadReader(n.payload), provider: n.provider, extra: extra).contains(campaign)
     }
 }

@@ -23,6 +23,24 @@ public struct TrackingAttempt: Sendable {
     /// Events a batched request carried (MoEngage, Braze).
     public var events: Int
 
+    public init(sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
+                url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int) {
+        self.sequence = sequence
+        self.event = event
+        self.preset = preset
+        self.token = token
+        self.notificationID = notificationID
+        self.method = method
+        self.url = url
+        self.status = status
+        self.latencyMs = latencyMs
+        self.error = error
+        self.attempt = attempt
+        self.outcome = outcome
+        self.atMs = atMs
+        self.events = events
+    }
+
     public var json: String {
         var s = "{\"event\":\"\(event.rawValue)\",\"preset\":" + JSONWriter.quote(preset) + ",\"token\":" + JSONWriter.quote(token)
         s += ",\"notificationId\":" + JSONWriter.quote(notificationID) + ",\"method\":\"\(method)\",\"url\":" + JSONWriter.quote(url)

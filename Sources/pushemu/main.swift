@@ -19,7 +19,7 @@ if args.contains("--version") || args.first == "version" {
     csys_write_stdout("pushemu \(ServeOptions.version)\n")
     exit(0)
 }
-if let first = args.first, ["credentials", "token", "devices", "fleet", "export"].contains(first) {
+if let first = args.first, ["credentials", "token", "devices", "fleet", "export", "report"].contains(first) {
     do {
         csys_write_stdout(try Commands.run(args))
         exit(0)

@@ -55,5 +55,15 @@ final class JournalDurabilityTests: XCTestCase {
         XCTAssertEqual(first["token"] as? String, String(repeating: "ab", count: 32))
         XCTAssertEqual((first["headers"] as? [String: String])?["apns-topic"], "com.example.app")
         XCTAssertNil((first["headers"] as? [String: String])?["authorization"])
+
+        // The report, read offline from the same journal, counts the same requests.
+        let report = try runCommand(ServerProcess.binaryPath, ["report", "--data-dir", data, "--format", "json", "--campaign", "camp-d"], timeout: 60)
+        XCTAssertEqual(report.status, 0, report.stderr)
+        let camp = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])?["campaigns"] as? [[String: Any]])
+        XCTAssertEqual(camp.first?["campaign"] as? String, "camp-d")
+        XCTAssertEqual(camp.first?["accepted"] as? Int, ok)
+        let textReport = try runCommand(ServerProcess.binaryPath, ["report", "--data-dir", data], timeout: 60)
+        XCTAssertTrue(textReport.stdout.contains("Campaign camp-d"), textReport.stdout + textReport.stderr)
+        XCTAssertNotEqual(try runCommand(ServerProcess.binaryPath, ["report", "--data-dir", dir.path + "/nothing"], timeout: 10).status, 0)
     }
 }

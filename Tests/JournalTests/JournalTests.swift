@@ -7,17 +7,17 @@ import XCTest
 final class JournalTests: XCTestCase {
     func record(_ i: Int, status: Int = 200, reason: String = "") -> RequestRecord {
         RequestRecord(atMs: 1_000 + Int64(i), provider: i % 2 == 0 ? .apns : .fcm, connection: 7, environment: "sandbox",
-                      token: Array("tok\(i)".utf8)[...], topic: "com.example.app", status: status, reason: reason, latencyUs: 12,
+                      token: Array("tok\(i)".utf8)[...], topic: Array("com.example.app".utf8)[...], status: status, reason: reason, latencyUs: 12,
                       headers: HTTPFields([("apns-topic", "com.example.app"), ("authorization", "bearer secret")]),
                       payload: Array(#"{"aps":{},"_dId":"c\#(i % 3)"}"#.utf8)[...], warnings: i == 0 ? ["w"] : [],
-                      notificationID: "n\(i)")
+                      notificationID: UUIDValue(high: UInt64(i), low: 7))
     }
 
     func testWritesAndExports() throws {
         let dir = "/tmp/pushemu-journal-test-\(getpid())"
         mkdir(dir, 0o755)
         defer { for f in Files.list(dir) { unlink(dir + "/" + f) }; rmdir(dir) }
-        let j = try Journal(path: dir + "/j.sqlite", durability: .relaxed, campaignOf: { _, payload in
+        let j = try Journal(path: dir + "/j.sqlite", durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, payload in
             let s = String(decoding: payload, as: UTF8.self)
             return s.contains("\"c1\"") ? "c1" : nil
         })
@@ -32,7 +32,7 @@ final class JournalTests: XCTestCase {
         XCTAssertEqual(j.statistics.committed, 501)
         XCTAssertGreaterThanOrEqual(j.statistics.batches, 1)
         var lines: [String] = []
-        Journal.export(path: dir + "/j.sqlite", sinceMs: 1_100) { lines.append($0) }
+        try Journal.export(path: dir + "/j.sqlite", sinceMs: 1_100) { lines.append($0) }
         XCTAssertEqual(lines.count, 400 + 1)   // at_ms >= 1100: records 100...499, and the tracking attempt
         let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
         XCTAssertEqual(first["type"] as? String, "request")
@@ -49,7 +49,7 @@ final class JournalTests: XCTestCase {
 
 extension JournalTests {
     func testStrictAnswersOnlyAfterCommit() throws {
-        let j = try Journal(path: nil, durability: .strict, campaignOf: { _, _ in nil })
+        let j = try Journal(path: nil, durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
         final class Box: @unchecked Sendable { var done = 0; let lock = NSLock() }
         let box = Box()
         for i in 0..<50 {
@@ -63,5 +63,92 @@ extension JournalTests {
         XCTAssertEqual(box.done, 50)
         XCTAssertEqual(j.counts().requests, 50)
         j.stop()
+    }
+}
+
+extension JournalTests {
+    /// The segment encoding: repeated values cost a byte and decode to the same value; absent
+    /// and empty stay distinct; tracking attempts keep every field.
+    func testSegmentRoundTripAndRepeatedValuesCostLittle() throws {
+        var e = SegmentEncoderHarness()
+        for i in 0..<100 { e.append(record(i, status: i == 7 ? 400 : 200, reason: i == 7 ? "BadDeviceToken" : "")) }
+        var r = record(100)
+        r.topic = nil
+        r.notificationID = nil
+        r.warnings = ["a", "b"]
+        e.append(r)
+        e.append(TrackingRecord(atMs: 5_000, preset: "braze", event: "open", token: "t", notificationID: "n", method: "POST",
+                                url: "https://x/y", status: 503, outcome: "retrying", attempt: 2, latencyMs: 12.345, error: "timeout", events: 3))
+        let entries = e.decode()
+        XCTAssertEqual(entries.count, 102)
+        guard case .request(let first) = entries[0], case .request(let seventh) = entries[7], case .request(let last) = entries[100],
+              case .tracking(let t) = entries[101] else { return XCTFail("kinds") }
+        XCTAssertEqual(first.token, "tok0")
+        XCTAssertEqual(first.topic, "com.example.app")
+        XCTAssertEqual(first.headers.map(\.name), ["apns-topic"], "never authorization")
+        XCTAssertEqual(first.warnings, ["w"])
+        XCTAssertEqual(first.notificationID, UUIDValue(high: 0, low: 7).description)
+        XCTAssertEqual(seventh.reason, "BadDeviceToken")
+        XCTAssertEqual(seventh.status, 400)
+        XCTAssertEqual(seventh.atMs, 1_007)
+        XCTAssertNil(last.topic)
+        XCTAssertNil(last.notificationID)
+        XCTAssertEqual(last.warnings, ["a", "b"])
+        XCTAssertEqual(String(decoding: last.payload, as: UTF8.self), #"{"aps":{},"_dId":"c1"}"#)
+        XCTAssertEqual(t.atMs, 5_000)
+        XCTAssertEqual(t.events, 3)
+        XCTAssertEqual(t.latencyMs, 12.345, accuracy: 0.001)
+        XCTAssertEqual(t.error, "timeout")
+        XCTAssertEqual(t.outcome, "retrying")
+        // Three payloads alternate: records after the first few are mostly token and id.
+        XCTAssertLessThan(e.byteCount / 101, 90, "bytes per record")
+    }
+
+    func testRetentionByRecordsAndAge() throws {
+        let now = Clock.nowMs()
+        let j = try Journal(path: nil, durability: .relaxed, retention: .init(maxRecords: 1_000, maxAgeMs: 3_600_000), campaignOf: { _, _ in nil })
+        j.start()
+        for i in 0..<10 {   // ten commits of 300 records each, the oldest two hours old
+            for k in 0..<300 {
+                var r = record(k)
+                r.atMs = i == 0 ? now - 7_200_000 : now
+                j.append(r, loop: nil) {}
+            }
+            usleep(30_000)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline && j.counts().requests > 1_300 { usleep(50_000) }
+        j.stop()
+        let kept = j.counts().requests
+        XCTAssertGreaterThanOrEqual(kept, 1_000, "never below the limit")
+        XCTAssertLessThan(kept, 3_000, "pruned down to the limit, by whole commits")
+        var oldest = Int64.max
+        j.scan { e in oldest = min(oldest, e.atMs); return true }
+        XCTAssertGreaterThanOrEqual(oldest, now, "the two-hour-old records went first")
+        XCTAssertGreaterThan(j.statistics.pruned, 0)
+    }
+
+    func testReportFromRecords() throws {
+        let j = try Journal(path: nil, durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, payload in
+            let s = String(decoding: payload, as: UTF8.self)
+            return s.contains("\"c1\"") ? "c1" : (s.contains("\"c2\"") ? "c2" : nil)
+        })
+        j.start()
+        for i in 0..<30 { j.append(record(i, status: i % 5 == 0 ? 410 : 200, reason: i % 5 == 0 ? "Unregistered" : ""), loop: nil) {} }
+        j.append(TrackingRecord(atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1",
+                                notificationID: UUIDValue(high: 1, low: 7).description, method: "GET", url: "u", status: 200,
+                                outcome: "succeeded", attempt: 1, latencyMs: 1, error: nil))
+        j.stop()
+        let r = j.report()
+        let c1 = try XCTUnwrap(r.campaigns.first { $0.campaign == "c1" })
+        XCTAssertEqual(c1.totals.sent, 10)
+        XCTAssertEqual(c1.rejected, ["Unregistered": 2])   // 10 and 25
+        XCTAssertEqual(c1.tracking["receive"]?.succeeded, 1)
+        XCTAssertEqual(c1.rate("receive"), 1.0 / 8.0)
+        XCTAssertEqual(r.all.totals.sent, 30)
+        XCTAssertEqual(r.all.totals.rejected, 6)
+        XCTAssertEqual(j.report(campaign: "c2").campaigns.map(\.campaign), ["c2"])
+        XCTAssertTrue(r.render(.html).contains("<svg"))
+        XCTAssertTrue(r.render(.text).contains("Unregistered: 2"))
     }
 }

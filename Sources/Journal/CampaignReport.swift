@@ -1,0 +1,212 @@
+import PushCore
+
+/// A campaign dry run summarised from the journal: per campaign (the id the payload carries, or
+/// none), what was sent and how it was answered, and what the devices' SDKs tracked.
+public struct CampaignReport: Sendable {
+    public struct Outcomes: Sendable {
+        public var sent = 0
+        public var accepted = 0
+        public var rejected = 0
+    }
+
+    public struct TrackingCounts: Sendable {
+        /// Events whose first attempt was made.
+        public var fired = 0
+        /// Events delivered (2xx), failed for good, and attempts that failed and were retried.
+        public var succeeded = 0
+        public var failed = 0
+        public var retried = 0
+        public var attempts = 0
+    }
+
+    /// Counts per time bucket (sent, accepted, rejected; tracking events delivered by kind).
+    public struct Timeline: Sendable {
+        public var startMs: Int64 = 0
+        public var bucketMs: Int64 = 1000
+        public var sent: [Int] = []
+        public var accepted: [Int] = []
+        public var rejected: [Int] = []
+        public var tracked: [String: [Int]] = [:]
+    }
+
+    public struct Campaign: Sendable {
+        /// nil: requests whose payload carries no campaign id (and tracking not matched to one).
+        public var campaign: String?
+        public var totals = Outcomes()
+        /// Rejections by APNs reason or FCM errorCode ("HTTP <status>" when the answer had none).
+        public var rejected: [String: Int] = [:]
+        public var byProvider: [String: Outcomes] = [:]
+        public var byPlatform: [String: Outcomes] = [:]
+        public var uniqueDevices = 0
+        public var payloadSizes: [Int] = []
+        public var latenciesUs: [Int64] = []
+        public var tracking: [String: TrackingCounts] = [:]
+        public var firstMs: Int64 = .max
+        public var lastMs: Int64 = .min
+        public var timeline = Timeline()
+
+        /// Delivered tracking events of `event` per accepted request (0 when nothing was accepted).
+        public func rate(_ event: String) -> Double {
+            totals.accepted == 0 ? 0 : Double(tracking[event]?.succeeded ?? 0) / Double(totals.accepted)
+        }
+    }
+
+    public var generatedAtMs: Int64
+    public var sinceMs: Int64
+    public var campaigns: [Campaign]
+    /// Every campaign together.
+    public var all: Campaign
+
+    /// Reads `entries` (in write order) into a report; `campaign`: only that one (nil: all).
+    public static func build(sinceMs: Int64, campaign only: String?, nowMs: Int64,
+                             _ entries: ((JournalEntry) -> Bool) -> Void) -> CampaignReport {
+        var builders: [Builder] = []
+        var index: [String?: Int] = [:]
+        // A notification's campaign by its id, for the tracking attempts its devices made; an FCM
+        // topic or condition send's device records share the first half of the send's id.
+        var byNotification: [UUIDValue: Int32] = [:]
+        var byFanOut: [UInt64: Int32] = [:]
+        let total = Builder(campaign: nil)
+        var unresolved: [TrackingRecord] = []
+        func campaignIndex(_ t: TrackingRecord) -> Int? {
+            let id = UUIDValue.parseCanonicalLowercase(Array(t.notificationID.utf8))
+            return (id.flatMap { byNotification[$0] ?? byFanOut[$0.high] }).map(Int.init)
+        }
+        func builder(_ c: String?) -> Int {
+            if let i = index[c] { return i }
+            builders.append(Builder(campaign: c))
+            index[c] = builders.count - 1
+            return builders.count - 1
+        }
+        entries { e in
+            switch e {
+            case .request(let r):
+                let i = builder(r.campaign)
+                if let id = r.notificationID, let key = UUIDValue.parseCanonicalLowercase(Array(id.utf8)) {
+                    byNotification[key] = Int32(i)
+                    if r.provider == .fcm, r.topic != nil { byFanOut[key.high] = Int32(i) }
+                }
+                if only == nil || r.campaign == only { builders[i].add(r) }
+                total.add(r)
+            case .tracking(let t):
+                // A tracking attempt can be committed before its request (the device fired while
+                // the answer waited for the commit): resolved once everything is read.
+                guard let i = campaignIndex(t) else { unresolved.append(t); return true }
+                if only == nil || builders[i].c.campaign == only { builders[i].add(t) }
+                total.add(t)
+            }
+            return true
+        }
+        for t in unresolved {
+            let i = campaignIndex(t) ?? builder(nil)
+            if only == nil || builders[i].c.campaign == only { builders[i].add(t) }
+            total.add(t)
+        }
+        var list = builders.filter { $0.touched }.map { $0.finish() }
+        if let only { list = list.filter { $0.campaign == only } }
+        let all = only == nil ? total.finish() : (list.first ?? Builder(campaign: only).finish())
+        return CampaignReport(generatedAtMs: nowMs, sinceMs: sinceMs, campaigns: list, all: all)
+    }
+
+    /// Accumulates one campaign.
+    final class Builder {
+        var c: Campaign
+        var tokens = Set<UInt64>()
+        var seconds: [Int64: (sent: Int, accepted: Int, rejected: Int)] = [:]
+        var trackedSeconds: [String: [Int64: Int]] = [:]
+        var touched = false
+
+        init(campaign: String?) { c = Campaign(campaign: campaign) }
+
+        func add(_ r: StoredRequest) {
+            touched = true
+            let ok = r.status == 200
+            c.totals.sent += 1
+            var p = c.byProvider[r.provider.rawValue] ?? Outcomes()
+            var f = c.byPlatform[r.provider == .apns ? "ios" : "android"] ?? Outcomes()
+            p.sent += 1
+            f.sent += 1
+            if ok {
+                c.totals.accepted += 1
+                p.accepted += 1
+                f.accepted += 1
+            } else {
+                c.totals.rejected += 1
+                p.rejected += 1
+                f.rejected += 1
+                c.rejected[r.reason.isEmpty ? "HTTP \(r.status)" : r.reason, default: 0] += 1
+            }
+            c.byProvider[r.provider.rawValue] = p
+            c.byPlatform[r.provider == .apns ? "ios" : "android"] = f
+            tokens.insert(CampaignReport.hash(r.token))
+            c.payloadSizes.append(r.payloadSize)
+            c.latenciesUs.append(r.latencyUs)
+            c.firstMs = min(c.firstMs, r.atMs)
+            c.lastMs = max(c.lastMs, r.atMs)
+            let s = r.atMs / 1000
+            var b = seconds[s] ?? (0, 0, 0)
+            b.sent += 1
+            if ok { b.accepted += 1 } else { b.rejected += 1 }
+            seconds[s] = b
+        }
+
+        func add(_ t: TrackingRecord) {
+            touched = true
+            var k = c.tracking[t.event] ?? TrackingCounts()
+            let n = max(1, t.events)
+            k.attempts += 1
+            if t.attempt <= 1 { k.fired += n }
+            switch t.outcome {
+            case "succeeded":
+                k.succeeded += n
+                trackedSeconds[t.event, default: [:]][t.atMs / 1000, default: 0] += n
+            case "retrying": k.retried += 1
+            default: k.failed += n
+            }
+            c.tracking[t.event] = k
+        }
+
+        func finish() -> Campaign {
+            var out = c
+            out.uniqueDevices = tokens.count
+            out.payloadSizes.sort()
+            out.latenciesUs.sort()
+            // At most 60 buckets over the span, whole seconds.
+            let secs = Array(seconds.keys) + trackedSeconds.values.flatMap(\.keys)
+            guard let lo = secs.min(), let hi = secs.max() else { return out }
+            let width = max(1, (hi - lo + 1 + 59) / 60)
+            let n = Int((hi - lo) / width) + 1
+            var t = Timeline(startMs: lo * 1000, bucketMs: width * 1000, sent: Array(repeating: 0, count: n),
+                             accepted: Array(repeating: 0, count: n), rejected: Array(repeating: 0, count: n))
+            for (s, b) in seconds {
+                let i = Int((s - lo) / width)
+                t.sent[i] += b.sent
+                t.accepted[i] += b.accepted
+                t.rejected[i] += b.rejected
+            }
+            for (event, m) in trackedSeconds {
+                var row = Array(repeating: 0, count: n)
+                for (s, k) in m { row[Int((s - lo) / width)] += k }
+                t.tracked[event] = row
+            }
+            out.timeline = t
+            return out
+        }
+    }
+
+    /// FNV-1a of a token (unique devices are counted by 64-bit hash: no string kept per device).
+    static func hash(_ s: String) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in s.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return h
+    }
+}
+
+extension Array where Element: BinaryInteger {
+    /// The value at percentile `p` (0...100) of a sorted array (nearest rank); 0 when empty.
+    func percentile(_ p: Double) -> Element {
+        guard !isEmpty else { return 0 }
+        let rank = Int((p / 100 * Double(count)).rounded(.up))
+        return self[Swift.min(count - 1, Swift.max(0, rank - 1))]
+    }
+}

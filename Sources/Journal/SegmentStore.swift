@@ -1,0 +1,180 @@
+import CSQLite
+import Synchronization
+
+/// One stored segment: its time range, record counts and encoded records.
+struct Segment: Sendable {
+    var id: Int64
+    var firstMs: Int64
+    var lastMs: Int64
+    var requests: Int
+    var tracking: Int
+    var data: [UInt8]
+}
+
+/// Where segments live. The writer thread is the only one that appends or deletes; readers may
+/// call `read` from any thread.
+protocol SegmentStore: AnyObject, Sendable {
+    /// Appends `segments` in one transaction (one commit: one fsync in WAL mode with `FULL`).
+    func append(_ segments: [SegmentEncoder]) throws
+    /// Segments whose last record is at or after `sinceMs`, in write order (or newest first).
+    func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool)
+    /// Deletes the oldest segments: those that end before `beforeMs`, then as many more as keep at
+    /// least `keepRecords` records. Returns the records deleted.
+    func prune(beforeMs: Int64, keepRecords: Int) throws -> Int
+    func removeAll() throws
+    /// Requests and tracking attempts stored.
+    func totals() -> (requests: Int, tracking: Int)
+}
+
+/// Segments in a SQLite database in WAL mode (64 KiB pages: a segment is written as a few large
+/// pages rather than many small ones).
+final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
+    private let writer: SQLiteDatabase
+    private let insert: SQLiteDatabase.Statement
+    private let path: String
+    private let total = Mutex((requests: 0, tracking: 0))
+
+    static let schema = """
+    CREATE TABLE IF NOT EXISTS segments (
+      id INTEGER PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
+      requests INTEGER NOT NULL, tracking INTEGER NOT NULL, data BLOB NOT NULL);
+    CREATE INDEX IF NOT EXISTS segments_last_ms ON segments(last_ms);
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+    INSERT OR IGNORE INTO meta VALUES ('format', 'pushemu-journal-1');
+    """
+
+    /// `synchronous`: FULL fsyncs the WAL at every commit (strict), NORMAL leaves it to the OS.
+    init(path: String, synchronous: String) throws {
+        writer = try SQLiteDatabase(path: path)
+        self.path = path
+        if (try? writer.prepare("SELECT 1 FROM sqlite_master WHERE name='segments'"))?.step() != SQLITE_ROW {
+            try writer.exec("PRAGMA page_size=65536")
+        }
+        try writer.exec("PRAGMA journal_mode=WAL")
+        try writer.exec("PRAGMA synchronous=\(synchronous)")
+        try writer.exec(SQLiteSegmentStore.schema)
+        insert = try writer.prepare("INSERT INTO segments (first_ms, last_ms, requests, tracking, data) VALUES (?,?,?,?,?)")
+        let s = try writer.prepare("SELECT coalesce(sum(requests),0), coalesce(sum(tracking),0) FROM segments")
+        if s.step() == SQLITE_ROW { total.withLock { $0 = (Int(s.int(0)), Int(s.int(1))) } }
+    }
+
+    func append(_ segments: [SegmentEncoder]) throws {
+        try writer.exec("BEGIN")
+        var r = 0, t = 0
+        for seg in segments where !seg.isEmpty {
+            insert.bind(1, seg.firstMs)
+            insert.bind(2, seg.lastMs)
+            insert.bind(3, Int64(seg.requests))
+            insert.bind(4, Int64(seg.tracking))
+            seg.bytes.withUnsafeBytes { b in _ = pushemu_sqlite3_bind_blob_static(insert.s, 5, b.baseAddress, Int32(b.count)) }
+            let rc = insert.step()
+            insert.reset()
+            if rc != SQLITE_DONE {
+                try? writer.exec("ROLLBACK")
+                throw SQLiteDatabase.SQLiteError(description: "journal write failed: \(writer.message)")
+            }
+            r += seg.requests
+            t += seg.tracking
+        }
+        try writer.exec("COMMIT")
+        total.withLock { $0.requests += r; $0.tracking += t }
+    }
+
+    func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool) {
+        // A connection per read: reads are rare (admin API, reports) and WAL lets them run beside the writer.
+        guard let db = try? SQLiteDatabase(path: path), let s = try? db.prepare("SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id \(newestFirst ? "DESC" : "ASC")")
+        else { return }
+        SQLiteSegmentStore.rows(s, sinceMs: sinceMs, body)
+    }
+
+    /// Reads a journal file without a writer (the CLI's `export` and `report`).
+    static func read(path: String, sinceMs: Int64, _ body: (Segment) -> Bool) throws {
+        let db = try SQLiteDatabase(path: path)
+        let s = try db.prepare("SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id")
+        rows(s, sinceMs: sinceMs, body)
+    }
+
+    private static func rows(_ s: SQLiteDatabase.Statement, sinceMs: Int64, _ body: (Segment) -> Bool) {
+        s.bind(1, sinceMs)
+        while s.step() == SQLITE_ROW {
+            let seg = Segment(id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)),
+                              data: s.blob(5))
+            if !body(seg) { break }
+        }
+    }
+
+    func prune(beforeMs: Int64, keepRecords: Int) throws -> Int {
+        let (r, t) = total.withLock { $0 }
+        var excess = r + t - keepRecords
+        var cutID: Int64 = 0
+        var deleted = (requests: 0, tracking: 0)
+        // Oldest first: whole segments, while they end before the age limit or exceed the row limit.
+        let s = try writer.prepare("SELECT id, last_ms, requests, tracking FROM segments ORDER BY id")
+        while s.step() == SQLITE_ROW {
+            let n = Int(s.int(2) + s.int(3))
+            guard s.int(1) < beforeMs || excess >= n else { break }
+            cutID = s.int(0)
+            excess -= n
+            deleted.requests += Int(s.int(2))
+            deleted.tracking += Int(s.int(3))
+        }
+        s.reset()
+        guard cutID > 0 else { return 0 }
+        try writer.exec("DELETE FROM segments WHERE id <= \(cutID)")
+        total.withLock { $0.requests -= deleted.requests; $0.tracking -= deleted.tracking }
+        return deleted.requests + deleted.tracking
+    }
+
+    func removeAll() throws {
+        try writer.exec("DELETE FROM segments")
+        total.withLock { $0 = (0, 0) }
+    }
+
+    func totals() -> (requests: Int, tracking: Int) { total.withLock { $0 } }
+}
+
+/// Segments kept in memory (`--in-memory`): the same reads and limits, nothing on disk.
+final class MemorySegmentStore: SegmentStore, Sendable {
+    private let segments = Mutex<(list: [Segment], next: Int64)>(([], 1))
+
+    func append(_ encoded: [SegmentEncoder]) throws {
+        segments.withLock { s in
+            for e in encoded where !e.isEmpty {
+                s.list.append(Segment(id: s.next, firstMs: e.firstMs, lastMs: e.lastMs, requests: e.requests, tracking: e.tracking,
+                                      data: e.bytes))
+                s.next += 1
+            }
+        }
+    }
+
+    func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool) {
+        let list = segments.withLock { $0.list }
+        if newestFirst {
+            for seg in list.reversed() where seg.lastMs >= sinceMs { if !body(seg) { return } }
+        } else {
+            for seg in list where seg.lastMs >= sinceMs { if !body(seg) { return } }
+        }
+    }
+
+    func prune(beforeMs: Int64, keepRecords: Int) throws -> Int {
+        segments.withLock { s in
+            var excess = s.list.reduce(0) { $0 + $1.requests + $1.tracking } - keepRecords
+            var cut = 0, deleted = 0
+            for seg in s.list {
+                let n = seg.requests + seg.tracking
+                guard seg.lastMs < beforeMs || excess >= n else { break }
+                cut += 1
+                excess -= n
+                deleted += n
+            }
+            s.list.removeFirst(cut)
+            return deleted
+        }
+    }
+
+    func removeAll() throws { segments.withLock { $0.list.removeAll() } }
+
+    func totals() -> (requests: Int, tracking: Int) {
+        segments.withLock { s in s.list.reduce((0, 0)) { ($0.0 + $1.requests, $0.1 + $1.tracking) } }
+    }
+}
