@@ -37,7 +37,7 @@ struct AdminAPI: Sendable {
                                       devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
                                       notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
                                       faultsFired: rules.reduce(0) { $0 + $1.fired },
-                                      journal: journal.map { let j = $0.statistics; return (j.queued, j.committed, j.batches, j.lastBatch, j.lastCommitUs, j.dropped) })
+                                      journal: journal?.statistics)
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))

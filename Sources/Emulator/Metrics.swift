@@ -1,3 +1,4 @@
+import Journal
 import PushCore
 import Synchronization
 import Tracking
@@ -44,7 +45,7 @@ final class Metrics: Sendable {
     /// The Prometheus text exposition (format 0.0.4).
     func render(openConnections: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
                 notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
-                journal: (queued: Int, committed: UInt64, batches: UInt64, lastBatch: Int, lastCommitUs: UInt64, dropped: UInt64)?) -> String {
+                journal: Journal.Stats?) -> String {
         var requests: [Key: UInt64] = [:]
         var latency: [PushProvider: Histogram] = [:]
         for s in shards {
@@ -130,6 +131,26 @@ final class Metrics: Sendable {
         out += "pushemu_journal_last_commit_seconds \(Double(journal.lastCommitUs) / 1e6)\n"
         help("pushemu_journal_dropped_total", "counter", "Journal records dropped because the queue was full (relaxed records only).")
         out += "pushemu_journal_dropped_total \(journal.dropped)\n"
+        help("pushemu_journal_failed_commits_total", "counter", "Group commits that failed (the answers were still released).")
+        out += "pushemu_journal_failed_commits_total \(journal.failedCommits)\n"
+        help("pushemu_journal_pruned_total", "counter", "Journal records removed by retention.")
+        out += "pushemu_journal_pruned_total \(journal.pruned)\n"
+        help("pushemu_journal_stored_records", "gauge", "Journal records stored, by kind.")
+        out += "pushemu_journal_stored_records{kind=\"request\"} \(journal.storedRequests)\n"
+        out += "pushemu_journal_stored_records{kind=\"tracking\"} \(journal.storedTracking)\n"
+        func plain(_ name: String, _ bounds: [Double], _ counts: [UInt64], _ sum: String) {
+            var c: UInt64 = 0
+            for (i, b) in bounds.enumerated() {
+                c += counts[i]
+                out += "\(name)_bucket{le=\"\(b)\"} \(c)\n"
+            }
+            let total = counts.reduce(0, +)
+            out += "\(name)_bucket{le=\"+Inf\"} \(total)\n\(name)_sum \(sum)\n\(name)_count \(total)\n"
+        }
+        help("pushemu_journal_commit_duration_seconds", "histogram", "Duration of group commits (write and fsync).")
+        plain("pushemu_journal_commit_duration_seconds", Journal.commitBounds, journal.commitSeconds, String(journal.commitSecondsSum))
+        help("pushemu_journal_batch_records", "histogram", "Records per group commit.")
+        plain("pushemu_journal_batch_records", Journal.batchBounds, journal.batchRecords, String(journal.batchRecordsSum))
         return out
     }
 }

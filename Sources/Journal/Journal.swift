@@ -39,7 +39,18 @@ public final class Journal: @unchecked Sendable {
         public var pruned: UInt64 = 0
         public var storedRequests = 0
         public var storedTracking = 0
+        /// Histograms of commit durations (seconds) and of records per commit: counts per bound
+        /// of `commitBounds` / `batchBounds` (not cumulative; the last slot is above every bound).
+        public var commitSeconds = [UInt64](repeating: 0, count: Journal.commitBounds.count + 1)
+        public var commitSecondsSum = 0.0
+        public var batchRecords = [UInt64](repeating: 0, count: Journal.batchBounds.count + 1)
+        public var batchRecordsSum: UInt64 = 0
     }
+
+    public static let commitBounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+    public static let batchBounds = [1.0, 4, 16, 64, 256, 1024, 4096, 16384]
+
+    static func bucket(_ v: Double, _ bounds: [Double]) -> Int { bounds.firstIndex { v <= $0 } ?? bounds.count }
 
     /// What one producer (an event loop; or every other thread together) has waiting for the writer.
     struct Pending {
@@ -223,6 +234,10 @@ public final class Journal: @unchecked Sendable {
             s.batches &+= 1
             s.lastBatch = records
             s.lastCommitUs = us
+            s.commitSeconds[Journal.bucket(Double(us) / 1e6, Journal.commitBounds)] += 1
+            s.commitSecondsSum += Double(us) / 1e6
+            s.batchRecords[Journal.bucket(Double(records), Journal.batchBounds)] += 1
+            s.batchRecordsSum &+= UInt64(records)
         }
     }
 
