@@ -48,17 +48,9 @@ final class SQLiteDatabase {
         deinit { sqlite3_finalize(s) }
 
         func bind(_ i: Int32, _ v: Int64) { sqlite3_bind_int64(s, i, v) }
-        func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(s, i, v) }
-        func bind(_ i: Int32, _ v: String?) {
-            guard var v else { sqlite3_bind_null(s, i); return }
-            v.withUTF8 { b in _ = b.withMemoryRebound(to: CChar.self) { pushemu_sqlite3_bind_text(s, i, $0.baseAddress, Int32($0.count)) } }
-        }
-        func bind(_ i: Int32, bytes: ArraySlice<UInt8>) {
-            bytes.withUnsafeBytes { b in
-                if b.isEmpty { _ = pushemu_sqlite3_bind_text(s, i, "", 0) } else {
-                    _ = b.withMemoryRebound(to: CChar.self) { pushemu_sqlite3_bind_text(s, i, $0.baseAddress, Int32($0.count)) }
-                }
-            }
+        /// Binds bytes without a copy: the caller keeps them alive until the statement is stepped.
+        func bind(_ i: Int32, blob: UnsafeRawBufferPointer) {
+            _ = pushemu_sqlite3_bind_blob_static(s, i, blob.baseAddress, Int32(blob.count))
         }
         @discardableResult
         func step() -> Int32 { sqlite3_step(s) }
@@ -67,15 +59,10 @@ final class SQLiteDatabase {
             sqlite3_clear_bindings(s)
         }
         func int(_ col: Int32) -> Int64 { sqlite3_column_int64(s, col) }
-        func double(_ col: Int32) -> Double { sqlite3_column_double(s, col) }
         func blob(_ col: Int32) -> [UInt8] {
             let n = Int(sqlite3_column_bytes(s, col))
             guard n > 0, let p = sqlite3_column_blob(s, col) else { return [] }
             return Array(UnsafeRawBufferPointer(start: p, count: n))
-        }
-        func text(_ col: Int32) -> String? {
-            guard sqlite3_column_type(s, col) != SQLITE_NULL, let p = sqlite3_column_text(s, col) else { return nil }
-            return String(cString: p)
         }
     }
 }

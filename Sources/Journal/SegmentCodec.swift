@@ -25,10 +25,10 @@ struct SegmentEncoder {
     private var lastCampaign: String?
     private var lastProvider: PushProvider?
 
-    enum Slot: Int {
+    enum Slot: Int, CaseIterable {
         case environment, topic, reason, headers, payload, warnings, campaign
         case preset, event, method, outcome, error
-        static let count = 12
+        static let count = allCases.count
     }
 
     var isEmpty: Bool { requests + tracking == 0 }
@@ -317,17 +317,3 @@ struct SegmentDecoder {
     }
 }
 
-/// Encodes and decodes one segment (for tests of the storage form).
-public struct SegmentEncoderHarness {
-    private var e = SegmentEncoder(baseMs: 0)
-    public init() {}
-    public mutating func append(_ r: RequestRecord) { e.append(r, maxPayload: Journal.maxPayload, campaignOf: { _, _ in nil }) }
-    public mutating func append(_ t: TrackingRecord) { e.append(t) }
-    public var byteCount: Int { e.bytes.count }
-    public func decode() -> [JournalEntry] {
-        var d = SegmentDecoder(e.bytes)
-        var out: [JournalEntry] = []
-        while let x = d.next() { out.append(x) }
-        return out
-    }
-}

@@ -66,7 +66,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             insert.bind(2, seg.lastMs)
             insert.bind(3, Int64(seg.requests))
             insert.bind(4, Int64(seg.tracking))
-            seg.bytes.withUnsafeBytes { b in _ = pushemu_sqlite3_bind_blob_static(insert.s, 5, b.baseAddress, Int32(b.count)) }
+            seg.bytes.withUnsafeBytes { insert.bind(5, blob: $0) }
             let rc = insert.step()
             insert.reset()
             if rc != SQLITE_DONE {

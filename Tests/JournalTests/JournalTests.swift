@@ -1,4 +1,4 @@
-import Journal
+@testable import Journal
 import PushCore
 import Transport
 import XCTest
@@ -70,16 +70,19 @@ extension JournalTests {
     /// The segment encoding: repeated values cost a byte and decode to the same value; absent
     /// and empty stay distinct; tracking attempts keep every field.
     func testSegmentRoundTripAndRepeatedValuesCostLittle() throws {
-        var e = SegmentEncoderHarness()
-        for i in 0..<100 { e.append(record(i, status: i == 7 ? 400 : 200, reason: i == 7 ? "BadDeviceToken" : "")) }
+        var e = SegmentEncoder(baseMs: 0)
+        func add(_ r: RequestRecord) { e.append(r, maxPayload: Journal.maxPayload, campaignOf: { _, _ in nil }) }
+        for i in 0..<100 { add(record(i, status: i == 7 ? 400 : 200, reason: i == 7 ? "BadDeviceToken" : "")) }
         var r = record(100)
         r.topic = nil
         r.notificationID = nil
         r.warnings = ["a", "b"]
-        e.append(r)
+        add(r)
         e.append(TrackingRecord(atMs: 5_000, preset: "braze", event: "open", token: "t", notificationID: "n", method: "POST",
                                 url: "https://x/y", status: 503, outcome: "retrying", attempt: 2, latencyMs: 12.345, error: "timeout", events: 3))
-        let entries = e.decode()
+        var d = SegmentDecoder(e.bytes)
+        var entries: [JournalEntry] = []
+        while let x = d.next() { entries.append(x) }
         XCTAssertEqual(entries.count, 102)
         guard case .request(let first) = entries[0], case .request(let seventh) = entries[7], case .request(let last) = entries[100],
               case .tracking(let t) = entries[101] else { return XCTFail("kinds") }
@@ -101,7 +104,7 @@ extension JournalTests {
         XCTAssertEqual(t.error, "timeout")
         XCTAssertEqual(t.outcome, "retrying")
         // Three payloads alternate: records after the first few are mostly token and id.
-        XCTAssertLessThan(e.byteCount / 101, 90, "bytes per record")
+        XCTAssertLessThan(e.bytes.count / 101, 90, "bytes per record")
     }
 
     func testRetentionByRecordsAndAge() throws {
