@@ -51,7 +51,7 @@ struct APNsService: Sendable {
             let r = FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration)
             let reason = f.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue
             answers.commit(journalRecord(ex, d, now, started, status: r.status, reason: reason, id: nil), ex) { [self] in
-                adapt(ctx, success: false)
+                if adaptiveStreams { APNsService.adapt(ctx, success: false, top: provider.configuration.streamsAfterAuth) }
                 let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
                 answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
             }
@@ -82,12 +82,15 @@ struct APNsService: Sendable {
         let response = provider.response(d, request: request, state: state)
         let status = d.status, reason = d.reason.map { provider.configuration.reasonString($0) } ?? ""
         let raise = d.raiseStreamsTo, goAway = d.goAwayReason, accepted = d.accepted
-        // The answer goes out once the journal holds the record (`--durability strict`).
-        answers.commit(journalRecord(ex, d, now, started, status: status, reason: reason, id: acceptedID), ex) { [self] in
-            let delay = faults.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true)
-            answers.observe(ex, started, status: status, reason: reason, delay: delay)
+        // The answer goes out once the journal holds the record (`--durability strict`). It keeps
+        // only what it uses (it may wait for a commit, and every reference kept costs a retain).
+        let engine = faults.engine, metrics = answers.metrics
+        let adaptTop: UInt32 = adaptiveStreams ? provider.configuration.streamsAfterAuth : 0
+        answers.commit(journalRecord(ex, d, now, started, status: status, reason: reason, id: acceptedID), ex) {
+            let delay = FaultHandling.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true, engine: engine)
+            AnswerRecording.observe(metrics, .apns, ex, started, status: status, reason: reason, delay: delay)
             if let n = raise, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
-            adapt(ctx, success: accepted)
+            if adaptTop > 0 { APNsService.adapt(ctx, success: accepted, top: adaptTop) }
             if let reason = goAway {
                 ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
             }
@@ -113,9 +116,9 @@ struct APNsService: Sendable {
 
     /// `--apns-adaptive-streams`: APNs lowers a connection's stream limit after errors and raises
     /// it again after successes.
-    func adapt(_ ctx: ConnectionContext, success: Bool) {
-        guard adaptiveStreams, ctx.maxConcurrentStreams > 1 || success else { return }
-        let cur = ctx.maxConcurrentStreams, top = provider.configuration.streamsAfterAuth
+    static func adapt(_ ctx: ConnectionContext, success: Bool, top: UInt32) {
+        guard ctx.maxConcurrentStreams > 1 || success else { return }
+        let cur = ctx.maxConcurrentStreams
         if success {
             if cur < top { ctx.setMaxConcurrentStreams(cur + 1) }
         } else {

@@ -17,6 +17,12 @@ struct AnswerRecording: Sendable {
 
     /// Counts the answer: status, reason, and the time since `started` plus any injected delay.
     func observe(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
+        AnswerRecording.observe(metrics, provider, ex, started, status: status, reason: reason, delay: delay)
+    }
+
+    /// `observe` for a deferred answer, which keeps only the metrics.
+    static func observe(_ metrics: Metrics, _ provider: PushProvider, _ ex: Exchange, _ started: UInt64, status: Int, reason: String,
+                        delay: Double) {
         metrics.record(loop: ex.eventLoop.index, provider: provider, status: status, reason: reason,
                        seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
     }

@@ -122,9 +122,11 @@ struct FCMService: Sendable {
         let response = provider.response(d, id: id, nowMs: now)
         let status = d.error?.httpStatus ?? 200, reason = d.error.map { $0.errorCode?.rawValue ?? $0.status } ?? ""
         // The answer goes out once the journal holds the record (`--durability strict`).
-        answers.commit(journalRecord(ex, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil), ex) { [self] in
-            let delay = faults.send(response, ex, effect: fault, provider: .fcm, goAwayJSON: false)
-            answers.observe(ex, started, status: status, reason: reason, delay: delay)
+        // (Keeping only what the answer uses: see APNsService.)
+        let engine = faults.engine, metrics = answers.metrics
+        answers.commit(journalRecord(ex, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil), ex) {
+            let delay = FaultHandling.send(response, ex, effect: fault, provider: .fcm, goAwayJSON: false, engine: engine)
+            AnswerRecording.observe(metrics, .fcm, ex, started, status: status, reason: reason, delay: delay)
         }
     }
 

@@ -40,6 +40,12 @@ struct FaultHandling: Sendable {
     /// delay added, in seconds.
     @discardableResult
     func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool) -> Double {
+        FaultHandling.send(response, ex, effect: effect, provider: provider, goAwayJSON: goAwayJSON, engine: engine)
+    }
+
+    /// `send` for a deferred answer, which keeps only the engine (not the whole `FaultHandling`).
+    static func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool,
+                     engine: FaultEngine) -> Double {
         if effect == nil && engine.shaping.latency.isEmpty { ex.respond(response); return 0 }   // the common case
         var delayMs = 0.0
         var rng = FastRandom(seed: UInt64(bitPattern: Clock.nowMs()) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(ex.eventLoop.index))

@@ -26,8 +26,11 @@ protocol SegmentStore: AnyObject, Sendable {
     func totals() -> (requests: Int, tracking: Int)
 }
 
-/// Segments in a SQLite database in WAL mode (64 KiB pages: a segment is written as a few large
-/// pages rather than many small ones).
+/// Segments in a SQLite database in WAL mode. Pages are 4 KiB: a segment's blob goes into new
+/// overflow pages, so a commit writes about its own bytes plus two small B-tree pages (with
+/// 64 KiB pages every commit rewrote whole 64 KiB leaf and index pages; measured here, the
+/// writer's CPU per strict commit fell by about a quarter with 4 KiB). A checkpoint runs once
+/// the WAL holds 16,384 pages (64 MiB).
 final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     private let writer: SQLiteDatabase
     private let insert: SQLiteDatabase.Statement
@@ -48,10 +51,11 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         writer = try SQLiteDatabase(path: path)
         self.path = path
         if (try? writer.prepare("SELECT 1 FROM sqlite_master WHERE name='segments'"))?.step() != SQLITE_ROW {
-            try writer.exec("PRAGMA page_size=65536")
+            try writer.exec("PRAGMA page_size=4096")
         }
         try writer.exec("PRAGMA journal_mode=WAL")
         try writer.exec("PRAGMA synchronous=\(synchronous)")
+        try writer.exec("PRAGMA wal_autocheckpoint=16384")
         try writer.exec(SQLiteSegmentStore.schema)
         insert = try writer.prepare("INSERT INTO segments (first_ms, last_ms, requests, tracking, data) VALUES (?,?,?,?,?)")
         let s = try writer.prepare("SELECT coalesce(sum(requests),0), coalesce(sum(tracking),0) FROM segments")
