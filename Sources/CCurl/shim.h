@@ -12,6 +12,11 @@ static inline CURLcode pushemu_curl_setopt_header_fn(CURL *h, pushemu_curl_write
 static inline CURLcode pushemu_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode pushemu_curl_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode pushemu_curl_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+typedef int (*pushemu_curl_closesocket_fn)(void *, curl_socket_t);
+static inline CURLcode pushemu_curl_setopt_closesocket(CURL *h, pushemu_curl_closesocket_fn f, void *clientp) {
+    curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, clientp);
+    return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, f);
+}
 static inline CURLMcode pushemu_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
 /* The multi socket interface: libcurl tells the application which sockets to watch (epoll here). */
 typedef int (*pushemu_curl_socket_fn)(CURL *, curl_socket_t, int, void *, void *);

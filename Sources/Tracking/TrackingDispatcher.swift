@@ -168,7 +168,14 @@ final class TrackingLane: @unchecked Sendable {
     // epoll, the wake-up eventfd and libcurl's timer, owned by the lane's thread.
     private let epfd: Int32
     private let wakeFD: Int32
-    private var watched = Set<Int32>()
+    /// Per socket (by fd): the events its epoll registration asks for (0: not registered), and
+    /// whether libcurl wants them now. libcurl stops watching a connection at the end of every
+    /// transfer and watches it again at the next one; the registration is kept in between (an
+    /// idle pooled connection is quiet), so a reused connection costs no epoll_ctl. It goes when
+    /// libcurl closes the socket (`closed`) or when an unwanted event arrives (a server closing
+    /// an idle connection).
+    private var registered: [UInt32] = []
+    private var wanted: [Bool] = []
     private var curlDeadlineNs: UInt64? = nil
     private static let wakeTag = UInt64.max
 
@@ -233,11 +240,19 @@ final class TrackingLane: @unchecked Sendable {
                         _ = read(wakeFD, &v, 8)
                         continue
                     }
+                    let fd = Int32(truncatingIfNeeded: e.data)
+                    if Int(fd) < wanted.count, !wanted[Int(fd)] {
+                        // An idle connection's event (its server closed it): stop watching; libcurl
+                        // finds it dead when it next tries to reuse it.
+                        _ = csys_epoll_del(epfd, fd)
+                        registered[Int(fd)] = 0
+                        continue
+                    }
                     var mask: Int32 = 0
                     if e.events & CSYS_EPOLLIN != 0 { mask |= CURL_CSELECT_IN }
                     if e.events & CSYS_EPOLLOUT != 0 { mask |= CURL_CSELECT_OUT }
                     if e.events & (CSYS_EPOLLERR | CSYS_EPOLLHUP) != 0 { mask |= CURL_CSELECT_ERR }
-                    curl_multi_socket_action(multi, curl_socket_t(Int32(truncatingIfNeeded: e.data)), mask, &running)
+                    curl_multi_socket_action(multi, curl_socket_t(fd), mask, &running)
                 }
             }
             completions()
@@ -248,18 +263,39 @@ final class TrackingLane: @unchecked Sendable {
 
     /// libcurl's socket callback: watch `fd` for what it needs (or stop watching).
     private func watch(_ fd: curl_socket_t, _ what: Int32) {
+        guard fd >= 0 else { return }
+        let i = Int(fd)
+        if i >= registered.count {
+            registered.append(contentsOf: repeatElement(0, count: i + 64 - registered.count))
+            wanted.append(contentsOf: repeatElement(false, count: i + 64 - wanted.count))
+        }
         if what == CURL_POLL_REMOVE {
-            if watched.remove(fd) != nil { _ = csys_epoll_del(epfd, fd) }
+            wanted[i] = false   // the registration stays (see `registered`)
             return
         }
         var ev: UInt32 = 0
         if what == CURL_POLL_IN || what == CURL_POLL_INOUT { ev |= CSYS_EPOLLIN }
         if what == CURL_POLL_OUT || what == CURL_POLL_INOUT { ev |= CSYS_EPOLLOUT }
-        if watched.insert(fd).inserted {
-            _ = csys_epoll_add(epfd, fd, ev, UInt64(UInt32(bitPattern: fd)))
-        } else {
-            _ = csys_epoll_mod(epfd, fd, ev, UInt64(UInt32(bitPattern: fd)))
+        wanted[i] = true
+        guard registered[i] != ev else { return }
+        let data = UInt64(UInt32(bitPattern: fd))
+        if registered[i] == 0 {
+            if csys_epoll_add(epfd, fd, ev, data) != 0 { _ = csys_epoll_mod(epfd, fd, ev, data) }
+        } else if csys_epoll_mod(epfd, fd, ev, data) != 0 {
+            _ = csys_epoll_add(epfd, fd, ev, data)
         }
+        registered[i] = ev
+    }
+
+    /// libcurl closes a socket: its registration goes with it (a new socket may get its number).
+    private func closed(_ fd: curl_socket_t) -> Int32 {
+        let i = Int(fd)
+        if i >= 0 && i < registered.count {
+            if registered[i] != 0 { _ = csys_epoll_del(epfd, fd) }
+            registered[i] = 0
+            wanted[i] = false
+        }
+        return Glibc.close(fd)
     }
 
     private func enqueue(_ job: TrackingJob, now: Int64) {
@@ -306,6 +342,9 @@ final class TrackingLane: @unchecked Sendable {
         pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: id))
         if had == .fresh {
             pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+            pushemu_curl_setopt_closesocket(easy, { clientp, fd in
+                Unmanaged<TrackingLane>.fromOpaque(clientp!).takeUnretainedValue().closed(fd)
+            }, Unmanaged.passUnretained(self).toOpaque())
             pushemu_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, options.timeoutMs)
             pushemu_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs)
             pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n }   // the body is not needed
