@@ -76,8 +76,17 @@ public final class Journal: @unchecked Sendable {
     public let retention: Retention
     /// Campaign id of a payload (set by the composition root: the presets' keys).
     let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
-    /// One shard per event loop, plus the last for every other thread (tracking lanes, tests).
+    /// One shard per event loop, then `otherShards` for every other thread (tracking lanes,
+    /// tests), picked by thread, so the dispatcher's lanes do not contend on one lock.
     private let shards: [Shard]
+    private let loopShards: Int
+    static let otherShards = 4
+
+    /// The calling thread's shard among the others.
+    private var otherShard: Int {
+        let t = UInt64(pthread_self())   // the thread's descriptor address: distinct per live thread
+        return loopShards + Int((t >> 12 ^ t >> 20) % UInt64(Journal.otherShards))
+    }
     private let resets = Mutex<[@Sendable () -> Void]>([])
     private let stats = Mutex(Stats())
     private let sleeping = Atomic<Bool>(false)
@@ -96,7 +105,8 @@ public final class Journal: @unchecked Sendable {
         self.retention = retention
         self.campaignOf = campaignOf
         self.path = path
-        shards = (0...max(1, loops)).map { _ in Shard() }
+        loopShards = max(1, loops)
+        shards = (0..<(loopShards + Journal.otherShards)).map { _ in Shard() }
         if let path {
             store = try SQLiteSegmentStore(path: path, synchronous: durability == .strict ? "FULL" : "NORMAL")
         } else {
@@ -124,7 +134,7 @@ public final class Journal: @unchecked Sendable {
     /// (`.relaxed`). Called on `loop`'s thread.
     public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
         let strict = durability == .strict
-        let shard = loop.map { min($0.index, shards.count - 1) } ?? shards.count - 1
+        let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
             if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: r.atMs) }
             // An answer someone waits for is always kept; otherwise the backlog is bounded.
@@ -142,7 +152,7 @@ public final class Journal: @unchecked Sendable {
     }
 
     public func append(_ t: TrackingRecord) {
-        let kept = shards[shards.count - 1].pending.withLock { p -> Bool in
+        let kept = shards[otherShard].pending.withLock { p -> Bool in
             if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: t.atMs) }
             guard p.encoder!.count < maxQueue else { return false }
             p.encoder!.append(t)
