@@ -375,15 +375,16 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let openDelay = behavior.openDelayMs.draw(&rng)
         let payload = PayloadReader(Array(d.payload))
         // The name the sender got: the apns-id, or FCM's projects/{p}/messages/{id}.
+        let id = d.notificationID.description
         let name = d.messageName ?? (d.provider == .fcm
             ? "projects/\(d.environment ?? "")/messages/" + PushNotification.fcmMessageID(d.notificationID, receivedAtMs: d.receivedAtMs)
-            : d.notificationID.description)
+            : id)
         var events: [(TrackingEvent, Int64)] = []
         if DeviceStore.receiveHookRuns(dev, d) { events.append((.receive, atMs + receiveDelay)) }
         if opens && DeviceStore.visible(dev, d, payload) { events.append((.open, atMs + receiveDelay + openDelay)) }
         for (event, at) in events {
             let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
-                                      notificationID: d.notificationID.description, messageName: name,
+                                      notificationID: id, messageName: name,
                                       receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):

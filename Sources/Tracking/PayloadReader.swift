@@ -1,3 +1,4 @@
+import Glibc
 import PushCore
 
 /// Reads values out of a notification's JSON (an APNs payload or an FCM message) by dotted path.
@@ -20,38 +21,50 @@ public struct PayloadReader: @unchecked Sendable {   // the token buffer is neve
     /// as its JSON text; nil when absent or null.
     public func value(_ path: String) -> String? {
         guard valid else { return nil }
-        return bytes.withUnsafeBytes { raw in
-            PayloadReader.lookup(JSONView(bytes: raw, buffer: tokens), path.split(separator: ".", omittingEmptySubsequences: false)[...])
+        var path = path
+        return path.withUTF8 { p in
+            bytes.withUnsafeBytes { raw in PayloadReader.lookup(JSONView(bytes: raw, buffer: tokens), UnsafeRawBufferPointer(p)) }
         }
     }
 
     public func has(_ path: String) -> Bool { value(path) != nil }
 
-    static func lookup(_ v: JSONView, _ parts: ArraySlice<Substring>) -> String? {
+    /// Walks `path` (dot-separated, empty segments kept, as `split(omittingEmptySubsequences:
+    /// false)` would give them) over the bytes: no segment array, no `String` per key.
+    static func lookup(_ v: JSONView, _ path: UnsafeRawBufferPointer) -> String? {
         var i = 0
-        var rest = parts
-        while let key = rest.first {
+        var start = 0
+        while start <= path.count {
+            var end = start
+            while end < path.count && path[end] != UInt8(ascii: ".") { end += 1 }
+            let key = UnsafeRawBufferPointer(rebasing: path[start..<end])
             switch v.tokens[i].kind {
             case .object:
                 var found: Int?
                 v.forEachMember(i) { k, val in
-                    if found == nil && (v.tokens[k].escaped ? v.string(k) == key : v.raw(k).elementsEqual(key.utf8)) { found = val }
+                    guard found == nil else { return }
+                    if v.tokens[k].escaped {
+                        if v.string(k) == String(decoding: key, as: UTF8.self) { found = val }
+                    } else {
+                        let r = v.raw(k)
+                        if r.count == key.count && (key.isEmpty || memcmp(r.baseAddress!, key.baseAddress!, key.count) == 0) { found = val }
+                    }
                 }
                 guard let f = found else { return nil }
                 i = f
             case .array:
-                guard let n = Int(key), n >= 0 else { return nil }
+                guard let n = Int(String(decoding: key, as: UTF8.self)), n >= 0 else { return nil }
                 var idx = 0, found: Int?
                 v.forEachElement(i) { e in if idx == n { found = e }; idx += 1 }
                 guard let f = found else { return nil }
                 i = f
             case .string:
                 // A JSON document inside a string: parse it and go on.
-                return PayloadReader(Array(v.string(i).utf8)).value(rest.joined(separator: "."))
+                return PayloadReader(Array(v.string(i).utf8)).value(String(decoding: path[start...], as: UTF8.self))
             default:
                 return nil
             }
-            rest = rest.dropFirst()
+            start = end + 1
         }
         switch v.tokens[i].kind {
         case .null: return nil

@@ -23,13 +23,24 @@ public enum TrackingPresets {
                                 notBeforeMs: ctx.atMs + delayMs, batch: batch)
             return .job(j)
         }
-        let base = c.url.hasSuffix("/") ? String(c.url.dropLast()) : c.url
+        let base = c.url.utf8.last == UInt8(ascii: "/") ? String(c.url.dropLast()) : c.url
         switch c.preset {
         case "adobe-campaign":
             guard let mId = ctx.appValue("_mId"), let dId = ctx.appValue("_dId") else { return .skip("adobe-campaign needs _mId and _dId") }
             guard let hex = AdobeIDs.hex(mId) else { return .skip("adobe-campaign: _mId '\(mId)' is neither a UUID nor a decimal id") }
-            let tag = ctx.event == .receive ? (c.options["tagReceive"] ?? "1") : (c.options["tagOpen"] ?? "2")
-            return make(TrackingRequest(method: "GET", url: "\(base)/r/?id=h\(hex),\(dId),\(tag)"))
+            let receive = ctx.event == .receive
+            let tag = c.options.isEmpty ? (receive ? "1" : "2")
+                : receive ? (c.options["tagReceive"] ?? "1") : (c.options["tagOpen"] ?? "2")
+            // {base}/r/?id=h{hex},{dId},{tag}, appended into one reserved buffer (campaign rate: once per device).
+            var url = base
+            url.reserveCapacity(base.utf8.count + hex.utf8.count + dId.utf8.count + tag.utf8.count + 10)
+            url += "/r/?id=h"
+            url += hex
+            url += ","
+            url += dId
+            url += ","
+            url += tag
+            return make(TrackingRequest(method: "GET", url: url))
 
         case "pushwoosh":
             guard ctx.appValue("pw_msg") != nil else { return .skip("pushwoosh needs pw_msg") }

@@ -15,6 +15,28 @@ final class TrackingPresetTests: XCTestCase {
         return nil
     }
 
+    /// Dotted paths: members (escaped keys too), array indexes, JSON inside strings, empty
+    /// segments, null and absent values.
+    func testPayloadPaths() {
+        let p = PayloadReader(Array(#"{"a":{"b":[10,{"c":"x"}],"k\u0065y":"esc","":{"":"empty"}},"s":"{\"i\":\"in\",\"n\":{\"m\":3}}","z":null,"t":true,"o":{"x":1}}"#.utf8))
+        XCTAssertEqual(p.value("a.b.0"), "10")
+        XCTAssertEqual(p.value("a.b.1.c"), "x")
+        XCTAssertNil(p.value("a.b.2"))
+        XCTAssertNil(p.value("a.b.x"))
+        XCTAssertEqual(p.value("a.key"), "esc")
+        XCTAssertEqual(p.value("a.."), "empty")
+        XCTAssertEqual(p.value("s.i"), "in")
+        XCTAssertEqual(p.value("s.n.m"), "3")
+        XCTAssertEqual(p.value("s.n"), #"{"m":3}"#)
+        XCTAssertNil(p.value("z"))
+        XCTAssertEqual(p.value("t"), "true")
+        XCTAssertEqual(p.value("o"), #"{"x":1}"#)
+        XCTAssertNil(p.value("a.missing"))
+        XCTAssertNil(p.value("t.x"))
+        XCTAssertNil(p.value("ab"))
+        XCTAssertNil(PayloadReader(Array("not json".utf8)).value("a"))
+    }
+
     func testAdobeTestVectors() {
         XCTAssertEqual(AdobeIDs.hex("12345"), "3039")
         XCTAssertEqual(AdobeIDs.hex("-1"), "ffffffff")
