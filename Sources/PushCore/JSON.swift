@@ -173,11 +173,11 @@ public enum JSONParser {
     /// Parses `bytes` into `buffer` (emptied first). Returns nil on success.
     public static func parse(_ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
                              limits: JSONLimits = JSONLimits()) -> JSONError? {
-        buffer.count = 0
-        var p = Parser(b: bytes, limits: limits)
+        var p = Parser(b: bytes, limits: limits, buffer: buffer)
+        defer { buffer.count = p.count }
         do {
             p.skipWS()
-            try p.value(buffer, depth: 0)
+            try p.value(depth: 0)
             p.skipWS()
             if p.i != bytes.count { throw JSONError(offset: p.i, message: "unexpected data after the JSON value") }
             return nil
@@ -208,10 +208,42 @@ public enum JSONParser {
         return parse(bytes, into: &tokens) == nil
     }
 
+    /// Writes tokens straight into the buffer's memory: no reference counting per token (the
+    /// buffer is only touched to grow, and gets its count back when the parse ends).
     struct Parser {
         let b: UnsafeRawBufferPointer
         let limits: JSONLimits
+        let buffer: Unmanaged<JSONTokenBuffer>
+        var base: UnsafeMutablePointer<JSONToken>
+        var capacity: Int
+        var count = 0
         var i = 0
+
+        init(b: UnsafeRawBufferPointer, limits: JSONLimits, buffer: JSONTokenBuffer) {
+            self.b = b
+            self.limits = limits
+            self.buffer = Unmanaged.passUnretained(buffer)
+            base = buffer.base
+            capacity = buffer.capacity
+        }
+
+        @inline(__always)
+        mutating func append(_ token: JSONToken) {
+            if count == capacity { grow() }
+            base[count] = token
+            count += 1
+        }
+
+        @inline(never)
+        mutating func grow() {
+            let n = count
+            buffer._withUnsafeGuaranteedRef { t in
+                t.count = n
+                t.grow()
+                base = t.base
+                capacity = t.capacity
+            }
+        }
 
         @inline(__always)
         mutating func skipWS() {
@@ -223,29 +255,29 @@ public enum JSONParser {
 
         func fail(_ m: String) -> JSONError { JSONError(offset: i, message: m) }
 
-        mutating func value(_ t: JSONTokenBuffer, depth: Int) throws {
+        mutating func value(depth: Int) throws {
             guard i < b.count else { throw fail("unexpected end of JSON") }
-            if t.count >= limits.maxTokens { throw fail("too many JSON values") }
+            if count >= limits.maxTokens { throw fail("too many JSON values") }
             switch b[i] {
-            case UInt8(ascii: "{"): try object(t, depth: depth + 1)
-            case UInt8(ascii: "["): try array(t, depth: depth + 1)
-            case UInt8(ascii: "\""): try string(t)
-            case UInt8(ascii: "t"): try literal(t, "true", .true)
-            case UInt8(ascii: "f"): try literal(t, "false", .false)
-            case UInt8(ascii: "n"): try literal(t, "null", .null)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(t)
+            case UInt8(ascii: "{"): try object(depth: depth + 1)
+            case UInt8(ascii: "["): try array(depth: depth + 1)
+            case UInt8(ascii: "\""): try string()
+            case UInt8(ascii: "t"): try literal("true", .true)
+            case UInt8(ascii: "f"): try literal("false", .false)
+            case UInt8(ascii: "n"): try literal("null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
             default: throw fail("unexpected character")
             }
         }
 
-        mutating func literal(_ t: JSONTokenBuffer, _ word: StaticString, _ kind: JSONToken.Kind) throws {
+        mutating func literal(_ word: StaticString, _ kind: JSONToken.Kind) throws {
             let n = word.utf8CodeUnitCount
             guard i + n <= b.count, UnsafeRawBufferPointer(rebasing: b[i..<(i + n)]).equals(word) else { throw fail("invalid literal") }
-            t.append(JSONToken(kind: kind, start: Int32(i), end: Int32(i + n), next: Int32(t.count + 1), count: 0, escaped: false))
+            append(JSONToken(kind: kind, start: Int32(i), end: Int32(i + n), next: Int32(count + 1), count: 0, escaped: false))
             i += n
         }
 
-        mutating func number(_ t: JSONTokenBuffer) throws {
+        mutating func number() throws {
             let s = i
             if b[i] == UInt8(ascii: "-") { i += 1 }
             guard i < b.count else { throw fail("invalid number") }
@@ -269,11 +301,11 @@ public enum JSONParser {
                 while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
                 if i == e { throw fail("invalid number: digits expected in exponent") }
             }
-            t.append(JSONToken(kind: .number, start: Int32(s), end: Int32(i), next: Int32(t.count + 1), count: 0, escaped: false))
+            append(JSONToken(kind: .number, start: Int32(s), end: Int32(i), next: Int32(count + 1), count: 0, escaped: false))
         }
 
         @inline(__always)
-        mutating func string(_ t: JSONTokenBuffer) throws {
+        mutating func string() throws {
             i += 1
             let s = i
             var escaped = false
@@ -315,7 +347,7 @@ public enum JSONParser {
                 }
                 try utf8Sequence()
             }
-            t.append(JSONToken(kind: .string, start: Int32(s), end: Int32(i), next: Int32(t.count + 1), count: 0, escaped: escaped))
+            append(JSONToken(kind: .string, start: Int32(s), end: Int32(i), next: Int32(count + 1), count: 0, escaped: escaped))
             i += 1
         }
 
@@ -343,10 +375,10 @@ public enum JSONParser {
             i += need + 1
         }
 
-        mutating func object(_ t: JSONTokenBuffer, depth: Int) throws {
+        mutating func object(depth: Int) throws {
             if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
-            let me = t.count
-            t.append(JSONToken(kind: .object, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
+            let me = count
+            append(JSONToken(kind: .object, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
             i += 1
             skipWS()
             var n: Int32 = 0
@@ -355,12 +387,12 @@ public enum JSONParser {
             } else {
                 while true {
                     guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("object key expected") }
-                    try string(t)
+                    try string()
                     skipWS()
                     guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("':' expected") }
                     i += 1
                     skipWS()
-                    try value(t, depth: depth)
+                    try value(depth: depth)
                     n += 1
                     skipWS()
                     guard i < b.count else { throw fail("unterminated object") }
@@ -369,15 +401,15 @@ public enum JSONParser {
                     throw fail("',' or '}' expected")
                 }
             }
-            t.base[me].end = Int32(i)
-            t.base[me].next = Int32(t.count)
-            t.base[me].count = n
+            base[me].end = Int32(i)
+            base[me].next = Int32(count)
+            base[me].count = n
         }
 
-        mutating func array(_ t: JSONTokenBuffer, depth: Int) throws {
+        mutating func array(depth: Int) throws {
             if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
-            let me = t.count
-            t.append(JSONToken(kind: .array, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
+            let me = count
+            append(JSONToken(kind: .array, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
             i += 1
             skipWS()
             var n: Int32 = 0
@@ -385,7 +417,7 @@ public enum JSONParser {
                 i += 1
             } else {
                 while true {
-                    try value(t, depth: depth)
+                    try value(depth: depth)
                     n += 1
                     skipWS()
                     guard i < b.count else { throw fail("unterminated array") }
@@ -394,9 +426,9 @@ public enum JSONParser {
                     throw fail("',' or ']' expected")
                 }
             }
-            t.base[me].end = Int32(i)
-            t.base[me].next = Int32(t.count)
-            t.base[me].count = n
+            base[me].end = Int32(i)
+            base[me].next = Int32(count)
+            base[me].count = n
         }
     }
 

@@ -56,6 +56,35 @@ final class JSONTests: XCTestCase {
         }
     }
 
+    /// A document with far more values than the buffer starts with: the buffer grows mid-parse
+    /// and every token (including the containers' `next` and `count`, written after their
+    /// children) lands where it belongs; a reused buffer is emptied first.
+    func testTokenBufferGrowsDuringAParse() {
+        let items = (0..<500).map { "{\"k\($0)\":[\($0),\"v\"]}" }.joined(separator: ",")
+        let doc = Array("{\"list\":[\(items)],\"end\":true}".utf8)
+        let buffer = JSONTokenBuffer(capacity: 8)
+        XCTAssertNil(doc.withUnsafeBytes { JSONParser.parse($0, into: buffer) })
+        // object, "list", array, 500 x (object, key, array, number, string), "end", true
+        XCTAssertEqual(buffer.tokens.count, 3 + 500 * 5 + 2)
+        doc.withUnsafeBytes { raw in
+            let v = JSONView(bytes: raw, buffer: buffer)
+            guard let list = v.member(0, "list") else { return XCTFail("list") }
+            XCTAssertEqual(v.tokens[list].count, 500)
+            XCTAssertEqual(Int(v.tokens[list].next), 3 + 500 * 5)
+            var n = 0
+            v.forEachElement(list) { e in
+                v.forEachMember(e) { _, arr in
+                    XCTAssertEqual(v.integer(Int(v.tokens[arr].next) - 2), n)
+                }
+                n += 1
+            }
+            XCTAssertEqual(n, 500)
+            XCTAssertTrue(v.rawEquals(Int(v.tokens[0].next) - 1, "true"))
+        }
+        XCTAssertNil(Array("[1]".utf8).withUnsafeBytes { JSONParser.parse($0, into: buffer) })
+        XCTAssertEqual(buffer.tokens.count, 2)
+    }
+
     func testSurrogatePairsAndLoneSurrogates() {
         var tokens: [JSONToken] = []
         let text = Array(#"["\ud83d\ude00", "\ud800"]"#.utf8)
