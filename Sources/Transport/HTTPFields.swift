@@ -1,4 +1,5 @@
 import Glibc
+
 /// An ordered list of header fields kept in one flat byte buffer.
 ///
 /// Names are stored lowercase. Duplicates are kept in arrival order (providers need to see them).
@@ -11,7 +12,12 @@ public struct HTTPFields: Sendable {
         @usableFromInline var valueLength: Int32
     }
 
+    /// Names and values back to back. Only the first `used` bytes are fields: the array is grown
+    /// in zero-filled steps and then written with memcpy, because appending a header's bytes
+    /// through `Array.append(contentsOf:)` cost about 120 instructions a call (1.7k per APNs
+    /// request, measured with callgrind).
     @usableFromInline var storage: [UInt8] = []
+    @usableFromInline var used = 0
     @usableFromInline var entries: [Entry] = []
 
     public init() {}
@@ -26,7 +32,7 @@ public struct HTTPFields: Sendable {
 
     /// Empties the list, keeping its capacity.
     public mutating func removeAll() {
-        storage.removeAll(keepingCapacity: true)
+        used = 0   // the bytes stay, to be overwritten
         entries.removeAll(keepingCapacity: true)
     }
 
@@ -44,7 +50,7 @@ public struct HTTPFields: Sendable {
     public var isEmpty: Bool { entries.isEmpty }
 
     /// Total bytes of names and values (what header-size limits count).
-    public var byteCount: Int { storage.count }
+    public var byteCount: Int { used }
 
     public func name(at i: Int) -> ArraySlice<UInt8> {
         let e = entries[i]
@@ -88,7 +94,7 @@ public struct HTTPFields: Sendable {
 
     /// Appends a field; the name is lowercased.
     public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let ns = storage.count
+        let ns = used
         addLowercase(name: name, value: value)
         for i in ns..<(ns + name.count) { storage[i] = asciiLower(storage[i]) }
     }
@@ -96,10 +102,15 @@ public struct HTTPFields: Sendable {
     /// Appends a field whose name is known to be lowercase already (HTTP/2, which nghttp2 checks).
     @inline(__always)
     mutating func addLowercase(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let ns = storage.count
-        // Typed buffers take Array's memcpy path; raw buffers are copied byte by byte.
-        storage.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
-        storage.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
+        let ns = used, end = ns + name.count + value.count
+        if end > storage.count {
+            storage.append(contentsOf: repeatElement(0, count: max(end, storage.count * 2, 256) - storage.count))
+        }
+        storage.withUnsafeMutableBytes { s in
+            if !name.isEmpty { memcpy(s.baseAddress! + ns, name.baseAddress!, name.count) }
+            if !value.isEmpty { memcpy(s.baseAddress! + ns + name.count, value.baseAddress!, value.count) }
+        }
+        used = end
         entries.append(Entry(nameStart: Int32(ns), nameLength: Int32(name.count),
                              valueStart: Int32(ns + name.count), valueLength: Int32(value.count)))
     }
@@ -158,7 +169,7 @@ public struct HTTPFields: Sendable {
     /// The raw parts: the name/value bytes and the index (16 bytes per field: name start, name
     /// length, value start, value length as Int32). For copying a field list as one block.
     public func withRawParts<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
-        storage.withUnsafeBytes { s in entries.withUnsafeBytes { e in body(s, e) } }
+        storage.withUnsafeBytes { s in entries.withUnsafeBytes { e in body(UnsafeRawBufferPointer(rebasing: s[0..<used]), e) } }
     }
 
     /// Name/value pairs as Strings (tests, logs, admin API).
