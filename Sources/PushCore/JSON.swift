@@ -316,7 +316,10 @@ public enum JSONParser {
                     let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
                     let q = w ^ 0x2222_2222_2222_2222, bs = w ^ 0x5C5C_5C5C_5C5C_5C5C
                     let special = ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | (w &- 0x2020_2020_2020_2020) | w
-                    if special & highs != 0 { break }
+                    let hit = special & highs
+                    // The lowest flagged byte is always a real one (borrows only flag bytes above
+                    // it): go straight to it.
+                    if hit != 0 { i += hit.trailingZeroBitCount >> 3; break }
                     i += 8
                 }
                 while i < b.count {

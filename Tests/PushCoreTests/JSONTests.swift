@@ -85,6 +85,28 @@ final class JSONTests: XCTestCase {
         XCTAssertEqual(buffer.tokens.count, 2)
     }
 
+    /// The 8-bytes-at-a-time string scan stops exactly at the first quote, backslash, control
+    /// byte or non-ASCII byte wherever it falls in the word.
+    func testStringScanFindsEverySpecialByteAtEveryOffset() {
+        for n in 0..<24 {
+            let plain = String(repeating: "a", count: n)
+            for (special, valid) in [("\\\"", true), ("\\n", true), ("é", true), ("\u{01}", false), ("\u{1F}", false)] {
+                let doc = Array("[\"\(plain)\(special)bcdefghijklmnop\",1]".utf8)
+                let buffer = JSONTokenBuffer(capacity: 4)
+                let error = doc.withUnsafeBytes { JSONParser.parse($0, into: buffer) }
+                XCTAssertEqual(error == nil, valid, "offset \(n), \(special.debugDescription)")
+                guard valid else { continue }
+                XCTAssertEqual(buffer.tokens.count, 3)
+                doc.withUnsafeBytes { raw in
+                    XCTAssertEqual(JSONView(bytes: raw, buffer: buffer).string(1),
+                                   plain + (special == "\\\"" ? "\"" : special == "\\n" ? "\n" : special) + "bcdefghijklmnop")
+                }
+            }
+            let unterminated = Array("[\"\(plain)".utf8)
+            XCTAssertNotNil(unterminated.withUnsafeBytes { JSONParser.parse($0, into: JSONTokenBuffer()) })
+        }
+    }
+
     func testSurrogatePairsAndLoneSurrogates() {
         var tokens: [JSONToken] = []
         let text = Array(#"["\ud83d\ude00", "\ud800"]"#.utf8)
