@@ -239,7 +239,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let defaultTracking = configuration.defaultTracking != nil
         let pendingLimit = configuration.pendingLimit
 
-        enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(SimDevice?, fleet: Int?) }
+        /// A device copied out for its SDK rides in a box: the outcome stays a few words, not a
+        /// whole device record copied at every return (measured: 500 instructions of memcpy per push).
+        final class Copied { let device: SimDevice; init(_ d: SimDevice) { device = d } }
+        enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(Copied?, fleet: Int?) }
         // One dictionary lookup: everything happens on the record found at that index.
         func work(_ m: inout [TokenKey: SimDevice], _ i: Dictionary<TokenKey, SimDevice>.Index, fleetTracks: Bool) -> Outcome {
             // One in-place access to the record (no copies of the device struct).
@@ -260,7 +263,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
                 // Copy the device out only when some SDK could report.
                 let track = tracks && (dev.tracking != nil || fleetTracks || defaultTracking || dev.fleet != nil)
-                return .delivered(track ? dev : nil, fleet: dev.fleet)
+                return .delivered(track ? Copied(dev) : nil, fleet: dev.fleet)
             }
             return onRecord(&m.values[i])
         }
@@ -293,7 +296,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             counters.delivered.add(1, ordering: .relaxed)
             guard let dev else { return }
             if fleetSpec == nil, let n = fleet { fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
-            track(dev, d, fleet: fleetSpec, atMs: d.receivedAtMs)
+            track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs)
         default: break
         }
     }
