@@ -124,7 +124,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetSpec, Int)? {
         guard let (n, index) = codec.claim(token, platform: platform) else { return nil }
         guard let f = fleets.withLock({ n >= 1 && n <= $0.count ? $0[n - 1] : nil }), f.platform == platform, index < f.count else { return nil }
-        guard Bytes.equal(token, Array(self.token(f, index: index).utf8)) else { return nil }
+        let expected = f.platform == .ios ? codec.apnsTokenBytes(fleet: f.number, secret: f.secret, index: index)
+                                          : codec.fcmTokenBytes(fleet: f.number, secret: f.secret, index: index)
+        guard Bytes.equal(token, expected) else { return nil }
         return (f, index)
     }
 

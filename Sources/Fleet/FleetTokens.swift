@@ -38,29 +38,49 @@ public struct FleetTokens: Sendable {
 
     /// `n` bytes of keyed hash for (fleet secret, index).
     static func tail(_ secret: UInt64, _ index: Int, _ n: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(n + 8)
+        var out = [UInt8](repeating: 0, count: n)
         var ctr: UInt64 = 0
-        while out.count < n {
+        var k = 0
+        while k < n {
             var w = mix(secret ^ mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
-            for _ in 0..<8 { out.append(UInt8(truncatingIfNeeded: w)); w >>= 8 }
+            for _ in 0..<8 where k < n { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
             ctr += 1
         }
-        return Array(out.prefix(n))
+        return out
     }
 
     static let hex = Array("0123456789abcdef".utf8)
     static let b64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     public func apnsToken(fleet: Int, secret: UInt64, index: Int) -> String {
-        var bytes: [UInt8] = []
+        String(decoding: apnsTokenBytes(fleet: fleet, secret: secret, index: index), as: UTF8.self)
+    }
+
+    /// The token's 64 hex characters (built in place: recognising a fleet member compares these).
+    func apnsTokenBytes(fleet: Int, secret: UInt64, index: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
         var h = header(fleet: fleet, index: index)
-        for _ in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: h >> 56)); h <<= 8 }
-        bytes += FleetTokens.tail(secret, index, 24)
-        return String(decoding: bytes.flatMap { [FleetTokens.hex[Int($0 >> 4)], FleetTokens.hex[Int($0 & 15)]] }, as: UTF8.self)
+        var k = 0
+        for _ in 0..<8 {
+            let b = Int(h >> 56)
+            out[k] = FleetTokens.hex[b >> 4]
+            out[k + 1] = FleetTokens.hex[b & 15]
+            k += 2
+            h <<= 8
+        }
+        for b in FleetTokens.tail(secret, index, 24) {
+            out[k] = FleetTokens.hex[Int(b >> 4)]
+            out[k + 1] = FleetTokens.hex[Int(b & 15)]
+            k += 2
+        }
+        return out
     }
 
     public func fcmToken(fleet: Int, secret: UInt64, index: Int) -> String {
+        String(decoding: fcmTokenBytes(fleet: fleet, secret: secret, index: index), as: UTF8.self)
+    }
+
+    func fcmTokenBytes(fleet: Int, secret: UInt64, index: Int) -> [UInt8] {
         // 22 characters = 132 bits: the 64-bit header, then 68 bits of keyed hash.
         let h = header(fleet: fleet, index: index)
         let t = FleetTokens.tail(secret, index, 110)
@@ -73,7 +93,7 @@ public struct FleetTokens: Sendable {
         var s = bits.map { FleetTokens.b64[Int($0)] }
         s += Array(":APA91b".utf8)
         for i in 0..<134 { s.append(FleetTokens.b64[Int(t[12 + (i % 98)] >> 2 ^ UInt8(i & 63)) & 63]) }
-        return String(decoding: s, as: UTF8.self)
+        return s
     }
 
     /// The (fleet, index) a token claims, before checking it against the fleet's secret.
