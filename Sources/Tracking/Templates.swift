@@ -137,14 +137,27 @@ public enum AdobeIDs {
     public static func hex(_ mId: String) -> String? {
         if isUUID(mId) { return mId }
         guard let n = Int64(mId) else { return nil }
-        if n >= 0 { return String(n, radix: 16) }
-        if n >= Int64(Int32.min) { return String(UInt32(bitPattern: Int32(n)), radix: 16) }
-        return String(UInt64(bitPattern: n), radix: 16)
+        if n >= 0 { return lowerHex(UInt64(n)) }
+        if n >= Int64(Int32.min) { return lowerHex(UInt64(UInt32(bitPattern: Int32(n)))) }
+        return lowerHex(UInt64(bitPattern: n))
+    }
+
+    /// `String(v, radix: 16)` without its generic formatting (once per tracked notification).
+    static func lowerHex(_ v: UInt64) -> String {
+        let digits = max(1, (67 - v.leadingZeroBitCount) / 4)
+        return String(unsafeUninitializedCapacity: digits) { out in
+            var v = v
+            for k in stride(from: digits - 1, through: 0, by: -1) {
+                out[k] = UInt8(ascii: "0") + UInt8(v & 15) + (v & 15 >= 10 ? 39 : 0)
+                v >>= 4
+            }
+            return digits
+        }
     }
 
     static func isUUID(_ s: String) -> Bool {
+        guard s.utf8.count == 36 else { return false }
         let b = Array(s.utf8)
-        guard b.count == 36 else { return false }
         for (i, c) in b.enumerated() {
             if i == 8 || i == 13 || i == 18 || i == 23 { if c != UInt8(ascii: "-") { return false }; continue }
             guard (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46) else { return false }

@@ -40,6 +40,11 @@ final class TrackingPresetTests: XCTestCase {
     func testAdobeTestVectors() {
         XCTAssertEqual(AdobeIDs.hex("12345"), "3039")
         XCTAssertEqual(AdobeIDs.hex("-1"), "ffffffff")
+        for n: Int64 in [0, 1, 9, 10, 15, 16, 255, 4095, 4096, 0xFFFF_FFFF, 0x1_0000_0000, Int64.max, -2_147_483_648, -2_147_483_649, Int64.min] {
+            let expected = n >= 0 ? String(n, radix: 16)
+                : n >= Int64(Int32.min) ? String(UInt32(bitPattern: Int32(n)), radix: 16) : String(UInt64(bitPattern: n), radix: 16)
+            XCTAssertEqual(AdobeIDs.hex(String(n)), expected, "\(n)")
+        }
         XCTAssertEqual(AdobeIDs.hex("255"), "ff")
         XCTAssertEqual(AdobeIDs.hex("2147483647"), "7fffffff")
         XCTAssertEqual(AdobeIDs.hex("-2"), "fffffffe")
