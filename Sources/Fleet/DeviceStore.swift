@@ -111,8 +111,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public var allFleets: [FleetSpec] { fleets.withLock { $0 } }
 
     public func token(_ f: FleetSpec, index: Int) -> String {
-        f.platform == .ios ? codec.apnsToken(fleet: f.number, secret: f.secret, index: index)
-                           : codec.fcmToken(fleet: f.number, secret: f.secret, index: index)
+        String(decoding: tokenBytes(f, index: index), as: UTF8.self)
+    }
+
+    func tokenBytes(_ f: FleetSpec, index: Int) -> [UInt8] {
+        f.platform == .ios ? codec.apnsTokenBytes(fleet: f.number, secret: f.secret, index: index)
+                           : codec.fcmTokenBytes(fleet: f.number, secret: f.secret, index: index)
     }
 
     public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
@@ -124,9 +128,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetSpec, Int)? {
         guard let (n, index) = codec.claim(token, platform: platform) else { return nil }
         guard let f = fleets.withLock({ n >= 1 && n <= $0.count ? $0[n - 1] : nil }), f.platform == platform, index < f.count else { return nil }
-        let expected = f.platform == .ios ? codec.apnsTokenBytes(fleet: f.number, secret: f.secret, index: index)
-                                          : codec.fcmTokenBytes(fleet: f.number, secret: f.secret, index: index)
-        guard Bytes.equal(token, expected) else { return nil }
+        guard Bytes.equal(token, tokenBytes(f, index: index)) else { return nil }
         return (f, index)
     }
 
