@@ -71,8 +71,8 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             insert.bind(2, seg.lastMs)
             insert.bind(3, Int64(seg.requests))
             insert.bind(4, Int64(seg.tracking))
-            seg.bytes.withUnsafeBytes { insert.bind(5, blob: $0) }
-            let rc = insert.step()
+            // SQLite reads the blob during the step (bound without a copy), so both run inside.
+            let rc = seg.withBytes { insert.bind(5, blob: $0); return insert.step() }
             insert.reset()
             if rc != SQLITE_DONE {
                 try? writer.exec("ROLLBACK")

@@ -107,6 +107,79 @@ extension JournalTests {
         XCTAssertLessThan(e.bytes.count / 101, 90, "bytes per record")
     }
 
+    /// Tokens: lowercase hex of even length is packed to bytes and reads back exactly; every
+    /// other form (uppercase, odd length, FCM, a stray non-hex byte at each position) is kept as
+    /// text. Kept headers: only apns-*, x-*, content-type, in order, repeated ones cost a byte,
+    /// and a list too large for the fast path still round-trips. Format 1 segments still read.
+    func testTokenFormsHeadersAndFormatOne() throws {
+        let hex = "f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820"
+        var tokens = [hex, hex.uppercased(), String(hex.dropLast()), "ab", "a", "", "dGhpc2lz:APA91bHPRgk-_x",
+                      String(repeating: "0f", count: 100)]
+        for k in [0, 1, 31, 62, 63] {   // one non-hex (or uppercase) byte at several positions
+            var b = Array(hex.utf8)
+            b[k] = k % 2 == 0 ? UInt8(ascii: "g") : UInt8(ascii: "A")
+            tokens.append(String(decoding: b, as: UTF8.self))
+        }
+        var e = SegmentEncoder(baseMs: 0)
+        var big = HTTPFields()
+        for i in 0..<400 { big.add(name: "x-h\(i)", value: String(repeating: "v", count: 40)) }
+        for (i, t) in tokens.enumerated() {
+            var r = record(i)
+            r.token = Array(t.utf8)[...]
+            r.headers = HTTPFields([("content-type", "application/json"), ("authorization", "bearer x"), ("apns-priority", "10"),
+                                    ("content-length", "9"), ("x-trace", ""), ("apns-topic", i < 3 ? "a" : "b"), ("ap", "short")])
+            if i == 5 { r.headers = HTTPFields() }
+            if i == 6 { r.headers = big }
+            e.append(r, maxPayload: Journal.maxPayload, campaignOf: { _, _ in nil })
+            e.append(TrackingRecord(atMs: Int64(i), preset: "adobe-campaign", event: "receive", token: t, notificationID: "n", method: "GET",
+                                    url: "http://x/r", status: 200, outcome: "succeeded", attempt: 1, latencyMs: 1, error: nil))
+        }
+        var d = SegmentDecoder(e.bytes)
+        var requests: [StoredRequest] = [], tracked: [TrackingRecord] = []
+        while let x = d.next() {
+            switch x {
+            case .request(let r): requests.append(r)
+            case .tracking(let t): tracked.append(t)
+            }
+        }
+        XCTAssertFalse(d.malformed)
+        XCTAssertEqual(requests.map(\.token), tokens)
+        XCTAssertEqual(tracked.map(\.token), tokens)
+        let small = [("content-type", "application/json"), ("apns-priority", "10"), ("x-trace", "")]
+        XCTAssertEqual(requests[0].headers.map { "\($0.name)=\($0.value)" }, (small + [("apns-topic", "a")]).map { "\($0.0)=\($0.1)" })
+        XCTAssertEqual(requests[4].headers.map { "\($0.name)=\($0.value)" }, (small + [("apns-topic", "b")]).map { "\($0.0)=\($0.1)" })
+        XCTAssertTrue(requests[5].headers.isEmpty)
+        XCTAssertEqual(requests[6].headers.count, 400)
+        XCTAssertEqual(requests[6].headers[399].name, "x-h399")
+        XCTAssertEqual(requests[7].headers.count, 4)
+
+        // The packed hex token takes 34 bytes, not 65: a record to a new 64-hex token with
+        // everything else repeated takes 66 (98 with the token as text).
+        var f = SegmentEncoder(baseMs: 0)
+        for i in 0..<100 {
+            var r = record(0)
+            r.token = Array(String(format: "%064x", i).utf8)[...]
+            f.append(r, maxPayload: Journal.maxPayload, campaignOf: { _, _ in nil })
+        }
+        XCTAssertLessThan(f.bytes.count / 100, 70)
+
+        // A format-1 segment (tokens as plain literals) written by an earlier version.
+        var v1: [UInt8] = [UInt8(ascii: "P"), UInt8(ascii: "J"), 1, 0]
+        v1 += [1, 2, 0, 7, 200, 1, 12, 2]          // request, +1 ms, apns, conn 7, status 200, 12 µs, payload 2 bytes
+        v1 += [9] + Array("sandbox".utf8)          // environment
+        v1 += [1, 1, 2, 4] + Array("{}".utf8)       // no topic, reason; empty headers; payload "{}"
+        v1 += [1, 1]                                // no warnings, campaign
+        v1 += [3] + Array("abc".utf8) + [0]          // token "abc", no id
+        var old = SegmentDecoder(v1)
+        guard case .request(let r1)? = old.next() else { return XCTFail("format 1 request") }
+        XCTAssertEqual(r1.token, "abc")
+        XCTAssertEqual(r1.environment, "sandbox")
+        XCTAssertEqual(r1.status, 200)
+        XCTAssertEqual(String(decoding: r1.payload, as: UTF8.self), "{}")
+        XCTAssertNil(old.next())
+        XCTAssertFalse(old.malformed)
+    }
+
     func testRetentionByRecordsAndAge() throws {
         let now = Clock.nowMs()
         let j = try Journal(path: nil, durability: .relaxed, retention: .init(maxRecords: 1_000, maxAgeMs: 3_600_000), campaignOf: { _, _ in nil })
