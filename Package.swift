@@ -16,8 +16,10 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // The one tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
+        // The tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
         .target(name: "CSystem"),
+        // A SQLite VFS shim that turns a journal commit's many small writes into one.
+        .target(name: "CJournalVFS", dependencies: ["CSQLite"]),
 
         // HTTP server core: knows nothing about push.
         .target(name: "Transport", dependencies: ["CNghttp2", "COpenSSL", "CSystem"], swiftSettings: hotPath),
@@ -34,7 +36,7 @@ let package = Package(
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
         .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
-        .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CSystem"], swiftSettings: hotPath),
+        .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
         // Composition root: configuration, wiring, admin routes.
         .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "CCurl"], swiftSettings: hotPath),
         // Thin CLI.

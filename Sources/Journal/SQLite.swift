@@ -8,9 +8,10 @@ final class SQLiteDatabase {
         let description: String
     }
 
-    init(path: String) throws {
+    /// `vfs`: a registered VFS name (nil: SQLite's default).
+    init(path: String, vfs: String? = nil) throws {
         var h: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
+        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, vfs)
         guard rc == SQLITE_OK, let h else {
             let msg = h.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let h { sqlite3_close(h) }
