@@ -52,7 +52,7 @@ struct SegmentEncoder {
     }
 
     init(baseMs: Int64) {
-        room(64 * 1024 - 64)
+        storage = SegmentEncoder.uninitialized(64 * 1024, keeping: [])
         put(UInt8(ascii: "P"))
         put(UInt8(ascii: "J"))
         put(SegmentEncoder.version)
@@ -192,7 +192,19 @@ struct SegmentEncoder {
 
     @inline(never)
     private mutating func grow(_ needed: Int) {
-        storage.append(contentsOf: repeatElement(0, count: max(needed, storage.count * 2, 256) - storage.count))
+        storage = SegmentEncoder.uninitialized(max(needed, storage.count * 2, 256), keeping: storage[0..<byteCount])
+    }
+
+    /// Storage of `count` bytes whose first ones are `kept`; the rest are never read before they
+    /// are written (only the first `byteCount` bytes are the segment), so they are not zeroed: a
+    /// zero fill of each new segment's 64 KiB was a loop of 64k steps in debug builds.
+    private static func uninitialized(_ count: Int, keeping kept: ArraySlice<UInt8>) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            kept.withUnsafeBufferPointer { k in
+                if let src = k.baseAddress, k.count > 0 { buffer.baseAddress!.update(from: src, count: k.count) }
+            }
+            initialized = count
+        }
     }
 
     @inline(__always)
