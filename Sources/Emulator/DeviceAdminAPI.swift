@@ -312,6 +312,7 @@ struct DeviceAdminAPI: Sendable {
         var platform: DevicePlatform?, app: String?, count: Int?, env: String?, seed: UInt64?
         var behavior: Behavior?, tracking: TrackingConfig?, labels: [String] = []
         var err: String?
+        var topLevel: [(Int, Int)] = []
         let ok = req.body.withUnsafeBytes { raw -> Bool in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
@@ -329,8 +330,16 @@ struct DeviceAdminAPI: Sendable {
                 case "tracking": do { tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
                 case "labels":
                     v.forEachElement(val) { if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" } }
+                case let name where Behavior.fields.contains(name): topLevel.append((k, val))
                 default: err = "unknown fleet field \(v.string(k))"
                 }
+            }
+            // Behaviour fields at the top level ({"count":..., "uninstalledRate":0.03}) apply over
+            // "behavior" (or the server's default).
+            if err == nil, !topLevel.isEmpty {
+                var b = behavior ?? store.configuration.defaultBehavior
+                do { for (k, val) in topLevel { try b.set(v, key: k, value: val) } } catch { err = "\(error)" }
+                behavior = b
             }
             return true
         }

@@ -169,9 +169,10 @@ public enum ServeOptions {
           pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
                                         (these take --server URL, default http://127.0.0.1:8080)
           pushemu export [--since T] [--format ndjson] [--data-dir DIR]
-          pushemu report [--campaign ID] [--since T] [--format text|json|html] [--out FILE] [--data-dir DIR | --server URL]
-            (T: milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d)
                                         print the journal, one JSON object per line
+          pushemu report [--campaign ID] [--since T] [--format text|json|html] [--out FILE] [--data-dir DIR | --server URL]
+                                        the campaign report (per campaign: outcomes, rejections, tracking, rates, timeline)
+            (T: milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d)
           pushemu --help | --version
 
         Options:

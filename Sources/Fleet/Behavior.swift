@@ -27,9 +27,24 @@ public struct Behavior: Sendable, Equatable {
 
     public struct BehaviorError: Error, CustomStringConvertible { public let description: String }
 
+    /// The behaviour fields (also accepted at a fleet's top level).
+    public static let fields: Set<String> = ["openRate", "uninstalledRate", "receiveDelayMs", "openDelayMs"]
+
     public static func parse(_ v: JSONView, _ obj: Int) throws -> Behavior {
         guard v.tokens[obj].kind == .object else { throw BehaviorError(description: "behavior must be an object") }
         var b = Behavior()
+        var failure: Error?
+        v.forEachMember(obj) { k, val in
+            guard failure == nil else { return }
+            do { try b.set(v, key: k, value: val) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        return b
+    }
+
+    /// Sets one field from a JSON member (`key`, `value`: token indexes of `v`).
+    public mutating func set(_ v: JSONView, key k: Int, value val: Int) throws {
+        var b = self
         var err: String?
         func rate(_ i: Int, _ name: String) -> Double? {
             guard let d = v.number(i), d >= 0, d <= 1 else { err = "behavior.\(name) must be a number from 0 to 1"; return nil }
@@ -45,17 +60,15 @@ public struct Behavior: Sendable, Equatable {
             err = "behavior.\(name) must be milliseconds or [MIN, MAX] (at most a day)"
             return nil
         }
-        v.forEachMember(obj) { k, val in
-            switch v.string(k) {
-            case "openRate": if let r = rate(val, "openRate") { b.openRate = r }
-            case "uninstalledRate": if let r = rate(val, "uninstalledRate") { b.uninstalledRate = r }
-            case "receiveDelayMs": if let d = delay(val, "receiveDelayMs") { b.receiveDelayMs = d }
-            case "openDelayMs": if let d = delay(val, "openDelayMs") { b.openDelayMs = d }
-            default: err = "unknown behavior field \(v.string(k))"
-            }
+        switch v.string(k) {
+        case "openRate": if let r = rate(val, "openRate") { b.openRate = r }
+        case "uninstalledRate": if let r = rate(val, "uninstalledRate") { b.uninstalledRate = r }
+        case "receiveDelayMs": if let d = delay(val, "receiveDelayMs") { b.receiveDelayMs = d }
+        case "openDelayMs": if let d = delay(val, "openDelayMs") { b.openDelayMs = d }
+        default: err = "unknown behavior field \(v.string(k))"
         }
         if let err { throw BehaviorError(description: err) }
-        return b
+        self = b
     }
 
     public var json: String {

@@ -135,6 +135,15 @@ final class DevicesTrackingTests: XCTestCase {
         }
         XCTAssertTrue(statuses.contains("410") && statuses.contains("200"), "\(statuses)")
         XCTAssertEqual(Set(statuses), ["410", "200"])
+        // Behaviour fields are also accepted at the fleet's top level, over "behavior".
+        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"uninstalledRate":0.5,"behavior":{"openRate":0.25}}"#)
+        XCTAssertEqual(code, 201, body)
+        let b = try XCTUnwrap(try json(body)["behavior"] as? [String: Any])
+        XCTAssertEqual(b["uninstalledRate"] as? Double, 0.5)
+        XCTAssertEqual(b["openRate"] as? Double, 0.25)
+        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":10,"uninstalledRate":3}"#)
+        XCTAssertEqual(code, 400)
+        XCTAssertTrue(body.contains("uninstalledRate must be a number from 0 to 1"), body)
         XCTAssertEqual(s.stop(), 0)
     }
 
