@@ -200,7 +200,14 @@ public final class Journal: @unchecked Sendable {
             for shard in shards {
                 shard.pending.withLock { p in
                     if let e = p.encoder { segments.append(e); p.encoder = nil }
-                    if !p.answers.isEmpty { released.append((p.loop, p.answers)); p.answers = [] }
+                    if !p.answers.isEmpty {
+                        // The next batch starts with room for as many as this one (growing from
+                        // empty cost nine reallocations a commit).
+                        let n = p.answers.count
+                        released.append((p.loop, p.answers))
+                        p.answers = []
+                        p.answers.reserveCapacity(n)
+                    }
                 }
             }
             if segments.isEmpty && resetting.isEmpty {
