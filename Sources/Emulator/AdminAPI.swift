@@ -23,6 +23,7 @@ struct AdminAPI: Sendable {
     let scenarios: ScenarioRegistry
     let metrics: Metrics
     let openConnections: @Sendable () -> Int
+    let openStreams: @Sendable () -> Int
     let journal: Journal?
     let campaignKeys: [String]
 
@@ -33,7 +34,7 @@ struct AdminAPI: Sendable {
         r.add(.get, "/metrics") { ex in
             let fleets = store.allFleets
             let rules = faults.all
-            let text = metrics.render(openConnections: openConnections(), tracking: tracking, queueDepth: dispatcher.depth,
+            let text = metrics.render(openConnections: openConnections(), openStreams: openStreams(), tracking: tracking, queueDepth: dispatcher.depth,
                                       devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
                                       notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
                                       faultsFired: rules.reduce(0) { $0 + $1.fired },

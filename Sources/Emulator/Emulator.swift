@@ -115,7 +115,8 @@ public final class Emulator: @unchecked Sendable {
         let admin = AdminAPI(keys: apnsKeys, devices: apnsDevices, log: notifications, fcmAccounts: fcmAccounts,
                              fcmDevices: fcmDevices, fcmQuota: fcmProvider.quota, store: deviceStore, tracking: trackingLog,
                              dispatcher: dispatcher, faults: faults, scenarios: scenarios, metrics: metrics,
-                             openConnections: { serverRef.server?.openConnections ?? 0 }, journal: journal,
+                             openConnections: { serverRef.server?.openConnections ?? 0 },
+                             openStreams: { serverRef.server?.openStreams ?? 0 }, journal: journal,
                              campaignKeys: configuration.campaignKeys)
         if configuration.fcmOverloadPercent > 0 {
             var m = FaultMatch()

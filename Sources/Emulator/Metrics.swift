@@ -43,7 +43,7 @@ final class Metrics: Sendable {
     func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
 
     /// The Prometheus text exposition (format 0.0.4).
-    func render(openConnections: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
+    func render(openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
                 notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
                 journal: Journal.Stats?) -> String {
         var requests: [Key: UInt64] = [:]
@@ -91,6 +91,8 @@ final class Metrics: Sendable {
         histogram("pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, $0.value) })
         help("pushemu_open_connections", "gauge", "Open client connections.")
         out += "pushemu_open_connections \(openConnections)\n"
+        help("pushemu_open_streams", "gauge", "Open HTTP/2 streams (requests in progress on HTTP/2 connections).")
+        out += "pushemu_open_streams \(openStreams)\n"
 
         let t = tracking.metrics
         help("pushemu_tracking_attempts_total", "counter", "Tracking requests sent by simulated SDKs, by preset and outcome (succeeded, retrying, failed).")

@@ -38,6 +38,9 @@ public final class EventLoop: @unchecked Sendable {
     let readBuffer: UnsafeMutableRawBufferPointer
     /// Connections currently open on this loop (read by the server during drain).
     let openConnections = Atomic<Int>(0)
+    /// HTTP/2 streams currently open on this loop's connections (for metrics; only this loop
+    /// writes it).
+    let openStreams = Atomic<Int>(0)
     /// Wall-clock milliseconds, refreshed once per loop iteration (for per-request timestamps).
     public private(set) var nowMs: Int64 = csys_wall_ms()
     /// Called once per loop iteration after events: connections that asked for a deferred flush.

@@ -101,6 +101,7 @@ final class HTTP2Session: ExchangeOwner {
     private func adopt(_ ex: Exchange) {
         ex.liveIndex = live.count
         live.append(ex)
+        connection.loop.openStreams.add(1, ordering: .relaxed)
         nghttp2_session_set_stream_user_data(session, ex.streamID, Unmanaged.passUnretained(ex).toOpaque())
     }
 
@@ -175,6 +176,7 @@ final class HTTP2Session: ExchangeOwner {
     /// Marks every stream closed (the connection is going away).
     func abandonAll() {
         for ex in live { ex.state = .closed; ex.owner = nil; ex.liveIndex = -1 }
+        if !live.isEmpty { connection.loop.openStreams.subtract(live.count, ordering: .relaxed) }
         live.removeAll()
         last = nil
     }
@@ -261,6 +263,7 @@ final class HTTP2Session: ExchangeOwner {
         if i >= 0 && i < live.count && live[i] === ex {
             let moved = live.removeLast()
             if moved !== ex { live[i] = moved; moved.liveIndex = i }
+            connection.loop.openStreams.subtract(1, ordering: .relaxed)
         }
         ex.liveIndex = -1
         ex.state = .closed

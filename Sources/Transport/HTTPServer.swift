@@ -70,6 +70,11 @@ public final class HTTPServer: @unchecked Sendable {
         loops.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
     }
 
+    /// Open HTTP/2 streams over all loops.
+    public var openStreams: Int {
+        loops.reduce(0) { $0 + $1.openStreams.load(ordering: .relaxed) }
+    }
+
     /// Stops accepting, sends GOAWAY / closes idle keep-alives, waits up to `drainTimeout`
     /// seconds for in-flight requests, then closes what is left and stops the loops.
     public func shutdown(drainTimeout: Double = 10) {

@@ -8,7 +8,7 @@ final class MetricsTests: XCTestCase {
     func testPrometheusExposition() throws {
         let sink = try TrackingSink()
         defer { sink.stop() }
-        let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url])
+        let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url, "--allow-override-header"])
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-metrics-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
@@ -40,8 +40,32 @@ final class MetricsTests: XCTestCase {
         XCTAssertTrue(text.contains("pushemu_journal_commit_duration_seconds_bucket{le=\"+Inf\"}"), text)
         XCTAssertTrue(text.contains("pushemu_journal_batch_records_sum "), text)
 
+        XCTAssertTrue(text.contains("pushemu_open_streams 0"), text)
+
         let promtool = try runCommand("promtool", ["check", "metrics"], timeout: 30, stdin: Data(text.utf8))
         XCTAssertEqual(promtool.status, 0, promtool.stdout + promtool.stderr)
+
+        // Open streams: eight requests held 1.5 s on one HTTP/2 connection count while they wait.
+        let h2load = Process()
+        h2load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
+        h2load.arguments = ["-n", "8", "-c", "1", "-m", "8", "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
+                            "-H", "x-pushemu-fault: delay=1500ms", "http://127.0.0.1:\(s.httpPort)/3/device/\(String(repeating: "ab", count: 32))"]
+        h2load.standardOutput = FileHandle.nullDevice
+        h2load.standardError = FileHandle.nullDevice
+        try h2load.run()
+        var during = ""
+        for _ in 0..<50 {
+            usleep(50_000)
+            during = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/metrics"], timeout: 10).stdout
+            if during.contains("pushemu_open_streams 8") { break }
+        }
+        XCTAssertTrue(during.contains("pushemu_open_streams 8"), during)
+        let deadline = Date().addingTimeInterval(10)
+        while h2load.isRunning && Date() < deadline { usleep(20_000) }
+        XCTAssertFalse(h2load.isRunning)
+        usleep(100_000)
+        let after = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/metrics"], timeout: 10).stdout
+        XCTAssertTrue(after.contains("pushemu_open_streams 0"), after)
         XCTAssertEqual(s.stop(), 0)
     }
 }
