@@ -49,6 +49,7 @@ void csys_block_signals(void) {
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);   /* a file-size limit makes writes fail (EFBIG), handled, instead of killing the process */
 }
 
 int csys_wait_signal(void) {

@@ -94,6 +94,8 @@ public final class Journal: @unchecked Sendable {
     private let wakeFD: Int32
     private let maxQueue: Int
     private var thread: pthread_t?
+    /// Failed commits not yet said on stderr (the writer thread's own).
+    private var failures: (reportedAt: UInt64, count: Int, records: Int) = (0, 0, 0)
     private let store: SegmentStore
 
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
@@ -236,18 +238,25 @@ public final class Journal: @unchecked Sendable {
     /// One group commit: every shard's segment in one transaction.
     private func commit(_ segments: [SegmentEncoder]) {
         let t0 = Clock.monotonicNanoseconds()
+        let records = segments.reduce(0) { $0 + $1.count }
+        var ok = true
         do {
             try store.append(segments)
         } catch {
             // The answers still go (a failing disk must not hang clients); the failure is counted
-            // in /stats and /metrics and said on stderr.
+            // in /stats and /metrics and said on stderr, at most once a second.
+            ok = false
             stats.withLock { $0.failedCommits += 1 }
-            csys_write_stderr("pushemu: \(error)\n")
+            failures.count += 1
+            failures.records += records
+            if t0 &- failures.reportedAt >= 1_000_000_000 || failures.reportedAt == 0 {
+                csys_write_stderr("pushemu: journal commit failed: \(error) (\(failures.count) failed commit(s), \(failures.records) record(s) not stored since the last message)\n")
+                failures = (t0, 0, 0)
+            }
         }
         let us = (Clock.monotonicNanoseconds() - t0) / 1000
-        let records = segments.reduce(0) { $0 + $1.count }
         stats.withLock { s in
-            s.committed &+= UInt64(records)
+            if ok { s.committed &+= UInt64(records) }
             s.batches &+= 1
             s.lastBatch = records
             s.lastCommitUs = us

@@ -66,4 +66,56 @@ final class JournalDurabilityTests: XCTestCase {
         XCTAssertTrue(textReport.stdout.contains("Campaign camp-d"), textReport.stdout + textReport.stderr)
         XCTAssertNotEqual(try runCommand(ServerProcess.binaryPath, ["report", "--data-dir", dir.path + "/nothing"], timeout: 10).status, 0)
     }
+
+    /// A disk that refuses writes (here: a file-size limit set on the running server) fails
+    /// commits, not the server: every request is still answered, the failures are counted and
+    /// said on stderr at most once a second, `committed` counts only what was stored, and once
+    /// the disk accepts writes again commits succeed again.
+    func testFailingDiskFailsCommitsNotTheServer() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-fsize-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let payload = dir.path + "/p.json"
+        try #"{"aps":{"alert":"a payload long enough to fill a small journal quickly, padded: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},"_dId":"c"}"#
+            .write(toFile: payload, atomically: true, encoding: .utf8)
+        var uris = ""
+        for i in 0..<4_000 { uris += "http://127.0.0.1:PORT/3/device/\(String(format: "%064x", i * 7919 + 1))\n" }
+        _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
+                                                      "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
+        let jwt = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                                                            "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let s = try ServerProcess(["--in-memory=false", "--data-dir", dir.path + "/data", "--durability", "strict"])
+        try uris.replacingOccurrences(of: "PORT", with: "\(s.httpPort)").write(toFile: dir.path + "/uris.txt", atomically: true, encoding: .utf8)
+        let pid = "\(s.process.processIdentifier)"
+        XCTAssertEqual(try runCommand("prlimit", ["--pid", pid, "--fsize=262144:unlimited"], timeout: 10).status, 0)
+        func load(_ n: Int) throws -> String {
+            try runCommand("h2load", ["-n", "\(n)", "-c", "4", "-m", "16", "-i", dir.path + "/uris.txt", "-d", payload,
+                                      "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)"], timeout: 120).stdout
+        }
+        func journal() throws -> [String: Any] {
+            let r = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/stats"], timeout: 10)
+            return try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])?["journal"] as? [String: Any])
+        }
+        let out = try load(20_000)
+        XCTAssertTrue(out.contains("status codes: 20000 2xx"), out)
+        var j = try journal()
+        let failed = try XCTUnwrap(j["failedCommits"] as? Int)
+        XCTAssertGreaterThan(failed, 0, "\(j)")
+        let stored = try XCTUnwrap(j["storedRequests"] as? Int)
+        XCTAssertLessThan(stored, 20_000)
+        XCTAssertEqual(j["committed"] as? Int, stored, "committed counts only stored records")
+        let said = s.stderr.split(separator: "\n").filter { $0.contains("journal commit failed") }
+        XCTAssertGreaterThanOrEqual(said.count, 1)
+        XCTAssertLessThanOrEqual(said.count, 30, "at most one message a second")
+        XCTAssertTrue(s.process.isRunning)
+
+        // The disk accepts writes again: the next requests are stored.
+        XCTAssertEqual(try runCommand("prlimit", ["--pid", pid, "--fsize=unlimited:unlimited"], timeout: 10).status, 0)
+        XCTAssertTrue(try load(2_000).contains("status codes: 2000 2xx"))
+        j = try journal()
+        XCTAssertEqual(j["storedRequests"] as? Int, stored + 2_000)
+        XCTAssertEqual(j["failedCommits"] as? Int, failed)
+        XCTAssertEqual(s.stop(), 0)
+    }
 }
