@@ -110,7 +110,11 @@ public final class Journal: @unchecked Sendable {
         loopShards = max(1, loops)
         shards = (0..<(loopShards + Journal.otherShards)).map { _ in Shard() }
         if let path {
-            store = try SQLiteSegmentStore(path: path, synchronous: durability == .strict ? "FULL" : "NORMAL")
+            do {
+                store = try SQLiteSegmentStore(path: path, synchronous: durability == .strict ? "FULL" : "NORMAL")
+            } catch {
+                throw SQLiteDatabase.SQLiteError(description: "the journal at \(path): \(error)")
+            }
         } else {
             store = MemorySegmentStore()
         }

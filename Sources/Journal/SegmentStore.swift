@@ -103,7 +103,12 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     /// Reads a journal file without a writer (the CLI's `export` and `report`).
     static func read(path: String, sinceMs: Int64, _ body: (Segment) -> Bool) throws {
         let db = try SQLiteDatabase(path: path)
-        let s = try db.prepare("SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id")
+        let s: SQLiteDatabase.Statement
+        do {
+            s = try db.prepare("SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id")
+        } catch {
+            throw SQLiteDatabase.SQLiteError(description: "the journal at \(path): \(error)")
+        }
         rows(s, sinceMs: sinceMs, body)
     }
 
