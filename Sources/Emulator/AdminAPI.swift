@@ -91,7 +91,7 @@ struct AdminAPI: Sendable {
                 journalJSON = "{\"durability\":\"\(ref.durability.rawValue)\",\"path\":" + (ref.path.map(JSONWriter.quote) ?? "null")
                     + ",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch)"
                     + ",\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped),\"failedCommits\":\(j.failedCommits),\"pruned\":\(j.pruned)"
-                    + ",\"storedRequests\":\(j.storedRequests),\"storedTracking\":\(j.storedTracking)}"
+                    + ",\"storedRequests\":\(j.storedRequests),\"storedTracking\":\(j.storedTracking),\"writerNice\":\(j.writerNice)}"
             }
             return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })},\"journal\":" + journalJSON
                 + ",\"scenarios\":[" + scenarioList.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"

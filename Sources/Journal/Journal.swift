@@ -37,6 +37,8 @@ public final class Journal: @unchecked Sendable {
         public var dropped: UInt64 = 0
         public var failedCommits: UInt64 = 0
         public var pruned: UInt64 = 0
+        /// The writer thread's nice value (-10 with strict durability where raising it is allowed).
+        public var writerNice = 0
         public var storedRequests = 0
         public var storedTracking = 0
         /// Histograms of commit durations (seconds) and of records per commit: counts per bound
@@ -190,6 +192,13 @@ public final class Journal: @unchecked Sendable {
     // MARK: the writer thread
 
     private func run() {
+        // Strict answers wait on this thread: at a higher scheduling priority than the event
+        // loops it runs as soon as its window or its fsync ends instead of queueing behind the
+        // loop on the same CPU, so answers are held for less time (measured: see README). It
+        // needs CAP_SYS_NICE (or RLIMIT_NICE); without it the writer keeps the default priority.
+        if durability == .strict, setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Journal.strictWriterNice) == 0 {
+            stats.withLock { $0.writerNice = Int(Journal.strictWriterNice) }
+        }
         var lastPrune: Int64 = 0
         var lastBatch = 0
         while true {
@@ -229,7 +238,7 @@ public final class Journal: @unchecked Sendable {
             if !segments.isEmpty { commit(segments) }
             lastBatch = segments.reduce(0) { $0 + $1.count }
             if !resetting.isEmpty {
-                try? store.removeAll()
+                atDefaultPriority { try? store.removeAll() }
                 for done in resetting { done() }
             }
             for (loop, answers) in released {
@@ -271,14 +280,26 @@ public final class Journal: @unchecked Sendable {
         }
     }
 
-    /// Retention, at most once a second.
+    /// Retention, at most once a second, at the default priority (a large delete must not
+    /// take the loops' CPU away).
     private func prune(_ last: inout Int64) {
         let now = Clock.nowMs()
         guard now - last >= 1000 else { return }
         last = now
-        if let n = try? store.prune(beforeMs: now - retention.maxAgeMs, keepRecords: retention.maxRecords), n > 0 {
-            stats.withLock { $0.pruned &+= UInt64(n) }
+        atDefaultPriority {
+            if let n = try? store.prune(beforeMs: now - retention.maxAgeMs, keepRecords: retention.maxRecords), n > 0 {
+                stats.withLock { $0.pruned &+= UInt64(n) }
+            }
         }
+    }
+
+    static let strictWriterNice: Int32 = -10
+
+    private func atDefaultPriority(_ body: () -> Void) {
+        let raised = stats.withLock { $0.writerNice } != 0
+        if raised { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 0) }
+        body()
+        if raised { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Journal.strictWriterNice) }
     }
 
     // MARK: reading (any thread)
