@@ -37,6 +37,33 @@ final class TrackingPresetTests: XCTestCase {
         XCTAssertNil(PayloadReader(Array("not json".utf8)).value("a"))
     }
 
+    /// The campaign id each platform's payload carries, for APNs payloads and FCM messages,
+    /// JSON strings inside the payload included; configured paths come first.
+    func testCampaignKeys() {
+        func apns(_ json: String, extra: [String] = []) -> String? { CampaignID.first(PayloadReader(Array(json.utf8)), provider: .apns, extra: extra) }
+        func fcm(_ json: String) -> String? { CampaignID.first(request: PayloadReader(Array(json.utf8)), provider: .fcm) }
+        XCTAssertEqual(apns(#"{"aps":{},"_mId":"1","_dId":"adobe-7"}"#), "adobe-7")
+        XCTAssertEqual(apns(#"{"aps":{},"moengage":{"cid":"moe-c_L_0","moe_campaign_id":"moe-1"}}"#), "moe-1")
+        XCTAssertEqual(apns(#"{"aps":{},"moengage":{"cid":"moe-c_L_0"}}"#), "moe-c_L_0")
+        XCTAssertEqual(apns(#"{"aps":{},"moe_campaign_id":"moe-2"}"#), "moe-2")
+        XCTAssertEqual(apns(#"{"aps":{},"pw_msg":"1","p":"pw-hash"}"#), "pw-hash")
+        XCTAssertEqual(apns(#"{"aps":{},"ab":{"c":"braze-c"}}"#), "braze-c")
+        XCTAssertEqual(apns(#"{"aps":{},"custom":{"i":"os-uuid"}}"#), "os-uuid")
+        XCTAssertEqual(apns(#"{"aps":{},"_dId":"adobe-7","meta":{"camp":"mine"}}"#, extra: ["meta.camp"]), "mine")
+        XCTAssertNil(apns(#"{"aps":{"alert":"x"}}"#))
+        XCTAssertEqual(fcm(#"{"message":{"token":"t","data":{"_dId":"adobe-8"}}}"#), "adobe-8")
+        XCTAssertEqual(fcm(#"{"message":{"data":{"gcm_campaign_id":"000063766282_L_0"}}}"#), "000063766282_L_0")
+        XCTAssertEqual(fcm(#"{"message":{"data":{"moe_cid_attr":"{\"moe_campaign_id\":\"moe-3\"}"}}}"#), "moe-3")
+        XCTAssertEqual(fcm(#"{"message":{"topic":"news","data":{"moe_campaign_id":"moe-4"}}}"#), "moe-4")
+        XCTAssertEqual(fcm(#"{"message":{"data":{"pw_msg":"1","p":"pw-2"}}}"#), "pw-2")
+        XCTAssertEqual(fcm(#"{"message":{"data":{"_ab":"true","cid":"braze-2"}}}"#), "braze-2")
+        XCTAssertEqual(fcm(#"{"message":{"data":{"custom":"{\"i\":\"os-2\"}"}}}"#), "os-2")
+        XCTAssertEqual(fcm(#"{"message":{"notification":{"title":"x"},"fcm_options":{"analytics_label":"lbl"}}}"#), "lbl")
+        XCTAssertEqual(fcm(#"{"message":{"android":{"fcm_options":{"analytics_label":"lbl-a"}}}}"#), "lbl-a")
+        XCTAssertEqual(fcm(#"{"topic":"news","data":{"moe_campaign_id":"moe-5"}}"#), "moe-5", "the message itself")
+        XCTAssertNil(fcm(#"{"message":{"token":"t"}}"#))
+    }
+
     func testAdobeTestVectors() {
         XCTAssertEqual(AdobeIDs.hex("12345"), "3039")
         XCTAssertEqual(AdobeIDs.hex("-1"), "ffffffff")
