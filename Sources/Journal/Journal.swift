@@ -196,7 +196,7 @@ public final class Journal: @unchecked Sendable {
         // loops it runs as soon as its window or its fsync ends instead of queueing behind the
         // loop on the same CPU, so answers are held for less time (measured: see README). It
         // needs CAP_SYS_NICE (or RLIMIT_NICE); without it the writer keeps the default priority.
-        if durability == .strict, setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Journal.strictWriterNice) == 0 {
+        if durability == .strict, Journal.setThreadNice(Journal.strictWriterNice) {
             stats.withLock { $0.writerNice = Int(Journal.strictWriterNice) }
         }
         var lastPrune: Int64 = 0
@@ -297,9 +297,14 @@ public final class Journal: @unchecked Sendable {
 
     private func atDefaultPriority(_ body: () -> Void) {
         let raised = stats.withLock { $0.writerNice } != 0
-        if raised { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 0) }
+        if raised { _ = Journal.setThreadNice(0) }
         body()
-        if raised { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Journal.strictWriterNice) }
+        if raised { _ = Journal.setThreadNice(Journal.strictWriterNice) }
+    }
+
+    /// Sets the calling thread's nice value (on Linux, PRIO_PROCESS with 0 is the calling thread).
+    private static func setThreadNice(_ nice: Int32) -> Bool {
+        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) == 0
     }
 
     // MARK: reading (any thread)
