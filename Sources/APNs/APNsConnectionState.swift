@@ -45,8 +45,9 @@ public final class APNsConnectionState {
     var wentAway = false
 
     public var rng = FastRandom()
-    /// Scratch space for the payload scan, reused across requests.
-    let tokens = JSONTokenBuffer(capacity: 64)
+    /// Scratch space for the payload scan, reused across requests: after an accepted push's
+    /// decision it holds that payload's tokens (until the connection's next request).
+    public let tokens = JSONTokenBuffer(capacity: 64)
     /// The last bundle id pushed to on this connection and its registry key.
     var lastBundle: [UInt8] = []
     var lastBundleKey = TokenKey([UInt8]())

@@ -67,7 +67,7 @@ public final class APNsDeviceRegistry: Sendable {
             case .uninstalled(let at): return .unregistered(timestampMs: at)
             case .installed(let app, let env):
                 if let env, env != environment.rawValue { return .wrongEnvironment }
-                if let app, !bundle.elementsEqual(app.utf8) { return .notForTopic }
+                if var app, !app.withUTF8({ Bytes.equal(bundle, $0) }) { return .notForTopic }
                 return .ok
             }
         }

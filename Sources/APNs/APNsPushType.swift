@@ -24,11 +24,25 @@ public enum APNsPushType: String, Sendable, CaseIterable {
         self = found
     }
 
-    /// Every non-empty topic suffix, as bytes (computed once).
-    static let suffixes: [[UInt8]] = APNsPushType.allCases.compactMap { $0.topicSuffix }.filter { !$0.isEmpty }.map { Array($0.utf8) }
-    private static let suffixTable: [APNsPushType: [UInt8]] = Dictionary(uniqueKeysWithValues:
-        APNsPushType.allCases.map { ($0, Array(($0.topicSuffix ?? "").utf8)) })
-    var suffixBytes: [UInt8] { APNsPushType.suffixTable[self]! }
+    /// Every non-empty topic suffix.
+    static let suffixes: [StaticString] = [".location-query", ".voip", ".complication", ".pushkit.fileprovider",
+                                           ".push-type.liveactivity", ".voip-ptt", ".push-type.widgets", ".push-type.controls"]
+
+    /// `topicSuffix` without a String (nil: any topic).
+    var staticSuffix: StaticString? {
+        switch self {
+        case .alert, .background: ""
+        case .location: ".location-query"
+        case .voip: ".voip"
+        case .complication: ".complication"
+        case .fileprovider: ".pushkit.fileprovider"
+        case .mdm: nil
+        case .liveactivity: ".push-type.liveactivity"
+        case .pushtotalk: ".voip-ptt"
+        case .widgets: ".push-type.widgets"
+        case .controls: ".push-type.controls"
+        }
+    }
 
     /// What `apns-topic` must end with: `<bundleId><suffix>` (nil: any topic, as for mdm).
     public var topicSuffix: String? {
@@ -56,18 +70,21 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     /// the topic lacks the suffix or its bundle part carries another type's suffix (so
     /// ".voip-ptt" is never read as ".voip" + "-ptt"). Bytes only: this runs per request.
     public func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
-        guard topicSuffix != nil else { return topic.count }
-        func endsWith(_ bytes: ArraySlice<UInt8>, _ s: [UInt8]) -> Bool {
-            !s.isEmpty && s.count < bytes.count && bytes.last == s.last && Bytes.equal(bytes.suffix(s.count), s)
+        guard let suffix = staticSuffix else { return topic.count }
+        return topic.withUnsafeBytes { raw -> Int? in
+            // Whether the first `n` bytes end with `s` (and have something before it).
+            func endsWith(_ n: Int, _ s: StaticString) -> Bool {
+                let k = s.utf8CodeUnitCount
+                return k > 0 && k < n && memcmp(raw.baseAddress! + (n - k), s.utf8Start, k) == 0
+            }
+            var n = raw.count
+            if suffix.utf8CodeUnitCount > 0 {
+                guard endsWith(n, suffix) else { return nil }
+                n -= suffix.utf8CodeUnitCount
+            }
+            for s in APNsPushType.suffixes where endsWith(n, s) { return nil }
+            return n
         }
-        let suffix = suffixBytes
-        var base = topic
-        if !suffix.isEmpty {
-            guard endsWith(topic, suffix) else { return nil }
-            base = topic.dropLast(suffix.count)
-        }
-        for s in APNsPushType.suffixes where endsWith(base, s) { return nil }
-        return base.count
     }
 
     /// The bundle id of a topic for this push type (see `bundleLength(ofTopic:)`).

@@ -76,7 +76,7 @@ struct APNsService: Sendable {
             delivery.contentAvailable = d.summary.contentAvailable
             delivery.collapseID = d.collapseID.map { String(decoding: $0, as: UTF8.self) }
             delivery.expiresAtMs = d.expiration.map { $0 * 1000 }
-            devices.deliver(delivery)
+            devices.deliver(delivery, parsedPayload: d.summary.isJSON ? state.tokens : nil)
             faults.applyState(fault, token: d.token)
         }
         let response = provider.response(d, request: request, state: state)

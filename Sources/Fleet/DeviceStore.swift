@@ -222,10 +222,18 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus? {
         let k = TokenKey(token)
-        if let d = shard(k).map.withLock({ $0[k] }), d.platform == platform {
+        // Only the fields the answer needs leave the lock (a whole record copied out costs a
+        // retain per field).
+        func fields(_ d: inout SimDevice) -> DeviceStatus?? {   // inout: read in place (a `let` copies the record)
+            guard d.platform == platform else { return .some(nil) }
             if let at = d.uninstalledAtMs { return .uninstalled(atMs: at) }
             return .installed(app: d.app, environment: d.environment)
         }
+        let recorded = shard(k).map.withLock { m -> DeviceStatus?? in
+            guard let i = m.index(forKey: k) else { return nil }
+            return fields(&m.values[i])
+        }
+        if let recorded, let status = recorded { return status }
         guard let (f, i) = member(token, platform: platform) else { return nil }
         if f.startsUninstalled(i) { return .uninstalled(atMs: f.createdAtMs) }
         return .installed(app: f.app, environment: f.environment)
@@ -235,7 +243,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     /// Hands an accepted notification to its device: inbox (or the offline queue), then the
     /// SDK's tracking calls. A token never seen becomes a device (`--devices auto`).
-    public func deliver(_ d: Delivery) {
+    ///
+    /// `parsedPayload`: the provider's tokenization of `d.payload` when it has one (read during
+    /// this call only; the SDKs then read the payload without parsing it again).
+    public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) {
         let k = TokenKey(d.tokenBytes)
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
@@ -243,9 +254,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let defaultTracking = configuration.defaultTracking != nil
         let pendingLimit = configuration.pendingLimit
 
-        /// A device copied out for its SDK rides in a box: the outcome stays a few words, not a
-        /// whole device record copied at every return (measured: 500 instructions of memcpy per push).
-        final class Copied { let device: SimDevice; init(_ d: SimDevice) { device = d } }
+        /// What the SDK needs rides in a box: the outcome stays a few words, not a record copied
+        /// at every return.
+        final class Copied { let device: SDKView; init(_ d: SDKView) { device = d } }
         enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(Copied?, fleet: Int?) }
         // One dictionary lookup: everything happens on the record found at that index.
         func work(_ m: inout [TokenKey: SimDevice], _ i: Dictionary<TokenKey, SimDevice>.Index, fleetTracks: Bool) -> Outcome {
@@ -267,7 +278,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
                 // Copy the device out only when some SDK could report.
                 let track = tracks && (dev.tracking != nil || fleetTracks || defaultTracking || dev.fleet != nil)
-                return .delivered(track ? Copied(dev) : nil, fleet: dev.fleet)
+                return .delivered(track ? Copied(SDKView(dev)) : nil, fleet: dev.fleet)
             }
             return onRecord(&m.values[i])
         }
@@ -300,7 +311,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             counters.delivered.add(1, ordering: .relaxed)
             guard let dev else { return }
             if fleetSpec == nil, let n = fleet { fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
-            track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs)
+            track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs, parsedPayload: parsedPayload)
         default: break
         }
     }
@@ -350,13 +361,13 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 if m[k] != nil { DeviceStore.addToInbox(&m[k]!, p.delivery, inboxSize: configuration.inboxSize); current = m[k]! }
             }
             counters.delivered.add(1, ordering: .relaxed)
-            track(current, p.delivery, fleet: fleetSpec, atMs: nowMs)
+            track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
         }
         return device(token: token)
     }
 
     /// Whether the SDK's receive hook runs for this notification (tracking.md §8).
-    public static func receiveHookRuns(_ dev: SimDevice, _ d: Delivery) -> Bool {
+    static func receiveHookRuns(_ dev: SDKView, _ d: Delivery) -> Bool {
         switch dev.platform {
         case .ios: return (d.mutableContent && dev.nseInstalled && dev.permission != .denied) || d.contentAvailable
         case .android: return d.hasData || dev.appState == .foreground
@@ -364,7 +375,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     /// Whether the user can see, and so tap, the notification.
-    static func visible(_ dev: SimDevice, _ d: Delivery, _ p: PayloadReader) -> Bool {
+    static func visible(_ dev: SDKView, _ d: Delivery, _ p: PayloadReader) -> Bool {
         switch dev.platform {
         case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !p.has("aps.alert"))
         case .android:
@@ -372,7 +383,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
 
-    func track(_ dev: SimDevice, _ d: Delivery, fleet: FleetSpec?, atMs: Int64) {
+    func track(_ dev: SDKView, _ d: Delivery, fleet: FleetSpec?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil) {
         guard let dispatcher, !dev.privacyOptOut,
               let config = dev.tracking ?? fleet?.tracking ?? configuration.defaultTracking else { return }
         let behavior = dev.behavior ?? fleet?.behavior ?? configuration.defaultBehavior
@@ -380,16 +391,13 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let receiveDelay = behavior.receiveDelayMs.draw(&rng)
         let opens = rng.nextDouble() < behavior.openRate
         let openDelay = behavior.openDelayMs.draw(&rng)
-        let payload = PayloadReader(Array(d.payload))
+        let payload = parsedPayload.map { PayloadReader(Array(d.payload), parsed: $0) } ?? PayloadReader(Array(d.payload))
         // The name the sender got: the apns-id, or FCM's projects/{p}/messages/{id}.
         let id = d.notificationID.description
         let name = d.messageName ?? (d.provider == .fcm
             ? "projects/\(d.environment ?? "")/messages/" + PushNotification.fcmMessageID(d.notificationID, receivedAtMs: d.receivedAtMs)
             : id)
-        var events: [(TrackingEvent, Int64)] = []
-        if DeviceStore.receiveHookRuns(dev, d) { events.append((.receive, atMs + receiveDelay)) }
-        if opens && DeviceStore.visible(dev, d, payload) { events.append((.open, atMs + receiveDelay + openDelay)) }
-        for (event, at) in events {
+        func report(_ event: TrackingEvent, at: Int64) {
             let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
                                       notificationID: id, messageName: name,
                                       receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
@@ -402,5 +410,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 counters.trackingSkipped.add(1, ordering: .relaxed)
             }
         }
+        if DeviceStore.receiveHookRuns(dev, d) { report(.receive, at: atMs + receiveDelay) }
+        if opens && DeviceStore.visible(dev, d, payload) { report(.open, at: atMs + receiveDelay + openDelay) }
     }
 }

@@ -84,6 +84,34 @@ public struct SimDevice: Sendable {
     }
 }
 
+/// What a device's SDK reads when it reports an event: the device's fields without its inbox
+/// and queues (copied out of the store under its lock; a whole record costs a retain per field).
+struct SDKView {
+    var token: String
+    var platform: DevicePlatform
+    var app: String?
+    var appState: SimDevice.AppState
+    var permission: SimDevice.Permission
+    var nseInstalled: Bool
+    var privacyOptOut: Bool
+    var tracking: TrackingConfig?
+    var behavior: Behavior?
+    var seed: UInt64
+
+    init(_ d: SimDevice) {
+        token = d.token
+        platform = d.platform
+        app = d.app
+        appState = d.appState
+        permission = d.permission
+        nseInstalled = d.nseInstalled
+        privacyOptOut = d.privacyOptOut
+        tracking = d.tracking
+        behavior = d.behavior
+        seed = d.seed
+    }
+}
+
 /// An accepted notification as the device layer receives it from a provider.
 public struct Delivery: Sendable {
     public var provider: PushProvider

@@ -182,6 +182,28 @@ public enum Bytes {
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
     }
 
+    public static func equal(_ a: ArraySlice<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in x.count == 0 || memcmp(x.baseAddress!, b.baseAddress!, x.count) == 0 }
+    }
+
+    /// The strings joined, in one allocation and one copy each (repeated `+=` goes through
+    /// String's generic append, about 300 instructions a piece).
+    public static func concat(_ parts: String...) -> String {
+        var n = 0
+        for p in parts { n += p.utf8.count }
+        return String(unsafeUninitializedCapacity: n) { out in
+            var at = 0
+            for var p in parts {
+                p.withUTF8 { b in
+                    if let src = b.baseAddress { UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: src, byteCount: b.count) }
+                    at += b.count
+                }
+            }
+            return at
+        }
+    }
+
     /// ASCII case-insensitive equality with a lowercase literal.
     @inline(__always)
     public static func equalIgnoringCase(_ a: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {

@@ -59,6 +59,14 @@ public final class JSONTokenBuffer {
     /// The tokens, valid while this buffer is alive and not parsed into again.
     public var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
     public var array: [JSONToken] { Array(tokens) }
+
+    /// A copy of the tokens, kept when this buffer is parsed into again.
+    public func copy() -> JSONTokenBuffer {
+        let c = JSONTokenBuffer(capacity: count)
+        c.base.initialize(from: base, count: count)
+        c.count = count
+        return c
+    }
 }
 
 public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {

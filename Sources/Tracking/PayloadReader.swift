@@ -17,6 +17,14 @@ public struct PayloadReader: @unchecked Sendable {   // the token buffer is neve
         tokens = t
     }
 
+    /// A reader over a document already tokenized by a provider (`parsed` holds the tokens of
+    /// `bytes`, as `JSONParser.parse` left them): the tokens are copied, not parsed again.
+    public init(_ bytes: [UInt8], parsed: JSONTokenBuffer) {
+        self.bytes = bytes
+        tokens = parsed.copy()
+        valid = tokens.tokens.count > 0
+    }
+
     /// A scalar as text (strings decoded, numbers and booleans as written), an object or array
     /// as its JSON text; nil when absent or null.
     public func value(_ path: String) -> String? {

@@ -83,6 +83,8 @@ final class TrackingLane: @unchecked Sendable {
     /// Easy handles kept configured between transfers, with the shape they were last set up for
     /// (a plain GET needs only its URL changed).
     private var idleHandles: [(UnsafeMutableRawPointer, Shape)] = []
+    /// Each easy handle's parsed URL (see `CurlURLs`).
+    private var urls = CurlURLs()
 
     enum Shape: Equatable { case fresh, plainGet, other }
 
@@ -123,6 +125,7 @@ final class TrackingLane: @unchecked Sendable {
     deinit {
         for (h, _) in idleHandles { curl_easy_cleanup(h) }
         for (_, l) in plainLists { curl_slist_free_all(l) }
+        urls.removeAll()
         curl_multi_cleanup(multi)
         close(wakeFD)
         close(epfd)
@@ -338,7 +341,7 @@ final class TrackingLane: @unchecked Sendable {
         t.shape = shape
         let id = nextTransfer
         nextTransfer &+= 1
-        job.request.url.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_URL, $0) }
+        urls.apply(job.request.url, to: easy)
         pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: id))
         if had == .fresh {
             pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)

@@ -31,16 +31,8 @@ public enum TrackingPresets {
             let receive = ctx.event == .receive
             let tag = c.options.isEmpty ? (receive ? "1" : "2")
                 : receive ? (c.options["tagReceive"] ?? "1") : (c.options["tagOpen"] ?? "2")
-            // {base}/r/?id=h{hex},{dId},{tag}, appended into one reserved buffer (campaign rate: once per device).
-            var url = base
-            url.reserveCapacity(base.utf8.count + hex.utf8.count + dId.utf8.count + tag.utf8.count + 10)
-            url += "/r/?id=h"
-            url += hex
-            url += ","
-            url += dId
-            url += ","
-            url += tag
-            return make(TrackingRequest(method: "GET", url: url))
+            // {base}/r/?id=h{hex},{dId},{tag} in one allocation (campaign rate: once per device).
+            return make(TrackingRequest(method: "GET", url: Bytes.concat(base, "/r/?id=h", hex, ",", dId, ",", tag)))
 
         case "pushwoosh":
             guard ctx.appValue("pw_msg") != nil else { return .skip("pushwoosh needs pw_msg") }
