@@ -76,8 +76,8 @@ final class TrackingLane: @unchecked Sendable {
     private var ready: [TrackingJob] = []
     private var readyHead = 0
     private var batches: [String: OpenBatch] = [:]
-    private var active: [Int: Transfer] = [:]
-    private var nextTransfer = 1
+    /// Transfers in flight (each rides in its easy handle's CURLOPT_PRIVATE, retained).
+    private var inFlight = 0
     /// The header list each configured plain-GET handle holds (freed with the dispatcher).
     private var plainLists: [Int: UnsafeMutablePointer<curl_slist>] = [:]
     /// Easy handles kept configured between transfers, with the shape they were last set up for
@@ -150,11 +150,11 @@ final class TrackingLane: @unchecked Sendable {
     @discardableResult
     public func submit(_ job: TrackingJob) -> Bool {
         if queued.load(ordering: .relaxed) >= options.queueCapacity {
-            log.count { $0.dropped += 1 }
+            log.countDropped()
             return false
         }
         queued.add(1, ordering: .relaxed)
-        log.count { $0.scheduled += 1 }
+        log.countScheduled()
         inbox.withLock { $0.append(job) }
         if idle.load(ordering: .acquiring) && !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
         return true
@@ -206,7 +206,7 @@ final class TrackingLane: @unchecked Sendable {
             for job in incoming { heap.push(job) }
             while let top = heap.peek, top.notBeforeMs <= now { enqueue(heap.pop()!, now: now) }
             flushBatches(now: now, force: false)
-            while active.count < options.maxInFlight, readyHead < ready.count {
+            while inFlight < options.maxInFlight, readyHead < ready.count {
                 let job = ready[readyHead]
                 readyHead += 1
                 begin(job)
@@ -217,7 +217,7 @@ final class TrackingLane: @unchecked Sendable {
                 curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
             }
             completions()
-            if stopping.load(ordering: .acquiring) && active.isEmpty { break }
+            if stopping.load(ordering: .acquiring) && inFlight == 0 { break }
             var timeout = 1000
             if let top = heap.peek { timeout = min(timeout, Int(max(0, top.notBeforeMs - Clock.nowMs()))) }
             if let b = batches.values.map(\.deadlineMs).min() { timeout = min(timeout, Int(max(0, b - Clock.nowMs()))) }
@@ -225,9 +225,9 @@ final class TrackingLane: @unchecked Sendable {
                 let n = Clock.monotonicNanoseconds()
                 timeout = min(timeout, d <= n ? 0 : Int((d - n + 999_999) / 1_000_000))
             }
-            if readyHead < ready.count && active.count < options.maxInFlight { timeout = 0 }
-            if !active.isEmpty { timeout = min(timeout, TrackingLane.busyPollMs) }
-            let sleepsIdle = active.isEmpty && timeout > 0
+            if readyHead < ready.count && inFlight < options.maxInFlight { timeout = 0 }
+            if inFlight > 0 { timeout = min(timeout, TrackingLane.busyPollMs) }
+            let sleepsIdle = inFlight == 0 && timeout > 0
             if sleepsIdle {
                 idle.store(true, ordering: .releasing)
                 // A job that arrived before the flag was set is in the inbox: do not sleep on it.
@@ -261,7 +261,7 @@ final class TrackingLane: @unchecked Sendable {
             completions()
         }
         let left = heap.count + (ready.count - readyHead) + batches.values.reduce(0) { $0 + $1.items.count }
-        if left > 0 { log.count { $0.dropped += UInt64(left) } }
+        if left > 0 { log.countDropped(UInt64(left)) }
     }
 
     /// libcurl's socket callback: watch `fd` for what it needs (or stop watching).
@@ -339,10 +339,8 @@ final class TrackingLane: @unchecked Sendable {
         }
         let t = Transfer(job: job, easy: easy, startNs: Clock.monotonicNanoseconds())
         t.shape = shape
-        let id = nextTransfer
-        nextTransfer &+= 1
         urls.apply(job.request.url, to: easy)
-        pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, UnsafeRawPointer(bitPattern: id))
+        pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, Unmanaged.passRetained(t).toOpaque())
         if had == .fresh {
             pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
             pushemu_curl_setopt_closesocket(easy, { clientp, fd in
@@ -379,7 +377,7 @@ final class TrackingLane: @unchecked Sendable {
             t.headers = list
             pushemu_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
         }
-        active[id] = t
+        inFlight += 1
         curl_multi_add_handle(multi, easy)
     }
 
@@ -390,11 +388,12 @@ final class TrackingLane: @unchecked Sendable {
             let result = msg.pointee.data.result
             var priv: UnsafeMutableRawPointer? = nil
             pushemu_curl_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv)
-            let id = Int(bitPattern: priv)
             var status = 0
             pushemu_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
             curl_multi_remove_handle(multi, easy)
-            guard let t = active.removeValue(forKey: id) else { continue }
+            guard let priv else { continue }
+            let t = Unmanaged<Transfer>.fromOpaque(priv).takeRetainedValue()
+            inFlight -= 1
             if t.shape == .other {
                 curl_slist_free_all(t.headers)
                 idleHandles.append((easy, .other))

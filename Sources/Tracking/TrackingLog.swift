@@ -114,16 +114,27 @@ public final class TrackingLog: Sendable {
         }
     }
 
+    /// One preset's attempts by outcome (succeeded, retrying, failed) and latency.
+    struct PresetStats {
+        let preset: String
+        var outcomes: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var latency = LatencyHistogram()
+    }
+
     struct State {
         var ring: [TrackingAttempt] = []
         var next = 0
         var sequence: UInt64 = 0
         var counters = Counters()
-        var metrics = Metrics()
+        /// A handful of presets, searched linearly (no string hashing per attempt).
+        var presets: [PresetStats] = []
     }
 
     let capacity: Int
     private let state = Mutex(State())
+    /// Counted by the submitting threads (event loops) without the lanes' lock.
+    private let scheduled = Atomic<UInt64>(0)
+    private let dropped = Atomic<UInt64>(0)
     /// Called with every attempt (the journal's hook), on the dispatcher's thread. Set before start.
     public nonisolated(unsafe) var onRecord: (@Sendable (TrackingAttempt) -> Void)?
 
@@ -136,12 +147,18 @@ public final class TrackingLog: Sendable {
             s.sequence += 1
             a.sequence = s.sequence
             s.counters.attempts += 1
-            s.metrics.attempts[PresetOutcome(preset: a.preset, outcome: a.outcome), default: 0] += 1
-            s.metrics.latency[a.preset, default: LatencyHistogram()].observe(a.latencyMs / 1000)
+            let p: Int
+            if let i = s.presets.firstIndex(where: { $0.preset == a.preset }) {
+                p = i
+            } else {
+                s.presets.append(PresetStats(preset: a.preset))
+                p = s.presets.count - 1
+            }
+            s.presets[p].latency.observe(a.latencyMs / 1000)
             switch a.outcome {
-            case "succeeded": s.counters.succeeded += 1
-            case "retrying": s.counters.retried += 1
-            default: s.counters.failed += 1
+            case "succeeded": s.counters.succeeded += 1; s.presets[p].outcomes.0 += 1
+            case "retrying": s.counters.retried += 1; s.presets[p].outcomes.1 += 1
+            default: s.counters.failed += 1; s.presets[p].outcomes.2 += 1
             }
             if s.ring.count < capacity {
                 s.ring.append(a)
@@ -153,10 +170,28 @@ public final class TrackingLog: Sendable {
         }
     }
 
-    func count(_ body: (inout Counters) -> Void) { state.withLock { body(&$0.counters) } }
+    func countScheduled() { scheduled.add(1, ordering: .relaxed) }
+    func countDropped(_ n: UInt64 = 1) { dropped.add(n, ordering: .relaxed) }
 
-    public var counters: Counters { state.withLock { $0.counters } }
-    public var metrics: Metrics { state.withLock { $0.metrics } }
+    public var counters: Counters {
+        var c = state.withLock { $0.counters }
+        c.scheduled = scheduled.load(ordering: .relaxed)
+        c.dropped = dropped.load(ordering: .relaxed)
+        return c
+    }
+
+    public var metrics: Metrics {
+        state.withLock { s in
+            var m = Metrics()
+            for p in s.presets {
+                for (outcome, n) in [("succeeded", p.outcomes.0), ("retrying", p.outcomes.1), ("failed", p.outcomes.2)] where n > 0 {
+                    m.attempts[PresetOutcome(preset: p.preset, outcome: outcome)] = n
+                }
+                m.latency[p.preset] = p.latency
+            }
+            return m
+        }
+    }
 
     /// Matching attempts, oldest first, at most `limit` (the newest).
     public func query(_ f: Filter) -> [TrackingAttempt] {
@@ -179,7 +214,9 @@ public final class TrackingLog: Sendable {
             s.ring.removeAll()
             s.next = 0
             s.counters = Counters()
-            s.metrics = Metrics()
+            s.presets.removeAll()
+            scheduled.store(0, ordering: .relaxed)
+            dropped.store(0, ordering: .relaxed)
         }
     }
 }
