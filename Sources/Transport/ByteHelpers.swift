@@ -1,3 +1,4 @@
+import Glibc
 /// Small helpers for working with bytes without going through `String`.
 
 @inlinable
@@ -76,53 +77,71 @@ extension UnsafeRawBufferPointer {
 }
 
 /// A growable output buffer with a consumed prefix, so partial writes do not shift bytes.
+/// Bytes are copied in with memcpy: `storage` is allocated uninitialized and only
+/// `start..<end` is ever read (`Array.append(contentsOf:)` cost about 115 instructions a call,
+/// a dozen calls per HTTP/1.1 response).
 struct OutputBuffer {
-    private(set) var bytes: [UInt8] = []
+    private var storage: [UInt8] = []
     private(set) var start = 0
+    private var end = 0
 
     init() {}
 
-    var isEmpty: Bool { start == bytes.count }
-    var count: Int { bytes.count - start }
+    var isEmpty: Bool { start == end }
+    var count: Int { end - start }
 
-    mutating func append(_ raw: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: raw.typedBytes)
+    @inline(__always)
+    private mutating func copyIn(_ src: UnsafeRawPointer?, _ n: Int) {
+        guard n > 0, let src else { return }
+        if end + n > storage.count { grow(n) }
+        let at = end
+        storage.withUnsafeMutableBytes { _ = memcpy($0.baseAddress! + at, src, n) }
+        end += n
     }
-    mutating func append(_ other: [UInt8]) {
-        bytes.append(contentsOf: other)
+
+    /// Room for `n` more bytes: the unconsumed bytes move to a larger (or the same) buffer's start.
+    @inline(never)
+    private mutating func grow(_ n: Int) {
+        let live = end - start
+        let size = max(4096, live + n, storage.count * 2)
+        let s = start
+        let moved = [UInt8](unsafeUninitializedCapacity: size) { buf, count in
+            if live > 0 { storage.withUnsafeBytes { _ = memcpy(buf.baseAddress!, $0.baseAddress! + s, live) } }
+            count = size
+        }
+        storage = moved
+        start = 0
+        end = live
     }
-    mutating func append(_ s: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-    }
-    mutating func append(_ s: String) {
-        bytes.append(contentsOf: s.utf8)
-    }
+
+    mutating func append(_ raw: UnsafeRawBufferPointer) { copyIn(raw.baseAddress, raw.count) }
+    mutating func append(_ other: [UInt8]) { other.withUnsafeBytes { copyIn($0.baseAddress, $0.count) } }
+    /// Literals land here (a `String` overload would take them, through String's UTF-8 view:
+    /// about 1.4k instructions per HTTP/1.1 response).
+    mutating func append(_ s: StaticString) { copyIn(s.utf8Start, s.utf8CodeUnitCount) }
     mutating func appendDecimal(_ value: Int) {
-        withDecimalDigits(value) { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
+        withDecimalDigits(value) { copyIn($0.baseAddress, $0.count) }
     }
 
     /// Calls `body` with the unconsumed bytes; it returns how many it consumed.
     mutating func withUnconsumed(_ body: (UnsafeRawBufferPointer) -> Int) {
-        let s = start
-        let used = bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[s...])) }
+        let s = start, e = end
+        let used = storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[s..<e])) }
         consume(used)
     }
 
     mutating func consume(_ n: Int) {
         start += n
-        if start >= bytes.count {
+        if start >= end {
             start = 0
-            if bytes.capacity > 256 * 1024 {
-                bytes = []
-                bytes.reserveCapacity(16 * 1024)
-            } else {
-                bytes.removeAll(keepingCapacity: true)
-            }
+            end = 0
+            if storage.count > 256 * 1024 { storage = [] }   // a burst's buffer is not kept
         }
     }
 
     mutating func removeAll() {
         start = 0
-        bytes.removeAll(keepingCapacity: false)
+        end = 0
+        storage = []
     }
 }

@@ -132,7 +132,7 @@ public enum HTTP1Parser {
         version = minor == UInt8(ascii: "0") ? .http1_0 : .http1_1
 
         var fields = HTTPFields()
-        fields.storage.reserveCapacity(512)
+        fields.reserveCapacity(bytes: 512, fields: 12)
         // Target: origin-form, asterisk-form, or absolute-form.
         let target = UnsafeRawBufferPointer(rebasing: buf[targetStart..<targetEnd])
         if target[0] == UInt8(ascii: "/") {

@@ -191,8 +191,7 @@ final class HTTP2Session: ExchangeOwner {
         } else {
             let req = Request(version: .http2, method: .get, headers: HTTPFields())
             ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
-            ex.request.headers.storage.reserveCapacity(512)
-            ex.request.headers.entries.reserveCapacity(12)
+            ex.request.headers.reserveCapacity(bytes: 512, fields: 12)
         }
         adopt(ex)
         last = ex

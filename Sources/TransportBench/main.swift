@@ -24,10 +24,14 @@ config.httpsPort = Int(a[2])
 config.tls = TLSConfiguration(certificateChainPEM: read(a[3]), privateKeyPEM: read(a[4]))
 config.threads = a.count > 5 ? Int(a[5]) ?? 1 : 1
 var router = Router()
-router.add(nil, "/*") { ex in
+// Built once: every answer shares it (copy on write, never written).
+let answerHeaders: HTTPFields = {
     var h = HTTPFields()
     h.add(name: "apns-id", value: "00000000-0000-0000-0000-000000000000")
-    ex.respond(Response(status: 200, headers: h))
+    return h
+}()
+router.add(nil, "/*") { ex in
+    ex.respond(Response(status: 200, headers: answerHeaders))
 }
 csys_block_signals()
 csys_tune_malloc()
