@@ -1,3 +1,4 @@
+import Foundation
 import PushCore
 import TestSupport
 @testable import Tracking
@@ -64,5 +65,47 @@ final class TrackingURLTests: XCTestCase {
         XCTAssertEqual(Set(a.requests.compactMap { $0.headers["host"] }), [hostA])
         XCTAssertEqual(Set(b.requests.compactMap { $0.headers["host"] }), [hostB])
         XCTAssertEqual(log.counters.succeeded, UInt64(cases.count))
+    }
+
+    /// https tracking: the server is verified against the configured CA (by the name in the
+    /// URL, pre-parsed or not), and a server the CAs do not vouch for fails every attempt,
+    /// recorded with libcurl's error, without a response status.
+    func testHTTPSTrackingVerifiesTheServer() throws {
+        let sink = try TrackingSink(tls: true)
+        defer { sink.stop() }
+        var o = TrackingDispatcher.Options()
+        o.threads = 1
+        o.caFile = ServerProcess.repositoryRoot + "/Certs/ca.pem"
+        let log = TrackingLog()
+        let d = TrackingDispatcher(options: o, log: log)
+        d.start()
+        defer { d.stop() }
+        let urls = [sink.url + "/r/?id=h1,2,1", sink.url + "/a/../r/?id=h3,4,2", "https://127.0.0.1:\(sink.port)/ip?x=1"]
+        for (i, u) in urls.enumerated() {
+            d.submit(TrackingJob(request: TrackingRequest(method: "GET", url: u), event: .receive, preset: "webhook",
+                                 token: "t\(i)", notificationID: "n\(i)", notBeforeMs: 0))
+        }
+        XCTAssertEqual(sink.wait(for: urls.count), urls.count)
+        XCTAssertEqual(Set(sink.requests.map(\.target)), ["/r/?id=h1,2,1", "/r/?id=h3,4,2", "/ip?x=1"])
+
+        var untrusted = TrackingDispatcher.Options()
+        untrusted.threads = 1
+        untrusted.maxAttempts = 2
+        untrusted.backoffBaseMs = 10
+        untrusted.caFile = ServerProcess.repositoryRoot + "/Certs/apns-sandbox-client.pem"   // neither the issuer nor the server
+        let failLog = TrackingLog()
+        let f = TrackingDispatcher(options: untrusted, log: failLog)
+        f.start()
+        defer { f.stop() }
+        f.submit(TrackingJob(request: TrackingRequest(method: "GET", url: sink.url + "/r/?id=h5,6,1"), event: .receive,
+                             preset: "webhook", token: "t", notificationID: "n", notBeforeMs: 0))
+        let deadline = Date().addingTimeInterval(10)
+        while failLog.counters.failed < 1 && Date() < deadline { usleep(10_000) }
+        let attempts = failLog.query(TrackingLog.Filter())
+        XCTAssertEqual(attempts.map(\.outcome), ["retrying", "failed"])
+        XCTAssertEqual(attempts.map(\.status), [0, 0])
+        XCTAssertTrue(attempts.allSatisfy { ($0.error ?? "").contains("certificate") || ($0.error ?? "").contains("SSL") },
+                      attempts.map { $0.error ?? "nil" }.joined(separator: "; "))
+        XCTAssertEqual(sink.count, urls.count)   // no request got through
     }
 }

@@ -19,14 +19,24 @@ public final class TrackingSink: @unchecked Sendable {
     let server: HTTPServer
     let box = State()
 
-    public var port: Int { server.httpAddress!.port }
-    public var url: String { "http://127.0.0.1:\(port)" }
+    let tls: Bool
+    public var port: Int { (tls ? server.httpsAddress : server.httpAddress)!.port }
+    /// `https://localhost:PORT` for a TLS sink (its certificate is Certs/server.pem, signed by
+    /// Certs/ca.pem), else `http://127.0.0.1:PORT`.
+    public var url: String { tls ? "https://localhost:\(port)" : "http://127.0.0.1:\(port)" }
 
-    /// `keepRequests: false` only counts (for large campaigns).
-    public init(failFirst: Int = 0, failStatus: Int = 500, keepRequests: Bool = true) throws {
+    /// `keepRequests: false` only counts (for large campaigns). `tls`: https only (HTTP/2 or
+    /// HTTP/1.1 by ALPN).
+    public init(failFirst: Int = 0, failStatus: Int = 500, keepRequests: Bool = true, tls: Bool = false) throws {
+        self.tls = tls
         var c = ServerConfiguration()
-        c.httpPort = 0
-        c.httpsPort = nil
+        c.httpPort = tls ? nil : 0
+        c.httpsPort = tls ? 0 : nil
+        if tls {
+            let certs = ServerProcess.repositoryRoot + "/Certs"
+            c.tls = TLSConfiguration(certificateChainPEM: Array(try Data(contentsOf: URL(fileURLWithPath: certs + "/server.pem"))),
+                                     privateKeyPEM: Array(try Data(contentsOf: URL(fileURLWithPath: certs + "/server-key.pem"))))
+        }
         c.threads = 1
         var r = Router()
         let box = self.box
