@@ -15,47 +15,54 @@ struct CurlURLs {
     private struct Entry {
         let handle: OpaquePointer
         var authority: [UInt8]
+        /// The path last set (a preset's path rarely changes between its requests).
+        var path: [UInt8] = []
     }
     private var byEasy: [Int: Entry] = [:]
 
     /// Sets the transfer's URL on `easy` (text, and the parsed handle where it is safe).
     mutating func apply(_ url: String, to easy: UnsafeMutableRawPointer) {
         url.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_URL, $0) }
-        var handle: OpaquePointer? = nil
         var u = url
-        u.withUTF8 { bytes in
-            guard let split = CurlURLs.split(bytes) else { return }
+        let handle: OpaquePointer? = u.withUTF8 { bytes in
+            guard let split = CurlURLs.split(bytes) else { return nil }
             let key = Int(bitPattern: easy)
-            var entry: Entry
-            if let e = byEasy[key] {
-                entry = e
-            } else {
-                guard let h = curl_url() else { return }
-                entry = Entry(handle: h, authority: [])
-                byEasy[key] = entry
+            if byEasy[key] == nil {
+                guard let h = curl_url() else { return nil }
+                byEasy[key] = Entry(handle: h, authority: [])
             }
-            let authority = UnsafeBufferPointer(rebasing: bytes[..<split.pathStart])
-            if !entry.authority.elementsEqual(authority) {
-                // "scheme://authority/", parsed the way libcurl parses CURLOPT_URL.
-                let ok = CurlURLs.withCString(authority, suffix: UInt8(ascii: "/")) {
-                    curl_url_set(entry.handle, CURLUPART_URL, $0, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK
-                }
-                entry.authority = ok ? Array(authority) : []
-                byEasy[key] = entry
-                guard ok else { return }
-            }
-            let path = UnsafeBufferPointer(rebasing: bytes[split.pathStart..<(split.queryStart.map { $0 - 1 } ?? bytes.count)])
-            guard CurlURLs.withCString(path, suffix: nil, { curl_url_set(entry.handle, CURLUPART_PATH, $0, 0) == CURLUE_OK }) else { return }
-            if let q = split.queryStart {
-                guard CurlURLs.withCString(UnsafeBufferPointer(rebasing: bytes[q...]), suffix: nil, {
-                    curl_url_set(entry.handle, CURLUPART_QUERY, $0, 0) == CURLUE_OK
-                }) else { return }
-            } else {
-                curl_url_set(entry.handle, CURLUPART_QUERY, nil, 0)
-            }
-            handle = entry.handle
+            return CurlURLs.update(&byEasy[key]!, bytes, split)
         }
         pushemu_curl_setopt_ptr(easy, CURLOPT_CURLU, UnsafeRawPointer(handle))
+    }
+
+    /// Brings `entry`'s handle to the URL in `bytes`; nil when libcurl refused a part.
+    private static func update(_ entry: inout Entry, _ bytes: UnsafeBufferPointer<UInt8>,
+                               _ split: (pathStart: Int, queryStart: Int?)) -> OpaquePointer? {
+        let authority = UnsafeBufferPointer(rebasing: bytes[..<split.pathStart])
+        if !entry.authority.elementsEqual(authority) {
+            // "scheme://authority/", parsed the way libcurl parses CURLOPT_URL.
+            entry.authority = []
+            entry.path = []
+            guard withCString(authority, suffix: UInt8(ascii: "/"), {
+                curl_url_set(entry.handle, CURLUPART_URL, $0, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK
+            }) else { return nil }
+            entry.authority = Array(authority)
+        }
+        let path = UnsafeBufferPointer(rebasing: bytes[split.pathStart..<(split.queryStart.map { $0 - 1 } ?? bytes.count)])
+        if !entry.path.elementsEqual(path) {
+            entry.path = []
+            guard withCString(path, suffix: nil, { curl_url_set(entry.handle, CURLUPART_PATH, $0, 0) == CURLUE_OK }) else { return nil }
+            entry.path = Array(path)
+        }
+        if let q = split.queryStart {
+            guard withCString(UnsafeBufferPointer(rebasing: bytes[q...]), suffix: nil, {
+                curl_url_set(entry.handle, CURLUPART_QUERY, $0, 0) == CURLUE_OK
+            }) else { return nil }
+        } else {
+            curl_url_set(entry.handle, CURLUPART_QUERY, nil, 0)
+        }
+        return entry.handle
     }
 
     /// Frees the parsed handles (with the easy handles they served).
