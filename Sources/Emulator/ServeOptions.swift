@@ -105,7 +105,7 @@ public enum ServeOptions {
         Option(name: "inbox-size", valueName: "N", help: "notifications kept per device inbox (default 100)") { c, v in c.devices.inboxSize = try int(v, "inbox-size", 1...100_000) },
         Option(name: "tracking-timeout", valueName: "SECONDS", help: "timeout of one tracking request (default 30, Adobe's)") { c, v in c.tracking.timeoutMs = Int(try double(v, "tracking-timeout") * 1000) },
         Option(name: "tracking-retries", valueName: "N", help: "retries after a 5xx or connection error, with exponential backoff (default 4)") { c, v in c.tracking.maxAttempts = try int(v, "tracking-retries", 0...20) + 1 },
-        Option(name: "tracking-concurrency", valueName: "N", help: "tracking requests in flight at most (default 512; 32 connections per target)") { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
+        Option(name: "tracking-concurrency", valueName: "N", help: "tracking requests in flight per dispatcher lane (default 32; two lanes; at most 32 connections per target per lane)") { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
         Option(name: "tracking-queue", valueName: "N", help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)") { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
         Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in c.tracking.caFile = v },
         Option(name: "tracking-log-size", valueName: "N", help: "tracking attempts kept for the admin API (default 100000)") { c, v in c.trackingLogSize = try int(v, "tracking-log-size", 1...10_000_000) },
