@@ -65,9 +65,24 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     public let configuration: Configuration
+    /// `configuration.defaultTracking != nil`, computed once (asking copies the configuration).
+    private let hasDefaultTracking: Bool
     public let dispatcher: TrackingDispatcher?
     private let codec: FleetTokens
-    private let fleets = Mutex<[FleetSpec]>([])
+    /// A fleet never changes once created: the hot path holds it by reference (a `FleetSpec`
+    /// copy costs a retain and a release per field, once or twice per push).
+    final class FleetRef: Sendable {
+        let spec: FleetSpec
+        /// `spec.tracking != nil`, without copying the configuration to find out.
+        let tracks: Bool
+        init(_ spec: FleetSpec) {
+            self.spec = spec
+            tracks = spec.tracking != nil
+        }
+    }
+    private let fleets = Mutex<[FleetRef]>([])
+
+    private func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
     private final class Shard: Sendable { let map = Mutex<[TokenKey: SimDevice]>([:]) }
     private let shards: [Shard]
     private final class AtomicCounters: Sendable {
@@ -78,6 +93,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
         self.configuration = configuration
+        hasDefaultTracking = configuration.defaultTracking != nil
         self.dispatcher = dispatcher
         var r = FastRandom()
         codec = FleetTokens(secret: (r.next(), r.next() | 1))
@@ -98,17 +114,17 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             let spec = FleetSpec(number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
                                  secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
                                  tracking: tracking, labels: labels, createdAtMs: nowMs)
-            f.append(spec)
+            f.append(FleetRef(spec))
             return spec
         }
     }
 
     public func fleet(id: String) -> FleetSpec? {
         guard id.hasPrefix("fleet-"), let n = Int(id.dropFirst(6)) else { return nil }
-        return fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil }
+        return fleetRef(n)?.spec
     }
 
-    public var allFleets: [FleetSpec] { fleets.withLock { $0 } }
+    public var allFleets: [FleetSpec] { fleets.withLock { $0.map(\.spec) } }
 
     public func token(_ f: FleetSpec, index: Int) -> String {
         String(decoding: tokenBytes(f, index: index), as: UTF8.self)
@@ -125,14 +141,15 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     /// The fleet member a token is, if it is one (O(1): invert the header, check the hash).
-    func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetSpec, Int)? {
+    func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetRef, Int)? {
         guard let (n, index) = codec.claim(token, platform: platform) else { return nil }
-        guard let f = fleets.withLock({ n >= 1 && n <= $0.count ? $0[n - 1] : nil }), f.platform == platform, index < f.count else { return nil }
-        guard Bytes.equal(token, tokenBytes(f, index: index)) else { return nil }
-        return (f, index)
+        guard let ref = fleetRef(n), ref.spec.platform == platform, index < ref.spec.count else { return nil }
+        guard Bytes.equal(token, tokenBytes(ref.spec, index: index)) else { return nil }
+        return (ref, index)
     }
 
-    func materialize(_ f: FleetSpec, index: Int, token: String) -> SimDevice {
+    func materialize(_ ref: FleetRef, index: Int, token: String) -> SimDevice {
+        let f = ref.spec
         var d = SimDevice(token: token, platform: f.platform, app: f.app, environment: f.environment, createdAtMs: f.createdAtMs,
                           seed: f.seed ^ FleetTokens.mix(UInt64(index)))
         d.fleet = f.number
@@ -171,16 +188,16 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let k = TokenKey(token)
         let bytes = Array(token.utf8)[...]
         var fleetView: SimDevice?
-        if shard(k).map.withLock({ $0[k] == nil }) {
+        if shard(k).map.withLock({ $0.index(forKey: k) == nil }) {
             for p in DevicePlatform.allCases {
                 if let (f, i) = member(bytes, platform: p) { fleetView = materialize(f, index: i, token: token) }
             }
         }
         return shard(k).map.withLock { m -> SimDevice? in
-            if m[k] == nil, let v = fleetView { m[k] = v }
-            guard m[k] != nil else { return nil }
-            body(&m[k]!)
-            return m[k]
+            if m.index(forKey: k) == nil, let v = fleetView { m[k] = v }
+            guard let i = m.index(forKey: k) else { return nil }
+            body(&m.values[i])
+            return m.values[i]
         }
     }
 
@@ -234,7 +251,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             return fields(&m.values[i])
         }
         if let recorded, let status = recorded { return status }
-        guard let (f, i) = member(token, platform: platform) else { return nil }
+        guard let (ref, i) = member(token, platform: platform) else { return nil }
+        let f = ref.spec
         if f.startsUninstalled(i) { return .uninstalled(atMs: f.createdAtMs) }
         return .installed(app: f.app, environment: f.environment)
     }
@@ -251,7 +269,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
         let tracks = dispatcher != nil
-        let defaultTracking = configuration.defaultTracking != nil
+        let defaultTracking = hasDefaultTracking
         let pendingLimit = configuration.pendingLimit
 
         /// What the SDK needs rides in a box: the outcome stays a few words, not a record copied
@@ -287,7 +305,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             guard let i = m.index(forKey: k) else { return .absent }
             return work(&m, i, fleetTracks: false)
         }
-        var fleetSpec: FleetSpec?
+        var fleetSpec: FleetRef?
         if case .absent = outcome {
             var dev: SimDevice
             if let (f, i) = member(d.tokenBytes, platform: d.platform) {
@@ -298,9 +316,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                                 createdAtMs: d.receivedAtMs, seed: k.a ^ k.b)
             }
             if dev.app == nil { dev.app = d.app }
-            let fleetTracks = fleetSpec?.tracking != nil
+            let fleetTracks = fleetSpec?.tracks ?? false
             outcome = sh.map.withLock { m -> Outcome in
-                if m[k] == nil { m[k] = dev }
+                if m.index(forKey: k) == nil { m[k] = dev }
                 return work(&m, m.index(forKey: k)!, fleetTracks: fleetTracks)
             }
         }
@@ -310,7 +328,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         case .delivered(let dev, let fleet):
             counters.delivered.add(1, ordering: .relaxed)
             guard let dev else { return }
-            if fleetSpec == nil, let n = fleet { fleetSpec = fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
+            if fleetSpec == nil, let n = fleet { fleetSpec = fleetRef(n) }
             track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs, parsedPayload: parsedPayload)
         default: break
         }
@@ -350,7 +368,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             }
         }
         guard var current = dev else { return nil }
-        let fleetSpec = current.fleet.flatMap { n in fleets.withLock { n <= $0.count ? $0[n - 1] : nil } }
+        let fleetSpec = current.fleet.flatMap { fleetRef($0) }
         for p in released {
             if let e = p.expiresAtMs, e != 0, e < nowMs {
                 _ = update(token: token) { $0.dropped += 1 }
@@ -383,10 +401,22 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
 
-    func track(_ dev: SDKView, _ d: Delivery, fleet: FleetSpec?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil) {
-        guard let dispatcher, !dev.privacyOptOut,
-              let config = dev.tracking ?? fleet?.tracking ?? configuration.defaultTracking else { return }
-        let behavior = dev.behavior ?? fleet?.behavior ?? configuration.defaultBehavior
+    func track(_ dev: SDKView, _ d: Delivery, fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil) {
+        guard let dispatcher, !dev.privacyOptOut else { return }
+        // The device's tracking, else its fleet's, else the server's, each passed where it is
+        // stored (a `??` chain copies the configuration: a retain per field).
+        if let t = dev.tracking {
+            track(dev, d, config: t, dispatcher, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+        } else if let f = fleet, f.tracks {
+            track(dev, d, config: f.spec.tracking!, dispatcher, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+        } else if hasDefaultTracking {
+            track(dev, d, config: configuration.defaultTracking!, dispatcher, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+        }
+    }
+
+    private func track(_ dev: SDKView, _ d: Delivery, config: borrowing TrackingConfig, _ dispatcher: TrackingDispatcher,
+                       fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer?) {
+        let behavior = dev.behavior ?? fleet?.spec.behavior ?? configuration.defaultBehavior
         var rng = FastRandom(seed: dev.seed ^ d.notificationID.low ^ 0x5851_F42D_4C95_7F2D)
         let receiveDelay = behavior.receiveDelayMs.draw(&rng)
         let opens = rng.nextDouble() < behavior.openRate
@@ -405,7 +435,11 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             case .job(let j):
                 dispatcher.submit(j)
                 counters.trackingScheduled.add(1, ordering: .relaxed)
-                if event == .open { _ = update(token: dev.token) { $0.opened += 1 } }
+                if event == .open {
+                    // The device record exists (it was just delivered to); no copy comes back.
+                    let k = TokenKey(dev.token)
+                    shard(k).map.withLock { m in if let i = m.index(forKey: k) { m.values[i].opened += 1 } }
+                }
             case .skip:
                 counters.trackingSkipped.add(1, ordering: .relaxed)
             }
