@@ -96,10 +96,10 @@ public final class Emulator: @unchecked Sendable {
         }
         if let journalForTracking = journal {
           trackingLog.onRecord = { a in
-            journalForTracking.append(TrackingRecord(atMs: a.atMs, preset: a.preset, event: a.event.rawValue, token: a.token,
-                                                     notificationID: a.notificationID, method: a.method, url: a.url, status: a.status,
-                                                     outcome: a.outcome, attempt: a.attempt, latencyMs: a.latencyMs, error: a.error,
-                                                     events: a.events))
+            journalForTracking.appendTracking(atMs: a.atMs, preset: a.preset, event: a.event.rawValue, token: a.token,
+                                              notificationID: a.notificationID, method: a.method, url: a.url, status: a.status,
+                                              outcome: a.outcome, attempt: a.attempt, latencyMs: a.latencyMs, error: a.error,
+                                              events: a.events)
           }
         }
         let apns = APNsService(provider: APNsProvider(configuration: configuration.apns, keys: apnsKeys, devices: apnsDevices),

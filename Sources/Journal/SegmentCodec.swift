@@ -94,19 +94,28 @@ struct SegmentEncoder {
     }
 
     mutating func append(_ t: TrackingRecord) {
-        header(tag: 2, atMs: t.atMs)
-        varint(UInt64(max(0, t.status)))
-        varint(UInt64(max(0, t.attempt)))
-        varint(UInt64(max(0, (t.latencyMs * 1000).rounded())))
-        varint(UInt64(max(1, t.events)))
-        repeatable(.preset, string: t.preset)
-        repeatable(.event, string: t.event)
-        repeatable(.method, string: t.method)
-        repeatable(.outcome, string: t.outcome)
-        repeatable(.error, string: t.error)
-        var s = t.token; s.withUTF8 { token(UnsafeRawBufferPointer($0)) }
-        s = t.notificationID; s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
-        s = t.url; s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
+        appendTracking(atMs: t.atMs, preset: t.preset, event: t.event, token: t.token, notificationID: t.notificationID,
+                       method: t.method, url: t.url, status: t.status, outcome: t.outcome, attempt: t.attempt,
+                       latencyMs: t.latencyMs, error: t.error, events: t.events)
+    }
+
+    /// A tracking record from its fields, read where they are (no record built and destroyed).
+    mutating func appendTracking(atMs: Int64, preset: String, event: String, token: String, notificationID: String,
+                                 method: String, url: String, status: Int, outcome: String, attempt: Int,
+                                 latencyMs: Double, error: String?, events: Int) {
+        header(tag: 2, atMs: atMs)
+        varint(UInt64(max(0, status)))
+        varint(UInt64(max(0, attempt)))
+        varint(UInt64(max(0, (latencyMs * 1000).rounded())))
+        varint(UInt64(max(1, events)))
+        repeatable(.preset, string: preset)
+        repeatable(.event, string: event)
+        repeatable(.method, string: method)
+        repeatable(.outcome, string: outcome)
+        repeatable(.error, string: error)
+        var s = token; s.withUTF8 { self.token(UnsafeRawBufferPointer($0)) }
+        s = notificationID; s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
+        s = url; s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
         tracking += 1
     }
 

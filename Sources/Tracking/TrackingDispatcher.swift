@@ -203,8 +203,12 @@ final class TrackingLane: @unchecked Sendable {
                 j.removeAll(keepingCapacity: true)
                 return out
             }
-            for job in incoming { heap.push(job) }
+            // Due jobs from the heap first (they came earlier), then the new ones: those already
+            // due skip the heap (most receive calls have no delay).
             while let top = heap.peek, top.notBeforeMs <= now { enqueue(heap.pop()!, now: now) }
+            for job in incoming {
+                if job.notBeforeMs <= now { enqueue(job, now: now) } else { heap.push(job) }
+            }
             flushBatches(now: now, force: false)
             while inFlight < options.maxInFlight, readyHead < ready.count {
                 let job = ready[readyHead]

@@ -143,9 +143,7 @@ public final class TrackingLog: Sendable {
     func record(_ a: TrackingAttempt) {
         onRecord?(a)
         state.withLock { s in
-            var a = a
             s.sequence += 1
-            a.sequence = s.sequence
             s.counters.attempts += 1
             let p: Int
             if let i = s.presets.firstIndex(where: { $0.preset == a.preset }) {
@@ -160,10 +158,13 @@ public final class TrackingLog: Sendable {
             case "retrying": s.counters.retried += 1; s.presets[p].outcomes.1 += 1
             default: s.counters.failed += 1; s.presets[p].outcomes.2 += 1
             }
+            // Stored, then numbered in place (a numbered copy would cost a retain per field).
             if s.ring.count < capacity {
                 s.ring.append(a)
+                s.ring[s.ring.count - 1].sequence = s.sequence
             } else {
                 s.ring[s.next] = a
+                s.ring[s.next].sequence = s.sequence
                 s.next = (s.next + 1) % capacity
                 s.counters.evicted += 1
             }
