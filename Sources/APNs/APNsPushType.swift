@@ -28,7 +28,7 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     static let suffixes: [StaticString] = [".location-query", ".voip", ".complication", ".pushkit.fileprovider",
                                            ".push-type.liveactivity", ".voip-ptt", ".push-type.widgets", ".push-type.controls"]
 
-    /// `topicSuffix` without a String (nil: any topic).
+    /// What `apns-topic` must end with, as bytes that need no String (nil: any topic).
     var staticSuffix: StaticString? {
         switch self {
         case .alert, .background: ""
@@ -45,20 +45,7 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     }
 
     /// What `apns-topic` must end with: `<bundleId><suffix>` (nil: any topic, as for mdm).
-    public var topicSuffix: String? {
-        switch self {
-        case .alert, .background: ""
-        case .location: ".location-query"
-        case .voip: ".voip"
-        case .complication: ".complication"
-        case .fileprovider: ".pushkit.fileprovider"
-        case .mdm: nil
-        case .liveactivity: ".push-type.liveactivity"
-        case .pushtotalk: ".voip-ptt"
-        case .widgets: ".push-type.widgets"
-        case .controls: ".push-type.controls"
-        }
-    }
+    public var topicSuffix: String? { staticSuffix.map { $0.description } }
 
     /// Largest body: 5120 bytes for VoIP, 4096 otherwise.
     public var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }

@@ -160,21 +160,26 @@ public final class Journal: @unchecked Sendable {
     }
 
     public func append(_ t: TrackingRecord) {
-        appendTracking(atMs: t.atMs, preset: t.preset, event: t.event, token: t.token, notificationID: t.notificationID,
-                       method: t.method, url: t.url, status: t.status, outcome: t.outcome, attempt: t.attempt,
-                       latencyMs: t.latencyMs, error: t.error, events: t.events)
+        appendOther(atMs: t.atMs) { $0.append(t) }
     }
 
     /// A tracking attempt from its fields (the dispatcher's hook: no record built per attempt).
     public func appendTracking(atMs: Int64, preset: String, event: String, token: String, notificationID: String,
                                method: String, url: String, status: Int, outcome: String, attempt: Int,
                                latencyMs: Double, error: String?, events: Int) {
+        appendOther(atMs: atMs) {
+            $0.appendTracking(atMs: atMs, preset: preset, event: event, token: token, notificationID: notificationID,
+                              method: method, url: url, status: status, outcome: outcome, attempt: attempt,
+                              latencyMs: latencyMs, error: error, events: events)
+        }
+    }
+
+    /// Writes a record from a thread that is not an event loop into its shard's encoder.
+    private func appendOther(atMs: Int64, _ write: (inout SegmentEncoder) -> Void) {
         let kept = shards[otherShard].pending.withLock { p -> Bool in
             if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: atMs) }
             guard p.encoder!.count < maxQueue else { return false }
-            p.encoder!.appendTracking(atMs: atMs, preset: preset, event: event, token: token, notificationID: notificationID,
-                                      method: method, url: url, status: status, outcome: outcome, attempt: attempt,
-                                      latencyMs: latencyMs, error: error, events: events)
+            write(&p.encoder!)
             return true
         }
         if !kept { stats.withLock { $0.dropped += 1 } }
