@@ -128,9 +128,12 @@ public enum APNsPayload {
 
     static func lintAps(_ v: JSONView, _ aps: Int, _ pushType: APNsPushType, _ s: inout APNsPayloadSummary,
                         _ w: inout [String]) {
-        func expect(_ i: Int, _ kinds: [JSONToken.Kind], _ k: Int) -> Bool {
-            if kinds.contains(v.tokens[i].kind) { return true }
-            w.append("aps.\(v.string(k)) must be \(kinds.map(kindName).joined(separator: " or ")), not \(kindName(v.tokens[i].kind))")
+        // The accepted kinds as arguments, not an array: an array literal per check allocated.
+        func expect(_ i: Int, _ a: JSONToken.Kind, _ b: JSONToken.Kind? = nil, k: Int) -> Bool {
+            let kind = v.tokens[i].kind
+            if kind == a || kind == b { return true }
+            let kinds = [a] + (b.map { [$0] } ?? [])
+            w.append("aps.\(v.string(k)) must be \(kinds.map(kindName).joined(separator: " or ")), not \(kindName(kind))")
             return false
         }
         var hasAlert = false, hasSound = false, hasBadge = false
@@ -141,7 +144,7 @@ public enum APNsPayload {
             switch key {
             case .alert:
                 hasAlert = true
-                guard expect(val, [.string, .object], k) else { return }
+                guard expect(val, .string, .object, k: k) else { return }
                 if v.tokens[val].kind == .string {
                     s.bodyRange = range(v, val)
                     return
@@ -156,7 +159,7 @@ public enum APNsPayload {
                     }
                     if v.rawEquals(ak, "summary-arg-count") {
                         if kind != .number { w.append("aps.alert.summary-arg-count must be a number") }
-                    } else if v.raw(ak).count > 5 && Array(v.raw(ak).suffix(5)) == Array("-args".utf8) {
+                    } else if v.raw(ak).count > 5 && UnsafeRawBufferPointer(rebasing: v.raw(ak).suffix(5)).equals("-args") {
                         if kind != .array { w.append("aps.alert.\(v.string(ak)) must be an array of strings") }
                         else { v.forEachElement(av) { if v.tokens[$0].kind != .string { w.append("aps.alert.\(v.string(ak)) must be an array of strings") } } }
                     } else if kind != .string {
@@ -165,10 +168,10 @@ public enum APNsPayload {
                 }
             case .badge:
                 hasBadge = true
-                if expect(val, [.number], k), (v.integer(val) ?? -1) < 0 { w.append("aps.badge must be a non-negative integer") }
+                if expect(val, .number, k: k), (v.integer(val) ?? -1) < 0 { w.append("aps.badge must be a non-negative integer") }
             case .sound:
                 hasSound = true
-                guard expect(val, [.string, .object], k) else { return }
+                guard expect(val, .string, .object, k: k) else { return }
                 if v.tokens[val].kind == .object {
                     v.forEachMember(val) { sk, sv in
                         if v.rawEquals(sk, "critical") {
@@ -183,36 +186,36 @@ public enum APNsPayload {
                     }
                 }
             case .threadID, .category, .targetContentID, .filterCriteria:
-                _ = expect(val, [.string], k)
+                _ = expect(val, .string, k: k)
             case .contentAvailable:
-                if expect(val, [.number], k) {
+                if expect(val, .number, k: k) {
                     s.contentAvailable = v.rawEquals(val, "1")
                     if !s.contentAvailable { w.append("aps.content-available must be 1") }
                 }
             case .mutableContent:
-                if expect(val, [.number], k) {
+                if expect(val, .number, k: k) {
                     s.mutableContent = v.rawEquals(val, "1")
                     if !s.mutableContent { w.append("aps.mutable-content must be 1") }
                 }
             case .interruptionLevel:
-                if expect(val, [.string], k), !(v.rawEquals(val, "passive") || v.rawEquals(val, "active") ||
+                if expect(val, .string, k: k), !(v.rawEquals(val, "passive") || v.rawEquals(val, "active") ||
                                                 v.rawEquals(val, "time-sensitive") || v.rawEquals(val, "critical")) {
                     w.append("aps.interruption-level must be passive, active, time-sensitive or critical")
                 }
             case .relevanceScore:
-                if expect(val, [.number], k), let d = v.number(val), d < 0 || d > 1 { w.append("aps.relevance-score must be from 0 to 1") }
+                if expect(val, .number, k: k), let d = v.number(val), d < 0 || d > 1 { w.append("aps.relevance-score must be from 0 to 1") }
             case .timestamp, .staleDate, .dismissalDate:
                 la.append(key)
-                _ = expect(val, [.number], k)
+                _ = expect(val, .number, k: k)
             case .contentState, .attributes:
                 la.append(key)
-                _ = expect(val, [.object], k)
+                _ = expect(val, .object, k: k)
             case .attributesType, .inputPushToken, .inputPushChannel:
                 la.append(key)
-                _ = expect(val, key == .attributesType ? [.string] : [.number, .string], k)
+                _ = (key == .attributesType ? expect(val, .string, k: k) : expect(val, .number, .string, k: k))
             case .event:
                 la.append(key)
-                if expect(val, [.string], k) {
+                if expect(val, .string, k: k) {
                     event = val
                     if !(v.rawEquals(val, "start") || v.rawEquals(val, "update") || v.rawEquals(val, "end")) {
                         w.append("aps.event must be start, update or end")
