@@ -132,8 +132,8 @@ public enum APNsPayload {
         func expect(_ i: Int, _ a: JSONToken.Kind, _ b: JSONToken.Kind? = nil, k: Int) -> Bool {
             let kind = v.tokens[i].kind
             if kind == a || kind == b { return true }
-            let kinds = [a] + (b.map { [$0] } ?? [])
-            w.append("aps.\(v.string(k)) must be \(kinds.map(kindName).joined(separator: " or ")), not \(kindName(kind))")
+            let expected = b.map { kindName(a) + " or " + kindName($0) } ?? kindName(a)
+            w.append("aps.\(v.string(k)) must be \(expected), not \(kindName(kind))")
             return false
         }
         var hasAlert = false, hasSound = false, hasBadge = false

@@ -24,9 +24,8 @@ public enum APNsPushType: String, Sendable, CaseIterable {
         self = found
     }
 
-    /// Every non-empty topic suffix.
-    static let suffixes: [StaticString] = [".location-query", ".voip", ".complication", ".pushkit.fileprovider",
-                                           ".push-type.liveactivity", ".voip-ptt", ".push-type.widgets", ".push-type.controls"]
+    /// Every non-empty topic suffix (computed once).
+    static let suffixes: [StaticString] = allCases.compactMap(\.staticSuffix).filter { $0.utf8CodeUnitCount > 0 }
 
     /// What `apns-topic` must end with, as bytes that need no String (nil: any topic).
     var staticSuffix: StaticString? {

@@ -155,8 +155,7 @@ public final class Journal: @unchecked Sendable {
             return true
         }
         if !strict { completion() }
-        if !kept { stats.withLock { $0.dropped += 1 } }
-        if sleeping.load(ordering: .relaxed), sleeping.exchange(false, ordering: .acquiringAndReleasing) { wake() }
+        appended(kept: kept)
     }
 
     public func append(_ t: TrackingRecord) {
@@ -182,6 +181,11 @@ public final class Journal: @unchecked Sendable {
             write(&p.encoder!)
             return true
         }
+        appended(kept: kept)
+    }
+
+    /// After a record is queued (or dropped, `kept` false): count the drop, wake a sleeping writer.
+    private func appended(kept: Bool) {
         if !kept { stats.withLock { $0.dropped += 1 } }
         if sleeping.load(ordering: .relaxed), sleeping.exchange(false, ordering: .acquiringAndReleasing) { wake() }
     }

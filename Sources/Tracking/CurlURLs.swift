@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import PushCore
 
 /// Hands libcurl each transfer's URL already parsed, when that changes nothing.
 ///
@@ -40,7 +41,7 @@ struct CurlURLs {
     private static func update(_ entry: inout Entry, _ bytes: UnsafeBufferPointer<UInt8>,
                                _ split: (pathStart: Int, queryStart: Int?)) -> OpaquePointer? {
         let authority = UnsafeBufferPointer(rebasing: bytes[..<split.pathStart])
-        if !same(entry.authority, authority) {
+        if !Bytes.equal(entry.authority[...], authority) {
             // "scheme://authority/", parsed the way libcurl parses CURLOPT_URL.
             entry.authority = []
             entry.path = []
@@ -50,7 +51,7 @@ struct CurlURLs {
             entry.authority = Array(authority)
         }
         let path = UnsafeBufferPointer(rebasing: bytes[split.pathStart..<(split.queryStart.map { $0 - 1 } ?? bytes.count)])
-        if !same(entry.path, path) {
+        if !Bytes.equal(entry.path[...], path) {
             entry.path = []
             guard withCString(path, suffix: nil, { curl_url_set(entry.handle, CURLUPART_PATH, $0, 0) == CURLUE_OK }) else { return nil }
             entry.path = Array(path)
@@ -100,10 +101,6 @@ struct CurlURLs {
         }
         if let q = query, q >= n { return nil }   // "?" with nothing after it
         return (pathStart, query)
-    }
-
-    private static func same(_ a: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        a.count == b.count && a.withUnsafeBufferPointer { b.isEmpty || memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
     }
 
     private static func withCString<R>(_ bytes: UnsafeBufferPointer<UInt8>, suffix: UInt8?, _ body: (UnsafePointer<CChar>) -> R) -> R {
