@@ -46,11 +46,11 @@ struct APNsService: Sendable {
         // Faults come after the provider's decision: a rule may replace its answer.
         let fault = faults.effect(FaultContext(provider: .apns, token: d.token, topic: d.topic, project: d.environment.rawValue,
                                                path: request.path, headers: request.headers, device: faults.lookup),
-                                  headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
-        if let f = fault, f.answers {
-            let r = FaultHandling.apnsResponse(f, request: request, configuration: provider.configuration)
-            let reason = f.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue
-            answers.commit(journalRecord(ex, d, now, started, status: r.status, reason: reason, id: nil), ex) { [self] in
+                                  headers: request.headers, loop: ex.eventLoop.index, nowMs: now)
+        if let f = fault, f.effect.answers {
+            let r = FaultHandling.apnsResponse(f.effect, request: request, configuration: provider.configuration)
+            let reason = f.effect.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue
+            answers.commit(journalRecord(ex, request, d, now, started, status: r.status, reason: reason, id: nil), ex) { [self] in
                 if adaptiveStreams { APNsService.adapt(ctx, success: false, top: provider.configuration.streamsAfterAuth) }
                 let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
                 answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
@@ -86,7 +86,7 @@ struct APNsService: Sendable {
         // only what it uses (it may wait for a commit, and every reference kept costs a retain).
         let engine = faults.engine, metrics = answers.metrics
         let adaptTop: UInt32 = adaptiveStreams ? provider.configuration.streamsAfterAuth : 0
-        answers.commit(journalRecord(ex, d, now, started, status: status, reason: reason, id: acceptedID), ex) {
+        answers.commit(journalRecord(ex, request, d, now, started, status: status, reason: reason, id: acceptedID), ex) {
             let delay = FaultHandling.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true, engine: engine)
             AnswerRecording.observe(metrics, .apns, ex, started, status: status, reason: reason, delay: delay)
             if let n = raise, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
@@ -97,9 +97,9 @@ struct APNsService: Sendable {
         }
     }
 
-    func journalRecord(_ ex: Exchange, _ d: APNsDecision, _ now: Int64, _ started: UInt64, status: Int, reason: String,
-                       id: UUIDValue?) -> RequestRecord {
-        let request = ex.request
+    /// `request` is `ex.request`, passed on rather than copied out again.
+    func journalRecord(_ ex: Exchange, _ request: Request, _ d: APNsDecision, _ now: Int64, _ started: UInt64, status: Int,
+                       reason: String, id: UUIDValue?) -> RequestRecord {
         var token = d.token
         if token.isEmpty {
             // Rejected before the token was read: take it from the path.

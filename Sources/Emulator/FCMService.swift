@@ -90,10 +90,10 @@ struct FCMService: Sendable {
         let fault = faults.effect(FaultContext(provider: .fcm, token: target, topic: d.topicLabel.map { Array($0.utf8)[...] },
                                                project: d.project, path: request.path, headers: request.headers,
                                                device: faults.lookup),
-                                  headers: request.headers, loop: ex.eventLoop.index, nowMs: now)?.0
-        if let f = fault, f.answers {
-            let r = FaultHandling.fcmResponse(f)
-            let reason = f.errorCode ?? ""
+                                  headers: request.headers, loop: ex.eventLoop.index, nowMs: now)
+        if let f = fault, f.effect.answers {
+            let r = FaultHandling.fcmResponse(f.effect)
+            let reason = f.effect.errorCode ?? ""
             answers.commit(journalRecord(ex, d, now, started, target: target, status: r.status, reason: reason, id: nil), ex) { [self] in
                 let delay = faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
                 answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
@@ -155,12 +155,13 @@ struct FCMService: Sendable {
         let req = ex.request
         // A rule matching the token endpoint (`"path":"/token"`) answers in OAuth's shape:
         // `{"errorCode":"invalid_grant","reason":"..."}` or any other OAuth error code.
-        if let (e, _) = faults.effect(FaultContext(provider: .fcm, token: [], topic: nil, project: nil, path: req.path,
-                                                   headers: req.headers, device: faults.lookup),
-                                      headers: req.headers, loop: ex.eventLoop.index, nowMs: Clock.nowMs()), e.answers {
+        if let f = faults.effect(FaultContext(provider: .fcm, token: [], topic: nil, project: nil, path: req.path,
+                                              headers: req.headers, device: faults.lookup),
+                                 headers: req.headers, loop: ex.eventLoop.index, nowMs: Clock.nowMs()), f.effect.answers {
+            let e = f.effect
             var r = FCMOAuth.error(e.errorCode ?? "invalid_grant", e.reason ?? "Invalid JWT Signature.", status: e.status ?? 400)
             if let ra = e.retryAfter { r.headers.add(name: "retry-after", value: String(ra)) }
-            faults.send(r, ex, effect: e, provider: .fcm, goAwayJSON: false)
+            faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
             return
         }
         ex.respond(oauth.respond(body: req.body, contentType: req.headers.firstString("content-type"),

@@ -28,25 +28,26 @@ struct FaultHandling: Sendable {
     }
 
     /// The effect for this request: the override header first, then the first rule that fires.
-    func effect(_ c: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> (FaultEffect, FaultRule?)? {
-        if engine.allowOverrideHeader, let e = engine.override(headers) { return (e, nil) }
+    func effect(_ c: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> FiredFault? {
+        if engine.allowOverrideHeader, let e = engine.override(headers) { return FiredFault(e) }
         // No rules in force: nothing is built (one atomic load per request).
         guard engine.active(loop: loop), let r = engine.evaluate(c(), loop: loop, nowMs: nowMs) else { return nil }
-        return (r.effect, r)
+        return r.firedEffect
     }
 
 
     /// Sends `response` the way `effect` and the provider's latency profile say; returns the
     /// delay added, in seconds.
     @discardableResult
-    func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool) -> Double {
-        FaultHandling.send(response, ex, effect: effect, provider: provider, goAwayJSON: goAwayJSON, engine: engine)
+    func send(_ response: Response, _ ex: Exchange, effect fired: FiredFault?, provider: PushProvider, goAwayJSON: Bool) -> Double {
+        FaultHandling.send(response, ex, effect: fired, provider: provider, goAwayJSON: goAwayJSON, engine: engine)
     }
 
     /// `send` for a deferred answer, which keeps only the engine (not the whole `FaultHandling`).
-    static func send(_ response: Response, _ ex: Exchange, effect: FaultEffect?, provider: PushProvider, goAwayJSON: Bool,
+    static func send(_ response: Response, _ ex: Exchange, effect fired: FiredFault?, provider: PushProvider, goAwayJSON: Bool,
                      engine: FaultEngine) -> Double {
-        if effect == nil && engine.shaping.latency.isEmpty { ex.respond(response); return 0 }   // the common case
+        if fired == nil && engine.shaping.latency.isEmpty { ex.respond(response); return 0 }   // the common case
+        let effect = fired?.effect
         var delayMs = 0.0
         var rng = FastRandom(seed: UInt64(bitPattern: Clock.nowMs()) &* 0x9E37_79B9_7F4A_7C15 ^ UInt64(ex.eventLoop.index))
         if let d = engine.shaping.latency[provider] { delayMs += d.draw(&rng) }
@@ -71,8 +72,8 @@ struct FaultHandling: Sendable {
     }
 
     /// Device state changes a rule asked for (after the push was accepted).
-    func applyState(_ effect: FaultEffect?, token: ArraySlice<UInt8>) {
-        guard let e = effect, e.uninstall || e.rotate else { return }
+    func applyState(_ fired: FiredFault?, token: ArraySlice<UInt8>) {
+        guard let e = fired?.effect, e.uninstall || e.rotate else { return }
         stateChange(String(decoding: token, as: UTF8.self), e.rotate)
     }
 

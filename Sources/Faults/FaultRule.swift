@@ -76,11 +76,22 @@ public struct FaultEffect: Sendable {
     public var answers: Bool { status != nil || reason != nil || errorCode != nil }
 }
 
+/// An effect that fired, held by reference. The request path hands it on (to the deferred
+/// answer, `send`, device state changes); an optional `FaultEffect` value was copied and
+/// destroyed field by field at each hand-off even when no fault applied (about 700
+/// instructions per request, callgrind).
+public final class FiredFault: Sendable {
+    public let effect: FaultEffect
+    public init(_ effect: FaultEffect) { self.effect = effect }
+}
+
 /// One fault rule, with its own deterministic selector state and counters.
 public final class FaultRule: Sendable {
     public let id: String
     public let match: FaultMatch
     public let effect: FaultEffect
+    /// `effect` by reference (made once, handed on each time the rule fires).
+    public let firedEffect: FiredFault
     public let seed: UInt64
     public let createdAtMs: Int64
     /// The rule's JSON as given (for the admin API).
@@ -105,6 +116,7 @@ public final class FaultRule: Sendable {
         self.id = id
         self.match = match
         self.effect = effect
+        firedEffect = FiredFault(effect)
         self.seed = seed
         self.createdAtMs = createdAtMs
         self.matchJSON = matchJSON

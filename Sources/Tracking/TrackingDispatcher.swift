@@ -353,7 +353,10 @@ final class TrackingLane: @unchecked Sendable {
             pushemu_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, options.timeoutMs)
             pushemu_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs)
             pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n }   // the body is not needed
-            "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_PROXY, $0) }   // no proxy lookups per transfer
+            // No proxy, and no proxy lookups per transfer: without CURLOPT_NOPROXY libcurl reads
+            // no_proxy and NO_PROXY from the environment at every transfer (getenv scans it).
+            "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_PROXY, $0) }
+            "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_NOPROXY, $0) }
             if let ca = options.caFile { ca.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CAINFO, $0) } }
             if plain {
                 pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
