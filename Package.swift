@@ -18,11 +18,13 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
         .target(name: "CSystem"),
+        // Size-class free lists in front of malloc for each nghttp2 session.
+        .target(name: "CH2Memory", dependencies: ["CNghttp2"]),
         // A SQLite VFS shim that turns a journal commit's many small writes into one.
         .target(name: "CJournalVFS", dependencies: ["CSQLite"]),
 
         // HTTP server core: knows nothing about push.
-        .target(name: "Transport", dependencies: ["CNghttp2", "COpenSSL", "CSystem"], swiftSettings: hotPath),
+        .target(name: "Transport", dependencies: ["CNghttp2", "CH2Memory", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Provider-neutral push values: the JSON scanner, ids, the accepted-notification record and log.
         .target(name: "PushCore", dependencies: ["Transport", "CSystem"], swiftSettings: hotPath),
         // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
@@ -46,7 +48,7 @@ let package = Package(
 
         // Helpers for the tests: running commands, raw sockets, starting the real binary.
         .target(name: "TestSupport", dependencies: ["Transport"], path: "Tests/Support"),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "CH2Memory", "TestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),

@@ -17,9 +17,9 @@ public enum Files {
         defer { closedir(d) }
         var out: [String] = []
         while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            // Read the name in place, up to its NUL: the rest of `d_name` is not initialised.
+            let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            let name = String(cString: (UnsafeRawPointer(e) + offset).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { out.append(name) }
         }
         return out

@@ -1,3 +1,4 @@
+import CH2Memory
 import CNghttp2
 
 /// HTTP/2 over nghttp2 for one connection. Stream state is owned here, in `streams`: nghttp2
@@ -7,6 +8,8 @@ final class HTTP2Session: ExchangeOwner {
     /// The connection owns this session; `close()` detaches every exchange before it goes.
     unowned(unsafe) let connection: Connection
     private(set) var session: OpaquePointer!
+    /// The session's allocator (CH2Memory: free lists for nghttp2's per-stream blocks).
+    private let memory: OpaquePointer
     /// Live exchanges (ownership). nghttp2's stream user data points at them, unretained, for lookup.
     private var live: [Exchange] = []
     private var lastID: Int32 = 0
@@ -38,11 +41,13 @@ final class HTTP2Session: ExchangeOwner {
         nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024)
         // No RFC 7540 priority tree: closed streams need not be kept around for it.
         nghttp2_option_set_no_closed_streams(opt, 1)
+        guard let m = pushemu_h2_memory_new() else { fatalError("out of memory") }
+        memory = m
         var s: OpaquePointer?
-        let rv = nghttp2_session_server_new2(&s, cbs, Unmanaged.passUnretained(self).toOpaque(), opt)
+        let rv = nghttp2_session_server_new3(&s, cbs, Unmanaged.passUnretained(self).toOpaque(), opt, pushemu_h2_memory_mem(m))
         nghttp2_option_del(opt)
         nghttp2_session_callbacks_del(cbs)
-        precondition(rv == 0, "nghttp2_session_server_new2 failed")
+        precondition(rv == 0, "nghttp2_session_server_new3 failed")
         session = s
         var iv = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
@@ -57,6 +62,7 @@ final class HTTP2Session: ExchangeOwner {
 
     deinit {
         if let session { nghttp2_session_del(session) }
+        pushemu_h2_memory_free(memory)
     }
 
     /// Turns an HTTP/1.1 `Upgrade: h2c` request into stream 1 and dispatches it.
