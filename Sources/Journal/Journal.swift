@@ -54,10 +54,16 @@ public final class Journal: @unchecked Sendable {
 
     static func bucket(_ v: Double, _ bounds: [Double]) -> Int { bounds.firstIndex { v <= $0 } ?? bounds.count }
 
+    /// An answer waiting for its commit. Wrapped: a bare closure stored in an array is converted
+    /// to the array's generic representation through a heap-allocated thunk, one per answer.
+    struct Answer: Sendable {
+        let run: @Sendable () -> Void
+    }
+
     /// What one producer (an event loop; or every other thread together) has waiting for the writer.
     struct Pending {
         var encoder: SegmentEncoder?
-        var answers: [@Sendable () -> Void] = []
+        var answers: [Answer] = []
         var loop: EventLoop?
     }
 
@@ -149,7 +155,7 @@ public final class Journal: @unchecked Sendable {
             guard strict || p.encoder!.count < maxQueue else { return false }
             p.encoder!.append(r, maxPayload: Journal.maxPayload, campaignOf: campaignOf)
             if strict {
-                p.answers.append(completion)
+                p.answers.append(Answer(run: completion))
                 if p.loop == nil { p.loop = loop }
             }
             return true
@@ -231,7 +237,7 @@ public final class Journal: @unchecked Sendable {
             sleeping.store(true, ordering: .releasing)
             let resetting = resets.withLock { r in let out = r; r.removeAll(); return out }
             var segments: [SegmentEncoder] = []
-            var released: [(EventLoop?, [@Sendable () -> Void])] = []
+            var released: [(EventLoop?, [Answer])] = []
             for shard in shards {
                 shard.pending.withLock { p in
                     if let e = p.encoder { segments.append(e); p.encoder = nil }
@@ -262,7 +268,7 @@ public final class Journal: @unchecked Sendable {
                 for done in resetting { done() }
             }
             for (loop, answers) in released {
-                if let loop { loop.execute { for a in answers { a() } } } else { for a in answers { a() } }
+                if let loop { loop.execute { for a in answers { a.run() } } } else { for a in answers { a.run() } }
             }
             prune(&lastPrune)
         }
