@@ -25,7 +25,7 @@ struct APNsHeaders {
                 guard nameLength >= 4, nameLength <= 16 else { continue }
                 let name = storage.baseAddress! + nameStart
                 func named(_ s: StaticString) -> Bool {
-                    nameLength == s.utf8CodeUnitCount && memcmp(name, s.utf8Start, nameLength) == 0
+                    nameLength == s.utf8CodeUnitCount && sameBytes(name, s.utf8Start, nameLength)
                 }
                 func note(_ slot: inout Int32) {
                     if slot >= 0 { duplicate = true }

@@ -1,4 +1,5 @@
 import Glibc
+import Transport
 import PushCore
 
 /// `apns-push-type` values and their rules (SEND).
@@ -8,7 +9,7 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     /// From the header's bytes, without making a String or walking `allCases` (which allocates).
     public init?(bytes: ArraySlice<UInt8>) {
         let found: APNsPushType? = bytes.withUnsafeBytes { raw in
-            func is_(_ s: StaticString) -> Bool { raw.count == s.utf8CodeUnitCount && memcmp(raw.baseAddress!, s.utf8Start, raw.count) == 0 }
+            func is_(_ s: StaticString) -> Bool { raw.count == s.utf8CodeUnitCount && sameBytes(raw.baseAddress!, s.utf8Start, raw.count) }
             switch raw.count {
             case 3: return is_("mdm") ? .mdm : nil
             case 4: return is_("voip") ? .voip : nil
@@ -61,7 +62,7 @@ public enum APNsPushType: String, Sendable, CaseIterable {
             // Whether the first `n` bytes end with `s` (and have something before it).
             func endsWith(_ n: Int, _ s: StaticString) -> Bool {
                 let k = s.utf8CodeUnitCount
-                return k > 0 && k < n && memcmp(raw.baseAddress! + (n - k), s.utf8Start, k) == 0
+                return k > 0 && k < n && sameBytes(raw.baseAddress! + (n - k), s.utf8Start, k)
             }
             var n = raw.count
             if suffix.utf8CodeUnitCount > 0 {

@@ -163,7 +163,7 @@ struct SegmentEncoder {
         }
         let p = previous[Slot.headers.rawValue]
         if p.start >= 0, p.count == length,
-           length == 0 || storage.withUnsafeBytes({ memcmp($0.baseAddress! + p.start, $0.baseAddress! + start, length) }) == 0 {
+           length == 0 || storage.withUnsafeBytes({ sameBytes($0.baseAddress! + p.start, $0.baseAddress! + start, length) }) {
             byteCount = mark
             put(0)
         } else {

@@ -1,5 +1,6 @@
 import CSystem
 import Glibc
+import Transport
 
 /// A fast, non-cryptographic generator (wyrand) for ids on the hot path. Each owner (a
 /// connection, a loop) keeps its own, so nothing is shared between threads.
@@ -179,12 +180,12 @@ public enum Bytes {
     @inline(__always)
     public static func equal(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || sameBytes(x.baseAddress!, y.baseAddress!, x.count) } }
     }
 
     public static func equal(_ a: ArraySlice<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in x.count == 0 || memcmp(x.baseAddress!, b.baseAddress!, x.count) == 0 }
+        return a.withUnsafeBytes { x in x.count == 0 || sameBytes(x.baseAddress!, b.baseAddress!, x.count) }
     }
 
     /// The strings joined, in one allocation and one copy each (repeated `+=` goes through

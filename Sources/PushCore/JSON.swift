@@ -1,4 +1,5 @@
 import Glibc
+import Transport
 
 /// A strict, single-pass, validating JSON tokenizer over bytes (RFC 8259).
 ///
@@ -153,7 +154,7 @@ public struct JSONView {
     public func rawEquals(_ i: Int, _ literal: StaticString) -> Bool {
         let t = tokens[i]
         guard Int(t.end - t.start) == literal.utf8CodeUnitCount else { return false }
-        return memcmp(bytes.baseAddress! + Int(t.start), literal.utf8Start, literal.utf8CodeUnitCount) == 0
+        return sameBytes(bytes.baseAddress! + Int(t.start), literal.utf8Start, literal.utf8CodeUnitCount)
     }
 
     /// The decoded string value of token `i`.
@@ -495,19 +496,14 @@ public enum JSONParser {
 }
 
 extension UnsafeRawBufferPointer {
-    @inlinable
+    @inlinable @inline(__always)
     func equals(_ literal: StaticString) -> Bool {
         guard count == literal.utf8CodeUnitCount else { return false }
         if count == 0 { return true }
-        return memcmpEqual(baseAddress!, UnsafeRawPointer(literal.utf8Start), count)
+        return sameBytes(baseAddress!, UnsafeRawPointer(literal.utf8Start), count)
     }
 }
 
-@usableFromInline
-func memcmpEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
-    for k in 0..<n where a.load(fromByteOffset: k, as: UInt8.self) != b.load(fromByteOffset: k, as: UInt8.self) { return false }
-    return true
-}
 
 /// JSON text helpers for writing responses without Foundation.
 public enum JSONWriter {

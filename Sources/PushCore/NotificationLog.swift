@@ -242,6 +242,7 @@ extension NotificationLog {
     }
 
     /// Pseudo-headers and the provider's credentials are not kept.
+    @inline(__always)
     static func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
         guard let first = name.first, first != UInt8(ascii: ":") else { return false }
         return !name.equals("authorization")

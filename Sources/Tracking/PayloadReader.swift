@@ -1,4 +1,5 @@
 import Glibc
+import Transport
 import PushCore
 
 /// Reads values out of a notification's JSON (an APNs payload or an FCM message) by dotted path.
@@ -55,7 +56,7 @@ public struct PayloadReader: @unchecked Sendable {   // the token buffer is neve
                         if v.string(k) == String(decoding: key, as: UTF8.self) { found = val }
                     } else {
                         let r = v.raw(k)
-                        if r.count == key.count && (key.isEmpty || memcmp(r.baseAddress!, key.baseAddress!, key.count) == 0) { found = val }
+                        if r.count == key.count && (key.isEmpty || sameBytes(r.baseAddress!, key.baseAddress!, key.count)) { found = val }
                     }
                 }
                 guard let f = found else { return nil }

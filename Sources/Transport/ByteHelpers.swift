@@ -1,6 +1,28 @@
 import Glibc
 /// Small helpers for working with bytes without going through `String`.
 
+/// True when the `n` bytes at `a` and `b` are equal. Up to 16 bytes (header names, JSON keys,
+/// topic suffixes) it compares two overlapping words per side inline instead of calling
+/// `memcmp` (a call and its dispatch per comparison, about a dozen per APNs request).
+@inlinable @inline(__always)
+public func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
+    if n >= 8 {
+        if n > 16 { return memcmp(a, b, n) == 0 }
+        return a.loadUnaligned(as: UInt64.self) == b.loadUnaligned(as: UInt64.self)
+            && a.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self) == b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+    }
+    if n >= 4 {
+        return a.loadUnaligned(as: UInt32.self) == b.loadUnaligned(as: UInt32.self)
+            && a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self) == b.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+    }
+    var i = 0
+    while i < n {
+        if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
+        i += 1
+    }
+    return true
+}
+
 @inlinable
 func asciiLower(_ b: UInt8) -> UInt8 {
     (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b

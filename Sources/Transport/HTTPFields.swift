@@ -154,7 +154,7 @@ public struct HTTPFields: Sendable {
     public func first(bytes name: [UInt8]) -> ArraySlice<UInt8>? {
         let hit = storage.withUnsafeBytes { s in name.withUnsafeBytes { n -> Int? in
             for (i, e) in entries.enumerated() where Int(e.nameLength) == n.count {
-                if n.count == 0 || memcmp(s.baseAddress! + Int(e.nameStart), n.baseAddress!, n.count) == 0 { return i }
+                if n.count == 0 || sameBytes(s.baseAddress! + Int(e.nameStart), n.baseAddress!, n.count) { return i }
             }
             return nil
         } }

@@ -141,7 +141,7 @@ public struct Router: Sendable {
             case .literal(let lit):
                 if end - pos != lit.count { return false }
                 let same = path[pos..<end].withUnsafeBytes { a in
-                    lit.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+                    lit.withUnsafeBytes { b in a.count == 0 || sameBytes(a.baseAddress!, b.baseAddress!, a.count) }
                 }
                 if !same { return false }
             case .parameter:
