@@ -48,8 +48,8 @@ public final class APNsDeviceRegistry: Sendable {
 
     /// As above, with the bundle's key already computed (callers cache it per connection).
     public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>,
-                      bundleKey: TokenKey) -> Verdict {
-        let key = TokenKey(token)
+                      bundleKey: TokenKey, tokenKey: TokenKey? = nil) -> Verdict {
+        let key = tokenKey ?? TokenKey(token)
         let shard = shards[key.shard(shards.count)]
         let known = shard.map.withLock { map -> Verdict? in
             guard let i = map.index(forKey: key) else { return nil }

@@ -23,7 +23,11 @@ public struct APNsDecision: Sendable {
     public var generatedID: UUIDValue?
     /// Accepted pushes.
     public var token: ArraySlice<UInt8> = []
+    /// `TokenKey(token)`, once the device check has computed it.
+    public var tokenKey: TokenKey?
     public var topic: ArraySlice<UInt8>?
+    /// The app's bundle id: the topic without its push type's suffix (once the topic passed).
+    public var bundle: ArraySlice<UInt8>?
     /// `apns-collapse-id` and `apns-expiration` (seconds), when given.
     public var collapseID: ArraySlice<UInt8>?
     public var expiration: Int64?
@@ -193,13 +197,17 @@ public struct APNsProvider: Sendable {
             reject(&d, .topicDisallowed, state); return d
         }
         d.topic = topic
+        d.bundle = bundle
 
         // 12. Device state
         if !Bytes.equal(bundle, state.lastBundle) {
             state.lastBundle = Array(bundle)
             state.lastBundleKey = TokenKey(bundle)
         }
-        switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey) {
+        // The token's key, computed once: the device layer looks the token up by it too.
+        let tokenKey = TokenKey(token)
+        d.tokenKey = tokenKey
+        switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey, tokenKey: tokenKey) {
         case .ok: break
         case .wrongEnvironment, .unknown: reject(&d, .badDeviceToken, state); return d
         case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return d

@@ -69,9 +69,10 @@ struct APNsService: Sendable {
                        token: d.token, topic: d.topic, headers: request.headers, payload: request.body[...],
                        payloadIsJSON: d.summary.isJSON, warnings: d.warnings)
             var delivery = Delivery(provider: .apns, platform: .ios, tokenBytes: d.token,
-                                    appBytes: d.topic.flatMap { t in d.pushType.bundleLength(ofTopic: t).map { t.prefix($0) } },
+                                    appBytes: d.bundle,
                                     environment: d.environment.rawValue, notificationID: id, messageName: nil,
                                     receivedAtMs: now, payload: request.body[...])
+            delivery.tokenKey = d.tokenKey
             delivery.mutableContent = d.summary.mutableContent
             delivery.contentAvailable = d.summary.contentAvailable
             delivery.collapseID = d.collapseID.map { String(decoding: $0, as: UTF8.self) }

@@ -265,7 +265,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// `parsedPayload`: the provider's tokenization of `d.payload` when it has one (read during
     /// this call only; the SDKs then read the payload without parsing it again).
     public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) {
-        let k = TokenKey(d.tokenBytes)
+        let k = d.tokenKey ?? TokenKey(d.tokenBytes)
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
         let tracks = dispatcher != nil

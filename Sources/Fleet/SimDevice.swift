@@ -118,6 +118,8 @@ public struct Delivery: Sendable {
     public var platform: DevicePlatform
     /// The token as received (a slice of the request: no copy on the hot path).
     public var tokenBytes: ArraySlice<UInt8>
+    /// `TokenKey(tokenBytes)` when the provider has already computed it.
+    public var tokenKey: TokenKey?
     public var token: String { String(decoding: tokenBytes, as: UTF8.self) }
     /// Bundle id (APNs topic's app) or package name, when the provider knows it (decoded only
     /// when a device is created).
