@@ -149,9 +149,9 @@ struct SegmentEncoder {
                     let ns = Int(e.load(fromByteOffset: i * 16, as: Int32.self)), nl = Int(e.load(fromByteOffset: i * 16 + 4, as: Int32.self))
                     guard SegmentEncoder.keeps(s.baseAddress! + ns, nl) else { continue }
                     let vs = Int(e.load(fromByteOffset: i * 16 + 8, as: Int32.self)), vl = Int(e.load(fromByteOffset: i * 16 + 12, as: Int32.self))
-                    memcpy(out.baseAddress! + at, s.baseAddress! + ns, nl)
+                    copyBytes(out.baseAddress! + at, s.baseAddress! + ns, nl)
                     out[at + nl] = 0
-                    if vl > 0 { memcpy(out.baseAddress! + at + nl + 1, s.baseAddress! + vs, vl) }
+                    if vl > 0 { copyBytes(out.baseAddress! + at + nl + 1, s.baseAddress! + vs, vl) }
                     out[at + nl + 1 + vl] = 0
                     at += nl + vl + 2
                 }
@@ -240,7 +240,7 @@ struct SegmentEncoder {
     private mutating func copy(_ src: UnsafeRawBufferPointer) {
         guard src.count > 0 else { return }
         room(src.count)
-        storage.withUnsafeMutableBytes { _ = memcpy($0.baseAddress! + byteCount, src.baseAddress!, src.count) }
+        storage.withUnsafeMutableBytes { copyBytes($0.baseAddress! + byteCount, src.baseAddress!, src.count) }
         byteCount += src.count
     }
 

@@ -148,7 +148,7 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         var p = buffer + at
         func put<T>(_ v: T) { p.storeBytes(of: v, as: T.self); p += MemoryLayout<T>.size }
         func bytes(_ raw: UnsafeRawBufferPointer) {
-            if raw.count > 0 { p.copyMemory(from: raw.baseAddress!, byteCount: raw.count) }
+            if raw.count > 0 { copyBytes(p, raw.baseAddress!, raw.count) }
             p += raw.count
         }
         put(UInt32(total)); put(sequence); put(receivedAtMs); put(id.high); put(id.low)

@@ -1,6 +1,27 @@
 import Glibc
 /// Small helpers for working with bytes without going through `String`.
 
+/// Copies `n` bytes from `src` to `dst` (not overlapping). Up to 16 bytes (header names, ids,
+/// short values) with two overlapping word moves inline; longer copies call `memcpy`. The
+/// request path copies a few dozen short runs per request, and a `memcpy` call each was about
+/// 3% of the event loop's cycles (perf).
+@inlinable @inline(__always)
+public func copyBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
+    if n >= 8 {
+        if n > 16 { memcpy(dst, src, n); return }
+        let head = src.loadUnaligned(as: UInt64.self), tail = src.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        dst.storeBytes(of: head, as: UInt64.self)
+        dst.storeBytes(of: tail, toByteOffset: n - 8, as: UInt64.self)
+    } else if n >= 4 {
+        let head = src.loadUnaligned(as: UInt32.self), tail = src.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+        dst.storeBytes(of: head, as: UInt32.self)
+        dst.storeBytes(of: tail, toByteOffset: n - 4, as: UInt32.self)
+    } else {
+        var i = 0
+        while i < n { dst.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self); i += 1 }
+    }
+}
+
 /// True when the `n` bytes at `a` and `b` are equal. Up to 16 bytes (header names, JSON keys,
 /// topic suffixes) it compares two overlapping words per side inline instead of calling
 /// `memcmp` (a call and its dispatch per comparison, about a dozen per APNs request).

@@ -113,8 +113,8 @@ public struct HTTPFields: Sendable {
         let ns = used, end = ns + name.count + value.count
         if end > storage.count { grow(to: end) }
         storage.withUnsafeMutableBytes { s in
-            if !name.isEmpty { memcpy(s.baseAddress! + ns, name.baseAddress!, name.count) }
-            if !value.isEmpty { memcpy(s.baseAddress! + ns + name.count, value.baseAddress!, value.count) }
+            if !name.isEmpty { copyBytes(s.baseAddress! + ns, name.baseAddress!, name.count) }
+            if !value.isEmpty { copyBytes(s.baseAddress! + ns + name.count, value.baseAddress!, value.count) }
         }
         used = end
         entries.append(Entry(nameStart: Int32(ns), nameLength: Int32(name.count),

@@ -1,8 +1,19 @@
 import XCTest
 import Transport
 
-/// `sameBytes`: every length up to past the inline limit, equal and differing at each position.
+/// `sameBytes` and `copyBytes`: every length up to past the inline limit.
 final class ByteHelpersTests: XCTestCase {
+    func testCopyBytesCopiesExactlyTheGivenRangeAtEveryLength() {
+        let src = (0..<40).map { UInt8(1 + $0) }
+        for n in 0...40 {
+            var dst = [UInt8](repeating: 0, count: 48)
+            src.withUnsafeBytes { s in dst.withUnsafeMutableBytes { d in copyBytes(d.baseAddress! + 3, s.baseAddress!, n) } }
+            XCTAssertEqual(Array(dst[0..<3]), [0, 0, 0], "length \(n): bytes before")
+            XCTAssertEqual(Array(dst[3..<(3 + n)]), Array(src[0..<n]), "length \(n)")
+            XCTAssertTrue(dst[(3 + n)...].allSatisfy { $0 == 0 }, "length \(n): bytes after")
+        }
+    }
+
     func testSameBytesAgreesWithElementwiseComparisonAtEveryLengthAndPosition() {
         let base = (0..<40).map { UInt8(0x41 + $0 % 26) }
         for n in 0...40 {
