@@ -180,6 +180,12 @@ extension JournalTests {
             b[k] = k % 2 == 0 ? UInt8(ascii: "g") : UInt8(ascii: "A")
             tokens.append(String(decoding: b, as: UTF8.self))
         }
+        // Bytes next to the hex ranges (and a control byte), each in another eight-digit group.
+        for (n, c) in ":/@`pGz\u{7f}\u{09}".utf8.enumerated() {
+            var b = Array(hex.utf8)
+            b[(n * 9) % 64] = c
+            tokens.append(String(decoding: b, as: UTF8.self))
+        }
         var e = SegmentEncoder(baseMs: 0)
         var big = HTTPFields()
         for i in 0..<400 { big.add(name: "x-h\(i)", value: String(repeating: "v", count: 40)) }
