@@ -87,7 +87,11 @@ struct APNsService: Sendable {
         // only what it uses (it may wait for a commit, and every reference kept costs a retain).
         let engine = faults.engine, metrics = answers.metrics
         let adaptTop: UInt32 = adaptiveStreams ? provider.configuration.streamsAfterAuth : 0
-        answers.commit(journalRecord(ex, request, d, now, started, status: status, reason: reason, id: acceptedID), ex) {
+        answers.commitRequest(atMs: now, provider: .apns, connection: ctx.id, environment: d.environment.rawValue,
+                              token: d.token.isEmpty ? APNsService.pathToken(request) : d.token, topic: d.topic,
+                              status: status, reason: reason, latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000),
+                              headers: request.headers, payload: request.body[...], warnings: d.warnings,
+                              notificationID: acceptedID, ex) {
             let delay = FaultHandling.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true, engine: engine)
             AnswerRecording.observe(metrics, .apns, ex, started, status: status, reason: reason, delay: delay)
             if let n = raise, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
@@ -101,12 +105,7 @@ struct APNsService: Sendable {
     /// `request` is `ex.request`, passed on rather than copied out again.
     func journalRecord(_ ex: Exchange, _ request: Request, _ d: APNsDecision, _ now: Int64, _ started: UInt64, status: Int,
                        reason: String, id: UUIDValue?) -> RequestRecord {
-        var token = d.token
-        if token.isEmpty {
-            // Rejected before the token was read: take it from the path.
-            let p = request.path
-            if p.starts(with: APNsService.devicePrefix) { token = p.dropFirst(APNsService.devicePrefix.count) }
-        }
+        let token = d.token.isEmpty ? APNsService.pathToken(request) : d.token
         return RequestRecord(atMs: now, provider: .apns, connection: ex.connection.id, environment: d.environment.rawValue,
                              token: token, topic: d.topic, status: status, reason: reason,
                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
@@ -114,6 +113,12 @@ struct APNsService: Sendable {
     }
 
     static let devicePrefix: [UInt8] = Array("/3/device/".utf8)
+
+    /// The token of a request rejected before its token was read: from the path, if any.
+    static func pathToken(_ request: Request) -> ArraySlice<UInt8> {
+        let p = request.path
+        return p.starts(with: devicePrefix) ? p.dropFirst(devicePrefix.count) : []
+    }
 
     /// `--apns-adaptive-streams`: APNs lowers a connection's stream limit after errors and raises
     /// it again after successes.

@@ -15,6 +15,18 @@ struct AnswerRecording: Sendable {
         journal.append(record(), loop: ex.eventLoop, completion: answer)
     }
 
+    /// `commit` with the record's fields passed as they lie (see `Journal.appendRequest`).
+    func commitRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
+                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+                       headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+                       _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
+        guard let journal else { return answer() }
+        journal.appendRequest(atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
+                              topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
+                              payload: payload, warnings: warnings, notificationID: notificationID,
+                              loop: ex.eventLoop, completion: answer)
+    }
+
     /// Counts the answer: status, reason, and the time since `started` plus any injected delay.
     func observe(_ ex: Exchange, _ started: UInt64, status: Int, reason: String, delay: Double) {
         AnswerRecording.observe(metrics, provider, ex, started, status: status, reason: reason, delay: delay)

@@ -147,13 +147,27 @@ public final class Journal: @unchecked Sendable {
     /// thread) once the record is committed (`.strict`), or at once, on the caller's thread
     /// (`.relaxed`). Called on `loop`'s thread.
     public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
+        appendRequest(atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
+                      topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
+                      payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, loop: loop, completion: completion)
+    }
+
+    /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
+    /// its references, only to release them once encoded (about eight pairs per request).
+    public func appendRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
+                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+                       headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+                              loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
         let strict = durability == .strict
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
-            if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: r.atMs) }
+            if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: atMs) }
             // An answer someone waits for is always kept; otherwise the backlog is bounded.
             guard strict || p.encoder!.count < maxQueue else { return false }
-            p.encoder!.append(r, maxPayload: Journal.maxPayload, campaignOf: campaignOf)
+            p.encoder!.appendRequest(atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
+                                     topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
+                                     payload: payload, warnings: warnings, notificationID: notificationID,
+                                     maxPayload: Journal.maxPayload, campaignOf: campaignOf)
             if strict {
                 p.answers.append(Answer(run: completion))
                 if p.loop == nil { p.loop = loop }

@@ -62,24 +62,35 @@ struct SegmentEncoder {
     }
 
     mutating func append(_ r: RequestRecord, maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
-        header(tag: 1, atMs: r.atMs)
-        put(r.provider == .apns ? 0 : 1)
-        varint(r.connection)
-        varint(UInt64(max(0, r.status)))
-        varint(UInt64(max(0, r.latencyUs)))
-        varint(UInt64(r.payload.count))
-        repeatable(.environment, string: r.environment)
-        if let t = r.topic { t.withUnsafeBytes { _ = repeatable(.topic, $0) } } else { repeatable(.topic, nil) }
-        repeatable(.reason, string: r.reason.isEmpty ? nil : r.reason)
-        keptHeaders(r.headers)
-        let payload = r.payload.prefix(maxPayload)
-        let samePayload = payload.withUnsafeBytes { repeatable(.payload, $0) }
-        if r.warnings.isEmpty { repeatable(.warnings, nil) } else { repeatable(.warnings, string: r.warnings.joined(separator: "\n")) }
-        if !samePayload || lastProvider != r.provider { lastCampaign = campaignOf(r.provider, r.payload) }
-        lastProvider = r.provider
+        appendRequest(atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
+                      topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
+                      payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, maxPayload: maxPayload,
+                      campaignOf: campaignOf)
+    }
+
+    /// A request record from its fields, read where they are (no record built and destroyed).
+    mutating func appendRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
+                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+                       headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+                                maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
+        header(tag: 1, atMs: atMs)
+        put(provider == .apns ? 0 : 1)
+        varint(connection)
+        varint(UInt64(max(0, status)))
+        varint(UInt64(max(0, latencyUs)))
+        varint(UInt64(payload.count))
+        repeatable(.environment, string: environment)
+        if let t = topic { t.withUnsafeBytes { _ = repeatable(.topic, $0) } } else { repeatable(.topic, nil) }
+        repeatable(.reason, string: reason.isEmpty ? nil : reason)
+        keptHeaders(headers)
+        let kept = payload.prefix(maxPayload)
+        let samePayload = kept.withUnsafeBytes { repeatable(.payload, $0) }
+        if warnings.isEmpty { repeatable(.warnings, nil) } else { repeatable(.warnings, string: warnings.joined(separator: "\n")) }
+        if !samePayload || lastProvider != provider { lastCampaign = campaignOf(provider, payload) }
+        lastProvider = provider
         repeatable(.campaign, string: lastCampaign)
-        r.token.withUnsafeBytes { token($0) }
-        if let id = r.notificationID {
+        token.withUnsafeBytes { self.token($0) }
+        if let id = notificationID {
             room(17)
             storage.withUnsafeMutableBytes { b in
                 b[byteCount] = 16
