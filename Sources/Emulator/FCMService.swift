@@ -124,7 +124,11 @@ struct FCMService: Sendable {
         // The answer goes out once the journal holds the record (`--durability strict`).
         // (Keeping only what the answer uses: see APNsService.)
         let engine = faults.engine, metrics = answers.metrics
-        answers.commit(journalRecord(ex, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil), ex) {
+        answers.commitRequest(atMs: now, provider: .fcm, connection: ex.connection.id, environment: d.project, token: target,
+                              topic: d.topicLabel.map { Array($0.utf8)[...] }, status: status, reason: reason,
+                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+                              payload: d.accepted ? request.body[d.message.messageRange] : request.body[...],
+                              warnings: d.message.warnings, notificationID: d.accepted ? id : nil, ex) {
             let delay = FaultHandling.send(response, ex, effect: fault, provider: .fcm, goAwayJSON: false, engine: engine)
             AnswerRecording.observe(metrics, .fcm, ex, started, status: status, reason: reason, delay: delay)
         }
