@@ -40,6 +40,8 @@ public struct APNsDecision: Sendable {
     public var goAwayReason: String?
 
     public var accepted: Bool { reason == nil }
+
+    public init(environment: APNsEnvironment) { self.environment = environment }
 }
 
 /// The APNs provider API (`POST /3/device/<token>`) as a pure function of request, connection
@@ -85,10 +87,19 @@ public struct APNsProvider: Sendable {
 
     public func decide(_ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
                        nowMs: Int64) -> APNsDecision {
+        var d = APNsDecision(environment: .sandbox)
+        decide(request, connection: conn, state: state, nowMs: nowMs, into: &d)
+        return d
+    }
+
+    /// `decide`, written into the caller's decision: returning the (large) decision from each of
+    /// the many exits copied it, one retain per reference it holds.
+    public func decide(_ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
+                       nowMs: Int64, into d: inout APNsDecision) {
         let h = request.headers
         let idx = APNsHeaders(h)
         let env = environment(h, idx, conn)
-        var d = APNsDecision(environment: env)
+        d = APNsDecision(environment: env)
 
         // The response echoes a single valid apns-id; any other case gets a fresh one.
         let sentID = APNsHeaders.value(h, idx.id)
@@ -96,24 +107,24 @@ public struct APNsProvider: Sendable {
         if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
         // 1. DuplicateHeaders
-        if idx.duplicate { reject(&d, .duplicateHeaders, state); return d }
+        if idx.duplicate { reject(&d, .duplicateHeaders, state); return }
 
         // 2. BadMessageId
-        if sentID != nil && !validID { reject(&d, .badMessageId, state); return d }
+        if sentID != nil && !validID { reject(&d, .badMessageId, state); return }
 
         // 3. MethodNotAllowed
-        guard request.method == .post else { reject(&d, .methodNotAllowed, state); return d }
+        guard request.method == .post else { reject(&d, .methodNotAllowed, state); return }
 
         // 4. Path and token shape
         let path = request.path
         let prefix: StaticString = "/3/device/"
         guard path.hasPrefix(prefix) else {
-            reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state); return d
+            reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state); return
         }
         let token = path.dropFirst(prefix.utf8CodeUnitCount)
-        if token.isEmpty { reject(&d, .missingDeviceToken, state); return d }
-        if token.contains(UInt8(ascii: "/")) { reject(&d, .badPath, state); return d }
-        guard configuration.tokenLength.contains(token.count), ByteClass.all(token, ByteClass.hex) else { reject(&d, .badDeviceToken, state); return d }
+        if token.isEmpty { reject(&d, .missingDeviceToken, state); return }
+        if token.contains(UInt8(ascii: "/")) { reject(&d, .badPath, state); return }
+        guard configuration.tokenLength.contains(token.count), ByteClass.all(token, ByteClass.hex) else { reject(&d, .badDeviceToken, state); return }
         d.token = token
 
         // 5. Authentication
@@ -128,15 +139,15 @@ public struct APNsProvider: Sendable {
             certInfo = state.certificate
             guard let info = certInfo, info.usable else {
                 d.goAwayReason = APNsReason.badCertificate.rawValue
-                reject(&d, .badCertificate, state); return d
+                reject(&d, .badCertificate, state); return
             }
             guard info.environments.contains(env) else {
                 d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
-                reject(&d, .badCertificateEnvironment, state); return d
+                reject(&d, .badCertificateEnvironment, state); return
             }
         } else {
             switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
-            case .failure(let r): reject(&d, r, state); return d
+            case .failure(let r): reject(&d, r, state); return
             case .success(let topics):
                 keyTopics = topics
                 if !state.authenticated {
@@ -153,12 +164,12 @@ public struct APNsProvider: Sendable {
         } else if let info = certInfo, !info.multiTopic, let uid = info.topics.first {
             topic = ArraySlice(uid.utf8)
         } else {
-            reject(&d, .missingTopic, state); return d
+            reject(&d, .missingTopic, state); return
         }
 
         // 7. BadCollapseId
         if let c = APNsHeaders.value(h, idx.collapseID) {
-            if c.count > 64 { reject(&d, .badCollapseId, state); return d }
+            if c.count > 64 { reject(&d, .badCollapseId, state); return }
             d.collapseID = c
         }
 
@@ -167,34 +178,34 @@ public struct APNsProvider: Sendable {
         let priorityHeader = APNsHeaders.value(h, idx.priority)
         if let p = priorityHeader {
             if p.equals("10") { priority = 10 } else if p.equals("5") { priority = 5 } else if p.equals("1") { priority = 1 } else {
-                reject(&d, .badPriority, state); return d
+                reject(&d, .badPriority, state); return
             }
         }
         var pushType = APNsPushType.alert
         if let pt = APNsHeaders.value(h, idx.pushType) {
-            guard let t = APNsPushType(bytes: pt) else { reject(&d, .invalidPushType, state); return d }
+            guard let t = APNsPushType(bytes: pt) else { reject(&d, .invalidPushType, state); return }
             pushType = t
         } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
             pushType = .alert
         }
-        if pushType == .background && priority == 10 && priorityHeader != nil { reject(&d, .badPriority, state); return d }
+        if pushType == .background && priority == 10 && priorityHeader != nil { reject(&d, .badPriority, state); return }
         d.pushType = pushType
 
         // 10. BadExpirationDate
         if let e = APNsHeaders.value(h, idx.expiration) {
-            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { reject(&d, .badExpirationDate, state); return d }
+            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { reject(&d, .badExpirationDate, state); return }
             d.expiration = e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
         }
 
         // 11. Topic rules
         guard let bundleLength = pushType.bundleLength(ofTopic: topic),
-              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { reject(&d, .badTopic, state); return d }
+              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { reject(&d, .badTopic, state); return }
         let bundle = topic.prefix(bundleLength)
         if let info = certInfo {
-            if pushType.requiresTokenAuth { reject(&d, .topicDisallowed, state); return d }
-            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { reject(&d, .badTopic, state); return d }
+            if pushType.requiresTokenAuth { reject(&d, .topicDisallowed, state); return }
+            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { reject(&d, .badTopic, state); return }
         } else if let allowed = keyTopics, !allowed.contains(where: { bundle.elementsEqual($0.utf8) }) {
-            reject(&d, .topicDisallowed, state); return d
+            reject(&d, .topicDisallowed, state); return
         }
         d.topic = topic
         d.bundle = bundle
@@ -209,21 +220,21 @@ public struct APNsProvider: Sendable {
         d.tokenKey = tokenKey
         switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey, tokenKey: tokenKey) {
         case .ok: break
-        case .wrongEnvironment, .unknown: reject(&d, .badDeviceToken, state); return d
-        case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return d
+        case .wrongEnvironment, .unknown: reject(&d, .badDeviceToken, state); return
+        case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return
         case .unregistered(let at):
             d.timestampMs = at
-            reject(&d, .unregistered, state); return d
+            reject(&d, .unregistered, state); return
         }
 
         // 13. Payload
         let body = request.body
-        if body.isEmpty { reject(&d, .payloadEmpty, state); return d }
-        if body.count > pushType.maxPayloadSize { reject(&d, .payloadTooLarge, state); return d }
+        if body.isEmpty { reject(&d, .payloadEmpty, state); return }
+        if body.count > pushType.maxPayloadSize { reject(&d, .payloadTooLarge, state); return }
         d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: state.tokens, warnings: &d.warnings)
-        if configuration.strictPayload && !d.warnings.isEmpty { reject(&d, .badPayload, state); return d }
+        if configuration.strictPayload && !d.warnings.isEmpty { reject(&d, .badPayload, state); return }
         account(&d, state)
-        return d
+        return
     }
 
     @inline(__always)

@@ -41,8 +41,9 @@ struct APNsService: Sendable {
         }
         let now = ex.eventLoop.nowMs
         let request = ex.request
-        var d = provider.decide(request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
-                                state: state, nowMs: now)
+        var d = APNsDecision(environment: .sandbox)
+        provider.decide(request, connection: APNsConnectionInfo(serverName: ctx.serverName, peerCertificate: ctx.peerCertificate),
+                        state: state, nowMs: now, into: &d)
         // Faults come after the provider's decision: a rule may replace its answer.
         let fault = faults.effect(FaultContext(provider: .apns, token: d.token, topic: d.topic, project: d.environment.rawValue,
                                                path: request.path, headers: request.headers, device: faults.lookup),
