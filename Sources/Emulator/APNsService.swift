@@ -95,10 +95,11 @@ struct APNsService: Sendable {
                               notificationID: acceptedID, ex) {
             let delay = FaultHandling.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true, engine: engine)
             AnswerRecording.observe(metrics, .apns, ex, started, status: status, reason: reason, delay: delay)
-            if let n = raise, ctx.maxConcurrentStreams < n { ctx.setMaxConcurrentStreams(n) }
-            if adaptTop > 0 { APNsService.adapt(ctx, success: accepted, top: adaptTop) }
+            // The connection through the exchange: capturing it as well cost a retain per answer.
+            if let n = raise, ex.connection.maxConcurrentStreams < n { ex.connection.setMaxConcurrentStreams(n) }
+            if adaptTop > 0 { APNsService.adapt(ex.connection, success: accepted, top: adaptTop) }
             if let reason = goAway {
-                ctx.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
+                ex.connection.goAway(lastStreamID: nil, errorCode: 0, debugData: Array("{\"reason\":\"\(reason)\"}".utf8))
             }
         }
     }
