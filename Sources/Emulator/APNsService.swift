@@ -51,7 +51,7 @@ struct APNsService: Sendable {
         if let f = fault, f.effect.answers {
             let r = FaultHandling.apnsResponse(f.effect, request: request, configuration: provider.configuration)
             let reason = f.effect.reason ?? FaultHandling.defaultAPNsReason(r.status).rawValue
-            answers.commit(journalRecord(ex, request, d, now, started, status: r.status, reason: reason, id: nil), ex) { [self] in
+            commit(ex, request, d, now, started, status: r.status, reason: reason, id: nil) { [self] in
                 if adaptiveStreams { APNsService.adapt(ctx, success: false, top: provider.configuration.streamsAfterAuth) }
                 let delay = faults.send(r, ex, effect: f, provider: .apns, goAwayJSON: true)
                 answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
@@ -88,11 +88,7 @@ struct APNsService: Sendable {
         // only what it uses (it may wait for a commit, and every reference kept costs a retain).
         let engine = faults.engine, metrics = answers.metrics
         let adaptTop: UInt32 = adaptiveStreams ? provider.configuration.streamsAfterAuth : 0
-        answers.commitRequest(atMs: now, provider: .apns, connection: ctx.id, environment: d.environment.rawValue,
-                              token: d.token.isEmpty ? APNsService.pathToken(request) : d.token, topic: d.topic,
-                              status: status, reason: reason, latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000),
-                              headers: request.headers, payload: request.body[...], warnings: d.warnings,
-                              notificationID: acceptedID, ex) {
+        commit(ex, request, d, now, started, status: status, reason: reason, id: acceptedID) {
             let delay = FaultHandling.send(response, ex, effect: fault, provider: .apns, goAwayJSON: true, engine: engine)
             AnswerRecording.observe(metrics, .apns, ex, started, status: status, reason: reason, delay: delay)
             // The connection through the exchange: capturing it as well cost a retain per answer.
@@ -104,14 +100,14 @@ struct APNsService: Sendable {
         }
     }
 
+    /// Sends `answer` once the journal holds the request's record (see `AnswerRecording.commit`).
     /// `request` is `ex.request`, passed on rather than copied out again.
-    func journalRecord(_ ex: Exchange, _ request: Request, _ d: APNsDecision, _ now: Int64, _ started: UInt64, status: Int,
-                       reason: String, id: UUIDValue?) -> RequestRecord {
-        let token = d.token.isEmpty ? APNsService.pathToken(request) : d.token
-        return RequestRecord(atMs: now, provider: .apns, connection: ex.connection.id, environment: d.environment.rawValue,
-                             token: token, topic: d.topic, status: status, reason: reason,
-                             latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
-                             payload: request.body[...], warnings: d.warnings, notificationID: id)
+    func commit(_ ex: Exchange, _ request: Request, _ d: APNsDecision, _ now: Int64, _ started: UInt64, status: Int,
+                reason: String, id: UUIDValue?, _ answer: @escaping @Sendable () -> Void) {
+        answers.commit(atMs: now, provider: .apns, connection: ex.connection.id, environment: d.environment.rawValue,
+                       token: d.token.isEmpty ? APNsService.pathToken(request) : d.token, topic: d.topic, status: status,
+                       reason: reason, latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+                       payload: request.body[...], warnings: d.warnings, notificationID: id, ex, answer)
     }
 
     static let devicePrefix: [UInt8] = Array("/3/device/".utf8)

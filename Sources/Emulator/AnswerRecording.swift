@@ -9,17 +9,12 @@ struct AnswerRecording: Sendable {
     let journal: Journal?
     let metrics: Metrics
 
-    /// Sends the answer now, or once the journal has committed the request's record.
-    func commit(_ record: @autoclosure () -> RequestRecord, _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
-        guard let journal else { return answer() }
-        journal.append(record(), loop: ex.eventLoop, completion: answer)
-    }
-
-    /// `commit` with the record's fields passed as they lie (see `Journal.appendRequest`).
-    func commitRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
-                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-                       headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
-                       _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
+    /// Sends the answer now, or once the journal has committed the request's record. The record's
+    /// fields are passed as they lie (see `Journal.appendRequest`).
+    func commit(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
+                token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+                headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+                _ ex: Exchange, _ answer: @escaping @Sendable () -> Void) {
         guard let journal else { return answer() }
         journal.appendRequest(atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
                               topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,

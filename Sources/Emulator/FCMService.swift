@@ -94,7 +94,7 @@ struct FCMService: Sendable {
         if let f = fault, f.effect.answers {
             let r = FaultHandling.fcmResponse(f.effect)
             let reason = f.effect.errorCode ?? ""
-            answers.commit(journalRecord(ex, d, now, started, target: target, status: r.status, reason: reason, id: nil), ex) { [self] in
+            commit(ex, request, d, now, started, target: target, status: r.status, reason: reason, id: nil) { [self] in
                 let delay = faults.send(r, ex, effect: f, provider: .fcm, goAwayJSON: false)
                 answers.observe(ex, started, status: r.status, reason: reason, delay: delay)
             }
@@ -124,24 +124,21 @@ struct FCMService: Sendable {
         // The answer goes out once the journal holds the record (`--durability strict`).
         // (Keeping only what the answer uses: see APNsService.)
         let engine = faults.engine, metrics = answers.metrics
-        answers.commitRequest(atMs: now, provider: .fcm, connection: ex.connection.id, environment: d.project, token: target,
-                              topic: d.topicLabel.map { Array($0.utf8)[...] }, status: status, reason: reason,
-                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
-                              payload: d.accepted ? request.body[d.message.messageRange] : request.body[...],
-                              warnings: d.message.warnings, notificationID: d.accepted ? id : nil, ex) {
+        commit(ex, request, d, now, started, target: target, status: status, reason: reason, id: d.accepted ? id : nil) {
             let delay = FaultHandling.send(response, ex, effect: fault, provider: .fcm, goAwayJSON: false, engine: engine)
             AnswerRecording.observe(metrics, .fcm, ex, started, status: status, reason: reason, delay: delay)
         }
     }
 
-    func journalRecord(_ ex: Exchange, _ d: FCMSendDecision, _ now: Int64, _ started: UInt64, target: ArraySlice<UInt8>, status: Int,
-                       reason: String, id: UUIDValue?) -> RequestRecord {
-        let request = ex.request
-        return RequestRecord(atMs: now, provider: .fcm, connection: ex.connection.id, environment: d.project, token: target,
-                             topic: d.topicLabel.map { Array($0.utf8)[...] }, status: status, reason: reason,
-                             latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
-                             payload: d.accepted ? request.body[d.message.messageRange] : request.body[...], warnings: d.message.warnings,
-                             notificationID: id)
+    /// Sends `answer` once the journal holds the request's record (see `AnswerRecording.commit`).
+    /// `request` is `ex.request`.
+    func commit(_ ex: Exchange, _ request: Request, _ d: FCMSendDecision, _ now: Int64, _ started: UInt64, target: ArraySlice<UInt8>,
+                status: Int, reason: String, id: UUIDValue?, _ answer: @escaping @Sendable () -> Void) {
+        answers.commit(atMs: now, provider: .fcm, connection: ex.connection.id, environment: d.project, token: target,
+                       topic: d.topicLabel.map { Array($0.utf8)[...] }, status: status, reason: reason,
+                       latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+                       payload: d.accepted ? request.body[d.message.messageRange] : request.body[...],
+                       warnings: d.message.warnings, notificationID: id, ex, answer)
     }
 
     /// The hand-off to the simulated device (an Android app with the FCM SDK).

@@ -155,8 +155,8 @@ public final class Journal: @unchecked Sendable {
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
     /// its references, only to release them once encoded (about eight pairs per request).
     public func appendRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
-                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-                       headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+                              token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+                              headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
                               loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
         let strict = durability == .strict
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard

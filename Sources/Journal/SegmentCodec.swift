@@ -70,8 +70,8 @@ struct SegmentEncoder {
 
     /// A request record from its fields, read where they are (no record built and destroyed).
     mutating func appendRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
-                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-                       headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+                                token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+                                headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
                                 maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
         header(tag: 1, atMs: atMs)
         put(provider == .apns ? 0 : 1)
