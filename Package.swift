@@ -20,6 +20,8 @@ let package = Package(
         .target(name: "CSystem"),
         // Size-class free lists in front of malloc for each nghttp2 session.
         .target(name: "CH2Memory", dependencies: ["CNghttp2"]),
+        // Per-thread size-class free lists in front of malloc for libcurl (the tracking lanes).
+        .target(name: "CCurlMemory", dependencies: ["CCurl"]),
         // A SQLite VFS shim that turns a journal commit's many small writes into one.
         .target(name: "CJournalVFS", dependencies: ["CSQLite"]),
 
@@ -32,7 +34,7 @@ let package = Package(
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
-        .target(name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "COpenSSL", "CSystem"], swiftSettings: hotPath),
+        .target(name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
         .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
@@ -52,7 +54,7 @@ let package = Package(
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
-        .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "PushCore", "TestSupport"]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "CCurlMemory", "PushCore", "TestSupport"]),
         .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),

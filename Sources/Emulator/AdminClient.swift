@@ -1,4 +1,5 @@
 import CCurl
+import Tracking
 
 /// A small blocking HTTP client (libcurl easy) for the CLI commands that talk to a running
 /// emulator's admin API.
@@ -9,6 +10,7 @@ enum AdminClient {
     }
 
     static func request(_ method: String, _ url: String, body: String? = nil) throws -> Reply {
+        CurlGlobal.initialize()
         guard let h = curl_easy_init() else { throw ConfigurationError("libcurl initialisation failed") }
         defer { curl_easy_cleanup(h) }
         final class Sink { var data: [UInt8] = [] }

@@ -26,10 +26,8 @@ public final class TrackingDispatcher: @unchecked Sendable {
     public let log: TrackingLog
     let lanes: [TrackingLane]
 
-    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-
     public init(options: Options = Options(), log: TrackingLog) {
-        _ = TrackingDispatcher.globalInit
+        CurlGlobal.initialize()
         self.options = options
         self.log = log
         let n = max(1, options.threads)
