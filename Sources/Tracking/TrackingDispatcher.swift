@@ -78,8 +78,6 @@ final class TrackingLane: @unchecked Sendable {
     private var batches: [String: OpenBatch] = [:]
     /// Transfers in flight (each rides in its easy handle's CURLOPT_PRIVATE, retained).
     private var inFlight = 0
-    /// The header list each configured plain-GET handle holds (freed with the dispatcher).
-    private var plainLists: [Int: UnsafeMutablePointer<curl_slist>] = [:]
     /// Easy handles kept configured between transfers, with the shape they were last set up for
     /// (a plain GET needs only its URL changed).
     private var idleHandles: [(UnsafeMutableRawPointer, Shape)] = []
@@ -124,7 +122,6 @@ final class TrackingLane: @unchecked Sendable {
 
     deinit {
         for (h, _) in idleHandles { curl_easy_cleanup(h) }
-        for (_, l) in plainLists { curl_slist_free_all(l) }
         urls.removeAll()
         curl_multi_cleanup(multi)
         close(wakeFD)
@@ -358,13 +355,9 @@ final class TrackingLane: @unchecked Sendable {
             "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_PROXY, $0) }
             "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_NOPROXY, $0) }
             if let ca = options.caFile { ca.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CAINFO, $0) } }
-            if plain {
-                pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
-                var list: UnsafeMutablePointer<curl_slist>? = nil
-                list = curl_slist_append(list, "Expect:")
-                t.headers = list
-                pushemu_curl_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
-            }
+            // A plain GET needs no header list: libcurl only sends `Expect` with a request body,
+            // and a list would be scanned for each header libcurl adds itself.
+            if plain { pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1) }
         }
         if !plain {
             let method = job.request.method.uppercased()
@@ -405,11 +398,7 @@ final class TrackingLane: @unchecked Sendable {
                 curl_slist_free_all(t.headers)
                 idleHandles.append((easy, .other))
             } else {
-                // A plain GET handle keeps its options, and its one-line header list with it.
-                if let new = t.headers {
-                    if let old = plainLists.updateValue(new, forKey: Int(bitPattern: easy)), old != new { curl_slist_free_all(old) }
-                }
-                idleHandles.append((easy, t.shape))
+                idleHandles.append((easy, t.shape))   // a plain GET handle keeps its options
             }
             let latency = Double(Clock.monotonicNanoseconds() - t.startNs) / 1_000_000
             var error: String? = nil
