@@ -80,6 +80,15 @@ public final class Journal: @unchecked Sendable {
     static let strictWindowNs = 1_000_000
     static let relaxedWindowNs = 10_000_000
     public let durability: Durability
+    /// Answers wait for their record's commit: `.strict` on disk. In memory nothing survives the
+    /// process anyway, so what `.strict` promises there is that a read sees every request
+    /// answered before it: answers leave at once and every read first commits what is waiting
+    /// (`flush`). That spares each request the parked answer and its hop back to the loop.
+    private let holdsAnswers: Bool
+    private var flushesBeforeReads: Bool { durability == .strict && !holdsAnswers }
+    /// Reads waiting for the writer to commit what was queued before they asked.
+    private let flushWaiters = Mutex<[FlushWaiter]>([])
+    private let running = Atomic<Bool>(false)
     public let path: String?
     public let retention: Retention
     /// Campaign id of a payload (set by the composition root: the presets' keys).
@@ -111,6 +120,7 @@ public final class Journal: @unchecked Sendable {
     public init(path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
                 campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?) throws {
         self.durability = durability
+        holdsAnswers = durability == .strict && path != nil
         self.maxQueue = maxQueue
         self.retention = retention
         self.campaignOf = campaignOf
@@ -132,6 +142,7 @@ public final class Journal: @unchecked Sendable {
     deinit { close(wakeFD) }
 
     public func start() {
+        running.store(true, ordering: .releasing)
         thread = Threads.spawn { [self] in self.run() }
     }
 
@@ -144,8 +155,8 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// Records a request; `completion` (the answer) runs on `loop` (or, without one, on the writer
-    /// thread) once the record is committed (`.strict`), or at once, on the caller's thread
-    /// (`.relaxed`). Called on `loop`'s thread.
+    /// thread) once the record is committed (`.strict` on disk), or at once, on the caller's
+    /// thread (`.relaxed`, and in memory). Called on `loop`'s thread.
     public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
         appendRequest(atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
                       topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
@@ -158,12 +169,13 @@ public final class Journal: @unchecked Sendable {
                               token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
                               headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
                               loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
-        let strict = durability == .strict
+        let strict = holdsAnswers
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
             if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: atMs) }
-            // An answer someone waits for is always kept; otherwise the backlog is bounded.
-            guard strict || p.encoder!.count < maxQueue else { return false }
+            // A strict record is always kept (an answer waits for it, or a read expects it);
+            // otherwise the backlog is bounded.
+            guard durability == .strict || p.encoder!.count < maxQueue else { return false }
             p.encoder!.appendRequest(atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
                                      topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
                                      payload: payload, warnings: warnings, notificationID: notificationID,
@@ -236,7 +248,7 @@ public final class Journal: @unchecked Sendable {
         // loops it runs as soon as its window or its fsync ends instead of queueing behind the
         // loop on the same CPU, so answers are held for less time (measured: see README). It
         // needs CAP_SYS_NICE (or RLIMIT_NICE); without it the writer keeps the default priority.
-        if durability == .strict, Journal.setThreadNice(Journal.strictWriterNice) {
+        if holdsAnswers, Journal.setThreadNice(Journal.strictWriterNice) {
             stats.withLock { $0.writerNice = Int(Journal.strictWriterNice) }
         }
         var lastPrune: Int64 = 0
@@ -244,11 +256,23 @@ public final class Journal: @unchecked Sendable {
         while true {
             // Group commit window: while many producers are active (the last commit carried
             // several records), let more records join before paying for the next fsync.
-            if lastBatch > 0, durability == .relaxed || lastBatch >= Journal.windowThreshold {
-                var t = timespec(tv_sec: 0, tv_nsec: durability == .strict ? Journal.strictWindowNs : Journal.relaxedWindowNs)
-                nanosleep(&t, nil)
+            if lastBatch > 0, !holdsAnswers || lastBatch >= Journal.windowThreshold {
+                if flushesBeforeReads {
+                    // In memory: the relaxed window, cut short by a read asking for a flush.
+                    var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+                    if poll(&p, 1, Int32(Journal.relaxedWindowNs / 1_000_000)) > 0 {
+                        var v: UInt64 = 0
+                        _ = read(wakeFD, &v, 8)
+                    }
+                } else {
+                    var t = timespec(tv_sec: 0, tv_nsec: durability == .strict ? Journal.strictWindowNs : Journal.relaxedWindowNs)
+                    nanosleep(&t, nil)
+                }
             }
             sleeping.store(true, ordering: .releasing)
+            // Taken before the shards: what was queued before a read asked is in this commit.
+            var flushing: [FlushWaiter] = []
+            if flushesBeforeReads { flushing = flushWaiters.withLock { w in let out = w; w.removeAll(); return out } }
             let resetting = resets.withLock { r in let out = r; r.removeAll(); return out }
             var segments: [SegmentEncoder] = []
             var released: [(EventLoop?, [Answer])] = []
@@ -266,6 +290,9 @@ public final class Journal: @unchecked Sendable {
                 }
             }
             if segments.isEmpty && resetting.isEmpty {
+                for w in flushing { w.signal() }
+                // Idle: the next records (or a read's flush) need no window first.
+                if flushesBeforeReads { lastBatch = 0 }
                 if stopping.load(ordering: .acquiring) { break }
                 var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
                 _ = poll(&p, 1, 100)
@@ -276,6 +303,7 @@ public final class Journal: @unchecked Sendable {
             }
             sleeping.store(false, ordering: .releasing)
             if !segments.isEmpty { commit(segments) }
+            for w in flushing { w.signal() }
             lastBatch = segments.reduce(0) { $0 + $1.count }
             if !resetting.isEmpty {
                 atDefaultPriority { try? store.removeAll() }
@@ -285,6 +313,35 @@ public final class Journal: @unchecked Sendable {
                 if let loop { loop.execute { for a in answers { a.run() } } } else { for a in answers { a.run() } }
             }
             prune(&lastPrune)
+        }
+        running.store(false, ordering: .releasing)
+        for w in flushWaiters.withLock({ w in let out = w; w.removeAll(); return out }) { w.signal() }
+    }
+
+    /// One read waiting on a flush: an eventfd the writer signals once the commit is stored. A
+    /// reference, so a reader that gave up never has its descriptor written after closing it.
+    final class FlushWaiter: Sendable {
+        let fd = csys_eventfd()
+        deinit { if fd >= 0 { close(fd) } }
+        func signal() {
+            var one: UInt64 = 1
+            _ = Glibc.write(fd, &one, 8)
+        }
+    }
+
+    /// In memory with `.strict`: commits what is queued now and returns once it is stored, so the
+    /// caller's read sees every request answered before it (the reads below call it first). A
+    /// round trip to the writer, which cuts its window short for it. Elsewhere it returns at once.
+    public func flush() {
+        guard flushesBeforeReads, running.load(ordering: .acquiring) else { return }
+        let w = FlushWaiter()
+        guard w.fd >= 0 else { return }
+        flushWaiters.withLock { $0.append(w) }
+        wake()
+        var p = pollfd(fd: w.fd, events: Int16(POLLIN), revents: 0)
+        // Bounded: a writer that stops meanwhile signals every waiter, and is waited for 5 s at most.
+        for _ in 0..<50 where running.load(ordering: .acquiring) {
+            if poll(&p, 1, 100) > 0 { return }
         }
     }
 
@@ -350,11 +407,15 @@ public final class Journal: @unchecked Sendable {
     // MARK: reading (any thread)
 
     /// Records stored (committed and not yet pruned).
-    public func counts() -> (requests: Int, tracking: Int) { store.totals() }
+    public func counts() -> (requests: Int, tracking: Int) {
+        flush()
+        return store.totals()
+    }
 
     /// Every stored record with a time at or after `sinceMs`, in write order (or newest first);
     /// `body` returns false to stop.
     public func scan(sinceMs: Int64 = 0, newestFirst: Bool = false, _ body: (JournalEntry) -> Bool) {
+        flush()
         store.read(sinceMs: sinceMs, newestFirst: newestFirst) { seg in
             Journal.entries(seg, sinceMs: sinceMs, newestFirst: newestFirst, body)
         }

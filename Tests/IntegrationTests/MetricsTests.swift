@@ -35,7 +35,7 @@ final class MetricsTests: XCTestCase {
         XCTAssertTrue(text.contains(#"pushemu_tracking_attempts_total{preset="adobe-campaign",outcome="succeeded"} 3"#), text)
         XCTAssertTrue(text.contains("pushemu_open_connections "), text)
         XCTAssertTrue(text.contains("pushemu_devices 1"), text)
-        // The default durable journal: 5 requests (strict: committed before they were answered), 3 tracking attempts.
+        // The default strict journal (in memory here: committed within its 10 ms window): 5 requests, 3 tracking attempts.
         XCTAssertTrue(text.contains(#"pushemu_journal_stored_records{kind="request"} 5"#), text)
         XCTAssertTrue(text.contains("pushemu_journal_commit_duration_seconds_bucket{le=\"+Inf\"}"), text)
         XCTAssertTrue(text.contains("pushemu_journal_batch_records_sum "), text)

@@ -109,7 +109,10 @@ extension JournalTests {
     }
 
     func testStrictAnswersOnlyAfterCommit() throws {
-        let j = try Journal(path: nil, durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        let dir = "/tmp/pushemu-journal-answers-\(getpid())"
+        mkdir(dir, 0o755)
+        defer { for f in Files.list(dir) { unlink(dir + "/" + f) }; rmdir(dir) }
+        let j = try Journal(path: dir + "/j.sqlite", durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
         final class Box: @unchecked Sendable { var done = 0; let lock = NSLock() }
         let box = Box()
         for i in 0..<50 {
@@ -123,6 +126,42 @@ extension JournalTests {
         XCTAssertEqual(box.done, 50)
         XCTAssertEqual(j.counts().requests, 50)
         j.stop()
+    }
+
+    /// In memory, strict answers leave at once, and a read made after an answer sees its record:
+    /// every read first has the writer commit what is queued (cutting its 10 ms window short).
+    func testInMemoryStrictAnswersAtOnceAndReadsSeeEveryAnsweredRecord() throws {
+        let j = try Journal(path: nil, durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        final class Box: @unchecked Sendable { var done = 0; let lock = NSLock() }
+        let box = Box()
+        j.append(record(0), loop: nil) { box.lock.lock(); box.done += 1; box.lock.unlock() }
+        XCTAssertEqual(box.done, 1, "answered at once, before the writer even started")
+        XCTAssertEqual(j.counts().requests, 0, "no writer yet: a read cannot flush, and returns at once")
+        j.start()
+        XCTAssertEqual(j.counts().requests, 1)
+        // Bursts, each read at once after the last answer: never a record short, never a wait of a window.
+        var answered = 1
+        for round in 0..<20 {
+            for i in 0..<(round * 7 + 1) {
+                j.append(record(answered + i), loop: nil) { box.lock.lock(); box.done += 1; box.lock.unlock() }
+            }
+            answered += round * 7 + 1
+            box.lock.lock(); XCTAssertEqual(box.done, answered); box.lock.unlock()
+            let t0 = Clock.monotonicNanoseconds()
+            var n = 0
+            j.scan { e in if case .request = e { n += 1 }; return true }
+            XCTAssertEqual(n, answered, "round \(round)")
+            XCTAssertLessThan(Clock.monotonicNanoseconds() - t0, 500_000_000)
+        }
+        XCTAssertEqual(j.report().all.totals.sent, answered)
+        j.append(TrackingRecord(atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1", notificationID: "n1",
+                                method: "GET", url: "http://sink/r/?id=h1,2,1", status: 200, outcome: "succeeded", attempt: 1,
+                                latencyMs: 1.5, error: nil))
+        XCTAssertEqual(j.counts().tracking, 1)
+        XCTAssertEqual(j.statistics.writerNice, 0, "no answer waits on the writer: it keeps the default priority")
+        j.stop()
+        // Stopped: reads return at once with what was stored.
+        XCTAssertEqual(j.counts().requests, answered)
     }
 }
 
