@@ -50,10 +50,29 @@ struct DeviceAdminAPI: Sendable {
                     return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
                 }
             case .patch:
-                guard ensure(token, now) != nil else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
+                guard let dev = ensure(token, now) else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
+                // Topics first (FCM's registry), each checked before anything changes.
+                var topics: [String]?
                 var err: String?
+                ex.request.body.withUnsafeBytes { raw in
+                    var t: [JSONToken] = []
+                    guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return }
+                    let v = JSONView(bytes: raw, tokens: t)
+                    v.forEachMember(0) { k, val in
+                        guard v.string(k) == "topics" else { return }
+                        switch DeviceAdminAPI.topics(v, val) {
+                        case .success(let list): topics = list
+                        case .failure(let e): err = e.message
+                        }
+                    }
+                }
+                if let err { return ex.respond(AdminAPI.error(400, err)) }
+                if topics != nil && dev.platform != .android { return ex.respond(AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs)) }
                 store.update(token: token) { d in err = DeviceAdminAPI.apply(ex.request.body, to: &d) }
                 if let err { return ex.respond(AdminAPI.error(400, err)) }
+                if let topics, let e = setTopics(token, topics, project: fcmDevices.device(token: token)?.project ?? dev.environment, now) {
+                    return ex.respond(AdminAPI.error(400, e))
+                }
             default: break
             }
             guard let json = deviceJSON(token) else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
@@ -206,10 +225,12 @@ struct DeviceAdminAPI: Sendable {
     }
 
     /// `POST /emulator/v1/devices` with `{"platform","app", optional "token","environment"|"project",
-    /// "tracking","behavior","labels","appState","permission","nseInstalled","privacyOptOut"}`.
+    /// "tracking","behavior","labels","appState","permission","nseInstalled","privacyOptOut",
+    /// "topics" (android: FCM topic subscriptions)}`.
     func create(_ req: Request) -> Response {
         var platform: DevicePlatform?, app: String?, token: String?, env: String?
         var err: String?
+        var topics: [String]?
         let ok = req.body.withUnsafeBytes { raw -> Bool in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
@@ -222,6 +243,11 @@ struct DeviceAdminAPI: Sendable {
                 case "app": if isString { app = v.string(val) } else { err = "app must be a string" }
                 case "token": if isString { token = v.string(val) } else { err = "token must be a string" }
                 case "environment", "project": if isString { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
+                case "topics":
+                    switch DeviceAdminAPI.topics(v, val) {
+                    case .success(let list): topics = list
+                    case .failure(let e): err = e.message
+                    }
                 default: break
                 }
             }
@@ -231,6 +257,7 @@ struct DeviceAdminAPI: Sendable {
         if let err { return AdminAPI.error(400, err) }
         guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
         guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
+        if platform == .ios && topics != nil { return AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs) }
         if platform == .ios {
             env = env ?? "sandbox"
             guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
@@ -252,8 +279,45 @@ struct DeviceAdminAPI: Sendable {
             apnsDevices.register(token: tok, environment: e, bundleID: app)
         } else if platform == .android {
             fcmDevices.register(token: tok, project: env, app: app, nowMs: now)
+            if let topics, let e = setTopics(tok, topics, project: env, now) { return AdminAPI.error(400, e) }
         }
-        return .json(201, d.json(fleetID: nil))
+        return .json(201, deviceJSON(tok) ?? d.json(fleetID: nil))
+    }
+
+    static let topicsAreFCMs = "topics are FCM topic subscriptions: android devices only"
+
+    struct Message: Error { let message: String }
+
+    /// A `"topics"` array: FCM topic names (`[a-zA-Z0-9-_.~%]{1,900}`, `/topics/` prefix allowed).
+    static func topics(_ v: JSONView, _ val: Int) -> Result<[String], Message> {
+        guard v.tokens[val].kind == .array else { return .failure(Message(message: "topics must be an array of topic names")) }
+        var list: [String] = []
+        var bad: String?
+        v.forEachElement(val) { i in
+            guard v.tokens[i].kind == .string else { bad = "topics must be an array of topic names"; return }
+            let raw = Array(v.string(i).utf8)
+            guard let name = FCMFormats.topicName(raw) else { bad = "invalid topic name \(v.string(i)): [a-zA-Z0-9-_.~%]{1,900}"; return }
+            list.append(String(decoding: name, as: UTF8.self))
+        }
+        if let bad { return .failure(Message(message: bad)) }
+        return .success(list)
+    }
+
+    /// Makes `topics` the FCM device's subscriptions (subscribing the new ones, unsubscribing the
+    /// others), as the Instance ID API would one by one; an error message when FCM would refuse.
+    func setTopics(_ token: String, _ topics: [String], project: String?, _ now: Int64) -> String? {
+        let current = fcmDevices.device(token: token)?.topics.keys.map { $0 } ?? []
+        for t in current where !topics.contains(t) { _ = fcmDevices.unsubscribe(token: token, topic: t) }
+        for t in topics {
+            switch fcmDevices.subscribe(token: token, topic: t, project: project, nowMs: now) {
+            case .ok, .notSubscribed: continue
+            case .tooManyTopics: return "TOO_MANY_TOPICS: a device holds at most \(FCMDeviceRegistry.maxTopicsPerDevice) topics"
+            case .notFound: return "the device is uninstalled: its token subscribes to nothing"
+            case .senderMismatch: return "SENDER_ID_MISMATCH: the device belongs to another project"
+            case .invalidArgument: return "not an FCM registration token"
+            }
+        }
+        return nil
     }
 
     /// Applies the mutable fields of a device body; returns an error message or nil.
@@ -266,7 +330,7 @@ struct DeviceAdminAPI: Sendable {
             v.forEachMember(0) { k, val in
                 let kind = v.tokens[val].kind
                 switch v.string(k) {
-                case "platform", "app", "token", "environment", "project": break
+                case "platform", "app", "token", "environment", "project", "topics": break   // the callers' (topics: FCM's registry)
                 case "tracking":
                     if kind == .null { d.tracking = nil; return }
                     do { d.tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }

@@ -212,4 +212,50 @@ final class DevicesTrackingTests: XCTestCase {
         XCTAssertEqual(try json(body)["rotatedTo"] as? String, fresh)
         XCTAssertEqual(s.stop(), 0)
     }
+
+    /// An android device's FCM topic subscriptions set through the device API: at creation and
+    /// by PATCH (which replaces them), validated as FCM validates topic names, refused for iOS,
+    /// and honoured by topic sends (only the subscribed device receives).
+    func testDeviceTopicsAreFCMSubscriptions() throws {
+        let s = try ServerProcess([])
+        var (code, body) = try admin(s, "POST", "/emulator/v1/devices",
+                                     #"{"platform":"android","app":"com.a","project":"p-one","topics":["news","/topics/sports"]}"#)
+        XCTAssertEqual(code, 201, body)
+        var d = try json(body)
+        let token = try XCTUnwrap(d["token"] as? String)
+        XCTAssertEqual(d["topics"] as? [String], ["news", "sports"])
+        (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"android","app":"com.a","project":"p-one"}"#)
+        let other = try XCTUnwrap(try json(body)["token"] as? String)
+        (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"ios","app":"com.a","topics":["news"]}"#)
+        XCTAssertEqual(code, 400)
+        XCTAssertTrue(body.contains("android devices only"), body)
+        (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"android","app":"com.a","topics":["no spaces"]}"#)
+        XCTAssertEqual(code, 400)
+        XCTAssertTrue(body.contains("invalid topic name"), body)
+        (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"android","app":"com.a","topics":"news"}"#)
+        XCTAssertEqual(code, 400)
+
+        func send(_ topic: String) throws -> String {
+            try runCommand("curl", ["-sS", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                                    "-d", #"{"message":{"topic":"\#(topic)","data":{"k":"v"}}}"#,
+                                    "http://127.0.0.1:\(s.httpPort)/v1/projects/p-one/messages:send"], timeout: 10).stdout
+        }
+        func inbox(_ t: String) throws -> Int {
+            let (_, b) = try admin(s, "GET", "/emulator/v1/devices/\(t)/notifications")
+            return (try json(b)["notifications"] as? [[String: Any]])?.count ?? -1
+        }
+        XCTAssertTrue(try send("sports").hasSuffix("200"))
+        XCTAssertEqual(try inbox(token), 1)
+        XCTAssertEqual(try inbox(other), 0)
+        // PATCH replaces the subscriptions.
+        (code, body) = try admin(s, "PATCH", "/emulator/v1/devices/\(token)", #"{"topics":["weather"],"labels":["l"]}"#)
+        XCTAssertEqual(code, 200, body)
+        d = try json(body)
+        XCTAssertEqual(d["topics"] as? [String], ["weather"])
+        XCTAssertEqual(d["labels"] as? [String], ["l"])
+        XCTAssertTrue(try send("sports").hasSuffix("200"))
+        XCTAssertTrue(try send("weather").hasSuffix("200"))
+        XCTAssertEqual(try inbox(token), 2, "sports no longer reaches it; weather does")
+        XCTAssertEqual(s.stop(), 0)
+    }
 }
