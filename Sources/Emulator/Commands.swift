@@ -36,16 +36,18 @@ public enum Commands {
 
     /// `pushemu devices add|list|show|uninstall [--server URL] ...` against a running emulator.
     static func devices(_ args: [String]) throws -> String {
-        let usage = "usage: pushemu devices add --platform ios|android --app APP [--token T] [--environment E] [--tracking JSON] [--behavior JSON] [--labels a,b]\n       pushemu devices list [--label L] [--limit N] | show TOKEN | uninstall TOKEN   (all take --server URL, default http://127.0.0.1:8080)"
+        let usage = "usage: pushemu devices add --platform ios|android --app APP [--token T] [--environment E] [--project P] [--tracking JSON] [--behavior JSON] [--labels a,b] [--topics a,b]\n       pushemu devices list [--label L] [--limit N] | show TOKEN | uninstall TOKEN   (all take --server URL, default http://127.0.0.1:8080)"
         guard let sub = args.first else { throw ConfigurationError(usage) }
         var rest = Array(args.dropFirst())
         switch sub {
         case "add":
-            let f = try flags(rest, allowed: ["server", "platform", "app", "token", "environment", "project", "tracking", "behavior", "labels"])
+            let f = try flags(rest, allowed: ["server", "platform", "app", "token", "environment", "project", "tracking", "behavior", "labels", "topics"])
             var fields: [String] = []
             for k in ["platform", "app", "token", "environment", "project"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) } }
             for k in ["tracking", "behavior"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + v) } }
-            if let l = f["labels"] { fields.append("\"labels\":[" + l.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",") + "]") }
+            for k in ["labels", "topics"] {
+                if let l = f[k] { fields.append(JSONWriter.quote(k) + ":[" + l.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",") + "]") }
+            }
             return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
         case "list":
             let f = try flags(rest, allowed: ["server", "label", "limit"])

@@ -168,6 +168,11 @@ final class DevicesTrackingTests: XCTestCase {
         r = try runCommand(ServerProcess.binaryPath, ["devices", "show", "nope", "--server", server], timeout: 10)
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stderr.contains("404"))
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "add", "--server", server, "--platform", "android", "--app", "com.y",
+                                                      "--project", "p-one", "--topics", "news,sports"], timeout: 10)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try json(r.stdout)["topics"] as? [String], ["news", "sports"])
+        XCTAssertEqual(try json(r.stdout)["project"] as? String, "p-one")
     }
 
     func testStrictRegistryRotationAndCampaignFilter() throws {
