@@ -127,12 +127,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public var allFleets: [FleetSpec] { fleets.withLock { $0.map(\.spec) } }
 
     public func token(_ f: FleetSpec, index: Int) -> String {
-        String(decoding: tokenBytes(f, index: index), as: UTF8.self)
-    }
-
-    func tokenBytes(_ f: FleetSpec, index: Int) -> [UInt8] {
-        f.platform == .ios ? codec.apnsTokenBytes(fleet: f.number, secret: f.secret, index: index)
-                           : codec.fcmTokenBytes(fleet: f.number, secret: f.secret, index: index)
+        f.platform == .ios ? codec.apnsToken(fleet: f.number, secret: f.secret, index: index)
+                           : codec.fcmToken(fleet: f.number, secret: f.secret, index: index)
     }
 
     public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
@@ -144,7 +140,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetRef, Int)? {
         guard let (n, index) = codec.claim(token, platform: platform) else { return nil }
         guard let ref = fleetRef(n), ref.spec.platform == platform, index < ref.spec.count else { return nil }
-        guard Bytes.equal(token, tokenBytes(ref.spec, index: index)) else { return nil }
+        guard codec.matches(token, platform: platform, fleet: ref.spec.number, secret: ref.spec.secret, index: index) else { return nil }
         return (ref, index)
     }
 

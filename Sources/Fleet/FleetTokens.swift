@@ -36,64 +36,101 @@ public struct FleetTokens: Sendable {
         return (Int(hi >> 8), Int((hi & 0xFF) << 32 | lo))
     }
 
-    /// `n` bytes of keyed hash for (fleet secret, index).
-    static func tail(_ secret: UInt64, _ index: Int, _ n: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: n)
+    /// Fills `out` with keyed-hash bytes for (fleet secret, index): 8 per word, low byte first.
+    static func writeTail(_ secret: UInt64, _ index: Int, into out: UnsafeMutableRawBufferPointer) {
         var ctr: UInt64 = 0
         var k = 0
-        while k < n {
+        while k < out.count {
             var w = mix(secret ^ mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
-            for _ in 0..<8 where k < n { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
+            for _ in 0..<8 where k < out.count { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
             ctr += 1
         }
-        return out
     }
 
-    static let hex = Array("0123456789abcdef".utf8)
     static let b64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    public func apnsToken(fleet: Int, secret: UInt64, index: Int) -> String {
-        String(decoding: apnsTokenBytes(fleet: fleet, secret: secret, index: index), as: UTF8.self)
+    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 &+ v : 0x57 &+ v }
+
+    @inline(__always) static func b64Digit(_ v: UInt8) -> UInt8 {
+        switch v {
+        case 0..<26: return 0x41 &+ v
+        case 26..<52: return 0x61 &+ (v &- 26)
+        case 52..<62: return 0x30 &+ (v &- 52)
+        case 62: return UInt8(ascii: "-")
+        default: return UInt8(ascii: "_")
+        }
     }
 
-    /// The token's 64 hex characters (built in place: recognising a fleet member compares these).
-    func apnsTokenBytes(fleet: Int, secret: UInt64, index: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 64)
+    static let apnsLength = 64
+    static let fcmLength = 163
+
+    public func apnsToken(fleet: Int, secret: UInt64, index: Int) -> String {
+        String(unsafeUninitializedCapacity: FleetTokens.apnsLength) { buf in
+            writeAPNsToken(fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
+            return FleetTokens.apnsLength
+        }
+    }
+
+    /// Writes the 64 hex characters into `out` (64 bytes or more): the header's 16, then 24 bytes
+    /// of keyed hash as 48. Built in place, no allocation: recognising a fleet member compares these.
+    func writeAPNsToken(fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
         var h = header(fleet: fleet, index: index)
         var k = 0
         for _ in 0..<8 {
-            let b = Int(h >> 56)
-            out[k] = FleetTokens.hex[b >> 4]
-            out[k + 1] = FleetTokens.hex[b & 15]
+            let b = UInt8(truncatingIfNeeded: h >> 56)
+            out[k] = FleetTokens.hexDigit(b >> 4)
+            out[k + 1] = FleetTokens.hexDigit(b & 15)
             k += 2
             h <<= 8
         }
-        for b in FleetTokens.tail(secret, index, 24) {
-            out[k] = FleetTokens.hex[Int(b >> 4)]
-            out[k + 1] = FleetTokens.hex[Int(b & 15)]
-            k += 2
+        for ctr in 0..<UInt64(3) {
+            var w = FleetTokens.mix(secret ^ FleetTokens.mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
+            for _ in 0..<8 {
+                let b = UInt8(truncatingIfNeeded: w)
+                out[k] = FleetTokens.hexDigit(b >> 4)
+                out[k + 1] = FleetTokens.hexDigit(b & 15)
+                k += 2
+                w >>= 8
+            }
         }
-        return out
     }
 
     public func fcmToken(fleet: Int, secret: UInt64, index: Int) -> String {
-        String(decoding: fcmTokenBytes(fleet: fleet, secret: secret, index: index), as: UTF8.self)
+        String(unsafeUninitializedCapacity: FleetTokens.fcmLength) { buf in
+            writeFCMToken(fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
+            return FleetTokens.fcmLength
+        }
     }
 
-    func fcmTokenBytes(fleet: Int, secret: UInt64, index: Int) -> [UInt8] {
-        // 22 characters = 132 bits: the 64-bit header, then 68 bits of keyed hash.
+    /// Writes the 163 characters into `out` (163 bytes or more). 22 characters = 132 bits: the
+    /// 64-bit header, then 68 bits of keyed hash; then `:APA91b` and 134 more of keyed hash.
+    func writeFCMToken(fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
         let h = header(fleet: fleet, index: index)
-        let t = FleetTokens.tail(secret, index, 110)
-        var bits: [UInt8] = []   // 6-bit groups
-        var acc: UInt64 = h
-        for _ in 0..<10 { bits.append(UInt8(acc >> 58)); acc <<= 6 }
-        let rem = UInt8((h & 0xF) << 2) | (t[0] >> 6)   // last 4 header bits + 2 hash bits
-        bits.append(rem)
-        for i in 0..<11 { bits.append(t[1 + i] & 63) }
-        var s = bits.map { FleetTokens.b64[Int($0)] }
-        s += Array(":APA91b".utf8)
-        for i in 0..<134 { s.append(FleetTokens.b64[Int(t[12 + (i % 98)] >> 2 ^ UInt8(i & 63)) & 63]) }
-        return s
+        withUnsafeTemporaryAllocation(byteCount: 110, alignment: 8) { t in
+            FleetTokens.writeTail(secret, index, into: t)
+            var acc = h
+            for k in 0..<10 { out[k] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: acc >> 58)); acc <<= 6 }
+            out[10] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: (h & 0xF) << 2) | (t[0] >> 6))   // last 4 header bits + 2 hash bits
+            for i in 0..<11 { out[11 + i] = FleetTokens.b64Digit(t[1 + i] & 63) }
+            var k = 22
+            for c in ":APA91b".utf8 { out[k] = c; k += 1 }
+            for i in 0..<134 { out[k + i] = FleetTokens.b64Digit((t[12 + (i % 98)] >> 2 ^ UInt8(i & 63)) & 63) }
+        }
+    }
+
+    /// Whether `token` is exactly the fleet's token at `index`, generated on the stack and
+    /// compared: no allocation (a campaign's every push is some member's first sight).
+    func matches(_ token: ArraySlice<UInt8>, platform: DevicePlatform, fleet: Int, secret: UInt64, index: Int) -> Bool {
+        let n = platform == .ios ? FleetTokens.apnsLength : FleetTokens.fcmLength
+        guard token.count == n else { return false }
+        return withUnsafeTemporaryAllocation(byteCount: n, alignment: 8) { buf in
+            if platform == .ios {
+                writeAPNsToken(fleet: fleet, secret: secret, index: index, into: buf)
+            } else {
+                writeFCMToken(fleet: fleet, secret: secret, index: index, into: buf)
+            }
+            return Bytes.equal(token, UnsafeBufferPointer(buf.bindMemory(to: UInt8.self)))
+        }
     }
 
     /// The (fleet, index) a token claims, before checking it against the fleet's secret.

@@ -1,4 +1,4 @@
-import Fleet
+@testable import Fleet
 import PushCore
 import Tracking
 import XCTest
@@ -68,5 +68,61 @@ final class FleetTokensTests: XCTestCase {
         _ = s.uninstall(token: s.token(f, index: 123), atMs: 9)
         XCTAssertEqual(s.recordCount, 1)
         XCTAssertEqual(s.device(token: s.token(f, index: 123))?.uninstalledAtMs, 9)
+    }
+
+    /// The tokens built in place are the tokens the first (array-building) implementation made:
+    /// a fleet's tokens never change between versions. The reference below is that implementation.
+    func testTokensAreTheReferenceImplementations() {
+        func tail(_ secret: UInt64, _ index: Int, _ n: Int) -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: n)
+            var ctr: UInt64 = 0
+            var k = 0
+            while k < n {
+                var w = FleetTokens.mix(secret ^ FleetTokens.mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
+                for _ in 0..<8 where k < n { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
+                ctr += 1
+            }
+            return out
+        }
+        let hex = Array("0123456789abcdef".utf8)
+        func apns(_ c: FleetTokens, _ fleet: Int, _ secret: UInt64, _ index: Int) -> String {
+            var out = [UInt8](repeating: 0, count: 64)
+            var h = c.header(fleet: fleet, index: index)
+            var k = 0
+            for _ in 0..<8 {
+                let b = Int(h >> 56)
+                out[k] = hex[b >> 4]; out[k + 1] = hex[b & 15]
+                k += 2; h <<= 8
+            }
+            for b in tail(secret, index, 24) { out[k] = hex[Int(b >> 4)]; out[k + 1] = hex[Int(b & 15)]; k += 2 }
+            return String(decoding: out, as: UTF8.self)
+        }
+        func fcm(_ c: FleetTokens, _ fleet: Int, _ secret: UInt64, _ index: Int) -> String {
+            let h = c.header(fleet: fleet, index: index)
+            let t = tail(secret, index, 110)
+            var bits: [UInt8] = []
+            var acc: UInt64 = h
+            for _ in 0..<10 { bits.append(UInt8(acc >> 58)); acc <<= 6 }
+            bits.append(UInt8((h & 0xF) << 2) | (t[0] >> 6))
+            for i in 0..<11 { bits.append(t[1 + i] & 63) }
+            var s = bits.map { FleetTokens.b64[Int($0)] }
+            s += Array(":APA91b".utf8)
+            for i in 0..<134 { s.append(FleetTokens.b64[Int(t[12 + (i % 98)] >> 2 ^ UInt8(i & 63)) & 63]) }
+            return String(decoding: s, as: UTF8.self)
+        }
+        var r = FastRandom(seed: 42)
+        for _ in 0..<200 {
+            let c = FleetTokens(secret: (r.next(), r.next()))
+            let fleet = Int(r.next(below: 1 << 16)), secret = r.next(), index = Int(r.next(below: 1 << 40))
+            let a = c.apnsToken(fleet: fleet, secret: secret, index: index), f = c.fcmToken(fleet: fleet, secret: secret, index: index)
+            XCTAssertEqual(a, apns(c, fleet, secret, index))
+            XCTAssertEqual(f, fcm(c, fleet, secret, index))
+            XCTAssertTrue(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index))
+            XCTAssertTrue(c.matches(Array(f.utf8)[...], platform: .android, fleet: fleet, secret: secret, index: index))
+            XCTAssertFalse(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index + 1))
+            XCTAssertFalse(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret &+ 1, index: index))
+            XCTAssertFalse(c.matches(Array(a.uppercased().utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index), "compared as sent")
+            XCTAssertFalse(c.matches(Array(f.utf8.dropLast())[...], platform: .android, fleet: fleet, secret: secret, index: index))
+        }
     }
 }
