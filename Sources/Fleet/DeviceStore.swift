@@ -83,7 +83,18 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     private let fleets = Mutex<[FleetRef]>([])
 
     private func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
-    private final class Shard: Sendable { let map = Mutex<[TokenKey: SimDevice]>([:]) }
+    private final class Shard: Sendable {
+        let map = Mutex<[TokenKey: SimDevice]>([:])
+        /// The last fleet member this shard's `status` recognised and had no record for: the
+        /// provider asks for the status, then delivers, so the delivery that follows finds the
+        /// member here instead of rebuilding its token a second time.
+        let verified = Mutex<Verified?>(nil)
+    }
+    private struct Verified: Sendable {
+        let key: TokenKey
+        let ref: FleetRef
+        let index: Int
+    }
     private let shards: [Shard]
     private final class AtomicCounters: Sendable {
         let delivered = Atomic<UInt64>(0), heldOffline = Atomic<UInt64>(0), droppedOffline = Atomic<UInt64>(0)
@@ -222,7 +233,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     public func removeAll() {
-        for s in shards { s.map.withLock { $0.removeAll() } }
+        for s in shards {
+            s.map.withLock { $0.removeAll() }
+            s.verified.withLock { $0 = nil }
+        }
         fleets.withLock { $0.removeAll() }
         counters.delivered.store(0, ordering: .relaxed)
         counters.heldOffline.store(0, ordering: .relaxed)
@@ -248,6 +262,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
         if let recorded, let status = recorded { return status }
         guard let (ref, i) = member(token, platform: platform) else { return nil }
+        shard(k).verified.withLock { $0 = Verified(key: k, ref: ref, index: i) }
         let f = ref.spec
         if f.startsUninstalled(i) { return .uninstalled(atMs: f.createdAtMs) }
         return .installed(app: f.app, environment: f.environment)
@@ -304,7 +319,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         var fleetSpec: FleetRef?
         if case .absent = outcome {
             var dev: SimDevice
-            if let (f, i) = member(d.tokenBytes, platform: d.platform) {
+            let known = sh.verified.withLock { v -> Verified? in
+                guard let found = v, found.key == k, found.ref.spec.platform == d.platform else { return nil }
+                v = nil
+                return found
+            }
+            if let (f, i) = known.map({ ($0.ref, $0.index) }) ?? member(d.tokenBytes, platform: d.platform) {
                 dev = materialize(f, index: i, token: d.token)
                 fleetSpec = f
             } else {
