@@ -74,24 +74,13 @@ public struct FleetTokens: Sendable {
     /// Writes the 64 hex characters into `out` (64 bytes or more): the header's 16, then 24 bytes
     /// of keyed hash as 48. Built in place, no allocation: recognising a fleet member compares these.
     func writeAPNsToken(fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
-        var h = header(fleet: fleet, index: index)
-        var k = 0
-        for _ in 0..<8 {
-            let b = UInt8(truncatingIfNeeded: h >> 56)
-            out[k] = FleetTokens.hexDigit(b >> 4)
-            out[k + 1] = FleetTokens.hexDigit(b & 15)
-            k += 2
-            h <<= 8
-        }
-        for ctr in 0..<UInt64(3) {
-            var w = FleetTokens.mix(secret ^ FleetTokens.mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
-            for _ in 0..<8 {
-                let b = UInt8(truncatingIfNeeded: w)
-                out[k] = FleetTokens.hexDigit(b >> 4)
-                out[k + 1] = FleetTokens.hexDigit(b & 15)
-                k += 2
-                w >>= 8
-            }
+        precondition(out.count >= FleetTokens.apnsLength)
+        let p = out.baseAddress!
+        UUIDValue.writeHex16(header(fleet: fleet, index: index), to: p)
+        // The hash words' bytes go low byte first: the byte-swapped word, most significant first.
+        for ctr in 0..<3 {
+            let w = FleetTokens.mix(secret ^ FleetTokens.mix(UInt64(index) &+ UInt64(ctr) &* 0x632B_E59B_D9B4_E019))
+            UUIDValue.writeHex16(w.byteSwapped, to: p + 16 + 16 * ctr)
         }
     }
 

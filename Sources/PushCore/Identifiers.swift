@@ -88,6 +88,13 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         return ascii.byteSwapped   // most significant digit first in memory
     }
 
+    /// Stores the 16 lowercase hex digits of `x`, most significant first, at `p` (SWAR).
+    @inline(__always)
+    public static func writeHex16(_ x: UInt64, to p: UnsafeMutableRawPointer) {
+        p.storeBytes(of: hex8(UInt32(truncatingIfNeeded: x >> 32)), as: UInt64.self)
+        p.storeBytes(of: hex8(UInt32(truncatingIfNeeded: x)), toByteOffset: 8, as: UInt64.self)
+    }
+
     /// Writes the 36 canonical bytes into `out` (which must hold 36).
     @inline(__always)
     public func write(into out: UnsafeMutableRawBufferPointer) {
