@@ -94,6 +94,7 @@ public struct FleetTokens: Sendable {
     /// Writes the 163 characters into `out` (163 bytes or more). 22 characters = 132 bits: the
     /// 64-bit header, then 68 bits of keyed hash; then `:APA91b` and 134 more of keyed hash.
     func writeFCMToken(fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count >= FleetTokens.fcmLength)
         let h = header(fleet: fleet, index: index)
         withUnsafeTemporaryAllocation(byteCount: 110, alignment: 8) { t in
             FleetTokens.writeTail(secret, index, into: t)
