@@ -429,7 +429,7 @@ struct DeviceAdminAPI: Sendable {
         let fleets = store.allFleets
         var j = "{\"devices\":{\"records\":\(store.recordCount),\"fleets\":\(fleets.count),\"fleetDevices\":\(fleets.reduce(0) { $0 + $1.count })"
         j += ",\"apnsTokens\":\(apnsDevices.count),\"fcmTokens\":\(fcmDevices.count)}"
-        j += ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline)}"
+        j += ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline),\"unstored\":\(s.unstored)}"
         j += ",\"notifications\":{\"kept\":\(log.count),\"evicted\":\(log.evicted)}"
         j += ",\"tracking\":{\"scheduled\":\(c.scheduled),\"skipped\":\(s.trackingSkipped),\"attempts\":\(c.attempts),\"succeeded\":\(c.succeeded)"
         j += ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}"

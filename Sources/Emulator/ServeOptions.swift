@@ -103,6 +103,7 @@ public enum ServeOptions {
             } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("--behavior: \(error)") }
         },
         Option(name: "inbox-size", valueName: "N", help: "notifications kept per device inbox (default 100)") { c, v in c.devices.inboxSize = try int(v, "inbox-size", 1...100_000) },
+        Option(name: "max-devices", valueName: "N", help: "device records kept at most; pushes beyond are delivered and tracked unkept (default 5000000)") { c, v in c.devices.maxDevices = try int(v, "max-devices", 64...1_000_000_000) },
         Option(name: "tracking-timeout", valueName: "SECONDS", help: "timeout of one tracking request (default 30, Adobe's)") { c, v in c.tracking.timeoutMs = Int(try double(v, "tracking-timeout") * 1000) },
         Option(name: "tracking-retries", valueName: "N", help: "retries after a 5xx or connection error, with exponential backoff (default 4)") { c, v in c.tracking.maxAttempts = try int(v, "tracking-retries", 0...20) + 1 },
         Option(name: "tracking-concurrency", valueName: "N", help: "tracking requests in flight per dispatcher lane (default 32; two lanes; at most 32 connections per target per lane)") { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },

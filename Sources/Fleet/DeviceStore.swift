@@ -52,6 +52,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         public var inboxSize = 100
         /// Notifications kept for an offline FCM device.
         public var pendingLimit = 100
+        /// Device records kept at most (registered, auto-created, deviated fleet members). A push
+        /// to a device beyond the limit is delivered and tracked all the same, but its record
+        /// (inbox, state) is not kept: counted in `Counters.unstored`.
         public var maxDevices = 5_000_000
         public init() {}
     }
@@ -62,6 +65,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         public var droppedOffline: UInt64 = 0
         public var trackingSkipped: UInt64 = 0
         public var trackingScheduled: UInt64 = 0
+        /// Deliveries to devices whose record could not be kept (the record limit was reached).
+        public var unstored: UInt64 = 0
     }
 
     public let configuration: Configuration
@@ -98,7 +103,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     private let shards: [Shard]
     private final class AtomicCounters: Sendable {
         let delivered = Atomic<UInt64>(0), heldOffline = Atomic<UInt64>(0), droppedOffline = Atomic<UInt64>(0)
-        let trackingSkipped = Atomic<UInt64>(0), trackingScheduled = Atomic<UInt64>(0)
+        let trackingSkipped = Atomic<UInt64>(0), trackingScheduled = Atomic<UInt64>(0), unstored = Atomic<UInt64>(0)
     }
     private let counters = AtomicCounters()
 
@@ -229,7 +234,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         Counters(delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),
                  droppedOffline: counters.droppedOffline.load(ordering: .relaxed),
                  trackingSkipped: counters.trackingSkipped.load(ordering: .relaxed),
-                 trackingScheduled: counters.trackingScheduled.load(ordering: .relaxed))
+                 trackingScheduled: counters.trackingScheduled.load(ordering: .relaxed),
+                 unstored: counters.unstored.load(ordering: .relaxed))
     }
 
     public func removeAll() {
@@ -243,6 +249,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         counters.droppedOffline.store(0, ordering: .relaxed)
         counters.trackingSkipped.store(0, ordering: .relaxed)
         counters.trackingScheduled.store(0, ordering: .relaxed)
+        counters.unstored.store(0, ordering: .relaxed)
     }
 
     // MARK: DeviceDirectory
@@ -287,30 +294,31 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         /// at every return.
         final class Copied { let device: SDKView; init(_ d: SDKView) { device = d } }
         enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(Copied?, fleet: Int?) }
+        // One in-place access to the record (no copies of the device struct).
+        func onRecord(_ dev: inout SimDevice, fleetTracks: Bool) -> Outcome {
+            if dev.uninstalledAtMs != nil { return .uninstalled }
+            if dev.appState == .offline {
+                if d.provider == .apns {
+                    if d.expiresAtMs == 0 { dev.dropped += 1; return .droppedOffline }
+                    // APNs stores one notification per app for an offline device: the latest.
+                    dev.pending.removeAll()
+                } else if dev.pending.count >= pendingLimit {
+                    dev.pending.removeFirst()
+                    dev.dropped += 1
+                }
+                dev.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                return .held
+            }
+            DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
+            // Copy the device out only when some SDK could report.
+            let track = tracks && (dev.tracking != nil || fleetTracks || defaultTracking || dev.fleet != nil)
+            return .delivered(track ? Copied(SDKView(dev)) : nil, fleet: dev.fleet)
+        }
         // One dictionary lookup: everything happens on the record found at that index.
         func work(_ m: inout [TokenKey: SimDevice], _ i: Dictionary<TokenKey, SimDevice>.Index, fleetTracks: Bool) -> Outcome {
-            // One in-place access to the record (no copies of the device struct).
-            func onRecord(_ dev: inout SimDevice) -> Outcome {
-                if dev.uninstalledAtMs != nil { return .uninstalled }
-                if dev.appState == .offline {
-                    if d.provider == .apns {
-                        if d.expiresAtMs == 0 { dev.dropped += 1; return .droppedOffline }
-                        // APNs stores one notification per app for an offline device: the latest.
-                        dev.pending.removeAll()
-                    } else if dev.pending.count >= pendingLimit {
-                        dev.pending.removeFirst()
-                        dev.dropped += 1
-                    }
-                    dev.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
-                    return .held
-                }
-                DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
-                // Copy the device out only when some SDK could report.
-                let track = tracks && (dev.tracking != nil || fleetTracks || defaultTracking || dev.fleet != nil)
-                return .delivered(track ? Copied(SDKView(dev)) : nil, fleet: dev.fleet)
-            }
-            return onRecord(&m.values[i])
+            onRecord(&m.values[i], fleetTracks: fleetTracks)
         }
+        let perShard = max(1, configuration.maxDevices / shards.count)
 
         var outcome = sh.map.withLock { m -> Outcome in
             guard let i = m.index(forKey: k) else { return .absent }
@@ -333,9 +341,17 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             }
             if dev.app == nil { dev.app = d.app }
             let fleetTracks = fleetSpec?.tracks ?? false
+            var unstored = false
             outcome = sh.map.withLock { m -> Outcome in
-                if m.index(forKey: k) == nil { m[k] = dev }
+                if let i = m.index(forKey: k) { return work(&m, i, fleetTracks: fleetTracks) }
+                guard m.count < perShard else { unstored = true; return .absent }
+                m[k] = dev
                 return work(&m, m.index(forKey: k)!, fleetTracks: fleetTracks)
+            }
+            if unstored {
+                // The record limit: delivered and tracked on a record nobody keeps.
+                counters.unstored.add(1, ordering: .relaxed)
+                outcome = onRecord(&dev, fleetTracks: fleetTracks)
             }
         }
         switch outcome {

@@ -166,6 +166,37 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(log.counters.dropped, 2)
     }
 
+    /// Device records are bounded (`maxDevices`, per shard): pushes to devices beyond are still
+    /// delivered and tracked, counted as unstored, and memory stops growing with them.
+    func testRecordLimitKeepsDeliveringAndTracking() throws {
+        var o = TrackingDispatcher.Options()
+        o.backoffBaseMs = 20
+        dispatcher = TrackingDispatcher(options: o, log: log)
+        dispatcher.start()
+        var c = DeviceStore.Configuration()
+        c.defaultTracking = TrackingConfig(preset: "adobe-campaign", url: sink.url)
+        c.maxDevices = 128   // 2 per shard
+        let s = DeviceStore(configuration: c, dispatcher: dispatcher)
+        let payload = #"{"aps":{"alert":"x","mutable-content":1},"_mId":"12345","_dId":"d"}"#
+        var r = FastRandom(seed: 3)
+        let hex = Array("0123456789abcdef")
+        var tokens: [String] = []
+        for n in 0..<1_000 {
+            let t = String((0..<64).map { _ in hex[Int(r.next(below: 16))] })
+            tokens.append(t)
+            s.deliver(apns(payload, token: t, n: UInt64(n + 1)))
+        }
+        XCTAssertLessThanOrEqual(s.recordCount, 128)
+        XCTAssertGreaterThan(s.recordCount, 64)
+        XCTAssertEqual(s.stats.delivered, 1_000)
+        XCTAssertEqual(s.stats.unstored, UInt64(1_000 - s.recordCount))
+        XCTAssertEqual(sink.wait(for: 1_000, timeout: 30), 1_000, "every push tracked, kept or not")
+        // A kept device still keeps its inbox; one beyond the limit has no record.
+        let kept = tokens.filter { s.device(token: $0) != nil }
+        XCTAssertEqual(kept.count, s.recordCount)
+        XCTAssertEqual(s.device(token: kept[0])?.inbox.count, 1)
+    }
+
     func testCollapseInboxAndOffline() throws {
         let s = makeStore()
         try s.register(SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
