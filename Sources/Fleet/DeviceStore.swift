@@ -122,11 +122,15 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public struct StoreError: Error, CustomStringConvertible { public let description: String }
 
+    public static let maxFleets = 65_536
+
     public func createFleet(platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
                             behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
         var r = FastRandom()
-        return fleets.withLock { f in
+        return try fleets.withLock { f in
+            // The fleet number has 24 bits in a token's header; each fleet costs a little memory.
+            guard f.count < DeviceStore.maxFleets else { throw StoreError(description: "fleet limit reached (\(DeviceStore.maxFleets) fleets; POST /emulator/v1/reset removes them)") }
             let spec = FleetSpec(number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
                                  secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
                                  tracking: tracking, labels: labels, createdAtMs: nowMs)

@@ -125,4 +125,22 @@ final class FleetTokensTests: XCTestCase {
             XCTAssertFalse(c.matches(Array(f.utf8.dropLast())[...], platform: .android, fleet: fleet, secret: secret, index: index))
         }
     }
+
+    /// Fleets are bounded (a token's header has 24 bits for the fleet number): the one past the
+    /// limit is refused, and the last one allowed still has recognisable tokens.
+    func testFleetCountIsBounded() throws {
+        let s = store()
+        var last: FleetSpec?
+        for _ in 0..<DeviceStore.maxFleets {
+            last = try s.createFleet(platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
+                                     behavior: nil, tracking: nil, labels: [], nowMs: 1)
+        }
+        XCTAssertThrowsError(try s.createFleet(platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
+                                               behavior: nil, tracking: nil, labels: [], nowMs: 1))
+        let f = try XCTUnwrap(last)
+        XCTAssertEqual(s.device(token: s.token(f, index: 9))?.fleetIndex, 9)
+        s.removeAll()
+        XCTAssertNoThrow(try s.createFleet(platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
+                                           behavior: nil, tracking: nil, labels: [], nowMs: 1))
+    }
 }
