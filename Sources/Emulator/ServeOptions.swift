@@ -144,7 +144,7 @@ public enum ServeOptions {
             }
             c.campaignKeys += keys
         },
-        Option(name: "durability", valueName: "MODE", help: "the journal: strict (default: an answer leaves once its record is committed), relaxed (answers at once, commits behind) or off") { c, v in
+        Option(name: "durability", valueName: "MODE", help: "the journal: strict (default: on disk an answer leaves once its record is committed; in memory reads see every answered request), relaxed (answers at once, commits behind) or off") { c, v in
             if v == "off" { c.durability = nil; return }
             guard let d = Journal.Durability(rawValue: v) else { throw ConfigurationError("--durability must be off, strict or relaxed, got '\(v)'") }
             c.durability = d
