@@ -34,8 +34,31 @@ public struct SimDevice: Sendable {
     public var nseInstalled = true
     public var privacyOptOut = false
     public var labels: [String] = []
-    public var tracking: TrackingConfig?
-    public var behavior: Behavior?
+    /// The device's own tracking, when it has one (most use their fleet's or the server's).
+    public var tracking: TrackingConfig? {
+        get { overrides?.tracking }
+        set { overrides = Overrides.make(tracking: newValue, behavior: behavior) }
+    }
+    /// The device's own behaviour profile, when it has one.
+    public var behavior: Behavior? {
+        get { overrides?.behavior }
+        set { overrides = Overrides.make(tracking: tracking, behavior: newValue) }
+    }
+    /// `tracking` and `behavior`, out of line: inline they were 153 of a record's 376 bytes, and
+    /// nil for nearly every device (a campaign's devices are records too). Never mutated: a
+    /// change stores a new box, so records keep value semantics.
+    private(set) var overrides: Overrides?
+    final class Overrides: Sendable {
+        let tracking: TrackingConfig?
+        let behavior: Behavior?
+        private init(tracking: TrackingConfig?, behavior: Behavior?) {
+            self.tracking = tracking
+            self.behavior = behavior
+        }
+        static func make(tracking: TrackingConfig?, behavior: Behavior?) -> Overrides? {
+            tracking == nil && behavior == nil ? nil : Overrides(tracking: tracking, behavior: behavior)
+        }
+    }
     public var fleet: Int?
     public var fleetIndex: Int?
     public var seed: UInt64
@@ -94,8 +117,10 @@ struct SDKView {
     var permission: SimDevice.Permission
     var nseInstalled: Bool
     var privacyOptOut: Bool
-    var tracking: TrackingConfig?
-    var behavior: Behavior?
+    /// The record's box (a retain), not copies of the structs (a retain per field).
+    var overrides: SimDevice.Overrides?
+    var tracking: TrackingConfig? { overrides?.tracking }
+    var behavior: Behavior? { overrides?.behavior }
     var seed: UInt64
 
     init(_ d: SimDevice) {
@@ -106,8 +131,7 @@ struct SDKView {
         permission = d.permission
         nseInstalled = d.nseInstalled
         privacyOptOut = d.privacyOptOut
-        tracking = d.tracking
-        behavior = d.behavior
+        overrides = d.overrides
         seed = d.seed
     }
 }
