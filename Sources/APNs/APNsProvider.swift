@@ -234,7 +234,6 @@ public struct APNsProvider: Sendable {
         d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: state.tokens, warnings: &d.warnings)
         if configuration.strictPayload && !d.warnings.isEmpty { reject(&d, .badPayload, state); return }
         account(&d, state)
-        return
     }
 
     @inline(__always)

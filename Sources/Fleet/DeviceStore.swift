@@ -147,8 +147,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public var allFleets: [FleetSpec] { fleets.withLock { $0.map(\.spec) } }
 
     public func token(_ f: FleetSpec, index: Int) -> String {
-        f.platform == .ios ? codec.apnsToken(fleet: f.number, secret: f.secret, index: index)
-                           : codec.fcmToken(fleet: f.number, secret: f.secret, index: index)
+        codec.token(f.platform, fleet: f.number, secret: f.secret, index: index)
     }
 
     public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {

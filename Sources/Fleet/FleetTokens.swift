@@ -36,20 +36,23 @@ public struct FleetTokens: Sendable {
         return (Int(hi >> 8), Int((hi & 0xFF) << 32 | lo))
     }
 
+    /// Word `ctr` of the keyed hash of (fleet secret, index).
+    @inline(__always) static func hashWord(_ secret: UInt64, _ index: Int, _ ctr: UInt64) -> UInt64 {
+        mix(secret ^ mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
+    }
+
     /// Fills `out` with keyed-hash bytes for (fleet secret, index): 8 per word, low byte first.
     static func writeTail(_ secret: UInt64, _ index: Int, into out: UnsafeMutableRawBufferPointer) {
         var ctr: UInt64 = 0
         var k = 0
         while k < out.count {
-            var w = mix(secret ^ mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
+            var w = hashWord(secret, index, ctr)
             for _ in 0..<8 where k < out.count { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
             ctr += 1
         }
     }
 
     static let b64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 &+ v : 0x57 &+ v }
 
     @inline(__always) static func b64Digit(_ v: UInt8) -> UInt8 {
         switch v {
@@ -64,10 +67,23 @@ public struct FleetTokens: Sendable {
     static let apnsLength = 64
     static let fcmLength = 163
 
-    public func apnsToken(fleet: Int, secret: UInt64, index: Int) -> String {
-        String(unsafeUninitializedCapacity: FleetTokens.apnsLength) { buf in
-            writeAPNsToken(fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
-            return FleetTokens.apnsLength
+    static func length(_ platform: DevicePlatform) -> Int { platform == .ios ? apnsLength : fcmLength }
+
+    /// The token of fleet member `index`: 64 hex characters (APNs) or an FCM registration token.
+    public func token(_ platform: DevicePlatform, fleet: Int, secret: UInt64, index: Int) -> String {
+        let n = FleetTokens.length(platform)
+        return String(unsafeUninitializedCapacity: n) { buf in
+            write(platform, fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
+            return n
+        }
+    }
+
+    /// Writes the token into `out` (at least `length(platform)` bytes).
+    func write(_ platform: DevicePlatform, fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
+        if platform == .ios {
+            writeAPNsToken(fleet: fleet, secret: secret, index: index, into: out)
+        } else {
+            writeFCMToken(fleet: fleet, secret: secret, index: index, into: out)
         }
     }
 
@@ -79,15 +95,7 @@ public struct FleetTokens: Sendable {
         UUIDValue.writeHex16(header(fleet: fleet, index: index), to: p)
         // The hash words' bytes go low byte first: the byte-swapped word, most significant first.
         for ctr in 0..<3 {
-            let w = FleetTokens.mix(secret ^ FleetTokens.mix(UInt64(index) &+ UInt64(ctr) &* 0x632B_E59B_D9B4_E019))
-            UUIDValue.writeHex16(w.byteSwapped, to: p + 16 + 16 * ctr)
-        }
-    }
-
-    public func fcmToken(fleet: Int, secret: UInt64, index: Int) -> String {
-        String(unsafeUninitializedCapacity: FleetTokens.fcmLength) { buf in
-            writeFCMToken(fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
-            return FleetTokens.fcmLength
+            UUIDValue.writeHex16(FleetTokens.hashWord(secret, index, UInt64(ctr)).byteSwapped, to: p + 16 + 16 * ctr)
         }
     }
 
@@ -111,14 +119,10 @@ public struct FleetTokens: Sendable {
     /// Whether `token` is exactly the fleet's token at `index`, generated on the stack and
     /// compared: no allocation (a campaign's every push is some member's first sight).
     func matches(_ token: ArraySlice<UInt8>, platform: DevicePlatform, fleet: Int, secret: UInt64, index: Int) -> Bool {
-        let n = platform == .ios ? FleetTokens.apnsLength : FleetTokens.fcmLength
+        let n = FleetTokens.length(platform)
         guard token.count == n else { return false }
         return withUnsafeTemporaryAllocation(byteCount: n, alignment: 8) { buf in
-            if platform == .ios {
-                writeAPNsToken(fleet: fleet, secret: secret, index: index, into: buf)
-            } else {
-                writeFCMToken(fleet: fleet, secret: secret, index: index, into: buf)
-            }
+            write(platform, fleet: fleet, secret: secret, index: index, into: buf)
             return Bytes.equal(token, UnsafeBufferPointer(buf.bindMemory(to: UInt8.self)))
         }
     }

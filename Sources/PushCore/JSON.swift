@@ -511,7 +511,6 @@ extension UnsafeRawBufferPointer {
     }
 }
 
-
 /// JSON text helpers for writing responses without Foundation.
 public enum JSONWriter {
     /// `s` as a JSON string literal.

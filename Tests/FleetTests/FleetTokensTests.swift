@@ -114,7 +114,7 @@ final class FleetTokensTests: XCTestCase {
         for _ in 0..<200 {
             let c = FleetTokens(secret: (r.next(), r.next()))
             let fleet = Int(r.next(below: 1 << 16)), secret = r.next(), index = Int(r.next(below: 1 << 40))
-            let a = c.apnsToken(fleet: fleet, secret: secret, index: index), f = c.fcmToken(fleet: fleet, secret: secret, index: index)
+            let a = c.token(.ios, fleet: fleet, secret: secret, index: index), f = c.token(.android, fleet: fleet, secret: secret, index: index)
             XCTAssertEqual(a, apns(c, fleet, secret, index))
             XCTAssertEqual(f, fcm(c, fleet, secret, index))
             XCTAssertTrue(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index))
