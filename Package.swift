@@ -18,10 +18,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The tiny C target: what Glibc does not expose cleanly (epoll, accept4, eventfd, stderr).
         .target(name: "CSystem"),
+        // The size classes and block layout both allocators below share (a header of inline helpers).
+        .target(name: "CSizeClasses"),
         // Size-class free lists in front of malloc for each nghttp2 session.
-        .target(name: "CH2Memory", dependencies: ["CNghttp2"]),
+        .target(name: "CH2Memory", dependencies: ["CNghttp2", "CSizeClasses"]),
         // Per-thread size-class free lists in front of malloc for libcurl (the tracking lanes).
-        .target(name: "CCurlMemory", dependencies: ["CCurl"]),
+        .target(name: "CCurlMemory", dependencies: ["CCurl", "CSizeClasses"]),
         // A SQLite VFS shim that turns a journal commit's many small writes into one.
         .target(name: "CJournalVFS", dependencies: ["CSQLite"]),
 

@@ -1,80 +1,45 @@
 /* Size-class free lists for one nghttp2 session (see h2_memory.h). */
 #include "h2_memory.h"
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "size_classes.h"
 
 /* Classes of 64, 128, ..., 4096 usable bytes; larger blocks are plain malloc blocks. */
+#define SHIFT 6
 #define CLASSES 7
-#define BIG CLASSES
-/* Every block starts with this header, which keeps the caller's pointer 16-byte aligned. */
-typedef struct { size_t cls; size_t size; } header;
-typedef struct node { struct node *next; } node;
 
 struct pushemu_h2_memory {
     nghttp2_mem mem;
-    node *free[CLASSES];
+    pushemu_free_node *free[CLASSES];
     size_t cached;
 };
 
-static inline size_t class_size(size_t c) { return (size_t)64 << c; }
-
-static inline size_t class_for(size_t n) {
-    if (n <= 64) return 0;
-    size_t c = (size_t)(64 - __builtin_clzll((unsigned long long)(n - 1))) - 6;   /* ceil(log2 n) - 6 */
-    return c < CLASSES ? c : BIG;
-}
-
 static void *h2_malloc(size_t n, void *ud) {
     pushemu_h2_memory *m = ud;
-    size_t c = class_for(n);
+    size_t c = pushemu_class_for(n, SHIFT, CLASSES);
     if (c < CLASSES && m->free[c]) {
-        node *b = m->free[c];
-        m->free[c] = b->next;
-        m->cached -= class_size(c);
-        return b;
+        m->cached -= pushemu_class_size(c, SHIFT);
+        return pushemu_list_pop(&m->free[c]);
     }
-    size_t usable = c < CLASSES ? class_size(c) : n;
-    if (usable > SIZE_MAX - sizeof(header)) return NULL;
-    header *h = malloc(sizeof(header) + usable);
-    if (!h) return NULL;
-    h->cls = c;
-    h->size = usable;
-    return h + 1;
+    return pushemu_block_new(c, n, SHIFT, CLASSES);
 }
 
 static void h2_free(void *p, void *ud) {
     if (!p) return;
     pushemu_h2_memory *m = ud;
-    header *h = (header *)p - 1;
+    pushemu_block_header *h = pushemu_block_header_of(p);
     size_t c = h->cls;
-    if (c < CLASSES && m->cached + class_size(c) <= PUSHEMU_H2_CACHE_BYTES) {
-        node *b = p;
-        b->next = m->free[c];
-        m->free[c] = b;
-        m->cached += class_size(c);
+    if (c < CLASSES && m->cached + pushemu_class_size(c, SHIFT) <= PUSHEMU_H2_CACHE_BYTES) {
+        pushemu_list_push(&m->free[c], p);
+        m->cached += pushemu_class_size(c, SHIFT);
         return;
     }
     free(h);
 }
 
-static void *h2_calloc(size_t count, size_t size, void *ud) {
-    if (size && count > SIZE_MAX / size) return NULL;
-    void *p = h2_malloc(count * size, ud);
-    if (p) memset(p, 0, count * size);
-    return p;
-}
+static void *h2_calloc(size_t count, size_t size, void *ud) { return pushemu_block_calloc(count, size, h2_malloc, ud); }
 
 static void *h2_realloc(void *p, size_t n, void *ud) {
-    if (!p) return h2_malloc(n, ud);
-    if (n == 0) { h2_free(p, ud); return NULL; }
-    header *h = (header *)p - 1;
-    if (n <= h->size) return p;
-    void *q = h2_malloc(n, ud);
-    if (!q) return NULL;
-    memcpy(q, p, h->size);
-    h2_free(p, ud);
-    return q;
+    if (p && n == 0) { h2_free(p, ud); return NULL; }
+    return pushemu_block_realloc(p, n, h2_malloc, h2_free, ud);
 }
 
 pushemu_h2_memory *pushemu_h2_memory_new(void) {
@@ -92,14 +57,7 @@ nghttp2_mem *pushemu_h2_memory_mem(pushemu_h2_memory *m) { return &m->mem; }
 
 void pushemu_h2_memory_free(pushemu_h2_memory *m) {
     if (!m) return;
-    for (size_t c = 0; c < CLASSES; c++) {
-        node *b = m->free[c];
-        while (b) {
-            node *next = b->next;
-            free((header *)b - 1);
-            b = next;
-        }
-    }
+    pushemu_lists_release(m->free, CLASSES);
     free(m);
 }
 
