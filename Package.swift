@@ -43,8 +43,12 @@ let package = Package(
         .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
         .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
-        // Composition root: configuration, wiring, admin routes.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "CCurl"], swiftSettings: hotPath),
+        // The one request path every gateway runs through (PushPipeline<G: PushGateway>) and its metrics.
+        .target(name: "Pipeline", dependencies: ["PushCore", "Transport", "Faults", "Fleet", "Journal", "Tracking"], swiftSettings: hotPath),
+        // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
+        .target(name: "Admin", dependencies: ["PushCore", "Transport", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
+        // Composition root: configuration, the gateways in their pipelines, the services.
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin", "CCurl"], swiftSettings: hotPath),
         // Thin CLI.
         .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.

@@ -116,7 +116,7 @@ public enum ServeOptions {
         Option(name: "latency", valueName: "PROFILE", help: "latency added to every answer, e.g. apns=20-40,fcm=30 (milliseconds; a range is uniform)") { c, v in
             for part in v.split(separator: ",") {
                 let kv = part.split(separator: "=")
-                guard kv.count == 2, let p = PushProvider(rawValue: String(kv[0])) else { throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'") }
+                guard kv.count == 2, let p = PushProvider.named(String(kv[0])) else { throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'") }
                 let r = kv[1].split(separator: "-").compactMap { Double($0) }
                 guard (r.count == 1 || r.count == 2), r.allSatisfy({ $0 >= 0 && $0 <= 60_000 }), r.count == 1 || r[0] <= r[1] else {
                     throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'")
@@ -134,7 +134,7 @@ public enum ServeOptions {
             c.journalMaxRecords = try int(v, "journal-max-records", 1_000...1_000_000_000)
         },
         Option(name: "journal-max-age", valueName: "AGE", help: "journal retention by age: 30m, 12h, 7d (default 7d)") { c, v in
-            guard let ms = durationMs(v), ms >= 60_000 else { throw ConfigurationError("--journal-max-age takes an age of at least a minute such as 30m, 12h or 7d, got '\(v)'") }
+            guard let ms = TimeArgument.durationMs(v), ms >= 60_000 else { throw ConfigurationError("--journal-max-age takes an age of at least a minute such as 30m, 12h or 7d, got '\(v)'") }
             c.journalMaxAgeMs = ms
         },
         Option(name: "campaign-key", valueName: "PATH", help: "payload path of the campaign id, tried before the presets' keys (e.g. data.campaign; repeatable, comma-separated)") { c, v in
@@ -267,13 +267,6 @@ public enum ServeOptions {
     }
 
     /// `90s`, `30m`, `12h`, `7d` or plain seconds, in milliseconds.
-    static func durationMs(_ v: String) -> Int64? {
-        let units: [Character: Int64] = ["s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000]
-        if let u = v.last, let scale = units[u], let n = Int64(v.dropLast()), n >= 0, n < Int64.max / scale { return n * scale }
-        if let n = Int64(v), n >= 0, n < Int64.max / 1000 { return n * 1000 }
-        return nil
-    }
-
     static func bool(_ v: String, _ name: String) throws -> Bool {
         switch v.lowercased() {
         case "true", "yes", "1", "on": return true

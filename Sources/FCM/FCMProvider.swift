@@ -14,6 +14,8 @@ public struct FCMSendDecision: Sendable {
     /// The topic name or condition text for topic and condition sends.
     public var topicLabel: String?
     public var accepted: Bool { error == nil }
+
+    public init() {}
 }
 
 /// FCM's rules for the send API and its credentials, as pure functions of the request, the

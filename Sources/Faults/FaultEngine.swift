@@ -17,7 +17,8 @@ public final class FaultEngine: @unchecked Sendable {
             var byHeader: [(name: [UInt8], values: KeyTable)] = []
         }
         let rules: [FaultRule]
-        let index: [Index]   // [apns, fcm]
+        /// One index per provider, at `PushProvider.index`.
+        let index: [Index]
         let hasRules: Bool
         /// Rules acting on TLS handshakes, not requests.
         let handshake: [FaultRule]
@@ -26,9 +27,9 @@ public final class FaultEngine: @unchecked Sendable {
             rules = r
             handshake = r.filter { $0.effect.dropHandshake }
             hasRules = r.contains { !$0.effect.dropHandshake }
-            let idx = [Index(), Index()]
+            let idx = (0..<PushProvider.capacity).map { _ in Index() }
             for (i, rule) in r.enumerated() where !rule.effect.dropHandshake {
-                for (p, provider) in [PushProvider.apns, .fcm].enumerated() where rule.provider == nil || rule.provider == provider {
+                for p in 0..<PushProvider.capacity where rule.provider == nil || rule.provider?.index == p {
                     if let tokens = rule.match.tokens {
                         for t in tokens { idx[p].byToken.add(TokenKey(t), i) }
                     } else if let topic = rule.match.topic {
@@ -51,8 +52,8 @@ public final class FaultEngine: @unchecked Sendable {
     }
 
     public struct Shaping: Sendable {
-        /// Latency added to every response, per provider (a realistic service profile).
-        public var latency: [PushProvider: DelayDistribution] = [:]
+        /// Latency added to every response, per provider index (a realistic service profile).
+        public var latency: [DelayDistribution?] = Array(repeating: nil, count: PushProvider.capacity)
         public init() {}
     }
 
@@ -124,7 +125,7 @@ public final class FaultEngine: @unchecked Sendable {
     public func evaluate(_ c: FaultContext, loop: Int, nowMs: Int64) -> FaultRule? {
         let snap = snapshot(loop: loop)
         guard snap.hasRules else { return nil }
-        let idx = snap.index[c.provider == .apns ? 0 : 1]
+        let idx = snap.index[c.provider.index]
         var device: (fleet: String?, labels: [String])?
         // Rules whose conditions hold, in rule order (a small inline set: rules rarely overlap).
         var hits = FixedList()

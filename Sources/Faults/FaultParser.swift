@@ -78,7 +78,7 @@ public enum FaultParser {
             let name = v.string(k)
             switch name {
             case "provider":
-                if let s = str(val, name) { if let p = PushProvider(rawValue: s) { m.provider = p } else { err = "match.provider must be apns or fcm" } }
+                if let s = str(val, name) { if let p = PushProvider.named(s) { m.provider = p } else { err = "match.provider must be \(PushProvider.namesForMessages)" } }
             case "token": if let s = str(val, name) { m.tokens = [s] }
             case "tokens":
                 var set = Set<String>()

@@ -122,7 +122,7 @@ public struct CampaignReport: Sendable {
             touched = true
             let ok = r.status == 200
             c.totals.sent += 1
-            var p = c.byProvider[r.provider.rawValue] ?? Outcomes()
+            var p = c.byProvider[r.provider.name] ?? Outcomes()
             var f = c.byPlatform[r.provider == .apns ? "ios" : "android"] ?? Outcomes()
             p.sent += 1
             f.sent += 1
@@ -136,7 +136,7 @@ public struct CampaignReport: Sendable {
                 f.rejected += 1
                 c.rejected[r.reason.isEmpty ? "HTTP \(r.status)" : r.reason, default: 0] += 1
             }
-            c.byProvider[r.provider.rawValue] = p
+            c.byProvider[r.provider.name] = p
             c.byPlatform[r.provider == .apns ? "ios" : "android"] = f
             tokens.insert(CampaignReport.hash(r.token))
             c.payloadSizes.append(r.payloadSize)

@@ -488,7 +488,7 @@ extension JournalEntry {
         func q(_ s: String?) -> String { s.map(JSONWriter.quote) ?? "null" }
         switch self {
         case .request(let r):
-            var s = "{\"type\":\"request\",\"at\":\(r.atMs),\"provider\":\(q(r.provider.rawValue)),\"connection\":\(r.connection)"
+            var s = "{\"type\":\"request\",\"at\":\(r.atMs),\"provider\":\(q(r.provider.name)),\"connection\":\(r.connection)"
             s += ",\"environment\":\(q(r.environment)),\"token\":\(q(r.token)),\"topic\":\(q(r.topic)),\"campaign\":\(q(r.campaign))"
             s += ",\"status\":\(r.status),\"reason\":\(r.reason.isEmpty ? "null" : q(r.reason)),\"latencyUs\":\(r.latencyUs)"
             s += ",\"headers\":{" + r.headers.map { q($0.name) + ":" + q($0.value) }.joined(separator: ",") + "}"

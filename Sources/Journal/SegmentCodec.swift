@@ -74,7 +74,7 @@ struct SegmentEncoder {
                                 headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
                                 maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
         header(tag: 1, atMs: atMs)
-        put(provider == .apns ? 0 : 1)
+        put(provider.storedByte)
         varint(connection)
         varint(UInt64(max(0, status)))
         varint(UInt64(max(0, latencyUs)))
@@ -396,7 +396,7 @@ struct SegmentDecoder {
         switch tag {
         case 1:
             guard i < bytes.count else { malformed = true; return nil }
-            let provider: PushProvider = bytes[i] == 0 ? .apns : .fcm
+            let provider = PushProvider.stored(bytes[i])
             i += 1
             let connection = varint()
             let status = Int(varint())

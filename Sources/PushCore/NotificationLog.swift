@@ -152,7 +152,7 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
             p += raw.count
         }
         put(UInt32(total)); put(sequence); put(receivedAtMs); put(id.high); put(id.low)
-        put(provider == .apns ? UInt8(0) : UInt8(1))
+        put(provider.storedByte)
         put(UInt8((payloadIsJSON ? 1 : 0) | (topic == nil ? 0 : 2)))
         put(UInt16(environment.count)); put(UInt16(token.count)); put(UInt16(topicLen))
         put(UInt32(headersLen)); put(UInt32(payload.count)); put(UInt32(warningsLen))
@@ -200,7 +200,7 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         func take(_ n: Int) -> UnsafeRawBufferPointer { let r = UnsafeRawBufferPointer(start: p, count: n); p += n; return r }
         _ = get(UInt32.self)
         let seq = get(UInt64.self), at = get(Int64.self), hi = get(UInt64.self), lo = get(UInt64.self)
-        let provider: PushProvider = get(UInt8.self) == 0 ? .apns : .fcm
+        let provider = PushProvider.stored(get(UInt8.self))
         let flags = get(UInt8.self)
         let envLen = Int(get(UInt16.self)), tokenLen = Int(get(UInt16.self)), topicLen = Int(get(UInt16.self))
         let headersLen = Int(get(UInt32.self)), payloadLen = Int(get(UInt32.self)), warningsLen = Int(get(UInt32.self))

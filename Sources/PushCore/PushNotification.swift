@@ -1,9 +1,5 @@
 import Transport
 
-public enum PushProvider: String, Sendable {
-    case apns, fcm
-}
-
 /// An accepted notification as the provider layers hand it on (to the device layer; until that
 /// exists, to the notification log). Bytes are kept as received: headers and payload share
 /// storage with the request, nothing is re-encoded on the hot path.
@@ -38,7 +34,7 @@ public struct PushNotification: Sendable {
 
     /// The notification as admin-API JSON (`{"id","provider","receivedAt","headers","payload",...}`).
     public var json: String {
-        var s = "{\"id\":\"\(id)\",\"provider\":\"\(provider.rawValue)\",\"receivedAt\":\(receivedAtMs)"
+        var s = "{\"id\":\"\(id)\",\"provider\":\"\(provider.name)\",\"receivedAt\":\(receivedAtMs)"
         if provider == .fcm {
             s += ",\"name\":" + JSONWriter.quote("projects/\(environment)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs))
         }

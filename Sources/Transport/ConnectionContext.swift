@@ -33,10 +33,30 @@ public final class ConnectionContext: @unchecked Sendable {
 
     /// Per-connection state for the layers above, keyed by a type.
     public var storage: [ObjectIdentifier: AnyObject] = [:]
-    /// Two direct slots for the hottest per-connection state (no hashing, no dynamic cast);
-    /// the composition root decides who owns which.
-    public var slot0: AnyObject?
-    public var slot1: AnyObject?
+    /// Direct slots for the hottest per-connection state (no hashing, no dynamic cast), indexed
+    /// by the layer above (the push pipeline uses its gateway's provider index).
+    public static let slotCount = 4
+    private var slots: (AnyObject?, AnyObject?, AnyObject?, AnyObject?) = (nil, nil, nil, nil)
+
+    /// Slot `index` (0..<slotCount).
+    public subscript(slot index: Int) -> AnyObject? {
+        get {
+            switch index {
+            case 0: return slots.0
+            case 1: return slots.1
+            case 2: return slots.2
+            default: return slots.3
+            }
+        }
+        set {
+            switch index {
+            case 0: slots.0 = newValue
+            case 1: slots.1 = newValue
+            case 2: slots.2 = newValue
+            default: slots.3 = newValue
+            }
+        }
+    }
 
     /// Cleared when the connection closes.
     var control: Connection?

@@ -167,7 +167,7 @@ final class APNsClientTests: XCTestCase {
         defer { s.stop() }
         let r = try runCommand("nghttp", ["-nv", "--cert", Self.root + "/Certs/apns-sandbox-client.pem",
                                           "--key", Self.root + "/Certs/apns-sandbox-client-key.pem",
-                                          "-H", ":method: POST", "-H", ":authority: api.push.apple.com", "-d", Self.root + "/Package.swift",
+                                          "-H", ":method: POST", "-H", ":authority: api.push.apple.com", "-d", Self.root + "/Tests/Fixtures/apns-payload.json",
                                           "https://127.0.0.1:\(s.httpsPort)/3/device/\(Self.token)"], timeout: 15)
         XCTAssertTrue(r.stdout.contains(":status: 403"), r.stdout)
         XCTAssertTrue(r.stdout.contains("recv GOAWAY frame"), r.stdout)

@@ -1,40 +1,117 @@
 import APNs
 import FCM
 import Faults
-import Journal
 import Fleet
+import Journal
+import Pipeline
 import Tracking
 import PushCore
 import Transport
 
-/// The emulator's own endpoints: `/healthz` and `/emulator/v1/...`.
-/// Errors follow one shape: `{"error":{"code":N,"message":"..."}}`; lists are wrapped in an object.
-struct AdminAPI: Sendable {
-    let keys: APNsKeyStore
-    let devices: APNsDeviceRegistry
-    let log: NotificationLog
-    let fcmAccounts: FCMServiceAccounts
-    let fcmDevices: FCMDeviceRegistry
-    let fcmQuota: FCMQuota
-    let store: DeviceStore
-    let tracking: TrackingLog
-    let dispatcher: TrackingDispatcher
+/// The admin layer: the emulator's own endpoints, `/healthz`, `/metrics` and `/emulator/v1/...`.
+/// It only parses requests and formats answers; every change and query goes to the layer that
+/// owns it (the gateways' key stores and registries, Fleet's device lifecycle, the fault engine,
+/// the journal). Errors follow one shape, `{"error":{"code":N,"message":"..."}}`; lists are
+/// wrapped in an object; long polls take `wait=SECONDS`.
+///
+/// Handlers run on the event loop of the admin request's connection, like every route.
+public struct AdminAPI: Sendable {
+    /// What the gateways keep that the admin API manages (keys, accounts, token registries, quota).
+    public struct Gateways: Sendable {
+        public let apnsKeys: APNsKeyStore
+        public let apnsDevices: APNsDeviceRegistry
+        public let fcmAccounts: FCMServiceAccounts
+        public let fcmDevices: FCMDeviceRegistry
+        public let fcmQuota: FCMQuota
+
+        public init(apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, fcmAccounts: FCMServiceAccounts,
+                    fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota) {
+            self.apnsKeys = apnsKeys
+            self.apnsDevices = apnsDevices
+            self.fcmAccounts = fcmAccounts
+            self.fcmDevices = fcmDevices
+            self.fcmQuota = fcmQuota
+        }
+    }
+
+    /// The device layer and its tracking.
+    public struct Devices: Sendable {
+        public let lifecycle: DeviceLifecycle
+        public let tracking: TrackingLog
+        public let dispatcher: TrackingDispatcher
+
+        public init(lifecycle: DeviceLifecycle, tracking: TrackingLog, dispatcher: TrackingDispatcher) {
+            self.lifecycle = lifecycle
+            self.tracking = tracking
+            self.dispatcher = dispatcher
+        }
+    }
+
+    /// What was recorded: the notification log, the journal (nil when off), the metrics.
+    public struct Records: Sendable {
+        public let log: NotificationLog
+        public let journal: Journal?
+        public let metrics: Metrics
+        /// `--campaign-key`: extra payload paths that name a campaign.
+        public let campaignKeys: [String]
+
+        public init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String]) {
+            self.log = log
+            self.journal = journal
+            self.metrics = metrics
+            self.campaignKeys = campaignKeys
+        }
+    }
+
+    /// The transport's gauges (read when `/metrics` is scraped).
+    public struct ServerGauges: Sendable {
+        public let openConnections: @Sendable () -> Int
+        public let openStreams: @Sendable () -> Int
+
+        public init(openConnections: @escaping @Sendable () -> Int, openStreams: @escaping @Sendable () -> Int) {
+            self.openConnections = openConnections
+            self.openStreams = openStreams
+        }
+    }
+
+    let gateways: Gateways
+    let devicesLayer: Devices
+    let records: Records
     let faults: FaultEngine
     let scenarios: ScenarioRegistry
-    let metrics: Metrics
-    let openConnections: @Sendable () -> Int
-    let openStreams: @Sendable () -> Int
-    let journal: Journal?
-    let campaignKeys: [String]
+    let gauges: ServerGauges
 
-    func register(_ r: inout Router) {
+    public init(gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
+                gauges: ServerGauges) {
+        self.gateways = gateways
+        self.devicesLayer = devices
+        self.records = records
+        self.faults = faults
+        self.scenarios = scenarios
+        self.gauges = gauges
+    }
+
+    var keys: APNsKeyStore { gateways.apnsKeys }
+    var devices: APNsDeviceRegistry { gateways.apnsDevices }
+    var fcmAccounts: FCMServiceAccounts { gateways.fcmAccounts }
+    var fcmDevices: FCMDeviceRegistry { gateways.fcmDevices }
+    var fcmQuota: FCMQuota { gateways.fcmQuota }
+    var store: DeviceStore { devicesLayer.lifecycle.store }
+    var tracking: TrackingLog { devicesLayer.tracking }
+    var dispatcher: TrackingDispatcher { devicesLayer.dispatcher }
+    var log: NotificationLog { records.log }
+    var journal: Journal? { records.journal }
+    var metrics: Metrics { records.metrics }
+    var campaignKeys: [String] { records.campaignKeys }
+
+    public func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
             ex.respond(.json(200, "{\"status\":\"ok\"}"))
         }
         r.add(.get, "/metrics") { ex in
             let fleets = store.allFleets
             let rules = faults.all
-            let text = metrics.render(openConnections: openConnections(), openStreams: openStreams(), tracking: tracking, queueDepth: dispatcher.depth,
+            let text = metrics.render(openConnections: gauges.openConnections(), openStreams: gauges.openStreams(), tracking: tracking, queueDepth: dispatcher.depth,
                                       devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
                                       notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
                                       faultsFired: rules.reduce(0) { $0 + $1.fired },
@@ -52,7 +129,9 @@ struct AdminAPI: Sendable {
             var f = NotificationLog.Filter()
             let q = ex.request
             if let p = q.queryParameter("provider"), !p.isEmpty {
-                guard let provider = PushProvider(rawValue: p) else { return ex.respond(AdminAPI.error(400, "provider must be apns or fcm")) }
+                guard let provider = PushProvider.named(p) else {
+                    return ex.respond(AdminAPI.error(400, "provider must be \(PushProvider.namesForMessages)"))
+                }
                 f.provider = provider
             }
             f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
@@ -79,8 +158,8 @@ struct AdminAPI: Sendable {
             let filter = f
             longPoll(ex, waitSeconds: wait) { withJournal(log.query(filter), filter) }
         }
-        var deviceAdmin = DeviceAdminAPI(store: store, apnsDevices: devices, fcmDevices: fcmDevices, tracking: tracking,
-                                         dispatcher: dispatcher, log: log)
+        var deviceAdmin = DeviceAdminAPI(lifecycle: devicesLayer.lifecycle, apnsDevices: devices, fcmDevices: fcmDevices,
+                                         tracking: tracking, dispatcher: dispatcher, log: log)
         let faultEngine = self.faults, scenarioList = self.scenarios, journalRef = self.journal
         deviceAdmin.extraStats = {
             let now = Clock.nowMs()
@@ -248,7 +327,8 @@ struct AdminAPI: Sendable {
     }
 
 
-    static func error(_ code: Int, _ message: String) -> Response {
+    /// The admin API's error shape.
+    public static func error(_ code: Int, _ message: String) -> Response {
         .json(code, "{\"error\":{\"code\":\(code),\"message\":\(JSONWriter.quote(message))}}")
     }
 }

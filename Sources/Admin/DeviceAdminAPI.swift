@@ -7,7 +7,8 @@ import Transport
 
 /// The device layer's admin endpoints: devices, fleets, tracking records, stats.
 struct DeviceAdminAPI: Sendable {
-    let store: DeviceStore
+    let lifecycle: DeviceLifecycle
+    var store: DeviceStore { lifecycle.store }
     let apnsDevices: APNsDeviceRegistry
     let fcmDevices: FCMDeviceRegistry
     let tracking: TrackingLog
@@ -143,86 +144,49 @@ struct DeviceAdminAPI: Sendable {
 
     // MARK: devices
 
+    /// A device as the admin API shows it: the simulated device's record (with its FCM topics
+    /// and push count for Android), or what a gateway alone knows of the token.
     func deviceJSON(_ token: String) -> String? {
-        if let d = store.device(token: token) {
-            var json = d.json(fleetID: store.fleetID(d))
-            if d.platform == .android, let f = fcmDevices.device(token: token) {
+        switch lifecycle.describe(token) {
+        case nil:
+            return nil
+        case .simulated(let device, let fleetID, let recorded)?:
+            var json = device.json(fleetID: fleetID)
+            if device.platform == .android, let recorded {
                 json.removeLast()
-                json += ",\"topics\":[" + f.topics.keys.sorted().map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(f.pushes)}"
+                json += ",\"topics\":[" + (recorded.topics ?? []).map(JSONWriter.quote).joined(separator: ",")
+                    + "],\"pushes\":\(recorded.pushes)}"
             }
             return json
-        }
-        if let d = apnsDevices.device(token: token) {
-            return "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"ios\",\"app\":" + JSONWriter.quote(d.bundleID)
-                + ",\"environment\":\"\(d.environment.rawValue)\",\"installed\":\(d.uninstalledAtMs == nil),\"uninstalledAt\":"
-                + (d.uninstalledAtMs.map { String($0) } ?? "null") + ",\"pushes\":\(d.pushes)}"
-        }
-        if let d = fcmDevices.device(token: token) {
-            return "{\"token\":" + JSONWriter.quote(d.token) + ",\"platform\":\"android\",\"app\":" + (d.app.map(JSONWriter.quote) ?? "null")
-                + ",\"project\":" + (d.project.map(JSONWriter.quote) ?? "null") + ",\"installed\":\(d.uninstalledAtMs == nil),\"uninstalledAt\":"
-                + (d.uninstalledAtMs.map { String($0) } ?? "null") + ",\"topics\":["
-                + d.topics.keys.sorted().map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(d.pushes)}"
-        }
-        return nil
-    }
-
-    /// A device record for a token a provider or fleet knows (creating it from that knowledge).
-    @discardableResult
-    func ensure(_ token: String, _ now: Int64) -> SimDevice? {
-        if let d = store.device(token: token) { return d }
-        var d: SimDevice?
-        if let a = apnsDevices.device(token: token) {
-            d = SimDevice(token: token, platform: .ios, app: a.bundleID, environment: a.environment.rawValue, createdAtMs: now, seed: TokenKey(token).a)
-            d?.uninstalledAtMs = a.uninstalledAtMs
-        } else if let f = fcmDevices.device(token: token) {
-            d = SimDevice(token: token, platform: .android, app: f.app, environment: f.project, createdAtMs: f.createdAtMs, seed: TokenKey(token).a)
-            d?.uninstalledAtMs = f.uninstalledAtMs
-        }
-        guard let d else { return nil }
-        try? store.register(d)
-        return d
-    }
-
-    /// `{token}:rotate`: the app got a new token (as after a reinstall or an FCM token refresh). The
-    /// device moves to the new token with its settings; the old one answers as unregistered.
-    func rotate(_ token: String, _ now: Int64) -> Response {
-        guard let old = ensure(token, now) else { return AdminAPI.error(404, "no device with token \(token)") }
-        guard old.uninstalledAtMs == nil else { return AdminAPI.error(409, "the app on \(token) is uninstalled") }
-        var r = FastRandom()
-        let fresh = DeviceAdminAPI.randomToken(old.platform, &r)
-        var d = old
-        d.token = fresh
-        d.createdAtMs = now
-        d.fleet = nil
-        d.fleetIndex = nil
-        d.inbox = []
-        d.pending = []
-        d.seed = r.next()
-        do { try store.register(d) } catch { return AdminAPI.error(400, "\(error)") }
-        if old.platform == .ios, let e = APNsEnvironment(rawValue: old.environment ?? "sandbox") {
-            apnsDevices.register(token: fresh, environment: e, bundleID: old.app ?? "")
-        } else if old.platform == .android {
-            fcmDevices.register(token: fresh, project: old.environment, app: old.app, nowMs: now)
-        }
-        uninstall(token, now)
-        store.update(token: token) { $0.rotatedTo = fresh }
-        return .json(200, d.json(fleetID: nil))
-    }
-
-    /// Uninstalls everywhere the token is known; a well-formed token nobody knows is recorded
-    /// as an uninstalled app (its next push gets 410 / 404 UNREGISTERED).
-    func uninstall(_ token: String, _ now: Int64) {
-        apnsDevices.uninstall(token: token, atMs: now)
-        fcmDevices.uninstall(token: token, atMs: now)
-        if ensure(token, now) == nil {
-            let platform: DevicePlatform? = FCMFormats.isRegistrationToken(token.utf8) ? .android
-                : (token.utf8.count >= 64 && token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) } ? .ios : nil)
-            if let platform {
-                try? store.register(SimDevice(token: token, platform: platform, app: nil, environment: nil, createdAtMs: now, seed: TokenKey(token).a))
+        case .recorded(let known)?:
+            let uninstalled = known.uninstalledAtMs.map { String($0) } ?? "null"
+            if known.platform == .ios {
+                return "{\"token\":" + JSONWriter.quote(known.token) + ",\"platform\":\"ios\",\"app\":" + JSONWriter.quote(known.app ?? "")
+                    + ",\"environment\":\"\(known.environment ?? "sandbox")\",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
+                    + uninstalled + ",\"pushes\":\(known.pushes)}"
             }
+            return "{\"token\":" + JSONWriter.quote(known.token) + ",\"platform\":\"android\",\"app\":" + (known.app.map(JSONWriter.quote) ?? "null")
+                + ",\"project\":" + (known.environment.map(JSONWriter.quote) ?? "null") + ",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
+                + uninstalled + ",\"topics\":[" + (known.topics ?? []).map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(known.pushes)}"
         }
-        _ = store.uninstall(token: token, atMs: now)
     }
+
+    /// A device record for a token a gateway or fleet knows (see `DeviceLifecycle.ensure`).
+    @discardableResult
+    func ensure(_ token: String, _ now: Int64) -> SimDevice? { lifecycle.ensure(token, nowMs: now) }
+
+    /// `{token}:rotate` (see `DeviceLifecycle.rotate`).
+    func rotate(_ token: String, _ now: Int64) -> Response {
+        switch lifecycle.rotate(token, nowMs: now) {
+        case .success(let device): return .json(200, device.json(fleetID: nil))
+        case .failure(.unknownDevice): return AdminAPI.error(404, "no device with token \(token)")
+        case .failure(.uninstalled): return AdminAPI.error(409, "the app on \(token) is uninstalled")
+        case .failure(.invalid(let message)): return AdminAPI.error(400, message)
+        }
+    }
+
+    /// `DELETE /emulator/v1/devices/{token}` (see `DeviceLifecycle.uninstall`).
+    func uninstall(_ token: String, _ now: Int64) { lifecycle.uninstall(token, nowMs: now) }
 
     /// `POST /emulator/v1/devices` with `{"platform","app", optional "token","environment"|"project",
     /// "tracking","behavior","labels","appState","permission","nseInstalled","privacyOptOut",
@@ -264,7 +228,7 @@ struct DeviceAdminAPI: Sendable {
         }
         let now = Clock.nowMs()
         var r = FastRandom()
-        let tok = token ?? DeviceAdminAPI.randomToken(platform, &r)
+        let tok = token ?? DeviceLifecycle.randomToken(platform, &r)
         if platform == .ios {
             guard tok.utf8.count >= 64, tok.utf8.count <= 200, tok.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }) else {
                 return AdminAPI.error(400, "an iOS token is 64 to 200 hexadecimal characters")
@@ -357,15 +321,6 @@ struct DeviceAdminAPI: Sendable {
         }
         if !ok { return "the body must be a JSON object" }
         return err
-    }
-
-    static func randomToken(_ p: DevicePlatform, _ r: inout FastRandom) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        let b64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        if p == .ios { return String(decoding: (0..<64).map { _ in hex[Int(r.next(below: 16))] }, as: UTF8.self) }
-        let head = (0..<22).map { _ in b64[Int(r.next(below: 64))] }
-        let tail = (0..<134).map { _ in b64[Int(r.next(below: 64))] }
-        return String(decoding: head + Array(":APA91b".utf8) + tail, as: UTF8.self)
     }
 
     // MARK: fleets

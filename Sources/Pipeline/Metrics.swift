@@ -5,7 +5,7 @@ import Tracking
 
 /// Request counters and latency histograms for `GET /metrics`, kept per event loop (each loop
 /// writes only its own shard, so the lock is never contended on the request path).
-final class Metrics: Sendable {
+public final class Metrics: Sendable {
     struct Key: Hashable {
         var provider: PushProvider
         var status: Int
@@ -15,10 +15,11 @@ final class Metrics: Sendable {
     typealias Histogram = TrackingLog.LatencyHistogram
 
     struct Shard {
-        /// 200s with no reason, the common case, counted without hashing: [apns, fcm].
-        var ok: (UInt64, UInt64) = (0, 0)
+        /// 200s with no reason, the common case, counted without hashing, per provider index.
+        var ok = [UInt64](repeating: 0, count: PushProvider.capacity)
         var requests: [Key: UInt64] = [:]
-        var latency: (Histogram, Histogram) = (Histogram(), Histogram())
+        /// Per provider index.
+        var latency = [Histogram](repeating: Histogram(), count: PushProvider.capacity)
     }
 
     /// Seconds: 100 µs to 10 s.
@@ -27,23 +28,24 @@ final class Metrics: Sendable {
     private final class Box: Sendable { let m = Mutex(Shard()) }
     private let shards: [Box]
 
-    init(loops: Int) { shards = (0...max(1, loops)).map { _ in Box() } }
+    public init(loops: Int) { shards = (0...max(1, loops)).map { _ in Box() } }
 
-    func record(loop: Int, provider: PushProvider, status: Int, reason: String, seconds: Double) {
-        shards[min(loop, shards.count - 1)].m.withLock { s in
+    /// Counts one answer: its status and reason, and the time to it (injected delay included).
+    public func record(loop: Int, provider: PushProvider, status: Int, reason: String, seconds: Double) {
+        shards[min(loop, shards.count - 1)].m.withLock { shard in
             if status == 200 && reason.isEmpty {
-                if provider == .apns { s.ok.0 += 1 } else { s.ok.1 += 1 }
+                shard.ok[provider.index] += 1
             } else {
-                s.requests[Key(provider: provider, status: status, reason: reason), default: 0] += 1
+                shard.requests[Key(provider: provider, status: status, reason: reason), default: 0] += 1
             }
-            if provider == .apns { s.latency.0.observe(seconds) } else { s.latency.1.observe(seconds) }
+            shard.latency[provider.index].observe(seconds)
         }
     }
 
-    func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
+    public func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
 
     /// The Prometheus text exposition (format 0.0.4).
-    func render(openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
+    public func render(openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
                 notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
                 journal: Journal.Stats?) -> String {
         var requests: [Key: UInt64] = [:]
@@ -51,10 +53,11 @@ final class Metrics: Sendable {
         for s in shards {
             s.m.withLock { sh in
                 for (k, v) in sh.requests { requests[k, default: 0] += v }
-                if sh.ok.0 > 0 { requests[Key(provider: .apns, status: 200, reason: ""), default: 0] += sh.ok.0 }
-                if sh.ok.1 > 0 { requests[Key(provider: .fcm, status: 200, reason: ""), default: 0] += sh.ok.1 }
-                if sh.latency.0.count > 0 { latency[.apns, default: Histogram()].merge(sh.latency.0) }
-                if sh.latency.1.count > 0 { latency[.fcm, default: Histogram()].merge(sh.latency.1) }
+                for provider in PushProvider.all {
+                    let index = provider.index
+                    if sh.ok[index] > 0 { requests[Key(provider: provider, status: 200, reason: ""), default: 0] += sh.ok[index] }
+                    if sh.latency[index].count > 0 { latency[provider, default: Histogram()].merge(sh.latency[index]) }
+                }
             }
         }
         var out = ""
@@ -84,11 +87,11 @@ final class Metrics: Sendable {
         }
 
         help("pushemu_requests_total", "counter", "Provider requests answered, by provider, HTTP status and reason (APNs reason or FCM errorCode).")
-        for (k, v) in requests.sorted(by: { ($0.key.provider.rawValue, $0.key.status, $0.key.reason) < ($1.key.provider.rawValue, $1.key.status, $1.key.reason) }) {
-            out += "pushemu_requests_total{provider=\"\(k.provider.rawValue)\",status=\"\(k.status)\",reason=\"\(label(k.reason))\"} \(v)\n"
+        for (k, v) in requests.sorted(by: { ($0.key.provider.name, $0.key.status, $0.key.reason) < ($1.key.provider.name, $1.key.status, $1.key.reason) }) {
+            out += "pushemu_requests_total{provider=\"\(k.provider.name)\",status=\"\(k.status)\",reason=\"\(label(k.reason))\"} \(v)\n"
         }
         help("pushemu_request_duration_seconds", "histogram", "Time from a provider request to its answer, injected latency included.")
-        histogram("pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, $0.value) })
+        histogram("pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.name < $1.key.name }.map { ($0.key.name, $0.value) })
         help("pushemu_open_connections", "gauge", "Open client connections.")
         out += "pushemu_open_connections \(openConnections)\n"
         help("pushemu_open_streams", "gauge", "Open HTTP/2 streams (requests in progress on HTTP/2 connections).")

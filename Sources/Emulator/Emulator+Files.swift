@@ -1,0 +1,55 @@
+import Glibc
+import Transport
+
+extension Emulator {
+    /// The TLS credentials: the embedded development certificate unless `--cert`/`--key` name
+    /// files; client certificates verified against `--client-ca` or the development CA.
+    static func tlsConfiguration(_ configuration: EmulatorConfiguration) throws -> TLSConfiguration {
+        let certificate: [UInt8]
+        let key: [UInt8]
+        switch (configuration.certificatePath, configuration.keyPath) {
+        case (nil, nil):
+            certificate = Array(DevelopmentCredentials.serverCertificate.utf8)
+            key = Array(DevelopmentCredentials.serverKey.utf8)
+        case (let certificatePath?, let keyPath?):
+            certificate = try readFile(certificatePath, what: "certificate")
+            key = try readFile(keyPath, what: "key")
+        case (_?, nil):
+            throw ConfigurationError("--cert needs --key")
+        case (nil, _?):
+            throw ConfigurationError("--key needs --cert")
+        }
+        let clientCA = try configuration.clientCAPath.map { try readFile($0, what: "client CA") }
+            ?? Array(DevelopmentCredentials.certificateAuthority.utf8)
+        return TLSConfiguration(certificateChainPEM: certificate, privateKeyPEM: key, clientCAPEM: clientCA)
+    }
+
+    /// A whole file (at most 16 MiB), or a `ConfigurationError` naming what it was for.
+    public static func readFile(_ path: String, what: String) throws -> [UInt8] {
+        guard let file = fopen(path, "rb") else {
+            throw ConfigurationError("cannot read \(what) file '\(path)': \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count > 0 { out.append(contentsOf: buffer[0..<count]) }
+            if count < buffer.count { break }
+            if out.count > 16 * 1024 * 1024 { throw ConfigurationError("\(what) file '\(path)' is too large") }
+        }
+        if ferror(file) != 0 { throw ConfigurationError("cannot read \(what) file '\(path)'") }
+        return out
+    }
+
+    /// `mkdir -p`.
+    public static func makeDirectory(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part + "/"
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw ConfigurationError("cannot create data directory '\(path)': \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

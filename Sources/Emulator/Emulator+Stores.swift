@@ -1,0 +1,45 @@
+import APNs
+import FCM
+import Fleet
+import PushCore
+import Tracking
+
+extension Emulator {
+    /// What the emulator keeps, built from the configuration: the gateways' key stores,
+    /// service accounts and token registries, the simulated devices with their tracking
+    /// dispatcher, and the in-memory logs.
+    public struct Stores: Sendable {
+        public let apnsKeys: APNsKeyStore
+        public let apnsDevices: APNsDeviceRegistry
+        public let fcmAccounts: FCMServiceAccounts
+        public let fcmDevices: FCMDeviceRegistry
+        /// FCM's rules with their stores (access tokens, quota), shared by its gateway and admin.
+        public let fcmProvider: FCMProvider
+        public let devices: DeviceStore
+        public let trackingLog: TrackingLog
+        let dispatcher: TrackingDispatcher
+        public let notifications: NotificationLog
+
+        init(_ configuration: EmulatorConfiguration) throws {
+            if let tracking = configuration.devices.defaultTracking, tracking.url.isEmpty,
+                !(tracking.preset == "pushwoosh" && tracking.options["appCode"] != nil)
+            {
+                throw ConfigurationError("--tracking-preset \(tracking.preset) needs --tracking-url")
+            }
+            let dataDirectory: String? = configuration.inMemory ? nil : configuration.dataDirectory
+            apnsKeys = APNsKeyStore(directory: dataDirectory.map { $0 + "/apns/keys" })
+            trackingLog = TrackingLog(capacity: configuration.trackingLogSize)
+            dispatcher = TrackingDispatcher(options: configuration.tracking, log: trackingLog)
+            devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher)
+            let strict = configuration.devices.policy == .strict
+            apnsDevices = APNsDeviceRegistry(directory: devices, strict: strict)
+            notifications = NotificationLog(shards: configuration.threads, capacity: configuration.notificationLogSize)
+            let fcmDirectory = dataDirectory.map { $0 + "/fcm" }
+            fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
+            fcmDevices = FCMDeviceRegistry(directory: devices, strict: strict)
+            fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
+                                      tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
+                                      quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
+        }
+    }
+}

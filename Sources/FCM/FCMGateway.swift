@@ -1,0 +1,216 @@
+import PushCore
+import Transport
+
+/// FCM HTTP v1 as a push gateway: `messages:send` decided by `FCMProvider` (credentials, quota,
+/// proto3 JSON, FCM's rules, the recipient), one accepted push per recipient device (a token,
+/// or every subscriber of a topic or condition), answers in Google's format. Its other routes:
+/// the OAuth token endpoint (fault rules on its path answer in OAuth's error shape), Instance
+/// ID topic management, the v1 registration subscriptions, and the retired legacy APIs.
+public struct FCMGateway: PushGateway {
+    public let provider = PushProvider.fcm
+    public let rules: FCMProvider
+    let oauth: FCMOAuth
+    let topics: FCMTopicManagement
+
+    /// The largest `messages:send` body read (FCM's limit is on the message's fields, checked after).
+    static let maxBody = 64 * 1024
+
+    public init(rules: FCMProvider) {
+        self.rules = rules
+        oauth = FCMOAuth(accounts: rules.accounts, tokens: rules.tokens, lifetime: rules.configuration.tokenLifetime)
+        topics = FCMTopicManagement(provider: rules)
+    }
+
+    public func routes() -> [GatewayRoute] {
+        let oauth = self.oauth
+        let topics = self.topics
+        let rules = self.rules
+        let token: @Sendable (Exchange) -> Void = { exchange in
+            let request = exchange.request
+            exchange.respond(oauth.respond(body: request.body, contentType: request.headers.firstString("content-type"),
+                                           authority: request.authority.map { String(decoding: $0, as: UTF8.self) },
+                                           nowSeconds: Clock.nowSeconds()))
+        }
+        // A rule on the token endpoint (`"path":"/token"`) answers in OAuth's shape:
+        // `{"errorCode":"invalid_grant","reason":"..."}` or any other OAuth error code.
+        let oauthError: @Sendable (InjectedAnswer, Request) -> Response = { answer, _ in
+            var response = FCMOAuth.error(answer.errorCode ?? "invalid_grant", answer.reason ?? "Invalid JWT Signature.",
+                                          status: answer.status ?? 400)
+            if let retryAfter = answer.retryAfter { response.headers.add(name: "retry-after", value: String(retryAfter)) }
+            return response
+        }
+        let registration: @Sendable (Exchange, String, Bool) -> Void = { exchange, topic, subscribe in
+            let request = exchange.request
+            let project = rules.accounts.projectID(forPathSegment: FCMGateway.decoded(exchange.parameter(0)))
+            exchange.respond(topics.registration(request, project: project, token: FCMGateway.decoded(exchange.parameter(1)),
+                                                 topic: topic, subscribe: subscribe,
+                                                 allowMissing: request.queryParameter("allow_missing") == "true",
+                                                 state: FCMGateway.connectionState(exchange.connection), nowMs: Clock.nowMs()))
+        }
+        return [
+            GatewayRoute([.post], "/v1/projects/{project}/messages:send", maxBodySize: FCMGateway.maxBody,
+                         bodyTooLarge: { _ in FCMError.tooLarge.response }, handling: .push),
+            GatewayRoute([.post], "/token", maxBodySize: 64 * 1024, handling: .faultable(token, injected: oauthError)),
+            GatewayRoute([.post], "/oauth2/v4/token", maxBodySize: 64 * 1024, handling: .faultable(token, injected: oauthError)),
+            GatewayRoute([.post], "/iid/v1:batchAdd", maxBodySize: 1 << 20, handling: .direct { exchange in
+                exchange.respond(topics.batch(exchange.request, add: true, nowMs: Clock.nowMs()))
+            }),
+            GatewayRoute([.post], "/iid/v1:batchRemove", maxBodySize: 1 << 20, handling: .direct { exchange in
+                exchange.respond(topics.batch(exchange.request, add: false, nowMs: Clock.nowMs()))
+            }),
+            GatewayRoute([.post], "/iid/v1/{token}/rel/topics/{topic}", maxBodySize: 4096, handling: .direct { exchange in
+                exchange.respond(topics.relate(exchange.request, token: FCMGateway.decoded(exchange.parameter(0)),
+                                               topic: FCMGateway.decoded(exchange.parameter(1)), nowMs: Clock.nowMs()))
+            }),
+            GatewayRoute([.get], "/iid/info/{token}", maxBodySize: 64 * 1024, handling: .direct { exchange in
+                let details = exchange.request.queryParameter("details") == "true"
+                exchange.respond(topics.info(exchange.request, token: FCMGateway.decoded(exchange.parameter(0)), details: details,
+                                             nowMs: Clock.nowMs()))
+            }),
+            GatewayRoute([.post], "/v1/projects/{project}/registrations/{token}/topicSubscriptions", maxBodySize: 4096,
+                         handling: .direct { exchange in
+                             let topic = exchange.request.queryParameter("topic_name")
+                                 .map { PercentEncoding.decode(Array($0.utf8)[...], plusAsSpace: true) } ?? ""
+                             registration(exchange, topic, true)
+                         }),
+            GatewayRoute([.delete], "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", maxBodySize: 4096,
+                         handling: .direct { exchange in registration(exchange, FCMGateway.decoded(exchange.parameter(2)), false) }),
+            // Shut down in July 2024: stale clients fail here as they would in production.
+            GatewayRoute(nil, "/fcm/send", maxBodySize: 64 * 1024, handling: .direct { exchange in
+                exchange.respond(FCMGateway.retired(
+                    "The legacy FCM HTTP API (/fcm/send) was shut down in July 2024. Use the HTTP v1 API: POST /v1/projects/{project}/messages:send."))
+            }),
+            GatewayRoute(nil, "/batch", maxBodySize: 1 << 20, handling: .direct { exchange in
+                exchange.respond(FCMGateway.retired(
+                    "The FCM batch API (/batch) was shut down in July 2024. Send each message with POST /v1/projects/{project}/messages:send."))
+            }),
+        ]
+    }
+
+    static func retired(_ message: String) -> Response {
+        FCMError(httpStatus: 404, status: "NOT_FOUND", message: message).response
+    }
+
+    static func decoded(_ segment: ArraySlice<UInt8>) -> String { PercentEncoding.decode(segment, plusAsSpace: false) }
+
+    public func makeConnectionState() -> FCMConnectionState { FCMConnectionState() }
+
+    /// The connection's FCM state, for the routes outside the pipeline (topic subscriptions
+    /// share its bearer-token cache). Same slot as the pipeline's.
+    static func connectionState(_ connection: ConnectionContext) -> FCMConnectionState {
+        if let state = connection[slot: PushProvider.fcm.index] { return unsafeDowncast(state, to: FCMConnectionState.self) }
+        let state = FCMConnectionState()
+        connection[slot: PushProvider.fcm.index] = state
+        return state
+    }
+
+    /// Connections whose SNI names fcm.googleapis.com get FCM's concurrent streams (`--fcm-streams`).
+    public func setUpConnection(_ connection: ConnectionContext) -> Bool {
+        guard connection.serverName == "fcm.googleapis.com" else { return false }
+        connection.initialMaxConcurrentStreams = rules.configuration.streams
+        return true
+    }
+
+    public func decide(_ exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision) {
+        decision = rules.send(exchange.request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
+    }
+
+    public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
+        PushSubject(token: decision.tokenRange.map { request.body[$0] } ?? [],
+                    topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
+    }
+
+    /// FCM has no per-token limit (its per-project quota is part of `decide`).
+    public func rateLimited(_ decision: inout FCMSendDecision) {}
+
+    public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
+        UUIDValue.random(&state.rng)
+    }
+
+    /// A token send reaches its device; a topic or condition send each subscriber, one record
+    /// per device, all under the message's name.
+    public func forEachAcceptedPush(_ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
+                                    nowMs: Int64, _ body: (AcceptedPush) -> Void) {
+        let payload = request.body[decision.message.messageRange]
+        func push(_ token: ArraySlice<UInt8>, _ id: UUIDValue, topic: ArraySlice<UInt8>?, tokenSend: Bool) {
+            var delivery = Delivery(provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
+                                    notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
+            delivery.hasData = decision.message.hasData
+            delivery.collapseID = decision.message.collapseKey
+            delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
+            body(AcceptedPush(delivery: delivery, topic: topic, payloadIsJSON: true, warnings: decision.message.warnings,
+                              parsedPayload: nil, appliesDeviceEffects: tokenSend))
+        }
+        if let range = decision.tokenRange { push(request.body[range], id, topic: nil, tokenSend: true) }
+        let topic = decision.topicLabel.map { Array($0.utf8)[...] }
+        for (index, token) in decision.recipients.enumerated() {
+            push(Array(token.utf8)[...], UUIDValue(high: id.high, low: id.low &+ UInt64(index)), topic: topic, tokenSend: false)
+        }
+    }
+
+    public func response(for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
+                         nowMs: Int64) -> Response {
+        rules.response(decision, id: id, nowMs: nowMs)
+    }
+
+    public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
+        PushOutcome(status: decision.error?.httpStatus ?? 200,
+                    reason: decision.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "",
+                    payload: decision.accepted ? request.body[decision.message.messageRange] : request.body[...],
+                    warnings: decision.message.warnings)
+    }
+
+    /// FCM's error envelope for the code given (or the one the status implies); a bare 502 is
+    /// Google's front-end HTML page, not JSON.
+    public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
+        (FCMGateway.injectedResponse(answer), answer.errorCode ?? "")
+    }
+
+    static func injectedResponse(_ answer: InjectedAnswer) -> Response {
+        if answer.status == 502 && answer.errorCode == nil {
+            var headers = HTTPFields()
+            headers.add(name: "content-type", value: "text/html; charset=UTF-8")
+            return Response(status: 502, headers: headers, body: FCMGateway.serverErrorPage)
+        }
+        var error: FCMError
+        if let code = answer.errorCode.flatMap(FCMErrorCode.init(rawValue:)) {
+            error = .fcm(code)
+        } else {
+            let status = answer.status ?? 500
+            let code: FCMErrorCode =
+                switch status {
+                case 400: .invalidArgument
+                case 401: .thirdPartyAuthError
+                case 403: .senderIDMismatch
+                case 404: .unregistered
+                case 429: .quotaExceeded
+                case 503: .unavailable
+                default: .internalError
+                }
+            error = .fcm(code)
+            error.httpStatus = status
+        }
+        if let status = answer.status { error.httpStatus = status }
+        var response = error.response
+        if let retryAfter = answer.retryAfter { response.headers.add(name: "retry-after", value: String(retryAfter)) }
+        return response
+    }
+
+    /// Google's front end fails with an HTML page.
+    static let serverErrorPage = Array(
+        ("<!DOCTYPE html>\n<html lang=en>\n  <meta charset=utf-8>\n  <title>Error 502 (Server Error)!!1</title>\n"
+            + "  <p><b>502.</b> <ins>That’s an error.</ins>\n  <p>The server encountered a temporary error and could not "
+            + "complete your request.<p>Please try again in 30 seconds.  <ins>That’s all we know.</ins>\n").utf8)
+
+    /// FCM takes no connection actions after an answer.
+    public struct ConnectionActions: Sendable {}
+
+    public func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
+    public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
+    public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
+
+    /// The reason as given (no JSON).
+    public static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }
+}
+
+extension FCMSendDecision: PushDecision {}

@@ -1,0 +1,179 @@
+import Faults
+import Fleet
+import Journal
+import PushCore
+import Transport
+
+/// The one request path every push gateway runs through. A gateway (`PushGateway`: APNs, FCM,
+/// or a test's toy) decides; the pipeline does the rest, in this order, once per request, on the
+/// event loop that owns the request's connection:
+///
+/// ```
+///  1. decide          G.decide(exchange, state, now, into: &decision)       the provider's rules
+///  2. fault verdict   faults.fire(context)                                   override header, then rules
+///       a rule that answers:  G.injectedAnswer -> journal commit -> shaping -> metrics   (stop)
+///  3. rate limit      tokenRate.allow(token) or G.rateLimited(&decision)     (--apns-token-rate)
+///  4. accepted only:  for each G.forEachAcceptedPush:
+///       notification log (append)  ->  Fleet delivery (never awaited; tracking runs on its lanes)
+///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
+///  6. response        G.response(decision), G.outcome(decision)
+///  7. journal commit  the answer waits for it under --durability strict (relaxed / off: none)
+///  8. shaping         faults.send: latency profile, delay, stall, RST_STREAM, close, GOAWAY
+///  9. metrics         status, reason and time per provider (the loop's own shard)
+/// 10. connection      G.perform(connectionActions) once the answer is out
+/// ```
+///
+/// Data flows one way: request, decision, faults, delivery, tracking, record, response. The
+/// pipeline is generic over its gateway, so each gateway's path is specialised (no existential
+/// dispatch per request); the deferred answer captures only what it uses.
+public struct PushPipeline<Gateway: PushGateway>: Sendable {
+    public let gateway: Gateway
+    let services: PipelineServices
+    /// The per-token push limit (`--apns-token-rate`), when this gateway has one.
+    let tokenRate: TokenRateLimiter?
+
+    public init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
+        precondition(PushProvider.capacity <= ConnectionContext.slotCount, "one connection slot per provider")
+        self.gateway = gateway
+        self.services = services
+        self.tokenRate = tokenRate
+    }
+
+    var provider: PushProvider { gateway.provider }
+
+    /// The connection's state for this gateway, made on its first push.
+    @inline(__always)
+    func connectionState(_ connection: ConnectionContext) -> Gateway.ConnectionState {
+        let slot = gateway.provider.index
+        if let state = connection[slot: slot] { return unsafeDowncast(state, to: Gateway.ConnectionState.self) }
+        let state = gateway.makeConnectionState()
+        connection[slot: slot] = state
+        return state
+    }
+
+    /// One push request, through every stage (see the type's comment).
+    public func handle(_ exchange: Exchange) {
+        let started = Clock.monotonicNanoseconds()
+        let state = connectionState(exchange.connection)
+        let nowMs = exchange.eventLoop.nowMs
+        let request = exchange.request
+        let faults = services.faults
+
+        // 1. decide
+        var decision = Gateway.Decision()
+        gateway.decide(exchange, state: state, nowMs: nowMs, into: &decision)
+        let subject = gateway.subject(of: decision, request: request)
+
+        // 2. fault verdict: a rule may replace the provider's answer.
+        let lifecycle = services.lifecycle
+        let fired = faults.fire(FaultContext(provider: provider, token: subject.token, topic: subject.topic,
+                                             project: subject.scope, path: request.path, headers: request.headers,
+                                             device: { lifecycle.faultView($0) }),
+                                headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
+        if let fired, fired.effect.answers {
+            answerInjected(fired, exchange, request, decision, subject, nowMs: nowMs, started: started)
+            return
+        }
+
+        // 3. rate limit
+        if decision.accepted, let limiter = tokenRate, !limiter.allow(subject.token, nowMs: nowMs) {
+            gateway.rateLimited(&decision)
+        }
+
+        // 4. notification log and delivery; 5. device effects
+        var acceptedID: UUIDValue?
+        if decision.accepted {
+            let id = gateway.notificationID(for: decision, request: request, state: state)
+            acceptedID = id
+            let log = services.log
+            let devices = services.devices
+            let shard = exchange.eventLoop.index
+            gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) { push in
+                let delivery = push.delivery
+                log.append(shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
+                           environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: push.topic,
+                           headers: request.headers, payload: delivery.payload, payloadIsJSON: push.payloadIsJSON,
+                           warnings: push.warnings)
+                devices.deliver(delivery, parsedPayload: push.parsedPayload)
+                if push.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
+                    lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
+                }
+            }
+        }
+
+        // 6. response
+        let response = gateway.response(for: decision, request: request, id: acceptedID ?? UUIDValue(high: 0, low: 0),
+                                         state: state, nowMs: nowMs)
+        let outcome = gateway.outcome(of: decision, request: request)
+        let actions = gateway.connectionActions(after: decision)
+        let metrics = services.metrics
+        let provider = self.provider
+        let status = outcome.status
+        let reason = outcome.reason
+        // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions. The answer keeps
+        // only what it uses (it may wait for a commit, and every reference kept costs a retain).
+        commit(exchange, request, subject, outcome, nowMs: nowMs, started: started, id: acceptedID) {
+            let delay = faults.send(response, on: exchange, fired: fired, provider: provider,
+                                    goAwayDebugData: Gateway.goAwayDebugData(reason:))
+            metrics.record(loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
+                           seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+            // The connection through the exchange: capturing it as well cost a retain per answer.
+            Gateway.perform(actions, on: exchange.connection)
+        }
+    }
+
+    /// Stage 2's other branch: a fault rule answers in the gateway's format; the answer is
+    /// journaled, shaped and counted like any other.
+    func answerInjected(_ fired: FiredFault, _ exchange: Exchange, _ request: Request, _ decision: Gateway.Decision,
+                        _ subject: PushSubject, nowMs: Int64, started: UInt64) {
+        let (response, reason) = gateway.injectedAnswer(fired.effect.injectedAnswer, request: request)
+        var outcome = gateway.outcome(of: decision, request: request)
+        outcome.status = response.status
+        outcome.reason = reason
+        let actions = gateway.connectionActionsAfterInjectedAnswer()
+        let faults = services.faults
+        let metrics = services.metrics
+        let provider = self.provider
+        let status = response.status
+        commit(exchange, request, subject, outcome, nowMs: nowMs, started: started, id: nil) {
+            let delay = faults.send(response, on: exchange, fired: fired, provider: provider,
+                                    goAwayDebugData: Gateway.goAwayDebugData(reason:))
+            metrics.record(loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
+                           seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+            Gateway.perform(actions, on: exchange.connection)
+        }
+    }
+
+    /// Runs `answer` now, or once the journal holds the request's record (`--durability strict`).
+    /// The record's fields are passed as they lie (see `Journal.appendRequest`).
+    @inline(__always)
+    func commit(_ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
+                started: UInt64, id: UUIDValue?, _ answer: @escaping @Sendable () -> Void) {
+        guard let journal = services.journal else { return answer() }
+        journal.appendRequest(atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
+                              token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
+                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+                              payload: outcome.payload, warnings: outcome.warnings, notificationID: id,
+                              loop: exchange.eventLoop, completion: answer)
+    }
+}
+
+/// What every pipeline shares: the notification log, the device layer, the fault engine, the
+/// journal (nil when off) and the metrics. Built once by the composition root.
+public struct PipelineServices: Sendable {
+    public let log: NotificationLog
+    public let devices: DeviceStore
+    public let lifecycle: DeviceLifecycle
+    public let faults: FaultEngine
+    public let journal: Journal?
+    public let metrics: Metrics
+
+    public init(log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics) {
+        self.log = log
+        self.devices = lifecycle.store
+        self.lifecycle = lifecycle
+        self.faults = faults
+        self.journal = journal
+        self.metrics = metrics
+    }
+}

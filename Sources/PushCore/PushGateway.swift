@@ -1,0 +1,210 @@
+import Transport
+
+/// A push gateway: the rules of one provider API (APNs, FCM, or a test's toy), plugged into the
+/// one request pipeline (`PushPipeline` in the Pipeline module).
+///
+/// A gateway turns a request into a decision without touching sockets, and formats what the
+/// pipeline sends back. Everything between (fault rules, the token rate limit, the notification
+/// log, delivery to simulated devices, device effects, the journal commit, shaping, metrics) is
+/// the pipeline's, run once for every gateway in one documented order:
+///
+/// ```
+/// decide(_:state:nowMs:into:)            the provider's verdict, in place
+///   -> subject(of:request:)               what fault rules and the journal see (token, topic, scope)
+///   -> injectedAnswer(_:request:)         when a fault rule answers instead
+///   -> rateLimited(_:)                    when the pipeline's per-token limit refuses
+///   -> notificationID + forEachAcceptedPush   accepted: log, deliver, device effects
+///   -> response(for:...) + outcome(of:request:)  the answer and how it is recorded
+///   -> connectionActions(after:)          what the connection does once the answer is out
+/// ```
+///
+/// Threading: every requirement that takes a request runs on the event loop that owns the
+/// request's connection, with that connection's `ConnectionState`; none may block. A gateway is
+/// shared by every loop, so its own stored state is immutable or internally synchronised
+/// (registries), never per-loop.
+public protocol PushGateway: Sendable {
+    /// What the gateway remembers per connection (auth caches, scratch buffers). Created on the
+    /// connection's first push request and touched only by that connection's loop.
+    associatedtype ConnectionState: AnyObject
+    /// The verdict on one request, written in place (`init()` is the blank one the pipeline
+    /// passes to `decide`).
+    associatedtype Decision: PushDecision
+    /// What the connection does after an answer leaves (raise the stream limit, GOAWAY). A small
+    /// value: it is captured by the deferred answer.
+    associatedtype ConnectionActions: Sendable
+
+    /// Who this gateway is: its fixed index and its name.
+    var provider: PushProvider { get }
+
+    /// The routes it serves: its push route (`.push`) and any others (OAuth, topic management,
+    /// retired APIs). Called once, when the router is built.
+    func routes() -> [GatewayRoute]
+
+    /// A fresh per-connection state.
+    func makeConnectionState() -> ConnectionState
+
+    /// Adjusts a new connection before its HTTP/2 session starts (its initial stream limit, by
+    /// SNI); true when the connection is this gateway's. Runs on the connection's loop.
+    func setUpConnection(_ connection: ConnectionContext) -> Bool
+
+    /// The answer for a path no route matches, when this gateway owns the request's host
+    /// (APNs answers 404 BadPath under its host names); nil otherwise.
+    func notFound(_ request: Request) -> Response?
+
+    /// The provider's verdict on the request, written into `decision` (a blank one).
+    func decide(_ exchange: Exchange, state: ConnectionState, nowMs: Int64, into decision: inout Decision)
+
+    /// What fault rules match on and the journal records as the request's target.
+    func subject(of decision: Decision, request: Request) -> PushSubject
+
+    /// Turns an accepted decision into the gateway's "too many requests" answer (the pipeline's
+    /// per-token rate limit refused it).
+    func rateLimited(_ decision: inout Decision)
+
+    /// The id of an accepted notification (the sender's, when the API lets it choose one).
+    func notificationID(for decision: Decision, request: Request, state: ConnectionState) -> UUIDValue
+
+    /// Calls `body` once for each device an accepted decision reaches (one for a token send,
+    /// one per subscriber for a topic send), in order.
+    func forEachAcceptedPush(_ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
+                             _ body: (AcceptedPush) -> Void)
+
+    /// The answer to a request the provider decided (accepted or rejected).
+    func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response
+
+    /// How the answer is recorded: status, reason, the payload kept and its lint warnings.
+    func outcome(of decision: Decision, request: Request) -> PushOutcome
+
+    /// The answer a fault rule injects, in the gateway's own format, and the reason recorded.
+    func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String)
+
+    /// What the connection does once the answer to `decision` is out.
+    func connectionActions(after decision: Decision) -> ConnectionActions
+
+    /// What the connection does once an injected (fault) answer is out.
+    func connectionActionsAfterInjectedAnswer() -> ConnectionActions
+
+    /// Carries out `actions` on the connection; runs on its loop after the answer was handed to it.
+    static func perform(_ actions: ConnectionActions, on connection: ConnectionContext)
+
+    /// GOAWAY debug data for a fault's `goaway` reason, in the gateway's style.
+    static func goAwayDebugData(reason: String) -> [UInt8]
+}
+
+extension PushGateway {
+    public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
+    public func notFound(_ request: Request) -> Response? { nil }
+}
+
+/// A gateway's verdict type.
+public protocol PushDecision {
+    /// A blank decision, before `decide` writes it.
+    init()
+    /// Whether the push was accepted (and so is delivered).
+    var accepted: Bool { get }
+}
+
+/// One route a gateway serves, and how the pipeline handles it.
+public struct GatewayRoute: Sendable {
+    public enum Handling: Sendable {
+        /// A push request: the pipeline's stages, in order.
+        case push
+        /// Answered by the gateway alone (no fault rules, no journal).
+        case direct(@Sendable (Exchange) -> Void)
+        /// Answered by the gateway unless a fault rule matches its path; the rule's answer is
+        /// formatted by `injected` (an OAuth error for a token endpoint, say) and shaped as any.
+        case faultable(@Sendable (Exchange) -> Void, injected: @Sendable (InjectedAnswer, Request) -> Response)
+    }
+
+    /// nil: every method (the handler decides).
+    public var methods: [HTTPMethod]?
+    public var pattern: String
+    public var maxBodySize: Int
+    public var bodyTooLarge: @Sendable (Request) -> Response
+    public var handling: Handling
+
+    public init(_ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
+                bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge, handling: Handling) {
+        self.methods = methods
+        self.pattern = pattern
+        self.maxBodySize = maxBodySize
+        self.bodyTooLarge = bodyTooLarge
+        self.handling = handling
+    }
+}
+
+/// What fault rules match on and the journal records as a request's target.
+public struct PushSubject {
+    /// The device token (empty when the request named none).
+    public var token: ArraySlice<UInt8>
+    /// APNs topic, FCM topic or condition.
+    public var topic: ArraySlice<UInt8>?
+    /// APNs environment or FCM project.
+    public var scope: String
+
+    public init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
+        self.token = token
+        self.topic = topic
+        self.scope = scope
+    }
+}
+
+/// How an answer is recorded (journal, metrics).
+public struct PushOutcome {
+    public var status: Int
+    /// The APNs reason or FCM error code; empty on success.
+    public var reason: String
+    /// The payload the journal keeps.
+    public var payload: ArraySlice<UInt8>
+    public var warnings: [String]
+
+    public init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
+        self.status = status
+        self.reason = reason
+        self.payload = payload
+        self.warnings = warnings
+    }
+}
+
+/// One device an accepted push reaches: what the notification log keeps and what the device
+/// layer receives.
+public struct AcceptedPush {
+    public var delivery: Delivery
+    public var topic: ArraySlice<UInt8>?
+    public var payloadIsJSON: Bool
+    public var warnings: [String]
+    /// The payload's tokens when the gateway already scanned it (saves the device a rescan).
+    public var parsedPayload: JSONTokenBuffer?
+    /// Whether a fault's device effects (uninstall, rotate) apply to this device (a token send;
+    /// not each subscriber of a topic send).
+    public var appliesDeviceEffects: Bool
+
+    public init(delivery: Delivery, topic: ArraySlice<UInt8>?, payloadIsJSON: Bool, warnings: [String],
+                parsedPayload: JSONTokenBuffer?, appliesDeviceEffects: Bool) {
+        self.delivery = delivery
+        self.topic = topic
+        self.payloadIsJSON = payloadIsJSON
+        self.warnings = warnings
+        self.parsedPayload = parsedPayload
+        self.appliesDeviceEffects = appliesDeviceEffects
+    }
+}
+
+/// An answer a fault rule injects, before a gateway formats it. Unset fields take the gateway's
+/// defaults for the status (APNs: the reason a status implies; FCM: the error code).
+public struct InjectedAnswer: Sendable {
+    public var status: Int?
+    /// An APNs reason (or an OAuth error description for FCM's token endpoint).
+    public var reason: String?
+    /// An FCM error code (or an OAuth error code).
+    public var errorCode: String?
+    /// Seconds, sent as `retry-after`.
+    public var retryAfter: Int?
+
+    public init(status: Int?, reason: String?, errorCode: String?, retryAfter: Int?) {
+        self.status = status
+        self.reason = reason
+        self.errorCode = errorCode
+        self.retryAfter = retryAfter
+    }
+}
