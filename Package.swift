@@ -54,6 +54,9 @@ let package = Package(
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
 
+        // An emulator in process on port 0 (or the spawned binary) with small h2c and HTTP/1.1
+        // clients, for the tests of any module.
+        .target(name: "EmulatorTesting", dependencies: ["Emulator", "Pipeline", "CNghttp2"]),
         // Helpers for the tests: running commands, raw sockets, starting the real binary.
         .target(name: "TestSupport", dependencies: ["Transport"], path: "Tests/Support"),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CH2Memory", "TestSupport"]),
@@ -64,6 +67,7 @@ let package = Package(
         .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
+        .testTarget(name: "PipelineTests", dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],
     swiftLanguageModes: [.v6]
