@@ -48,9 +48,9 @@ let package = Package(
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(name: "Admin", dependencies: ["PushCore", "Transport", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
         // Composition root: configuration, the gateways in their pipelines, the services.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin", "CCurl"], swiftSettings: hotPath),
-        // Thin CLI.
-        .executableTarget(name: "pushemu", dependencies: ["Emulator", "Transport", "CSystem"]),
+        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin"], swiftSettings: hotPath),
+        // The CLI: main, the commands besides serve, and the admin client they use.
+        .executableTarget(name: "pushemu", dependencies: ["Emulator", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
 

@@ -22,7 +22,7 @@ extension Emulator {
 
         init(_ configuration: EmulatorConfiguration) throws {
             if let tracking = configuration.devices.defaultTracking, tracking.url.isEmpty,
-                !(tracking.preset == "pushwoosh" && tracking.options["appCode"] != nil)
+                TrackingPresets.needsURL(preset: tracking.preset, options: tracking.options)
             {
                 throw ConfigurationError("--tracking-preset \(tracking.preset) needs --tracking-url")
             }

@@ -6,11 +6,11 @@ import PushCore
 public enum CampaignID {
     /// (A bare `moe_campaign_id` / `gcm_campaign_id` beside `aps` or in `data` is taken too:
     /// senders that build MoEngage-style payloads by hand put them there.)
-    static let apnsPaths = ["_dId", "moengage.moe_campaign_id", "moengage.cid", "moe_campaign_id", "gcm_campaign_id", "p", "ab.c",
-                            "custom.i"]
-    static let fcmPaths = ["data._dId", "data.gcm_campaign_id", "data.moe_cid_attr.moe_campaign_id", "data.moe_campaign_id", "data.p",
-                           "data.cid", "data.custom.i", "android.data._dId", "fcm_options.analytics_label",
-                           "android.fcm_options.analytics_label"]
+    /// Each preset's paths, in `TrackingPresets.all`'s order.
+    static let apnsPaths = TrackingPresets.all.flatMap(\.campaignPathsAPNs)
+    /// Each preset's, then FCM's own analytics label.
+    static let fcmPaths = TrackingPresets.all.flatMap(\.campaignPathsFCM)
+        + ["fcm_options.analytics_label", "android.fcm_options.analytics_label"]
 
     /// Every campaign id the payload carries (an APNs payload or an FCM message).
     /// `extra`: configured paths (`--campaign-key`), tried first.

@@ -15,7 +15,7 @@ public struct TrackingConfig: Sendable, Equatable {
     public var events: Set<TrackingEvent> = Set(TrackingEvent.allCases)
     public var when: String?
 
-    public static let presets = ["adobe-campaign", "pushwoosh", "onesignal", "moengage", "braze", "webhook"]
+    public static var presets: [String] { TrackingPresets.names }
 
     public init(preset: String, url: String, options: [String: String] = [:]) {
         self.preset = preset
@@ -82,7 +82,7 @@ public struct TrackingConfig: Sendable, Equatable {
             c.headers = headers
             c.body = body
             c.when = when
-        } else if preset != "pushwoosh" || c.options["appCode"] == nil {
+        } else if TrackingPresets.needsURL(preset: preset, options: c.options) {
             guard let u = url, !u.isEmpty else { throw ConfigError(description: "tracking.url is required for \(preset)") }
         }
         if let u = url, !u.isEmpty, !(u.hasPrefix("http://") || u.hasPrefix("https://")) {

@@ -1,3 +1,4 @@
+import Emulator
 import APNs
 import FCM
 import Journal
@@ -5,9 +6,9 @@ import Glibc
 import PushCore
 
 /// `pushemu credentials ...` and `pushemu token ...`: the commands besides `serve`.
-public enum Commands {
+enum Commands {
     /// Runs a command; returns its stdout text or throws a one-line error.
-    public static func run(_ args: [String]) throws -> String {
+    static func run(_ args: [String]) throws -> String {
         guard let command = args.first else { throw ConfigurationError("missing command") }
         let rest = Array(args.dropFirst())
         switch command {

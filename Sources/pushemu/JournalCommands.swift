@@ -1,3 +1,4 @@
+import Emulator
 import Glibc
 import Journal
 import PushCore

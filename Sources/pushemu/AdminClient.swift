@@ -1,3 +1,4 @@
+import Emulator
 import CCurl
 import Tracking
 
