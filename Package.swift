@@ -3,12 +3,14 @@ import PackageDescription
 
 // Release builds of the request-path modules skip dynamic exclusivity checks (measured: ~3% of
 // server CPU); debug builds and tests keep them.
-let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization"], .when(configuration: .release))]
+let hotPath: [SwiftSetting] = [
+    .unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization"], .when(configuration: .release))
+]
 
 let package = Package(
     name: "pushemu",
     products: [
-        .executable(name: "pushemu", targets: ["pushemu"]),
+        .executable(name: "pushemu", targets: ["pushemu"])
     ],
     targets: [
         // C libraries from Debian, with static inline shims for the macros Swift cannot import.
@@ -36,7 +38,9 @@ let package = Package(
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
-        .target(name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"], swiftSettings: hotPath),
+        .target(
+            name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"], swiftSettings: hotPath
+        ),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
         .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
@@ -44,13 +48,19 @@ let package = Package(
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
         .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
         // The one request path every gateway runs through (PushPipeline<G: PushGateway>) and its metrics.
-        .target(name: "Pipeline", dependencies: ["PushCore", "Transport", "Faults", "Fleet", "Journal", "Tracking"], swiftSettings: hotPath),
+        .target(
+            name: "Pipeline", dependencies: ["PushCore", "Transport", "Faults", "Fleet", "Journal", "Tracking"], swiftSettings: hotPath),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
-        .target(name: "Admin", dependencies: ["PushCore", "Transport", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
+        .target(
+            name: "Admin", dependencies: ["PushCore", "Transport", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
         // Composition root: configuration, the gateways in their pipelines, the services.
-        .target(name: "Emulator", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin"], swiftSettings: hotPath),
+        .target(
+            name: "Emulator",
+            dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin"],
+            swiftSettings: hotPath),
         // The CLI: main, the commands besides serve, and the admin client they use.
-        .executableTarget(name: "pushemu", dependencies: ["Emulator", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
+        .executableTarget(
+            name: "pushemu", dependencies: ["Emulator", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
 

@@ -7,7 +7,7 @@ public final class APNsConnectionState {
     /// What a token was worth when it was checked (kept as plain fields so the per-request
     /// read copies nothing).
     struct TokenVerdict {
-        var reason: APNsReason?          // nil: valid
+        var reason: APNsReason? // nil: valid
         var teamID = ""
         var keyID = ""
         var issuedAt: Int64 = 0

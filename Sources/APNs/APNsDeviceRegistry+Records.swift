@@ -11,8 +11,9 @@ extension APNsDeviceRegistry: GatewayDeviceRecords {
 
     public func registeredDevice(token: String) -> RegisteredDevice? {
         guard let known = device(token: token) else { return nil }
-        return RegisteredDevice(platform: .ios, token: token, app: known.bundleID, environment: known.environment.rawValue,
-                                createdAtMs: nil, uninstalledAtMs: known.uninstalledAtMs, pushes: Int(known.pushes), topics: nil)
+        return RegisteredDevice(
+            platform: .ios, token: token, app: known.bundleID, environment: known.environment.rawValue,
+            createdAtMs: nil, uninstalledAtMs: known.uninstalledAtMs, pushes: Int(known.pushes), topics: nil)
     }
 
     /// A rotated device's new token, in its environment (sandbox when it had none) and app.

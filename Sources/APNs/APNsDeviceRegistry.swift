@@ -47,8 +47,10 @@ public final class APNsDeviceRegistry: Sendable {
     }
 
     /// As above, with the bundle's key already computed (callers cache it per connection).
-    public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>,
-                      bundleKey: TokenKey, tokenKey: TokenKey? = nil) -> Verdict {
+    public func check(
+        token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>,
+        bundleKey: TokenKey, tokenKey: TokenKey? = nil
+    ) -> Verdict {
         let key = tokenKey ?? TokenKey(token)
         let shard = shards[key.shard(shards.count)]
         let known = shard.map.withLock { map -> Verdict? in
@@ -75,8 +77,9 @@ public final class APNsDeviceRegistry: Sendable {
         return shard.map.withLock { map -> Verdict in
             if map[key] != nil { return .ok }
             if map.count < maxPerShard {
-                map[key] = Device(environment: environment, bundleKey: bundleKey,
-                                  bundleID: String(decoding: bundle, as: UTF8.self), uninstalledAtMs: nil, pushes: 1)
+                map[key] = Device(
+                    environment: environment, bundleKey: bundleKey,
+                    bundleID: String(decoding: bundle, as: UTF8.self), uninstalledAtMs: nil, pushes: 1)
             }
             return .ok
         }
@@ -86,8 +89,9 @@ public final class APNsDeviceRegistry: Sendable {
     public func register(token: String, environment: APNsEnvironment, bundleID: String) {
         let key = TokenKey(token)
         shards[key.shard(shards.count)].map.withLock {
-            $0[key] = Device(environment: environment, bundleKey: TokenKey(bundleID), bundleID: bundleID,
-                             uninstalledAtMs: nil, pushes: 0)
+            $0[key] = Device(
+                environment: environment, bundleKey: TokenKey(bundleID), bundleID: bundleID,
+                uninstalledAtMs: nil, pushes: 0)
         }
     }
 

@@ -23,9 +23,10 @@ public struct APNsGateway: PushGateway {
     public func routes() -> [GatewayRoute] {
         let configuration = rules.configuration
         return [
-            GatewayRoute(nil, "/3/*", maxBodySize: APNsPushType.voip.maxPayloadSize,
-                         bodyTooLarge: { APNsProvider.errorResponse(.payloadTooLarge, request: $0, configuration: configuration) },
-                         handling: .push)
+            GatewayRoute(
+                nil, "/3/*", maxBodySize: APNsPushType.voip.maxPayloadSize,
+                bodyTooLarge: { APNsProvider.errorResponse(.payloadTooLarge, request: $0, configuration: configuration) },
+                handling: .push)
         ]
     }
 
@@ -35,7 +36,8 @@ public struct APNsGateway: PushGateway {
     /// certificate connections start at the full limit.
     public func setUpConnection(_ connection: ConnectionContext) -> Bool {
         guard let serverName = connection.serverName, APNsEnvironment.forHost(serverName) != nil else { return false }
-        connection.initialMaxConcurrentStreams = connection.peerCertificate == nil
+        connection.initialMaxConcurrentStreams =
+            connection.peerCertificate == nil
             ? rules.configuration.streamsBeforeAuth : rules.configuration.streamsAfterAuth
         return true
     }
@@ -48,9 +50,12 @@ public struct APNsGateway: PushGateway {
 
     public func decide(_ exchange: Exchange, state: APNsConnectionState, nowMs: Int64, into decision: inout APNsDecision) {
         let connection = exchange.connection
-        rules.decide(exchange.request, connection: APNsConnectionInfo(serverName: connection.serverName,
-                                                                     peerCertificate: connection.peerCertificate),
-                     state: state, nowMs: nowMs, into: &decision)
+        rules.decide(
+            exchange.request,
+            connection: APNsConnectionInfo(
+                serverName: connection.serverName,
+                peerCertificate: connection.peerCertificate),
+            state: state, nowMs: nowMs, into: &decision)
     }
 
     /// The token from the decision, or from the path for a request rejected before its token was read.
@@ -70,35 +75,44 @@ public struct APNsGateway: PushGateway {
             ?? UUIDValue.random(&state.rng)
     }
 
-    public func forEachAcceptedPush(_ decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
-                                    nowMs: Int64, _ body: (AcceptedPush) -> Void) {
-        var delivery = Delivery(provider: .apns, platform: .ios, tokenBytes: decision.token, appBytes: decision.bundle,
-                                environment: decision.environment.rawValue, notificationID: id, messageName: nil,
-                                receivedAtMs: nowMs, payload: request.body[...])
+    public func forEachAcceptedPush(
+        _ decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
+        nowMs: Int64, _ body: (AcceptedPush) -> Void
+    ) {
+        var delivery = Delivery(
+            provider: .apns, platform: .ios, tokenBytes: decision.token, appBytes: decision.bundle,
+            environment: decision.environment.rawValue, notificationID: id, messageName: nil,
+            receivedAtMs: nowMs, payload: request.body[...])
         delivery.tokenKey = decision.tokenKey
         delivery.mutableContent = decision.summary.mutableContent
         delivery.contentAvailable = decision.summary.contentAvailable
         delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
         delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
-        body(AcceptedPush(delivery: delivery, topic: decision.topic, payloadIsJSON: decision.summary.isJSON,
-                          warnings: decision.warnings, parsedPayload: decision.summary.isJSON ? state.tokens : nil,
-                          appliesDeviceEffects: true))
+        body(
+            AcceptedPush(
+                delivery: delivery, topic: decision.topic, payloadIsJSON: decision.summary.isJSON,
+                warnings: decision.warnings, parsedPayload: decision.summary.isJSON ? state.tokens : nil,
+                appliesDeviceEffects: true))
     }
 
-    public func response(for decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
-                         nowMs: Int64) -> Response {
+    public func response(
+        for decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
+        nowMs: Int64
+    ) -> Response {
         rules.response(decision, request: request, state: state)
     }
 
     public func outcome(of decision: APNsDecision, request: Request) -> PushOutcome {
-        PushOutcome(status: decision.status, reason: decision.reason.map { rules.configuration.reasonString($0) } ?? "",
-                    payload: request.body[...], warnings: decision.warnings)
+        PushOutcome(
+            status: decision.status, reason: decision.reason.map { rules.configuration.reasonString($0) } ?? "",
+            payload: request.body[...], warnings: decision.warnings)
     }
 
     /// The reason given (a known one in Apple's body, another as given), else the one the
     /// status implies; 410 answers carry a timestamp.
     public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
-        let reason = answer.reason.flatMap(APNsReason.init(rawValue:)) ?? answer.status.map(APNsGateway.impliedReason)
+        let reason =
+            answer.reason.flatMap(APNsReason.init(rawValue:)) ?? answer.status.map(APNsGateway.impliedReason)
             ?? .internalServerError
         var response = APNsProvider.errorResponse(reason, request: request, configuration: rules.configuration)
         if let status = answer.status { response.status = status }
@@ -139,8 +153,9 @@ public struct APNsGateway: PushGateway {
     }
 
     public func connectionActions(after decision: APNsDecision) -> ConnectionActions {
-        ConnectionActions(raiseStreamsTo: decision.raiseStreamsTo, adaptiveTop: adaptiveStreamsTop, success: decision.accepted,
-                          goAwayReason: decision.goAwayReason)
+        ConnectionActions(
+            raiseStreamsTo: decision.raiseStreamsTo, adaptiveTop: adaptiveStreamsTop, success: decision.accepted,
+            goAwayReason: decision.goAwayReason)
     }
 
     public func connectionActionsAfterInjectedAnswer() -> ConnectionActions {

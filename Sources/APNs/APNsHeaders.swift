@@ -33,7 +33,11 @@ struct APNsHeaders {
                 }
                 switch nameLength {
                 case 4: if host < 0 && named("host") { host = Int32(i) }
-                case 7: if named("apns-id") { if id >= 0 { duplicateID = true }; note(&id) }
+                case 7:
+                    if named("apns-id") {
+                        if id >= 0 { duplicateID = true }
+                        note(&id)
+                    }
                 case 10:
                     if named("apns-topic") { note(&topic) } else if authority < 0 && named(":authority") { authority = Int32(i) }
                 case 13:

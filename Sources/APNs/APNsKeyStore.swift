@@ -42,23 +42,28 @@ public final class APNsKeyStore: Sendable {
 
     /// Registers a public key. Replaces an earlier key with the same id.
     @discardableResult
-    public func register(teamID: String, keyID: String, publicKeyPEM: String, environment: APNsEnvironment? = nil,
-                         topics: [String]? = nil) throws -> Entry {
+    public func register(
+        teamID: String, keyID: String, publicKeyPEM: String, environment: APNsEnvironment? = nil,
+        topics: [String]? = nil
+    ) throws -> Entry {
         guard APNsKeyStore.isValidID(teamID) else { throw KeyError(description: "teamId must be 10 letters or digits") }
         guard APNsKeyStore.isValidID(keyID) else { throw KeyError(description: "keyId must be 10 letters or digits") }
         guard let key = ES256.Key.fromPEM(publicKeyPEM, isPrivate: false) else {
             throw KeyError(description: "publicKeyPem is not a PEM P-256 public key")
         }
-        let e = Entry(teamID: teamID, keyID: keyID, environment: environment, topics: topics,
-                      publicKeyPEM: key.publicKeyPEM, key: key)
+        let e = Entry(
+            teamID: teamID, keyID: keyID, environment: environment, topics: topics,
+            publicKeyPEM: key.publicKeyPEM, key: key)
         keys.withLock { $0[keyID] = e }
         try persist(e)
         return e
     }
 
     /// Generates a key pair, registers its public half and returns the private key PEM (.p8).
-    public func generate(teamID: String?, keyID: String?, environment: APNsEnvironment? = nil,
-                         topics: [String]? = nil) throws -> (Entry, privateKeyPEM: String) {
+    public func generate(
+        teamID: String?, keyID: String?, environment: APNsEnvironment? = nil,
+        topics: [String]? = nil
+    ) throws -> (Entry, privateKeyPEM: String) {
         var rng = FastRandom()
         let team = teamID ?? APNsKeyStore.randomID(&rng)
         let kid = keyID ?? APNsKeyStore.randomID(&rng)
@@ -71,7 +76,8 @@ public final class APNsKeyStore: Sendable {
     public func lookup(_ keyID: String) -> Entry? {
         if let e = keys.withLock({ $0[keyID] }) { return e }
         guard let directory, APNsKeyStore.isValidID(keyID),
-              let e = APNsKeyStore.load(directory + "/" + keyID + ".json") else { return nil }
+            let e = APNsKeyStore.load(directory + "/" + keyID + ".json")
+        else { return nil }
         keys.withLock { $0[keyID] = e }
         return e
     }
@@ -118,7 +124,8 @@ public final class APNsKeyStore: Sendable {
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return nil }
             let v = JSONView(bytes: raw, tokens: tokens)
             guard let t = v.member(0, "teamId"), let k = v.member(0, "keyId"), let p = v.member(0, "publicKeyPem"),
-                  let key = ES256.Key.fromPEM(v.string(p), isPrivate: false) else { return nil }
+                let key = ES256.Key.fromPEM(v.string(p), isPrivate: false)
+            else { return nil }
             var env: APNsEnvironment? = nil
             if let e = v.member(0, "environment") { env = APNsEnvironment(rawValue: v.string(e)) }
             var topics: [String]? = nil
@@ -127,9 +134,9 @@ public final class APNsKeyStore: Sendable {
                 v.forEachElement(ts) { list.append(v.string($0)) }
                 topics = list
             }
-            return Entry(teamID: v.string(t), keyID: v.string(k), environment: env, topics: topics,
-                         publicKeyPEM: v.string(p), key: key)
+            return Entry(
+                teamID: v.string(t), keyID: v.string(k), environment: env, topics: topics,
+                publicKeyPEM: v.string(p), key: key)
         }
     }
 }
-

@@ -28,14 +28,15 @@ public struct APNsPayloadSummary: Sendable, Equatable {
 public enum APNsPayload {
     enum Key {
         case alert, badge, sound, threadID, category, contentAvailable, mutableContent, targetContentID,
-             interruptionLevel, relevanceScore, filterCriteria
+            interruptionLevel, relevanceScore, filterCriteria
         case timestamp, staleDate, dismissalDate, contentState, attributes, attributesType, event, inputPushToken, inputPushChannel
         case unknown
 
         var isLiveActivity: Bool {
             switch self {
             case .timestamp, .staleDate, .dismissalDate, .contentState, .attributes, .attributesType, .event,
-                 .inputPushToken, .inputPushChannel: true
+                .inputPushToken, .inputPushChannel:
+                true
             default: false
             }
         }
@@ -50,9 +51,11 @@ public enum APNsPayload {
         ("content-state", .contentState), ("attributes", .attributes), ("attributes-type", .attributesType),
         ("event", .event), ("input-push-token", .inputPushToken), ("input-push-channel", .inputPushChannel),
     ]
-    static let alertKeys: [StaticString] = ["title", "subtitle", "body", "launch-image", "title-loc-key", "title-loc-args",
-                                            "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args", "action-loc-key",
-                                            "action", "summary-arg", "summary-arg-count"]
+    static let alertKeys: [StaticString] = [
+        "title", "subtitle", "body", "launch-image", "title-loc-key", "title-loc-args",
+        "subtitle-loc-key", "subtitle-loc-args", "loc-key", "loc-args", "action-loc-key",
+        "action", "summary-arg", "summary-arg-count",
+    ]
 
     static func key(_ v: JSONView, _ k: Int) -> Key {
         let t = v.tokens[k]
@@ -76,14 +79,19 @@ public enum APNsPayload {
     }
 
     static func isAlertKey(_ v: JSONView, _ k: Int) -> Bool {
-        if v.tokens[k].escaped { let s = v.string(k); return alertKeys.contains { $0.description == s } }
+        if v.tokens[k].escaped {
+            let s = v.string(k)
+            return alertKeys.contains { $0.description == s }
+        }
         if v.rawEquals(k, "title") || v.rawEquals(k, "body") { return true }
         return alertKeys.contains { v.rawEquals(k, $0) }
     }
 
     /// Lints `payload` for `pushType`. `tokens` is scratch space reused between calls.
-    public static func inspect(_ payload: [UInt8], pushType: APNsPushType, tokens: JSONTokenBuffer,
-                               warnings: inout [String]) -> APNsPayloadSummary {
+    public static func inspect(
+        _ payload: [UInt8], pushType: APNsPushType, tokens: JSONTokenBuffer,
+        warnings: inout [String]
+    ) -> APNsPayloadSummary {
         var summary = APNsPayloadSummary()
         payload.withUnsafeBytes { raw in
             if let e = JSONParser.parse(raw, into: tokens) {
@@ -126,8 +134,10 @@ public enum APNsPayload {
 
     static func range(_ v: JSONView, _ i: Int) -> Range<Int> { Int(v.tokens[i].start)..<Int(v.tokens[i].end) }
 
-    static func lintAps(_ v: JSONView, _ aps: Int, _ pushType: APNsPushType, _ s: inout APNsPayloadSummary,
-                        _ w: inout [String]) {
+    static func lintAps(
+        _ v: JSONView, _ aps: Int, _ pushType: APNsPushType, _ s: inout APNsPayloadSummary,
+        _ w: inout [String]
+    ) {
         // The accepted kinds as arguments, not an array: an array literal per check allocated.
         func expect(_ i: Int, _ a: JSONToken.Kind, _ b: JSONToken.Kind? = nil, k: Int) -> Bool {
             let kind = v.tokens[i].kind
@@ -136,7 +146,9 @@ public enum APNsPayload {
             w.append("aps.\(v.string(k)) must be \(expected), not \(kindName(kind))")
             return false
         }
-        var hasAlert = false, hasSound = false, hasBadge = false
+        var hasAlert = false
+        var hasSound = false
+        var hasBadge = false
         var la: [Key] = []
         var event: Int? = nil
         v.forEachMember(aps) { k, val in
@@ -150,18 +162,32 @@ public enum APNsPayload {
                     return
                 }
                 v.forEachMember(val) { ak, av in
-                    guard isAlertKey(v, ak) else { w.append("aps.alert.\(v.string(ak)) is not an alert key APNs knows"); return }
+                    guard isAlertKey(v, ak) else {
+                        w.append("aps.alert.\(v.string(ak)) is not an alert key APNs knows")
+                        return
+                    }
                     let kind = v.tokens[av].kind
                     if v.rawEquals(ak, "title") {
-                        if kind == .string { s.titleRange = range(v, av); return }
+                        if kind == .string {
+                            s.titleRange = range(v, av)
+                            return
+                        }
                     } else if v.rawEquals(ak, "body") {
-                        if kind == .string { s.bodyRange = range(v, av); return }
+                        if kind == .string {
+                            s.bodyRange = range(v, av)
+                            return
+                        }
                     }
                     if v.rawEquals(ak, "summary-arg-count") {
                         if kind != .number { w.append("aps.alert.summary-arg-count must be a number") }
                     } else if v.raw(ak).count > 5 && UnsafeRawBufferPointer(rebasing: v.raw(ak).suffix(5)).equals("-args") {
-                        if kind != .array { w.append("aps.alert.\(v.string(ak)) must be an array of strings") }
-                        else { v.forEachElement(av) { if v.tokens[$0].kind != .string { w.append("aps.alert.\(v.string(ak)) must be an array of strings") } } }
+                        if kind != .array {
+                            w.append("aps.alert.\(v.string(ak)) must be an array of strings")
+                        } else {
+                            v.forEachElement(av) {
+                                if v.tokens[$0].kind != .string { w.append("aps.alert.\(v.string(ak)) must be an array of strings") }
+                            }
+                        }
                     } else if kind != .string {
                         w.append("aps.alert.\(v.string(ak)) must be a string")
                     }
@@ -198,8 +224,10 @@ public enum APNsPayload {
                     if !s.mutableContent { w.append("aps.mutable-content must be 1") }
                 }
             case .interruptionLevel:
-                if expect(val, .string, k: k), !(v.rawEquals(val, "passive") || v.rawEquals(val, "active") ||
-                                                v.rawEquals(val, "time-sensitive") || v.rawEquals(val, "critical")) {
+                if expect(val, .string, k: k),
+                    !(v.rawEquals(val, "passive") || v.rawEquals(val, "active") || v.rawEquals(val, "time-sensitive")
+                        || v.rawEquals(val, "critical"))
+                {
                     w.append("aps.interruption-level must be passive, active, time-sensitive or critical")
                 }
             case .relevanceScore:

@@ -85,8 +85,10 @@ public struct APNsProvider: Sendable {
         return configuration.defaultEnvironment
     }
 
-    public func decide(_ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
-                       nowMs: Int64) -> APNsDecision {
+    public func decide(
+        _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
+        nowMs: Int64
+    ) -> APNsDecision {
         var d = APNsDecision(environment: .sandbox)
         decide(request, connection: conn, state: state, nowMs: nowMs, into: &d)
         return d
@@ -94,8 +96,10 @@ public struct APNsProvider: Sendable {
 
     /// `decide`, written into the caller's decision: returning the (large) decision from each of
     /// the many exits copied it, one retain per reference it holds.
-    public func decide(_ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
-                       nowMs: Int64, into d: inout APNsDecision) {
+    public func decide(
+        _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
+        nowMs: Int64, into d: inout APNsDecision
+    ) {
         let h = request.headers
         let idx = APNsHeaders(h)
         let env = environment(h, idx, conn)
@@ -107,24 +111,43 @@ public struct APNsProvider: Sendable {
         if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
         // 1. DuplicateHeaders
-        if idx.duplicate { reject(&d, .duplicateHeaders, state); return }
+        if idx.duplicate {
+            reject(&d, .duplicateHeaders, state)
+            return
+        }
 
         // 2. BadMessageId
-        if sentID != nil && !validID { reject(&d, .badMessageId, state); return }
+        if sentID != nil && !validID {
+            reject(&d, .badMessageId, state)
+            return
+        }
 
         // 3. MethodNotAllowed
-        guard request.method == .post else { reject(&d, .methodNotAllowed, state); return }
+        guard request.method == .post else {
+            reject(&d, .methodNotAllowed, state)
+            return
+        }
 
         // 4. Path and token shape
         let path = request.path
         let prefix: StaticString = "/3/device/"
         guard path.hasPrefix(prefix) else {
-            reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state); return
+            reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state)
+            return
         }
         let token = path.dropFirst(prefix.utf8CodeUnitCount)
-        if token.isEmpty { reject(&d, .missingDeviceToken, state); return }
-        if token.contains(UInt8(ascii: "/")) { reject(&d, .badPath, state); return }
-        guard configuration.tokenLength.contains(token.count), ByteClass.all(token, ByteClass.hex) else { reject(&d, .badDeviceToken, state); return }
+        if token.isEmpty {
+            reject(&d, .missingDeviceToken, state)
+            return
+        }
+        if token.contains(UInt8(ascii: "/")) {
+            reject(&d, .badPath, state)
+            return
+        }
+        guard configuration.tokenLength.contains(token.count), ByteClass.all(token, ByteClass.hex) else {
+            reject(&d, .badDeviceToken, state)
+            return
+        }
         d.token = token
 
         // 5. Authentication
@@ -139,15 +162,19 @@ public struct APNsProvider: Sendable {
             certInfo = state.certificate
             guard let info = certInfo, info.usable else {
                 d.goAwayReason = APNsReason.badCertificate.rawValue
-                reject(&d, .badCertificate, state); return
+                reject(&d, .badCertificate, state)
+                return
             }
             guard info.environments.contains(env) else {
                 d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
-                reject(&d, .badCertificateEnvironment, state); return
+                reject(&d, .badCertificateEnvironment, state)
+                return
             }
         } else {
             switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
-            case .failure(let r): reject(&d, r, state); return
+            case .failure(let r):
+                reject(&d, r, state)
+                return
             case .success(let topics):
                 keyTopics = topics
                 if !state.authenticated {
@@ -164,12 +191,16 @@ public struct APNsProvider: Sendable {
         } else if let info = certInfo, !info.multiTopic, let uid = info.topics.first {
             topic = ArraySlice(uid.utf8)
         } else {
-            reject(&d, .missingTopic, state); return
+            reject(&d, .missingTopic, state)
+            return
         }
 
         // 7. BadCollapseId
         if let c = APNsHeaders.value(h, idx.collapseID) {
-            if c.count > 64 { reject(&d, .badCollapseId, state); return }
+            if c.count > 64 {
+                reject(&d, .badCollapseId, state)
+                return
+            }
             d.collapseID = c
         }
 
@@ -177,35 +208,62 @@ public struct APNsProvider: Sendable {
         var priority = 10
         let priorityHeader = APNsHeaders.value(h, idx.priority)
         if let p = priorityHeader {
-            if p.equals("10") { priority = 10 } else if p.equals("5") { priority = 5 } else if p.equals("1") { priority = 1 } else {
-                reject(&d, .badPriority, state); return
+            if p.equals("10") {
+                priority = 10
+            } else if p.equals("5") {
+                priority = 5
+            } else if p.equals("1") {
+                priority = 1
+            } else {
+                reject(&d, .badPriority, state)
+                return
             }
         }
         var pushType = APNsPushType.alert
         if let pt = APNsHeaders.value(h, idx.pushType) {
-            guard let t = APNsPushType(bytes: pt) else { reject(&d, .invalidPushType, state); return }
+            guard let t = APNsPushType(bytes: pt) else {
+                reject(&d, .invalidPushType, state)
+                return
+            }
             pushType = t
         } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
             pushType = .alert
         }
-        if pushType == .background && priority == 10 && priorityHeader != nil { reject(&d, .badPriority, state); return }
+        if pushType == .background && priority == 10 && priorityHeader != nil {
+            reject(&d, .badPriority, state)
+            return
+        }
         d.pushType = pushType
 
         // 10. BadExpirationDate
         if let e = APNsHeaders.value(h, idx.expiration) {
-            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { reject(&d, .badExpirationDate, state); return }
+            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                reject(&d, .badExpirationDate, state)
+                return
+            }
             d.expiration = e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
         }
 
         // 11. Topic rules
         guard let bundleLength = pushType.bundleLength(ofTopic: topic),
-              APNsProvider.isValidBundle(topic.prefix(bundleLength)) else { reject(&d, .badTopic, state); return }
+            APNsProvider.isValidBundle(topic.prefix(bundleLength))
+        else {
+            reject(&d, .badTopic, state)
+            return
+        }
         let bundle = topic.prefix(bundleLength)
         if let info = certInfo {
-            if pushType.requiresTokenAuth { reject(&d, .topicDisallowed, state); return }
-            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm { reject(&d, .badTopic, state); return }
+            if pushType.requiresTokenAuth {
+                reject(&d, .topicDisallowed, state)
+                return
+            }
+            if !info.topics.contains(where: { topic.elementsEqual($0.utf8) }) && pushType != .mdm {
+                reject(&d, .badTopic, state)
+                return
+            }
         } else if let allowed = keyTopics, !allowed.contains(where: { bundle.elementsEqual($0.utf8) }) {
-            reject(&d, .topicDisallowed, state); return
+            reject(&d, .topicDisallowed, state)
+            return
         }
         d.topic = topic
         d.bundle = bundle
@@ -220,19 +278,33 @@ public struct APNsProvider: Sendable {
         d.tokenKey = tokenKey
         switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey, tokenKey: tokenKey) {
         case .ok: break
-        case .wrongEnvironment, .unknown: reject(&d, .badDeviceToken, state); return
-        case .notForTopic: reject(&d, .deviceTokenNotForTopic, state); return
+        case .wrongEnvironment, .unknown:
+            reject(&d, .badDeviceToken, state)
+            return
+        case .notForTopic:
+            reject(&d, .deviceTokenNotForTopic, state)
+            return
         case .unregistered(let at):
             d.timestampMs = at
-            reject(&d, .unregistered, state); return
+            reject(&d, .unregistered, state)
+            return
         }
 
         // 13. Payload
         let body = request.body
-        if body.isEmpty { reject(&d, .payloadEmpty, state); return }
-        if body.count > pushType.maxPayloadSize { reject(&d, .payloadTooLarge, state); return }
+        if body.isEmpty {
+            reject(&d, .payloadEmpty, state)
+            return
+        }
+        if body.count > pushType.maxPayloadSize {
+            reject(&d, .payloadTooLarge, state)
+            return
+        }
         d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: state.tokens, warnings: &d.warnings)
-        if configuration.strictPayload && !d.warnings.isEmpty { reject(&d, .badPayload, state); return }
+        if configuration.strictPayload && !d.warnings.isEmpty {
+            reject(&d, .badPayload, state)
+            return
+        }
         account(&d, state)
     }
 
@@ -256,8 +328,10 @@ public struct APNsProvider: Sendable {
     // MARK: token authentication
 
     /// Checks the bearer token; success carries the key's topic list (topic-specific keys).
-    func authenticate(_ header: ArraySlice<UInt8>?, env: APNsEnvironment, state: APNsConnectionState,
-                      nowSeconds: Int64) -> Result<[String]?, APNsReason> {
+    func authenticate(
+        _ header: ArraySlice<UInt8>?, env: APNsEnvironment, state: APNsConnectionState,
+        nowSeconds: Int64
+    ) -> Result<[String]?, APNsReason> {
         guard let header else { return .failure(.missingProviderToken) }
         guard header.count > 7, header.prefix(7).equalsIgnoringCase("bearer ") else { return .failure(.invalidProviderToken) }
         let jwt = header.dropFirst(7)
@@ -272,9 +346,10 @@ public struct APNsProvider: Sendable {
         if state.verdict == nil || !Bytes.equal(jwt, state.tokenBytes) {
             // A new token within 20 minutes of adopting the current one, while that one is still
             // good, is an update too many (replacing an expired token is always allowed).
-            if !state.adoptedToken.isEmpty && !Bytes.equal(jwt, state.adoptedToken) &&
-                nowSeconds - state.adoptedAt < configuration.tokenUpdateInterval &&
-                nowSeconds - state.adoptedIssuedAt <= configuration.tokenMaxAge {
+            if !state.adoptedToken.isEmpty && !Bytes.equal(jwt, state.adoptedToken)
+                && nowSeconds - state.adoptedAt < configuration.tokenUpdateInterval
+                && nowSeconds - state.adoptedIssuedAt <= configuration.tokenMaxAge
+            {
                 return .failure(.tooManyProviderTokenUpdates)
             }
             state.tokenBytes = Array(jwt)
@@ -350,10 +425,11 @@ public struct APNsProvider: Sendable {
         // The extension alternates topic and kind: keep the topics (strings that look like bundle ids).
         let fromExt = extTopics.filter { $0.contains(".") }
         for t in fromExt where !topics.contains(t) { topics.append(t) }
-        let apps = Set(topics.map { t -> String in
-            for s in [".voip", ".complication"] where t.hasSuffix(s) { return String(t.dropLast(s.count)) }
-            return t
-        })
+        let apps = Set(
+            topics.map { t -> String in
+                for s in [".voip", ".complication"] where t.hasSuffix(s) { return String(t.dropLast(s.count)) }
+                return t
+            })
         return .init(environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty)
     }
 
@@ -374,7 +450,7 @@ enum ByteClass {
     }
     static let bundle: [Bool] = (0..<256).map { (c: Int) -> Bool in
         let b = UInt8(c)
-        return isAlphanumeric(b) || b == 0x2D || b == 0x2E || b == 0x5F   // - . _
+        return isAlphanumeric(b) || b == 0x2D || b == 0x2E || b == 0x5F // - . _
     }
 
     @inline(__always)
@@ -395,18 +471,23 @@ enum DER {
         var i = 0
         func length() -> Int? {
             guard i < der.count else { return nil }
-            let first = der[i]; i += 1
+            let first = der[i]
+            i += 1
             if first < 0x80 { return Int(first) }
             let n = Int(first & 0x7F)
             guard n > 0, n <= 3, i + n <= der.count else { return nil }
             var v = 0
-            for _ in 0..<n { v = v << 8 | Int(der[i]); i += 1 }
+            for _ in 0..<n {
+                v = v << 8 | Int(der[i])
+                i += 1
+            }
             return v
         }
         while i < der.count {
-            let tag = der[i]; i += 1
+            let tag = der[i]
+            i += 1
             guard let len = length() else { break }
-            if tag == 0x30 || tag == 0x31 { continue }   // descend into SEQUENCE / SET
+            if tag == 0x30 || tag == 0x31 { continue } // descend into SEQUENCE / SET
             guard i + len <= der.count else { break }
             if tag == 0x0C { out.append(String(decoding: der[i..<(i + len)], as: UTF8.self)) }
             i += len

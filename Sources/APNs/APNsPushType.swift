@@ -1,6 +1,6 @@
 import Glibc
-import Transport
 import PushCore
+import Transport
 
 /// `apns-push-type` values and their rules (SEND).
 public enum APNsPushType: String, Sendable, CaseIterable {
@@ -9,15 +9,19 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     /// From the header's bytes, without making a String or walking `allCases` (which allocates).
     public init?(bytes: ArraySlice<UInt8>) {
         let found: APNsPushType? = bytes.withUnsafeBytes { raw in
-            func is_(_ s: StaticString) -> Bool { raw.count == s.utf8CodeUnitCount && sameBytes(raw.baseAddress!, s.utf8Start, raw.count) }
+            func named(_ s: StaticString) -> Bool {
+                raw.count == s.utf8CodeUnitCount && sameBytes(raw.baseAddress!, s.utf8Start, raw.count)
+            }
             switch raw.count {
-            case 3: return is_("mdm") ? .mdm : nil
-            case 4: return is_("voip") ? .voip : nil
-            case 5: return is_("alert") ? .alert : nil
-            case 7: return is_("widgets") ? .widgets : nil
-            case 8: return is_("location") ? .location : (is_("controls") ? .controls : nil)
-            case 10: return is_("background") ? .background : (is_("pushtotalk") ? .pushtotalk : nil)
-            case 12: return is_("complication") ? .complication : (is_("fileprovider") ? .fileprovider : (is_("liveactivity") ? .liveactivity : nil))
+            case 3: return named("mdm") ? .mdm : nil
+            case 4: return named("voip") ? .voip : nil
+            case 5: return named("alert") ? .alert : nil
+            case 7: return named("widgets") ? .widgets : nil
+            case 8: return named("location") ? .location : (named("controls") ? .controls : nil)
+            case 10: return named("background") ? .background : (named("pushtotalk") ? .pushtotalk : nil)
+            case 12:
+                return named("complication")
+                    ? .complication : (named("fileprovider") ? .fileprovider : (named("liveactivity") ? .liveactivity : nil))
             default: return nil
             }
         }

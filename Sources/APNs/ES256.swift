@@ -13,7 +13,10 @@ public enum ES256 {
         public static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
             guard let k = PEM.readKey(pem, isPrivate: isPrivate) else { return nil }
             // Only P-256 keys are ES256 keys.
-            guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC else { EVP_PKEY_free(k); return nil }
+            guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC else {
+                EVP_PKEY_free(k)
+                return nil
+            }
             return Key(k)
         }
 

@@ -22,11 +22,13 @@ public struct ProviderToken: Sendable {
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed("a JWT has three dot-separated parts")) }
         guard let header = Base64URL.decode(parts[0]), let claims = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else { return .failure(.malformed("JWT parts are not base64url")) }
+            let signature = Base64URL.decode(parts[2])
+        else { return .failure(.malformed("JWT parts are not base64url")) }
         guard signature.count == 64 else { return .failure(.malformed("an ES256 signature is 64 bytes")) }
 
         var tokens: [JSONToken] = []
-        var alg: String?, kid: String?
+        var alg: String?
+        var kid: String?
         let headerOK = header.withUnsafeBytes { raw -> Bool in
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
             let v = JSONView(bytes: raw, tokens: tokens)
@@ -38,7 +40,8 @@ public struct ProviderToken: Sendable {
         guard alg == "ES256" else { return .failure(.malformed("alg must be ES256")) }
         guard let kid, kid.utf8.count == 10 else { return .failure(.malformed("kid must be a 10-character key id")) }
 
-        var iss: String?, iat: Int64?
+        var iss: String?
+        var iat: Int64?
         let claimsOK = claims.withUnsafeBytes { raw -> Bool in
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
             let v = JSONView(bytes: raw, tokens: tokens)

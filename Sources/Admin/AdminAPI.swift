@@ -4,8 +4,8 @@ import Faults
 import Fleet
 import Journal
 import Pipeline
-import Tracking
 import PushCore
+import Tracking
 import Transport
 
 /// The admin layer: the emulator's own endpoints, `/healthz`, `/metrics` and `/emulator/v1/...`.
@@ -24,8 +24,10 @@ public struct AdminAPI: Sendable {
         public let fcmDevices: FCMDeviceRegistry
         public let fcmQuota: FCMQuota
 
-        public init(apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, fcmAccounts: FCMServiceAccounts,
-                    fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota) {
+        public init(
+            apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, fcmAccounts: FCMServiceAccounts,
+            fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota
+        ) {
             self.apnsKeys = apnsKeys
             self.apnsDevices = apnsDevices
             self.fcmAccounts = fcmAccounts
@@ -81,8 +83,10 @@ public struct AdminAPI: Sendable {
     let scenarios: ScenarioRegistry
     let gauges: ServerGauges
 
-    public init(gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
-                gauges: ServerGauges) {
+    public init(
+        gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
+        gauges: ServerGauges
+    ) {
         self.gateways = gateways
         self.devicesLayer = devices
         self.records = records
@@ -111,11 +115,13 @@ public struct AdminAPI: Sendable {
         r.add(.get, "/metrics") { ex in
             let fleets = store.allFleets
             let rules = faults.all
-            let text = metrics.render(openConnections: gauges.openConnections(), openStreams: gauges.openStreams(), tracking: tracking, queueDepth: dispatcher.depth,
-                                      devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
-                                      notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
-                                      faultsFired: rules.reduce(0) { $0 + $1.fired },
-                                      journal: journal?.statistics)
+            let text = metrics.render(
+                openConnections: gauges.openConnections(), openStreams: gauges.openStreams(), tracking: tracking,
+                queueDepth: dispatcher.depth,
+                devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
+                notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
+                faultsFired: rules.reduce(0) { $0 + $1.fired },
+                journal: journal?.statistics)
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
@@ -141,7 +147,8 @@ public struct AdminAPI: Sendable {
                 f.matches = { CampaignID.matches($0, c, extra: keys) }
             }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
-                  let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
+                let wait = intParameter(q, "wait", default: 0, range: 0...300)
+            else {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
             }
             f.limit = limit
@@ -158,16 +165,20 @@ public struct AdminAPI: Sendable {
             let filter = f
             longPoll(ex, waitSeconds: wait) { withJournal(log.query(filter), filter) }
         }
-        var deviceAdmin = DeviceAdminAPI(lifecycle: devicesLayer.lifecycle, apnsDevices: devices, fcmDevices: fcmDevices,
-                                         tracking: tracking, dispatcher: dispatcher, log: log)
-        let faultEngine = self.faults, scenarioList = self.scenarios, journalRef = self.journal
+        var deviceAdmin = DeviceAdminAPI(
+            lifecycle: devicesLayer.lifecycle, apnsDevices: devices, fcmDevices: fcmDevices,
+            tracking: tracking, dispatcher: dispatcher, log: log)
+        let faultEngine = self.faults
+        let scenarioList = self.scenarios
+        let journalRef = self.journal
         deviceAdmin.extraStats = {
             let now = Clock.nowMs()
             let rules = faultEngine.all
             var journalJSON = "null"
             if let ref = journalRef {
                 let j = ref.statistics
-                journalJSON = "{\"durability\":\"\(ref.durability.rawValue)\",\"path\":" + (ref.path.map(JSONWriter.quote) ?? "null")
+                journalJSON =
+                    "{\"durability\":\"\(ref.durability.rawValue)\",\"path\":" + (ref.path.map(JSONWriter.quote) ?? "null")
                     + ",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch)"
                     + ",\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped),\"failedCommits\":\(j.failedCommits),\"pruned\":\(j.pruned)"
                     + ",\"storedRequests\":\(j.storedRequests),\"storedTracking\":\(j.storedTracking),\"writerNice\":\(j.writerNice)}"
@@ -185,7 +196,8 @@ public struct AdminAPI: Sendable {
         r.add(.get, "/emulator/v1/fcm/service-accounts") { ex in
             let list = fcmAccounts.all.map { a in
                 "{\"projectId\":" + JSONWriter.quote(a.projectID) + ",\"projectNumber\":\"\(a.projectNumber)\",\"clientEmail\":"
-                    + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":" + JSONWriter.quote(a.privateKeyID) + "}"
+                    + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":"
+                    + JSONWriter.quote(a.privateKeyID) + "}"
             }
             ex.respond(.json(200, "{\"serviceAccounts\":[" + list.joined(separator: ",") + "]}"))
         }
@@ -213,8 +225,9 @@ public struct AdminAPI: Sendable {
     /// the log has evicted anything.
     func withJournal(_ found: [PushNotification], _ filter: NotificationLog.Filter) -> [PushNotification] {
         guard let journal, found.count < filter.limit, log.evicted > 0 else { return found }
-        let older = JournalAdminAPI(journal: journal).notifications(filter, campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
-                                                                    limit: filter.limit - found.count)
+        let older = JournalAdminAPI(journal: journal).notifications(
+            filter, campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
+            limit: filter.limit - found.count)
         return older.reversed() + found
     }
 
@@ -233,7 +246,11 @@ public struct AdminAPI: Sendable {
     }
 
     func createKey(_ req: Request) -> Response {
-        var teamID: String?, keyID: String?, pem: String?, env: APNsEnvironment?, topics: [String]?
+        var teamID: String?
+        var keyID: String?
+        var pem: String?
+        var env: APNsEnvironment?
+        var topics: [String]?
         if !req.body.isEmpty {
             var bad: String? = nil
             let ok = req.body.withUnsafeBytes { raw -> Bool in
@@ -247,13 +264,25 @@ public struct AdminAPI: Sendable {
                     case "keyId": if isString { keyID = v.string(val) } else { bad = "keyId must be a string" }
                     case "publicKeyPem": if isString { pem = v.string(val) } else { bad = "publicKeyPem must be a string" }
                     case "environment":
-                        if isString, let e = APNsEnvironment(rawValue: v.string(val)) { env = e } else { bad = "environment must be sandbox or production" }
+                        if isString, let e = APNsEnvironment(rawValue: v.string(val)) {
+                            env = e
+                        } else {
+                            bad = "environment must be sandbox or production"
+                        }
                     case "topics":
                         var list: [String] = []
                         if v.tokens[val].kind == .array {
-                            v.forEachElement(val) { if v.tokens[$0].kind == .string { list.append(v.string($0)) } else { bad = "topics must be an array of strings" } }
+                            v.forEachElement(val) {
+                                if v.tokens[$0].kind == .string {
+                                    list.append(v.string($0))
+                                } else {
+                                    bad = "topics must be an array of strings"
+                                }
+                            }
                             topics = list
-                        } else { bad = "topics must be an array of strings" }
+                        } else {
+                            bad = "topics must be an array of strings"
+                        }
                     default: bad = "unknown field \(v.string(k))"
                     }
                 }
@@ -284,7 +313,6 @@ public struct AdminAPI: Sendable {
         return s + "}"
     }
 
-
     /// `{"projectId": P}` generates an account; adding `clientEmail`, `privateKeyId` and
     /// `publicKeyPem` registers an existing one. Answers 201 with the service-account JSON
     /// (for a generated account, the complete key file, `token_uri` pointing at this emulator).
@@ -297,8 +325,14 @@ public struct AdminAPI: Sendable {
             let v = JSONView(bytes: raw, tokens: tokens)
             v.forEachMember(0) { k, val in
                 let name = v.string(k)
-                guard ["projectId", "clientEmail", "privateKeyId", "publicKeyPem"].contains(name) else { bad = "unknown field \(name)"; return }
-                guard v.tokens[val].kind == .string else { bad = "\(name) must be a string"; return }
+                guard ["projectId", "clientEmail", "privateKeyId", "publicKeyPem"].contains(name) else {
+                    bad = "unknown field \(name)"
+                    return
+                }
+                guard v.tokens[val].kind == .string else {
+                    bad = "\(name) must be a string"
+                    return
+                }
                 fields[name] = v.string(val)
             }
             return true
@@ -325,7 +359,6 @@ public struct AdminAPI: Sendable {
             return AdminAPI.error(400, "\(error)")
         }
     }
-
 
     /// The admin API's error shape.
     public static func error(_ code: Int, _ message: String) -> Response {

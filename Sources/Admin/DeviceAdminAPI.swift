@@ -44,9 +44,15 @@ struct DeviceAdminAPI: Sendable {
                     return ex.respond(rotate(token, now))
                 }
                 var online: Bool
-                if token.hasSuffix(":online") { online = true; token.removeLast(7) }
-                else if token.hasSuffix(":offline") { online = false; token.removeLast(8) }
-                else { return ex.respond(AdminAPI.error(404, "POST /emulator/v1/devices/{token}:online, :offline or :rotate")) }
+                if token.hasSuffix(":online") {
+                    online = true
+                    token.removeLast(7)
+                } else if token.hasSuffix(":offline") {
+                    online = false
+                    token.removeLast(8)
+                } else {
+                    return ex.respond(AdminAPI.error(404, "POST /emulator/v1/devices/{token}:online, :offline or :rotate"))
+                }
                 guard ensure(token, now) != nil, store.setOnline(token: token, online, nowMs: now) != nil else {
                     return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
                 }
@@ -90,7 +96,8 @@ struct DeviceAdminAPI: Sendable {
         r.add(.get, "/emulator/v1/fleets/{id}/tokens") { ex in
             guard let f = store.fleet(id: ex.parameter(0).utf8String) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
             guard let offset = intParameter(ex.request, "offset", default: 0, range: 0...Int(Int32.max) * 256),
-                  let limit = intParameter(ex.request, "limit", default: 1000, range: 1...DeviceAdminAPI.maxFleetPage) else {
+                let limit = intParameter(ex.request, "limit", default: 1000, range: 1...DeviceAdminAPI.maxFleetPage)
+            else {
                 return ex.respond(AdminAPI.error(400, "offset must be >= 0 and limit 1...\(DeviceAdminAPI.maxFleetPage)"))
             }
             let tokens = store.tokens(f, offset: offset, limit: limit)
@@ -118,7 +125,8 @@ struct DeviceAdminAPI: Sendable {
             }
             f.status = q.queryParameter("status").flatMap { $0.isEmpty ? nil : $0 }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...100_000),
-                  let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
+                let wait = intParameter(q, "wait", default: 0, range: 0...300)
+            else {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...100000 and wait 0...300 seconds"))
             }
             f.limit = limit
@@ -154,7 +162,8 @@ struct DeviceAdminAPI: Sendable {
             var json = device.json(fleetID: fleetID)
             if device.platform == .android, let recorded {
                 json.removeLast()
-                json += ",\"topics\":[" + (recorded.topics ?? []).map(JSONWriter.quote).joined(separator: ",")
+                json +=
+                    ",\"topics\":[" + (recorded.topics ?? []).map(JSONWriter.quote).joined(separator: ",")
                     + "],\"pushes\":\(recorded.pushes)}"
             }
             return json
@@ -165,9 +174,12 @@ struct DeviceAdminAPI: Sendable {
                     + ",\"environment\":\"\(known.environment ?? "sandbox")\",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
                     + uninstalled + ",\"pushes\":\(known.pushes)}"
             }
-            return "{\"token\":" + JSONWriter.quote(known.token) + ",\"platform\":\"android\",\"app\":" + (known.app.map(JSONWriter.quote) ?? "null")
-                + ",\"project\":" + (known.environment.map(JSONWriter.quote) ?? "null") + ",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
-                + uninstalled + ",\"topics\":[" + (known.topics ?? []).map(JSONWriter.quote).joined(separator: ",") + "],\"pushes\":\(known.pushes)}"
+            return "{\"token\":" + JSONWriter.quote(known.token) + ",\"platform\":\"android\",\"app\":"
+                + (known.app.map(JSONWriter.quote) ?? "null")
+                + ",\"project\":" + (known.environment.map(JSONWriter.quote) ?? "null")
+                + ",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
+                + uninstalled + ",\"topics\":[" + (known.topics ?? []).map(JSONWriter.quote).joined(separator: ",")
+                + "],\"pushes\":\(known.pushes)}"
         }
     }
 
@@ -192,7 +204,10 @@ struct DeviceAdminAPI: Sendable {
     /// "tracking","behavior","labels","appState","permission","nseInstalled","privacyOptOut",
     /// "topics" (android: FCM topic subscriptions)}`.
     func create(_ req: Request) -> Response {
-        var platform: DevicePlatform?, app: String?, token: String?, env: String?
+        var platform: DevicePlatform?
+        var app: String?
+        var token: String?
+        var env: String?
         var err: String?
         var topics: [String]?
         let ok = req.body.withUnsafeBytes { raw -> Bool in
@@ -203,7 +218,11 @@ struct DeviceAdminAPI: Sendable {
                 let isString = v.tokens[val].kind == .string
                 switch v.string(k) {
                 case "platform":
-                    if isString, let p = DevicePlatform(rawValue: v.string(val)) { platform = p } else { err = "platform must be ios or android" }
+                    if isString, let p = DevicePlatform(rawValue: v.string(val)) {
+                        platform = p
+                    } else {
+                        err = "platform must be ios or android"
+                    }
                 case "app": if isString { app = v.string(val) } else { err = "app must be a string" }
                 case "token": if isString { token = v.string(val) } else { err = "token must be a string" }
                 case "environment", "project": if isString { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
@@ -217,7 +236,9 @@ struct DeviceAdminAPI: Sendable {
             }
             return true
         }
-        guard ok else { return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\"}") }
+        guard ok else {
+            return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\"}")
+        }
         if let err { return AdminAPI.error(400, err) }
         guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
         guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
@@ -230,11 +251,15 @@ struct DeviceAdminAPI: Sendable {
         var r = FastRandom()
         let tok = token ?? DeviceLifecycle.randomToken(platform, &r)
         if platform == .ios {
-            guard tok.utf8.count >= 64, tok.utf8.count <= 200, tok.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }) else {
+            guard tok.utf8.count >= 64, tok.utf8.count <= 200,
+                tok.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) })
+            else {
                 return AdminAPI.error(400, "an iOS token is 64 to 200 hexadecimal characters")
             }
         } else {
-            guard FCMFormats.isRegistrationToken(tok.utf8) else { return AdminAPI.error(400, "an FCM token is 100 to 4096 characters of [A-Za-z0-9_:-]") }
+            guard FCMFormats.isRegistrationToken(tok.utf8) else {
+                return AdminAPI.error(400, "an FCM token is 100 to 4096 characters of [A-Za-z0-9_:-]")
+            }
         }
         var d = SimDevice(token: tok, platform: platform, app: app, environment: env, createdAtMs: now, seed: r.next())
         if let e = DeviceAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
@@ -258,9 +283,15 @@ struct DeviceAdminAPI: Sendable {
         var list: [String] = []
         var bad: String?
         v.forEachElement(val) { i in
-            guard v.tokens[i].kind == .string else { bad = "topics must be an array of topic names"; return }
+            guard v.tokens[i].kind == .string else {
+                bad = "topics must be an array of topic names"
+                return
+            }
             let raw = Array(v.string(i).utf8)
-            guard let name = FCMFormats.topicName(raw) else { bad = "invalid topic name \(v.string(i)): [a-zA-Z0-9-_.~%]{1,900}"; return }
+            guard let name = FCMFormats.topicName(raw) else {
+                bad = "invalid topic name \(v.string(i)): [a-zA-Z0-9-_.~%]{1,900}"
+                return
+            }
             list.append(String(decoding: name, as: UTF8.self))
         }
         if let bad { return .failure(Message(message: bad)) }
@@ -294,22 +325,41 @@ struct DeviceAdminAPI: Sendable {
             v.forEachMember(0) { k, val in
                 let kind = v.tokens[val].kind
                 switch v.string(k) {
-                case "platform", "app", "token", "environment", "project", "topics": break   // the callers' (topics: FCM's registry)
+                case "platform", "app", "token", "environment", "project", "topics": break // the callers' (topics: FCM's registry)
                 case "tracking":
-                    if kind == .null { d.tracking = nil; return }
+                    if kind == .null {
+                        d.tracking = nil
+                        return
+                    }
                     do { d.tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
                 case "behavior":
-                    if kind == .null { d.behavior = nil; return }
+                    if kind == .null {
+                        d.behavior = nil
+                        return
+                    }
                     do { d.behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
                 case "labels":
-                    guard kind == .array else { err = "labels must be an array of strings"; return }
+                    guard kind == .array else {
+                        err = "labels must be an array of strings"
+                        return
+                    }
                     var l: [String] = []
-                    v.forEachElement(val) { if v.tokens[$0].kind == .string { l.append(v.string($0)) } else { err = "labels must be an array of strings" } }
+                    v.forEachElement(val) {
+                        if v.tokens[$0].kind == .string { l.append(v.string($0)) } else { err = "labels must be an array of strings" }
+                    }
                     d.labels = l
                 case "appState":
-                    if kind == .string, let s = SimDevice.AppState(rawValue: v.string(val)) { d.appState = s } else { err = "appState must be foreground, background or offline" }
+                    if kind == .string, let s = SimDevice.AppState(rawValue: v.string(val)) {
+                        d.appState = s
+                    } else {
+                        err = "appState must be foreground, background or offline"
+                    }
                 case "permission":
-                    if kind == .string, let p = SimDevice.Permission(rawValue: v.string(val)) { d.permission = p } else { err = "permission must be authorized, provisional or denied" }
+                    if kind == .string, let p = SimDevice.Permission(rawValue: v.string(val)) {
+                        d.permission = p
+                    } else {
+                        err = "permission must be authorized, provisional or denied"
+                    }
                 case "nseInstalled":
                     if kind == .true || kind == .false { d.nseInstalled = kind == .true } else { err = "nseInstalled must be a boolean" }
                 case "privacyOptOut":
@@ -328,8 +378,14 @@ struct DeviceAdminAPI: Sendable {
     /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
     /// "seed","behavior","tracking","labels"}`.
     func createFleet(_ req: Request) -> Response {
-        var platform: DevicePlatform?, app: String?, count: Int?, env: String?, seed: UInt64?
-        var behavior: Behavior?, tracking: TrackingConfig?, labels: [String] = []
+        var platform: DevicePlatform?
+        var app: String?
+        var count: Int?
+        var env: String?
+        var seed: UInt64?
+        var behavior: Behavior?
+        var tracking: TrackingConfig?
+        var labels: [String] = []
         var err: String?
         var topLevel: [(Int, Int)] = []
         let ok = req.body.withUnsafeBytes { raw -> Bool in
@@ -340,7 +396,11 @@ struct DeviceAdminAPI: Sendable {
                 let kind = v.tokens[val].kind
                 switch v.string(k) {
                 case "platform":
-                    if kind == .string, let p = DevicePlatform(rawValue: v.string(val)) { platform = p } else { err = "platform must be ios or android" }
+                    if kind == .string, let p = DevicePlatform(rawValue: v.string(val)) {
+                        platform = p
+                    } else {
+                        err = "platform must be ios or android"
+                    }
                 case "app": if kind == .string { app = v.string(val) } else { err = "app must be a string" }
                 case "count": if let n = v.integer(val) { count = n } else { err = "count must be an integer" }
                 case "environment", "project": if kind == .string { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
@@ -348,7 +408,9 @@ struct DeviceAdminAPI: Sendable {
                 case "behavior": do { behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
                 case "tracking": do { tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
                 case "labels":
-                    v.forEachElement(val) { if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" } }
+                    v.forEachElement(val) {
+                        if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" }
+                    }
                 case let name where Behavior.fields.contains(name): topLevel.append((k, val))
                 default: err = "unknown fleet field \(v.string(k))"
                 }
@@ -362,7 +424,10 @@ struct DeviceAdminAPI: Sendable {
             }
             return true
         }
-        guard ok else { return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\",\"count\":1000000}") }
+        guard ok else {
+            return AdminAPI.error(
+                400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\",\"count\":1000000}")
+        }
         if let err { return AdminAPI.error(400, err) }
         guard let platform, let app, !app.isEmpty, let count else { return AdminAPI.error(400, "platform, app and count are required") }
         guard count >= 1, count <= 1_000_000_000 else { return AdminAPI.error(400, "count must be 1 to 1000000000") }
@@ -371,8 +436,9 @@ struct DeviceAdminAPI: Sendable {
             guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
         }
         do {
-            let f = try store.createFleet(platform: platform, app: app, count: count, environment: env, seed: seed,
-                                          behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs())
+            let f = try store.createFleet(
+                platform: platform, app: app, count: count, environment: env, seed: seed,
+                behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs())
             return .json(201, f.json)
         } catch {
             return AdminAPI.error(400, "\(error)")
@@ -380,14 +446,19 @@ struct DeviceAdminAPI: Sendable {
     }
 
     func stats() -> String {
-        let c = tracking.counters, s = store.stats
+        let c = tracking.counters
+        let s = store.stats
         let fleets = store.allFleets
-        var j = "{\"devices\":{\"records\":\(store.recordCount),\"fleets\":\(fleets.count),\"fleetDevices\":\(fleets.reduce(0) { $0 + $1.count })"
+        var j =
+            "{\"devices\":{\"records\":\(store.recordCount),\"fleets\":\(fleets.count),\"fleetDevices\":\(fleets.reduce(0) { $0 + $1.count })"
         j += ",\"apnsTokens\":\(apnsDevices.count),\"fcmTokens\":\(fcmDevices.count)}"
-        j += ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline),\"unstored\":\(s.unstored)}"
+        j +=
+            ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline),\"unstored\":\(s.unstored)}"
         j += ",\"notifications\":{\"kept\":\(log.count),\"evicted\":\(log.evicted)}"
-        j += ",\"tracking\":{\"scheduled\":\(c.scheduled),\"skipped\":\(s.trackingSkipped),\"attempts\":\(c.attempts),\"succeeded\":\(c.succeeded)"
-        j += ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}"
+        j +=
+            ",\"tracking\":{\"scheduled\":\(c.scheduled),\"skipped\":\(s.trackingSkipped),\"attempts\":\(c.attempts),\"succeeded\":\(c.succeeded)"
+        j +=
+            ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}"
         return j + extraStats() + "}"
     }
 }

@@ -22,7 +22,9 @@ struct JournalAdminAPI: Sendable {
             var since: Int64 = 0
             if let v = q.queryParameter("since").flatMap({ $0.isEmpty ? nil : percentDecode($0) }) {
                 guard let ms = TimeArgument.parse(v, nowMs: Clock.nowMs()) else {
-                    return ex.respond(AdminAPI.error(400, "since takes milliseconds since the epoch, an ISO 8601 UTC time, or an age such as 30m, 12h, 7d"))
+                    return ex.respond(
+                        AdminAPI.error(
+                            400, "since takes milliseconds since the epoch, an ISO 8601 UTC time, or an age such as 30m, 12h, 7d"))
                 }
                 since = ms
             }
@@ -53,13 +55,16 @@ struct JournalAdminAPI: Sendable {
 
     /// Accepted notifications from the journal matching `filter` that the in-memory log no longer
     /// has (`known` ids excluded), newest first, at most `limit`.
-    func notifications(_ filter: NotificationLog.Filter, campaignKeys: [String], excluding known: Set<UUIDValue>,
-                       limit: Int) -> [PushNotification] {
+    func notifications(
+        _ filter: NotificationLog.Filter, campaignKeys: [String], excluding known: Set<UUIDValue>,
+        limit: Int
+    ) -> [PushNotification] {
         var out: [PushNotification] = []
         guard limit > 0 else { return out }
         journal.scan(newestFirst: true) { e in
             guard case .request(let r) = e, r.status == 200, let idText = r.notificationID,
-                  let id = UUIDValue.parseCanonicalLowercase(Array(idText.utf8)), !known.contains(id) else { return true }
+                let id = UUIDValue.parseCanonicalLowercase(Array(idText.utf8)), !known.contains(id)
+            else { return true }
             if let p = filter.provider, p != r.provider { return true }
             if let t = filter.token, t != r.token { return true }
             if let t = filter.topic, t != r.topic { return true }
@@ -69,9 +74,10 @@ struct JournalAdminAPI: Sendable {
                 var tokens: [JSONToken] = []
                 return !raw.isEmpty && JSONParser.parse(raw, into: &tokens) == nil
             }
-            let n = PushNotification(id: id, provider: r.provider, receivedAtMs: r.atMs, environment: r.environment,
-                                     token: Array(r.token.utf8)[...], topic: r.topic.map { Array($0.utf8)[...] }, headers: headers,
-                                     payload: r.payload, payloadIsJSON: isJSON, warnings: r.warnings)
+            let n = PushNotification(
+                id: id, provider: r.provider, receivedAtMs: r.atMs, environment: r.environment,
+                token: Array(r.token.utf8)[...], topic: r.topic.map { Array($0.utf8)[...] }, headers: headers,
+                payload: r.payload, payloadIsJSON: isJSON, warnings: r.warnings)
             if let m = filter.matches, !m(n) { return true }
             out.append(n)
             return out.count < limit
@@ -89,9 +95,11 @@ struct JournalAdminAPI: Sendable {
             if let tok = filter.token, tok != t.token { return true }
             if let ev = filter.event, ev != event { return true }
             if let st = filter.status, String(t.status) != st && t.outcome != st { return true }
-            out.append(TrackingAttempt(event: event, preset: t.preset, token: t.token, notificationID: t.notificationID, method: t.method,
-                                       url: t.url, status: t.status, latencyMs: t.latencyMs, error: t.error, attempt: t.attempt,
-                                       outcome: t.outcome, atMs: t.atMs, events: t.events))
+            out.append(
+                TrackingAttempt(
+                    event: event, preset: t.preset, token: t.token, notificationID: t.notificationID, method: t.method,
+                    url: t.url, status: t.status, latencyMs: t.latencyMs, error: t.error, attempt: t.attempt,
+                    outcome: t.outcome, atMs: t.atMs, events: t.events))
             return out.count < limit
         }
         return out

@@ -16,9 +16,11 @@ extension Emulator {
             var effect = FaultEffect()
             effect.errorCode = "UNAVAILABLE"
             effect.retryAfter = 2
-            faults.add(FaultRule(id: faults.newID(), match: match, effect: effect, seed: 0, createdAtMs: Clock.nowMs(),
-                                 matchJSON: "{\"provider\":\"fcm\",\"percent\":\(configuration.fcmOverloadPercent)}",
-                                 effectJSON: "{\"errorCode\":\"UNAVAILABLE\",\"retryAfter\":2}"))
+            faults.add(
+                FaultRule(
+                    id: faults.newID(), match: match, effect: effect, seed: 0, createdAtMs: Clock.nowMs(),
+                    matchJSON: "{\"provider\":\"fcm\",\"percent\":\(configuration.fcmOverloadPercent)}",
+                    effectJSON: "{\"errorCode\":\"UNAVAILABLE\",\"retryAfter\":2}"))
         }
         if let path = configuration.faultsFile {
             do {
@@ -32,8 +34,9 @@ extension Emulator {
         }
         if let path = configuration.scenarioFile {
             do {
-                let scenario = try Scenario.parse(try Emulator.readFile(path, what: "scenario"), id: scenarios.newID(),
-                                                  nowMs: Clock.nowMs(), ruleID: { faults.newID() })
+                let scenario = try Scenario.parse(
+                    try Emulator.readFile(path, what: "scenario"), id: scenarios.newID(),
+                    nowMs: Clock.nowMs(), ruleID: { faults.newID() })
                 scenarios.add(scenario, to: faults)
             } catch let error as ConfigurationError {
                 throw error

@@ -19,7 +19,8 @@ extension Emulator {
         case (nil, _?):
             throw ConfigurationError("--key needs --cert")
         }
-        let clientCA = try configuration.clientCAPath.map { try readFile($0, what: "client CA") }
+        let clientCA =
+            try configuration.clientCAPath.map { try readFile($0, what: "client CA") }
             ?? Array(DevelopmentCredentials.certificateAuthority.utf8)
         return TLSConfiguration(certificateChainPEM: certificate, privateKeyPEM: key, clientCAPEM: clientCA)
     }

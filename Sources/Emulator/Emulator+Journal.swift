@@ -17,17 +17,19 @@ extension Emulator {
             journal = try Journal(
                 path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite", durability: durability,
                 loops: configuration.threads, retention: retention,
-                campaignOf: { provider, payload in CampaignID.first(request: PayloadReader(Array(payload)), provider: provider, extra: keys) })
+                campaignOf: { provider, payload in CampaignID.first(request: PayloadReader(Array(payload)), provider: provider, extra: keys)
+                })
         } catch let error as ConfigurationError {
             throw error
         } catch {
             throw ConfigurationError("\(error)")
         }
         tracking.onRecord = { attempt in
-            journal.appendTracking(atMs: attempt.atMs, preset: attempt.preset, event: attempt.event.rawValue, token: attempt.token,
-                                   notificationID: attempt.notificationID, method: attempt.method, url: attempt.url,
-                                   status: attempt.status, outcome: attempt.outcome, attempt: attempt.attempt,
-                                   latencyMs: attempt.latencyMs, error: attempt.error, events: attempt.events)
+            journal.appendTracking(
+                atMs: attempt.atMs, preset: attempt.preset, event: attempt.event.rawValue, token: attempt.token,
+                notificationID: attempt.notificationID, method: attempt.method, url: attempt.url,
+                status: attempt.status, outcome: attempt.outcome, attempt: attempt.attempt,
+                latencyMs: attempt.latencyMs, error: attempt.error, events: attempt.events)
         }
         return journal
     }

@@ -37,9 +37,10 @@ extension Emulator {
             let fcmDirectory = dataDirectory.map { $0 + "/fcm" }
             fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
             fcmDevices = FCMDeviceRegistry(directory: devices, strict: strict)
-            fcmProvider = FCMProvider(configuration: configuration.fcm, accounts: fcmAccounts,
-                                      tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
-                                      quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
+            fcmProvider = FCMProvider(
+                configuration: configuration.fcm, accounts: fcmAccounts,
+                tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,
+                quota: FCMQuota(perMinute: configuration.fcm.quotaPerMinute))
         }
     }
 }

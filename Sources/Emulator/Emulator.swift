@@ -50,21 +50,25 @@ public final class Emulator: Sendable {
         self.faults = faults
         let metrics = Metrics(loops: configuration.threads)
         let lifecycle = DeviceLifecycle(store: stores.devices, records: [stores.apnsDevices, stores.fcmDevices])
-        let pipelineServices = PipelineServices(log: stores.notifications, lifecycle: lifecycle, faults: faults, journal: journal,
-                                                metrics: metrics)
+        let pipelineServices = PipelineServices(
+            log: stores.notifications, lifecycle: lifecycle, faults: faults, journal: journal,
+            metrics: metrics)
 
         // The gateways, each in its own pipeline: one line each.
         let apnsRules = APNsProvider(configuration: configuration.apns, keys: stores.apnsKeys, devices: stores.apnsDevices)
-        let gateways = [
-            GatewayPlugin(APNsGateway(rules: apnsRules, adaptiveStreams: configuration.apnsAdaptiveStreams),
-                          tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil),
-            GatewayPlugin(FCMGateway(rules: stores.fcmProvider)),
-        ] + extraGateways
+        let gateways =
+            [
+                GatewayPlugin(
+                    APNsGateway(rules: apnsRules, adaptiveStreams: configuration.apnsAdaptiveStreams),
+                    tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil),
+                GatewayPlugin(FCMGateway(rules: stores.fcmProvider)),
+            ] + extraGateways
 
         let gauges = ServerGauges()
         let admin = AdminAPI(
-            gateways: .init(apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, fcmAccounts: stores.fcmAccounts,
-                            fcmDevices: stores.fcmDevices, fcmQuota: stores.fcmProvider.quota),
+            gateways: .init(
+                apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, fcmAccounts: stores.fcmAccounts,
+                fcmDevices: stores.fcmDevices, fcmQuota: stores.fcmProvider.quota),
             devices: .init(lifecycle: lifecycle, tracking: stores.trackingLog, dispatcher: stores.dispatcher),
             records: .init(log: stores.notifications, journal: journal, metrics: metrics, campaignKeys: configuration.campaignKeys),
             faults: faults, scenarios: scenarios,
@@ -95,8 +99,10 @@ public final class Emulator: Sendable {
             throw ConfigurationError("TLS setup failed: \(error)")
         }
         gauges.server = server
-        services = [JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
-                    ServerService(server: server, configuration: configuration)]
+        services = [
+            JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
+            ServerService(server: server, configuration: configuration),
+        ]
     }
 
     /// Starts every service in order: the journal, the tracking dispatcher, then the server
@@ -138,6 +144,6 @@ public final class Emulator: Sendable {
 }
 
 /// The server, for the admin gauges built before it exists (`/metrics` reads its connections).
-final class ServerGauges: @unchecked Sendable {   // set once, before the server starts
+final class ServerGauges: @unchecked Sendable { // set once, before the server starts
     var server: HTTPServer?
 }

@@ -1,11 +1,11 @@
 import APNs
+import CSystem
 import FCM
 import Faults
-import Journal
 import Fleet
+import Journal
 import PushCore
 import Tracking
-import CSystem
 
 /// Everything `pushemu serve` can be told, by flag or config file. Defaults are what a CI user wants.
 public struct EmulatorConfiguration: Sendable {

@@ -6,8 +6,8 @@
 import APNs
 import FCM
 import Faults
-import Journal
 import Fleet
+import Journal
 import PushCore
 import Tracking
 
@@ -16,169 +16,297 @@ public enum ServeOptions {
 
     struct Option: Sendable {
         let name: String
-        let valueName: String?   // nil: boolean flag
+        let valueName: String? // nil: boolean flag
         let help: String
         let apply: @Sendable (inout EmulatorConfiguration, String) throws -> Void
     }
 
     static let options: [Option] = [
         Option(name: "host", valueName: "ADDR", help: "address to bind (default 127.0.0.1; 0.0.0.0 or :: for all)") { c, v in c.host = v },
-        Option(name: "http-port", valueName: "PORT", help: "cleartext port: HTTP/1.1, h2c, Upgrade: h2c (default 8080; 0 = any free)") { c, v in c.httpPort = try port(v, "http-port") },
-        Option(name: "https-port", valueName: "PORT", help: "TLS port: HTTP/2 and HTTP/1.1 (default 8443; 0 = any free)") { c, v in c.httpsPort = try port(v, "https-port") },
-        Option(name: "threads", valueName: "N", help: "event-loop threads (default: CPU count)") { c, v in c.threads = try int(v, "threads", 1...1024) },
+        Option(name: "http-port", valueName: "PORT", help: "cleartext port: HTTP/1.1, h2c, Upgrade: h2c (default 8080; 0 = any free)") {
+            c, v in c.httpPort = try port(v, "http-port")
+        },
+        Option(name: "https-port", valueName: "PORT", help: "TLS port: HTTP/2 and HTTP/1.1 (default 8443; 0 = any free)") { c, v in
+            c.httpsPort = try port(v, "https-port")
+        },
+        Option(name: "threads", valueName: "N", help: "event-loop threads (default: CPU count)") { c, v in
+            c.threads = try int(v, "threads", 1...1024)
+        },
         Option(name: "data-dir", valueName: "DIR", help: "where state is persisted (default ./.pushemu)") { c, v in c.dataDirectory = v },
         Option(name: "in-memory", valueName: nil, help: "write nothing to disk") { c, v in c.inMemory = try bool(v, "in-memory") },
-        Option(name: "cert", valueName: "FILE", help: "TLS certificate chain, PEM (default: the embedded development certificate)") { c, v in c.certificatePath = v },
+        Option(name: "cert", valueName: "FILE", help: "TLS certificate chain, PEM (default: the embedded development certificate)") {
+            c, v in c.certificatePath = v
+        },
         Option(name: "key", valueName: "FILE", help: "TLS private key, PEM") { c, v in c.keyPath = v },
-        Option(name: "client-ca", valueName: "FILE", help: "CA(s) for client certificates, PEM (default: the development CA)") { c, v in c.clientCAPath = v },
-        Option(name: "drain-timeout", valueName: "SECONDS", help: "time to finish in-flight requests on SIGINT/SIGTERM (default 10)") { c, v in c.drainTimeout = try double(v, "drain-timeout") },
-        Option(name: "idle-timeout", valueName: "SECONDS", help: "close connections idle this long (default 3600)") { c, v in c.idleTimeout = try double(v, "idle-timeout") },
-        Option(name: "max-connections", valueName: "N", help: "open connections at most (default 10000)") { c, v in c.maxConnections = try int(v, "max-connections", 1...1_000_000) },
-        Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000)) },
-        Option(name: "apns-environment", valueName: "ENV", help: "environment for hosts that name none: sandbox (default) or production") { c, v in
-            guard let e = APNsEnvironment(rawValue: v) else { throw ConfigurationError("--apns-environment must be sandbox or production, got '\(v)'") }
+        Option(name: "client-ca", valueName: "FILE", help: "CA(s) for client certificates, PEM (default: the development CA)") { c, v in
+            c.clientCAPath = v
+        },
+        Option(name: "drain-timeout", valueName: "SECONDS", help: "time to finish in-flight requests on SIGINT/SIGTERM (default 10)") {
+            c, v in c.drainTimeout = try double(v, "drain-timeout")
+        },
+        Option(name: "idle-timeout", valueName: "SECONDS", help: "close connections idle this long (default 3600)") { c, v in
+            c.idleTimeout = try double(v, "idle-timeout")
+        },
+        Option(name: "max-connections", valueName: "N", help: "open connections at most (default 10000)") { c, v in
+            c.maxConnections = try int(v, "max-connections", 1...1_000_000)
+        },
+        Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in
+            c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000))
+        },
+        Option(name: "apns-environment", valueName: "ENV", help: "environment for hosts that name none: sandbox (default) or production") {
+            c, v in
+            guard let e = APNsEnvironment(rawValue: v) else {
+                throw ConfigurationError("--apns-environment must be sandbox or production, got '\(v)'")
+            }
             c.apns.defaultEnvironment = e
         },
         Option(name: "apns-auth", valueName: "MODE", help: "lenient (default: JWTs with unknown kid accepted) or strict") { c, v in
-            guard let m = APNsConfiguration.AuthMode(rawValue: v) else { throw ConfigurationError("--apns-auth must be lenient or strict, got '\(v)'") }
+            guard let m = APNsConfiguration.AuthMode(rawValue: v) else {
+                throw ConfigurationError("--apns-auth must be lenient or strict, got '\(v)'")
+            }
             c.apns.authMode = m
         },
-        Option(name: "strict-payload", valueName: nil, help: "payload problems answer 400 (APNs BadPayload, FCM INVALID_ARGUMENT) instead of a warning") { c, v in
+        Option(
+            name: "strict-payload", valueName: nil,
+            help: "payload problems answer 400 (APNs BadPayload, FCM INVALID_ARGUMENT) instead of a warning"
+        ) { c, v in
             c.apns.strictPayload = try bool(v, "strict-payload")
             c.fcm.strictPayload = c.apns.strictPayload
         },
-        Option(name: "apns-token-length", valueName: "MIN-MAX", help: "accepted device token lengths in hex characters (default 64-200)") { c, v in
+        Option(name: "apns-token-length", valueName: "MIN-MAX", help: "accepted device token lengths in hex characters (default 64-200)") {
+            c, v in
             let parts = v.split(separator: "-").compactMap { Int($0) }
             guard parts.count == 2, parts[0] >= 1, parts[0] <= parts[1], parts[1] <= 4096 else {
                 throw ConfigurationError("--apns-token-length must be MIN-MAX, e.g. 64-200, got '\(v)'")
             }
             c.apns.tokenLength = parts[0]...parts[1]
         },
-        Option(name: "apns-streams", valueName: "N", help: "APNs concurrent streams once authenticated (default 1000; 1 before a valid token)") { c, v in c.apns.streamsAfterAuth = UInt32(try int(v, "apns-streams", 1...1_000_000)) },
-        Option(name: "apns-max-errors", valueName: "N", help: "error budget per APNs connection before GOAWAY (default 500; BadDeviceToken counts 5)") { c, v in c.apns.maxConnectionErrors = try int(v, "apns-max-errors", 1...100_000_000) },
-        Option(name: "apns-bad-environment-reason", valueName: "REASON", help: "spelling of the wrong-environment key reason (default BadEnvironmentKeyIdInToken)") { c, v in
+        Option(
+            name: "apns-streams", valueName: "N", help: "APNs concurrent streams once authenticated (default 1000; 1 before a valid token)"
+        ) { c, v in c.apns.streamsAfterAuth = UInt32(try int(v, "apns-streams", 1...1_000_000)) },
+        Option(
+            name: "apns-max-errors", valueName: "N",
+            help: "error budget per APNs connection before GOAWAY (default 500; BadDeviceToken counts 5)"
+        ) { c, v in c.apns.maxConnectionErrors = try int(v, "apns-max-errors", 1...100_000_000) },
+        Option(
+            name: "apns-bad-environment-reason", valueName: "REASON",
+            help: "spelling of the wrong-environment key reason (default BadEnvironmentKeyIdInToken)"
+        ) { c, v in
             guard !v.isEmpty, v.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }) else {
                 throw ConfigurationError("--apns-bad-environment-reason must be letters only, got '\(v)'")
             }
             c.apns.badEnvironmentReason = v
         },
-        Option(name: "fcm-auth", valueName: "MODE", help: "lenient (default: bearer tokens the emulator did not issue are accepted) or strict") { c, v in
-            guard let m = FCMConfiguration.AuthMode(rawValue: v) else { throw ConfigurationError("--fcm-auth must be lenient or strict, got '\(v)'") }
+        Option(
+            name: "fcm-auth", valueName: "MODE", help: "lenient (default: bearer tokens the emulator did not issue are accepted) or strict"
+        ) { c, v in
+            guard let m = FCMConfiguration.AuthMode(rawValue: v) else {
+                throw ConfigurationError("--fcm-auth must be lenient or strict, got '\(v)'")
+            }
             c.fcm.authMode = m
         },
-        Option(name: "fcm-quota", valueName: "N", help: "FCM messages per minute per project before 429 (default 600000; 0 = off)") { c, v in c.fcm.quotaPerMinute = try int(v, "fcm-quota", 0...1_000_000_000) },
-        Option(name: "fcm-token-lifetime", valueName: "SECONDS", help: "lifetime of issued OAuth access tokens (default 3600)") { c, v in c.fcm.tokenLifetime = try int(v, "fcm-token-lifetime", 1...86_400) },
-        Option(name: "fcm-size-mode", valueName: "MODE", help: "how the 4096-byte limit is counted: fields (default: data and notification keys and values) or message") { c, v in
-            guard let m = FCMSizeMode(rawValue: v) else { throw ConfigurationError("--fcm-size-mode must be fields or message, got '\(v)'") }
+        Option(name: "fcm-quota", valueName: "N", help: "FCM messages per minute per project before 429 (default 600000; 0 = off)") {
+            c, v in c.fcm.quotaPerMinute = try int(v, "fcm-quota", 0...1_000_000_000)
+        },
+        Option(name: "fcm-token-lifetime", valueName: "SECONDS", help: "lifetime of issued OAuth access tokens (default 3600)") { c, v in
+            c.fcm.tokenLifetime = try int(v, "fcm-token-lifetime", 1...86_400)
+        },
+        Option(
+            name: "fcm-size-mode", valueName: "MODE",
+            help: "how the 4096-byte limit is counted: fields (default: data and notification keys and values) or message"
+        ) { c, v in
+            guard let m = FCMSizeMode(rawValue: v) else {
+                throw ConfigurationError("--fcm-size-mode must be fields or message, got '\(v)'")
+            }
             c.fcm.sizeMode = m
         },
-        Option(name: "fcm-streams", valueName: "N", help: "concurrent streams on connections to fcm.googleapis.com (SNI) (default 100)") { c, v in c.fcm.streams = UInt32(try int(v, "fcm-streams", 1...1_000_000)) },
-        Option(name: "devices", valueName: "POLICY", help: "auto (default: an unknown well-formed token becomes a device) or strict (unknown tokens are refused)") { c, v in
+        Option(name: "fcm-streams", valueName: "N", help: "concurrent streams on connections to fcm.googleapis.com (SNI) (default 100)") {
+            c, v in c.fcm.streams = UInt32(try int(v, "fcm-streams", 1...1_000_000))
+        },
+        Option(
+            name: "devices", valueName: "POLICY",
+            help: "auto (default: an unknown well-formed token becomes a device) or strict (unknown tokens are refused)"
+        ) { c, v in
             guard let p = DeviceStore.Policy(rawValue: v) else { throw ConfigurationError("--devices must be auto or strict, got '\(v)'") }
             c.devices.policy = p
         },
-        Option(name: "tracking-preset", valueName: "NAME", help: "default SDK tracking: adobe-campaign, pushwoosh, onesignal, moengage, braze or webhook") { c, v in
-            guard TrackingConfig.presets.contains(v) else { throw ConfigurationError("--tracking-preset must be one of \(TrackingConfig.presets.joined(separator: ", ")), got '\(v)'") }
+        Option(
+            name: "tracking-preset", valueName: "NAME",
+            help: "default SDK tracking: adobe-campaign, pushwoosh, onesignal, moengage, braze or webhook"
+        ) { c, v in
+            guard TrackingConfig.presets.contains(v) else {
+                throw ConfigurationError("--tracking-preset must be one of \(TrackingConfig.presets.joined(separator: ", ")), got '\(v)'")
+            }
             var t = c.devices.defaultTracking ?? TrackingConfig(preset: v, url: "")
             t.preset = v
             c.devices.defaultTracking = t
         },
         Option(name: "tracking-url", valueName: "URL", help: "the default tracking server's base URL (http://HOST:PORT)") { c, v in
-            guard v.hasPrefix("http://") || v.hasPrefix("https://") else { throw ConfigurationError("--tracking-url must be an http(s) URL, got '\(v)'") }
+            guard v.hasPrefix("http://") || v.hasPrefix("https://") else {
+                throw ConfigurationError("--tracking-url must be an http(s) URL, got '\(v)'")
+            }
             var t = c.devices.defaultTracking ?? TrackingConfig(preset: "adobe-campaign", url: v)
             t.url = v
             c.devices.defaultTracking = t
         },
-        Option(name: "tracking", valueName: "JSON", help: "the default tracking as the admin API's object, e.g. {\"preset\":\"pushwoosh\",\"url\":...,\"appCode\":...}") { c, v in
-            do { c.devices.defaultTracking = try TrackingConfig.parse(Array(v.utf8)) } catch { throw ConfigurationError("--tracking: \(error)") }
+        Option(
+            name: "tracking", valueName: "JSON",
+            help: "the default tracking as the admin API's object, e.g. {\"preset\":\"pushwoosh\",\"url\":...,\"appCode\":...}"
+        ) { c, v in
+            do { c.devices.defaultTracking = try TrackingConfig.parse(Array(v.utf8)) } catch {
+                throw ConfigurationError("--tracking: \(error)")
+            }
         },
-        Option(name: "behavior", valueName: "JSON", help: "default device behaviour, e.g. {\"openRate\":0.1,\"receiveDelayMs\":[50,500]}") { c, v in
+        Option(name: "behavior", valueName: "JSON", help: "default device behaviour, e.g. {\"openRate\":0.1,\"receiveDelayMs\":[50,500]}") {
+            c, v in
             let bytes = Array(v.utf8)
             do {
                 c.devices.defaultBehavior = try bytes.withUnsafeBytes { raw in
                     var t: [JSONToken] = []
-                    guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else { throw ConfigurationError("--behavior must be a JSON object") }
+                    guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else {
+                        throw ConfigurationError("--behavior must be a JSON object")
+                    }
                     return try Behavior.parse(JSONView(bytes: raw, tokens: t), 0)
                 }
             } catch let e as ConfigurationError { throw e } catch { throw ConfigurationError("--behavior: \(error)") }
         },
-        Option(name: "inbox-size", valueName: "N", help: "notifications kept per device inbox (default 100)") { c, v in c.devices.inboxSize = try int(v, "inbox-size", 1...100_000) },
-        Option(name: "max-devices", valueName: "N", help: "device records kept at most; pushes beyond are delivered and tracked unkept (default 5000000)") { c, v in c.devices.maxDevices = try int(v, "max-devices", 64...1_000_000_000) },
-        Option(name: "tracking-timeout", valueName: "SECONDS", help: "timeout of one tracking request (default 30, Adobe's)") { c, v in c.tracking.timeoutMs = Int(try double(v, "tracking-timeout") * 1000) },
-        Option(name: "tracking-retries", valueName: "N", help: "retries after a 5xx or connection error, with exponential backoff (default 4)") { c, v in c.tracking.maxAttempts = try int(v, "tracking-retries", 0...20) + 1 },
-        Option(name: "tracking-concurrency", valueName: "N", help: "tracking requests in flight per dispatcher lane (default 32; two lanes; at most 32 connections per target per lane)") { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
-        Option(name: "tracking-queue", valueName: "N", help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)") { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
-        Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in c.tracking.caFile = v },
-        Option(name: "tracking-log-size", valueName: "N", help: "tracking attempts kept for the admin API (default 100000)") { c, v in c.trackingLogSize = try int(v, "tracking-log-size", 1...10_000_000) },
-        Option(name: "faults", valueName: "FILE", help: "fault rules to load at start: a JSON list of {\"match\",\"effect\",\"seed\"}") { c, v in c.faultsFile = v },
-        Option(name: "scenario", valueName: "FILE", help: "a fault timeline to start at start: {\"steps\":[{\"at\":\"30s\",\"for\":\"10s\",\"effect\":{...}}]}") { c, v in c.scenarioFile = v },
-        Option(name: "allow-override-header", valueName: nil, help: "obey x-pushemu-fault request headers (status=503;reason=...;delay=200ms)") { c, v in c.allowOverrideHeader = try bool(v, "allow-override-header") },
-        Option(name: "latency", valueName: "PROFILE", help: "latency added to every answer, e.g. apns=20-40,fcm=30 (milliseconds; a range is uniform)") { c, v in
+        Option(name: "inbox-size", valueName: "N", help: "notifications kept per device inbox (default 100)") { c, v in
+            c.devices.inboxSize = try int(v, "inbox-size", 1...100_000)
+        },
+        Option(
+            name: "max-devices", valueName: "N",
+            help: "device records kept at most; pushes beyond are delivered and tracked unkept (default 5000000)"
+        ) { c, v in c.devices.maxDevices = try int(v, "max-devices", 64...1_000_000_000) },
+        Option(name: "tracking-timeout", valueName: "SECONDS", help: "timeout of one tracking request (default 30, Adobe's)") { c, v in
+            c.tracking.timeoutMs = Int(try double(v, "tracking-timeout") * 1000)
+        },
+        Option(
+            name: "tracking-retries", valueName: "N", help: "retries after a 5xx or connection error, with exponential backoff (default 4)"
+        ) { c, v in c.tracking.maxAttempts = try int(v, "tracking-retries", 0...20) + 1 },
+        Option(
+            name: "tracking-concurrency", valueName: "N",
+            help: "tracking requests in flight per dispatcher lane (default 32; two lanes; at most 32 connections per target per lane)"
+        ) { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
+        Option(
+            name: "tracking-queue", valueName: "N",
+            help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)"
+        ) { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
+        Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in
+            c.tracking.caFile = v
+        },
+        Option(name: "tracking-log-size", valueName: "N", help: "tracking attempts kept for the admin API (default 100000)") { c, v in
+            c.trackingLogSize = try int(v, "tracking-log-size", 1...10_000_000)
+        },
+        Option(name: "faults", valueName: "FILE", help: "fault rules to load at start: a JSON list of {\"match\",\"effect\",\"seed\"}") {
+            c, v in c.faultsFile = v
+        },
+        Option(
+            name: "scenario", valueName: "FILE",
+            help: "a fault timeline to start at start: {\"steps\":[{\"at\":\"30s\",\"for\":\"10s\",\"effect\":{...}}]}"
+        ) { c, v in c.scenarioFile = v },
+        Option(
+            name: "allow-override-header", valueName: nil, help: "obey x-pushemu-fault request headers (status=503;reason=...;delay=200ms)"
+        ) { c, v in c.allowOverrideHeader = try bool(v, "allow-override-header") },
+        Option(
+            name: "latency", valueName: "PROFILE",
+            help: "latency added to every answer, e.g. apns=20-40,fcm=30 (milliseconds; a range is uniform)"
+        ) { c, v in
             for part in v.split(separator: ",") {
                 let kv = part.split(separator: "=")
-                guard kv.count == 2, let p = PushProvider.named(String(kv[0])) else { throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'") }
+                guard kv.count == 2, let p = PushProvider.named(String(kv[0])) else {
+                    throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'")
+                }
                 let r = kv[1].split(separator: "-").compactMap { Double($0) }
-                guard (r.count == 1 || r.count == 2), r.allSatisfy({ $0 >= 0 && $0 <= 60_000 }), r.count == 1 || r[0] <= r[1] else {
+                guard r.count == 1 || r.count == 2, r.allSatisfy({ $0 >= 0 && $0 <= 60_000 }), r.count == 1 || r[0] <= r[1] else {
                     throw ConfigurationError("--latency takes apns=MS[-MS],fcm=MS[-MS], got '\(v)'")
                 }
                 c.latency[p] = r.count == 1 ? .fixed(r[0]) : .uniform(r[0], r[1])
             }
         },
-        Option(name: "apns-token-rate", valueName: "N", help: "APNs pushes per minute per device token before 429 TooManyRequests (default 0: off)") { c, v in c.apnsTokenRate = try int(v, "apns-token-rate", 0...1_000_000) },
-        Option(name: "fcm-overload", valueName: "PERCENT", help: "percent of FCM sends answered 503 UNAVAILABLE with Retry-After: 2 (default 0)") { c, v in
+        Option(
+            name: "apns-token-rate", valueName: "N",
+            help: "APNs pushes per minute per device token before 429 TooManyRequests (default 0: off)"
+        ) { c, v in c.apnsTokenRate = try int(v, "apns-token-rate", 0...1_000_000) },
+        Option(
+            name: "fcm-overload", valueName: "PERCENT",
+            help: "percent of FCM sends answered 503 UNAVAILABLE with Retry-After: 2 (default 0)"
+        ) { c, v in
             guard let p = Double(v), p >= 0, p <= 100 else { throw ConfigurationError("--fcm-overload must be a percentage, got '\(v)'") }
             c.fcmOverloadPercent = p
         },
-        Option(name: "apns-adaptive-streams", valueName: nil, help: "halve a connection's stream limit after an error, raise it after successes") { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
-        Option(name: "journal-max-records", valueName: "N", help: "journal retention by records (default 10000000; 1000000 with --in-memory)") { c, v in
+        Option(
+            name: "apns-adaptive-streams", valueName: nil,
+            help: "halve a connection's stream limit after an error, raise it after successes"
+        ) { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },
+        Option(
+            name: "journal-max-records", valueName: "N", help: "journal retention by records (default 10000000; 1000000 with --in-memory)"
+        ) { c, v in
             c.journalMaxRecords = try int(v, "journal-max-records", 1_000...1_000_000_000)
         },
         Option(name: "journal-max-age", valueName: "AGE", help: "journal retention by age: 30m, 12h, 7d (default 7d)") { c, v in
-            guard let ms = TimeArgument.durationMs(v), ms >= 60_000 else { throw ConfigurationError("--journal-max-age takes an age of at least a minute such as 30m, 12h or 7d, got '\(v)'") }
+            guard let ms = TimeArgument.durationMs(v), ms >= 60_000 else {
+                throw ConfigurationError("--journal-max-age takes an age of at least a minute such as 30m, 12h or 7d, got '\(v)'")
+            }
             c.journalMaxAgeMs = ms
         },
-        Option(name: "campaign-key", valueName: "PATH", help: "payload path of the campaign id, tried before the presets' keys (e.g. data.campaign; repeatable, comma-separated)") { c, v in
+        Option(
+            name: "campaign-key", valueName: "PATH",
+            help: "payload path of the campaign id, tried before the presets' keys (e.g. data.campaign; repeatable, comma-separated)"
+        ) { c, v in
             let keys = v.split(separator: ",").map { String($0.filter { $0 != " " }) }
             guard !keys.isEmpty, keys.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") && !$0.hasSuffix(".") && !$0.contains("..") }) else {
                 throw ConfigurationError("--campaign-key takes dotted payload paths such as data.campaign, got '\(v)'")
             }
             c.campaignKeys += keys
         },
-        Option(name: "durability", valueName: "MODE", help: "the journal: strict (default: on disk an answer leaves once its record is committed; in memory reads see every answered request), relaxed (answers at once, commits behind) or off") { c, v in
-            if v == "off" { c.durability = nil; return }
-            guard let d = Journal.Durability(rawValue: v) else { throw ConfigurationError("--durability must be off, strict or relaxed, got '\(v)'") }
+        Option(
+            name: "durability", valueName: "MODE",
+            help:
+                "the journal: strict (default: on disk an answer leaves once its record is committed; in memory reads see every answered request), relaxed (answers at once, commits behind) or off"
+        ) { c, v in
+            if v == "off" {
+                c.durability = nil
+                return
+            }
+            guard let d = Journal.Durability(rawValue: v) else {
+                throw ConfigurationError("--durability must be off, strict or relaxed, got '\(v)'")
+            }
             c.durability = d
         },
-        Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") { c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000) },
-        Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576) },
+        Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") {
+            c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000)
+        },
+        Option(name: "max-header-list-size", valueName: "BYTES", help: "largest request header list (default 16384)") { c, v in
+            c.maxHeaderListSize = try int(v, "max-header-list-size", 1024...1_048_576)
+        },
     ]
 
     public static var usage: String {
         var s = """
-        pushemu \(version): an emulator of the APNs provider API and the FCM HTTP v1 API.
+            pushemu \(version): an emulator of the APNs provider API and the FCM HTTP v1 API.
 
-        Usage:
-          pushemu [serve] [options]     start the emulator (the default command)
-          pushemu credentials apns [--team-id T] [--key-id K] [--out DIR] [--data-dir DIR]
-                                        [--environment sandbox|production] [--topics a,b]
-                                        write a .p8 signing key and register it with the emulator
-          pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]
-                                        print a provider token (JWT) signed with that key
-          pushemu credentials fcm --project P [--out FILE] [--token-uri URL] [--data-dir DIR]
-                                        write a service-account JSON and register it with the emulator
-          pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
-          pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
-                                        (these take --server URL, default http://127.0.0.1:8080)
-          pushemu export [--since T] [--format ndjson] [--data-dir DIR]
-                                        print the journal, one JSON object per line
-          pushemu report [--campaign ID] [--since T] [--format text|json|html] [--out FILE] [--data-dir DIR | --server URL]
-                                        the campaign report (per campaign: outcomes, rejections, tracking, rates, timeline)
-            (T: milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d)
-          pushemu --help | --version
+            Usage:
+              pushemu [serve] [options]     start the emulator (the default command)
+              pushemu credentials apns [--team-id T] [--key-id K] [--out DIR] [--data-dir DIR]
+                                            [--environment sandbox|production] [--topics a,b]
+                                            write a .p8 signing key and register it with the emulator
+              pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]
+                                            print a provider token (JWT) signed with that key
+              pushemu credentials fcm --project P [--out FILE] [--token-uri URL] [--data-dir DIR]
+                                            write a service-account JSON and register it with the emulator
+              pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
+              pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
+                                            (these take --server URL, default http://127.0.0.1:8080)
+              pushemu export [--since T] [--format ndjson] [--data-dir DIR]
+                                            print the journal, one JSON object per line
+              pushemu report [--campaign ID] [--since T] [--format text|json|html] [--out FILE] [--data-dir DIR | --server URL]
+                                            the campaign report (per campaign: outcomes, rejections, tracking, rates, timeline)
+                (T: milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d)
+              pushemu --help | --version
 
-        Options:
+            Options:
 
-        """
+            """
         s += "  --config FILE                        read options from FILE (name = value lines)\n"
         for o in options {
             let left = "  --\(o.name)" + (o.valueName.map { " \($0)" } ?? "")

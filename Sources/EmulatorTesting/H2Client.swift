@@ -50,19 +50,21 @@ public final class H2Client {
             let values = fields.map { Array($0.1.utf8) }
             var nva: [nghttp2_nv] = []
             for index in fields.indices {
-                nva.append(names[index].withUnsafeBufferPointer { name in
-                    values[index].withUnsafeBufferPointer { value in
-                        pushemu_nv(name.baseAddress, name.count, value.baseAddress, value.count)
-                    }
-                })
+                nva.append(
+                    names[index].withUnsafeBufferPointer { name in
+                        values[index].withUnsafeBufferPointer { value in
+                            pushemu_nv(name.baseAddress, name.count, value.baseAddress, value.count)
+                        }
+                    })
             }
             // nghttp2 copies the fields while submitting; the arrays outlive the call.
             let id: Int32 = withExtendedLifetime((names, values)) {
                 if request.body.isEmpty && !["POST", "PUT", "PATCH"].contains(request.method) {
                     return nghttp2_submit_request(session, nil, nva, nva.count, nil, Unmanaged.passUnretained(state).toOpaque())
                 }
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: Unmanaged.passUnretained(state).toOpaque()),
-                                                     read_callback: h2ClientReadBody)
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: Unmanaged.passUnretained(state).toOpaque()),
+                    read_callback: h2ClientReadBody)
                 return nghttp2_submit_request(session, nil, nva, nva.count, &provider, Unmanaged.passUnretained(state).toOpaque())
             }
             guard id > 0 else { throw TestClientError("nghttp2_submit_request failed: \(id)") }
@@ -123,9 +125,10 @@ private func client(_ userData: UnsafeMutableRawPointer?) -> H2Client {
 }
 
 private let h2ClientOnHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
-    client(userData).header(stream: pushemu_frame_stream_id(frame),
-                            name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
-                            value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
+    client(userData).header(
+        stream: pushemu_frame_stream_id(frame),
+        name: String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self),
+        value: String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self))
     return 0
 }
 

@@ -5,7 +5,9 @@ public enum HTTP1Client {
         let socket = try TestSocket(port: port)
         var head = "\(request.method) \(request.path) HTTP/1.1\r\nhost: 127.0.0.1:\(port)\r\nconnection: close\r\n"
         for (name, value) in request.headers { head += "\(name): \(value)\r\n" }
-        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) { head += "content-length: \(request.body.count)\r\n" }
+        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
+            head += "content-length: \(request.body.count)\r\n"
+        }
         try socket.send(Array((head + "\r\n").utf8) + request.body)
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)

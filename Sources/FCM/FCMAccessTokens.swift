@@ -67,9 +67,11 @@ public struct FCMAccessTokens: Sendable {
         guard diff == 0, let plain = Base64URL.decode(body) else { return .forged }
         let parts = plain.split(separator: UInt8(ascii: "|"), maxSplits: 4, omittingEmptySubsequences: false)
         guard parts.count == 5, parts[0].elementsEqual("v1".utf8),
-              let exp = Int64(String(decoding: parts[2], as: UTF8.self)) else { return .forged }
-        let c = Claims(project: String(decoding: parts[1], as: UTF8.self), expiresAtSeconds: exp,
-                       messagingScope: parts[3].elementsEqual("1".utf8), clientEmail: String(decoding: parts[4], as: UTF8.self))
+            let exp = Int64(String(decoding: parts[2], as: UTF8.self))
+        else { return .forged }
+        let c = Claims(
+            project: String(decoding: parts[1], as: UTF8.self), expiresAtSeconds: exp,
+            messagingScope: parts[3].elementsEqual("1".utf8), clientEmail: String(decoding: parts[4], as: UTF8.self))
         return nowSeconds >= exp ? .expired(c) : .valid(c)
     }
 }

@@ -75,9 +75,13 @@ public struct FCMCondition: Sendable, Equatable {
             guard depth < 32 else { throw ParseError.syntax("nesting is too deep") }
             var left = try term(depth: depth)
             while true {
-                if eat("&&") { left = .and(left, try term(depth: depth)) }
-                else if eat("||") { left = .or(left, try term(depth: depth)) }
-                else { return left }
+                if eat("&&") {
+                    left = .and(left, try term(depth: depth))
+                } else if eat("||") {
+                    left = .or(left, try term(depth: depth))
+                } else {
+                    return left
+                }
             }
         }
 

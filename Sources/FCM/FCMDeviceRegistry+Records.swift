@@ -8,9 +8,10 @@ extension FCMDeviceRegistry: GatewayDeviceRecords {
 
     public func registeredDevice(token: String) -> RegisteredDevice? {
         guard let known = device(token: token) else { return nil }
-        return RegisteredDevice(platform: .android, token: known.token, app: known.app, environment: known.project,
-                                createdAtMs: known.createdAtMs, uninstalledAtMs: known.uninstalledAtMs, pushes: Int(known.pushes),
-                                topics: known.topics.keys.sorted())
+        return RegisteredDevice(
+            platform: .android, token: known.token, app: known.app, environment: known.project,
+            createdAtMs: known.createdAtMs, uninstalledAtMs: known.uninstalledAtMs, pushes: Int(known.pushes),
+            topics: known.topics.keys.sorted())
     }
 
     /// A rotated device's new token, in its project and app.

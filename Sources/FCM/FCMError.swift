@@ -30,7 +30,8 @@ public enum FCMErrorCode: String, Sendable, CaseIterable {
         case .invalidArgument: "Request contains an invalid argument."
         case .unregistered: "Requested entity was not found."
         case .senderIDMismatch: "SenderId mismatch"
-        case .quotaExceeded: "Quota exceeded for quota metric 'Number of messages' and limit 'Number of messages per minute' of service 'fcm.googleapis.com'."
+        case .quotaExceeded:
+            "Quota exceeded for quota metric 'Number of messages' and limit 'Number of messages per minute' of service 'fcm.googleapis.com'."
         case .unavailable: "The service is currently unavailable."
         case .internalError: "Internal error encountered."
         case .thirdPartyAuthError: "Auth error from APNS or Web Push Service"
@@ -69,8 +70,10 @@ public struct FCMError: Error, Sendable, Equatable {
             && a.violations == b.violations
     }
 
-    public init(httpStatus: Int, status: String, message: String, errorCode: FCMErrorCode? = nil,
-                violations: [FieldViolation] = []) {
+    public init(
+        httpStatus: Int, status: String, message: String, errorCode: FCMErrorCode? = nil,
+        violations: [FieldViolation] = []
+    ) {
         self.httpStatus = httpStatus
         self.status = status
         self.message = message
@@ -81,37 +84,44 @@ public struct FCMError: Error, Sendable, Equatable {
     /// An FcmError with its standard status, optionally with one field violation.
     public static func fcm(_ code: FCMErrorCode, _ message: String? = nil, field: String? = nil) -> FCMError {
         let m = message ?? code.defaultMessage
-        return FCMError(httpStatus: code.status.http, status: code.status.name, message: m, errorCode: code,
-                        violations: field.map { [FieldViolation($0, m)] } ?? [])
+        return FCMError(
+            httpStatus: code.status.http, status: code.status.name, message: m, errorCode: code,
+            violations: field.map { [FieldViolation($0, m)] } ?? [])
     }
 
     /// A semantic validation failure: 400 INVALID_ARGUMENT with the FcmError and a BadRequest
     /// violation naming the field.
     public static func invalid(_ field: String, _ description: String) -> FCMError {
-        FCMError(httpStatus: 400, status: "INVALID_ARGUMENT", message: description, errorCode: .invalidArgument,
-                 violations: [FieldViolation(field, description)])
+        FCMError(
+            httpStatus: 400, status: "INVALID_ARGUMENT", message: description, errorCode: .invalidArgument,
+            violations: [FieldViolation(field, description)])
     }
 
     /// ESF's proto3-JSON parse failures: no FcmError, one BadRequest violation per problem.
     public static func parse(_ violations: [FieldViolation]) -> FCMError {
-        FCMError(httpStatus: 400, status: "INVALID_ARGUMENT", message: violations.map(\.description).joined(separator: "\n"),
-                 violations: violations)
+        FCMError(
+            httpStatus: 400, status: "INVALID_ARGUMENT", message: violations.map(\.description).joined(separator: "\n"),
+            violations: violations)
     }
 
     /// The oversized-message answer: bare, without details (as captured from the real service).
-    public static let tooLarge = FCMError(httpStatus: 400, status: "INVALID_ARGUMENT",
-                                          message: "Request contains an invalid argument.")
+    public static let tooLarge = FCMError(
+        httpStatus: 400, status: "INVALID_ARGUMENT",
+        message: "Request contains an invalid argument.")
 
-    public static let invalidToken = FCMError.fcm(.invalidArgument, "The registration token is not a valid FCM registration token",
-                                                  field: "message.token")
+    public static let invalidToken = FCMError.fcm(
+        .invalidArgument, "The registration token is not a valid FCM registration token",
+        field: "message.token")
     public static let noRecipient = FCMError.fcm(.invalidArgument, "Recipient of the message is not set.", field: "message")
 
-    static let authHelp = "Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
+    static let authHelp =
+        "Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
 
     /// 401 for a request without credentials.
     public static let credentialsMissing: FCMError = {
-        var e = FCMError(httpStatus: 401, status: "UNAUTHENTICATED",
-                         message: "Request is missing required authentication credential. " + authHelp)
+        var e = FCMError(
+            httpStatus: 401, status: "UNAUTHENTICATED",
+            message: "Request is missing required authentication credential. " + authHelp)
         e.errorInfoReason = "CREDENTIALS_MISSING"
         e.headers = [("www-authenticate", "Bearer realm=\"https://accounts.google.com/\"")]
         return e
@@ -119,8 +129,9 @@ public struct FCMError: Error, Sendable, Equatable {
 
     /// 401 for a bearer token that is not (or no longer) valid.
     public static func invalidCredentials(expired: Bool) -> FCMError {
-        var e = FCMError(httpStatus: 401, status: "UNAUTHENTICATED",
-                         message: "Request had invalid authentication credentials. " + authHelp)
+        var e = FCMError(
+            httpStatus: 401, status: "UNAUTHENTICATED",
+            message: "Request had invalid authentication credentials. " + authHelp)
         e.errorInfoReason = expired ? "ACCESS_TOKEN_EXPIRED" : "ACCESS_TOKEN_TYPE_UNSUPPORTED"
         e.headers = [("www-authenticate", "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\"")]
         return e
@@ -128,8 +139,11 @@ public struct FCMError: Error, Sendable, Equatable {
 
     /// 403 for a token of another project.
     public static func permissionDenied(project: String) -> FCMError {
-        var e = FCMError(httpStatus: 403, status: "PERMISSION_DENIED",
-                         message: "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist).")
+        var e = FCMError(
+            httpStatus: 403, status: "PERMISSION_DENIED",
+            message:
+                "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist)."
+        )
         e.errorInfoReason = "IAM_PERMISSION_DENIED"
         return e
     }
@@ -138,15 +152,24 @@ public struct FCMError: Error, Sendable, Equatable {
     public static let insufficientScopes: FCMError = {
         var e = FCMError(httpStatus: 403, status: "PERMISSION_DENIED", message: "Request had insufficient authentication scopes.")
         e.errorInfoReason = "ACCESS_TOKEN_SCOPE_INSUFFICIENT"
-        e.headers = [("www-authenticate", "Bearer realm=\"https://accounts.google.com/\", error=\"insufficient_scope\", scope=\"https://www.googleapis.com/auth/firebase.messaging https://www.googleapis.com/auth/cloud-platform\"")]
+        e.headers = [
+            (
+                "www-authenticate",
+                "Bearer realm=\"https://accounts.google.com/\", error=\"insufficient_scope\", scope=\"https://www.googleapis.com/auth/firebase.messaging https://www.googleapis.com/auth/cloud-platform\""
+            )
+        ]
         return e
     }()
 
     /// 429 with the QuotaFailure detail and Retry-After.
     public static func quota(project: String, retryAfterSeconds: Int) -> FCMError {
         var e = FCMError.fcm(.quotaExceeded)
-        e.quotaViolations = [FieldViolation("project_number:\(project)",
-                                            "Quota exceeded for quota metric 'Number of messages' and limit 'Number of messages per minute' of service 'fcm.googleapis.com'.")]
+        e.quotaViolations = [
+            FieldViolation(
+                "project_number:\(project)",
+                "Quota exceeded for quota metric 'Number of messages' and limit 'Number of messages per minute' of service 'fcm.googleapis.com'."
+            )
+        ]
         e.headers = [("retry-after", String(retryAfterSeconds))]
         return e
     }
@@ -159,17 +182,26 @@ public struct FCMError: Error, Sendable, Equatable {
             details.append("{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":\"\(errorCode.rawValue)\"}")
         }
         if !quotaViolations.isEmpty {
-            details.append("{\"@type\":\"type.googleapis.com/google.rpc.QuotaFailure\",\"violations\":["
-                + quotaViolations.map { "{\"subject\":" + JSONWriter.quote($0.field) + ",\"description\":" + JSONWriter.quote($0.description) + "}" }
+            details.append(
+                "{\"@type\":\"type.googleapis.com/google.rpc.QuotaFailure\",\"violations\":["
+                    + quotaViolations.map {
+                        "{\"subject\":" + JSONWriter.quote($0.field) + ",\"description\":" + JSONWriter.quote($0.description) + "}"
+                    }
                     .joined(separator: ",") + "]}")
         }
         if !violations.isEmpty {
-            details.append("{\"@type\":\"type.googleapis.com/google.rpc.BadRequest\",\"fieldViolations\":["
-                + violations.map { ($0.field.isEmpty ? "{" : "{\"field\":" + JSONWriter.quote($0.field) + ",") + "\"description\":" + JSONWriter.quote($0.description) + "}" }
+            details.append(
+                "{\"@type\":\"type.googleapis.com/google.rpc.BadRequest\",\"fieldViolations\":["
+                    + violations.map {
+                        ($0.field.isEmpty ? "{" : "{\"field\":" + JSONWriter.quote($0.field) + ",") + "\"description\":"
+                            + JSONWriter.quote($0.description) + "}"
+                    }
                     .joined(separator: ",") + "]}")
         }
         if let errorInfoReason {
-            details.append("{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"\(errorInfoReason)\",\"domain\":\"googleapis.com\",\"metadata\":{\"service\":\"fcm.googleapis.com\",\"method\":\"google.firebase.fcm.v1.FcmService.SendMessage\"}}")
+            details.append(
+                "{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"\(errorInfoReason)\",\"domain\":\"googleapis.com\",\"metadata\":{\"service\":\"fcm.googleapis.com\",\"method\":\"google.firebase.fcm.v1.FcmService.SendMessage\"}}"
+            )
         }
         if !details.isEmpty { s += ",\"details\":[" + details.joined(separator: ",") + "]" }
         return s + "}}"

@@ -72,8 +72,14 @@ public enum FCMFormats {
         guard b.last == UInt8(ascii: "s") else { return nil }
         b = b.dropLast()
         var negative = false
-        if b.first == UInt8(ascii: "-") { negative = true; b = b.dropFirst() }
-        var secs: Int64 = 0, digits = 0, frac = 0, inFraction = false
+        if b.first == UInt8(ascii: "-") {
+            negative = true
+            b = b.dropFirst()
+        }
+        var secs: Int64 = 0
+        var digits = 0
+        var frac = 0
+        var inFraction = false
         for c in b {
             if c == UInt8(ascii: ".") {
                 if inFraction || digits == 0 { return nil }
@@ -100,13 +106,17 @@ public enum FCMFormats {
         func digits(_ r: Range<Int>) -> Int? {
             guard r.upperBound <= b.count else { return nil }
             var v = 0
-            for i in r { guard b[i] >= 0x30 && b[i] <= 0x39 else { return nil }; v = v * 10 + Int(b[i] - 0x30) }
+            for i in r {
+                guard b[i] >= 0x30 && b[i] <= 0x39 else { return nil }
+                v = v * 10 + Int(b[i] - 0x30)
+            }
             return v
         }
-        guard b.count >= 20, let _ = digits(0..<4), b[4] == UInt8(ascii: "-"), let mo = digits(5..<7), b[7] == UInt8(ascii: "-"),
-              let d = digits(8..<10), b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t"),
-              let h = digits(11..<13), b[13] == UInt8(ascii: ":"), let mi = digits(14..<16), b[16] == UInt8(ascii: ":"),
-              let se = digits(17..<19), (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61 else { return false }
+        guard b.count >= 20, digits(0..<4) != nil, b[4] == UInt8(ascii: "-"), let mo = digits(5..<7), b[7] == UInt8(ascii: "-"),
+            let d = digits(8..<10), b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t"),
+            let h = digits(11..<13), b[13] == UInt8(ascii: ":"), let mi = digits(14..<16), b[16] == UInt8(ascii: ":"),
+            let se = digits(17..<19), (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, se < 61
+        else { return false }
         var i = 19
         if b[i] == UInt8(ascii: ".") {
             i += 1
@@ -117,7 +127,8 @@ public enum FCMFormats {
         guard i < b.count else { return false }
         if b[i] == UInt8(ascii: "Z") || b[i] == UInt8(ascii: "z") { return i + 1 == b.count }
         guard b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-"), i + 6 == b.count,
-              let oh = digits(i + 1..<i + 3), b[i + 3] == UInt8(ascii: ":"), let om = digits(i + 4..<i + 6) else { return false }
+            let oh = digits(i + 1..<i + 3), b[i + 3] == UInt8(ascii: ":"), let om = digits(i + 4..<i + 6)
+        else { return false }
         return oh < 24 && om < 60
     }
 

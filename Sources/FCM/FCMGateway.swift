@@ -27,63 +27,92 @@ public struct FCMGateway: PushGateway {
         let rules = self.rules
         let token: @Sendable (Exchange) -> Void = { exchange in
             let request = exchange.request
-            exchange.respond(oauth.respond(body: request.body, contentType: request.headers.firstString("content-type"),
-                                           authority: request.authority.map { String(decoding: $0, as: UTF8.self) },
-                                           nowSeconds: Clock.nowSeconds()))
+            exchange.respond(
+                oauth.respond(
+                    body: request.body, contentType: request.headers.firstString("content-type"),
+                    authority: request.authority.map { String(decoding: $0, as: UTF8.self) },
+                    nowSeconds: Clock.nowSeconds()))
         }
         // A rule on the token endpoint (`"path":"/token"`) answers in OAuth's shape:
         // `{"errorCode":"invalid_grant","reason":"..."}` or any other OAuth error code.
         let oauthError: @Sendable (InjectedAnswer, Request) -> Response = { answer, _ in
-            var response = FCMOAuth.error(answer.errorCode ?? "invalid_grant", answer.reason ?? "Invalid JWT Signature.",
-                                          status: answer.status ?? 400)
+            var response = FCMOAuth.error(
+                answer.errorCode ?? "invalid_grant", answer.reason ?? "Invalid JWT Signature.",
+                status: answer.status ?? 400)
             if let retryAfter = answer.retryAfter { response.headers.add(name: "retry-after", value: String(retryAfter)) }
             return response
         }
         let registration: @Sendable (Exchange, String, Bool) -> Void = { exchange, topic, subscribe in
             let request = exchange.request
             let project = rules.accounts.projectID(forPathSegment: FCMGateway.decoded(exchange.parameter(0)))
-            exchange.respond(topics.registration(request, project: project, token: FCMGateway.decoded(exchange.parameter(1)),
-                                                 topic: topic, subscribe: subscribe,
-                                                 allowMissing: request.queryParameter("allow_missing") == "true",
-                                                 state: FCMGateway.connectionState(exchange.connection), nowMs: Clock.nowMs()))
+            exchange.respond(
+                topics.registration(
+                    request, project: project, token: FCMGateway.decoded(exchange.parameter(1)),
+                    topic: topic, subscribe: subscribe,
+                    allowMissing: request.queryParameter("allow_missing") == "true",
+                    state: FCMGateway.connectionState(exchange.connection), nowMs: Clock.nowMs()))
         }
         return [
-            GatewayRoute([.post], "/v1/projects/{project}/messages:send", maxBodySize: FCMGateway.maxBody,
-                         bodyTooLarge: { _ in FCMError.tooLarge.response }, handling: .push),
+            GatewayRoute(
+                [.post], "/v1/projects/{project}/messages:send", maxBodySize: FCMGateway.maxBody,
+                bodyTooLarge: { _ in FCMError.tooLarge.response }, handling: .push),
             GatewayRoute([.post], "/token", maxBodySize: 64 * 1024, handling: .faultable(token, injected: oauthError)),
             GatewayRoute([.post], "/oauth2/v4/token", maxBodySize: 64 * 1024, handling: .faultable(token, injected: oauthError)),
-            GatewayRoute([.post], "/iid/v1:batchAdd", maxBodySize: 1 << 20, handling: .direct { exchange in
-                exchange.respond(topics.batch(exchange.request, add: true, nowMs: Clock.nowMs()))
-            }),
-            GatewayRoute([.post], "/iid/v1:batchRemove", maxBodySize: 1 << 20, handling: .direct { exchange in
-                exchange.respond(topics.batch(exchange.request, add: false, nowMs: Clock.nowMs()))
-            }),
-            GatewayRoute([.post], "/iid/v1/{token}/rel/topics/{topic}", maxBodySize: 4096, handling: .direct { exchange in
-                exchange.respond(topics.relate(exchange.request, token: FCMGateway.decoded(exchange.parameter(0)),
-                                               topic: FCMGateway.decoded(exchange.parameter(1)), nowMs: Clock.nowMs()))
-            }),
-            GatewayRoute([.get], "/iid/info/{token}", maxBodySize: 64 * 1024, handling: .direct { exchange in
-                let details = exchange.request.queryParameter("details") == "true"
-                exchange.respond(topics.info(exchange.request, token: FCMGateway.decoded(exchange.parameter(0)), details: details,
-                                             nowMs: Clock.nowMs()))
-            }),
-            GatewayRoute([.post], "/v1/projects/{project}/registrations/{token}/topicSubscriptions", maxBodySize: 4096,
-                         handling: .direct { exchange in
-                             let topic = exchange.request.queryParameter("topic_name")
-                                 .map { PercentEncoding.decode(Array($0.utf8)[...], plusAsSpace: true) } ?? ""
-                             registration(exchange, topic, true)
-                         }),
-            GatewayRoute([.delete], "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", maxBodySize: 4096,
-                         handling: .direct { exchange in registration(exchange, FCMGateway.decoded(exchange.parameter(2)), false) }),
+            GatewayRoute(
+                [.post], "/iid/v1:batchAdd", maxBodySize: 1 << 20,
+                handling: .direct { exchange in
+                    exchange.respond(topics.batch(exchange.request, add: true, nowMs: Clock.nowMs()))
+                }),
+            GatewayRoute(
+                [.post], "/iid/v1:batchRemove", maxBodySize: 1 << 20,
+                handling: .direct { exchange in
+                    exchange.respond(topics.batch(exchange.request, add: false, nowMs: Clock.nowMs()))
+                }),
+            GatewayRoute(
+                [.post], "/iid/v1/{token}/rel/topics/{topic}", maxBodySize: 4096,
+                handling: .direct { exchange in
+                    exchange.respond(
+                        topics.relate(
+                            exchange.request, token: FCMGateway.decoded(exchange.parameter(0)),
+                            topic: FCMGateway.decoded(exchange.parameter(1)), nowMs: Clock.nowMs()))
+                }),
+            GatewayRoute(
+                [.get], "/iid/info/{token}", maxBodySize: 64 * 1024,
+                handling: .direct { exchange in
+                    let details = exchange.request.queryParameter("details") == "true"
+                    exchange.respond(
+                        topics.info(
+                            exchange.request, token: FCMGateway.decoded(exchange.parameter(0)), details: details,
+                            nowMs: Clock.nowMs()))
+                }),
+            GatewayRoute(
+                [.post], "/v1/projects/{project}/registrations/{token}/topicSubscriptions", maxBodySize: 4096,
+                handling: .direct { exchange in
+                    let topic =
+                        exchange.request.queryParameter("topic_name")
+                        .map { PercentEncoding.decode(Array($0.utf8)[...], plusAsSpace: true) } ?? ""
+                    registration(exchange, topic, true)
+                }),
+            GatewayRoute(
+                [.delete], "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", maxBodySize: 4096,
+                handling: .direct { exchange in registration(exchange, FCMGateway.decoded(exchange.parameter(2)), false) }),
             // Shut down in July 2024: stale clients fail here as they would in production.
-            GatewayRoute(nil, "/fcm/send", maxBodySize: 64 * 1024, handling: .direct { exchange in
-                exchange.respond(FCMGateway.retired(
-                    "The legacy FCM HTTP API (/fcm/send) was shut down in July 2024. Use the HTTP v1 API: POST /v1/projects/{project}/messages:send."))
-            }),
-            GatewayRoute(nil, "/batch", maxBodySize: 1 << 20, handling: .direct { exchange in
-                exchange.respond(FCMGateway.retired(
-                    "The FCM batch API (/batch) was shut down in July 2024. Send each message with POST /v1/projects/{project}/messages:send."))
-            }),
+            GatewayRoute(
+                nil, "/fcm/send", maxBodySize: 64 * 1024,
+                handling: .direct { exchange in
+                    exchange.respond(
+                        FCMGateway.retired(
+                            "The legacy FCM HTTP API (/fcm/send) was shut down in July 2024. Use the HTTP v1 API: POST /v1/projects/{project}/messages:send."
+                        ))
+                }),
+            GatewayRoute(
+                nil, "/batch", maxBodySize: 1 << 20,
+                handling: .direct { exchange in
+                    exchange.respond(
+                        FCMGateway.retired(
+                            "The FCM batch API (/batch) was shut down in July 2024. Send each message with POST /v1/projects/{project}/messages:send."
+                        ))
+                }),
         ]
     }
 
@@ -116,8 +145,9 @@ public struct FCMGateway: PushGateway {
     }
 
     public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
-        PushSubject(token: decision.tokenRange.map { request.body[$0] } ?? [],
-                    topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
+        PushSubject(
+            token: decision.tokenRange.map { request.body[$0] } ?? [],
+            topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
     }
 
     /// FCM has no per-token limit (its per-project quota is part of `decide`).
@@ -129,17 +159,22 @@ public struct FCMGateway: PushGateway {
 
     /// A token send reaches its device; a topic or condition send each subscriber, one record
     /// per device, all under the message's name.
-    public func forEachAcceptedPush(_ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
-                                    nowMs: Int64, _ body: (AcceptedPush) -> Void) {
+    public func forEachAcceptedPush(
+        _ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
+        nowMs: Int64, _ body: (AcceptedPush) -> Void
+    ) {
         let payload = request.body[decision.message.messageRange]
         func push(_ token: ArraySlice<UInt8>, _ id: UUIDValue, topic: ArraySlice<UInt8>?, tokenSend: Bool) {
-            var delivery = Delivery(provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
-                                    notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
+            var delivery = Delivery(
+                provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
+                notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
             delivery.hasData = decision.message.hasData
             delivery.collapseID = decision.message.collapseKey
             delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
-            body(AcceptedPush(delivery: delivery, topic: topic, payloadIsJSON: true, warnings: decision.message.warnings,
-                              parsedPayload: nil, appliesDeviceEffects: tokenSend))
+            body(
+                AcceptedPush(
+                    delivery: delivery, topic: topic, payloadIsJSON: true, warnings: decision.message.warnings,
+                    parsedPayload: nil, appliesDeviceEffects: tokenSend))
         }
         if let range = decision.tokenRange { push(request.body[range], id, topic: nil, tokenSend: true) }
         let topic = decision.topicLabel.map { Array($0.utf8)[...] }
@@ -148,16 +183,19 @@ public struct FCMGateway: PushGateway {
         }
     }
 
-    public func response(for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
-                         nowMs: Int64) -> Response {
+    public func response(
+        for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
+        nowMs: Int64
+    ) -> Response {
         rules.response(decision, id: id, nowMs: nowMs)
     }
 
     public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
-        PushOutcome(status: decision.error?.httpStatus ?? 200,
-                    reason: decision.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "",
-                    payload: decision.accepted ? request.body[decision.message.messageRange] : request.body[...],
-                    warnings: decision.message.warnings)
+        PushOutcome(
+            status: decision.error?.httpStatus ?? 200,
+            reason: decision.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "",
+            payload: decision.accepted ? request.body[decision.message.messageRange] : request.body[...],
+            warnings: decision.message.warnings)
     }
 
     /// FCM's error envelope for the code given (or the one the status implies); a bare 502 is

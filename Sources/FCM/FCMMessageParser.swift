@@ -80,7 +80,10 @@ public struct FCMMessageParser {
         }
         let v = JSONView(bytes: raw, buffer: scratch.tokens)
         guard v.tokens[0].kind == .object else {
-            return .failure(.parse([FieldViolation("", "Invalid JSON payload received. Expected an object at the top level, found \(Self.render(v, 0)).")]))
+            return .failure(
+                .parse([
+                    FieldViolation("", "Invalid JSON payload received. Expected an object at the top level, found \(Self.render(v, 0)).")
+                ]))
         }
         // Move the roles buffer into the walker and back (no copy-on-write copy).
         var roles: [Int32] = []
@@ -99,7 +102,8 @@ public struct FCMMessageParser {
     }
 
     static func render(_ v: JSONView, _ i: Int) -> String {
-        let r = v.tokens[i].kind == .string
+        let r =
+            v.tokens[i].kind == .string
             ? UnsafeRawBufferPointer(rebasing: v.bytes[Int(v.tokens[i].start) - 1..<Int(v.tokens[i].end) + 1])
             : v.raw(i)
         let s = String(decoding: r.prefix(200), as: UTF8.self)
@@ -129,7 +133,9 @@ public struct FCMMessageParser {
             let first = p.load(as: UInt8.self)
             for f in type.fields {
                 if f.name.utf8CodeUnitCount == n && f.name.utf8Start[0] == first && memcmp(p, f.name.utf8Start, n) == 0 { return f }
-                if f.jsonName.utf8CodeUnitCount == n && f.jsonName.utf8Start[0] == first && memcmp(p, f.jsonName.utf8Start, n) == 0 { return f }
+                if f.jsonName.utf8CodeUnitCount == n && f.jsonName.utf8Start[0] == first && memcmp(p, f.jsonName.utf8Start, n) == 0 {
+                    return f
+                }
             }
             return nil
         }
@@ -138,17 +144,23 @@ public struct FCMMessageParser {
             var i = obj + 1
             let end = Int(v.tokens[obj].next)
             while i < end {
-                let key = i, value = i + 1
+                let key = i
+                let value = i + 1
                 i = Int(v.tokens[value].next)
                 guard let f = find(type, key) else {
                     let at = path == nil ? "" : " at '\(PathNode.render(path))'"
-                    add(PathNode.render(path), "Invalid JSON payload received. Unknown name \(JSONWriter.quote(v.string(key)))\(at): Cannot find field.")
+                    add(
+                        PathNode.render(path),
+                        "Invalid JSON payload received. Unknown name \(JSONWriter.quote(v.string(key)))\(at): Cannot find field.")
                     continue
                 }
-                if v.tokens[value].kind == .null { continue }   // proto3: null is the default value
+                if v.tokens[value].kind == .null { continue } // proto3: null is the default value
                 if type === FCMSchema.message, FieldRole.targets.contains(f.role) {
                     if targetSet != nil {
-                        add(PathNode.render(path), "Invalid value at '\(PathNode.render(path))' (oneof), oneof field 'target' is already set. Cannot set '\(f.name)'")
+                        add(
+                            PathNode.render(path),
+                            "Invalid value at '\(PathNode.render(path))' (oneof), oneof field 'target' is already set. Cannot set '\(f.name)'"
+                        )
                         continue
                     }
                     targetSet = f.name
@@ -164,7 +176,10 @@ public struct FCMMessageParser {
             let t = v.tokens[i].kind
             if t == .array {
                 let parent = PathNode.render(path.pointee.parent)
-                add(parent, "Invalid JSON payload received. Unknown name \"\(path.pointee.name)\" at '\(parent)': Proto field is not repeating, cannot start list.")
+                add(
+                    parent,
+                    "Invalid JSON payload received. Unknown name \"\(path.pointee.name)\" at '\(parent)': Proto field is not repeating, cannot start list."
+                )
             } else if t == .object {
                 add(p, "Invalid value at '\(p)' (\(kind.typeName)), Starting an object on a scalar field")
             } else {
@@ -248,8 +263,10 @@ public struct FCMMessageParser {
             guard t.kind == .string else { return false }
             let r = v.raw(i)
             return e.values.contains { name in
-                name.utf8CodeUnitCount == r.count && strncasecmp(r.baseAddress!.assumingMemoryBound(to: CChar.self),
-                                                                 UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self), r.count) == 0
+                name.utf8CodeUnitCount == r.count
+                    && strncasecmp(
+                        r.baseAddress!.assumingMemoryBound(to: CChar.self),
+                        UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self), r.count) == 0
             }
         }
     }
@@ -272,7 +289,8 @@ public struct FCMMessageParser {
         } else if let i = at(.topic) {
             let r = range(i)
             guard !v.tokens[i].escaped, let name = FCMFormats.topicName(v.bytes[r]) else {
-                return .failure(.invalid("message.topic", "Invalid topic name: \(v.string(i)). A topic name must match [a-zA-Z0-9-_.~%]{1,900}."))
+                return .failure(
+                    .invalid("message.topic", "Invalid topic name: \(v.string(i)). A topic name must match [a-zA-Z0-9-_.~%]{1,900}."))
             }
             m.target = .topic(name.startIndex..<name.endIndex)
             isTopicMessage = true
@@ -281,7 +299,9 @@ public struct FCMMessageParser {
             switch FCMCondition.parse(text) {
             case .success(let c): m.target = .condition(c, text: text)
             case .failure(.tooManyTopics(let n)):
-                return .failure(.invalid("message.condition", "Invalid condition: it names \(n) topics; at most \(FCMCondition.maxTopics) are allowed."))
+                return .failure(
+                    .invalid("message.condition", "Invalid condition: it names \(n) topics; at most \(FCMCondition.maxTopics) are allowed.")
+                )
             case .failure(.invalidTopic(let t)):
                 return .failure(.invalid("message.condition", "Invalid condition: invalid topic name '\(t)'."))
             case .failure(.syntax(let why)):
@@ -306,14 +326,21 @@ public struct FCMMessageParser {
                     bad = v.string(k)
                 }
             }
-            if let bad { return .failure(.invalid(name, "Invalid data payload key: \(bad). Keys must not be 'from' or 'message_type' or start with 'google' or 'gcm'.")) }
+            if let bad {
+                return .failure(
+                    .invalid(
+                        name, "Invalid data payload key: \(bad). Keys must not be 'from' or 'message_type' or start with 'google' or 'gcm'."
+                    ))
+            }
         }
         // Android.
         if let i = at(.androidTTL), let s = FCMFormats.durationSeconds(v.raw(i)), s < 0 || s > 2_419_200 {
-            return .failure(.invalid("message.android.ttl", "The message TTL must be between 0 and 2419200 seconds (4 weeks); got \(v.string(i))."))
+            return .failure(
+                .invalid("message.android.ttl", "The message TTL must be between 0 and 2419200 seconds (4 weeks); got \(v.string(i))."))
         }
         if let i = at(.androidColor), !FCMFormats.isColor(v.raw(i)) {
-            return .failure(.invalid("message.android.notification.color", "Invalid color: \(v.string(i)). The color must be in the form #rrggbb."))
+            return .failure(
+                .invalid("message.android.notification.color", "Invalid color: \(v.string(i)). The color must be in the form #rrggbb."))
         }
         // Web push.
         if let i = at(.webpushLink), !FCMFormats.isHTTPSURL(v.string(i)) {
@@ -327,8 +354,10 @@ public struct FCMMessageParser {
             }
         }
         // APNs.
-        if let e = checkAPNs(v, headers: at(.apnsHeaders), payload: at(.apnsPayload), hasNotification: at(.notification) != nil,
-                             scratch: scratch, warnings: &m.warnings) {
+        if let e = checkAPNs(
+            v, headers: at(.apnsHeaders), payload: at(.apnsPayload), hasNotification: at(.notification) != nil,
+            scratch: scratch, warnings: &m.warnings)
+        {
             return .failure(e)
         }
 
@@ -343,10 +372,12 @@ public struct FCMMessageParser {
     }
 
     static let dataMaps: [(FieldRole, String)] = [(.data, "message.data"), (.androidData, "message.android.data")]
-    static let labels: [(FieldRole, String)] = [(.messageLabel, "message.fcm_options.analytics_label"),
-                                                (.androidLabel, "message.android.fcm_options.analytics_label"),
-                                                (.apnsLabel, "message.apns.fcm_options.analytics_label"),
-                                                (.webpushLabel, "message.webpush.fcm_options.analytics_label")]
+    static let labels: [(FieldRole, String)] = [
+        (.messageLabel, "message.fcm_options.analytics_label"),
+        (.androidLabel, "message.android.fcm_options.analytics_label"),
+        (.apnsLabel, "message.apns.fcm_options.analytics_label"),
+        (.webpushLabel, "message.webpush.fcm_options.analytics_label"),
+    ]
     static let sizedObjects: [FieldRole] = [.data, .notification, .androidData, .androidNotification]
 
     func size(_ v: JSONView, msg: Int, roles: [Int32]) -> Int {
@@ -369,28 +400,37 @@ public struct FCMMessageParser {
         var e: FCMError?
         v.forEachMember(h) { k, val in
             guard e == nil else { return }
-            let name = v.string(k).lowercased(), value = v.string(val)
+            let name = v.string(k).lowercased()
+            let value = v.string(val)
             if name == "ttl", Int(value).map({ $0 < 0 }) ?? true {
-                e = .invalid("message.webpush.headers", "Invalid Web Push TTL header: \(value). It must be a non-negative integer of seconds.")
+                e = .invalid(
+                    "message.webpush.headers", "Invalid Web Push TTL header: \(value). It must be a non-negative integer of seconds.")
             } else if name == "urgency", !["very-low", "low", "normal", "high"].contains(value) {
-                e = .invalid("message.webpush.headers", "Invalid Web Push Urgency header: \(value). It must be very-low, low, normal or high.")
+                e = .invalid(
+                    "message.webpush.headers", "Invalid Web Push Urgency header: \(value). It must be very-low, low, normal or high.")
             }
         }
         return e
     }
 
-    func checkAPNs(_ v: JSONView, headers: Int?, payload: Int?, hasNotification: Bool, scratch: FCMScratch,
-                   warnings: inout [String]) -> FCMError? {
-        var priority: String?, pushType: APNsPushType?
+    func checkAPNs(
+        _ v: JSONView, headers: Int?, payload: Int?, hasNotification: Bool, scratch: FCMScratch,
+        warnings: inout [String]
+    ) -> FCMError? {
+        var priority: String?
+        var pushType: APNsPushType?
         if let h = headers {
             var e: FCMError?
             v.forEachMember(h) { k, val in
                 guard e == nil else { return }
-                let name = v.string(k).lowercased(), value = v.string(val)
+                let name = v.string(k).lowercased()
+                let value = v.string(val)
                 switch name {
                 case "apns-priority":
                     priority = value
-                    if !["1", "5", "10"].contains(value) { e = .invalid("message.apns.headers", "Invalid apns-priority: \(value). It must be 10, 5 or 1.") }
+                    if !["1", "5", "10"].contains(value) {
+                        e = .invalid("message.apns.headers", "Invalid apns-priority: \(value). It must be 10, 5 or 1.")
+                    }
                 case "apns-expiration":
                     if value.isEmpty || !value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || value.count > 12 {
                         e = .invalid("message.apns.headers", "Invalid apns-expiration: \(value). It must be a UNIX time in seconds.")

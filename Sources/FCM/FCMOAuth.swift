@@ -8,11 +8,15 @@ import Transport
 /// (Python's google-auth always signs the former).
 public struct FCMOAuth: Sendable {
     public static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-    public static let googleAudiences: Set<String> = ["https://oauth2.googleapis.com/token",
-                                                      "https://www.googleapis.com/oauth2/v4/token",
-                                                      "https://accounts.google.com/o/oauth2/token"]
-    public static let messagingScopes: Set<String> = ["https://www.googleapis.com/auth/cloud-platform",
-                                                      "https://www.googleapis.com/auth/firebase.messaging"]
+    public static let googleAudiences: Set<String> = [
+        "https://oauth2.googleapis.com/token",
+        "https://www.googleapis.com/oauth2/v4/token",
+        "https://accounts.google.com/o/oauth2/token",
+    ]
+    public static let messagingScopes: Set<String> = [
+        "https://www.googleapis.com/auth/cloud-platform",
+        "https://www.googleapis.com/auth/firebase.messaging",
+    ]
 
     public let accounts: FCMServiceAccounts
     public let tokens: FCMAccessTokens
@@ -41,9 +45,12 @@ public struct FCMOAuth: Sendable {
         case .failure(let r): return r.response
         case .success(let (account, scopes)):
             let messaging = !scopes.isDisjoint(with: FCMOAuth.messagingScopes)
-            let token = tokens.issue(.init(project: account.projectID, expiresAtSeconds: nowSeconds + Int64(lifetime),
-                                           messagingScope: messaging, clientEmail: account.clientEmail))
-            var r = FCMResponses.json(200, Array("{\"access_token\":\"\(token)\",\"expires_in\":\(max(0, lifetime - 1)),\"token_type\":\"Bearer\"}".utf8))
+            let token = tokens.issue(
+                .init(
+                    project: account.projectID, expiresAtSeconds: nowSeconds + Int64(lifetime),
+                    messagingScope: messaging, clientEmail: account.clientEmail))
+            var r = FCMResponses.json(
+                200, Array("{\"access_token\":\"\(token)\",\"expires_in\":\(max(0, lifetime - 1)),\"token_type\":\"Bearer\"}".utf8))
             r.headers.add(name: "cache-control", value: "no-cache, no-store, max-age=0, must-revalidate")
             r.headers.add(name: "pragma", value: "no-cache")
             return r
@@ -57,29 +64,39 @@ public struct FCMOAuth: Sendable {
     func verify(assertion: [UInt8], authority: String?, nowSeconds: Int64) -> Result<(FCMServiceAccounts.Account, Set<String>), Rejection> {
         let parts = assertion.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else {
+            let signature = Base64URL.decode(parts[2])
+        else {
             return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the assertion is not a well-formed JWT.")))
         }
-        var alg: String?, kid: String?
-        guard FCMOAuth.object(header, { v, k, val in
-            if v.keyEquals(k, "alg"), v.tokens[val].kind == .string { alg = v.string(val) }
-            if v.keyEquals(k, "kid"), v.tokens[val].kind == .string { kid = v.string(val) }
-        }) else { return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the header is not a JSON object."))) }
+        var alg: String?
+        var kid: String?
+        guard
+            FCMOAuth.object(
+                header,
+                { v, k, val in
+                    if v.keyEquals(k, "alg"), v.tokens[val].kind == .string { alg = v.string(val) }
+                    if v.keyEquals(k, "kid"), v.tokens[val].kind == .string { kid = v.string(val) }
+                })
+        else { return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the header is not a JSON object."))) }
         guard alg == "RS256" else {
             return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the signing algorithm must be RS256.")))
         }
         var c = Claims()
-        guard FCMOAuth.object(payload, { v, k, val in
-            let t = v.tokens[val].kind
-            switch v.string(k) {
-            case "iss": if t == .string { c.iss = v.string(val) }
-            case "scope": if t == .string { c.scope = v.string(val) }
-            case "aud": if t == .string { c.aud = v.string(val) }
-            case "iat": if let n = v.number(val) { c.iat = Int64(n) }
-            case "exp": if let n = v.number(val) { c.exp = Int64(n) }
-            default: break
-            }
-        }) else { return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the claim set is not a JSON object."))) }
+        guard
+            FCMOAuth.object(
+                payload,
+                { v, k, val in
+                    let t = v.tokens[val].kind
+                    switch v.string(k) {
+                    case "iss": if t == .string { c.iss = v.string(val) }
+                    case "scope": if t == .string { c.scope = v.string(val) }
+                    case "aud": if t == .string { c.aud = v.string(val) }
+                    case "iat": if let n = v.number(val) { c.iat = Int64(n) }
+                    case "exp": if let n = v.number(val) { c.exp = Int64(n) }
+                    default: break
+                    }
+                })
+        else { return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the claim set is not a JSON object."))) }
         guard let iss = c.iss, let account = accounts.lookup(email: iss) else {
             return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid grant: account not found")))
         }
@@ -90,10 +107,18 @@ public struct FCMOAuth: Sendable {
             return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT Signature.")))
         }
         guard let aud = c.aud, FCMOAuth.googleAudiences.contains(aud) || FCMOAuth.isOwnTokenURL(aud, authority: authority) else {
-            return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: Failed audience check. The right audience is https://oauth2.googleapis.com/token")))
+            return .failure(
+                Rejection(
+                    FCMOAuth.error(
+                        "invalid_grant", "Invalid JWT: Failed audience check. The right audience is https://oauth2.googleapis.com/token")))
         }
         guard let iat = c.iat, let exp = c.exp, exp > iat, exp - iat <= 3600, iat <= nowSeconds + 300, exp > nowSeconds else {
-            return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the assertion and use a clock with skew to account for clock differences between systems.")))
+            return .failure(
+                Rejection(
+                    FCMOAuth.error(
+                        "invalid_grant",
+                        "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the assertion and use a clock with skew to account for clock differences between systems."
+                    )))
         }
         let scopes = Set((c.scope ?? "").split(separator: " ").map(String.init))
         guard !scopes.isEmpty else {
@@ -106,7 +131,13 @@ public struct FCMOAuth: Sendable {
     static func isOwnTokenURL(_ aud: String, authority: String?) -> Bool {
         let lower = aud.lowercased()
         let rest: Substring
-        if lower.hasPrefix("http://") { rest = lower.dropFirst(7) } else if lower.hasPrefix("https://") { rest = lower.dropFirst(8) } else { return false }
+        if lower.hasPrefix("http://") {
+            rest = lower.dropFirst(7)
+        } else if lower.hasPrefix("https://") {
+            rest = lower.dropFirst(8)
+        } else {
+            return false
+        }
         guard let slash = rest.firstIndex(of: "/"), rest[slash...] == "/token" else { return false }
         let host = rest[..<slash]
         if let authority, host == authority.lowercased() { return true }
@@ -129,7 +160,8 @@ public struct FCMOAuth: Sendable {
         var out: [String: String] = [:]
         for part in body.split(separator: UInt8(ascii: "&")) {
             let kv = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            let k = PercentEncoding.decode(kv[0], plusAsSpace: true), v = kv.count > 1 ? PercentEncoding.decode(kv[1], plusAsSpace: true) : ""
+            let k = PercentEncoding.decode(kv[0], plusAsSpace: true)
+            let v = kv.count > 1 ? PercentEncoding.decode(kv[1], plusAsSpace: true) : ""
             if out[k] == nil { out[k] = v }
         }
         return out

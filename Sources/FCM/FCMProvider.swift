@@ -27,8 +27,10 @@ public struct FCMProvider: Sendable {
     public let devices: FCMDeviceRegistry
     public let quota: FCMQuota
 
-    public init(configuration: FCMConfiguration, accounts: FCMServiceAccounts, tokens: FCMAccessTokens,
-                devices: FCMDeviceRegistry, quota: FCMQuota) {
+    public init(
+        configuration: FCMConfiguration, accounts: FCMServiceAccounts, tokens: FCMAccessTokens,
+        devices: FCMDeviceRegistry, quota: FCMQuota
+    ) {
         self.configuration = configuration
         self.accounts = accounts
         self.tokens = tokens

@@ -54,28 +54,35 @@ public final class FCMServiceAccounts: Sendable {
         let suffix = String(decoding: (0..<5).map { _ in hex[Int(rng.next(below: 16))] }, as: UTF8.self)
         let email = "firebase-adminsdk-\(suffix)@\(projectID).iam.gserviceaccount.com"
         let clientID = "1" + String(decoding: (0..<20).map { _ in UInt8(0x30 + rng.next(below: 10)) }, as: UTF8.self)
-        let account = try register(projectID: projectID, clientEmail: email, privateKeyID: kid, publicKeyPEM: key.publicKeyPEM,
-                                   clientID: clientID)
+        let account = try register(
+            projectID: projectID, clientEmail: email, privateKeyID: kid, publicKeyPEM: key.publicKeyPEM,
+            clientID: clientID)
         return (account, serviceAccountJSON(account, privateKeyPEM: key.privateKeyPEM, tokenURI: tokenURI))
     }
 
     /// Registers an existing account's public key (replacing one with the same email).
     @discardableResult
-    public func register(projectID: String, clientEmail: String, privateKeyID: String, publicKeyPEM: String,
-                         clientID: String? = nil) throws -> Account {
+    public func register(
+        projectID: String, clientEmail: String, privateKeyID: String, publicKeyPEM: String,
+        clientID: String? = nil
+    ) throws -> Account {
         guard FCMServiceAccounts.isValidProjectID(projectID) else { throw AccountError(description: "invalid projectId '\(projectID)'") }
-        guard clientEmail.contains("@"), clientEmail.utf8.count <= 254 else { throw AccountError(description: "clientEmail must be an email address") }
+        guard clientEmail.contains("@"), clientEmail.utf8.count <= 254 else {
+            throw AccountError(description: "clientEmail must be an email address")
+        }
         guard !privateKeyID.isEmpty, privateKeyID.utf8.count <= 128,
-              privateKeyID.utf8.allSatisfy({ FCMFormats.isBase64URL($0) }) else {
+            privateKeyID.utf8.allSatisfy({ FCMFormats.isBase64URL($0) })
+        else {
             throw AccountError(description: "privateKeyId must be letters, digits, '-' or '_'")
         }
         guard let key = RS256.Key.fromPEM(publicKeyPEM, isPrivate: false) ?? RS256.Key.fromPEM(publicKeyPEM, isPrivate: true) else {
             throw AccountError(description: "publicKeyPem is not a PEM RSA key")
         }
         let number = projectNumber(for: projectID) ?? FCMServiceAccounts.derivedProjectNumber(projectID)
-        let a = Account(projectID: projectID, projectNumber: number, clientEmail: clientEmail,
-                        clientID: clientID ?? FCMServiceAccounts.derivedProjectNumber(clientEmail) + "000000000",
-                        privateKeyID: privateKeyID, publicKeyPEM: key.publicKeyPEM, key: key)
+        let a = Account(
+            projectID: projectID, projectNumber: number, clientEmail: clientEmail,
+            clientID: clientID ?? FCMServiceAccounts.derivedProjectNumber(clientEmail) + "000000000",
+            privateKeyID: privateKeyID, publicKeyPEM: key.publicKeyPEM, key: key)
         accounts.withLock { $0[clientEmail] = a }
         try persist(a)
         return a
@@ -122,21 +129,21 @@ public final class FCMServiceAccounts: Sendable {
     public func serviceAccountJSON(_ a: Account, privateKeyPEM: String, tokenURI: String) -> String {
         let encodedEmail = a.clientEmail.split(separator: "@", omittingEmptySubsequences: false).joined(separator: "%40")
         return """
-        {
-          "type": "service_account",
-          "project_id": \(JSONWriter.quote(a.projectID)),
-          "private_key_id": \(JSONWriter.quote(a.privateKeyID)),
-          "private_key": \(JSONWriter.quote(privateKeyPEM)),
-          "client_email": \(JSONWriter.quote(a.clientEmail)),
-          "client_id": \(JSONWriter.quote(a.clientID)),
-          "auth_uri": "https://accounts.google.com/o/oauth2/auth",
-          "token_uri": \(JSONWriter.quote(tokenURI)),
-          "auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
-          "client_x509_cert_url": \(JSONWriter.quote("https://www.googleapis.com/robot/v1/metadata/x509/" + encodedEmail)),
-          "universe_domain": "googleapis.com"
-        }
+            {
+              "type": "service_account",
+              "project_id": \(JSONWriter.quote(a.projectID)),
+              "private_key_id": \(JSONWriter.quote(a.privateKeyID)),
+              "private_key": \(JSONWriter.quote(privateKeyPEM)),
+              "client_email": \(JSONWriter.quote(a.clientEmail)),
+              "client_id": \(JSONWriter.quote(a.clientID)),
+              "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+              "token_uri": \(JSONWriter.quote(tokenURI)),
+              "auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
+              "client_x509_cert_url": \(JSONWriter.quote("https://www.googleapis.com/robot/v1/metadata/x509/" + encodedEmail)),
+              "universe_domain": "googleapis.com"
+            }
 
-        """
+            """
     }
 
     // MARK: persistence
@@ -171,10 +178,12 @@ public final class FCMServiceAccounts: Sendable {
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return nil }
             let v = JSONView(bytes: raw, tokens: tokens)
             guard let p = v.member(0, "projectId"), let n = v.member(0, "projectNumber"), let e = v.member(0, "clientEmail"),
-                  let c = v.member(0, "clientId"), let k = v.member(0, "privateKeyId"), let pem = v.member(0, "publicKeyPem"),
-                  let key = RS256.Key.fromPEM(v.string(pem), isPrivate: false) else { return nil }
-            return Account(projectID: v.string(p), projectNumber: v.string(n), clientEmail: v.string(e), clientID: v.string(c),
-                           privateKeyID: v.string(k), publicKeyPEM: v.string(pem), key: key)
+                let c = v.member(0, "clientId"), let k = v.member(0, "privateKeyId"), let pem = v.member(0, "publicKeyPem"),
+                let key = RS256.Key.fromPEM(v.string(pem), isPrivate: false)
+            else { return nil }
+            return Account(
+                projectID: v.string(p), projectNumber: v.string(n), clientEmail: v.string(e), clientID: v.string(c),
+                privateKeyID: v.string(k), publicKeyPEM: v.string(pem), key: key)
         }
     }
 }

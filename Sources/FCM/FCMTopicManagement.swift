@@ -41,7 +41,9 @@ public struct FCMTopicManagement: Sendable {
         case .failure(let r): return r.response
         case .success(let p): project = p
         }
-        var to: String?, tokens: [String]? = nil, bad: String?
+        var to: String?
+        var tokens: [String]? = nil
+        var bad: String?
         let ok = request.body.withUnsafeBytes { raw -> Bool in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
@@ -51,10 +53,17 @@ public struct FCMTopicManagement: Sendable {
                 case "to":
                     if v.tokens[val].kind == .string { to = v.string(val) } else { bad = "InvalidParameters: to must be a string" }
                 case "registration_tokens":
-                    guard v.tokens[val].kind == .array else { bad = "InvalidParameters: registration_tokens must be an array"; return }
+                    guard v.tokens[val].kind == .array else {
+                        bad = "InvalidParameters: registration_tokens must be an array"
+                        return
+                    }
                     var list: [String] = []
                     v.forEachElement(val) { e in
-                        if v.tokens[e].kind == .string { list.append(v.string(e)) } else { bad = "InvalidParameters: registration_tokens must hold strings" }
+                        if v.tokens[e].kind == .string {
+                            list.append(v.string(e))
+                        } else {
+                            bad = "InvalidParameters: registration_tokens must hold strings"
+                        }
                     }
                     tokens = list
                 default: break
@@ -76,8 +85,10 @@ public struct FCMTopicManagement: Sendable {
         var results: [String] = []
         results.reserveCapacity(tokens.count)
         for token in tokens {
-            let r = add ? devices.subscribe(token: token, topic: topic, project: project, nowMs: nowMs)
-                        : devices.unsubscribe(token: token, topic: topic)
+            let r =
+                add
+                ? devices.subscribe(token: token, topic: topic, project: project, nowMs: nowMs)
+                : devices.unsubscribe(token: token, topic: topic)
             switch r {
             case .ok, .notSubscribed: results.append("{}")
             case .senderMismatch: results.append("{\"error\":\"PERMISSION_DENIED\"}")
@@ -111,7 +122,8 @@ public struct FCMTopicManagement: Sendable {
             return FCMTopicManagement.iidError(404, "No information found about this instance id.")
         }
         var s = "{\"applicationVersion\":\"1\",\"application\":" + JSONWriter.quote(d.app ?? "com.pushemu.app")
-        s += ",\"scope\":\"*\",\"authorizedEntity\":\"\(d.project.flatMap { provider.accounts.projectNumber(for: $0) } ?? d.project ?? "")\""
+        s +=
+            ",\"scope\":\"*\",\"authorizedEntity\":\"\(d.project.flatMap { provider.accounts.projectNumber(for: $0) } ?? d.project ?? "")\""
         s += ",\"platform\":\"\(d.platform.uppercased())\""
         if details {
             let topics = d.topics.sorted { $0.key < $1.key }.map { t, day in
@@ -125,18 +137,24 @@ public struct FCMTopicManagement: Sendable {
     /// `POST .../registrations/{token}/topicSubscriptions?topic_name=T` and
     /// `DELETE .../registrations/{token}/topicSubscriptions/{topic}[?allow_missing=true]`,
     /// answering in the `google.rpc.Status` envelope.
-    public func registration(_ request: Request, project: String, token: String, topic rawTopic: String, subscribe: Bool,
-                             allowMissing: Bool, state: FCMConnectionState, nowMs: Int64) -> Response {
+    public func registration(
+        _ request: Request, project: String, token: String, topic rawTopic: String, subscribe: Bool,
+        allowMissing: Bool, state: FCMConnectionState, nowMs: Int64
+    ) -> Response {
         if let e = provider.authorize(request, project: project, state: state, nowMs: nowMs) { return e.response }
         guard FCMFormats.isRegistrationToken(token.utf8) else {
-            return FCMError.fcm(.invalidArgument, "The registration token is not a valid FCM registration token", field: "registration").response
+            return FCMError.fcm(.invalidArgument, "The registration token is not a valid FCM registration token", field: "registration")
+                .response
         }
         guard let name = FCMFormats.topicName(Array(rawTopic.utf8)) else {
-            return FCMError.invalid("topic_name", "Invalid topic name: \(rawTopic). A topic name must match [a-zA-Z0-9-_.~%]{1,900}.").response
+            return FCMError.invalid("topic_name", "Invalid topic name: \(rawTopic). A topic name must match [a-zA-Z0-9-_.~%]{1,900}.")
+                .response
         }
         let topic = String(decoding: name, as: UTF8.self)
-        let r = subscribe ? devices.subscribe(token: token, topic: topic, project: project, nowMs: nowMs)
-                          : devices.unsubscribe(token: token, topic: topic)
+        let r =
+            subscribe
+            ? devices.subscribe(token: token, topic: topic, project: project, nowMs: nowMs)
+            : devices.unsubscribe(token: token, topic: topic)
         switch r {
         case .ok: return FCMResponses.json(200, Array("{}".utf8))
         case .notSubscribed:
@@ -146,8 +164,10 @@ public struct FCMTopicManagement: Sendable {
         case .invalidArgument: return FCMError.invalidToken.response
         case .senderMismatch: return FCMError.fcm(.senderIDMismatch).response
         case .tooManyTopics:
-            return FCMError(httpStatus: 400, status: "FAILED_PRECONDITION",
-                            message: "TOO_MANY_TOPICS: the app instance is subscribed to the maximum of \(FCMDeviceRegistry.maxTopicsPerDevice) topics.").response
+            return FCMError(
+                httpStatus: 400, status: "FAILED_PRECONDITION",
+                message: "TOO_MANY_TOPICS: the app instance is subscribed to the maximum of \(FCMDeviceRegistry.maxTopicsPerDevice) topics."
+            ).response
         }
     }
 

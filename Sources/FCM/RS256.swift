@@ -13,7 +13,10 @@ public enum RS256 {
         /// Reads a PEM public key ("BEGIN PUBLIC KEY") or private key (PKCS#8 or PKCS#1).
         public static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
             guard let k = PEM.readKey(pem, isPrivate: isPrivate) else { return nil }
-            guard EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA, EVP_PKEY_get_bits(k) >= 1024 else { EVP_PKEY_free(k); return nil }
+            guard EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA, EVP_PKEY_get_bits(k) >= 1024 else {
+                EVP_PKEY_free(k)
+                return nil
+            }
             return Key(k)
         }
 
@@ -45,8 +48,9 @@ public enum RS256 {
     public static func hmac(key: [UInt8], message: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 32
-        _ = HMAC(EVP_sha256(), key, Int32(key.count), message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
-                 &out, &len)
+        _ = HMAC(
+            EVP_sha256(), key, Int32(key.count), message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
+            &out, &len)
         return out
     }
 

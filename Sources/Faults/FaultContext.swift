@@ -12,8 +12,10 @@ public struct FaultContext {
     /// (fleet id, labels) of a token's device, asked only by rules that need it.
     public var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
 
-    public init(provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,
-                path: ArraySlice<UInt8>, headers: HTTPFields, device: @escaping (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])) {
+    public init(
+        provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,
+        path: ArraySlice<UInt8>, headers: HTTPFields, device: @escaping (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
+    ) {
         self.provider = provider
         self.token = token
         self.topic = topic

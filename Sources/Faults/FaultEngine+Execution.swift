@@ -24,10 +24,12 @@ extension FaultEngine {
     /// returns the delay added, in seconds. `goAwayDebugData` formats a `goaway` reason in the
     /// gateway's style.
     @discardableResult
-    public func send(_ response: Response, on exchange: Exchange, fired: FiredFault?, provider: PushProvider,
-                     goAwayDebugData: (String) -> [UInt8]) -> Double {
+    public func send(
+        _ response: Response, on exchange: Exchange, fired: FiredFault?, provider: PushProvider,
+        goAwayDebugData: (String) -> [UInt8]
+    ) -> Double {
         let latency = shaping.latency[provider.index]
-        if fired == nil && latency == nil {   // the common case
+        if fired == nil && latency == nil { // the common case
             exchange.respond(response)
             return 0
         }

@@ -9,7 +9,7 @@ public final class FaultEngine: @unchecked Sendable {
     /// found with one hash lookup each, so rules aimed at other devices cost nothing; the rest
     /// are checked in order.
     final class Snapshot: Sendable {
-        final class Index: @unchecked Sendable {   // written only while the snapshot is built
+        final class Index: @unchecked Sendable { // written only while the snapshot is built
             var general: [Int] = []
             var byToken = KeyTable()
             var byTopic = KeyTable()
@@ -68,7 +68,7 @@ public final class FaultEngine: @unchecked Sendable {
 
     public init(loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false) {
         slotCount = max(1, loops)
-        slots = .allocate(capacity: slotCount + 1)   // the last slot: callers off the loops (under the lock)
+        slots = .allocate(capacity: slotCount + 1) // the last slot: callers off the loops (under the lock)
         slots.initialize(repeating: (0, Snapshot([])), count: slotCount + 1)
         self.shaping = shaping
         self.allowOverrideHeader = allowOverrideHeader
@@ -204,7 +204,9 @@ struct FixedList {
 
     func sorted() -> [Int] {
         if count == 0 { return [] }
-        var out = withUnsafeBytes(of: inline) { b in (0..<min(count, 8)).map { b.load(fromByteOffset: $0 * MemoryLayout<Int>.stride, as: Int.self) } }
+        var out = withUnsafeBytes(of: inline) { b in
+            (0..<min(count, 8)).map { b.load(fromByteOffset: $0 * MemoryLayout<Int>.stride, as: Int.self) }
+        }
         out += spill
         return Set(out).sorted()
     }
@@ -222,7 +224,10 @@ struct KeyTable: Sendable {
         if (count + 1) * 2 > keys.count { grow() }
         var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
         while let existing = keys[i] {
-            if existing.a == k.a && existing.b == k.b { values[i].append(v); return }
+            if existing.a == k.a && existing.b == k.b {
+                values[i].append(v)
+                return
+            }
             i = (i + 1) & (keys.count - 1)
         }
         keys[i] = k

@@ -41,8 +41,11 @@ public enum FaultParser {
 
     static func rule(_ v: JSONView, _ obj: Int, id: String, nowMs: Int64) throws -> FaultRule {
         guard v.tokens[obj].kind == .object else { throw ParseError("a fault rule is a JSON object") }
-        var match = FaultMatch(), effect = FaultEffect(), seed: UInt64 = 0
-        var matchJSON = "{}", effectJSON = "{}"
+        var match = FaultMatch()
+        var effect = FaultEffect()
+        var seed: UInt64 = 0
+        var matchJSON = "{}"
+        var effectJSON = "{}"
         var hasEffect = false
         var err: String?
         v.forEachMember(obj) { k, val in
@@ -78,11 +81,19 @@ public enum FaultParser {
             let name = v.string(k)
             switch name {
             case "provider":
-                if let s = str(val, name) { if let p = PushProvider.named(s) { m.provider = p } else { err = "match.provider must be \(PushProvider.namesForMessages)" } }
+                if let s = str(val, name) {
+                    if let p = PushProvider.named(s) {
+                        m.provider = p
+                    } else {
+                        err = "match.provider must be \(PushProvider.namesForMessages)"
+                    }
+                }
             case "token": if let s = str(val, name) { m.tokens = [s] }
             case "tokens":
                 var set = Set<String>()
-                v.forEachElement(val) { if v.tokens[$0].kind == .string { set.insert(v.string($0)) } else { err = "match.tokens holds strings" } }
+                v.forEachElement(val) {
+                    if v.tokens[$0].kind == .string { set.insert(v.string($0)) } else { err = "match.tokens holds strings" }
+                }
                 m.tokens = set
             case "topic": m.topic = str(val, name)
             case "project", "environment": m.project = str(val, name)
@@ -90,9 +101,16 @@ public enum FaultParser {
             case "fleet": m.fleet = str(val, name)
             case "label": m.label = str(val, name)
             case "header":
-                guard v.tokens[val].kind == .object else { err = "match.header must be an object"; return }
+                guard v.tokens[val].kind == .object else {
+                    err = "match.header must be an object"
+                    return
+                }
                 v.forEachMember(val) { hk, hv in
-                    if v.tokens[hv].kind == .string { m.headers.append((v.string(hk).lowercased(), v.string(hv))) } else { err = "header values must be strings" }
+                    if v.tokens[hv].kind == .string {
+                        m.headers.append((v.string(hk).lowercased(), v.string(hv)))
+                    } else {
+                        err = "header values must be strings"
+                    }
                 }
             case "percent":
                 if let p = v.number(val), p >= 0, p <= 100 { m.percent = p } else { err = "match.percent must be 0 to 100" }
@@ -101,7 +119,11 @@ public enum FaultParser {
             case "first":
                 if let n = v.integer(val), n >= 0 { m.first = n } else { err = "match.first must be a non-negative integer" }
             case "after", "afterMs":
-                if let d = duration(v, val) { m.afterMs = d } else { err = "match.after must be milliseconds or a duration such as \"30s\"" }
+                if let d = duration(v, val) {
+                    m.afterMs = d
+                } else {
+                    err = "match.after must be milliseconds or a duration such as \"30s\""
+                }
             case "for", "forMs":
                 if let d = duration(v, val) { m.forMs = d } else { err = "match.for must be milliseconds or a duration such as \"10s\"" }
             default: err = "unknown match field \(name)"
@@ -118,19 +140,33 @@ public enum FaultParser {
         v.forEachMember(o) { k, val in
             let name = v.string(k)
             let kind = v.tokens[val].kind
-            func bool() -> Bool { if kind == .true { return true }; if kind != .false { err = "effect.\(name) must be a boolean" }; return false }
+            func bool() -> Bool {
+                if kind == .true { return true }
+                if kind != .false { err = "effect.\(name) must be a boolean" }
+                return false
+            }
             switch name {
-            case "status": if let n = v.integer(val), (100...599).contains(n) { e.status = n } else { err = "effect.status must be an HTTP status" }
+            case "status":
+                if let n = v.integer(val), (100...599).contains(n) { e.status = n } else { err = "effect.status must be an HTTP status" }
             case "reason": if kind == .string { e.reason = v.string(val) } else { err = "effect.reason must be a string" }
             case "errorCode": if kind == .string { e.errorCode = v.string(val) } else { err = "effect.errorCode must be a string" }
             case "retryAfter": if let n = v.integer(val), n >= 0 { e.retryAfter = n } else { err = "effect.retryAfter must be seconds" }
             case "delayMs", "delay":
-                if let d = duration(v, val) { e.delay = .fixed(Double(d)) }
-                else if kind == .object {
+                if let d = duration(v, val) {
+                    e.delay = .fixed(Double(d))
+                } else if kind == .object {
                     do { e.delay = try distribution(v, val) } catch { err = "\(error)" }
-                } else { err = "effect.delayMs must be milliseconds or {\"dist\": ...}" }
+                } else {
+                    err = "effect.delayMs must be milliseconds or {\"dist\": ...}"
+                }
             case "goaway":
-                if kind == .string { e.goaway = v.string(val) } else if kind == .true { e.goaway = "" } else if kind != .false { err = "effect.goaway must be a reason or true" }
+                if kind == .string {
+                    e.goaway = v.string(val)
+                } else if kind == .true {
+                    e.goaway = ""
+                } else if kind != .false {
+                    err = "effect.goaway must be a reason or true"
+                }
             case "rst": e.rst = bool()
             case "close": e.close = bool()
             case "stallMs", "stall": if let d = duration(v, val) { e.stallMs = d } else { err = "effect.stallMs must be milliseconds" }
@@ -145,7 +181,8 @@ public enum FaultParser {
     }
 
     static func distribution(_ v: JSONView, _ o: Int) throws -> DelayDistribution {
-        var dist: String?, nums: [String: Double] = [:]
+        var dist: String?
+        var nums: [String: Double] = [:]
         v.forEachMember(o) { k, val in
             if v.keyEquals(k, "dist") { dist = v.string(val) } else if let n = v.number(val) { nums[v.string(k)] = n }
         }
@@ -154,7 +191,9 @@ public enum FaultParser {
             guard let a = nums["min"], let b = nums["max"], a >= 0, b >= a else { throw ParseError("uniform needs min <= max (ms)") }
             return .uniform(a, b)
         case "normal"?:
-            guard let m = nums["mean"], let s = nums["stddev"], m >= 0, s >= 0 else { throw ParseError("normal needs mean and stddev (ms)") }
+            guard let m = nums["mean"], let s = nums["stddev"], m >= 0, s >= 0 else {
+                throw ParseError("normal needs mean and stddev (ms)")
+            }
             return .normal(mean: m, stddev: s)
         case "lognormal"?:
             guard let mu = nums["mu"], let s = nums["sigma"], s >= 0 else { throw ParseError("lognormal needs mu and sigma (of ln ms)") }
@@ -177,9 +216,15 @@ public enum FaultParser {
     public static func duration(_ s: String) -> Int64? {
         var digits = s
         var scale: Double = 1
-        if s.hasSuffix("ms") { digits = String(s.dropLast(2)) }
-        else if s.hasSuffix("s") { digits = String(s.dropLast()); scale = 1000 }
-        else if s.hasSuffix("m") { digits = String(s.dropLast()); scale = 60_000 }
+        if s.hasSuffix("ms") {
+            digits = String(s.dropLast(2))
+        } else if s.hasSuffix("s") {
+            digits = String(s.dropLast())
+            scale = 1000
+        } else if s.hasSuffix("m") {
+            digits = String(s.dropLast())
+            scale = 60_000
+        }
         guard let d = Double(digits), d >= 0, d.isFinite else { return nil }
         return Int64(d * scale)
     }
@@ -190,17 +235,26 @@ public enum FaultParser {
         var e = FaultEffect()
         for part in header.split(separator: ";") {
             let kv = part.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters() }
-            let k = kv[0], val = kv.count > 1 ? kv[1] : ""
+            let k = kv[0]
+            let val = kv.count > 1 ? kv[1] : ""
             switch k {
-            case "status": guard let n = Int(val), (100...599).contains(n) else { throw ParseError("status") }; e.status = n
+            case "status":
+                guard let n = Int(val), (100...599).contains(n) else { throw ParseError("status") }
+                e.status = n
             case "reason": e.reason = val
             case "errorCode": e.errorCode = val
-            case "retryAfter", "retry-after": guard let n = Int(val), n >= 0 else { throw ParseError("retryAfter") }; e.retryAfter = n
-            case "delay": guard let d = duration(val) else { throw ParseError("delay") }; e.delay = .fixed(Double(d))
+            case "retryAfter", "retry-after":
+                guard let n = Int(val), n >= 0 else { throw ParseError("retryAfter") }
+                e.retryAfter = n
+            case "delay":
+                guard let d = duration(val) else { throw ParseError("delay") }
+                e.delay = .fixed(Double(d))
             case "goaway": e.goaway = val
             case "rst": e.rst = true
             case "close": e.close = true
-            case "stall": guard let d = duration(val) else { throw ParseError("stall") }; e.stallMs = d
+            case "stall":
+                guard let d = duration(val) else { throw ParseError("stall") }
+                e.stallMs = d
             case "uninstall": e.uninstall = true
             case "": continue
             default: throw ParseError("unknown override \(k)")

@@ -20,7 +20,8 @@ public enum DelayDistribution: Sendable, Equatable {
 
     static func gaussian(_ r: inout FastRandom) -> Double {
         // Box-Muller.
-        let u1 = max(r.nextDouble(), 1e-12), u2 = r.nextDouble()
+        let u1 = max(r.nextDouble(), 1e-12)
+        let u2 = r.nextDouble()
         return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
     }
 
@@ -112,7 +113,8 @@ public final class FaultRule: Sendable {
     let fleet: String?
     let label: String?
 
-    public init(id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String) {
+    public init(id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String)
+    {
         self.id = id
         self.match = match
         self.effect = effect

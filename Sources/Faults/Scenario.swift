@@ -21,7 +21,8 @@ public struct Scenario: Sendable {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
-                throw FaultParser.ParseError("a scenario is a JSON object: {\"steps\": [{\"at\": \"30s\", \"for\": \"10s\", \"match\": {...}, \"effect\": {...}}]}")
+                throw FaultParser.ParseError(
+                    "a scenario is a JSON object: {\"steps\": [{\"at\": \"30s\", \"for\": \"10s\", \"match\": {...}, \"effect\": {...}}]}")
             }
             let v = JSONView(bytes: raw, tokens: t)
             var name = id
@@ -32,7 +33,10 @@ public struct Scenario: Sendable {
                 switch v.string(k) {
                 case "name": name = v.string(val)
                 case "steps":
-                    guard v.tokens[val].kind == .array else { err = FaultParser.ParseError("steps must be a list"); return }
+                    guard v.tokens[val].kind == .array else {
+                        err = FaultParser.ParseError("steps must be a list")
+                        return
+                    }
                     v.forEachElement(val) { s in
                         guard err == nil else { return }
                         do { steps.append(try step(v, s, id: ruleID(), startMs: nowMs)) } catch { err = error }
@@ -66,8 +70,9 @@ public struct Scenario: Sendable {
         match.forMs = forMs
         var seed: UInt64 = 0
         if let s = v.member(o, "seed"), let n = v.integer(s), n >= 0 { seed = UInt64(n) }
-        let rule = FaultRule(id: id, match: match, effect: try FaultParser.parseEffect(v, e), seed: seed, createdAtMs: startMs,
-                             matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self))
+        let rule = FaultRule(
+            id: id, match: match, effect: try FaultParser.parseEffect(v, e), seed: seed, createdAtMs: startMs,
+            matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self))
         return Step(atMs: at, forMs: forMs, rule: rule)
     }
 
@@ -76,9 +81,11 @@ public struct Scenario: Sendable {
         let elapsed = nowMs - startMs
         let list = steps.map { s -> String in
             let state = elapsed < s.atMs ? "pending" : (s.forMs.map { elapsed >= s.atMs + $0 } == true ? "done" : "active")
-            return "{\"at\":\(s.atMs),\"for\":" + (s.forMs.map { String($0) } ?? "null") + ",\"state\":\"\(state)\",\"rule\":\"\(s.rule.id)\",\"fired\":\(s.rule.fired)}"
+            return "{\"at\":\(s.atMs),\"for\":" + (s.forMs.map { String($0) } ?? "null")
+                + ",\"state\":\"\(state)\",\"rule\":\"\(s.rule.id)\",\"fired\":\(s.rule.fired)}"
         }
-        return "{\"id\":\"\(id)\",\"name\":" + JSONWriter.quote(name) + ",\"startedAt\":\(startMs),\"elapsedMs\":\(elapsed),\"steps\":[" + list.joined(separator: ",") + "]}"
+        return "{\"id\":\"\(id)\",\"name\":" + JSONWriter.quote(name) + ",\"startedAt\":\(startMs),\"elapsedMs\":\(elapsed),\"steps\":["
+            + list.joined(separator: ",") + "]}"
     }
 }
 
@@ -98,14 +105,15 @@ public final class TokenRateLimiter: Sendable {
     public func allow(_ token: ArraySlice<UInt8>, nowMs: Int64) -> Bool {
         guard perMinute > 0 else { return true }
         let k = TokenKey(token)
-        let cap = Double(perMinute), perMs = cap / 60_000
+        let cap = Double(perMinute)
+        let perMs = cap / 60_000
         return shards[k.shard(shards.count)].m.withLock { m in
             var b = m[k] ?? (cap, nowMs)
             b.tokens = min(cap, b.tokens + Double(max(0, nowMs - b.lastMs)) * perMs)
             b.lastMs = nowMs
             let ok = b.tokens >= 1
             if ok { b.tokens -= 1 }
-            if m.count > 1_000_000 / shards.count { m.removeAll(keepingCapacity: true) }   // bounded
+            if m.count > 1_000_000 / shards.count { m.removeAll(keepingCapacity: true) } // bounded
             m[k] = b
             return ok
         }

@@ -4,7 +4,10 @@ import PushCore
 public struct DelayRange: Sendable, Equatable {
     public var min: Int64
     public var max: Int64
-    public init(_ min: Int64, _ max: Int64) { self.min = min; self.max = Swift.max(min, max) }
+    public init(_ min: Int64, _ max: Int64) {
+        self.min = min
+        self.max = Swift.max(min, max)
+    }
     public static let zero = DelayRange(0, 0)
 
     public func draw(_ r: inout FastRandom) -> Int64 {
@@ -47,7 +50,10 @@ public struct Behavior: Sendable, Equatable {
         var b = self
         var err: String?
         func rate(_ i: Int, _ name: String) -> Double? {
-            guard let d = v.number(i), d >= 0, d <= 1 else { err = "behavior.\(name) must be a number from 0 to 1"; return nil }
+            guard let d = v.number(i), d >= 0, d <= 1 else {
+                err = "behavior.\(name) must be a number from 0 to 1"
+                return nil
+            }
             return d
         }
         func delay(_ i: Int, _ name: String) -> DelayRange? {
@@ -55,7 +61,9 @@ public struct Behavior: Sendable, Equatable {
             if v.tokens[i].kind == .array, v.tokens[i].count == 2 {
                 var vals: [Int] = []
                 v.forEachElement(i) { if let n = v.integer($0) { vals.append(n) } }
-                if vals.count == 2, vals[0] >= 0, vals[1] >= vals[0], vals[1] <= 86_400_000 { return DelayRange(Int64(vals[0]), Int64(vals[1])) }
+                if vals.count == 2, vals[0] >= 0, vals[1] >= vals[0], vals[1] <= 86_400_000 {
+                    return DelayRange(Int64(vals[0]), Int64(vals[1]))
+                }
             }
             err = "behavior.\(name) must be milliseconds or [MIN, MAX] (at most a day)"
             return nil

@@ -39,8 +39,9 @@ public struct DeviceLifecycle: Sendable {
         if let device = store.device(token: token) { return device }
         for gateway in records {
             guard let known = gateway.registeredDevice(token: token) else { continue }
-            var device = SimDevice(token: token, platform: known.platform, app: known.app, environment: known.environment,
-                                   createdAtMs: known.createdAtMs ?? nowMs, seed: TokenKey(token).a)
+            var device = SimDevice(
+                token: token, platform: known.platform, app: known.app, environment: known.environment,
+                createdAtMs: known.createdAtMs ?? nowMs, seed: TokenKey(token).a)
             device.uninstalledAtMs = known.uninstalledAtMs
             try? store.register(device)
             return device
@@ -53,8 +54,10 @@ public struct DeviceLifecycle: Sendable {
     public func uninstall(_ token: String, nowMs: Int64) {
         for gateway in records { gateway.uninstall(token: token, atMs: nowMs) }
         if ensure(token, nowMs: nowMs) == nil, let platform = records.first(where: { $0.recognizes(token: token) })?.platform {
-            try? store.register(SimDevice(token: token, platform: platform, app: nil, environment: nil, createdAtMs: nowMs,
-                                          seed: TokenKey(token).a))
+            try? store.register(
+                SimDevice(
+                    token: token, platform: platform, app: nil, environment: nil, createdAtMs: nowMs,
+                    seed: TokenKey(token).a))
         }
         _ = store.uninstall(token: token, atMs: nowMs)
     }

@@ -124,16 +124,21 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public static let maxFleets = 65_536
 
-    public func createFleet(platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
-                            behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64) throws -> FleetSpec {
+    public func createFleet(
+        platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
+        behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64
+    ) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
         var r = FastRandom()
         return try fleets.withLock { f in
             // The fleet number has 24 bits in a token's header; each fleet costs a little memory.
-            guard f.count < DeviceStore.maxFleets else { throw StoreError(description: "fleet limit reached (\(DeviceStore.maxFleets) fleets; POST /emulator/v1/reset removes them)") }
-            let spec = FleetSpec(number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
-                                 secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
-                                 tracking: tracking, labels: labels, createdAtMs: nowMs)
+            guard f.count < DeviceStore.maxFleets else {
+                throw StoreError(description: "fleet limit reached (\(DeviceStore.maxFleets) fleets; POST /emulator/v1/reset removes them)")
+            }
+            let spec = FleetSpec(
+                number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
+                secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
+                tracking: tracking, labels: labels, createdAtMs: nowMs)
             f.append(FleetRef(spec))
             return spec
         }
@@ -165,8 +170,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     func materialize(_ ref: FleetRef, index: Int, token: String) -> SimDevice {
         let f = ref.spec
-        var d = SimDevice(token: token, platform: f.platform, app: f.app, environment: f.environment, createdAtMs: f.createdAtMs,
-                          seed: f.seed ^ FleetTokens.mix(UInt64(index)))
+        var d = SimDevice(
+            token: token, platform: f.platform, app: f.app, environment: f.environment, createdAtMs: f.createdAtMs,
+            seed: f.seed ^ FleetTokens.mix(UInt64(index)))
         d.fleet = f.number
         d.fleetIndex = index
         d.labels = f.labels
@@ -234,11 +240,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     public var stats: Counters {
-        Counters(delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),
-                 droppedOffline: counters.droppedOffline.load(ordering: .relaxed),
-                 trackingSkipped: counters.trackingSkipped.load(ordering: .relaxed),
-                 trackingScheduled: counters.trackingScheduled.load(ordering: .relaxed),
-                 unstored: counters.unstored.load(ordering: .relaxed))
+        Counters(
+            delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),
+            droppedOffline: counters.droppedOffline.load(ordering: .relaxed),
+            trackingSkipped: counters.trackingSkipped.load(ordering: .relaxed),
+            trackingScheduled: counters.trackingScheduled.load(ordering: .relaxed),
+            unstored: counters.unstored.load(ordering: .relaxed))
     }
 
     public func removeAll() {
@@ -261,7 +268,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let k = TokenKey(token)
         // Only the fields the answer needs leave the lock (a whole record copied out costs a
         // retain per field).
-        func fields(_ d: inout SimDevice) -> DeviceStatus?? {   // inout: read in place (a `let` copies the record)
+        func fields(_ d: inout SimDevice) -> DeviceStatus?? { // inout: read in place (a `let` copies the record)
             guard d.platform == platform else { return .some(nil) }
             if let at = d.uninstalledAtMs { return .uninstalled(atMs: at) }
             return .installed(app: d.app, environment: d.environment)
@@ -295,14 +302,23 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
         /// What the SDK needs rides in a box: the outcome stays a few words, not a record copied
         /// at every return.
-        final class Copied { let device: SDKView; init(_ d: SDKView) { device = d } }
-        enum Outcome { case absent, uninstalled, held, droppedOffline, delivered(Copied?, fleet: Int?) }
+        final class Copied {
+            let device: SDKView
+            init(_ d: SDKView) { device = d }
+        }
+        enum Outcome {
+            case absent, uninstalled, held, droppedOffline
+            case delivered(Copied?, fleet: Int?)
+        }
         // One in-place access to the record (no copies of the device struct).
         func onRecord(_ dev: inout SimDevice, fleetTracks: Bool) -> Outcome {
             if dev.uninstalledAtMs != nil { return .uninstalled }
             if dev.appState == .offline {
                 if d.provider == .apns {
-                    if d.expiresAtMs == 0 { dev.dropped += 1; return .droppedOffline }
+                    if d.expiresAtMs == 0 {
+                        dev.dropped += 1
+                        return .droppedOffline
+                    }
                     // APNs stores one notification per app for an offline device: the latest.
                     dev.pending.removeAll()
                 } else if dev.pending.count >= pendingLimit {
@@ -339,15 +355,19 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 dev = materialize(f, index: i, token: d.token)
                 fleetSpec = f
             } else {
-                dev = SimDevice(token: d.token, platform: d.platform, app: d.app, environment: d.environment,
-                                createdAtMs: d.receivedAtMs, seed: k.a ^ k.b)
+                dev = SimDevice(
+                    token: d.token, platform: d.platform, app: d.app, environment: d.environment,
+                    createdAtMs: d.receivedAtMs, seed: k.a ^ k.b)
             }
             if dev.app == nil { dev.app = d.app }
             let fleetTracks = fleetSpec?.tracks ?? false
             var unstored = false
             outcome = sh.map.withLock { m -> Outcome in
                 if let i = m.index(forKey: k) { return work(&m, i, fleetTracks: fleetTracks) }
-                guard m.count < perShard else { unstored = true; return .absent }
+                guard m.count < perShard else {
+                    unstored = true
+                    return .absent
+                }
                 m[k] = dev
                 return work(&m, m.index(forKey: k)!, fleetTracks: fleetTracks)
             }
@@ -377,8 +397,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             if let i = dev.inbox.lastIndex(where: { $0.collapseID == c && !$0.displayed }) { dev.inbox.remove(at: i) }
             dev.collapsed += 1
         }
-        let entry = SimDevice.InboxEntry(notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
-                                         displayed: dev.appState == .foreground)
+        let entry = SimDevice.InboxEntry(
+            notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
+            displayed: dev.appState == .foreground)
         if dev.inbox.count < inboxSize {
             dev.normalizeInbox()
             dev.inbox.append(entry)
@@ -411,7 +432,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             }
             let k = TokenKey(token)
             shard(k).map.withLock { m in
-                if m[k] != nil { DeviceStore.addToInbox(&m[k]!, p.delivery, inboxSize: configuration.inboxSize); current = m[k]! }
+                if m[k] != nil {
+                    DeviceStore.addToInbox(&m[k]!, p.delivery, inboxSize: configuration.inboxSize)
+                    current = m[k]!
+                }
             }
             counters.delivered.add(1, ordering: .relaxed)
             track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
@@ -449,8 +473,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
 
-    private func track(_ dev: SDKView, _ d: Delivery, config: borrowing TrackingConfig, _ dispatcher: TrackingDispatcher,
-                       fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer?) {
+    private func track(
+        _ dev: SDKView, _ d: Delivery, config: borrowing TrackingConfig, _ dispatcher: TrackingDispatcher,
+        fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer?
+    ) {
         let behavior = dev.behavior ?? fleet?.spec.behavior ?? configuration.defaultBehavior
         var rng = FastRandom(seed: dev.seed ^ d.notificationID.low ^ 0x5851_F42D_4C95_7F2D)
         let receiveDelay = behavior.receiveDelayMs.draw(&rng)
@@ -459,13 +485,17 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let payload = parsedPayload.map { PayloadReader(Array(d.payload), parsed: $0) } ?? PayloadReader(Array(d.payload))
         // The name the sender got: the apns-id, or FCM's projects/{p}/messages/{id}.
         let id = d.notificationID.description
-        let name = d.messageName ?? (d.provider == .fcm
-            ? "projects/\(d.environment ?? "")/messages/" + PushNotification.fcmMessageID(d.notificationID, receivedAtMs: d.receivedAtMs)
-            : id)
+        let name =
+            d.messageName
+            ?? (d.provider == .fcm
+                ? "projects/\(d.environment ?? "")/messages/"
+                    + PushNotification.fcmMessageID(d.notificationID, receivedAtMs: d.receivedAtMs)
+                : id)
         func report(_ event: TrackingEvent, at: Int64) {
-            let ctx = TrackingContext(event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
-                                      notificationID: id, messageName: name,
-                                      receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
+            let ctx = TrackingContext(
+                event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
+                notificationID: id, messageName: name,
+                receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):
                 dispatcher.submit(j)

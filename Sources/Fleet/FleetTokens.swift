@@ -30,9 +30,11 @@ public struct FleetTokens: Sendable {
     }
 
     func open(_ h: UInt64) -> (fleet: Int, index: Int) {
-        var l = UInt32(truncatingIfNeeded: h >> 32), r = UInt32(truncatingIfNeeded: h)
+        var l = UInt32(truncatingIfNeeded: h >> 32)
+        var r = UInt32(truncatingIfNeeded: h)
         for i in (0..<4).reversed() { (l, r) = (r ^ round(l, UInt64(i)), l) }
-        let hi = UInt64(l), lo = UInt64(r)
+        let hi = UInt64(l)
+        let lo = UInt64(r)
         return (Int(hi >> 8), Int((hi & 0xFF) << 32 | lo))
     }
 
@@ -47,7 +49,11 @@ public struct FleetTokens: Sendable {
         var k = 0
         while k < out.count {
             var w = hashWord(secret, index, ctr)
-            for _ in 0..<8 where k < out.count { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
+            for _ in 0..<8 where k < out.count {
+                out[k] = UInt8(truncatingIfNeeded: w)
+                w >>= 8
+                k += 1
+            }
             ctr += 1
         }
     }
@@ -107,11 +113,17 @@ public struct FleetTokens: Sendable {
         withUnsafeTemporaryAllocation(byteCount: 110, alignment: 8) { t in
             FleetTokens.writeTail(secret, index, into: t)
             var acc = h
-            for k in 0..<10 { out[k] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: acc >> 58)); acc <<= 6 }
-            out[10] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: (h & 0xF) << 2) | (t[0] >> 6))   // last 4 header bits + 2 hash bits
+            for k in 0..<10 {
+                out[k] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: acc >> 58))
+                acc <<= 6
+            }
+            out[10] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: (h & 0xF) << 2) | (t[0] >> 6)) // last 4 header bits + 2 hash bits
             for i in 0..<11 { out[11 + i] = FleetTokens.b64Digit(t[1 + i] & 63) }
             var k = 22
-            for c in ":APA91b".utf8 { out[k] = c; k += 1 }
+            for c in ":APA91b".utf8 {
+                out[k] = c
+                k += 1
+            }
             for i in 0..<134 { out[k + i] = FleetTokens.b64Digit((t[12 + (i % 98)] >> 2 ^ UInt8(i & 63)) & 63) }
         }
     }

@@ -85,11 +85,16 @@ public struct SimDevice: Sendable {
     public var inboxEntries: [InboxEntry] { Array(inbox[inboxStart...] + inbox[..<inboxStart]) }
 
     mutating func normalizeInbox() {
-        if inboxStart != 0 { inbox = inboxEntries; inboxStart = 0 }
+        if inboxStart != 0 {
+            inbox = inboxEntries
+            inboxStart = 0
+        }
     }
 
     public func json(fleetID: String?) -> String {
-        var s = "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"\(platform.rawValue)\",\"app\":" + (app.map(JSONWriter.quote) ?? "null")
+        var s =
+            "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"\(platform.rawValue)\",\"app\":"
+            + (app.map(JSONWriter.quote) ?? "null")
         if platform == .ios {
             s += ",\"environment\":" + (environment.map(JSONWriter.quote) ?? "null")
         } else {
@@ -135,4 +140,3 @@ struct SDKView {
         seed = d.seed
     }
 }
-

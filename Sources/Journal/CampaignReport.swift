@@ -58,8 +58,10 @@ public struct CampaignReport: Sendable {
     public var all: Campaign
 
     /// Reads `entries` (in write order) into a report; `campaign`: only that one (nil: all).
-    public static func build(sinceMs: Int64, campaign only: String?, nowMs: Int64,
-                             _ entries: ((JournalEntry) -> Bool) -> Void) -> CampaignReport {
+    public static func build(
+        sinceMs: Int64, campaign only: String?, nowMs: Int64,
+        _ entries: ((JournalEntry) -> Bool) -> Void
+    ) -> CampaignReport {
         var builders: [Builder] = []
         var index: [String?: Int] = [:]
         // A notification's campaign by its id, for the tracking attempts its devices made; an FCM
@@ -91,7 +93,10 @@ public struct CampaignReport: Sendable {
             case .tracking(let t):
                 // A tracking attempt can be committed before its request (the device fired while
                 // the answer waited for the commit): resolved once everything is read.
-                guard let i = campaignIndex(t) else { unresolved.append(t); return true }
+                guard let i = campaignIndex(t) else {
+                    unresolved.append(t)
+                    return true
+                }
                 if only == nil || builders[i].c.campaign == only { builders[i].add(t) }
                 total.add(t)
             }
@@ -176,8 +181,9 @@ public struct CampaignReport: Sendable {
             guard let lo = secs.min(), let hi = secs.max() else { return out }
             let width = max(1, (hi - lo + 1 + 59) / 60)
             let n = Int((hi - lo) / width) + 1
-            var t = Timeline(startMs: lo * 1000, bucketMs: width * 1000, sent: Array(repeating: 0, count: n),
-                             accepted: Array(repeating: 0, count: n), rejected: Array(repeating: 0, count: n))
+            var t = Timeline(
+                startMs: lo * 1000, bucketMs: width * 1000, sent: Array(repeating: 0, count: n),
+                accepted: Array(repeating: 0, count: n), rejected: Array(repeating: 0, count: n))
             for (s, b) in seconds {
                 let i = Int((s - lo) / width)
                 t.sent[i] += b.sent

@@ -101,7 +101,7 @@ public final class Journal: @unchecked Sendable {
 
     /// The calling thread's shard among the others.
     private var otherShard: Int {
-        let t = UInt64(pthread_self())   // the thread's descriptor address: distinct per live thread
+        let t = UInt64(pthread_self()) // the thread's descriptor address: distinct per live thread
         return loopShards + Int((t >> 12 ^ t >> 20) % UInt64(Journal.otherShards))
     }
     private let resets = Mutex<[@Sendable () -> Void]>([])
@@ -117,8 +117,10 @@ public final class Journal: @unchecked Sendable {
 
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
     /// loops that will append (by `EventLoop.index`).
-    public init(path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
-                campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?) throws {
+    public init(
+        path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
+        campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
+    ) throws {
         self.durability = durability
         holdsAnswers = durability == .strict && path != nil
         self.maxQueue = maxQueue
@@ -158,17 +160,20 @@ public final class Journal: @unchecked Sendable {
     /// thread) once the record is committed (`.strict` on disk), or at once, on the caller's
     /// thread (`.relaxed`, and in memory). Called on `loop`'s thread.
     public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
-        appendRequest(atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
-                      topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
-                      payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, loop: loop, completion: completion)
+        appendRequest(
+            atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
+            topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
+            payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, loop: loop, completion: completion)
     }
 
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
     /// its references, only to release them once encoded (about eight pairs per request).
-    public func appendRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
-                              token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-                              headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
-                              loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
+    public func appendRequest(
+        atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
+        token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+        loop: EventLoop?, completion: @escaping @Sendable () -> Void
+    ) {
         let strict = holdsAnswers
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
@@ -176,10 +181,11 @@ public final class Journal: @unchecked Sendable {
             // A strict record is always kept (an answer waits for it, or a read expects it);
             // otherwise the backlog is bounded.
             guard durability == .strict || p.encoder!.count < maxQueue else { return false }
-            p.encoder!.appendRequest(atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
-                                     topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
-                                     payload: payload, warnings: warnings, notificationID: notificationID,
-                                     maxPayload: Journal.maxPayload, campaignOf: campaignOf)
+            p.encoder!.appendRequest(
+                atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
+                topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
+                payload: payload, warnings: warnings, notificationID: notificationID,
+                maxPayload: Journal.maxPayload, campaignOf: campaignOf)
             if strict {
                 p.answers.append(Answer(run: completion))
                 if p.loop == nil { p.loop = loop }
@@ -195,13 +201,16 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// A tracking attempt from its fields (the dispatcher's hook: no record built per attempt).
-    public func appendTracking(atMs: Int64, preset: String, event: String, token: String, notificationID: String,
-                               method: String, url: String, status: Int, outcome: String, attempt: Int,
-                               latencyMs: Double, error: String?, events: Int) {
+    public func appendTracking(
+        atMs: Int64, preset: String, event: String, token: String, notificationID: String,
+        method: String, url: String, status: Int, outcome: String, attempt: Int,
+        latencyMs: Double, error: String?, events: Int
+    ) {
         appendOther(atMs: atMs) {
-            $0.appendTracking(atMs: atMs, preset: preset, event: event, token: token, notificationID: notificationID,
-                              method: method, url: url, status: status, outcome: outcome, attempt: attempt,
-                              latencyMs: latencyMs, error: error, events: events)
+            $0.appendTracking(
+                atMs: atMs, preset: preset, event: event, token: token, notificationID: notificationID,
+                method: method, url: url, status: status, outcome: outcome, attempt: attempt,
+                latencyMs: latencyMs, error: error, events: events)
         }
     }
 
@@ -272,13 +281,26 @@ public final class Journal: @unchecked Sendable {
             sleeping.store(true, ordering: .releasing)
             // Taken before the shards: what was queued before a read asked is in this commit.
             var flushing: [FlushWaiter] = []
-            if flushesBeforeReads { flushing = flushWaiters.withLock { w in let out = w; w.removeAll(); return out } }
-            let resetting = resets.withLock { r in let out = r; r.removeAll(); return out }
+            if flushesBeforeReads {
+                flushing = flushWaiters.withLock { w in
+                    let out = w
+                    w.removeAll()
+                    return out
+                }
+            }
+            let resetting = resets.withLock { r in
+                let out = r
+                r.removeAll()
+                return out
+            }
             var segments: [SegmentEncoder] = []
             var released: [(EventLoop?, [Answer])] = []
             for shard in shards {
                 shard.pending.withLock { p in
-                    if let e = p.encoder { segments.append(e); p.encoder = nil }
+                    if let e = p.encoder {
+                        segments.append(e)
+                        p.encoder = nil
+                    }
                     if !p.answers.isEmpty {
                         // The next batch starts with room for as many as this one (growing from
                         // empty cost nine reallocations a commit).
@@ -315,7 +337,11 @@ public final class Journal: @unchecked Sendable {
             prune(&lastPrune)
         }
         running.store(false, ordering: .releasing)
-        for w in flushWaiters.withLock({ w in let out = w; w.removeAll(); return out }) { w.signal() }
+        for w in flushWaiters.withLock({ w in
+            let out = w
+            w.removeAll()
+            return out
+        }) { w.signal() }
     }
 
     /// One read waiting on a flush: an eventfd the writer signals once the commit is stored. A
@@ -360,7 +386,9 @@ public final class Journal: @unchecked Sendable {
             failures.count += 1
             failures.records += records
             if t0 &- failures.reportedAt >= 1_000_000_000 || failures.reportedAt == 0 {
-                csys_write_stderr("pushemu: journal commit failed: \(error) (\(failures.count) failed commit(s), \(failures.records) record(s) not stored since the last message)\n")
+                csys_write_stderr(
+                    "pushemu: journal commit failed: \(error) (\(failures.count) failed commit(s), \(failures.records) record(s) not stored since the last message)\n"
+                )
                 failures = (t0, 0, 0)
             }
         }
@@ -459,11 +487,17 @@ public final class Journal: @unchecked Sendable {
 
     /// Every record since `sinceMs` as NDJSON lines, in write order.
     public func export(sinceMs: Int64, _ line: (String) -> Void) {
-        scan(sinceMs: sinceMs) { line($0.json); return true }
+        scan(sinceMs: sinceMs) {
+            line($0.json)
+            return true
+        }
     }
 
     public static func export(path: String, sinceMs: Int64, _ line: (String) -> Void) throws {
-        try scan(path: path, sinceMs: sinceMs) { line($0.json); return true }
+        try scan(path: path, sinceMs: sinceMs) {
+            line($0.json)
+            return true
+        }
     }
 }
 

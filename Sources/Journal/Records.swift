@@ -21,9 +21,11 @@ public struct RequestRecord: Sendable {
     /// The notification's id (APNs apns-id; FCM: the UUID its message name derives from), nil when rejected.
     public var notificationID: UUIDValue?
 
-    public init(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
-                topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
-                warnings: [String], notificationID: UUIDValue?) {
+    public init(
+        atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
+        topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
+        warnings: [String], notificationID: UUIDValue?
+    ) {
         self.atMs = atMs
         self.provider = provider
         self.connection = connection
@@ -57,8 +59,10 @@ public struct TrackingRecord: Sendable {
     /// Events the request carried (a batched preset's request carries several).
     public var events: Int
 
-    public init(atMs: Int64, preset: String, event: String, token: String, notificationID: String, method: String, url: String,
-                status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?, events: Int = 1) {
+    public init(
+        atMs: Int64, preset: String, event: String, token: String, notificationID: String, method: String, url: String,
+        status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?, events: Int = 1
+    ) {
         self.events = events
         self.atMs = atMs
         self.preset = preset

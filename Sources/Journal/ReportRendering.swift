@@ -35,15 +35,23 @@ extension CampaignReport {
         s += ",\"byProvider\":" + map(c.byProvider, outcomes) + ",\"byPlatform\":" + map(c.byPlatform, outcomes)
         s += ",\"uniqueDevices\":\(c.uniqueDevices)"
         let p = c.payloadSizes
-        s += ",\"payloadBytes\":{\"min\":\(p.first ?? 0),\"p50\":\(p.percentile(50)),\"p90\":\(p.percentile(90)),\"p99\":\(p.percentile(99)),\"max\":\(p.last ?? 0)"
-        s += ",\"mean\":\(p.isEmpty ? 0 : p.reduce(0, +) / p.count),\"histogram\":" + map(CampaignReport.sizeHistogram(p)) { String($0) } + "}"
+        s +=
+            ",\"payloadBytes\":{\"min\":\(p.first ?? 0),\"p50\":\(p.percentile(50)),\"p90\":\(p.percentile(90)),\"p99\":\(p.percentile(99)),\"max\":\(p.last ?? 0)"
+        s +=
+            ",\"mean\":\(p.isEmpty ? 0 : p.reduce(0, +) / p.count),\"histogram\":" + map(CampaignReport.sizeHistogram(p)) { String($0) }
+            + "}"
         let l = c.latenciesUs
-        s += ",\"latencyMs\":{\"p50\":\(ms(l.percentile(50))),\"p90\":\(ms(l.percentile(90))),\"p99\":\(ms(l.percentile(99))),\"max\":\(ms(l.last ?? 0))}"
-        s += ",\"tracking\":" + map(c.tracking) {
-            "{\"fired\":\($0.fired),\"succeeded\":\($0.succeeded),\"failed\":\($0.failed),\"retried\":\($0.retried),\"attempts\":\($0.attempts)}"
-        }
+        s +=
+            ",\"latencyMs\":{\"p50\":\(ms(l.percentile(50))),\"p90\":\(ms(l.percentile(90))),\"p99\":\(ms(l.percentile(99))),\"max\":\(ms(l.last ?? 0))}"
+        s +=
+            ",\"tracking\":"
+            + map(c.tracking) {
+                "{\"fired\":\($0.fired),\"succeeded\":\($0.succeeded),\"failed\":\($0.failed),\"retried\":\($0.retried),\"attempts\":\($0.attempts)}"
+            }
         s += ",\"receiveRate\":\(c.rate("receive")),\"openRate\":\(c.rate("open"))"
-        s += ",\"firstAt\":" + (c.totals.sent > 0 ? String(c.firstMs) : "null") + ",\"lastAt\":" + (c.totals.sent > 0 ? String(c.lastMs) : "null")
+        s +=
+            ",\"firstAt\":" + (c.totals.sent > 0 ? String(c.firstMs) : "null") + ",\"lastAt\":"
+            + (c.totals.sent > 0 ? String(c.lastMs) : "null")
         let t = c.timeline
         s += ",\"timeline\":{\"start\":\(t.startMs),\"bucketMs\":\(t.bucketMs),\"sent\":\(ints(t.sent)),\"accepted\":\(ints(t.accepted))"
         s += ",\"rejected\":\(ints(t.rejected)),\"tracking\":" + map(t.tracked, ints) + "}}"
@@ -65,7 +73,8 @@ extension CampaignReport {
     public var text: String {
         var s = "pushemu campaign report, generated \(Clock.iso8601(generatedAtMs))"
         if sinceMs > 0 { s += ", records since \(Clock.iso8601(sinceMs))" }
-        s += "\n\(campaigns.count) campaign(s); \(all.totals.sent) requests, \(all.totals.accepted) accepted, \(all.totals.rejected) rejected\n"
+        s +=
+            "\n\(campaigns.count) campaign(s); \(all.totals.sent) requests, \(all.totals.accepted) accepted, \(all.totals.rejected) rejected\n"
         for c in campaigns { s += "\n" + CampaignReport.text(c) }
         return s
     }
@@ -74,17 +83,22 @@ extension CampaignReport {
         func pct(_ a: Int, _ b: Int) -> String { b == 0 ? "-" : String(format1(100 * Double(a) / Double(b))) + "%" }
         var s = "Campaign \(c.campaign ?? "(none)")"
         if c.totals.sent > 0 { s += "  (\(Clock.iso8601(c.firstMs)) .. \(Clock.iso8601(c.lastMs)))" }
-        s += "\n  sent \(c.totals.sent)   accepted \(c.totals.accepted) (\(pct(c.totals.accepted, c.totals.sent)))   rejected \(c.totals.rejected)\n"
+        s +=
+            "\n  sent \(c.totals.sent)   accepted \(c.totals.accepted) (\(pct(c.totals.accepted, c.totals.sent)))   rejected \(c.totals.rejected)\n"
         for (reason, n) in c.rejected.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
             s += "    \(reason): \(n)\n"
         }
-        let prov = c.byProvider.keys.sorted().map { "\($0) \(c.byProvider[$0]!.accepted)/\(c.byProvider[$0]!.sent)" }.joined(separator: ", ")
-        let plat = c.byPlatform.keys.sorted().map { "\($0) \(c.byPlatform[$0]!.accepted)/\(c.byPlatform[$0]!.sent)" }.joined(separator: ", ")
+        let prov = c.byProvider.keys.sorted().map { "\($0) \(c.byProvider[$0]!.accepted)/\(c.byProvider[$0]!.sent)" }.joined(
+            separator: ", ")
+        let plat = c.byPlatform.keys.sorted().map { "\($0) \(c.byPlatform[$0]!.accepted)/\(c.byPlatform[$0]!.sent)" }.joined(
+            separator: ", ")
         s += "  accepted/sent by provider: \(prov.isEmpty ? "-" : prov); by platform: \(plat.isEmpty ? "-" : plat)\n"
         s += "  unique devices \(c.uniqueDevices)\n"
-        let p = c.payloadSizes, l = c.latenciesUs
+        let p = c.payloadSizes
+        let l = c.latenciesUs
         s += "  payload bytes: min \(p.first ?? 0), p50 \(p.percentile(50)), p90 \(p.percentile(90)), max \(p.last ?? 0)\n"
-        s += "  answer latency: p50 \(format1(Double(l.percentile(50)) / 1000)) ms, p99 \(format1(Double(l.percentile(99)) / 1000)) ms, max \(format1(Double(l.last ?? 0) / 1000)) ms\n"
+        s +=
+            "  answer latency: p50 \(format1(Double(l.percentile(50)) / 1000)) ms, p99 \(format1(Double(l.percentile(99)) / 1000)) ms, max \(format1(Double(l.last ?? 0) / 1000)) ms\n"
         if c.tracking.isEmpty { s += "  tracking: none\n" }
         for (event, k) in c.tracking.sorted(by: { $0.key > $1.key }) {
             s += "  tracking \(event): fired \(k.fired), succeeded \(k.succeeded), failed \(k.failed), retried \(k.retried)"
@@ -102,24 +116,26 @@ extension CampaignReport {
 
     public var html: String {
         var s = """
-        <!DOCTYPE html>
-        <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title>
-        <style>
-        body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1000px;color:#1d2330;padding:0 1em}
-        h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e7ef;padding-bottom:.2em}
-        table{border-collapse:collapse;margin:.8em 0}td,th{padding:.3em .8em;border-bottom:1px solid #e3e7ef;text-align:right}
-        th:first-child,td:first-child{text-align:left}.muted{color:#6b7385}.grid{display:flex;flex-wrap:wrap;gap:1.5em}
-        .card{border:1px solid #e3e7ef;border-radius:8px;padding:.8em 1em}.big{font-size:1.5em;font-weight:600}
-        svg text{font:11px system-ui,sans-serif;fill:#1d2330}
-        </style></head><body>
-        <h1>pushemu campaign report</h1>
-        """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title>
+            <style>
+            body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1000px;color:#1d2330;padding:0 1em}
+            h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e7ef;padding-bottom:.2em}
+            table{border-collapse:collapse;margin:.8em 0}td,th{padding:.3em .8em;border-bottom:1px solid #e3e7ef;text-align:right}
+            th:first-child,td:first-child{text-align:left}.muted{color:#6b7385}.grid{display:flex;flex-wrap:wrap;gap:1.5em}
+            .card{border:1px solid #e3e7ef;border-radius:8px;padding:.8em 1em}.big{font-size:1.5em;font-weight:600}
+            svg text{font:11px system-ui,sans-serif;fill:#1d2330}
+            </style></head><body>
+            <h1>pushemu campaign report</h1>
+            """
         s += "<p class=\"muted\">Generated \(esc(Clock.iso8601(generatedAtMs)))"
         if sinceMs > 0 { s += ", records since \(esc(Clock.iso8601(sinceMs)))" }
         s += ". \(campaigns.count) campaign(s), \(all.totals.sent) requests.</p>\n"
-        s += "<table><tr><th>Campaign</th><th>Sent</th><th>Accepted</th><th>Rejected</th><th>Unique devices</th><th>Receive rate</th><th>Open rate</th></tr>\n"
+        s +=
+            "<table><tr><th>Campaign</th><th>Sent</th><th>Accepted</th><th>Rejected</th><th>Unique devices</th><th>Receive rate</th><th>Open rate</th></tr>\n"
         for c in campaigns {
-            s += "<tr><td>\(esc(c.campaign ?? "(none)"))</td><td>\(c.totals.sent)</td><td>\(c.totals.accepted)</td><td>\(c.totals.rejected)</td>"
+            s +=
+                "<tr><td>\(esc(c.campaign ?? "(none)"))</td><td>\(c.totals.sent)</td><td>\(c.totals.accepted)</td><td>\(c.totals.rejected)</td>"
             s += "<td>\(c.uniqueDevices)</td><td>\(percent(c.rate("receive")))</td><td>\(percent(c.rate("open")))</td></tr>\n"
         }
         s += "</table>\n"
@@ -133,20 +149,25 @@ extension CampaignReport {
         s += "<div class=\"card\"><div class=\"muted\">Accepted</div><div class=\"big\">\(c.totals.accepted)</div></div>"
         s += "<div class=\"card\"><div class=\"muted\">Rejected</div><div class=\"big\">\(c.totals.rejected)</div></div>"
         s += "<div class=\"card\"><div class=\"muted\">Unique devices</div><div class=\"big\">\(c.uniqueDevices)</div></div>"
-        s += "<div class=\"card\"><div class=\"muted\">Receive / open rate</div><div class=\"big\">\(percent(c.rate("receive"))) / \(percent(c.rate("open")))</div></div></div>\n"
+        s +=
+            "<div class=\"card\"><div class=\"muted\">Receive / open rate</div><div class=\"big\">\(percent(c.rate("receive"))) / \(percent(c.rate("open")))</div></div></div>\n"
         var outcomes = [("accepted", c.totals.accepted, "#2f9e44")]
         outcomes += c.rejected.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value, "#e03131") }
         s += "<h3>Answers</h3>" + CampaignReport.bars(outcomes)
         s += "<h3>Timeline</h3>" + CampaignReport.timeline(c.timeline)
         let hist = CampaignReport.sizeHistogram(c.payloadSizes)
-        s += "<h3>Payload size (bytes)</h3>" + CampaignReport.bars(CampaignReport.bands.filter { hist[$0] != nil }.map { ($0, hist[$0]!, "#1971c2") })
+        s +=
+            "<h3>Payload size (bytes)</h3>"
+            + CampaignReport.bars(CampaignReport.bands.filter { hist[$0] != nil }.map { ($0, hist[$0]!, "#1971c2") })
         let l = c.latenciesUs
-        s += "<p class=\"muted\">Answer latency: p50 \(CampaignReport.format1(Double(l.percentile(50)) / 1000)) ms, p90 \(CampaignReport.format1(Double(l.percentile(90)) / 1000)) ms, p99 \(CampaignReport.format1(Double(l.percentile(99)) / 1000)) ms, max \(CampaignReport.format1(Double(l.last ?? 0) / 1000)) ms.</p>"
+        s +=
+            "<p class=\"muted\">Answer latency: p50 \(CampaignReport.format1(Double(l.percentile(50)) / 1000)) ms, p90 \(CampaignReport.format1(Double(l.percentile(90)) / 1000)) ms, p99 \(CampaignReport.format1(Double(l.percentile(99)) / 1000)) ms, max \(CampaignReport.format1(Double(l.last ?? 0) / 1000)) ms.</p>"
         s += "<h3>Tracking</h3>"
         if c.tracking.isEmpty { return s + "<p class=\"muted\">No tracking calls.</p>\n" }
         s += "<table><tr><th>Event</th><th>Fired</th><th>Succeeded</th><th>Failed</th><th>Retried</th><th>Rate</th></tr>"
         for (event, k) in c.tracking.sorted(by: { $0.key > $1.key }) {
-            s += "<tr><td>\(esc(event))</td><td>\(k.fired)</td><td>\(k.succeeded)</td><td>\(k.failed)</td><td>\(k.retried)</td><td>\(percent(c.rate(event)))</td></tr>"
+            s +=
+                "<tr><td>\(esc(event))</td><td>\(k.fired)</td><td>\(k.succeeded)</td><td>\(k.failed)</td><td>\(k.retried)</td><td>\(percent(c.rate(event)))</td></tr>"
         }
         s += "</table>"
         var funnel = [("accepted", c.totals.accepted, "#2f9e44")]
@@ -179,16 +200,23 @@ extension CampaignReport {
         guard n > 0 else { return "<p class=\"muted\">No requests.</p>" }
         let lines = t.tracked.sorted { $0.key > $1.key }
         let top = max(1, (t.sent + lines.flatMap(\.value)).max() ?? 1)
-        let W = 720.0, H = 200.0, left = 50.0, bw = (W - left - 10) / Double(n)
-        func y(_ v: Int) -> Double { H - 20 - Double(v) / Double(top) * (H - 40) }
+        let width = 720.0
+        let height = 200.0
+        let left = 50.0
+        let bw = (width - left - 10) / Double(n)
+        func y(_ v: Int) -> Double { height - 20 - Double(v) / Double(top) * (height - 40) }
         var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"230\" role=\"img\">"
-        s += "<line x1=\"\(left)\" y1=\"\(H - 20)\" x2=\"\(W - 10)\" y2=\"\(H - 20)\" stroke=\"#999\"/>"
-        s += "<text x=\"\(left - 6)\" y=\"\(y(top) + 4)\" text-anchor=\"end\">\(top)</text><text x=\"\(left - 6)\" y=\"\(H - 16)\" text-anchor=\"end\">0</text>"
+        s += "<line x1=\"\(left)\" y1=\"\(height - 20)\" x2=\"\(width - 10)\" y2=\"\(height - 20)\" stroke=\"#999\"/>"
+        s +=
+            "<text x=\"\(left - 6)\" y=\"\(y(top) + 4)\" text-anchor=\"end\">\(top)</text><text x=\"\(left - 6)\" y=\"\(height - 16)\" text-anchor=\"end\">0</text>"
         for i in 0..<n {
             let x = left + Double(i) * bw
-            let a = t.accepted[i], r = t.rejected[i]
-            s += "<rect x=\"\(x)\" y=\"\(y(a))\" width=\"\(max(1, bw - 1))\" height=\"\(H - 20 - y(a))\" fill=\"#2f9e44\"/>"
-            if r > 0 { s += "<rect x=\"\(x)\" y=\"\(y(a + r))\" width=\"\(max(1, bw - 1))\" height=\"\(y(a) - y(a + r))\" fill=\"#e03131\"/>" }
+            let a = t.accepted[i]
+            let r = t.rejected[i]
+            s += "<rect x=\"\(x)\" y=\"\(y(a))\" width=\"\(max(1, bw - 1))\" height=\"\(height - 20 - y(a))\" fill=\"#2f9e44\"/>"
+            if r > 0 {
+                s += "<rect x=\"\(x)\" y=\"\(y(a + r))\" width=\"\(max(1, bw - 1))\" height=\"\(y(a) - y(a + r))\" fill=\"#e03131\"/>"
+            }
         }
         let colors = ["#1971c2", "#f08c00", "#7048e8"]
         for (k, (event, row)) in lines.enumerated() {
@@ -196,7 +224,8 @@ extension CampaignReport {
             s += "<polyline fill=\"none\" stroke=\"\(colors[k % 3])\" stroke-width=\"2\" points=\"\(pts)\"/>"
             s += "<text x=\"\(left + 10 + Double(k) * 150)\" y=\"225\" fill=\"\(colors[k % 3])\">— \(esc(event)) delivered</text>"
         }
-        s += "<text x=\"\(W - 10)\" y=\"225\" text-anchor=\"end\">bucket \(format1(Double(t.bucketMs) / 1000)) s from \(esc(Clock.iso8601(t.startMs)))</text>"
+        s +=
+            "<text x=\"\(width - 10)\" y=\"225\" text-anchor=\"end\">bucket \(format1(Double(t.bucketMs) / 1000)) s from \(esc(Clock.iso8601(t.startMs)))</text>"
         s += "<text x=\"\(left + 10 + Double(lines.count) * 150)\" y=\"225\" fill=\"#2f9e44\">■ accepted</text>"
         s += "<text x=\"\(left + 100 + Double(lines.count) * 150)\" y=\"225\" fill=\"#e03131\">■ rejected</text>"
         return s + "</svg>"

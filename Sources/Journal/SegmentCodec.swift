@@ -62,17 +62,20 @@ struct SegmentEncoder {
     }
 
     mutating func append(_ r: RequestRecord, maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
-        appendRequest(atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
-                      topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
-                      payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, maxPayload: maxPayload,
-                      campaignOf: campaignOf)
+        appendRequest(
+            atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
+            topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
+            payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, maxPayload: maxPayload,
+            campaignOf: campaignOf)
     }
 
     /// A request record from its fields, read where they are (no record built and destroyed).
-    mutating func appendRequest(atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
-                                token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-                                headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
-                                maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
+    mutating func appendRequest(
+        atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
+        token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
+        maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?
+    ) {
         header(tag: 1, atMs: atMs)
         put(provider.storedByte)
         varint(connection)
@@ -105,15 +108,18 @@ struct SegmentEncoder {
     }
 
     mutating func append(_ t: TrackingRecord) {
-        appendTracking(atMs: t.atMs, preset: t.preset, event: t.event, token: t.token, notificationID: t.notificationID,
-                       method: t.method, url: t.url, status: t.status, outcome: t.outcome, attempt: t.attempt,
-                       latencyMs: t.latencyMs, error: t.error, events: t.events)
+        appendTracking(
+            atMs: t.atMs, preset: t.preset, event: t.event, token: t.token, notificationID: t.notificationID,
+            method: t.method, url: t.url, status: t.status, outcome: t.outcome, attempt: t.attempt,
+            latencyMs: t.latencyMs, error: t.error, events: t.events)
     }
 
     /// A tracking record from its fields, read where they are (no record built and destroyed).
-    mutating func appendTracking(atMs: Int64, preset: String, event: String, token: String, notificationID: String,
-                                 method: String, url: String, status: Int, outcome: String, attempt: Int,
-                                 latencyMs: Double, error: String?, events: Int) {
+    mutating func appendTracking(
+        atMs: Int64, preset: String, event: String, token: String, notificationID: String,
+        method: String, url: String, status: Int, outcome: String, attempt: Int,
+        latencyMs: Double, error: String?, events: Int
+    ) {
         header(tag: 2, atMs: atMs)
         varint(UInt64(max(0, status)))
         varint(UInt64(max(0, attempt)))
@@ -124,9 +130,12 @@ struct SegmentEncoder {
         repeatable(.method, string: method)
         repeatable(.outcome, string: outcome)
         repeatable(.error, string: error)
-        var s = token; s.withUTF8 { self.token(UnsafeRawBufferPointer($0)) }
-        s = notificationID; s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
-        s = url; s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
+        var s = token
+        s.withUTF8 { self.token(UnsafeRawBufferPointer($0)) }
+        s = notificationID
+        s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
+        s = url
+        s.withUTF8 { literal(UnsafeRawBufferPointer($0)) }
         tracking += 1
     }
 
@@ -136,7 +145,8 @@ struct SegmentEncoder {
     static func keeps(_ n: UnsafeRawPointer, _ count: Int) -> Bool {
         guard count > 2 else { return false }
         // Compared as little-endian words: "apns", "-"; "content-", "type".
-        let c0 = n.load(as: UInt8.self), c1 = n.load(fromByteOffset: 1, as: UInt8.self)
+        let c0 = n.load(as: UInt8.self)
+        let c1 = n.load(fromByteOffset: 1, as: UInt8.self)
         return (c0 == UInt8(ascii: "x") && c1 == UInt8(ascii: "-"))
             || (c0 == UInt8(ascii: "a") && count > 5 && n.loadUnaligned(as: UInt32.self) == 0x736e_7061
                 && n.load(fromByteOffset: 4, as: UInt8.self) == UInt8(ascii: "-"))
@@ -151,15 +161,18 @@ struct SegmentEncoder {
         let bound = h.byteCount + 2 * h.count
         guard bound + 2 < 1 << 14 else { return keptHeadersSlowly(h) }
         room(2 + bound)
-        let mark = byteCount, start = mark + 2
+        let mark = byteCount
+        let start = mark + 2
         let length = h.withRawParts { s, e in
             storage.withUnsafeMutableBytes { out -> Int in
                 var at = start
                 let fields = e.count / 16
                 for i in 0..<fields {
-                    let ns = Int(e.load(fromByteOffset: i * 16, as: Int32.self)), nl = Int(e.load(fromByteOffset: i * 16 + 4, as: Int32.self))
+                    let ns = Int(e.load(fromByteOffset: i * 16, as: Int32.self))
+                    let nl = Int(e.load(fromByteOffset: i * 16 + 4, as: Int32.self))
                     guard SegmentEncoder.keeps(s.baseAddress! + ns, nl) else { continue }
-                    let vs = Int(e.load(fromByteOffset: i * 16 + 8, as: Int32.self)), vl = Int(e.load(fromByteOffset: i * 16 + 12, as: Int32.self))
+                    let vs = Int(e.load(fromByteOffset: i * 16 + 8, as: Int32.self))
+                    let vl = Int(e.load(fromByteOffset: i * 16 + 12, as: Int32.self))
                     copyBytes(out.baseAddress! + at, s.baseAddress! + ns, nl)
                     out[at + nl] = 0
                     if vl > 0 { copyBytes(out.baseAddress! + at + nl + 1, s.baseAddress! + vs, vl) }
@@ -174,7 +187,8 @@ struct SegmentEncoder {
         }
         let p = previous[Slot.headers.rawValue]
         if p.start >= 0, p.count == length,
-           length == 0 || storage.withUnsafeBytes({ sameBytes($0.baseAddress! + p.start, $0.baseAddress! + start, length) }) {
+            length == 0 || storage.withUnsafeBytes({ sameBytes($0.baseAddress! + p.start, $0.baseAddress! + start, length) })
+        {
             byteCount = mark
             put(0)
         } else {
@@ -187,7 +201,7 @@ struct SegmentEncoder {
     /// `--max-header-list-size`).
     private mutating func keptHeadersSlowly(_ h: HTTPFields) {
         var kept: [UInt8] = []
-        h.forEach { n, v in
+        h.forEachField { n, v in
             guard SegmentEncoder.keeps(n.baseAddress!, n.count) else { return }
             kept.append(contentsOf: n)
             kept.append(0)
@@ -237,7 +251,8 @@ struct SegmentEncoder {
     private mutating func varint(_ v: UInt64) {
         room(10)
         storage.withUnsafeMutableBytes { b in
-            var v = v, at = byteCount
+            var v = v
+            var at = byteCount
             while v >= 0x80 {
                 b[at] = UInt8(truncatingIfNeeded: v) | 0x80
                 v >>= 7
@@ -270,7 +285,8 @@ struct SegmentEncoder {
             let packed = SegmentEncoder.hexValues.withUnsafeBufferPointer { table in
                 storage.withUnsafeMutableBytes { out -> Bool in
                     let o = out.baseAddress!.assumingMemoryBound(to: UInt8.self) + byteCount
-                    let src = t.baseAddress!.assumingMemoryBound(to: UInt8.self), tab = table.baseAddress!
+                    let src = t.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    let tab = table.baseAddress!
                     var bad: UInt8 = 0
                     var k = 0
                     // Eight digits at a time (a device token is 64): each byte's value from
@@ -281,7 +297,10 @@ struct SegmentEncoder {
                         let nib = (w & 0x0F0F_0F0F_0F0F_0F0F) &+ ((w >> 6) & lows) &* 9
                         let above9 = ((nib &+ 0x7676_7676_7676_7676) >> 7) & lows
                         let back = nib &+ 0x3030_3030_3030_3030 &+ above9 &* 0x27
-                        if back != w || nib & 0xF0F0_F0F0_F0F0_F0F0 != 0 { bad = 0xFF; break }
+                        if back != w || nib & 0xF0F0_F0F0_F0F0_F0F0 != 0 {
+                            bad = 0xFF
+                            break
+                        }
                         var x = ((nib << 4) | (nib >> 8)) & 0x00FF_00FF_00FF_00FF
                         x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF
                         x = (x | (x >> 16)) & 0xFFFF_FFFF
@@ -289,7 +308,8 @@ struct SegmentEncoder {
                         k += 4
                     }
                     while k < n / 2 {
-                        let hi = tab[Int(src[2 * k])], lo = tab[Int(src[2 * k + 1])]
+                        let hi = tab[Int(src[2 * k])]
+                        let lo = tab[Int(src[2 * k + 1])]
                         bad |= hi | lo
                         o[k] = hi << 4 | lo
                         k += 1
@@ -297,7 +317,10 @@ struct SegmentEncoder {
                     return bad & 0xF0 == 0
                 }
             }
-            if packed { byteCount += n / 2; return }
+            if packed {
+                byteCount += n / 2
+                return
+            }
             byteCount = mark
         }
         varint(UInt64(n) << 1)
@@ -315,7 +338,10 @@ struct SegmentEncoder {
     }
 
     private mutating func repeatable(_ slot: Slot, string: String?) {
-        guard var s = string else { repeatable(slot, nil); return }
+        guard var s = string else {
+            repeatable(slot, nil)
+            return
+        }
         s.withUTF8 { _ = repeatable(slot, UnsafeRawBufferPointer($0)) }
     }
 
@@ -330,7 +356,10 @@ struct SegmentEncoder {
         }
         if p.start >= 0 && p.count == value.count {
             let same = value.isEmpty || storage.withUnsafeBytes { memcmp($0.baseAddress! + p.start, value.baseAddress!, value.count) == 0 }
-            if same { put(0); return true }
+            if same {
+                put(0)
+                return true
+            }
         }
         varint(UInt64(value.count + 2))
         previous[slot.rawValue] = (byteCount, value.count)
@@ -395,7 +424,10 @@ struct SegmentDecoder {
         lastMs &+= Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
         switch tag {
         case 1:
-            guard i < bytes.count else { malformed = true; return nil }
+            guard i < bytes.count else {
+                malformed = true
+                return nil
+            }
             let provider = PushProvider.stored(bytes[i])
             i += 1
             let connection = varint()
@@ -414,15 +446,21 @@ struct SegmentDecoder {
             guard !malformed else { return nil }
             var id: String?
             if idBytes.count == 16 {
-                var high: UInt64 = 0, low: UInt64 = 0
-                for k in 0..<8 { high = high << 8 | UInt64(idBytes[k]); low = low << 8 | UInt64(idBytes[8 + k]) }
+                var high: UInt64 = 0
+                var low: UInt64 = 0
+                for k in 0..<8 {
+                    high = high << 8 | UInt64(idBytes[k])
+                    low = low << 8 | UInt64(idBytes[8 + k])
+                }
                 id = UUIDValue(high: high, low: low).description
             }
-            return .request(StoredRequest(atMs: lastMs, provider: provider, connection: connection, environment: environment,
-                                          token: token, topic: topic, campaign: campaign, status: status, reason: reason,
-                                          latencyUs: latency, headers: SegmentDecoder.headers(headerBytes), payload: payload,
-                                          payloadSize: size, warnings: warnings,
-                                          notificationID: id))
+            return .request(
+                StoredRequest(
+                    atMs: lastMs, provider: provider, connection: connection, environment: environment,
+                    token: token, topic: topic, campaign: campaign, status: status, reason: reason,
+                    latencyUs: latency, headers: SegmentDecoder.headers(headerBytes), payload: payload,
+                    payloadSize: size, warnings: warnings,
+                    notificationID: id))
         case 2:
             let status = Int(varint())
             let attempt = Int(varint())
@@ -437,9 +475,11 @@ struct SegmentDecoder {
             let id = String(decoding: literal(), as: UTF8.self)
             let url = String(decoding: literal(), as: UTF8.self)
             guard !malformed else { return nil }
-            return .tracking(TrackingRecord(atMs: lastMs, preset: preset, event: event, token: token, notificationID: id,
-                                            method: method, url: url, status: status, outcome: outcome, attempt: attempt,
-                                            latencyMs: latency, error: error, events: events))
+            return .tracking(
+                TrackingRecord(
+                    atMs: lastMs, preset: preset, event: event, token: token, notificationID: id,
+                    method: method, url: url, status: status, outcome: outcome, attempt: attempt,
+                    latencyMs: latency, error: error, events: events))
         default:
             malformed = true
             return nil
@@ -473,7 +513,10 @@ struct SegmentDecoder {
 
     private mutating func literal() -> [UInt8] {
         let n = Int(varint())
-        guard n >= 0, n <= bytes.count - i else { malformed = true; return [] }
+        guard n >= 0, n <= bytes.count - i else {
+            malformed = true
+            return []
+        }
         defer { i += n }
         return Array(bytes[i..<i + n])
     }
@@ -483,12 +526,18 @@ struct SegmentDecoder {
         let v = varint()
         guard v & 1 == 1 else {
             let n = Int(v >> 1)
-            guard n <= bytes.count - i else { malformed = true; return "" }
+            guard n <= bytes.count - i else {
+                malformed = true
+                return ""
+            }
             defer { i += n }
             return String(decoding: bytes[i..<i + n], as: UTF8.self)
         }
         let n = Int(v >> 1) / 2
-        guard n <= bytes.count - i else { malformed = true; return "" }
+        guard n <= bytes.count - i else {
+            malformed = true
+            return ""
+        }
         defer { i += n }
         let digits = SegmentDecoder.hexDigits
         return String(unsafeUninitializedCapacity: n * 2) { out in
@@ -514,7 +563,10 @@ struct SegmentDecoder {
             return nil
         default:
             let len = n - 2
-            guard len <= bytes.count - i else { malformed = true; return nil }
+            guard len <= bytes.count - i else {
+                malformed = true
+                return nil
+            }
             previous[slot.rawValue] = (i, len)
             defer { i += len }
             return Array(bytes[i..<i + len])
@@ -525,4 +577,3 @@ struct SegmentDecoder {
         field(slot).map { String(decoding: $0, as: UTF8.self) }
     }
 }
-

@@ -45,13 +45,13 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     /// read since a time scans the segment rows in id order without touching their blobs (tens
     /// of thousands of rows for ten million records). Journals that have it lose it.
     static let schema = """
-    CREATE TABLE IF NOT EXISTS segments (
-      id INTEGER PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
-      requests INTEGER NOT NULL, tracking INTEGER NOT NULL, data BLOB NOT NULL);
-    DROP INDEX IF EXISTS segments_last_ms;
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-    INSERT OR IGNORE INTO meta VALUES ('format', 'pushemu-journal-1');
-    """
+        CREATE TABLE IF NOT EXISTS segments (
+          id INTEGER PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
+          requests INTEGER NOT NULL, tracking INTEGER NOT NULL, data BLOB NOT NULL);
+        DROP INDEX IF EXISTS segments_last_ms;
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+        INSERT OR IGNORE INTO meta VALUES ('format', 'pushemu-journal-1');
+        """
 
     /// `synchronous`: FULL fsyncs the WAL at every commit (strict), NORMAL leaves it to the OS.
     init(path: String, synchronous: String) throws {
@@ -73,14 +73,18 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
 
     func append(_ segments: [SegmentEncoder]) throws {
         try writer.exec("BEGIN")
-        var r = 0, t = 0
+        var r = 0
+        var t = 0
         for seg in segments where !seg.isEmpty {
             insert.bind(1, seg.firstMs)
             insert.bind(2, seg.lastMs)
             insert.bind(3, Int64(seg.requests))
             insert.bind(4, Int64(seg.tracking))
             // SQLite reads the blob during the step (bound without a copy), so both run inside.
-            let rc = seg.withBytes { insert.bind(5, blob: $0); return insert.step() }
+            let rc = seg.withBytes {
+                insert.bind(5, blob: $0)
+                return insert.step()
+            }
             insert.reset()
             if rc != SQLITE_DONE {
                 try? writer.exec("ROLLBACK")
@@ -90,12 +94,18 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             t += seg.tracking
         }
         try writer.exec("COMMIT")
-        total.withLock { $0.requests += r; $0.tracking += t }
+        total.withLock {
+            $0.requests += r
+            $0.tracking += t
+        }
     }
 
     func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool) {
         // A connection per read: reads are rare (admin API, reports) and WAL lets them run beside the writer.
-        guard let db = try? SQLiteDatabase(path: path), let s = try? db.prepare("SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id \(newestFirst ? "DESC" : "ASC")")
+        guard let db = try? SQLiteDatabase(path: path),
+            let s = try? db.prepare(
+                "SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id \(newestFirst ? "DESC" : "ASC")"
+            )
         else { return }
         SQLiteSegmentStore.rows(s, sinceMs: sinceMs, body)
     }
@@ -115,8 +125,9 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     private static func rows(_ s: SQLiteDatabase.Statement, sinceMs: Int64, _ body: (Segment) -> Bool) {
         s.bind(1, sinceMs)
         while s.step() == SQLITE_ROW {
-            let seg = Segment(id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)),
-                              data: s.blob(5))
+            let seg = Segment(
+                id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)),
+                data: s.blob(5))
             if !body(seg) { break }
         }
     }
@@ -139,7 +150,10 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         s.reset()
         guard cutID > 0 else { return 0 }
         try writer.exec("DELETE FROM segments WHERE id <= \(cutID)")
-        total.withLock { $0.requests -= deleted.requests; $0.tracking -= deleted.tracking }
+        total.withLock {
+            $0.requests -= deleted.requests
+            $0.tracking -= deleted.tracking
+        }
         return deleted.requests + deleted.tracking
     }
 
@@ -158,8 +172,10 @@ final class MemorySegmentStore: SegmentStore, Sendable {
     func append(_ encoded: [SegmentEncoder]) throws {
         segments.withLock { s in
             for e in encoded where !e.isEmpty {
-                s.list.append(Segment(id: s.next, firstMs: e.firstMs, lastMs: e.lastMs, requests: e.requests, tracking: e.tracking,
-                                      data: e.bytes))
+                s.list.append(
+                    Segment(
+                        id: s.next, firstMs: e.firstMs, lastMs: e.lastMs, requests: e.requests, tracking: e.tracking,
+                        data: e.bytes))
                 s.next += 1
             }
         }
@@ -177,7 +193,8 @@ final class MemorySegmentStore: SegmentStore, Sendable {
     func prune(beforeMs: Int64, keepRecords: Int) throws -> Int {
         segments.withLock { s in
             var excess = s.list.reduce(0) { $0 + $1.requests + $1.tracking } - keepRecords
-            var cut = 0, deleted = 0
+            var cut = 0
+            var deleted = 0
             for seg in s.list {
                 let n = seg.requests + seg.tracking
                 guard seg.lastMs < beforeMs || excess >= n else { break }

@@ -45,9 +45,11 @@ public final class Metrics: Sendable {
     public func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
 
     /// The Prometheus text exposition (format 0.0.4).
-    public func render(openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
-                notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
-                journal: Journal.Stats?) -> String {
+    public func render(
+        openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
+        notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
+        journal: Journal.Stats?
+    ) -> String {
         var requests: [Key: UInt64] = [:]
         var latency: [PushProvider: Histogram] = [:]
         for s in shards {
@@ -86,19 +88,26 @@ public final class Metrics: Sendable {
             }
         }
 
-        help("pushemu_requests_total", "counter", "Provider requests answered, by provider, HTTP status and reason (APNs reason or FCM errorCode).")
-        for (k, v) in requests.sorted(by: { ($0.key.provider.name, $0.key.status, $0.key.reason) < ($1.key.provider.name, $1.key.status, $1.key.reason) }) {
+        help(
+            "pushemu_requests_total", "counter",
+            "Provider requests answered, by provider, HTTP status and reason (APNs reason or FCM errorCode).")
+        for (k, v) in requests.sorted(by: {
+            ($0.key.provider.name, $0.key.status, $0.key.reason) < ($1.key.provider.name, $1.key.status, $1.key.reason)
+        }) {
             out += "pushemu_requests_total{provider=\"\(k.provider.name)\",status=\"\(k.status)\",reason=\"\(label(k.reason))\"} \(v)\n"
         }
         help("pushemu_request_duration_seconds", "histogram", "Time from a provider request to its answer, injected latency included.")
-        histogram("pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.name < $1.key.name }.map { ($0.key.name, $0.value) })
+        histogram(
+            "pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.name < $1.key.name }.map { ($0.key.name, $0.value) })
         help("pushemu_open_connections", "gauge", "Open client connections.")
         out += "pushemu_open_connections \(openConnections)\n"
         help("pushemu_open_streams", "gauge", "Open HTTP/2 streams (requests in progress on HTTP/2 connections).")
         out += "pushemu_open_streams \(openStreams)\n"
 
         let t = tracking.metrics
-        help("pushemu_tracking_attempts_total", "counter", "Tracking requests sent by simulated SDKs, by preset and outcome (succeeded, retrying, failed).")
+        help(
+            "pushemu_tracking_attempts_total", "counter",
+            "Tracking requests sent by simulated SDKs, by preset and outcome (succeeded, retrying, failed).")
         for (k, v) in t.attempts.sorted(by: { ($0.key.preset, $0.key.outcome) < ($1.key.preset, $1.key.outcome) }) {
             out += "pushemu_tracking_attempts_total{preset=\"\(label(k.preset))\",outcome=\"\(k.outcome)\"} \(v)\n"
         }

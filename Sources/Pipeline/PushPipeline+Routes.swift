@@ -23,13 +23,15 @@ extension PushPipeline {
                 let provider = self.provider
                 router.add(route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge) { exchange in
                     let request = exchange.request
-                    let context = FaultContext(provider: provider, token: [], topic: nil, project: nil, path: request.path,
-                                               headers: request.headers, device: { lifecycle.faultView($0) })
+                    let context = FaultContext(
+                        provider: provider, token: [], topic: nil, project: nil, path: request.path,
+                        headers: request.headers, device: { lifecycle.faultView($0) })
                     if let fired = faults.fire(context, headers: request.headers, loop: exchange.eventLoop.index, nowMs: Clock.nowMs()),
                         fired.effect.answers
                     {
-                        faults.send(injected(fired.effect.injectedAnswer, request), on: exchange, fired: fired, provider: provider,
-                                    goAwayDebugData: Gateway.goAwayDebugData(reason:))
+                        faults.send(
+                            injected(fired.effect.injectedAnswer, request), on: exchange, fired: fired, provider: provider,
+                            goAwayDebugData: Gateway.goAwayDebugData(reason:))
                     } else {
                         handler(exchange)
                     }

@@ -66,10 +66,12 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
 
         // 2. fault verdict: a rule may replace the provider's answer.
         let lifecycle = services.lifecycle
-        let fired = faults.fire(FaultContext(provider: provider, token: subject.token, topic: subject.topic,
-                                             project: subject.scope, path: request.path, headers: request.headers,
-                                             device: { lifecycle.faultView($0) }),
-                                headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
+        let fired = faults.fire(
+            FaultContext(
+                provider: provider, token: subject.token, topic: subject.topic,
+                project: subject.scope, path: request.path, headers: request.headers,
+                device: { lifecycle.faultView($0) }),
+            headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
         if let fired, fired.effect.answers {
             answerInjected(fired, exchange, request, decision, subject, nowMs: nowMs, started: started)
             return
@@ -90,10 +92,11 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             let shard = exchange.eventLoop.index
             gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) { push in
                 let delivery = push.delivery
-                log.append(shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
-                           environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: push.topic,
-                           headers: request.headers, payload: delivery.payload, payloadIsJSON: push.payloadIsJSON,
-                           warnings: push.warnings)
+                log.append(
+                    shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
+                    environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: push.topic,
+                    headers: request.headers, payload: delivery.payload, payloadIsJSON: push.payloadIsJSON,
+                    warnings: push.warnings)
                 devices.deliver(delivery, parsedPayload: push.parsedPayload)
                 if push.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
                     lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
@@ -102,8 +105,9 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         }
 
         // 6. response
-        let response = gateway.response(for: decision, request: request, id: acceptedID ?? UUIDValue(high: 0, low: 0),
-                                         state: state, nowMs: nowMs)
+        let response = gateway.response(
+            for: decision, request: request, id: acceptedID ?? UUIDValue(high: 0, low: 0),
+            state: state, nowMs: nowMs)
         let outcome = gateway.outcome(of: decision, request: request)
         let actions = gateway.connectionActions(after: decision)
         let metrics = services.metrics
@@ -113,10 +117,12 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions. The answer keeps
         // only what it uses (it may wait for a commit, and every reference kept costs a retain).
         commit(exchange, request, subject, outcome, nowMs: nowMs, started: started, id: acceptedID) {
-            let delay = faults.send(response, on: exchange, fired: fired, provider: provider,
-                                    goAwayDebugData: Gateway.goAwayDebugData(reason:))
-            metrics.record(loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
-                           seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+            let delay = faults.send(
+                response, on: exchange, fired: fired, provider: provider,
+                goAwayDebugData: Gateway.goAwayDebugData(reason:))
+            metrics.record(
+                loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
+                seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
             // The connection through the exchange: capturing it as well cost a retain per answer.
             Gateway.perform(actions, on: exchange.connection)
         }
@@ -124,8 +130,10 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
 
     /// Stage 2's other branch: a fault rule answers in the gateway's format; the answer is
     /// journaled, shaped and counted like any other.
-    func answerInjected(_ fired: FiredFault, _ exchange: Exchange, _ request: Request, _ decision: Gateway.Decision,
-                        _ subject: PushSubject, nowMs: Int64, started: UInt64) {
+    func answerInjected(
+        _ fired: FiredFault, _ exchange: Exchange, _ request: Request, _ decision: Gateway.Decision,
+        _ subject: PushSubject, nowMs: Int64, started: UInt64
+    ) {
         let (response, reason) = gateway.injectedAnswer(fired.effect.injectedAnswer, request: request)
         var outcome = gateway.outcome(of: decision, request: request)
         outcome.status = response.status
@@ -136,10 +144,12 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let provider = self.provider
         let status = response.status
         commit(exchange, request, subject, outcome, nowMs: nowMs, started: started, id: nil) {
-            let delay = faults.send(response, on: exchange, fired: fired, provider: provider,
-                                    goAwayDebugData: Gateway.goAwayDebugData(reason:))
-            metrics.record(loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
-                           seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+            let delay = faults.send(
+                response, on: exchange, fired: fired, provider: provider,
+                goAwayDebugData: Gateway.goAwayDebugData(reason:))
+            metrics.record(
+                loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
+                seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
             Gateway.perform(actions, on: exchange.connection)
         }
     }
@@ -147,14 +157,17 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     /// Runs `answer` now, or once the journal holds the request's record (`--durability strict`).
     /// The record's fields are passed as they lie (see `Journal.appendRequest`).
     @inline(__always)
-    func commit(_ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-                started: UInt64, id: UUIDValue?, _ answer: @escaping @Sendable () -> Void) {
+    func commit(
+        _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
+        started: UInt64, id: UUIDValue?, _ answer: @escaping @Sendable () -> Void
+    ) {
         guard let journal = services.journal else { return answer() }
-        journal.appendRequest(atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
-                              token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
-                              latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
-                              payload: outcome.payload, warnings: outcome.warnings, notificationID: id,
-                              loop: exchange.eventLoop, completion: answer)
+        journal.appendRequest(
+            atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
+            token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
+            latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+            payload: outcome.payload, warnings: outcome.warnings, notificationID: id,
+            loop: exchange.eventLoop, completion: answer)
     }
 }
 

@@ -30,15 +30,20 @@ public struct Delivery: Sendable {
     /// APNs `apns-expiration` (ms; 0: deliver now or never) or FCM TTL end; nil: none.
     public var expiresAtMs: Int64?
 
-    public init(provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
-                notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]) {
-        self.init(provider: provider, platform: platform, tokenBytes: Array(token.utf8)[...], appBytes: app.map { Array($0.utf8)[...] },
-                  environment: environment, notificationID: notificationID, messageName: messageName, receivedAtMs: receivedAtMs,
-                  payload: payload[...])
+    public init(
+        provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
+        notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]
+    ) {
+        self.init(
+            provider: provider, platform: platform, tokenBytes: Array(token.utf8)[...], appBytes: app.map { Array($0.utf8)[...] },
+            environment: environment, notificationID: notificationID, messageName: messageName, receivedAtMs: receivedAtMs,
+            payload: payload[...])
     }
 
-    public init(provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
-                environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>) {
+    public init(
+        provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
+        environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>
+    ) {
         self.provider = provider
         self.platform = platform
         self.tokenBytes = tokenBytes

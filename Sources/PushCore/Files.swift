@@ -52,7 +52,11 @@ public enum Files {
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }
-            if n < 0 { if errno == EINTR { continue }; close(fd); throw WriteError(description: "cannot write \(tmp)") }
+            if n < 0 {
+                if errno == EINTR { continue }
+                close(fd)
+                throw WriteError(description: "cannot write \(tmp)")
+            }
             off += n
         }
         fsync(fd)

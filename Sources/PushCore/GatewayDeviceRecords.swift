@@ -34,8 +34,10 @@ public struct RegisteredDevice: Sendable {
     /// FCM topic subscriptions, sorted (nil for gateways without topics).
     public var topics: [String]?
 
-    public init(platform: DevicePlatform, token: String, app: String?, environment: String?, createdAtMs: Int64?,
-                uninstalledAtMs: Int64?, pushes: Int, topics: [String]?) {
+    public init(
+        platform: DevicePlatform, token: String, app: String?, environment: String?, createdAtMs: Int64?,
+        uninstalledAtMs: Int64?, pushes: Int, topics: [String]?
+    ) {
         self.platform = platform
         self.token = token
         self.app = app

@@ -56,7 +56,8 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
 
     public static func parseCanonicalLowercase(_ bytes: UnsafeRawBufferPointer) -> UUIDValue? {
         guard bytes.count == 36 else { return nil }
-        var h: UInt64 = 0, l: UInt64 = 0
+        var h: UInt64 = 0
+        var l: UInt64 = 0
         var n = 0
         for (i, c) in bytes.enumerated() {
             if i == 8 || i == 13 || i == 18 || i == 23 {
@@ -85,7 +86,7 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         // Each byte now holds one nibble, least significant nibble in the lowest byte.
         let letters = ((n &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
         let ascii = n &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
-        return ascii.byteSwapped   // most significant digit first in memory
+        return ascii.byteSwapped // most significant digit first in memory
     }
 
     /// Stores the 16 lowercase hex digits of `x`, most significant first, at `p` (SWAR).
@@ -104,16 +105,16 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         let c = UUIDValue.hex8(UInt32(truncatingIfNeeded: low >> 32))
         let d = UUIDValue.hex8(UInt32(truncatingIfNeeded: low))
         let p = out.baseAddress!
-        p.storeBytes(of: a, toByteOffset: 0, as: UInt64.self)                                  // 0..<8
+        p.storeBytes(of: a, toByteOffset: 0, as: UInt64.self) // 0..<8
         p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 8, as: UInt8.self)
-        p.storeBytes(of: UInt32(truncatingIfNeeded: b), toByteOffset: 9, as: UInt32.self)      // 9..<13
+        p.storeBytes(of: UInt32(truncatingIfNeeded: b), toByteOffset: 9, as: UInt32.self) // 9..<13
         p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 13, as: UInt8.self)
         p.storeBytes(of: UInt32(truncatingIfNeeded: b >> 32), toByteOffset: 14, as: UInt32.self) // 14..<18
         p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 18, as: UInt8.self)
-        p.storeBytes(of: UInt32(truncatingIfNeeded: c), toByteOffset: 19, as: UInt32.self)     // 19..<23
+        p.storeBytes(of: UInt32(truncatingIfNeeded: c), toByteOffset: 19, as: UInt32.self) // 19..<23
         p.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 23, as: UInt8.self)
         p.storeBytes(of: UInt32(truncatingIfNeeded: c >> 32), toByteOffset: 24, as: UInt32.self) // 24..<28
-        p.storeBytes(of: d, toByteOffset: 28, as: UInt64.self)                                 // 28..<36
+        p.storeBytes(of: d, toByteOffset: 28, as: UInt64.self) // 28..<36
     }
 
     /// Writes the 36 canonical bytes.
@@ -242,7 +243,8 @@ public enum Clock {
 
     /// The UTC calendar date and time of `seconds` since the epoch (civil-from-days).
     public static func civil(_ seconds: Int64) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
-        let days = Int((seconds - (seconds % 86400 + 86400) % 86400) / 86400), rem = Int((seconds % 86400 + 86400) % 86400)
+        let days = Int((seconds - (seconds % 86400 + 86400) % 86400) / 86400)
+        let rem = Int((seconds % 86400 + 86400) % 86400)
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

@@ -180,8 +180,10 @@ public struct JSONView {
 
 public enum JSONParser {
     /// Parses `bytes` into `buffer` (emptied first). Returns nil on success.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
-                             limits: JSONLimits = JSONLimits()) -> JSONError? {
+    public static func parse(
+        _ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
+        limits: JSONLimits = JSONLimits()
+    ) -> JSONError? {
         var p = Parser(b: bytes, limits: limits, buffer: buffer)
         defer { buffer.count = p.count }
         do {
@@ -198,8 +200,10 @@ public enum JSONParser {
     }
 
     /// Parses `bytes` into `tokens` (replaced). Returns nil on success.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
-                             limits: JSONLimits = JSONLimits()) -> JSONError? {
+    public static func parse(
+        _ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
+        limits: JSONLimits = JSONLimits()
+    ) -> JSONError? {
         let buffer = JSONTokenBuffer()
         let e = parse(bytes, into: buffer, limits: limits)
         tokens = buffer.array
@@ -327,13 +331,18 @@ public enum JSONParser {
                     let last = b.count &- 8
                     while j <= last {
                         let w = (base + j).loadUnaligned(as: UInt64.self)
-                        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-                        let q = w ^ 0x2222_2222_2222_2222, bs = w ^ 0x5C5C_5C5C_5C5C_5C5C
+                        let ones: UInt64 = 0x0101_0101_0101_0101
+                        let highs: UInt64 = 0x8080_8080_8080_8080
+                        let q = w ^ 0x2222_2222_2222_2222
+                        let bs = w ^ 0x5C5C_5C5C_5C5C_5C5C
                         let special = ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | (w &- 0x2020_2020_2020_2020) | w
                         let hit = special & highs
                         // The lowest flagged byte is always a real one (borrows only flag bytes
                         // above it): go straight to it.
-                        if hit != 0 { j &+= hit.trailingZeroBitCount &>> 3; break }
+                        if hit != 0 {
+                            j &+= hit.trailingZeroBitCount &>> 3
+                            break
+                        }
                         j &+= 8
                     }
                     i = j
@@ -353,7 +362,7 @@ public enum JSONParser {
                     guard i < b.count else { throw fail("unterminated escape") }
                     switch b[i] {
                     case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-                         UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                         i += 1
                     case UInt8(ascii: "u"):
                         guard i + 4 < b.count else { throw fail("incomplete \\u escape") }
@@ -374,15 +383,24 @@ public enum JSONParser {
         mutating func utf8Sequence() throws {
             let c = b[i]
             var need = 0
-            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+            var lo: UInt8 = 0x80
+            var hi: UInt8 = 0xBF
             switch c {
             case 0xC2...0xDF: need = 1
-            case 0xE0: need = 2; lo = 0xA0
+            case 0xE0:
+                need = 2
+                lo = 0xA0
             case 0xE1...0xEC, 0xEE...0xEF: need = 2
-            case 0xED: need = 2; hi = 0x9F
-            case 0xF0: need = 3; lo = 0x90
+            case 0xED:
+                need = 2
+                hi = 0x9F
+            case 0xF0:
+                need = 3
+                lo = 0x90
             case 0xF1...0xF3: need = 3
-            case 0xF4: need = 3; hi = 0x8F
+            case 0xF4:
+                need = 3
+                hi = 0x8F
             default: throw fail("invalid UTF-8")
             }
             guard i + need < b.count else { throw fail("truncated UTF-8") }
@@ -415,8 +433,15 @@ public enum JSONParser {
                     n += 1
                     skipWS()
                     guard i < b.count else { throw fail("unterminated object") }
-                    if b[i] == UInt8(ascii: ",") { i += 1; skipWS(); continue }
-                    if b[i] == UInt8(ascii: "}") { i += 1; break }
+                    if b[i] == UInt8(ascii: ",") {
+                        i += 1
+                        skipWS()
+                        continue
+                    }
+                    if b[i] == UInt8(ascii: "}") {
+                        i += 1
+                        break
+                    }
                     throw fail("',' or '}' expected")
                 }
             }
@@ -440,8 +465,15 @@ public enum JSONParser {
                     n += 1
                     skipWS()
                     guard i < b.count else { throw fail("unterminated array") }
-                    if b[i] == UInt8(ascii: ",") { i += 1; skipWS(); continue }
-                    if b[i] == UInt8(ascii: "]") { i += 1; break }
+                    if b[i] == UInt8(ascii: ",") {
+                        i += 1
+                        skipWS()
+                        continue
+                    }
+                    if b[i] == UInt8(ascii: "]") {
+                        i += 1
+                        break
+                    }
                     throw fail("',' or ']' expected")
                 }
             }
@@ -472,7 +504,11 @@ public enum JSONParser {
         }
         while i < r.count {
             let c = r[i]
-            guard c == 0x5C else { out.append(c); i += 1; continue }
+            guard c == 0x5C else {
+                out.append(c)
+                i += 1
+                continue
+            }
             let e = r[i + 1]
             i += 2
             switch e {

@@ -23,7 +23,12 @@ public final class NotificationLog: Sendable {
     private final class Shard: Sendable {
         let arena: Mutex<Arena>
         init(bytes: Int, records: Int) { arena = Mutex(Arena(capacity: bytes, maxRecords: records)) }
-        deinit { arena.withLock { $0.buffer.deallocate(); $0.lengths.deallocate() } }
+        deinit {
+            arena.withLock {
+                $0.buffer.deallocate()
+                $0.lengths.deallocate()
+            }
+        }
     }
 
     private let shards: [Shard]
@@ -36,15 +41,18 @@ public final class NotificationLog: Sendable {
     }
 
     /// Records an accepted notification on the caller's shard (its event loop index).
-    public func append(shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
-                       token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-                       payloadIsJSON: Bool, warnings: [String]) {
+    public func append(
+        shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
+        token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
+        payloadIsJSON: Bool, warnings: [String]
+    ) {
         shards[shard % shards.count].arena.withLock { a in
             var env = environment
             env.withUTF8 { envBytes in
-                a.append(id: id, provider: provider, receivedAtMs: receivedAtMs, environment: UnsafeRawBufferPointer(envBytes),
-                         token: token, topic: topic, headers: headers, payload: payload, payloadIsJSON: payloadIsJSON,
-                         warnings: warnings)
+                a.append(
+                    id: id, provider: provider, receivedAtMs: receivedAtMs, environment: UnsafeRawBufferPointer(envBytes),
+                    token: token, topic: topic, headers: headers, payload: payload, payloadIsJSON: payloadIsJSON,
+                    warnings: warnings)
             }
         }
     }
@@ -71,7 +79,7 @@ public final class NotificationLog: Sendable {
 /// u32 length, u64 sequence, i64 receivedAt, u64 idHigh, u64 idLow, u8 provider, u8 flags,
 /// u16 envLen, u16 tokenLen, u16 topicLen, u32 headersLen, u32 payloadLen, u32 warningsLen,
 /// then the bytes of each (headers and warnings as u16-length-prefixed strings).
-struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
+struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     static let fixed = 4 + 8 + 8 + 8 + 8 + 1 + 1 + 2 + 2 + 2 + 4 + 4 + 4
     let capacity: Int
     let maxRecords: Int
@@ -94,7 +102,12 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
     }
 
     mutating func reset() {
-        head = 0; tail = 0; wrapEnd = 0; wrapped = false; count = 0; first = 0
+        head = 0
+        tail = 0
+        wrapEnd = 0
+        wrapped = false
+        count = 0
+        first = 0
     }
 
     private func length(at offset: Int) -> Int { Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
@@ -104,7 +117,10 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         first = first + 1 == maxRecords ? 0 : first + 1
         count -= 1
         evicted &+= 1
-        if wrapped && head >= wrapEnd { head = 0; wrapped = false }
+        if wrapped && head >= wrapEnd {
+            head = 0
+            wrapped = false
+        }
         if count == 0 { reset() }
     }
 
@@ -115,7 +131,10 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         while true {
             if !wrapped {
                 if tail + n <= capacity { return tail }
-                if count == 0 { reset(); continue }
+                if count == 0 {
+                    reset()
+                    continue
+                }
                 wrapEnd = tail
                 wrapped = true
                 tail = 0
@@ -127,9 +146,11 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         }
     }
 
-    mutating func append(id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
-                         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-                         payloadIsJSON: Bool, warnings: [String]) {
+    mutating func append(
+        id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
+        token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
+        payloadIsJSON: Bool, warnings: [String]
+    ) {
         // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
         var headersLen = 0
         headers.withRawParts { storage, entries in
@@ -146,16 +167,27 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         guard total < Int(UInt32.max), let at = reserve(total) else { return }
         sequence &+= 1
         var p = buffer + at
-        func put<T>(_ v: T) { p.storeBytes(of: v, as: T.self); p += MemoryLayout<T>.size }
+        func put<T>(_ v: T) {
+            p.storeBytes(of: v, as: T.self)
+            p += MemoryLayout<T>.size
+        }
         func bytes(_ raw: UnsafeRawBufferPointer) {
             if raw.count > 0 { copyBytes(p, raw.baseAddress!, raw.count) }
             p += raw.count
         }
-        put(UInt32(total)); put(sequence); put(receivedAtMs); put(id.high); put(id.low)
+        put(UInt32(total))
+        put(sequence)
+        put(receivedAtMs)
+        put(id.high)
+        put(id.low)
         put(provider.storedByte)
         put(UInt8((payloadIsJSON ? 1 : 0) | (topic == nil ? 0 : 2)))
-        put(UInt16(environment.count)); put(UInt16(token.count)); put(UInt16(topicLen))
-        put(UInt32(headersLen)); put(UInt32(payload.count)); put(UInt32(warningsLen))
+        put(UInt16(environment.count))
+        put(UInt16(token.count))
+        put(UInt16(topicLen))
+        put(UInt32(headersLen))
+        put(UInt32(payload.count))
+        put(UInt32(warningsLen))
         bytes(environment)
         token.withUnsafeBytes { bytes($0) }
         topic?.withUnsafeBytes { bytes($0) }
@@ -164,7 +196,8 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
                 let e = NotificationLog.entry(entries, i)
                 let name = UnsafeRawBufferPointer(rebasing: storage[e.0..<(e.0 + e.1)])
                 guard NotificationLog.keeps(name) else { continue }
-                put(UInt16(e.1)); put(UInt16(e.3))
+                put(UInt16(e.1))
+                put(UInt16(e.3))
                 bytes(name)
                 bytes(UnsafeRawBufferPointer(rebasing: storage[e.2..<(e.2 + e.3)]))
             }
@@ -188,7 +221,10 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
         var off = head
         var inFirst = wrapped
         for _ in 0..<count {
-            if inFirst && off >= wrapEnd { off = 0; inFirst = false }
+            if inFirst && off >= wrapEnd {
+                off = 0
+                inFirst = false
+            }
             if let n = decode(at: off, f) { body(n) }
             off += length(at: off)
         }
@@ -196,23 +232,42 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
 
     private func decode(at start: Int, _ f: NotificationLog.Filter) -> PushNotification? {
         var p = UnsafeRawPointer(buffer + start)
-        func get<T>(_: T.Type) -> T { let v = p.loadUnaligned(as: T.self); p += MemoryLayout<T>.size; return v }
-        func take(_ n: Int) -> UnsafeRawBufferPointer { let r = UnsafeRawBufferPointer(start: p, count: n); p += n; return r }
+        func get<T>(_: T.Type) -> T {
+            let v = p.loadUnaligned(as: T.self)
+            p += MemoryLayout<T>.size
+            return v
+        }
+        func take(_ n: Int) -> UnsafeRawBufferPointer {
+            let r = UnsafeRawBufferPointer(start: p, count: n)
+            p += n
+            return r
+        }
         _ = get(UInt32.self)
-        let seq = get(UInt64.self), at = get(Int64.self), hi = get(UInt64.self), lo = get(UInt64.self)
+        let seq = get(UInt64.self)
+        let at = get(Int64.self)
+        let hi = get(UInt64.self)
+        let lo = get(UInt64.self)
         let provider = PushProvider.stored(get(UInt8.self))
         let flags = get(UInt8.self)
-        let envLen = Int(get(UInt16.self)), tokenLen = Int(get(UInt16.self)), topicLen = Int(get(UInt16.self))
-        let headersLen = Int(get(UInt32.self)), payloadLen = Int(get(UInt32.self)), warningsLen = Int(get(UInt32.self))
+        let envLen = Int(get(UInt16.self))
+        let tokenLen = Int(get(UInt16.self))
+        let topicLen = Int(get(UInt16.self))
+        let headersLen = Int(get(UInt32.self))
+        let payloadLen = Int(get(UInt32.self))
+        let warningsLen = Int(get(UInt32.self))
         if let want = f.provider, want != provider { return nil }
-        let env = take(envLen), token = take(tokenLen), topic = take(topicLen)
+        let env = take(envLen)
+        let token = take(tokenLen)
+        let topic = take(topicLen)
         if let t = f.token, !token.elementsEqual(t.utf8) { return nil }
         if let t = f.topic, flags & 2 == 0 || !topic.elementsEqual(t.utf8) { return nil }
         var headers = HTTPFields()
         let hEnd = p + headersLen
         while p < hEnd {
-            let nl = Int(get(UInt16.self)), vl = Int(get(UInt16.self))
-            let name = take(nl), value = take(vl)
+            let nl = Int(get(UInt16.self))
+            let vl = Int(get(UInt16.self))
+            let name = take(nl)
+            let value = take(vl)
             headers.add(name: name, value: value)
         }
         let payload = Array(take(payloadLen))
@@ -222,10 +277,11 @@ struct Arena: @unchecked Sendable {   // guarded by its shard's Mutex
             let n = Int(get(UInt16.self))
             warnings.append(String(decoding: take(n), as: UTF8.self))
         }
-        var n = PushNotification(id: UUIDValue(high: hi, low: lo), provider: provider, receivedAtMs: at,
-                                 environment: String(decoding: env, as: UTF8.self), token: ArraySlice(token),
-                                 topic: flags & 2 == 0 ? nil : ArraySlice(topic), headers: headers, payload: payload,
-                                 payloadIsJSON: flags & 1 != 0, warnings: warnings)
+        var n = PushNotification(
+            id: UUIDValue(high: hi, low: lo), provider: provider, receivedAtMs: at,
+            environment: String(decoding: env, as: UTF8.self), token: ArraySlice(token),
+            topic: flags & 2 == 0 ? nil : ArraySlice(topic), headers: headers, payload: payload,
+            payloadIsJSON: flags & 1 != 0, warnings: warnings)
         n.sequence = seq
         return n
     }
@@ -235,10 +291,12 @@ extension NotificationLog {
     /// Field `i` of a raw entry table: (name start, name length, value start, value length).
     @inline(__always)
     static func entry(_ entries: UnsafeRawBufferPointer, _ i: Int) -> (Int, Int, Int, Int) {
-        (Int(entries.loadUnaligned(fromByteOffset: i * 16, as: Int32.self)),
-         Int(entries.loadUnaligned(fromByteOffset: i * 16 + 4, as: Int32.self)),
-         Int(entries.loadUnaligned(fromByteOffset: i * 16 + 8, as: Int32.self)),
-         Int(entries.loadUnaligned(fromByteOffset: i * 16 + 12, as: Int32.self)))
+        (
+            Int(entries.loadUnaligned(fromByteOffset: i * 16, as: Int32.self)),
+            Int(entries.loadUnaligned(fromByteOffset: i * 16 + 4, as: Int32.self)),
+            Int(entries.loadUnaligned(fromByteOffset: i * 16 + 8, as: Int32.self)),
+            Int(entries.loadUnaligned(fromByteOffset: i * 16 + 12, as: Int32.self))
+        )
     }
 
     /// Pseudo-headers and the provider's credentials are not kept.

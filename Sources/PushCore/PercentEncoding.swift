@@ -6,7 +6,9 @@ public enum PercentEncoding {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count)
         for b in s.utf8 {
-            if (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F || b == 0x7E {
+            if (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F
+                || b == 0x7E
+            {
                 out.append(b)
             } else {
                 out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 15)]]

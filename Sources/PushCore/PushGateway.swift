@@ -66,8 +66,9 @@ public protocol PushGateway: Sendable {
 
     /// Calls `body` once for each device an accepted decision reaches (one for a token send,
     /// one per subscriber for a topic send), in order.
-    func forEachAcceptedPush(_ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
-                             _ body: (AcceptedPush) -> Void)
+    func forEachAcceptedPush(
+        _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
+        _ body: (AcceptedPush) -> Void)
 
     /// The answer to a request the provider decided (accepted or rejected).
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response
@@ -123,8 +124,10 @@ public struct GatewayRoute: Sendable {
     public var bodyTooLarge: @Sendable (Request) -> Response
     public var handling: Handling
 
-    public init(_ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
-                bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge, handling: Handling) {
+    public init(
+        _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
+        bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge, handling: Handling
+    ) {
         self.methods = methods
         self.pattern = pattern
         self.maxBodySize = maxBodySize
@@ -179,8 +182,10 @@ public struct AcceptedPush {
     /// not each subscriber of a topic send).
     public var appliesDeviceEffects: Bool
 
-    public init(delivery: Delivery, topic: ArraySlice<UInt8>?, payloadIsJSON: Bool, warnings: [String],
-                parsedPayload: JSONTokenBuffer?, appliesDeviceEffects: Bool) {
+    public init(
+        delivery: Delivery, topic: ArraySlice<UInt8>?, payloadIsJSON: Bool, warnings: [String],
+        parsedPayload: JSONTokenBuffer?, appliesDeviceEffects: Bool
+    ) {
         self.delivery = delivery
         self.topic = topic
         self.payloadIsJSON = payloadIsJSON

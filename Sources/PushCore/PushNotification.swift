@@ -17,9 +17,11 @@ public struct PushNotification: Sendable {
     public var payloadIsJSON: Bool
     public var warnings: [String]
 
-    public init(id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
-                token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
-                payloadIsJSON: Bool, warnings: [String]) {
+    public init(
+        id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
+        token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
+        payloadIsJSON: Bool, warnings: [String]
+    ) {
         self.id = id
         self.provider = provider
         self.receivedAtMs = receivedAtMs
@@ -36,7 +38,9 @@ public struct PushNotification: Sendable {
     public var json: String {
         var s = "{\"id\":\"\(id)\",\"provider\":\"\(provider.name)\",\"receivedAt\":\(receivedAtMs)"
         if provider == .fcm {
-            s += ",\"name\":" + JSONWriter.quote("projects/\(environment)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs))
+            s +=
+                ",\"name\":"
+                + JSONWriter.quote("projects/\(environment)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs))
         }
         s += ",\"environment\":" + JSONWriter.quote(environment)
         s += ",\"token\":" + JSONWriter.quote(String(decoding: token, as: UTF8.self))
@@ -72,8 +76,11 @@ extension PushNotification {
         out.append(UInt8(ascii: "0"))
         out.append(UInt8(ascii: ":"))
         var us = UInt64(max(0, receivedAtMs)) &* 1000 &+ id.high % 1000
-        var buf: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var buf:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &buf) { b in
             var i = 20
             repeat {

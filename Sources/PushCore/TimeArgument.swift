@@ -11,14 +11,23 @@ public enum TimeArgument {
             return r.reduce(0) { $0 * 10 + Int(b[$1] - 48) }
         }
         guard b.count >= 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-              let y = num(0..<4), let mo = num(5..<7), let d = num(8..<10), (1...12).contains(mo), (1...31).contains(d) else { return nil }
-        var h = 0, mi = 0, s = 0
+            let y = num(0..<4), let mo = num(5..<7), let d = num(8..<10), (1...12).contains(mo), (1...31).contains(d)
+        else { return nil }
+        var h = 0
+        var mi = 0
+        var s = 0
         if b.count > 10 {
             guard b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: " "), let hh = num(11..<13), b.count > 13, b[13] == UInt8(ascii: ":"),
-                  let mm = num(14..<16), hh < 24, mm < 60 else { return nil }
-            h = hh; mi = mm
+                let mm = num(14..<16), hh < 24, mm < 60
+            else { return nil }
+            h = hh
+            mi = mm
             var i = 16
-            if b.count > 16, b[16] == UInt8(ascii: ":") { guard let ss = num(17..<19), ss < 61 else { return nil }; s = ss; i = 19 }
+            if b.count > 16, b[16] == UInt8(ascii: ":") {
+                guard let ss = num(17..<19), ss < 61 else { return nil }
+                s = ss
+                i = 19
+            }
             if i < b.count { guard b[i] == UInt8(ascii: "Z"), i == b.count - 1 else { return nil } }
         }
         // days from civil (the inverse of Clock.civil)

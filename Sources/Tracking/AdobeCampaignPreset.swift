@@ -10,7 +10,9 @@ struct AdobeCampaignPreset: TrackingPreset {
         guard let mId = ctx.appValue("_mId"), let dId = ctx.appValue("_dId") else { return .skip("adobe-campaign needs _mId and _dId") }
         guard let hex = AdobeIDs.hex(mId) else { return .skip("adobe-campaign: _mId '\(mId)' is neither a UUID nor a decimal id") }
         let receive = ctx.event == .receive
-        let tag = c.options.isEmpty ? (receive ? "1" : "2")
+        let tag =
+            c.options.isEmpty
+            ? (receive ? "1" : "2")
             : receive ? (c.options["tagReceive"] ?? "1") : (c.options["tagOpen"] ?? "2")
         // {base}/r/?id=h{hex},{dId},{tag} in one allocation (campaign rate: once per device).
         return .send(TrackingRequest(method: "GET", url: Bytes.concat(base, "/r/?id=h", hex, ",", dId, ",", tag)))

@@ -27,18 +27,27 @@ struct BrazePreset: TrackingPreset {
         }
         let name = ctx.event == .receive ? "pd" : "pc"
         let at = Double(ctx.atMs + delayMs) / 1000
-        let item = "{\"name\":\"\(name)\",\"data\":{\"cid\":" + JSONWriter.quote(cid) + "},\"time\":\(at),\"session_id\":\"\(ctx.hwid)\",\"user_id\":"
+        let item =
+            "{\"name\":\"\(name)\",\"data\":{\"cid\":" + JSONWriter.quote(cid)
+            + "},\"time\":\(at),\"session_id\":\"\(ctx.hwid)\",\"user_id\":"
             + (ctx.userID.map(JSONWriter.quote) ?? "null") + "}"
-        let apiKey = c.options["apiKey"] ?? "", hwid = ctx.hwid, sdk = c.options["sdkVersion"] ?? "30.0.0"
+        let apiKey = c.options["apiKey"] ?? ""
+        let hwid = ctx.hwid
+        let sdk = c.options["sdkVersion"] ?? "30.0.0"
         let url = "\(base)/api/v3/data"
-        let batch = TrackingBatch(key: "braze|\(url)|\(ctx.token)", item: Array(item.utf8),
-                                  flushAfterMs: Int64(c.options["flushMs"] ?? "") ?? 1000,
-                                  maxItems: Int(c.options["batchSize"] ?? "") ?? 50) { items in
+        let batch = TrackingBatch(
+            key: "braze|\(url)|\(ctx.token)", item: Array(item.utf8),
+            flushAfterMs: Int64(c.options["flushMs"] ?? "") ?? 1000,
+            maxItems: Int(c.options["batchSize"] ?? "") ?? 50
+        ) { items in
             var body = "{\"api_key\":" + JSONWriter.quote(apiKey) + ",\"device_id\":\"\(hwid)\",\"sdk_version\":" + JSONWriter.quote(sdk)
-            body += ",\"time\":\(Clock.nowMs() / 1000),\"events\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") + "]}"
-            return TrackingRequest(method: "POST", url: url,
-                                   headers: [("Content-Type", "application/json"), ("X-Braze-Api-Key", apiKey), ("X-Braze-Req-Attempt", "1")],
-                                   body: Array(body.utf8))
+            body +=
+                ",\"time\":\(Clock.nowMs() / 1000),\"events\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",")
+                + "]}"
+            return TrackingRequest(
+                method: "POST", url: url,
+                headers: [("Content-Type", "application/json"), ("X-Braze-Api-Key", apiKey), ("X-Braze-Req-Attempt", "1")],
+                body: Array(body.utf8))
         }
         return .send(TrackingRequest(method: "POST", url: url), delayMs: delayMs, batch: batch)
     }

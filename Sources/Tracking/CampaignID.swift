@@ -9,7 +9,8 @@ public enum CampaignID {
     /// Each preset's paths, in `TrackingPresets.all`'s order.
     static let apnsPaths = TrackingPresets.all.flatMap(\.campaignPathsAPNs)
     /// Each preset's, then FCM's own analytics label.
-    static let fcmPaths = TrackingPresets.all.flatMap(\.campaignPathsFCM)
+    static let fcmPaths =
+        TrackingPresets.all.flatMap(\.campaignPathsFCM)
         + ["fcm_options.analytics_label", "android.fcm_options.analytics_label"]
 
     /// Every campaign id the payload carries (an APNs payload or an FCM message).

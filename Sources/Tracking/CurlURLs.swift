@@ -38,16 +38,22 @@ struct CurlURLs {
     }
 
     /// Brings `entry`'s handle to the URL in `bytes`; nil when libcurl refused a part.
-    private static func update(_ entry: inout Entry, _ bytes: UnsafeBufferPointer<UInt8>,
-                               _ split: (pathStart: Int, queryStart: Int?)) -> OpaquePointer? {
+    private static func update(
+        _ entry: inout Entry, _ bytes: UnsafeBufferPointer<UInt8>,
+        _ split: (pathStart: Int, queryStart: Int?)
+    ) -> OpaquePointer? {
         let authority = UnsafeBufferPointer(rebasing: bytes[..<split.pathStart])
         if !Bytes.equal(entry.authority[...], authority) {
             // "scheme://authority/", parsed the way libcurl parses CURLOPT_URL.
             entry.authority = []
             entry.path = []
-            guard withCString(authority, suffix: UInt8(ascii: "/"), {
-                curl_url_set(entry.handle, CURLUPART_URL, $0, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK
-            }) else { return nil }
+            guard
+                withCString(
+                    authority, suffix: UInt8(ascii: "/"),
+                    {
+                        curl_url_set(entry.handle, CURLUPART_URL, $0, UInt32(CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK
+                    })
+            else { return nil }
             entry.authority = Array(authority)
         }
         let path = UnsafeBufferPointer(rebasing: bytes[split.pathStart..<(split.queryStart.map { $0 - 1 } ?? bytes.count)])
@@ -57,9 +63,13 @@ struct CurlURLs {
             entry.path = Array(path)
         }
         if let q = split.queryStart {
-            guard withCString(UnsafeBufferPointer(rebasing: bytes[q...]), suffix: nil, {
-                curl_url_set(entry.handle, CURLUPART_QUERY, $0, 0) == CURLUE_OK
-            }) else { return nil }
+            guard
+                withCString(
+                    UnsafeBufferPointer(rebasing: bytes[q...]), suffix: nil,
+                    {
+                        curl_url_set(entry.handle, CURLUPART_QUERY, $0, 0) == CURLUE_OK
+                    })
+            else { return nil }
         } else {
             curl_url_set(entry.handle, CURLUPART_QUERY, nil, 0)
         }
@@ -93,13 +103,13 @@ struct CurlURLs {
                 if c == UInt8(ascii: "?") {
                     query = i + 1
                 } else if c == UInt8(ascii: ".") && previous == UInt8(ascii: "/") {
-                    return nil   // a dot segment (libcurl would remove it)
+                    return nil // a dot segment (libcurl would remove it)
                 }
             }
             previous = c
             i += 1
         }
-        if let q = query, q >= n { return nil }   // "?" with nothing after it
+        if let q = query, q >= n { return nil } // "?" with nothing after it
         return (pathStart, query)
     }
 

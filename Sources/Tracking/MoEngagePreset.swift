@@ -20,29 +20,45 @@ struct MoEngagePreset: TrackingPreset {
             var cid = ctx.appValue("gcm_campaign_id") ?? ""
             if let r = TrackingPresets.find("DTSDK", in: cid) { cid = String(cid.utf8.prefix(r))! }
             attrs.append(("gcm_campaign_id", cid))
-            for k in ["moe_campaign_id", "moe_campaign_name", "moe_campaign_type", "moe_delivery_type", "moe_campaign_channel", "sent_epoch_time"] {
+            for k in [
+                "moe_campaign_id", "moe_campaign_name", "moe_campaign_type", "moe_delivery_type", "moe_campaign_channel", "sent_epoch_time",
+            ] {
                 if let v = ctx.appValue("moe_cid_attr." + k) { attrs.append((k, v)) }
             }
         }
-        let action = ctx.event == .receive ? (ios ? "NOTIFICATION_RECEIVED_IOS_MOE" : "NOTIFICATION_RECEIVED_MOE")
-                                           : (ios ? "NOTIFICATION_CLICKED_IOS_MOE" : "NOTIFICATION_CLICKED_MOE")
+        let action =
+            ctx.event == .receive
+            ? (ios ? "NOTIFICATION_RECEIVED_IOS_MOE" : "NOTIFICATION_RECEIVED_MOE")
+            : (ios ? "NOTIFICATION_CLICKED_IOS_MOE" : "NOTIFICATION_CLICKED_MOE")
         let attrJSON = "{" + attrs.map { JSONWriter.quote($0.0) + ":" + JSONWriter.quote($0.1) }.joined(separator: ",") + "}"
         var item = "{\"EVENT_ACTION\":\"\(action)\",\"EVENT_ATTRS\":" + JSONWriter.quote(attrJSON)
         item += ",\"EVENT_G_TIME\":\"\(ctx.atMs)\",\"EVENT_L_TIME\":\"\(Templates.moengageTime(ctx.atMs))\""
         if ctx.event == .receive { item += ",\"N_I_E\":1" }
         item += "}"
         let appID = c.options["appId"] ?? ""
-        let hwid = ctx.hwid, token = ctx.token, platform = ctx.platform, url = "\(base)/v2/sdk/report/\(appID)"
-        let batch = TrackingBatch(key: "moengage|\(url)|\(token)", item: Array(item.utf8),
-                                  flushAfterMs: Int64(c.options["flushMs"] ?? "") ?? 1000,
-                                  maxItems: Int(c.options["batchSize"] ?? "") ?? 30) { items in
+        let hwid = ctx.hwid
+        let token = ctx.token
+        let platform = ctx.platform
+        let url = "\(base)/v2/sdk/report/\(appID)"
+        let batch = TrackingBatch(
+            key: "moengage|\(url)|\(token)", item: Array(item.utf8),
+            flushAfterMs: Int64(c.options["flushMs"] ?? "") ?? 1000,
+            maxItems: Int(c.options["batchSize"] ?? "") ?? 30
+        ) { items in
             var r = FastRandom()
             let bid = UUIDValue.random(&r).description
-            var body = "{\"query_params\":{\"os\":\"\(platform == "ios" ? "iOS" : "ANDROID")\",\"unique_id\":\"\(hwid)\",\"app_id\":" + JSONWriter.quote(appID)
-            body += ",\"push_id\":" + JSONWriter.quote(token) + "},\"meta\":{\"bid\":\"\(bid)\",\"request_time\":\"\(Templates.iso8601(Clock.nowMs()))\"}"
-            body += ",\"viewsCount\":\(items.count),\"viewsInfo\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") + "]}"
-            return TrackingRequest(method: "POST", url: url, headers: [("MOE-REQUEST-ID", bid), ("Content-Type", "application/json")],
-                                   body: Array(body.utf8))
+            var body =
+                "{\"query_params\":{\"os\":\"\(platform == "ios" ? "iOS" : "ANDROID")\",\"unique_id\":\"\(hwid)\",\"app_id\":"
+                + JSONWriter.quote(appID)
+            body +=
+                ",\"push_id\":" + JSONWriter.quote(token)
+                + "},\"meta\":{\"bid\":\"\(bid)\",\"request_time\":\"\(Templates.iso8601(Clock.nowMs()))\"}"
+            body +=
+                ",\"viewsCount\":\(items.count),\"viewsInfo\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",")
+                + "]}"
+            return TrackingRequest(
+                method: "POST", url: url, headers: [("MOE-REQUEST-ID", bid), ("Content-Type", "application/json")],
+                body: Array(body.utf8))
         }
         return .send(TrackingRequest(method: "POST", url: url), batch: batch)
     }

@@ -1,12 +1,12 @@
 import Glibc
-import Transport
 import PushCore
+import Transport
 
 /// Reads values out of a notification's JSON (an APNs payload or an FCM message) by dotted path.
 /// A path that reaches a JSON *string* and goes on parses that string as JSON, so values nested
 /// the way SDK payloads nest them (OneSignal's `custom`, MoEngage's `moe_cid_attr`) are reachable:
 /// `data.custom.i`. The document is tokenized once, however many values are read.
-public struct PayloadReader: @unchecked Sendable {   // the token buffer is never written after init
+public struct PayloadReader: @unchecked Sendable { // the token buffer is never written after init
     public let bytes: [UInt8]
     private let tokens: JSONTokenBuffer
     private let valid: Bool
@@ -63,8 +63,12 @@ public struct PayloadReader: @unchecked Sendable {   // the token buffer is neve
                 i = f
             case .array:
                 guard let n = Int(String(decoding: key, as: UTF8.self)), n >= 0 else { return nil }
-                var idx = 0, found: Int?
-                v.forEachElement(i) { e in if idx == n { found = e }; idx += 1 }
+                var idx = 0
+                var found: Int?
+                v.forEachElement(i) { e in
+                    if idx == n { found = e }
+                    idx += 1
+                }
                 guard let f = found else { return nil }
                 i = f
             case .string:

@@ -20,9 +20,13 @@ struct PushwooshPreset: TrackingPreset {
         body += ",\"userId\":" + JSONWriter.quote(ctx.userID ?? ctx.hwid)
         body += ",\"hash\":" + (ctx.appValue("p").map(JSONWriter.quote) ?? "null")
         body += ",\"metaData\":" + (ctx.appValue("md").map(JSONWriter.quote) ?? "null") + "}}"
-        return .send(TrackingRequest(method: "POST", url: "\(root)/json/1.3/\(path)",
-                                    headers: [("Content-Type", "application/json; charset=utf-8"),
-                                              ("Authorization", "Token " + (c.options["apiToken"] ?? ""))],
-                                    body: Array(body.utf8)))
+        return .send(
+            TrackingRequest(
+                method: "POST", url: "\(root)/json/1.3/\(path)",
+                headers: [
+                    ("Content-Type", "application/json; charset=utf-8"),
+                    ("Authorization", "Token " + (c.options["apiToken"] ?? "")),
+                ],
+                body: Array(body.utf8)))
     }
 }

@@ -12,8 +12,15 @@ public enum Templates {
         var chars = Array(template.unicodeScalars)[...]
         while let c = chars.popFirst() {
             if c == "{" {
-                if chars.first == "{" { chars = chars.dropFirst(); out.unicodeScalars.append("{"); continue }
-                guard let end = chars.firstIndex(of: "}") else { out.unicodeScalars.append(c); continue }
+                if chars.first == "{" {
+                    chars = chars.dropFirst()
+                    out.unicodeScalars.append("{")
+                    continue
+                }
+                guard let end = chars.firstIndex(of: "}") else {
+                    out.unicodeScalars.append(c)
+                    continue
+                }
                 var expr = ""
                 expr.unicodeScalars.append(contentsOf: chars[chars.startIndex..<end])
                 chars = chars[(end + 1)...]
@@ -87,7 +94,8 @@ public enum Templates {
         while i < b.count {
             let n = min(3, b.count - i)
             let v = (UInt32(b[i]) << 16) | (n > 1 ? UInt32(b[i + 1]) << 8 : 0) | (n > 2 ? UInt32(b[i + 2]) : 0)
-            out.append(t[Int(v >> 18 & 63)]); out.append(t[Int(v >> 12 & 63)])
+            out.append(t[Int(v >> 18 & 63)])
+            out.append(t[Int(v >> 12 & 63)])
             out.append(n > 1 ? t[Int(v >> 6 & 63)] : UInt8(ascii: "="))
             out.append(n > 2 ? t[Int(v & 63)] : UInt8(ascii: "="))
             i += 3
@@ -106,7 +114,10 @@ public enum Templates {
     /// `2026-11-29T12:00:00.123Z`
     public static func iso8601(_ ms: Int64) -> String {
         let (y, mo, d, h, mi, s) = civil(ms / 1000)
-        func p(_ n: Int, _ w: Int = 2) -> String { let t = String(n); return String(repeating: "0", count: max(0, w - t.count)) + t }
+        func p(_ n: Int, _ w: Int = 2) -> String {
+            let t = String(n)
+            return String(repeating: "0", count: max(0, w - t.count)) + t
+        }
         return "\(p(y, 4))-\(p(mo))-\(p(d))T\(p(h)):\(p(mi)):\(p(s)).\(p(Int(ms % 1000), 3))Z"
     }
 
@@ -159,7 +170,10 @@ public enum AdobeIDs {
         guard s.utf8.count == 36 else { return false }
         let b = Array(s.utf8)
         for (i, c) in b.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 { if c != UInt8(ascii: "-") { return false }; continue }
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+                continue
+            }
             guard (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46) else { return false }
         }
         return true

@@ -34,15 +34,22 @@ public struct TrackingConfig: Sendable, Equatable {
 
     /// Parses the admin API's `"tracking"` object (the JSON text of it).
     public static func parse(_ json: [UInt8]) throws -> TrackingConfig {
-        var preset: String?, url: String?, options: [String: String] = [:]
-        var method: String?, headers: [(String, String)] = [], body: String?, events: Set<TrackingEvent>?, when: String?
+        var preset: String?
+        var url: String?
+        var options: [String: String] = [:]
+        var method: String?
+        var headers: [(String, String)] = []
+        var body: String?
+        var events: Set<TrackingEvent>?
+        var when: String?
         var bad: String?
         let ok = json.withUnsafeBytes { raw -> Bool in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
             let v = JSONView(bytes: raw, tokens: t)
             v.forEachMember(0) { k, val in
-                let key = v.string(k), kind = v.tokens[val].kind
+                let key = v.string(k)
+                let kind = v.tokens[val].kind
                 switch key {
                 case "preset": if kind == .string { preset = v.string(val) } else { bad = "tracking.preset must be a string" }
                 case "url": if kind == .string { url = v.string(val) } else { bad = "tracking.url must be a string" }
@@ -50,15 +57,29 @@ public struct TrackingConfig: Sendable, Equatable {
                 case "body": if kind == .string { body = v.string(val) } else { bad = "tracking.body must be a string (a template)" }
                 case "when": if kind == .string { when = v.string(val) } else { bad = "tracking.when must be a payload path" }
                 case "headers":
-                    guard kind == .object else { bad = "tracking.headers must be an object"; return }
+                    guard kind == .object else {
+                        bad = "tracking.headers must be an object"
+                        return
+                    }
                     v.forEachMember(val) { hk, hv in
-                        if v.tokens[hv].kind == .string { headers.append((v.string(hk), v.string(hv))) } else { bad = "tracking.headers values must be strings" }
+                        if v.tokens[hv].kind == .string {
+                            headers.append((v.string(hk), v.string(hv)))
+                        } else {
+                            bad = "tracking.headers values must be strings"
+                        }
                     }
                 case "events":
-                    guard kind == .array else { bad = "tracking.events must be an array"; return }
+                    guard kind == .array else {
+                        bad = "tracking.events must be an array"
+                        return
+                    }
                     var set = Set<TrackingEvent>()
                     v.forEachElement(val) { e in
-                        if v.tokens[e].kind == .string, let ev = TrackingEvent(rawValue: v.string(e)) { set.insert(ev) } else { bad = "tracking.events holds receive and/or open" }
+                        if v.tokens[e].kind == .string, let ev = TrackingEvent(rawValue: v.string(e)) {
+                            set.insert(ev)
+                        } else {
+                            bad = "tracking.events holds receive and/or open"
+                        }
                     }
                     events = set
                 default:
@@ -71,10 +92,15 @@ public struct TrackingConfig: Sendable, Equatable {
             }
             return true
         }
-        guard ok else { throw ConfigError(description: "tracking must be a JSON object such as {\"preset\":\"adobe-campaign\",\"url\":\"http://host:port\"}") }
+        guard ok else {
+            throw ConfigError(
+                description: "tracking must be a JSON object such as {\"preset\":\"adobe-campaign\",\"url\":\"http://host:port\"}")
+        }
         if let bad { throw ConfigError(description: bad) }
         guard let preset else { throw ConfigError(description: "tracking.preset is required: one of \(presets.joined(separator: ", "))") }
-        guard presets.contains(preset) else { throw ConfigError(description: "unknown tracking preset '\(preset)': one of \(presets.joined(separator: ", "))") }
+        guard presets.contains(preset) else {
+            throw ConfigError(description: "unknown tracking preset '\(preset)': one of \(presets.joined(separator: ", "))")
+        }
         var c = TrackingConfig(preset: preset, url: url ?? "", options: options)
         if preset == "webhook" {
             guard let u = url, !u.isEmpty else { throw ConfigError(description: "a webhook needs a url (a template)") }
@@ -102,7 +128,9 @@ public struct TrackingConfig: Sendable, Equatable {
             if let body { s += ",\"body\":" + JSONWriter.quote(body) }
             if let when { s += ",\"when\":" + JSONWriter.quote(when) }
         }
-        s += ",\"events\":[" + TrackingEvent.allCases.filter { events.contains($0) }.map { "\"\($0.rawValue)\"" }.joined(separator: ",") + "]"
+        s +=
+            ",\"events\":[" + TrackingEvent.allCases.filter { events.contains($0) }.map { "\"\($0.rawValue)\"" }.joined(separator: ",")
+            + "]"
         return s + "}"
     }
 }

@@ -20,8 +20,10 @@ public struct TrackingContext: Sendable {
     public var locale = "en-US"
     public var model: String
 
-    public init(event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,
-                receivedAtMs: Int64, atMs: Int64, payload: PayloadReader, userID: String? = nil) {
+    public init(
+        event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,
+        receivedAtMs: Int64, atMs: Int64, payload: PayloadReader, userID: String? = nil
+    ) {
         self.event = event
         self.platform = platform
         self.token = token

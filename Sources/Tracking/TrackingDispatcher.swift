@@ -36,8 +36,10 @@ public final class TrackingJob: @unchecked Sendable {
     var attempt = 1
     var events = 1
 
-    public init(request: TrackingRequest, event: TrackingEvent, preset: String, token: String, notificationID: String,
-                notBeforeMs: Int64, batch: TrackingBatch? = nil) {
+    public init(
+        request: TrackingRequest, event: TrackingEvent, preset: String, token: String, notificationID: String,
+        notBeforeMs: Int64, batch: TrackingBatch? = nil
+    ) {
         self.request = request
         self.event = event
         self.preset = preset
@@ -181,15 +183,19 @@ final class TrackingLane: @unchecked Sendable {
 
     private func run() {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        pushemu_curl_multi_socket_callback(multi, { _, fd, what, userp, _ in
-            Unmanaged<TrackingLane>.fromOpaque(userp!).takeUnretainedValue().watch(fd, what)
-            return 0
-        }, me)
-        pushemu_curl_multi_timer_callback(multi, { _, ms, userp in
-            let lane = Unmanaged<TrackingLane>.fromOpaque(userp!).takeUnretainedValue()
-            lane.curlDeadlineNs = ms < 0 ? nil : Clock.monotonicNanoseconds() + UInt64(ms) * 1_000_000
-            return 0
-        }, me)
+        pushemu_curl_multi_socket_callback(
+            multi,
+            { _, fd, what, userp, _ in
+                Unmanaged<TrackingLane>.fromOpaque(userp!).takeUnretainedValue().watch(fd, what)
+                return 0
+            }, me)
+        pushemu_curl_multi_timer_callback(
+            multi,
+            { _, ms, userp in
+                let lane = Unmanaged<TrackingLane>.fromOpaque(userp!).takeUnretainedValue()
+                lane.curlDeadlineNs = ms < 0 ? nil : Clock.monotonicNanoseconds() + UInt64(ms) * 1_000_000
+                return 0
+            }, me)
         var events = [csys_event](repeating: csys_event(), count: 256)
         var running: Int32 = 0
         while true {
@@ -212,7 +218,10 @@ final class TrackingLane: @unchecked Sendable {
                 readyHead += 1
                 begin(job)
             }
-            if readyHead > 4096 && readyHead * 2 > ready.count { ready.removeFirst(readyHead); readyHead = 0 }
+            if readyHead > 4096 && readyHead * 2 > ready.count {
+                ready.removeFirst(readyHead)
+                readyHead = 0
+            }
             if let d = curlDeadlineNs, d <= Clock.monotonicNanoseconds() {
                 curlDeadlineNs = nil
                 curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
@@ -274,7 +283,7 @@ final class TrackingLane: @unchecked Sendable {
             wanted.append(contentsOf: repeatElement(false, count: i + 64 - wanted.count))
         }
         if what == CURL_POLL_REMOVE {
-            wanted[i] = false   // the registration stays (see `registered`)
+            wanted[i] = false // the registration stays (see `registered`)
             return
         }
         var ev: UInt32 = 0
@@ -303,7 +312,10 @@ final class TrackingLane: @unchecked Sendable {
     }
 
     private func enqueue(_ job: TrackingJob, now: Int64) {
-        guard let b = job.batch else { ready.append(job); return }
+        guard let b = job.batch else {
+            ready.append(job)
+            return
+        }
         if var open = batches[b.key] {
             open.items.append(b.item)
             batches[b.key] = open
@@ -344,12 +356,14 @@ final class TrackingLane: @unchecked Sendable {
         pushemu_curl_setopt_ptr(easy, CURLOPT_PRIVATE, Unmanaged.passRetained(t).toOpaque())
         if had == .fresh {
             pushemu_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-            pushemu_curl_setopt_closesocket(easy, { clientp, fd in
-                Unmanaged<TrackingLane>.fromOpaque(clientp!).takeUnretainedValue().closed(fd)
-            }, Unmanaged.passUnretained(self).toOpaque())
+            pushemu_curl_setopt_closesocket(
+                easy,
+                { clientp, fd in
+                    Unmanaged<TrackingLane>.fromOpaque(clientp!).takeUnretainedValue().closed(fd)
+                }, Unmanaged.passUnretained(self).toOpaque())
             pushemu_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, options.timeoutMs)
             pushemu_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMs)
-            pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n }   // the body is not needed
+            pushemu_curl_setopt_write(easy) { _, size, n, _ in size * n } // the body is not needed
             // No proxy, and no proxy lookups per transfer: without CURLOPT_NOPROXY libcurl reads
             // no_proxy and NO_PROXY from the environment at every transfer (getenv scans it).
             "".withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_PROXY, $0) }
@@ -366,12 +380,14 @@ final class TrackingLane: @unchecked Sendable {
             } else {
                 method.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, $0) }
                 pushemu_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, job.request.body.count)
-                job.request.body.withUnsafeBytes { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!) }
+                job.request.body.withUnsafeBytes {
+                    _ = pushemu_curl_setopt_ptr(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)
+                }
             }
             var list: UnsafeMutablePointer<curl_slist>? = nil
             for (n, v) in job.request.headers { list = curl_slist_append(list, "\(n): \(v)") }
             if method != "GET" && !job.request.headers.contains(where: { $0.0.lowercased() == "content-type" }) {
-                list = curl_slist_append(list, "Content-Type:")   // no default form type
+                list = curl_slist_append(list, "Content-Type:") // no default form type
             }
             list = curl_slist_append(list, "Expect:")
             t.headers = list
@@ -398,7 +414,7 @@ final class TrackingLane: @unchecked Sendable {
                 curl_slist_free_all(t.headers)
                 idleHandles.append((easy, .other))
             } else {
-                idleHandles.append((easy, t.shape))   // a plain GET handle keeps its options
+                idleHandles.append((easy, t.shape)) // a plain GET handle keeps its options
             }
             let latency = Double(Clock.monotonicNanoseconds() - t.startNs) / 1_000_000
             var error: String? = nil
@@ -409,10 +425,12 @@ final class TrackingLane: @unchecked Sendable {
             let retryable = error != nil || status >= 500
             let willRetry = retryable && t.job.attempt < options.maxAttempts && !stopping.load(ordering: .relaxed)
             let outcome = error == nil && (200..<300).contains(status) ? "succeeded" : (willRetry ? "retrying" : "failed")
-            log.record(TrackingAttempt(event: t.job.event, preset: t.job.preset, token: t.job.token,
-                                       notificationID: t.job.notificationID, method: t.job.request.method, url: t.job.request.url,
-                                       status: status, latencyMs: latency, error: error, attempt: t.job.attempt,
-                                       outcome: outcome, atMs: Clock.nowMs(), events: t.job.events))
+            log.record(
+                TrackingAttempt(
+                    event: t.job.event, preset: t.job.preset, token: t.job.token,
+                    notificationID: t.job.notificationID, method: t.job.request.method, url: t.job.request.url,
+                    status: status, latencyMs: latency, error: error, attempt: t.job.attempt,
+                    outcome: outcome, atMs: Clock.nowMs(), events: t.job.events))
             if willRetry {
                 let again = t.job
                 let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, t.job.attempt - 1)))
@@ -449,7 +467,8 @@ struct JobHeap {
         let top = a.removeLast()
         var i = 0
         while true {
-            let l = 2 * i + 1, r = l + 1
+            let l = 2 * i + 1
+            let r = l + 1
             var m = i
             if l < a.count && a[l].notBeforeMs < a[m].notBeforeMs { m = l }
             if r < a.count && a[r].notBeforeMs < a[m].notBeforeMs { m = r }

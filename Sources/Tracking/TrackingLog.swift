@@ -23,8 +23,10 @@ public struct TrackingAttempt: Sendable {
     /// Events a batched request carried (MoEngage, Braze).
     public var events: Int
 
-    public init(sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
-                url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int) {
+    public init(
+        sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
+        url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int
+    ) {
         self.sequence = sequence
         self.event = event
         self.preset = preset
@@ -88,7 +90,9 @@ public final class TrackingLog: Sendable {
     /// Seconds buckets shared with the request histograms. `buckets[i]` counts observations in
     /// (bounds[i-1], bounds[i]] (one increment each); `cumulative` gives Prometheus's view.
     public struct LatencyHistogram: Sendable {
-        public static let bounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+        public static let bounds: [Double] = [
+            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+        ]
         public var buckets = [UInt64](repeating: 0, count: LatencyHistogram.bounds.count)
         public var sum = 0.0
         public var count: UInt64 = 0
@@ -105,7 +109,10 @@ public final class TrackingLog: Sendable {
         /// Observations at or below each bound.
         public var cumulative: [UInt64] {
             var total: UInt64 = 0
-            return buckets.map { total += $0; return total }
+            return buckets.map {
+                total += $0
+                return total
+            }
         }
         public mutating func merge(_ o: LatencyHistogram) {
             for i in buckets.indices { buckets[i] += o.buckets[i] }
@@ -154,9 +161,15 @@ public final class TrackingLog: Sendable {
             }
             s.presets[p].latency.observe(a.latencyMs / 1000)
             switch a.outcome {
-            case "succeeded": s.counters.succeeded += 1; s.presets[p].outcomes.0 += 1
-            case "retrying": s.counters.retried += 1; s.presets[p].outcomes.1 += 1
-            default: s.counters.failed += 1; s.presets[p].outcomes.2 += 1
+            case "succeeded":
+                s.counters.succeeded += 1
+                s.presets[p].outcomes.0 += 1
+            case "retrying":
+                s.counters.retried += 1
+                s.presets[p].outcomes.1 += 1
+            default:
+                s.counters.failed += 1
+                s.presets[p].outcomes.2 += 1
             }
             // Stored, then numbered in place (a numbered copy would cost a retain per field).
             if s.ring.count < capacity {

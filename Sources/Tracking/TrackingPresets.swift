@@ -52,7 +52,8 @@ public enum TrackingPresets {
 
     /// The UTF-8 offset of `needle` in `s`.
     static func find(_ needle: String, in s: String) -> Int? {
-        let h = Array(s.utf8), n = Array(needle.utf8)
+        let h = Array(s.utf8)
+        let n = Array(needle.utf8)
         guard !n.isEmpty, h.count >= n.count else { return nil }
         for i in 0...(h.count - n.count) where h[i..<(i + n.count)].elementsEqual(n) { return i }
         return nil
@@ -72,8 +73,10 @@ public enum TrackingPresets {
         case .skip(let reason):
             return .skip(reason)
         case .send(let request, let delayMs, let batch):
-            return .job(TrackingJob(request: request, event: ctx.event, preset: config.preset, token: ctx.token,
-                                    notificationID: ctx.notificationID, notBeforeMs: ctx.atMs + delayMs, batch: batch))
+            return .job(
+                TrackingJob(
+                    request: request, event: ctx.event, preset: config.preset, token: ctx.token,
+                    notificationID: ctx.notificationID, notBeforeMs: ctx.atMs + delayMs, batch: batch))
         }
     }
 }

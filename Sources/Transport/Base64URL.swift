@@ -15,7 +15,9 @@ public enum Base64URL {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt32(c - 48 + 52)
             case UInt8(ascii: "-"), UInt8(ascii: "+"): v = 62
             case UInt8(ascii: "_"), UInt8(ascii: "/"): v = 63
-            case UInt8(ascii: "="): sawPad = true; continue
+            case UInt8(ascii: "="):
+                sawPad = true
+                continue
             default: return nil
             }
             if sawPad { return nil }

@@ -1,4 +1,5 @@
 import Glibc
+
 /// Small helpers for working with bytes without going through `String`.
 
 /// Copies `n` bytes from `src` to `dst` (not overlapping). Up to 16 bytes (header names, ids,
@@ -8,17 +9,25 @@ import Glibc
 @inlinable @inline(__always)
 public func copyBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
     if n >= 8 {
-        if n > 16 { memcpy(dst, src, n); return }
-        let head = src.loadUnaligned(as: UInt64.self), tail = src.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        if n > 16 {
+            memcpy(dst, src, n)
+            return
+        }
+        let head = src.loadUnaligned(as: UInt64.self)
+        let tail = src.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
         dst.storeBytes(of: head, as: UInt64.self)
         dst.storeBytes(of: tail, toByteOffset: n - 8, as: UInt64.self)
     } else if n >= 4 {
-        let head = src.loadUnaligned(as: UInt32.self), tail = src.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
+        let head = src.loadUnaligned(as: UInt32.self)
+        let tail = src.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)
         dst.storeBytes(of: head, as: UInt32.self)
         dst.storeBytes(of: tail, toByteOffset: n - 4, as: UInt32.self)
     } else {
         var i = 0
-        while i < n { dst.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self); i += 1 }
+        while i < n {
+            dst.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+            i += 1
+        }
     }
 }
 
@@ -159,7 +168,8 @@ struct OutputBuffer {
     private mutating func grow(_ n: Int) {
         let live = end - start
         let size = max(4096, live + n, storage.count * 2)
-        let s = start, e = end
+        let s = start
+        let e = end
         storage = storage.withUnsafeBytes { .uninitialized(count: size, copying: UnsafeRawBufferPointer(rebasing: $0[s..<e])) }
         start = 0
         end = live
@@ -176,7 +186,8 @@ struct OutputBuffer {
 
     /// Calls `body` with the unconsumed bytes; it returns how many it consumed.
     mutating func withUnconsumed(_ body: (UnsafeRawBufferPointer) -> Int) {
-        let s = start, e = end
+        let s = start
+        let e = end
         let used = storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[s..<e])) }
         consume(used)
     }
@@ -186,7 +197,7 @@ struct OutputBuffer {
         if start >= end {
             start = 0
             end = 0
-            if storage.count > 256 * 1024 { storage = [] }   // a burst's buffer is not kept
+            if storage.count > 256 * 1024 { storage = [] } // a burst's buffer is not kept
         }
     }
 

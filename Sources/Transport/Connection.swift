@@ -37,11 +37,14 @@ final class Connection: EventHandler {
         self.loop = loop
         self.core = core
         var nameBuf = [CChar](repeating: 0, count: 80)
-        let remote = csys_peer_name(fd, &nameBuf, nameBuf.count) > 0 ? nameBuf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } : "unknown"
-        context = ConnectionContext(id: connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue,
-                                    transport: tls == nil ? .cleartext : .tls, remoteAddress: remote,
-                                    localPort: localPort, eventLoop: loop,
-                                    maxConcurrentStreams: core.configuration.maxConcurrentStreams)
+        let remote =
+            csys_peer_name(fd, &nameBuf, nameBuf.count) > 0
+            ? nameBuf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } : "unknown"
+        context = ConnectionContext(
+            id: connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue,
+            transport: tls == nil ? .cleartext : .tls, remoteAddress: remote,
+            localPort: localPort, eventLoop: loop,
+            maxConcurrentStreams: core.configuration.maxConcurrentStreams)
         createdAt = csys_monotonic_ns()
         lastActivity = createdAt
         if let tls {
@@ -60,7 +63,12 @@ final class Connection: EventHandler {
     /// Registers with the loop. Returns false (and closes) when that fails.
     func start() -> Bool {
         if let ssl {
-            guard SSL_set_fd(ssl, fd) == 1 else { Glibc.close(fd); phase = .closed; context.control = nil; return false }
+            guard SSL_set_fd(ssl, fd) == 1 else {
+                Glibc.close(fd)
+                phase = .closed
+                context.control = nil
+                return false
+            }
             SSL_set_accept_state(ssl)
         }
         interest = CSYS_EPOLLIN | CSYS_EPOLLRDHUP
@@ -88,7 +96,10 @@ final class Connection: EventHandler {
     }
 
     private func onReadable() {
-        if phase == .lingering { discardInput(); return }
+        if phase == .lingering {
+            discardInput()
+            return
+        }
         lastActivity = csys_monotonic_ns()
         if phase == .handshake {
             handshake()
@@ -121,8 +132,16 @@ final class Connection: EventHandler {
                 if n <= 0 {
                     let err = SSL_get_error(ssl, Int32(n))
                     if err == SSL_ERROR_WANT_READ { break }
-                    if err == SSL_ERROR_WANT_WRITE { readWantsWrite = true; wantWrite = true; updateInterest(); break }
-                    if err == SSL_ERROR_ZERO_RETURN { peerDidClose(); break }
+                    if err == SSL_ERROR_WANT_WRITE {
+                        readWantsWrite = true
+                        wantWrite = true
+                        updateInterest()
+                        break
+                    }
+                    if err == SSL_ERROR_ZERO_RETURN {
+                        peerDidClose()
+                        break
+                    }
                     ERR_clear_error()
                     close()
                     return
@@ -135,7 +154,10 @@ final class Connection: EventHandler {
                     close()
                     return
                 }
-                if n == 0 { peerDidClose(); break }
+                if n == 0 {
+                    peerDidClose()
+                    break
+                }
             }
             deliver(UnsafeRawBufferPointer(rebasing: buf[0..<n]))
             if out.count > core.configuration.limits.outputHighWater {
@@ -168,7 +190,10 @@ final class Connection: EventHandler {
     private func deliver(_ bytes: UnsafeRawBufferPointer) {
         switch phase {
         case .http2:
-            if !http2!.receive(bytes) { closeWhenFlushed = true; peerClosed = true }
+            if !http2!.receive(bytes) {
+                closeWhenFlushed = true
+                peerClosed = true
+            }
         case .http1:
             http1!.receive(bytes)
         case .sniff:
@@ -187,7 +212,7 @@ final class Connection: EventHandler {
         let p = Connection.preface
         let n = min(sniffed.count, p.count)
         let matches = sniffed[0..<n].elementsEqual(p[0..<n])
-        if matches && sniffed.count < p.count { return }   // need more bytes to decide
+        if matches && sniffed.count < p.count { return } // need more bytes to decide
         let bytes = sniffed
         sniffed = []
         if matches { startHTTP2() } else { startHTTP1() }
@@ -235,15 +260,16 @@ final class Connection: EventHandler {
         switch context.alpn {
         case "h2": startHTTP2()
         case "http/1.1": startHTTP1()
-        default: phase = .sniff   // no ALPN: Pushy and aioapns send the h2 preface anyway
+        default: phase = .sniff // no ALPN: Pushy and aioapns send the h2 preface anyway
         }
         updateInterest()
     }
 
     private func startHTTP1() {
-        context.httpVersion = .http1_1
-        http1 = HTTP1Session(connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
-                             allowH2CUpgrade: ssl == nil)
+        context.httpVersion = .http11
+        http1 = HTTP1Session(
+            connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
+            allowH2CUpgrade: ssl == nil)
         phase = .http1
     }
 
@@ -252,10 +278,13 @@ final class Connection: EventHandler {
         core.configuration.sessionSetup?(context)
         let streams = context.initialMaxConcurrentStreams
         context.noteInitialStreams(streams)
-        http2 = HTTP2Session(connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
-                             maxConcurrentStreams: streams)
+        http2 = HTTP2Session(
+            connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
+            maxConcurrentStreams: streams)
         phase = .http2
-        if isDraining { http2!.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false) }
+        if isDraining {
+            http2!.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
+        }
     }
 
     /// After `101 Switching Protocols`: the HTTP/1.1 request becomes stream 1.
@@ -310,7 +339,12 @@ final class Connection: EventHandler {
                     let n = SSL_write(ssl, raw.baseAddress, Int32(min(raw.count, Int(Int32.max))))
                     if n > 0 { return Int(n) }
                     let err = SSL_get_error(ssl, n)
-                    if err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ { blocked = true } else { ERR_clear_error(); failed = true }
+                    if err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ {
+                        blocked = true
+                    } else {
+                        ERR_clear_error()
+                        failed = true
+                    }
                     return 0
                 } else {
                     let n = Glibc.write(fd, raw.baseAddress, raw.count)
@@ -319,15 +353,24 @@ final class Connection: EventHandler {
                     return 0
                 }
             }
-            if failed { close(); return }
+            if failed {
+                close()
+                return
+            }
             if blocked {
-                if !wantWrite { wantWrite = true; updateInterest() }
+                if !wantWrite {
+                    wantWrite = true
+                    updateInterest()
+                }
                 return
             }
         }
         if wantWrite && !readWantsWrite { wantWrite = false }
         if phase == .http2, let h2 = http2 {
-            if h2.closeAfterGoAway || !h2.wantsIO { close(); return }
+            if h2.closeAfterGoAway || !h2.wantsIO {
+                close()
+                return
+            }
         }
         // A client that half-closed after its request still gets the response it is owed.
         if closeWhenFlushed && !(phase == .http1 && peerClosed && http1?.isBusy == true) {
@@ -338,7 +381,10 @@ final class Connection: EventHandler {
             outputPaused = false
             updateInterest()
             // TLS may hold decrypted input that epoll will not report again.
-            if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0 { readLoop(); requestFlush() }
+            if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0 {
+                readLoop()
+                requestFlush()
+            }
             return
         }
         updateInterest()
@@ -384,7 +430,10 @@ final class Connection: EventHandler {
             let n = Glibc.read(fd, buf.baseAddress, buf.count)
             if n > 0 {
                 lingerBudget -= n
-                if lingerBudget <= 0 { close(); return }
+                if lingerBudget <= 0 {
+                    close()
+                    return
+                }
                 continue
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
@@ -428,7 +477,8 @@ final class Connection: EventHandler {
         guard !isDraining else { return }
         isDraining = true
         switch phase {
-        case .http2: http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
+        case .http2:
+            http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
         case .http1: http1?.beginDrain()
         case .handshake, .sniff, .lingering: close()
         case .closed: break

@@ -61,8 +61,10 @@ public final class ConnectionContext: @unchecked Sendable {
     /// Cleared when the connection closes.
     var control: Connection?
 
-    init(id: UInt64, transport: Transport, remoteAddress: String, localPort: Int, eventLoop: EventLoop,
-         maxConcurrentStreams: UInt32) {
+    init(
+        id: UInt64, transport: Transport, remoteAddress: String, localPort: Int, eventLoop: EventLoop,
+        maxConcurrentStreams: UInt32
+    ) {
         self.id = id
         self.transport = transport
         self.remoteAddress = remoteAddress
@@ -84,10 +86,13 @@ public final class ConnectionContext: @unchecked Sendable {
     /// Sends GOAWAY (HTTP/2). `lastStreamID` nil means the last stream processed so far; with
     /// `closeAfterSend` the TCP connection closes once the frame is out instead of draining.
     /// On HTTP/1.1 the connection closes after the current response.
-    public func goAway(lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = [],
-                       closeAfterSend: Bool = false) {
-        control?.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData,
-                        closeAfterSend: closeAfterSend)
+    public func goAway(
+        lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = [],
+        closeAfterSend: Bool = false
+    ) {
+        control?.goAway(
+            lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData,
+            closeAfterSend: closeAfterSend)
     }
 
     /// Closes the TCP connection now, without GOAWAY.

@@ -30,7 +30,7 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private let inbox = Mutex<[@Sendable () -> Void]>([])
     private var handlers: [EventHandler?] = []
-    private var timers: [LoopTimer] = []   // binary min-heap on (deadline, sequence)
+    private var timers: [LoopTimer] = [] // binary min-heap on (deadline, sequence)
     private var timerSequence: UInt64 = 0
     private var thread: pthread_t?
     private var stopping = false
@@ -205,7 +205,12 @@ public final class EventLoop: @unchecked Sendable {
         var i = timers.count - 1
         while i > 0 {
             let p = (i - 1) / 2
-            if less(timers[i], timers[p]) { timers.swapAt(i, p); i = p } else { break }
+            if less(timers[i], timers[p]) {
+                timers.swapAt(i, p)
+                i = p
+            } else {
+                break
+            }
         }
     }
 
@@ -215,7 +220,8 @@ public final class EventLoop: @unchecked Sendable {
         timers[0] = last
         var i = 0
         while true {
-            let l = 2 * i + 1, r = l + 1
+            let l = 2 * i + 1
+            let r = l + 1
             var m = i
             if l < timers.count && less(timers[l], timers[m]) { m = l }
             if r < timers.count && less(timers[r], timers[m]) { m = r }

@@ -1,5 +1,5 @@
 /// A small, strict HTTP/1.1 request parser (RFC 9112), written to refuse anything ambiguous:
-/// no request smuggling through conflicting framing, obs-fold, bare CR or LF, or odd chunk sizes.
+/// no request smuggling through conflicting framing, obs-fold, bare cr or lf, or odd chunk sizes.
 
 public struct HTTP1Limits: Sendable {
     public var maxRequestLineLength = 8 * 1024
@@ -70,7 +70,7 @@ public enum HTTP1HeadResult: Sendable {
 }
 
 public enum HTTP1Parser {
-    static let CR: UInt8 = 13, LF: UInt8 = 10, SP: UInt8 = 32, HT: UInt8 = 9, COLON: UInt8 = 58
+    static let cr: UInt8 = 13, lf: UInt8 = 10, sp: UInt8 = 32, ht: UInt8 = 9, colon: UInt8 = 58
 
     /// RFC 9110 tchar.
     static let tchar: [Bool] = {
@@ -88,21 +88,24 @@ public enum HTTP1Parser {
         var pos = 0
         // RFC 9112 2.2: ignore at least one empty line before the request line.
         var blank = 0
-        while pos + 1 < n && buf[pos] == CR && buf[pos + 1] == LF && blank < 4 { pos += 2; blank += 1 }
-        if pos < n && buf[pos] == LF { return .failure(.bareLF) }
+        while pos + 1 < n && buf[pos] == cr && buf[pos + 1] == lf && blank < 4 {
+            pos += 2
+            blank += 1
+        }
+        if pos < n && buf[pos] == lf { return .failure(.bareLF) }
         let lineStart = pos
 
         // Request line.
         var lineEnd = -1
         while pos < n {
             let b = buf[pos]
-            if b == CR {
+            if b == cr {
                 if pos + 1 >= n { break }
-                if buf[pos + 1] != LF { return .failure(.bareCR) }
+                if buf[pos + 1] != lf { return .failure(.bareCR) }
                 lineEnd = pos
                 break
             }
-            if b == LF { return .failure(.bareLF) }
+            if b == lf { return .failure(.bareLF) }
             pos += 1
             if pos - lineStart > limits.maxRequestLineLength { return .failure(.requestLineTooLong) }
         }
@@ -110,15 +113,15 @@ public enum HTTP1Parser {
             return pos - lineStart > limits.maxRequestLineLength ? .failure(.requestLineTooLong) : .incomplete
         }
 
-        // method SP target SP version
+        // method sp target sp version
         var i = lineStart
         while i < lineEnd && tchar[Int(buf[i])] { i += 1 }
-        if i == lineStart || i >= lineEnd || buf[i] != SP { return .failure(.badRequestLine) }
+        if i == lineStart || i >= lineEnd || buf[i] != sp { return .failure(.badRequestLine) }
         let method = HTTPMethod(bytes: UnsafeRawBufferPointer(rebasing: buf[lineStart..<i]))
         i += 1
         let targetStart = i
-        while i < lineEnd && buf[i] > SP && buf[i] < 0x7F { i += 1 }
-        if i == targetStart || i >= lineEnd || buf[i] != SP { return .failure(.badRequestLine) }
+        while i < lineEnd && buf[i] > sp && buf[i] < 0x7F { i += 1 }
+        if i == targetStart || i >= lineEnd || buf[i] != sp { return .failure(.badRequestLine) }
         let targetEnd = i
         i += 1
         let versionBytes = UnsafeRawBufferPointer(rebasing: buf[i..<lineEnd])
@@ -126,10 +129,11 @@ public enum HTTP1Parser {
         if versionBytes.count != 8 || !versionBytes.hasPrefix("HTTP/") || versionBytes[6] != UInt8(ascii: ".") {
             return .failure(.badRequestLine)
         }
-        let major = versionBytes[5], minor = versionBytes[7]
+        let major = versionBytes[5]
+        let minor = versionBytes[7]
         guard major >= 0x30 && major <= 0x39 && minor >= 0x30 && minor <= 0x39 else { return .failure(.badRequestLine) }
         if major != UInt8(ascii: "1") { return .failure(.unsupportedVersion) }
-        version = minor == UInt8(ascii: "0") ? .http1_0 : .http1_1
+        version = minor == UInt8(ascii: "0") ? .http10 : .http11
 
         var fields = HTTPFields()
         fields.reserveCapacity(bytes: 512, fields: 12)
@@ -141,7 +145,7 @@ public enum HTTP1Parser {
             guard method == .options else { return .failure(.badTarget) }
             fields.add(name: ":path", value: target)
         } else if target.hasPrefix("http://") || target.hasPrefix("https://") {
-            let schemeEnd = target.firstIndex(of: COLON)! + 3
+            let schemeEnd = target.firstIndex(of: colon)! + 3
             var authEnd = schemeEnd
             while authEnd < target.count && target[authEnd] != UInt8(ascii: "/") && target[authEnd] != UInt8(ascii: "?") { authEnd += 1 }
             if authEnd == schemeEnd { return .failure(.badTarget) }
@@ -166,48 +170,49 @@ public enum HTTP1Parser {
             if pos - lineStart > limits.maxHeadLength { return .failure(.headTooLarge) }
             if pos >= n { return .incomplete }
             let first = buf[pos]
-            if first == CR {
+            if first == cr {
                 if pos + 1 >= n { return .incomplete }
-                if buf[pos + 1] != LF { return .failure(.bareCR) }
+                if buf[pos + 1] != lf { return .failure(.bareCR) }
                 pos += 2
                 break
             }
-            if first == LF { return .failure(.bareLF) }
-            if first == SP || first == HT { return .failure(.obsFold) }
+            if first == lf { return .failure(.bareLF) }
+            if first == sp || first == ht { return .failure(.obsFold) }
             // name
             let nameStart = pos
             while pos < n && tchar[Int(buf[pos])] { pos += 1 }
             if pos >= n { return pos - lineStart > limits.maxHeadLength ? .failure(.headTooLarge) : .incomplete }
-            if buf[pos] != COLON || pos == nameStart { return .failure(.badHeaderName) }
+            if buf[pos] != colon || pos == nameStart { return .failure(.badHeaderName) }
             let nameEnd = pos
             pos += 1
             // value: OWS field-content OWS CRLF
-            while pos < n && (buf[pos] == SP || buf[pos] == HT) { pos += 1 }
+            while pos < n && (buf[pos] == sp || buf[pos] == ht) { pos += 1 }
             let valueStart = pos
             var valueEnd = pos
             var ended = false
             while pos < n {
                 let b = buf[pos]
-                if b == CR {
+                if b == cr {
                     if pos + 1 >= n { break }
-                    if buf[pos + 1] != LF { return .failure(.bareCR) }
+                    if buf[pos + 1] != lf { return .failure(.bareCR) }
                     ended = true
                     break
                 }
-                if b == LF { return .failure(.bareLF) }
-                if b == SP || b == HT {
+                if b == lf { return .failure(.bareLF) }
+                if b == sp || b == ht {
                     pos += 1
                     continue
                 }
-                if b < SP || b == 0x7F { return .failure(.badHeaderValue) }
+                if b < sp || b == 0x7F { return .failure(.badHeaderValue) }
                 pos += 1
                 valueEnd = pos
             }
             if !ended { return pos - lineStart > limits.maxHeadLength ? .failure(.headTooLarge) : .incomplete }
             headerCount += 1
             if headerCount > limits.maxHeaderCount { return .failure(.tooManyHeaders) }
-            fields.add(name: UnsafeRawBufferPointer(rebasing: buf[nameStart..<nameEnd]),
-                       value: UnsafeRawBufferPointer(rebasing: buf[valueStart..<valueEnd]))
+            fields.add(
+                name: UnsafeRawBufferPointer(rebasing: buf[nameStart..<nameEnd]),
+                value: UnsafeRawBufferPointer(rebasing: buf[valueStart..<valueEnd]))
             pos += 2
         }
         if pos - lineStart > limits.maxHeadLength { return .failure(.headTooLarge) }
@@ -219,11 +224,12 @@ public enum HTTP1Parser {
     }
 
     /// Framing and connection semantics from the parsed fields.
-    static func interpret(_ fields: inout HTTPFields, method: HTTPMethod, version: HTTPVersion) -> Result<HTTP1RequestHead, HTTP1ParseError> {
+    static func interpret(_ fields: inout HTTPFields, method: HTTPMethod, version: HTTPVersion) -> Result<HTTP1RequestHead, HTTP1ParseError>
+    {
         var contentLength: Int? = nil
         var transferEncodings: [ArraySlice<UInt8>] = []
         var hostCount = 0
-        var keepAlive = version == .http1_1
+        var keepAlive = version == .http11
         var connectionUpgrade = false
         var connectionSettings = false
         var upgradeH2C = false
@@ -242,10 +248,15 @@ public enum HTTP1Parser {
                 for token in commaList(value) where token.equalsIgnoringCase("h2c") { upgradeH2C = true }
             case 10 where name.equals("connection"):
                 for token in commaList(value) {
-                    if token.equalsIgnoringCase("close") { keepAlive = false }
-                    else if token.equalsIgnoringCase("keep-alive") { if version == .http1_0 { keepAlive = true } }
-                    else if token.equalsIgnoringCase("upgrade") { connectionUpgrade = true }
-                    else if token.equalsIgnoringCase("http2-settings") { connectionSettings = true }
+                    if token.equalsIgnoringCase("close") {
+                        keepAlive = false
+                    } else if token.equalsIgnoringCase("keep-alive") {
+                        if version == .http10 { keepAlive = true }
+                    } else if token.equalsIgnoringCase("upgrade") {
+                        connectionUpgrade = true
+                    } else if token.equalsIgnoringCase("http2-settings") {
+                        connectionSettings = true
+                    }
                 }
             case 14 where name.equals("content-length"):
                 for item in commaList(value) {
@@ -264,7 +275,7 @@ public enum HTTP1Parser {
                 break
             }
         }
-        if version == .http1_1 {
+        if version == .http11 {
             if hostCount == 0 && fields.first(":authority") == nil { return .failure(.missingHost) }
         }
         if hostCount > 1 { return .failure(.duplicateHost) }
@@ -272,7 +283,7 @@ public enum HTTP1Parser {
         var framing = HTTP1Framing.none
         if !transferEncodings.isEmpty {
             if contentLength != nil { return .failure(.contentLengthWithTransferEncoding) }
-            if version == .http1_0 { return .failure(.badTransferEncoding) }
+            if version == .http10 { return .failure(.badTransferEncoding) }
             // Only "chunked", exactly once: other codings are not supported here.
             guard transferEncodings.count == 1, transferEncodings[0].equalsIgnoringCase("chunked") else {
                 return .failure(.badTransferEncoding)
@@ -285,21 +296,24 @@ public enum HTTP1Parser {
         var settings: [UInt8] = []
         var h2c = false
         if upgradeH2C && connectionUpgrade && connectionSettings && settingsValues.count == 1,
-           let decoded = Base64URL.decode(settingsValues[0]), decoded.count % 6 == 0 {
+            let decoded = Base64URL.decode(settingsValues[0]), decoded.count % 6 == 0
+        {
             h2c = true
             settings = decoded
         }
-        return .success(HTTP1RequestHead(method: method, version: version, fields: fields, framing: framing,
-                                         keepAlive: keepAlive, expectContinue: expectContinue && version == .http1_1,
-                                         upgradeToH2C: h2c, http2Settings: settings))
+        return .success(
+            HTTP1RequestHead(
+                method: method, version: version, fields: fields, framing: framing,
+                keepAlive: keepAlive, expectContinue: expectContinue && version == .http11,
+                upgradeToH2C: h2c, http2Settings: settings))
     }
 
     /// Comma-separated list items, trimmed of OWS, empty items dropped.
     static func commaList(_ value: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
         var out: [ArraySlice<UInt8>] = []
         for var item in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
-            while let f = item.first, f == SP || f == HT { item = item.dropFirst() }
-            while let l = item.last, l == SP || l == HT { item = item.dropLast() }
+            while let f = item.first, f == sp || f == ht { item = item.dropFirst() }
+            while let l = item.last, l == sp || l == ht { item = item.dropLast() }
             if !item.isEmpty { out.append(item) }
         }
         return out
@@ -321,7 +335,9 @@ public enum HTTP1Parser {
 /// whitespace, CRLF everywhere, bounded trailers. Chunk extensions are accepted and ignored.
 public struct ChunkedDecoder: Sendable {
     enum State: Sendable {
-        case size, ext, sizeLF, data(Int), dataCR, dataLF, trailerStart, trailerLine, trailerLF, finalLF, done
+        case size, ext, sizeLF
+        case data(Int)
+        case dataCR, dataLF, trailerStart, trailerLine, trailerLF, finalLF, done
     }
 
     public enum Outcome: Equatable, Sendable {
@@ -346,7 +362,8 @@ public struct ChunkedDecoder: Sendable {
 
     /// Feeds `input`, appending chunk data to `body` (at most `maxBody` bytes in all).
     public mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], maxBody: Int) -> Outcome {
-        let CR = HTTP1Parser.CR, LF = HTTP1Parser.LF
+        let cr = HTTP1Parser.cr
+        let lf = HTTP1Parser.lf
         var i = 0
         let n = input.count
         while i < n {
@@ -361,18 +378,25 @@ public struct ChunkedDecoder: Sendable {
                 } else if sizeDigits == 0 {
                     return .failure(.badChunkSize)
                 } else if b == UInt8(ascii: ";") {
-                    state = .ext; i += 1
-                } else if b == CR {
-                    state = .sizeLF; i += 1
+                    state = .ext
+                    i += 1
+                } else if b == cr {
+                    state = .sizeLF
+                    i += 1
                 } else {
                     return .failure(.badChunkSize)
                 }
             case .ext:
-                if b == CR { state = .sizeLF; i += 1 }
-                else if b == LF || (b < 0x20 && b != HTTP1Parser.HT) || b == 0x7F { return .failure(.badChunkSize) }
-                else { i += 1 }
+                if b == cr {
+                    state = .sizeLF
+                    i += 1
+                } else if b == lf || (b < 0x20 && b != HTTP1Parser.ht) || b == 0x7F {
+                    return .failure(.badChunkSize)
+                } else {
+                    i += 1
+                }
             case .sizeLF:
-                guard b == LF else { return .failure(.bareCR) }
+                guard b == lf else { return .failure(.bareCR) }
                 i += 1
                 if size == 0 {
                     state = .trailerStart
@@ -380,35 +404,49 @@ public struct ChunkedDecoder: Sendable {
                     if body.count + size > maxBody { return .tooLarge }
                     state = .data(size)
                 }
-                size = 0; sizeDigits = 0
+                size = 0
+                sizeDigits = 0
             case .data(let remaining):
                 let take = min(remaining, n - i)
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[i..<(i + take)]).typedBytes)
                 i += take
                 state = remaining - take == 0 ? .dataCR : .data(remaining - take)
             case .dataCR:
-                guard b == CR else { return .failure(.badChunkFraming) }
-                state = .dataLF; i += 1
+                guard b == cr else { return .failure(.badChunkFraming) }
+                state = .dataLF
+                i += 1
             case .dataLF:
-                guard b == LF else { return .failure(.bareCR) }
-                state = .size; i += 1
+                guard b == lf else { return .failure(.bareCR) }
+                state = .size
+                i += 1
             case .trailerStart:
-                if b == CR { state = .finalLF; i += 1 }
-                else if b == HTTP1Parser.SP || b == HTTP1Parser.HT { return .failure(.obsFold) }
-                else if b == LF { return .failure(.bareLF) }
-                else { state = .trailerLine }
+                if b == cr {
+                    state = .finalLF
+                    i += 1
+                } else if b == HTTP1Parser.sp || b == HTTP1Parser.ht {
+                    return .failure(.obsFold)
+                } else if b == lf {
+                    return .failure(.bareLF)
+                } else {
+                    state = .trailerLine
+                }
             case .trailerLine:
                 trailerBytes += 1
                 if trailerBytes > maxTrailerBytes { return .failure(.trailersTooLarge) }
-                if b == CR { state = .trailerLF }
-                else if b == LF { return .failure(.bareLF) }
-                else if (b < 0x20 && b != HTTP1Parser.HT) || b == 0x7F { return .failure(.badHeaderValue) }
+                if b == cr {
+                    state = .trailerLF
+                } else if b == lf {
+                    return .failure(.bareLF)
+                } else if (b < 0x20 && b != HTTP1Parser.ht) || b == 0x7F {
+                    return .failure(.badHeaderValue)
+                }
                 i += 1
             case .trailerLF:
-                guard b == LF else { return .failure(.bareCR) }
-                state = .trailerStart; i += 1
+                guard b == lf else { return .failure(.bareCR) }
+                state = .trailerStart
+                i += 1
             case .finalLF:
-                guard b == LF else { return .failure(.bareCR) }
+                guard b == lf else { return .failure(.bareCR) }
                 state = .done
                 return .done(consumed: i + 1)
             case .done:

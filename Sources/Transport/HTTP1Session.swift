@@ -77,7 +77,10 @@ final class HTTP1Session: ExchangeOwner {
             connection.switchToHTTP2(upgrading: ex, settings: settings, remainder: Array(rest))
             return
         }
-        if isClosing { pending = []; return }
+        if isClosing {
+            pending = []
+            return
+        }
         if !rest.isEmpty { pending.append(contentsOf: rest) }
         // Pipelined input waiting behind an unanswered request: stop reading past a bound.
         connection.setInputPaused(pending.count > limits.maxPendingInput)
@@ -188,7 +191,7 @@ final class HTTP1Session: ExchangeOwner {
         out.append(" ")
         out.append(reasonPhrase(response.status))
         out.append("\r\n")
-        response.headers.forEach { name, value in
+        response.headers.forEachField { name, value in
             out.append(name)
             out.append(": ")
             out.append(value)

@@ -51,8 +51,10 @@ final class HTTP2Session: ExchangeOwner {
         session = s
         var iv = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(limits.http2InitialWindowSize)),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(limits.maxHeaderListSize)),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: UInt32(limits.http2InitialWindowSize)),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(limits.maxHeaderListSize)),
             // RFC 9218: no RFC 7540 priorities (APNs ignores PRIORITY frames too).
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
@@ -127,17 +129,21 @@ final class HTTP2Session: ExchangeOwner {
                 fields.storage.withUnsafeBufferPointer { store in
                     withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { nva in
                         var k = 0
-                        nva[k] = pushemu_nv(h2StatusName, 7, st.baseAddress, st.count); k += 1
+                        nva[k] = pushemu_nv(h2StatusName, 7, st.baseAddress, st.count)
+                        k += 1
                         for e in fields.entries {
-                            let name = store.baseAddress! + Int(e.nameStart), value = store.baseAddress! + Int(e.valueStart)
+                            let name = store.baseAddress! + Int(e.nameStart)
+                            let value = store.baseAddress! + Int(e.valueStart)
                             // Long values (ids, dates) are rarely repeated: indexing them only churns the table.
-                            nva[k] = e.valueLength >= 32 && firstResponseSent
+                            nva[k] =
+                                e.valueLength >= 32 && firstResponseSent
                                 ? pushemu_nv_no_index(name, Int(e.nameLength), value, Int(e.valueLength))
                                 : pushemu_nv(name, Int(e.nameLength), value, Int(e.valueLength))
                             k += 1
                         }
                         if cl.count > 0 {
-                            nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count); k += 1
+                            nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count)
+                            k += 1
                         }
                         if hasBody {
                             ex.responseBody = response.body
@@ -181,7 +187,11 @@ final class HTTP2Session: ExchangeOwner {
 
     /// Marks every stream closed (the connection is going away).
     func abandonAll() {
-        for ex in live { ex.state = .closed; ex.owner = nil; ex.liveIndex = -1 }
+        for ex in live {
+            ex.state = .closed
+            ex.owner = nil
+            ex.liveIndex = -1
+        }
         if !live.isEmpty { connection.loop.openStreams.subtract(live.count, ordering: .relaxed) }
         live.removeAll()
         last = nil
@@ -216,8 +226,11 @@ final class HTTP2Session: ExchangeOwner {
 
     fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
         // The live list keeps the exchange alive: use it without retaining (this runs per header).
-        guard let p = id == lastID && last != nil ? Unmanaged.passUnretained(last!).toOpaque()
-                                                  : nghttp2_session_get_stream_user_data(session, id) else { return }
+        guard
+            let p = id == lastID && last != nil
+                ? Unmanaged.passUnretained(last!).toOpaque()
+                : nghttp2_session_get_stream_user_data(session, id)
+        else { return }
         Unmanaged<Exchange>.fromOpaque(p)._withUnsafeGuaranteedRef { ex in header(ex, name, value) }
     }
 
@@ -261,13 +274,19 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     fileprivate func streamClosed(_ id: Int32) {
-        if lastID == id { last = nil; lastID = 0 }
+        if lastID == id {
+            last = nil
+            lastID = 0
+        }
         guard let p = nghttp2_session_get_stream_user_data(session, id) else { return }
         var ex = Unmanaged<Exchange>.fromOpaque(p).takeUnretainedValue()
         let i = ex.liveIndex
         if i >= 0 && i < live.count && live[i] === ex {
             let moved = live.removeLast()
-            if moved !== ex { live[i] = moved; moved.liveIndex = i }
+            if moved !== ex {
+                live[i] = moved
+                moved.liveIndex = i
+            }
             connection.loop.openStreams.subtract(1, ordering: .relaxed)
         }
         ex.liveIndex = -1
@@ -296,15 +315,19 @@ private func h2<R>(_ ud: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> R) 
 
 private let h2OnBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud in
     guard let frame, UInt32(pushemu_frame_type(frame)) == NGHTTP2_HEADERS.rawValue,
-          UInt32(pushemu_frame_headers_category(frame)) == NGHTTP2_HCAT_REQUEST.rawValue else { return 0 }
+        UInt32(pushemu_frame_headers_category(frame)) == NGHTTP2_HCAT_REQUEST.rawValue
+    else { return 0 }
     h2(ud) { $0.beginStream(pushemu_frame_stream_id(frame)) }
     return 0
 }
 
 private let h2OnHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
     guard let frame else { return 0 }
-    h2(ud) { $0.header(pushemu_frame_stream_id(frame), UnsafeRawBufferPointer(start: name, count: namelen),
-                       UnsafeRawBufferPointer(start: value, count: valuelen)) }
+    h2(ud) {
+        $0.header(
+            pushemu_frame_stream_id(frame), UnsafeRawBufferPointer(start: name, count: namelen),
+            UnsafeRawBufferPointer(start: value, count: valuelen))
+    }
     return 0
 }
 

@@ -32,7 +32,7 @@ public struct HTTPFields: Sendable {
 
     /// Empties the list, keeping its capacity.
     public mutating func removeAll() {
-        used = 0   // the bytes stay, to be overwritten
+        used = 0 // the bytes stay, to be overwritten
         entries.removeAll(keepingCapacity: true)
     }
 
@@ -46,7 +46,8 @@ public struct HTTPFields: Sendable {
     /// left uninitialized (nothing reads past `used`).
     @inline(never)
     mutating func grow(to n: Int) {
-        let newCount = max(n, storage.count * 2, 256), keep = used
+        let newCount = max(n, storage.count * 2, 256)
+        let keep = used
         storage = storage.withUnsafeBytes { .uninitialized(count: newCount, copying: UnsafeRawBufferPointer(rebasing: $0[0..<keep])) }
     }
 
@@ -110,19 +111,23 @@ public struct HTTPFields: Sendable {
     /// Appends a field whose name is known to be lowercase already (HTTP/2, which nghttp2 checks).
     @inline(__always)
     mutating func addLowercase(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let ns = used, end = ns + name.count + value.count
+        let ns = used
+        let end = ns + name.count + value.count
         if end > storage.count { grow(to: end) }
         storage.withUnsafeMutableBytes { s in
             if !name.isEmpty { copyBytes(s.baseAddress! + ns, name.baseAddress!, name.count) }
             if !value.isEmpty { copyBytes(s.baseAddress! + ns + name.count, value.baseAddress!, value.count) }
         }
         used = end
-        entries.append(Entry(nameStart: Int32(ns), nameLength: Int32(name.count),
-                             valueStart: Int32(ns + name.count), valueLength: Int32(value.count)))
+        entries.append(
+            Entry(
+                nameStart: Int32(ns), nameLength: Int32(name.count),
+                valueStart: Int32(ns + name.count), valueLength: Int32(value.count)))
     }
 
     public mutating func add(name: String, value: String) {
-        var n = name, v = value
+        var n = name
+        var v = value
         n.withUTF8 { nb in v.withUTF8 { vb in add(name: UnsafeRawBufferPointer(nb), value: UnsafeRawBufferPointer(vb)) } }
     }
 
@@ -152,22 +157,25 @@ public struct HTTPFields: Sendable {
     /// Calls `body` with each field's raw name and value bytes.
     /// The first value of `name` (lowercase bytes).
     public func first(bytes name: [UInt8]) -> ArraySlice<UInt8>? {
-        let hit = storage.withUnsafeBytes { s in name.withUnsafeBytes { n -> Int? in
-            for (i, e) in entries.enumerated() where Int(e.nameLength) == n.count {
-                if n.count == 0 || sameBytes(s.baseAddress! + Int(e.nameStart), n.baseAddress!, n.count) { return i }
+        let hit = storage.withUnsafeBytes { s in
+            name.withUnsafeBytes { n -> Int? in
+                for (i, e) in entries.enumerated() where Int(e.nameLength) == n.count {
+                    if n.count == 0 || sameBytes(s.baseAddress! + Int(e.nameStart), n.baseAddress!, n.count) { return i }
+                }
+                return nil
             }
-            return nil
-        } }
+        }
         guard let i = hit else { return nil }
         let e = entries[i]
         return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
     }
 
-    public func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
+    public func forEachField(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
         storage.withUnsafeBytes { raw in
             for e in entries {
-                body(UnsafeRawBufferPointer(rebasing: raw[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]),
-                     UnsafeRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
+                body(
+                    UnsafeRawBufferPointer(rebasing: raw[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]),
+                    UnsafeRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
             }
         }
     }

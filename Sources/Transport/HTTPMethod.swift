@@ -6,19 +6,46 @@ public enum HTTPMethod: Equatable, Hashable, Sendable {
     public init<C: Collection>(bytes: C) where C.Element == UInt8 {
         switch bytes.count {
         case 3:
-            if bytes.equals("GET") { self = .get; return }
-            if bytes.equals("PUT") { self = .put; return }
+            if bytes.equals("GET") {
+                self = .get
+                return
+            }
+            if bytes.equals("PUT") {
+                self = .put
+                return
+            }
         case 4:
-            if bytes.equals("POST") { self = .post; return }
-            if bytes.equals("HEAD") { self = .head; return }
+            if bytes.equals("POST") {
+                self = .post
+                return
+            }
+            if bytes.equals("HEAD") {
+                self = .head
+                return
+            }
         case 5:
-            if bytes.equals("PATCH") { self = .patch; return }
-            if bytes.equals("TRACE") { self = .trace; return }
+            if bytes.equals("PATCH") {
+                self = .patch
+                return
+            }
+            if bytes.equals("TRACE") {
+                self = .trace
+                return
+            }
         case 6:
-            if bytes.equals("DELETE") { self = .delete; return }
+            if bytes.equals("DELETE") {
+                self = .delete
+                return
+            }
         case 7:
-            if bytes.equals("OPTIONS") { self = .options; return }
-            if bytes.equals("CONNECT") { self = .connect; return }
+            if bytes.equals("OPTIONS") {
+                self = .options
+                return
+            }
+            if bytes.equals("CONNECT") {
+                self = .connect
+                return
+            }
         default: break
         }
         self = .other(String(decoding: bytes, as: UTF8.self))
@@ -41,5 +68,5 @@ public enum HTTPMethod: Equatable, Hashable, Sendable {
 }
 
 public enum HTTPVersion: Sendable, Equatable {
-    case http1_0, http1_1, http2
+    case http10, http11, http2
 }

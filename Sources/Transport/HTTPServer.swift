@@ -42,7 +42,7 @@ public final class HTTPServer: @unchecked Sendable {
                 listeners.append((fd, true, bound.port))
                 httpsAddress = bound
             } catch {
-                listeners.forEach { Glibc.close($0.fd) }
+                for listener in listeners { Glibc.close(listener.fd) }
                 listeners = []
                 throw error
             }
@@ -53,8 +53,9 @@ public final class HTTPServer: @unchecked Sendable {
             let loop = try EventLoop(index: i)
             loops.append(loop)
             for l in listeners {
-                let acceptor = Acceptor(fd: l.fd, loop: loop, core: core, tls: l.tls ? core.tls : nil,
-                                        localPort: l.port, maxConnections: perLoop)
+                let acceptor = Acceptor(
+                    fd: l.fd, loop: loop, core: core, tls: l.tls ? core.tls : nil,
+                    localPort: l.port, maxConnections: perLoop)
                 _ = loop.register(fd: l.fd, handler: acceptor, events: CSYS_EPOLLIN, exclusive: true)
                 loop.acceptors.append(acceptor)
             }
@@ -97,7 +98,7 @@ public final class HTTPServer: @unchecked Sendable {
             loop.stop()
         }
         for loop in loops { loop.join() }
-        listeners.forEach { Glibc.close($0.fd) }
+        for listener in listeners { Glibc.close(listener.fd) }
         listeners = []
         loops = []
     }

@@ -37,20 +37,33 @@ public enum SHA256Signature {
     public static func sign(_ pkey: OpaquePointer, message: [UInt8]) -> [UInt8]? {
         guard let ctx = EVP_MD_CTX_new() else { return nil }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else { ERR_clear_error(); return nil }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
         var len = 0
-        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else { ERR_clear_error(); return nil }
+        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
         var sig = [UInt8](repeating: 0, count: len)
-        guard EVP_DigestSign(ctx, &sig, &len, message, message.count) == 1 else { ERR_clear_error(); return nil }
+        guard EVP_DigestSign(ctx, &sig, &len, message, message.count) == 1 else {
+            ERR_clear_error()
+            return nil
+        }
         return Array(sig.prefix(len))
     }
 
     public static func verify(_ pkey: OpaquePointer, message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool {
         guard !signature.isEmpty, let ctx = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else { ERR_clear_error(); return false }
-        let ok = EVP_DigestVerify(ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-                                  message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
+        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+            ERR_clear_error()
+            return false
+        }
+        let ok = EVP_DigestVerify(
+            ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
         ERR_clear_error()
         return ok == 1
     }

@@ -34,8 +34,10 @@ public struct PeerCertificate: Sendable {
     public let notAfter: Int64
     public let serialNumberHex: String
 
-    public init(subject: [NameEntry], issuer: [NameEntry], extensions: [Extension],
-                notBefore: Int64, notAfter: Int64, serialNumberHex: String) {
+    public init(
+        subject: [NameEntry], issuer: [NameEntry], extensions: [Extension],
+        notBefore: Int64, notAfter: Int64, serialNumberHex: String
+    ) {
         self.subject = subject
         self.issuer = issuer
         self.extensions = extensions

@@ -79,13 +79,16 @@ public struct Router: Sendable {
     public init() {}
 
     /// Adds a route. `methods: nil` accepts every method (the handler decides).
-    public mutating func add(_ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
-                             bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
-                             handler: @escaping Handler) {
+    public mutating func add(
+        _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
+        bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
+        handler: @escaping Handler
+    ) {
         var segments: [Route.Segment] = []
         let parts = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        precondition(parts.filter { $0 == "*" || ($0.hasPrefix("{") && $0.hasSuffix("}")) }.count <= RouteParameters.maxCount,
-                     "at most four parameters in \(pattern)")
+        precondition(
+            parts.filter { $0 == "*" || ($0.hasPrefix("{") && $0.hasSuffix("}")) }.count <= RouteParameters.maxCount,
+            "at most four parameters in \(pattern)")
         for (i, p) in parts.enumerated() {
             if p == "*" {
                 precondition(i == parts.count - 1, "'*' must be the last segment of \(pattern)")
@@ -96,15 +99,19 @@ public struct Router: Sendable {
                 segments.append(.literal(Array(p.utf8)))
             }
         }
-        routes.append(Route(methods: methods, pattern: pattern, maxBodySize: maxBodySize,
-                            bodyTooLarge: bodyTooLarge, handler: handler, segments: segments))
+        routes.append(
+            Route(
+                methods: methods, pattern: pattern, maxBodySize: maxBodySize,
+                bodyTooLarge: bodyTooLarge, handler: handler, segments: segments))
     }
 
     public static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
 
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,
-                             bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
-                             handler: @escaping Handler) {
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,
+        bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
+        handler: @escaping Handler
+    ) {
         add([method], pattern, maxBodySize: maxBodySize, bodyTooLarge: bodyTooLarge, handler: handler)
     }
 
@@ -124,8 +131,10 @@ public struct Router: Sendable {
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
 
-    static func matches(_ segments: [Route.Segment], _ path: ArraySlice<UInt8>,
-                        _ params: inout RouteParameters) -> Bool {
+    static func matches(
+        _ segments: [Route.Segment], _ path: ArraySlice<UInt8>,
+        _ params: inout RouteParameters
+    ) -> Bool {
         let slash = UInt8(ascii: "/")
         guard path.first == slash else { return false }
         var pos = path.startIndex + 1

@@ -30,19 +30,24 @@ final class TLSContext: @unchecked Sendable {
         _ = pushemu_ssl_ctx_set_session_cache_server(ctx)
         // AES-128-GCM first (as h2o does): as safe for this use and cheaper per byte than AES-256.
         _ = SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
-        _ = SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305")
+        _ = SSL_CTX_set_cipher_list(
+            ctx,
+            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+        )
         let sid: [UInt8] = Array("pushemu".utf8)
         _ = SSL_CTX_set_session_id_context(ctx, sid, UInt32(sid.count))
 
         let certs = try TLSContext.readCertificates(config.certificateChainPEM, what: "certificate")
-        defer { certs.forEach { X509_free($0) } }
+        defer { for certificate in certs { X509_free(certificate) } }
         guard SSL_CTX_use_certificate(ctx, certs[0]) == 1 else { throw TransportError.tls("certificate rejected: \(tlsErrors())") }
         for extra in certs.dropFirst() { _ = pushemu_ssl_ctx_add1_chain_cert(ctx, extra) }
 
         let key = try config.privateKeyPEM.withUnsafeBytes { raw -> OpaquePointer in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw TransportError.tls("BIO_new_mem_buf") }
             defer { BIO_free(bio) }
-            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw TransportError.tls("private key is not a readable PEM key: \(tlsErrors())") }
+            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+                throw TransportError.tls("private key is not a readable PEM key: \(tlsErrors())")
+            }
             return k
         }
         defer { EVP_PKEY_free(key) }
@@ -52,7 +57,7 @@ final class TLSContext: @unchecked Sendable {
 
         if let caPEM = config.clientCAPEM {
             let cas = try TLSContext.readCertificates(caPEM, what: "client CA")
-            defer { cas.forEach { X509_free($0) } }
+            defer { for certificate in cas { X509_free(certificate) } }
             let store = SSL_CTX_get_cert_store(ctx)
             for ca in cas {
                 _ = X509_STORE_add_cert(store, ca)
@@ -61,25 +66,30 @@ final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
         }
 
-        SSL_CTX_set_alpn_select_cb(ctx, { _, out, outlen, input, inlen, _ in
-            guard let input, let out, let outlen else { return SSL_TLSEXT_ERR_NOACK }
-            // Prefer h2, then http/1.1; offer none otherwise (the client may still speak h2).
-            var chosen: (Int, Int)? = nil
-            var i = 0
-            let n = Int(inlen)
-            while i < n {
-                let len = Int(input[i])
-                let start = i + 1
-                guard start + len <= n else { break }
-                if len == 2 && input[start] == 0x68 && input[start + 1] == 0x32 { chosen = (start, len); break }
-                if len == 8 && chosen == nil && memcmp(input + start, "http/1.1", 8) == 0 { chosen = (start, len) }
-                i = start + len
-            }
-            guard let (s, l) = chosen else { return SSL_TLSEXT_ERR_NOACK }
-            out.pointee = input + s
-            outlen.pointee = UInt8(l)
-            return SSL_TLSEXT_ERR_OK
-        }, nil)
+        SSL_CTX_set_alpn_select_cb(
+            ctx,
+            { _, out, outlen, input, inlen, _ in
+                guard let input, let out, let outlen else { return SSL_TLSEXT_ERR_NOACK }
+                // Prefer h2, then http/1.1; offer none otherwise (the client may still speak h2).
+                var chosen: (Int, Int)? = nil
+                var i = 0
+                let n = Int(inlen)
+                while i < n {
+                    let len = Int(input[i])
+                    let start = i + 1
+                    guard start + len <= n else { break }
+                    if len == 2 && input[start] == 0x68 && input[start + 1] == 0x32 {
+                        chosen = (start, len)
+                        break
+                    }
+                    if len == 8 && chosen == nil && memcmp(input + start, "http/1.1", 8) == 0 { chosen = (start, len) }
+                    i = start + len
+                }
+                guard let (s, l) = chosen else { return SSL_TLSEXT_ERR_NOACK }
+                out.pointee = input + s
+                outlen.pointee = UInt8(l)
+                return SSL_TLSEXT_ERR_OK
+            }, nil)
     }
 
     deinit { SSL_CTX_free(ctx) }
@@ -117,8 +127,9 @@ func decodePeerCertificate(_ x509: OpaquePointer) -> PeerCertificate {
         var out: [PeerCertificate.NameEntry] = []
         for i in 0..<X509_NAME_entry_count(name) {
             guard let entry = X509_NAME_get_entry(name, i),
-                  let obj = X509_NAME_ENTRY_get_object(entry),
-                  let data = X509_NAME_ENTRY_get_data(entry) else { continue }
+                let obj = X509_NAME_ENTRY_get_object(entry),
+                let data = X509_NAME_ENTRY_get_data(entry)
+            else { continue }
             let oid = objectText(obj, numeric: true)
             let nid = OBJ_obj2nid(obj)
             var short = oid
@@ -152,12 +163,16 @@ func decodePeerCertificate(_ x509: OpaquePointer) -> PeerCertificate {
     }
     var serial = ""
     if let s = X509_get_serialNumber(x509), let bn = ASN1_INTEGER_to_BN(s, nil) {
-        if let hex = BN_bn2hex(bn) { serial = String(cString: hex); pushemu_openssl_free(hex) }
+        if let hex = BN_bn2hex(bn) {
+            serial = String(cString: hex)
+            pushemu_openssl_free(hex)
+        }
         BN_free(bn)
     }
-    return PeerCertificate(subject: entries(X509_get_subject_name(x509)), issuer: entries(X509_get_issuer_name(x509)),
-                           extensions: exts, notBefore: seconds(X509_get0_notBefore(x509)),
-                           notAfter: seconds(X509_get0_notAfter(x509)), serialNumberHex: serial)
+    return PeerCertificate(
+        subject: entries(X509_get_subject_name(x509)), issuer: entries(X509_get_issuer_name(x509)),
+        extensions: exts, notBefore: seconds(X509_get0_notBefore(x509)),
+        notAfter: seconds(X509_get0_notAfter(x509)), serialNumberHex: serial)
 }
 
 private func objectText(_ obj: OpaquePointer, numeric: Bool) -> String {

@@ -11,10 +11,12 @@ public enum Threads {
     public static func spawn(_ body: @escaping () -> Void) -> pthread_t {
         let box = Unmanaged.passRetained(Body(body))
         var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            Unmanaged<Body>.fromOpaque(arg!).takeRetainedValue().run()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &tid, nil,
+            { arg in
+                Unmanaged<Body>.fromOpaque(arg!).takeRetainedValue().run()
+                return nil
+            }, box.toOpaque())
         precondition(rc == 0, "pthread_create failed")
         return tid
     }

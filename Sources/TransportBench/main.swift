@@ -11,10 +11,17 @@ guard a.count >= 5 else {
     exit(2)
 }
 func read(_ path: String) -> [UInt8] {
-    guard let f = fopen(path, "rb") else { csys_write_stderr("cannot read \(path)\n"); exit(1) }
+    guard let f = fopen(path, "rb") else {
+        csys_write_stderr("cannot read \(path)\n")
+        exit(1)
+    }
     var out: [UInt8] = []
     var buf = [UInt8](repeating: 0, count: 65536)
-    while true { let n = fread(&buf, 1, buf.count, f); out.append(contentsOf: buf[0..<n]); if n < buf.count { break } }
+    while true {
+        let n = fread(&buf, 1, buf.count, f)
+        out.append(contentsOf: buf[0..<n])
+        if n < buf.count { break }
+    }
     fclose(f)
     return out
 }

@@ -1,5 +1,5 @@
-import Emulator
 import CCurl
+import Emulator
 import Tracking
 
 /// A small blocking HTTP client (libcurl easy) for the CLI commands that talk to a running

@@ -1,8 +1,8 @@
-import Emulator
 import APNs
+import Emulator
 import FCM
-import Journal
 import Glibc
+import Journal
 import PushCore
 
 /// `pushemu credentials ...` and `pushemu token ...`: the commands besides `serve`.
@@ -16,9 +16,13 @@ enum Commands {
             if rest.first == "fcm" {
                 return try fcmCredentials(try flags(Array(rest.dropFirst()), allowed: ["project", "out", "token-uri", "data-dir"]))
             }
-            guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu credentials apns|fcm [options] (see pushemu --help)") }
-            return try apnsCredentials(try flags(Array(rest.dropFirst()),
-                                                 allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
+            guard rest.first == "apns" else {
+                throw ConfigurationError("usage: pushemu credentials apns|fcm [options] (see pushemu --help)")
+            }
+            return try apnsCredentials(
+                try flags(
+                    Array(rest.dropFirst()),
+                    allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
         case "export":
             return try JournalCommands.export(rest)
         case "report":
@@ -37,17 +41,25 @@ enum Commands {
 
     /// `pushemu devices add|list|show|uninstall [--server URL] ...` against a running emulator.
     static func devices(_ args: [String]) throws -> String {
-        let usage = "usage: pushemu devices add --platform ios|android --app APP [--token T] [--environment E] [--project P] [--tracking JSON] [--behavior JSON] [--labels a,b] [--topics a,b]\n       pushemu devices list [--label L] [--limit N] | show TOKEN | uninstall TOKEN   (all take --server URL, default http://127.0.0.1:8080)"
+        let usage =
+            "usage: pushemu devices add --platform ios|android --app APP [--token T] [--environment E] [--project P] [--tracking JSON] [--behavior JSON] [--labels a,b] [--topics a,b]\n       pushemu devices list [--label L] [--limit N] | show TOKEN | uninstall TOKEN   (all take --server URL, default http://127.0.0.1:8080)"
         guard let sub = args.first else { throw ConfigurationError(usage) }
         var rest = Array(args.dropFirst())
         switch sub {
         case "add":
-            let f = try flags(rest, allowed: ["server", "platform", "app", "token", "environment", "project", "tracking", "behavior", "labels", "topics"])
+            let f = try flags(
+                rest, allowed: ["server", "platform", "app", "token", "environment", "project", "tracking", "behavior", "labels", "topics"])
             var fields: [String] = []
-            for k in ["platform", "app", "token", "environment", "project"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) } }
+            for k in ["platform", "app", "token", "environment", "project"] {
+                if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) }
+            }
             for k in ["tracking", "behavior"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + v) } }
             for k in ["labels", "topics"] {
-                if let l = f[k] { fields.append(JSONWriter.quote(k) + ":[" + l.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",") + "]") }
+                if let l = f[k] {
+                    fields.append(
+                        JSONWriter.quote(k) + ":[" + l.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",")
+                            + "]")
+                }
             }
             return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
         case "list":
@@ -68,14 +80,18 @@ enum Commands {
     /// `pushemu fleet create|tokens` against a running emulator. `tokens ID` prints one token per
     /// line (all of them by default), fetched in pages.
     static func fleet(_ args: [String]) throws -> String {
-        let usage = "usage: pushemu fleet create --platform ios|android --app APP --count N [--environment E] [--seed S] [--tracking JSON] [--behavior JSON]\n       pushemu fleet tokens ID [--offset N] [--limit N]   (both take --server URL)"
+        let usage =
+            "usage: pushemu fleet create --platform ios|android --app APP --count N [--environment E] [--seed S] [--tracking JSON] [--behavior JSON]\n       pushemu fleet tokens ID [--offset N] [--limit N]   (both take --server URL)"
         guard let sub = args.first else { throw ConfigurationError(usage) }
         var rest = Array(args.dropFirst())
         switch sub {
         case "create":
-            let f = try flags(rest, allowed: ["server", "platform", "app", "count", "environment", "project", "seed", "tracking", "behavior"])
+            let f = try flags(
+                rest, allowed: ["server", "platform", "app", "count", "environment", "project", "seed", "tracking", "behavior"])
             var fields: [String] = []
-            for k in ["platform", "app", "environment", "project"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) } }
+            for k in ["platform", "app", "environment", "project"] {
+                if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) }
+            }
             for k in ["count", "seed"] {
                 if let v = f[k] {
                     guard Int(v) != nil else { throw ConfigurationError("--\(k) must be an integer") }
@@ -114,7 +130,10 @@ enum Commands {
                 var bytes = Array(out.utf8)[...]
                 while !bytes.isEmpty {
                     let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-                    if n <= 0 { if errno == EINTR { continue }; throw ConfigurationError("cannot write the tokens") }
+                    if n <= 0 {
+                        if errno == EINTR { continue }
+                        throw ConfigurationError("cannot write the tokens")
+                    }
                     bytes = bytes.dropFirst(n)
                 }
                 out = ""
@@ -146,8 +165,12 @@ enum Commands {
         while i < args.count {
             let a = args[i]
             guard a.hasPrefix("--") else { throw ConfigurationError("unexpected argument '\(a)'") }
-            var name = String(a.dropFirst(2)), value: String? = nil
-            if let eq = name.firstIndex(of: "=") { value = String(name[name.index(after: eq)...]); name = String(name[..<eq]) }
+            var name = String(a.dropFirst(2))
+            var value: String? = nil
+            if let eq = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
             guard allowed.contains(name) else { throw ConfigurationError("unknown option '--\(name)'") }
             if value == nil {
                 guard i + 1 < args.count else { throw ConfigurationError("option '--\(name)' needs a value") }
@@ -189,9 +212,13 @@ enum Commands {
     /// (default ./.pushemu), where a running emulator finds it, and writes the key file to
     /// `--out` (default: stdout). `token_uri` defaults to http://127.0.0.1:8080/token.
     static func fcmCredentials(_ f: [String: String]) throws -> String {
-        guard let project = f["project"] else { throw ConfigurationError("usage: pushemu credentials fcm --project P [--out FILE] [--token-uri URL]") }
+        guard let project = f["project"] else {
+            throw ConfigurationError("usage: pushemu credentials fcm --project P [--out FILE] [--token-uri URL]")
+        }
         let tokenURI = f["token-uri"] ?? "http://127.0.0.1:8080/token"
-        guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else { throw ConfigurationError("--token-uri must be an http(s) URL") }
+        guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else {
+            throw ConfigurationError("--token-uri must be an http(s) URL")
+        }
         let accounts = FCMServiceAccounts(directory: (f["data-dir"] ?? "./.pushemu") + "/fcm/service-accounts")
         let json: String
         do {
@@ -213,7 +240,9 @@ enum Commands {
             throw ConfigurationError("usage: pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]")
         }
         let pem = String(decoding: try Emulator.readFile(keyPath, what: "key"), as: UTF8.self)
-        guard let key = ES256.Key.fromPEM(pem, isPrivate: true) else { throw ConfigurationError("'\(keyPath)' is not a P-256 private key (.p8)") }
+        guard let key = ES256.Key.fromPEM(pem, isPrivate: true) else {
+            throw ConfigurationError("'\(keyPath)' is not a P-256 private key (.p8)")
+        }
         var iat = Clock.nowSeconds()
         if let s = f["iat"] {
             guard let v = Int64(s) else { throw ConfigurationError("--iat must be an integer (seconds since the epoch)") }

@@ -22,7 +22,9 @@ enum JournalCommands {
     static func report(_ args: [String]) throws -> String {
         let f = try Commands.flags(args, allowed: ["campaign", "since", "format", "out", "data-dir", "server"])
         let formatName = f["format"] ?? "text"
-        guard let format = CampaignReport.Format(rawValue: formatName) else { throw ConfigurationError("--format must be text, json or html") }
+        guard let format = CampaignReport.Format(rawValue: formatName) else {
+            throw ConfigurationError("--format must be text, json or html")
+        }
         let text: String
         if f["server"] != nil {
             var q = "?format=" + format.rawValue
@@ -47,7 +49,8 @@ enum JournalCommands {
     static func journalPath(_ f: [String: String]) throws -> String {
         let path = (f["data-dir"] ?? "./.pushemu") + "/journal.sqlite"
         guard access(path, R_OK) == 0 else {
-            throw ConfigurationError("no journal at \(path) (is --data-dir right? a server started --in-memory keeps it in memory: use --server URL)")
+            throw ConfigurationError(
+                "no journal at \(path) (is --data-dir right? a server started --in-memory keeps it in memory: use --server URL)")
         }
         return path
     }
@@ -55,7 +58,8 @@ enum JournalCommands {
     static func sinceMs(_ f: [String: String]) throws -> Int64 {
         guard let v = f["since"] else { return 0 }
         guard let ms = TimeArgument.parse(v, nowMs: Clock.nowMs()) else {
-            throw ConfigurationError("--since takes milliseconds since the epoch, an ISO 8601 UTC time (2026-11-29T10:00:00Z) or an age (30m, 12h, 7d)")
+            throw ConfigurationError(
+                "--since takes milliseconds since the epoch, an ISO 8601 UTC time (2026-11-29T10:00:00Z) or an age (30m, 12h, 7d)")
         }
         return ms
     }

@@ -9,7 +9,7 @@ final class APNsProviderTests: XCTestCase {
     static let team = "TEAM123456"
     static let kid = "KEY1234567"
     static let token = String(repeating: "ab", count: 32)
-    let now: Int64 = 1_800_000_000_000   // ms
+    let now: Int64 = 1_800_000_000_000 // ms
 
     var keys: APNsKeyStore!
     var privateKey: ES256.Key!
@@ -28,14 +28,18 @@ final class APNsProviderTests: XCTestCase {
         return APNsProvider(configuration: c, keys: keys, devices: devices)
     }
 
-    func jwt(kid: String = APNsProviderTests.kid, team: String = APNsProviderTests.team, iat: Int64? = nil,
-             key: ES256.Key? = nil) -> String {
+    func jwt(
+        kid: String = APNsProviderTests.kid, team: String = APNsProviderTests.team, iat: Int64? = nil,
+        key: ES256.Key? = nil
+    ) -> String {
         ProviderToken.make(key: key ?? privateKey, keyID: kid, teamID: team, issuedAt: iat ?? now / 1000)!
     }
 
-    func request(method: HTTPMethod = .post, path: String? = nil, token: String = APNsProviderTests.token,
-                 headers: [(String, String)] = [], auth: String? = "default", authority: String = "api.sandbox.push.apple.com",
-                 topic: String? = "com.example.app", body: String = #"{"aps":{"alert":"hi"}}"#) -> Request {
+    func request(
+        method: HTTPMethod = .post, path: String? = nil, token: String = APNsProviderTests.token,
+        headers: [(String, String)] = [], auth: String? = "default", authority: String = "api.sandbox.push.apple.com",
+        topic: String? = "com.example.app", body: String = #"{"aps":{"alert":"hi"}}"#
+    ) -> Request {
         var f = HTTPFields()
         f.add(name: ":method", value: method.name)
         f.add(name: ":path", value: path ?? "/3/device/\(token)")
@@ -55,8 +59,10 @@ final class APNsProviderTests: XCTestCase {
         let request: (APNsProviderTests) -> Request
     }
 
-    static func cert(uid: String? = "com.example.app", oids: [String] = ["1.2.840.113635.100.6.3.1"],
-                     topics: [String] = []) -> PeerCertificate {
+    static func cert(
+        uid: String? = "com.example.app", oids: [String] = ["1.2.840.113635.100.6.3.1"],
+        topics: [String] = []
+    ) -> PeerCertificate {
         var subject: [PeerCertificate.NameEntry] = []
         if let uid { subject.append(.init(name: "UID", oid: "0.9.2342.19200300.100.1.1", value: uid)) }
         subject.append(.init(name: "CN", oid: "2.5.4.3", value: "Apple Push Services: \(uid ?? "-")"))
@@ -77,26 +83,35 @@ final class APNsProviderTests: XCTestCase {
         return [
             Row(name: "accepted alert", expect: nil) { $0.request() },
             Row(name: "accepted voip at 5120 bytes", expect: nil) {
-                $0.request(headers: [("apns-push-type", "voip")], topic: "com.example.app.voip",
-                           body: #"{"aps":{},"pad":""# + String(repeating: "x", count: 5120 - 19) + #""}"#)
+                $0.request(
+                    headers: [("apns-push-type", "voip")], topic: "com.example.app.voip",
+                    body: #"{"aps":{},"pad":""# + String(repeating: "x", count: 5120 - 19) + #""}"#)
             },
             Row(name: "accepted 160-hex Live Activity token", expect: nil) {
-                $0.request(token: String(repeating: "c", count: 160), headers: [("apns-push-type", "liveactivity")],
-                           topic: "com.example.app.push-type.liveactivity",
-                           body: #"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#)
+                $0.request(
+                    token: String(repeating: "c", count: 160), headers: [("apns-push-type", "liveactivity")],
+                    topic: "com.example.app.push-type.liveactivity",
+                    body: #"{"aps":{"timestamp":1,"event":"update","content-state":{}}}"#)
             },
             Row(name: "accepted with every optional header", expect: nil) {
-                $0.request(headers: [("apns-id", "123e4567-e89b-12d3-a456-426614174000"), ("apns-expiration", "0"),
-                                     ("apns-priority", "5"), ("apns-collapse-id", String(repeating: "c", count: 64)),
-                                     ("apns-push-type", "background")], body: #"{"aps":{"content-available":1}}"#)
+                $0.request(
+                    headers: [
+                        ("apns-id", "123e4567-e89b-12d3-a456-426614174000"), ("apns-expiration", "0"),
+                        ("apns-priority", "5"), ("apns-collapse-id", String(repeating: "c", count: 64)),
+                        ("apns-push-type", "background"),
+                    ], body: #"{"aps":{"content-available":1}}"#)
             },
             Row(name: "accepted certificate push without topic", expect: nil, cert: Self.cert()) { $0.request(auth: nil, topic: nil) },
             Row(name: "accepted unknown kid (lenient)", expect: nil) { $0.request(auth: $0.jwt(kid: "UNKNOWN123")) },
 
-            Row(name: "DuplicateHeaders", expect: .duplicateHeaders) { $0.request(headers: [("apns-priority", "10"), ("apns-priority", "5")]) },
+            Row(name: "DuplicateHeaders", expect: .duplicateHeaders) {
+                $0.request(headers: [("apns-priority", "10"), ("apns-priority", "5")])
+            },
             Row(name: "DuplicateHeaders (topic)", expect: .duplicateHeaders) { $0.request(headers: [("apns-topic", "com.example.app")]) },
             Row(name: "BadMessageId", expect: .badMessageId) { $0.request(headers: [("apns-id", "not-a-uuid")]) },
-            Row(name: "BadMessageId uppercase", expect: .badMessageId) { $0.request(headers: [("apns-id", "123E4567-E89B-12D3-A456-426614174000")]) },
+            Row(name: "BadMessageId uppercase", expect: .badMessageId) {
+                $0.request(headers: [("apns-id", "123E4567-E89B-12D3-A456-426614174000")])
+            },
             Row(name: "MethodNotAllowed", expect: .methodNotAllowed) { $0.request(method: .get) },
             Row(name: "BadPath", expect: .badPath) { $0.request(path: "/3/devices/\(t)") },
             Row(name: "BadPath (extra segment)", expect: .badPath) { $0.request(path: "/3/device/\(t)/x") },
@@ -105,14 +120,23 @@ final class APNsProviderTests: XCTestCase {
             Row(name: "BadDeviceToken (not hex)", expect: .badDeviceToken) { $0.request(token: String(repeating: "z", count: 64)) },
             Row(name: "BadDeviceToken (too short)", expect: .badDeviceToken) { $0.request(token: "abcd") },
             Row(name: "BadDeviceToken (too long)", expect: .badDeviceToken) { $0.request(token: String(repeating: "a", count: 202)) },
-            Row(name: "BadDeviceToken (other environment)", expect: .badDeviceToken, prepare: { tc, p, _ in
-                _ = p.devices.check(token: ArraySlice(Self.token.utf8), environment: .production, bundle: ArraySlice("com.example.app".utf8))
-            }) { $0.request() },
+            Row(
+                name: "BadDeviceToken (other environment)", expect: .badDeviceToken,
+                prepare: { tc, p, _ in
+                    _ = p.devices.check(
+                        token: ArraySlice(Self.token.utf8), environment: .production, bundle: ArraySlice("com.example.app".utf8))
+                }, request: { $0.request() }),
             Row(name: "MissingProviderToken", expect: .missingProviderToken) { $0.request(auth: nil) },
             Row(name: "InvalidProviderToken (garbage)", expect: .invalidProviderToken) { $0.request(auth: "not.a.jwt") },
             Row(name: "InvalidProviderToken (not bearer)", expect: .invalidProviderToken) { tc in
                 var r = tc.request(auth: nil)
-                r = Request(version: .http2, method: .post, headers: { var h = r.headers; h.add(name: "authorization", value: "basic abc"); return h }(), body: r.body)
+                r = Request(
+                    version: .http2, method: .post,
+                    headers: {
+                        var h = r.headers
+                        h.add(name: "authorization", value: "basic abc")
+                        return h
+                    }(), body: r.body)
                 return r
             },
             Row(name: "InvalidProviderToken (alg HS256)", expect: .invalidProviderToken) {
@@ -120,41 +144,71 @@ final class APNsProviderTests: XCTestCase {
                 let c = Base64URL.encode(Array(#"{"iss":"TEAM123456","iat":1800000000}"#.utf8))
                 return $0.request(auth: "\(h).\(c).\(Base64URL.encode([UInt8](repeating: 1, count: 64)))")
             },
-            Row(name: "InvalidProviderToken (kid not 10 chars)", expect: .invalidProviderToken) { $0.request(auth: $0.jwt(kid: "KEY123456")) },
-            Row(name: "InvalidProviderToken (iss not 10 chars)", expect: .invalidProviderToken) { $0.request(auth: $0.jwt(team: "TEAM12345")) },
-            Row(name: "InvalidProviderToken (iat in the future)", expect: .invalidProviderToken) { $0.request(auth: $0.jwt(iat: $0.now / 1000 + 3600)) },
-            Row(name: "InvalidProviderToken (bad signature)", expect: .invalidProviderToken) { $0.request(auth: $0.jwt(key: ES256.Key.generate()!)) },
-            Row(name: "InvalidProviderToken (team not the key's)", expect: .invalidProviderToken) { $0.request(auth: $0.jwt(team: "OTHER12345")) },
-            Row(name: "InvalidProviderToken (strict, unknown kid)", expect: .invalidProviderToken, config: { $0.authMode = .strict }) {
-                $0.request(auth: $0.jwt(kid: "UNKNOWN123"))
+            Row(name: "InvalidProviderToken (kid not 10 chars)", expect: .invalidProviderToken) {
+                $0.request(auth: $0.jwt(kid: "KEY123456"))
             },
-            Row(name: "InvalidProviderToken (connection bound to another team)", expect: .invalidProviderToken, prepare: { tc, p, s in
-                _ = p.decide(tc.request(auth: tc.jwt(kid: "UNKNOWN123", team: "OTHER12345", iat: tc.now / 1000 - 1800)), connection: .init(serverName: nil, peerCertificate: nil), state: s, nowMs: tc.now - 30 * 60_000)
-            }) { $0.request() },
+            Row(name: "InvalidProviderToken (iss not 10 chars)", expect: .invalidProviderToken) {
+                $0.request(auth: $0.jwt(team: "TEAM12345"))
+            },
+            Row(name: "InvalidProviderToken (iat in the future)", expect: .invalidProviderToken) {
+                $0.request(auth: $0.jwt(iat: $0.now / 1000 + 3600))
+            },
+            Row(name: "InvalidProviderToken (bad signature)", expect: .invalidProviderToken) {
+                $0.request(auth: $0.jwt(key: ES256.Key.generate()!))
+            },
+            Row(name: "InvalidProviderToken (team not the key's)", expect: .invalidProviderToken) {
+                $0.request(auth: $0.jwt(team: "OTHER12345"))
+            },
+            Row(
+                name: "InvalidProviderToken (strict, unknown kid)", expect: .invalidProviderToken, config: { $0.authMode = .strict },
+                request: {
+                    $0.request(auth: $0.jwt(kid: "UNKNOWN123"))
+                }),
+            Row(
+                name: "InvalidProviderToken (connection bound to another team)", expect: .invalidProviderToken,
+                prepare: { tc, p, s in
+                    _ = p.decide(
+                        tc.request(auth: tc.jwt(kid: "UNKNOWN123", team: "OTHER12345", iat: tc.now / 1000 - 1800)),
+                        connection: .init(serverName: nil, peerCertificate: nil), state: s, nowMs: tc.now - 30 * 60_000)
+                }, request: { $0.request() }),
             Row(name: "ExpiredProviderToken", expect: .expiredProviderToken) { $0.request(auth: $0.jwt(iat: $0.now / 1000 - 3601)) },
-            Row(name: "TooManyProviderTokenUpdates", expect: .tooManyProviderTokenUpdates, prepare: { tc, p, s in
-                _ = p.decide(tc.request(auth: tc.jwt(iat: tc.now / 1000 - 60)), connection: .init(serverName: nil, peerCertificate: nil), state: s, nowMs: tc.now - 60_000)
-            }) { $0.request() },
-            Row(name: "BadEnvironmentKeyIdInToken", expect: .badEnvironmentKeyIdInToken, prepare: { tc, p, _ in
-                let k = ES256.Key.generate()!
-                try! p.keys.register(teamID: Self.team, keyID: "PRODKEY123", publicKeyPEM: k.publicKeyPEM, environment: .production)
-                tc.extraKey = k
-            }) { $0.request(auth: $0.jwt(kid: "PRODKEY123", key: $0.extraKey)) },
-            Row(name: "UnrelatedKeyIdInToken", expect: .unrelatedKeyIdInToken, prepare: { tc, p, s in
-                let k = ES256.Key.generate()!
-                try! p.keys.register(teamID: Self.team, keyID: "TOPICKEY12", publicKeyPEM: k.publicKeyPEM, topics: ["com.example.app"])
-                tc.extraKey = k
-                _ = p.decide(tc.request(auth: tc.jwt(iat: tc.now / 1000 - 3000)), connection: .init(serverName: nil, peerCertificate: nil), state: s, nowMs: tc.now - 25 * 60_000)
-            }) { $0.request(auth: $0.jwt(kid: "TOPICKEY12", key: $0.extraKey)) },
+            Row(
+                name: "TooManyProviderTokenUpdates", expect: .tooManyProviderTokenUpdates,
+                prepare: { tc, p, s in
+                    _ = p.decide(
+                        tc.request(auth: tc.jwt(iat: tc.now / 1000 - 60)), connection: .init(serverName: nil, peerCertificate: nil),
+                        state: s, nowMs: tc.now - 60_000)
+                }, request: { $0.request() }),
+            Row(
+                name: "BadEnvironmentKeyIdInToken", expect: .badEnvironmentKeyIdInToken,
+                prepare: { tc, p, _ in
+                    let k = ES256.Key.generate()!
+                    try! p.keys.register(teamID: Self.team, keyID: "PRODKEY123", publicKeyPEM: k.publicKeyPEM, environment: .production)
+                    tc.extraKey = k
+                }, request: { $0.request(auth: $0.jwt(kid: "PRODKEY123", key: $0.extraKey)) }),
+            Row(
+                name: "UnrelatedKeyIdInToken", expect: .unrelatedKeyIdInToken,
+                prepare: { tc, p, s in
+                    let k = ES256.Key.generate()!
+                    try! p.keys.register(teamID: Self.team, keyID: "TOPICKEY12", publicKeyPEM: k.publicKeyPEM, topics: ["com.example.app"])
+                    tc.extraKey = k
+                    _ = p.decide(
+                        tc.request(auth: tc.jwt(iat: tc.now / 1000 - 3000)), connection: .init(serverName: nil, peerCertificate: nil),
+                        state: s, nowMs: tc.now - 25 * 60_000)
+                }, request: { $0.request(auth: $0.jwt(kid: "TOPICKEY12", key: $0.extraKey)) }),
             Row(name: "BadCertificate (no UID)", expect: .badCertificate, cert: Self.cert(uid: nil)) { $0.request(auth: nil) },
             Row(name: "BadCertificate (no environment OID)", expect: .badCertificate, cert: Self.cert(oids: [])) { $0.request(auth: nil) },
             Row(name: "BadCertificateEnvironment", expect: .badCertificateEnvironment, cert: Self.cert()) {
                 $0.request(auth: nil, authority: "api.push.apple.com")
             },
             Row(name: "MissingTopic (token)", expect: .missingTopic) { $0.request(topic: nil) },
-            Row(name: "MissingTopic (multi-topic certificate)", expect: .missingTopic,
-                cert: Self.cert(topics: ["com.example.app", "com.example.other"])) { $0.request(auth: nil, topic: nil) },
-            Row(name: "BadCollapseId", expect: .badCollapseId) { $0.request(headers: [("apns-collapse-id", String(repeating: "c", count: 65))]) },
+            Row(
+                name: "MissingTopic (multi-topic certificate)", expect: .missingTopic,
+                cert: Self.cert(topics: ["com.example.app", "com.example.other"])
+            ) { $0.request(auth: nil, topic: nil) },
+            Row(name: "BadCollapseId", expect: .badCollapseId) {
+                $0.request(headers: [("apns-collapse-id", String(repeating: "c", count: 65))])
+            },
             Row(name: "BadPriority", expect: .badPriority) { $0.request(headers: [("apns-priority", "7")]) },
             Row(name: "BadPriority (background at 10)", expect: .badPriority) {
                 $0.request(headers: [("apns-push-type", "background"), ("apns-priority", "10")], body: #"{"aps":{"content-available":1}}"#)
@@ -165,32 +219,51 @@ final class APNsProviderTests: XCTestCase {
             Row(name: "BadTopic (voip without suffix)", expect: .badTopic) { $0.request(headers: [("apns-push-type", "voip")]) },
             Row(name: "BadTopic (alert to a voip topic)", expect: .badTopic) { $0.request(topic: "com.example.app.voip") },
             Row(name: "BadTopic (not a bundle id)", expect: .badTopic) { $0.request(topic: "com example app") },
-            Row(name: "BadTopic (certificate topic not covered)", expect: .badTopic, cert: Self.cert()) { $0.request(auth: nil, topic: "com.other.app") },
-            Row(name: "TopicDisallowed (topic-specific key)", expect: .topicDisallowed, prepare: { tc, p, _ in
-                let k = ES256.Key.generate()!
-                try! p.keys.register(teamID: Self.team, keyID: "TOPICKEY34", publicKeyPEM: k.publicKeyPEM, topics: ["com.example.other"])
-                tc.extraKey = k
-            }) { $0.request(auth: $0.jwt(kid: "TOPICKEY34", key: $0.extraKey)) },
+            Row(name: "BadTopic (certificate topic not covered)", expect: .badTopic, cert: Self.cert()) {
+                $0.request(auth: nil, topic: "com.other.app")
+            },
+            Row(
+                name: "TopicDisallowed (topic-specific key)", expect: .topicDisallowed,
+                prepare: { tc, p, _ in
+                    let k = ES256.Key.generate()!
+                    try! p.keys.register(
+                        teamID: Self.team, keyID: "TOPICKEY34", publicKeyPEM: k.publicKeyPEM, topics: ["com.example.other"])
+                    tc.extraKey = k
+                }, request: { $0.request(auth: $0.jwt(kid: "TOPICKEY34", key: $0.extraKey)) }),
             Row(name: "TopicDisallowed (liveactivity over a certificate)", expect: .topicDisallowed, cert: Self.cert()) {
                 $0.request(headers: [("apns-push-type", "liveactivity")], auth: nil, topic: "com.example.app.push-type.liveactivity")
             },
-            Row(name: "DeviceTokenNotForTopic", expect: .deviceTokenNotForTopic, prepare: { tc, p, _ in
-                _ = p.devices.check(token: ArraySlice(Self.token.utf8), environment: .sandbox, bundle: ArraySlice("com.example.other".utf8))
-            }) { $0.request() },
-            Row(name: "Unregistered", expect: .unregistered, prepare: { tc, p, _ in
-                p.devices.register(token: Self.token, environment: .sandbox, bundleID: "com.example.app")
-                p.devices.uninstall(token: Self.token, atMs: 1_700_000_000_123)
-            }) { $0.request() },
+            Row(
+                name: "DeviceTokenNotForTopic", expect: .deviceTokenNotForTopic,
+                prepare: { tc, p, _ in
+                    _ = p.devices.check(
+                        token: ArraySlice(Self.token.utf8), environment: .sandbox, bundle: ArraySlice("com.example.other".utf8))
+                }, request: { $0.request() }),
+            Row(
+                name: "Unregistered", expect: .unregistered,
+                prepare: { tc, p, _ in
+                    p.devices.register(token: Self.token, environment: .sandbox, bundleID: "com.example.app")
+                    p.devices.uninstall(token: Self.token, atMs: 1_700_000_000_123)
+                }, request: { $0.request() }),
             Row(name: "PayloadEmpty", expect: .payloadEmpty) { $0.request(body: "") },
             Row(name: "PayloadTooLarge (alert over 4096)", expect: .payloadTooLarge) {
                 $0.request(body: #"{"aps":{},"pad":""# + String(repeating: "x", count: 4097 - 19) + #""}"#)
             },
             Row(name: "PayloadTooLarge (voip over 5120)", expect: .payloadTooLarge) {
-                $0.request(headers: [("apns-push-type", "voip")], topic: "com.example.app.voip",
-                           body: #"{"aps":{},"pad":""# + String(repeating: "x", count: 5121 - 19) + #""}"#)
+                $0.request(
+                    headers: [("apns-push-type", "voip")], topic: "com.example.app.voip",
+                    body: #"{"aps":{},"pad":""# + String(repeating: "x", count: 5121 - 19) + #""}"#)
             },
-            Row(name: "BadPayload (strict, not JSON)", expect: .badPayload, config: { $0.strictPayload = true }) { $0.request(body: "{aps") },
-            Row(name: "BadPayload (strict, bad aps)", expect: .badPayload, config: { $0.strictPayload = true }) { $0.request(body: #"{"aps":{"badge":"3"}}"#) },
+            Row(
+                name: "BadPayload (strict, not JSON)", expect: .badPayload, config: { $0.strictPayload = true },
+                request: {
+                    $0.request(body: "{aps")
+                }),
+            Row(
+                name: "BadPayload (strict, bad aps)", expect: .badPayload, config: { $0.strictPayload = true },
+                request: {
+                    $0.request(body: #"{"aps":{"badge":"3"}}"#)
+                }),
         ]
     }
 
@@ -215,7 +288,8 @@ final class APNsProviderTests: XCTestCase {
             if let sent = req.headers.first("apns-id"), row.expect != .badMessageId {
                 XCTAssertEqual(id.utf8String, sent.utf8String, row.name)
             }
-            XCTAssertEqual(resp.headers.first("apns-unique-id") != nil, d.environment == .sandbox, "apns-unique-id on sandbox only: \(row.name)")
+            XCTAssertEqual(
+                resp.headers.first("apns-unique-id") != nil, d.environment == .sandbox, "apns-unique-id on sandbox only: \(row.name)")
             if let reason = row.expect {
                 covered.insert(reason)
                 XCTAssertEqual(resp.headers.first("content-type")?.utf8String, "application/json", row.name)
@@ -231,8 +305,10 @@ final class APNsProviderTests: XCTestCase {
             }
         }
         // Reasons only faults, GOAWAY or the device layer produce are out of this table.
-        let notHere: Set<APNsReason> = [.idleTimeout, .forbidden, .expiredToken, .tooManyRequests, .internalServerError,
-                                       .serviceUnavailable, .shutdown]
+        let notHere: Set<APNsReason> = [
+            .idleTimeout, .forbidden, .expiredToken, .tooManyRequests, .internalServerError,
+            .serviceUnavailable, .shutdown,
+        ]
         XCTAssertEqual(Set(APNsReason.allCases).subtracting(notHere).subtracting(covered), [], "every producible reason has a row")
     }
 
@@ -254,7 +330,8 @@ final class APNsProviderTests: XCTestCase {
         func env(_ authority: String?, sni: String?) -> APNsEnvironment {
             var f = HTTPFields()
             if let authority { f.add(name: "host", value: authority) }
-            return p.environment(Request(version: .http2, method: .post, headers: f), APNsConnectionInfo(serverName: sni, peerCertificate: nil))
+            return p.environment(
+                Request(version: .http2, method: .post, headers: f), APNsConnectionInfo(serverName: sni, peerCertificate: nil))
         }
         XCTAssertEqual(env("api.sandbox.push.apple.com:443", sni: nil), .sandbox)
         XCTAssertEqual(env("api.development.push.apple.com", sni: "api.push.apple.com"), .sandbox)
@@ -267,7 +344,7 @@ final class APNsProviderTests: XCTestCase {
         let p = provider()
         let state = APNsConnectionState()
         let conn = APNsConnectionInfo(serverName: nil, peerCertificate: nil)
-        let token = jwt()   // ECDSA signatures are randomized: every jwt() is a different token
+        let token = jwt() // ECDSA signatures are randomized: every jwt() is a different token
         let first = p.decide(request(auth: token), connection: conn, state: state, nowMs: now)
         XCTAssertNil(first.reason)
         XCTAssertEqual(first.raiseStreamsTo, 1000)
@@ -281,8 +358,9 @@ final class APNsProviderTests: XCTestCase {
         XCTAssertEqual(p.decide(request(auth: token), connection: conn, state: state, nowMs: now + 3601_000).reason, .expiredProviderToken)
         // A different token within 20 minutes is one update too many.
         XCTAssertEqual(p.decide(request(auth: jwt()), connection: conn, state: APNsConnectionState(), nowMs: now).reason, nil)
-        XCTAssertEqual(p.decide(request(auth: jwt(iat: now / 1000 + 10)), connection: conn, state: state, nowMs: now + 20_000).reason,
-                       .tooManyProviderTokenUpdates)
+        XCTAssertEqual(
+            p.decide(request(auth: jwt(iat: now / 1000 + 10)), connection: conn, state: state, nowMs: now + 20_000).reason,
+            .tooManyProviderTokenUpdates)
     }
 
     func testCachedTokenIsRecheckedForAnotherEnvironment() throws {
@@ -294,8 +372,9 @@ final class APNsProviderTests: XCTestCase {
         let conn = APNsConnectionInfo(serverName: nil, peerCertificate: nil)
         XCTAssertNil(p.decide(request(auth: token, authority: "api.push.apple.com"), connection: conn, state: state, nowMs: now).reason)
         XCTAssertNil(p.decide(request(auth: token, authority: "api.push.apple.com"), connection: conn, state: state, nowMs: now + 1).reason)
-        XCTAssertEqual(p.decide(request(auth: token, authority: "api.sandbox.push.apple.com"), connection: conn, state: state, nowMs: now + 2).reason,
-                       .badEnvironmentKeyIdInToken)
+        XCTAssertEqual(
+            p.decide(request(auth: token, authority: "api.sandbox.push.apple.com"), connection: conn, state: state, nowMs: now + 2).reason,
+            .badEnvironmentKeyIdInToken)
         XCTAssertNil(p.decide(request(auth: token, authority: "api.push.apple.com"), connection: conn, state: state, nowMs: now + 3).reason)
     }
 
@@ -305,7 +384,9 @@ final class APNsProviderTests: XCTestCase {
         let conn = APNsConnectionInfo(serverName: nil, peerCertificate: nil)
         XCTAssertNil(p.decide(request(auth: jwt(iat: now / 1000 - 3500)), connection: conn, state: state, nowMs: now).reason)
         let later = now + 200_000
-        XCTAssertEqual(p.decide(request(auth: jwt(iat: now / 1000 - 3500)), connection: conn, state: state, nowMs: later).reason, .expiredProviderToken)
+        XCTAssertEqual(
+            p.decide(request(auth: jwt(iat: now / 1000 - 3500)), connection: conn, state: state, nowMs: later).reason, .expiredProviderToken
+        )
         XCTAssertNil(p.decide(request(auth: jwt(iat: later / 1000)), connection: conn, state: state, nowMs: later).reason)
     }
 
@@ -332,15 +413,18 @@ final class APNsProviderTests: XCTestCase {
         XCTAssertTrue(d.summary.mutableContent)
         XCTAssertFalse(d.summary.contentAvailable)
         XCTAssertEqual(d.summary.customKeyCount, 2)
-        let escaped = p.decide(request(body: #"{"aps":{"alert":{"title":"caf\u00e9 \"x\""}}}"#),
-                               connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
+        let escaped = p.decide(
+            request(body: #"{"aps":{"alert":{"title":"caf\u00e9 \"x\""}}}"#),
+            connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
         XCTAssertEqual(escaped.summary.title(in: Array(#"{"aps":{"alert":{"title":"caf\u00e9 \"x\""}}}"#.utf8)), "café \"x\"")
         XCTAssertTrue(d.warnings.contains("aps.alert.bogus is not an alert key APNs knows"), "\(d.warnings)")
         XCTAssertTrue(d.warnings.contains("aps.badge must be a non-negative integer"), "\(d.warnings)")
         XCTAssertTrue(d.warnings.contains("aps.custom is not a key APNs knows (custom keys belong outside aps)"), "\(d.warnings)")
-        let la = p.decide(request(headers: [("apns-push-type", "liveactivity")], topic: "com.example.app.push-type.liveactivity",
-                                  body: #"{"aps":{"event":"start","timestamp":1}}"#),
-                          connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
+        let la = p.decide(
+            request(
+                headers: [("apns-push-type", "liveactivity")], topic: "com.example.app.push-type.liveactivity",
+                body: #"{"aps":{"event":"start","timestamp":1}}"#),
+            connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
         XCTAssertNil(la.reason)
         XCTAssertTrue(la.warnings.contains("a liveactivity start needs aps.content-state"), "\(la.warnings)")
         XCTAssertTrue(la.warnings.contains("a liveactivity start needs aps.attributes-type and aps.attributes"), "\(la.warnings)")

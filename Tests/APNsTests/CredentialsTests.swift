@@ -23,7 +23,8 @@ final class CredentialsTests: XCTestCase {
 
     func testAppleStyleP8AndTheReferenceBenchmarkToken() throws {
         // The fake token of benchmarking.md parses (its signature is random, so it never verifies).
-        let fake = "eyJhbGciOiAiRVMyNTYiLCAia2lkIjogIkFCQzEyM0RFRkcifQ.eyJpc3MiOiAiREVGMTIzR0hJSiIsICJpYXQiOiAxNzAwMDAwMDAwfQ.DFC5vx45BMqLphLDgpz-6m-PDuAPnio1jtvLp-lfFuFlBfKRllhSf0f-ncA2cFxmc1T7sGL8sAYOiJ3s6eS9Eg"
+        let fake =
+            "eyJhbGciOiAiRVMyNTYiLCAia2lkIjogIkFCQzEyM0RFRkcifQ.eyJpc3MiOiAiREVGMTIzR0hJSiIsICJpYXQiOiAxNzAwMDAwMDAwfQ.DFC5vx45BMqLphLDgpz-6m-PDuAPnio1jtvLp-lfFuFlBfKRllhSf0f-ncA2cFxmc1T7sGL8sAYOiJ3s6eS9Eg"
         guard case .success(let t) = ProviderToken.parse(Array(fake.utf8)) else { return XCTFail("parse") }
         XCTAssertEqual(t.keyID, "ABC123DEFG")
         XCTAssertEqual(t.issuedAt, 1_700_000_000)
@@ -35,9 +36,12 @@ final class CredentialsTests: XCTestCase {
     }
 
     func testMalformedTokensRejected() {
-        for s in ["", "a.b", "a.b.c.d", "!!!.e30.AAAA",
-                  Base64URL.encode(Array(#"{"alg":"ES256","kid":"ABC123DEFG"}"#.utf8)) + "." + Base64URL.encode(Array(#"{"iss":"DEF123GHIJ"}"#.utf8)) + "." + Base64URL.encode([UInt8](repeating: 0, count: 64)),
-                  Base64URL.encode(Array("[]".utf8)) + ".e30." + Base64URL.encode([UInt8](repeating: 0, count: 64))] {
+        for s in [
+            "", "a.b", "a.b.c.d", "!!!.e30.AAAA",
+            Base64URL.encode(Array(#"{"alg":"ES256","kid":"ABC123DEFG"}"#.utf8)) + "."
+                + Base64URL.encode(Array(#"{"iss":"DEF123GHIJ"}"#.utf8)) + "." + Base64URL.encode([UInt8](repeating: 0, count: 64)),
+            Base64URL.encode(Array("[]".utf8)) + ".e30." + Base64URL.encode([UInt8](repeating: 0, count: 64)),
+        ] {
             if case .success = ProviderToken.parse(Array(s.utf8)) { XCTFail("accepted \(s)") }
         }
     }

@@ -1,5 +1,6 @@
 import APNs
 import XCTest
+
 @testable import Emulator
 
 final class ServeOptionsTests: XCTestCase {
@@ -15,9 +16,11 @@ final class ServeOptionsTests: XCTestCase {
     }
 
     func testFlagsBothSpellings() throws {
-        let c = try ServeOptions.parse(["--host", "::1", "--http-port=0", "--https-port", "9443", "--threads", "3",
-                                        "--in-memory", "--data-dir", "/tmp/x", "--drain-timeout", "2.5",
-                                        "--max-concurrent-streams", "500", "--cert", "a.pem", "--key", "b.pem"])
+        let c = try ServeOptions.parse([
+            "--host", "::1", "--http-port=0", "--https-port", "9443", "--threads", "3",
+            "--in-memory", "--data-dir", "/tmp/x", "--drain-timeout", "2.5",
+            "--max-concurrent-streams", "500", "--cert", "a.pem", "--key", "b.pem",
+        ])
         XCTAssertEqual(c.host, "::1")
         XCTAssertEqual(c.httpPort, 0)
         XCTAssertEqual(c.httpsPort, 9443)
@@ -32,9 +35,11 @@ final class ServeOptionsTests: XCTestCase {
     }
 
     func testAPNsFlags() throws {
-        let c = try ServeOptions.parse(["--apns-environment", "production", "--apns-auth", "strict", "--strict-payload",
-                                        "--apns-token-length", "64-160", "--apns-streams", "500", "--apns-max-errors", "20",
-                                        "--apns-bad-environment-reason", "BadEnvironmentKeyInToken", "--notification-log-size", "50"])
+        let c = try ServeOptions.parse([
+            "--apns-environment", "production", "--apns-auth", "strict", "--strict-payload",
+            "--apns-token-length", "64-160", "--apns-streams", "500", "--apns-max-errors", "20",
+            "--apns-bad-environment-reason", "BadEnvironmentKeyInToken", "--notification-log-size", "50",
+        ])
         XCTAssertEqual(c.apns.defaultEnvironment, .production)
         XCTAssertEqual(c.apns.authMode, .strict)
         XCTAssertTrue(c.apns.strictPayload)
@@ -56,7 +61,10 @@ final class ServeOptionsTests: XCTestCase {
 
     func testBadInputGetsOneClearError() {
         func message(_ args: [String]) -> String {
-            do { _ = try ServeOptions.parse(args); return "no error" } catch { return "\(error)" }
+            do {
+                _ = try ServeOptions.parse(args)
+                return "no error"
+            } catch { return "\(error)" }
         }
         XCTAssertEqual(message(["--nope"]), "unknown option '--nope' (see pushemu --help)")
         XCTAssertEqual(message(["--http-port"]), "option '--http-port' needs a value")
@@ -68,13 +76,13 @@ final class ServeOptionsTests: XCTestCase {
 
     func testConfigFileWithFlagsWinning() throws {
         let file = """
-        # pushemu.conf
-        http-port = 1234
-        https-port = "2345"   # quoted values are fine
-        --in-memory = true
-        threads=2
+            # pushemu.conf
+            http-port = 1234
+            https-port = "2345"   # quoted values are fine
+            --in-memory = true
+            threads=2
 
-        """
+            """
         let c = try ServeOptions.parse(["--config", "pushemu.conf", "--threads", "4"]) { path in
             XCTAssertEqual(path, "pushemu.conf")
             return file

@@ -30,29 +30,35 @@ final class FCMAuthTests: XCTestCase {
         }
     }
 
-    func assertion(iss: String? = nil, kid: String? = nil, aud: String = "https://oauth2.googleapis.com/token",
-                   scope: String? = "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/userinfo.email",
-                   iat: Int64? = nil, lifetime: Int64 = 3600, alg: String = "RS256", key: RS256.Key? = nil) -> String {
+    func assertion(
+        iss: String? = nil, kid: String? = nil, aud: String = "https://oauth2.googleapis.com/token",
+        scope: String? = "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/userinfo.email",
+        iat: Int64? = nil, lifetime: Int64 = 3600, alg: String = "RS256", key: RS256.Key? = nil
+    ) -> String {
         let i = iat ?? nowS
         var claims = "{\"iss\":\"\(iss ?? account.clientEmail)\",\"aud\":\"\(aud)\",\"iat\":\(i),\"exp\":\(i + lifetime)"
         if let scope { claims += ",\"scope\":\"\(scope)\"" }
         claims += "}"
-        return RS256.makeJWT(key: key ?? privateKey, header: "{\"alg\":\"\(alg)\",\"kid\":\"\(kid ?? account.privateKeyID)\",\"typ\":\"JWT\"}",
-                             claims: claims)!
+        return RS256.makeJWT(
+            key: key ?? privateKey, header: "{\"alg\":\"\(alg)\",\"kid\":\"\(kid ?? account.privateKeyID)\",\"typ\":\"JWT\"}",
+            claims: claims)!
     }
 
     func tokenRequest(_ assertion: String, grant: String = FCMOAuth.grantType) -> Response {
         let body = "grant_type=" + grant.split(separator: ":").joined(separator: "%3A") + "&assertion=" + assertion
         return FCMOAuth(accounts: accounts, tokens: tokens, lifetime: 3600)
-            .respond(body: Array(body.utf8), contentType: "application/x-www-form-urlencoded", authority: "127.0.0.1:8080", nowSeconds: nowS)
+            .respond(
+                body: Array(body.utf8), contentType: "application/x-www-form-urlencoded", authority: "127.0.0.1:8080", nowSeconds: nowS)
     }
 
     func body(_ r: Response) -> String { String(decoding: r.body, as: UTF8.self) }
 
     func testServiceAccountJSONHasGoogleFields() throws {
         let (_, json) = try accounts.generate(projectID: "other-project", tokenURI: "http://h:1/token")
-        for f: StaticString in ["type", "project_id", "private_key_id", "private_key", "client_email", "client_id", "auth_uri",
-                                "token_uri", "auth_provider_x509_cert_url", "client_x509_cert_url", "universe_domain"] {
+        for f: StaticString in [
+            "type", "project_id", "private_key_id", "private_key", "client_email", "client_id", "auth_uri",
+            "token_uri", "auth_provider_x509_cert_url", "client_x509_cert_url", "universe_domain",
+        ] {
             XCTAssertNotNil(Self.field(json, f), "\(f)")
         }
         XCTAssertEqual(Self.field(json, "type"), "service_account")
@@ -79,7 +85,10 @@ final class FCMAuthTests: XCTestCase {
         let other = try XCTUnwrap(RS256.Key.generate())
         let cases: [(String, Response, String, String)] = [
             ("bad signature", tokenRequest(assertion(key: other)), "invalid_grant", "Invalid JWT Signature."),
-            ("unknown account", tokenRequest(assertion(iss: "nobody@x.iam.gserviceaccount.com")), "invalid_grant", "Invalid grant: account not found"),
+            (
+                "unknown account", tokenRequest(assertion(iss: "nobody@x.iam.gserviceaccount.com")), "invalid_grant",
+                "Invalid grant: account not found"
+            ),
             ("wrong kid", tokenRequest(assertion(kid: "0000")), "invalid_grant", "Invalid JWT Signature."),
             ("wrong audience", tokenRequest(assertion(aud: "https://evil.example/token")), "invalid_grant", "Failed audience check"),
             ("expired", tokenRequest(assertion(iat: nowS - 7200)), "invalid_grant", "short-lived token"),
@@ -96,7 +105,9 @@ final class FCMAuthTests: XCTestCase {
             XCTAssertTrue(Self.field(body(r), "error_description")?.contains(text) == true, "\(name): \(body(r))")
         }
         let missing = FCMOAuth(accounts: accounts, tokens: tokens, lifetime: 3600)
-            .respond(body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer".utf8), contentType: nil, authority: nil, nowSeconds: nowS)
+            .respond(
+                body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer".utf8), contentType: nil, authority: nil,
+                nowSeconds: nowS)
         XCTAssertEqual(Self.field(body(missing), "error"), "invalid_request")
     }
 
@@ -124,8 +135,9 @@ final class FCMAuthTests: XCTestCase {
     func provider(_ mode: FCMConfiguration.AuthMode = .lenient) -> FCMProvider {
         var c = FCMConfiguration()
         c.authMode = mode
-        return FCMProvider(configuration: c, accounts: accounts, tokens: tokens, devices: FCMDeviceRegistry(),
-                           quota: FCMQuota(perMinute: 0))
+        return FCMProvider(
+            configuration: c, accounts: accounts, tokens: tokens, devices: FCMDeviceRegistry(),
+            quota: FCMQuota(perMinute: 0))
     }
 
     func request(bearer: String?, scheme: String = "Bearer") -> Request {
@@ -152,11 +164,14 @@ final class FCMAuthTests: XCTestCase {
             ("other project", .lenient, issued(project: "someone-else"), "Bearer", 403, "IAM_PERMISSION_DENIED"),
         ]
         for (name, mode, bearer, scheme, status, reason) in cases {
-            let e = provider(mode).authorize(request(bearer: bearer, scheme: scheme), project: Self.project, state: FCMConnectionState(), nowMs: nowMs)
+            let e = provider(mode).authorize(
+                request(bearer: bearer, scheme: scheme), project: Self.project, state: FCMConnectionState(), nowMs: nowMs)
             XCTAssertEqual(e?.httpStatus, status, name)
             XCTAssertEqual(e?.errorInfoReason, reason, name)
             if status == 401 {
-                XCTAssertTrue(e!.response.headers.firstString("www-authenticate")?.hasPrefix("Bearer realm=\"https://accounts.google.com/\"") == true, name)
+                XCTAssertTrue(
+                    e!.response.headers.firstString("www-authenticate")?.hasPrefix("Bearer realm=\"https://accounts.google.com/\"") == true,
+                    name)
                 XCTAssertEqual(e?.status, "UNAUTHENTICATED", name)
             }
         }
@@ -176,7 +191,10 @@ final class FCMAuthTests: XCTestCase {
 
     func testAccountsPersistAndReload() throws {
         let dir = "/tmp/pushemu-fcm-accounts-\(getpid())"
-        defer { for f in Files.list(dir) { unlink(dir + "/" + f) }; rmdir(dir) }
+        defer {
+            for f in Files.list(dir) { unlink(dir + "/" + f) }
+            rmdir(dir)
+        }
         let a = FCMServiceAccounts(directory: dir)
         let (acc, _) = try a.generate(projectID: "persist-me", tokenURI: "http://x/token")
         // Another process (the CLI) registered it: a running store finds it on a miss.

@@ -17,9 +17,10 @@ final class FCMSendTests: XCTestCase {
     override func setUp() { devices = FCMDeviceRegistry() }
 
     func provider(quota: Int = 0) -> FCMProvider {
-        FCMProvider(configuration: FCMConfiguration(), accounts: FCMServiceAccounts(directory: nil),
-                    tokens: FCMAccessTokens(secret: Array(repeating: 1, count: 32)), devices: devices,
-                    quota: FCMQuota(perMinute: quota))
+        FCMProvider(
+            configuration: FCMConfiguration(), accounts: FCMServiceAccounts(directory: nil),
+            tokens: FCMAccessTokens(secret: Array(repeating: 1, count: 32)), devices: devices,
+            quota: FCMQuota(perMinute: quota))
     }
 
     func request(_ body: String, path: String = "/v1/projects/\(FCMSendTests.project)/messages:send") -> Request {
@@ -72,7 +73,8 @@ final class FCMSendTests: XCTestCase {
         let p = provider()
         let d = send(#"{"message":{"token":"\#(Self.token(3))"}}"#, provider: p)
         let body = String(decoding: p.response(d, id: UUIDValue(high: 0xabcdef, low: 1), nowMs: nowMs).body, as: UTF8.self)
-        XCTAssertTrue(body.contains("\"name\": \"projects/demo-project/messages/0:\(nowMs * 1000 + 0xabcdef % 1000)%0000000000abcdef\""), body)
+        XCTAssertTrue(
+            body.contains("\"name\": \"projects/demo-project/messages/0:\(nowMs * 1000 + 0xabcdef % 1000)%0000000000abcdef\""), body)
     }
 
     func testTopicAndConditionFanOut() {
@@ -90,7 +92,8 @@ final class FCMSendTests: XCTestCase {
         XCTAssertEqual(Set(send(#"{"message":{"condition":"'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
         XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics"}}"#).recipients), [a, b, c])
         // Left to right: ('news' || 'sports') && !'news'.
-        XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
+        XCTAssertEqual(
+            Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
         // b was unbound until demo-project's sends reached it; now only d is other-project's.
         XCTAssertEqual(devices.device(token: b)?.project, Self.project)
         XCTAssertEqual(Set(send(#"{"message":{"topic":"news"}}"#, project: "other-project").recipients), [d])
@@ -107,12 +110,12 @@ final class FCMSendTests: XCTestCase {
             XCTAssertEqual(devices.subscribe(token: t, topic: "t\(i)", project: nil, nowMs: nowMs), .ok)
         }
         XCTAssertEqual(devices.subscribe(token: t, topic: "one-more", project: nil, nowMs: nowMs), .tooManyTopics)
-        XCTAssertEqual(devices.subscribe(token: t, topic: "t7", project: nil, nowMs: nowMs), .ok)   // already subscribed
+        XCTAssertEqual(devices.subscribe(token: t, topic: "t7", project: nil, nowMs: nowMs), .ok) // already subscribed
         XCTAssertEqual(devices.subscribe(token: "short", topic: "a", project: nil, nowMs: nowMs), .invalidArgument)
     }
 
     func testQuotaAnswers429WithRetryAfter() {
-        let p = provider(quota: 60)   // one per second, burst of 60
+        let p = provider(quota: 60) // one per second, burst of 60
         for i in 0..<60 { XCTAssertNil(send(#"{"message":{"topic":"q"}}"#, provider: p).error, "request \(i)") }
         let d = send(#"{"message":{"topic":"q"}}"#, provider: p)
         XCTAssertEqual(d.error?.httpStatus, 429)
@@ -143,7 +146,9 @@ final class FCMSendTests: XCTestCase {
             let body = String(decoding: r.body, as: UTF8.self)
             XCTAssertTrue(body.hasPrefix("{\"error\":{\"code\":\(expected[code]!.0),\"message\":"), body)
             XCTAssertTrue(body.contains("\"status\":\"\(expected[code]!.1)\""), body)
-            XCTAssertTrue(body.contains("{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":\"\(code.rawValue)\"}"), body)
+            XCTAssertTrue(
+                body.contains("{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":\"\(code.rawValue)\"}"),
+                body)
             XCTAssertTrue(r.body.withUnsafeBytes { JSONParser.isValid($0) })
         }
         XCTAssertEqual(FCMError.fcm(.internalError).message, "Internal error encountered.")
@@ -155,12 +160,15 @@ final class FCMSendTests: XCTestCase {
         devices.register(token: b, project: nil, app: "com.example", nowMs: nowMs)
         devices.uninstall(token: b, atMs: nowMs)
         func body(_ r: Response) -> String { String(decoding: r.body, as: UTF8.self) }
-        var r = tm.batch(request(#"{"to":"/topics/news","registration_tokens":["\#(a)","\#(b)","bad"]}"#, path: "/iid/v1:batchAdd"), add: true, nowMs: nowMs)
+        var r = tm.batch(
+            request(#"{"to":"/topics/news","registration_tokens":["\#(a)","\#(b)","bad"]}"#, path: "/iid/v1:batchAdd"), add: true,
+            nowMs: nowMs)
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(body(r), #"{"results":[{},{"error":"NOT_FOUND"},{"error":"INVALID_ARGUMENT"}]}"#)
         r = tm.info(request("", path: "/iid/info/\(a)"), token: a, details: true, nowMs: nowMs)
         XCTAssertTrue(body(r).contains(#""rel":{"topics":{"news":{"addDate":"2027-01-15"}}}"#), body(r))
-        r = tm.batch(request(#"{"to":"/topics/news","registration_tokens":["\#(a)"]}"#, path: "/iid/v1:batchRemove"), add: false, nowMs: nowMs)
+        r = tm.batch(
+            request(#"{"to":"/topics/news","registration_tokens":["\#(a)"]}"#, path: "/iid/v1:batchRemove"), add: false, nowMs: nowMs)
         XCTAssertEqual(body(r), #"{"results":[{}]}"#)
         XCTAssertTrue(devices.device(token: a)!.topics.isEmpty)
         // Request-level errors: {"error": "..."}.
@@ -171,19 +179,25 @@ final class FCMSendTests: XCTestCase {
         XCTAssertEqual(body(r), #"{"error":"InvalidTopicName"}"#)
         var noAuth = HTTPFields()
         noAuth.add(name: ":path", value: "/iid/v1:batchAdd")
-        r = tm.batch(Request(version: .http1_1, method: .post, headers: noAuth, body: []), add: true, nowMs: nowMs)
+        r = tm.batch(Request(version: .http11, method: .post, headers: noAuth, body: []), add: true, nowMs: nowMs)
         XCTAssertEqual(r.status, 401)
     }
 
     func testConditionGrammar() {
-        let ok = ["'a' in topics", "\"a\" in topics", "!('a' in topics)", "('a' in topics)", "'a' in topics&&'b' in topics",
-                  "((('a' in topics)))", "'a' in topics || !'b' in topics"]
+        let ok = [
+            "'a' in topics", "\"a\" in topics", "!('a' in topics)", "('a' in topics)", "'a' in topics&&'b' in topics",
+            "((('a' in topics)))", "'a' in topics || !'b' in topics",
+        ]
         for c in ok { XCTAssertNoThrow(try FCMCondition.parse(c).get(), c) }
-        let bad = ["", "a in topics", "'a' in topic", "'a' intopics", "'a' in topics &&", "('a' in topics", "'a' in topics)",
-                   "'a b' in topics", "'a' in topics & 'b' in topics", "'a' in topics 'b' in topics"]
+        let bad = [
+            "", "a in topics", "'a' in topic", "'a' intopics", "'a' in topics &&", "('a' in topics", "'a' in topics)",
+            "'a b' in topics", "'a' in topics & 'b' in topics", "'a' in topics 'b' in topics",
+        ]
         for c in bad { XCTAssertThrowsError(try FCMCondition.parse(c).get(), c) }
-        XCTAssertEqual(try FCMCondition.parse("'a' in topics || 'a' in topics || 'a' in topics || 'a' in topics || 'a' in topics").get().topics, ["a"])
-        if case .failure(.tooManyTopics(6)) = FCMCondition.parse(Array(repeating: "'a' in topics", count: 6).joined(separator: " || ")) {} else {
+        XCTAssertEqual(
+            try FCMCondition.parse("'a' in topics || 'a' in topics || 'a' in topics || 'a' in topics || 'a' in topics").get().topics, ["a"])
+        if case .failure(.tooManyTopics(6)) = FCMCondition.parse(Array(repeating: "'a' in topics", count: 6).joined(separator: " || ")) {
+        } else {
             XCTFail("six topic tests accepted")
         }
     }

@@ -9,9 +9,12 @@ final class FaultRuleTests: XCTestCase {
         try FaultParser.rule(Array(json.utf8), id: "r", nowMs: now)
     }
 
-    func ctx(_ provider: PushProvider = .apns, token: String = "tok", topic: String? = "com.a", headers: [(String, String)] = []) -> FaultContext {
-        FaultContext(provider: provider, token: Array(token.utf8)[...], topic: topic.map { Array($0.utf8)[...] }, project: "sandbox",
-                     path: Array("/3/device/\(token)".utf8)[...], headers: HTTPFields(headers), device: { _ in ("fleet-1", ["beta"]) })
+    func ctx(_ provider: PushProvider = .apns, token: String = "tok", topic: String? = "com.a", headers: [(String, String)] = [])
+        -> FaultContext
+    {
+        FaultContext(
+            provider: provider, token: Array(token.utf8)[...], topic: topic.map { Array($0.utf8)[...] }, project: "sandbox",
+            path: Array("/3/device/\(token)".utf8)[...], headers: HTTPFields(headers), device: { _ in ("fleet-1", ["beta"]) })
     }
 
     func engine(_ rules: [FaultRule]) -> FaultEngine {
@@ -21,7 +24,9 @@ final class FaultRuleTests: XCTestCase {
     }
 
     func testParsing() throws {
-        let r = try rule(#"{"match":{"provider":"fcm","tokens":["a","b"],"topic":"news","header":{"X-Env":"ci"},"percent":12.5,"every":3,"first":10,"after":"2s","for":500},"effect":{"status":503,"errorCode":"UNAVAILABLE","retryAfter":7,"delayMs":{"dist":"uniform","min":5,"max":9},"goaway":"Shutdown","stallMs":"1s","uninstall":true},"seed":42}"#)
+        let r = try rule(
+            #"{"match":{"provider":"fcm","tokens":["a","b"],"topic":"news","header":{"X-Env":"ci"},"percent":12.5,"every":3,"first":10,"after":"2s","for":500},"effect":{"status":503,"errorCode":"UNAVAILABLE","retryAfter":7,"delayMs":{"dist":"uniform","min":5,"max":9},"goaway":"Shutdown","stallMs":"1s","uninstall":true},"seed":42}"#
+        )
         XCTAssertEqual(r.match.provider, .fcm)
         XCTAssertEqual(r.match.tokens, ["a", "b"])
         XCTAssertEqual(r.match.headers.first?.0, "x-env")
@@ -31,8 +36,10 @@ final class FaultRuleTests: XCTestCase {
         XCTAssertEqual(r.effect.stallMs, 1000)
         XCTAssertEqual(r.seed, 42)
         XCTAssertTrue(r.json.contains(#""fired":0"#))
-        for bad in [#"{"match":{}}"#, #"{"match":{"provider":"x"},"effect":{}}"#, #"{"effect":{"status":99}}"#,
-                    #"{"effect":{"nope":1}}"#, #"{"match":{"percent":101},"effect":{}}"#, #"{"effect":{"delayMs":{"dist":"weird"}}}"#, "[]"] {
+        for bad in [
+            #"{"match":{}}"#, #"{"match":{"provider":"x"},"effect":{}}"#, #"{"effect":{"status":99}}"#,
+            #"{"effect":{"nope":1}}"#, #"{"match":{"percent":101},"effect":{}}"#, #"{"effect":{"delayMs":{"dist":"weird"}}}"#, "[]",
+        ] {
             XCTAssertThrowsError(try rule(bad), bad)
         }
         let list = try FaultParser.rules(Array(#"[{"effect":{"status":500}},{"effect":{"rst":true}}]"#.utf8), nowMs: 0, id: { "x" })
@@ -41,8 +48,10 @@ final class FaultRuleTests: XCTestCase {
     }
 
     func testMatchingAndSelectors() throws {
-        let e = engine([try rule(#"{"match":{"provider":"fcm"},"effect":{"status":500}}"#),
-                        try rule(#"{"match":{"token":"tok","every":3},"effect":{"status":503}}"#)])
+        let e = engine([
+            try rule(#"{"match":{"provider":"fcm"},"effect":{"status":500}}"#),
+            try rule(#"{"match":{"token":"tok","every":3},"effect":{"status":503}}"#),
+        ])
         var fired: [Bool] = []
         for _ in 0..<9 { fired.append(e.evaluate(ctx(), loop: 0, nowMs: 1_000) != nil) }
         XCTAssertEqual(fired, [false, false, true, false, false, true, false, false, true])
@@ -59,7 +68,9 @@ final class FaultRuleTests: XCTestCase {
         XCTAssertNotNil(window.evaluate(ctx(), loop: 0, nowMs: 1_149))
         XCTAssertNil(window.evaluate(ctx(), loop: 0, nowMs: 1_150))
 
-        let header = engine([try rule(#"{"match":{"header":{"x-tenant":"a"},"label":"beta","fleet":"fleet-1","topic":"com.a"},"effect":{"status":500}}"#)])
+        let header = engine([
+            try rule(#"{"match":{"header":{"x-tenant":"a"},"label":"beta","fleet":"fleet-1","topic":"com.a"},"effect":{"status":500}}"#)
+        ])
         XCTAssertNil(header.evaluate(ctx(headers: [("x-tenant", "b")]), loop: 0, nowMs: 0))
         XCTAssertNotNil(header.evaluate(ctx(headers: [("x-tenant", "a")]), loop: 0, nowMs: 0))
         XCTAssertNil(header.evaluate(ctx(topic: "com.b", headers: [("x-tenant", "a")]), loop: 0, nowMs: 0))
@@ -79,7 +90,9 @@ final class FaultRuleTests: XCTestCase {
             let e = engine([try rule(#"{"match":{"percent":10},"effect":{"status":503},"seed":\#(seed)}"#)])
             return (0..<10_000).map { _ in e.evaluate(ctx(), loop: 0, nowMs: 0) != nil }
         }
-        let a = try run(seed: 7), b = try run(seed: 7), c = try run(seed: 8)
+        let a = try run(seed: 7)
+        let b = try run(seed: 7)
+        let c = try run(seed: 8)
         let n = a.filter { $0 }.count
         // Binomial(10000, 0.1): mean 1000, sd 30; 5 sd either side.
         XCTAssertGreaterThan(n, 850)
@@ -89,7 +102,8 @@ final class FaultRuleTests: XCTestCase {
     }
 
     func testOverrideHeader() throws {
-        let e = try FaultParser.overrideEffect("status=503;reason=ServiceUnavailable;retryAfter=5;delay=200ms;goaway=Shutdown;rst;close;stall=2s;uninstall")
+        let e = try FaultParser.overrideEffect(
+            "status=503;reason=ServiceUnavailable;retryAfter=5;delay=200ms;goaway=Shutdown;rst;close;stall=2s;uninstall")
         XCTAssertEqual(e.status, 503)
         XCTAssertEqual(e.reason, "ServiceUnavailable")
         XCTAssertEqual(e.retryAfter, 5)
@@ -113,13 +127,16 @@ final class FaultRuleTests: XCTestCase {
         let mean = n.reduce(0, +) / Double(n.count)
         XCTAssertEqual(mean, 100, accuracy: 1)
         let l = (0..<20_000).map { _ in DelayDistribution.lognormal(mu: 3, sigma: 0.5).draw(&r) }.sorted()
-        XCTAssertEqual(l[l.count / 2], 20.1, accuracy: 1.5)   // median e^mu
+        XCTAssertEqual(l[l.count / 2], 20.1, accuracy: 1.5) // median e^mu
         XCTAssertEqual(DelayDistribution.fixed(7).draw(&r), 7)
     }
 
     func testScenarioSteps() throws {
-        let s = try Scenario.parse(Array(#"{"name":"outage","steps":[{"at":"1s","for":"1s","effect":{"status":503}},{"at":2500,"match":{"provider":"fcm"},"effect":{"errorCode":"INTERNAL"}}]}"#.utf8),
-                                   id: "s1", nowMs: 10_000, ruleID: { "rule" })
+        let s = try Scenario.parse(
+            Array(
+                #"{"name":"outage","steps":[{"at":"1s","for":"1s","effect":{"status":503}},{"at":2500,"match":{"provider":"fcm"},"effect":{"errorCode":"INTERNAL"}}]}"#
+                    .utf8),
+            id: "s1", nowMs: 10_000, ruleID: { "rule" })
         let e = FaultEngine(loops: 1)
         ScenarioRegistry().add(s, to: e)
         XCTAssertNil(e.evaluate(ctx(), loop: 0, nowMs: 10_999))
@@ -135,7 +152,7 @@ final class FaultRuleTests: XCTestCase {
         let l = TokenRateLimiter(perMinute: 60)
         let t = Array("tok".utf8)[...]
         XCTAssertEqual((0..<61).filter { _ in l.allow(t, nowMs: 0) }.count, 60)
-        XCTAssertTrue(l.allow(t, nowMs: 1_000))   // one more a second
+        XCTAssertTrue(l.allow(t, nowMs: 1_000)) // one more a second
         XCTAssertTrue(l.allow(Array("other".utf8)[...], nowMs: 0))
     }
 }

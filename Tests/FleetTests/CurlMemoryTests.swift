@@ -41,7 +41,7 @@ final class CurlMemoryTests: XCTestCase {
     func testReallocCallocAndStrdup() {
         var p = pushemu_curl_realloc(nil, 10)!
         for i in 0..<10 { p.storeBytes(of: UInt8(i), toByteOffset: i, as: UInt8.self) }
-        XCTAssertEqual(pushemu_curl_realloc(p, 30), p)   // still fits its 32-byte class
+        XCTAssertEqual(pushemu_curl_realloc(p, 30), p) // still fits its 32-byte class
         for n in [300, 5000, 70_000, 200_000, 100] {
             p = pushemu_curl_realloc(p, n)!
             for i in 0..<10 { XCTAssertEqual(p.load(fromByteOffset: i, as: UInt8.self), UInt8(i), "after realloc to \(n)") }
@@ -56,7 +56,7 @@ final class CurlMemoryTests: XCTestCase {
         XCTAssertEqual(z2, z)
         XCTAssertTrue(UnsafeRawBufferPointer(start: z2, count: 3300).allSatisfy { $0 == 0 })
         pushemu_curl_free(z2)
-        XCTAssertNil(pushemu_curl_calloc(Int.max, 16))   // overflow
+        XCTAssertNil(pushemu_curl_calloc(Int.max, 16)) // overflow
         XCTAssertNil(pushemu_curl_malloc(Int.max))
         let s = pushemu_curl_strdup("tracking lane")!
         XCTAssertEqual(String(cString: s), "tracking lane")
@@ -65,7 +65,10 @@ final class CurlMemoryTests: XCTestCase {
 
     func testBlocksMoveBetweenThreadsAndExitingThreadsReleaseTheirLists() {
         let address = Int(bitPattern: pushemu_curl_malloc(500)!)
-        final class Box: @unchecked Sendable { var cachedInThread = 0; var reused = false }
+        final class Box: @unchecked Sendable {
+            var cachedInThread = 0
+            var reused = false
+        }
         let box = Box()
         let before = pushemu_curl_memory_released_at_exit()
         let done = DispatchSemaphore(value: 0)

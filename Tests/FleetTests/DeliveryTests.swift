@@ -21,8 +21,10 @@ final class DeliveryTests: XCTestCase {
         sink?.stop()
     }
 
-    func makeStore(preset: String = "adobe-campaign", options: [String: String] = [:], behavior: Behavior = Behavior(),
-                   dispatcher tweak: (inout TrackingDispatcher.Options) -> Void = { _ in }, url: String? = nil) -> DeviceStore {
+    func makeStore(
+        preset: String = "adobe-campaign", options: [String: String] = [:], behavior: Behavior = Behavior(),
+        dispatcher tweak: (inout TrackingDispatcher.Options) -> Void = { _ in }, url: String? = nil
+    ) -> DeviceStore {
         var o = TrackingDispatcher.Options()
         o.backoffBaseMs = 20
         tweak(&o)
@@ -41,8 +43,9 @@ final class DeliveryTests: XCTestCase {
     static let androidToken = String(repeating: "c", count: 22) + ":APA91b" + String(repeating: "x", count: 134)
 
     func apns(_ payload: String, token: String = DeliveryTests.iosToken, n: UInt64 = 1, collapse: String? = nil) -> Delivery {
-        var d = Delivery(provider: .apns, platform: .ios, token: token, app: "com.example.app", environment: "sandbox",
-                         notificationID: UUIDValue(high: n, low: n), messageName: "id-\(n)", receivedAtMs: Clock.nowMs(), payload: Array(payload.utf8))
+        var d = Delivery(
+            provider: .apns, platform: .ios, token: token, app: "com.example.app", environment: "sandbox",
+            notificationID: UUIDValue(high: n, low: n), messageName: "id-\(n)", receivedAtMs: Clock.nowMs(), payload: Array(payload.utf8))
         let p = PayloadReader(Array(d.payload))
         d.mutableContent = p.value("aps.mutable-content") == "1"
         d.contentAvailable = p.value("aps.content-available") == "1"
@@ -51,9 +54,10 @@ final class DeliveryTests: XCTestCase {
     }
 
     func fcm(_ message: String, n: UInt64 = 1) -> Delivery {
-        var d = Delivery(provider: .fcm, platform: .android, token: Self.androidToken, app: nil, environment: "proj",
-                         notificationID: UUIDValue(high: n, low: n), messageName: "projects/proj/messages/\(n)", receivedAtMs: Clock.nowMs(),
-                         payload: Array(message.utf8))
+        var d = Delivery(
+            provider: .fcm, platform: .android, token: Self.androidToken, app: nil, environment: "proj",
+            notificationID: UUIDValue(high: n, low: n), messageName: "projects/proj/messages/\(n)", receivedAtMs: Clock.nowMs(),
+            payload: Array(message.utf8))
         d.hasData = PayloadReader(Array(d.payload)).has("data")
         return d
     }
@@ -126,13 +130,22 @@ final class DeliveryTests: XCTestCase {
         let dead = "http://127.0.0.1:\(sink.port)"
         sink.stop()
         usleep(50_000)
-        let s = makeStore(dispatcher: { $0.maxAttempts = 3; $0.connectTimeoutMs = 500 }, url: dead)
+        let s = makeStore(
+            dispatcher: {
+                $0.maxAttempts = 3
+                $0.connectTimeoutMs = 500
+            }, url: dead)
         for i in 0..<5 { s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: UInt64(i + 1))) }
         let deadline = Date().addingTimeInterval(10)
         while log.counters.failed < 5 && Date() < deadline { usleep(10_000) }
         XCTAssertEqual(log.counters.failed, 5)
         XCTAssertEqual(log.counters.retried, 10)
-        let failed = log.query({ var f = TrackingLog.Filter(); f.status = "failed"; return f }())
+        let failed = log.query(
+            {
+                var f = TrackingLog.Filter()
+                f.status = "failed"
+                return f
+            }())
         XCTAssertEqual(failed.count, 5)
         XCTAssertNotNil(failed.first?.error)
         XCTAssertEqual(failed.first?.status, 0)
@@ -155,11 +168,15 @@ final class DeliveryTests: XCTestCase {
     }
 
     func testQueueFullDropsAreCounted() throws {
-        let s = makeStore(dispatcher: { $0.queueCapacity = 3; $0.threads = 1 })
+        let s = makeStore(dispatcher: {
+            $0.queueCapacity = 3
+            $0.threads = 1
+        })
         var b = Behavior()
-        b.receiveDelayMs = DelayRange(60_000, 60_000)   // held in the queue
+        b.receiveDelayMs = DelayRange(60_000, 60_000) // held in the queue
         s.update(token: Self.iosToken) { _ in }
-        try s.register(SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        try s.register(
+            SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
         s.update(token: Self.iosToken) { $0.behavior = b }
         for i in 0..<5 { s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: UInt64(i + 1))) }
         XCTAssertEqual(log.counters.scheduled, 3)
@@ -175,7 +192,7 @@ final class DeliveryTests: XCTestCase {
         dispatcher.start()
         var c = DeviceStore.Configuration()
         c.defaultTracking = TrackingConfig(preset: "adobe-campaign", url: sink.url)
-        c.maxDevices = 128   // 2 per shard
+        c.maxDevices = 128 // 2 per shard
         let s = DeviceStore(configuration: c, dispatcher: dispatcher)
         let payload = #"{"aps":{"alert":"x","mutable-content":1},"_mId":"12345","_dId":"d"}"#
         var r = FastRandom(seed: 3)
@@ -199,7 +216,8 @@ final class DeliveryTests: XCTestCase {
 
     func testCollapseInboxAndOffline() throws {
         let s = makeStore()
-        try s.register(SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        try s.register(
+            SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
         s.deliver(apns(#"{"aps":{"alert":"1"}}"#, n: 1, collapse: "score"))
         s.deliver(apns(#"{"aps":{"alert":"2"}}"#, n: 2, collapse: "score"))
         var d = try XCTUnwrap(s.device(token: Self.iosToken))

@@ -1,7 +1,8 @@
-@testable import Fleet
 import PushCore
 import Tracking
 import XCTest
+
+@testable import Fleet
 
 /// Fleet tokens: realistic shapes, O(1) recognition, no false positives, reproducible state.
 final class FleetTokensTests: XCTestCase {
@@ -9,10 +10,12 @@ final class FleetTokensTests: XCTestCase {
 
     func testTokensLookRealAndAreRecognised() throws {
         let s = store()
-        let ios = try s.createFleet(platform: .ios, app: "com.example.app", count: 10_000_000, environment: "sandbox", seed: 7,
-                                    behavior: nil, tracking: nil, labels: [], nowMs: 1)
-        let android = try s.createFleet(platform: .android, app: "com.example.android", count: 1_000_000, environment: "proj-a",
-                                        seed: 8, behavior: nil, tracking: nil, labels: [], nowMs: 1)
+        let ios = try s.createFleet(
+            platform: .ios, app: "com.example.app", count: 10_000_000, environment: "sandbox", seed: 7,
+            behavior: nil, tracking: nil, labels: [], nowMs: 1)
+        let android = try s.createFleet(
+            platform: .android, app: "com.example.android", count: 1_000_000, environment: "proj-a",
+            seed: 8, behavior: nil, tracking: nil, labels: [], nowMs: 1)
         for i in [0, 1, 2, 999_999, 9_999_999] {
             let t = s.token(ios, index: i)
             XCTAssertEqual(t.utf8.count, 64)
@@ -45,13 +48,15 @@ final class FleetTokensTests: XCTestCase {
         let s = store()
         var b = Behavior()
         b.uninstalledRate = 0.03
-        let f = try s.createFleet(platform: .ios, app: "a.b", count: 100_000, environment: "sandbox", seed: 42, behavior: b,
-                                  tracking: nil, labels: [], nowMs: 5)
+        let f = try s.createFleet(
+            platform: .ios, app: "a.b", count: 100_000, environment: "sandbox", seed: 42, behavior: b,
+            tracking: nil, labels: [], nowMs: 5)
         let n = (0..<100_000).filter { f.startsUninstalled($0) }.count
-        XCTAssertGreaterThan(n, 2700)   // 3% within about 5 standard deviations
+        XCTAssertGreaterThan(n, 2700) // 3% within about 5 standard deviations
         XCTAssertLessThan(n, 3300)
-        let g = try store().createFleet(platform: .ios, app: "a.b", count: 100_000, environment: "sandbox", seed: 42, behavior: b,
-                                        tracking: nil, labels: [], nowMs: 5)
+        let g = try store().createFleet(
+            platform: .ios, app: "a.b", count: 100_000, environment: "sandbox", seed: 42, behavior: b,
+            tracking: nil, labels: [], nowMs: 5)
         XCTAssertEqual((0..<1000).map { f.startsUninstalled($0) }, (0..<1000).map { g.startsUninstalled($0) })
         let i = try XCTUnwrap((0..<1000).first { f.startsUninstalled($0) })
         XCTAssertEqual(s.status(token: Array(s.token(f, index: i).utf8)[...], platform: .ios), .uninstalled(atMs: 5))
@@ -60,8 +65,9 @@ final class FleetTokensTests: XCTestCase {
     func testTenMillionDeviceFleetCostsNoMemory() throws {
         let s = store()
         let t0 = Date()
-        let f = try s.createFleet(platform: .android, app: "x.y", count: 10_000_000, environment: nil, seed: nil, behavior: nil,
-                                  tracking: nil, labels: [], nowMs: 0)
+        let f = try s.createFleet(
+            platform: .android, app: "x.y", count: 10_000_000, environment: nil, seed: nil, behavior: nil,
+            tracking: nil, labels: [], nowMs: 0)
         XCTAssertLessThan(Date().timeIntervalSince(t0), 0.1)
         XCTAssertEqual(s.recordCount, 0)
         // A deviation (uninstall) materialises exactly one record.
@@ -79,7 +85,11 @@ final class FleetTokensTests: XCTestCase {
             var k = 0
             while k < n {
                 var w = FleetTokens.mix(secret ^ FleetTokens.mix(UInt64(index) &+ ctr &* 0x632B_E59B_D9B4_E019))
-                for _ in 0..<8 where k < n { out[k] = UInt8(truncatingIfNeeded: w); w >>= 8; k += 1 }
+                for _ in 0..<8 where k < n {
+                    out[k] = UInt8(truncatingIfNeeded: w)
+                    w >>= 8
+                    k += 1
+                }
                 ctr += 1
             }
             return out
@@ -91,10 +101,16 @@ final class FleetTokensTests: XCTestCase {
             var k = 0
             for _ in 0..<8 {
                 let b = Int(h >> 56)
-                out[k] = hex[b >> 4]; out[k + 1] = hex[b & 15]
-                k += 2; h <<= 8
+                out[k] = hex[b >> 4]
+                out[k + 1] = hex[b & 15]
+                k += 2
+                h <<= 8
             }
-            for b in tail(secret, index, 24) { out[k] = hex[Int(b >> 4)]; out[k + 1] = hex[Int(b & 15)]; k += 2 }
+            for b in tail(secret, index, 24) {
+                out[k] = hex[Int(b >> 4)]
+                out[k + 1] = hex[Int(b & 15)]
+                k += 2
+            }
             return String(decoding: out, as: UTF8.self)
         }
         func fcm(_ c: FleetTokens, _ fleet: Int, _ secret: UInt64, _ index: Int) -> String {
@@ -102,7 +118,10 @@ final class FleetTokensTests: XCTestCase {
             let t = tail(secret, index, 110)
             var bits: [UInt8] = []
             var acc: UInt64 = h
-            for _ in 0..<10 { bits.append(UInt8(acc >> 58)); acc <<= 6 }
+            for _ in 0..<10 {
+                bits.append(UInt8(acc >> 58))
+                acc <<= 6
+            }
             bits.append(UInt8((h & 0xF) << 2) | (t[0] >> 6))
             for i in 0..<11 { bits.append(t[1 + i] & 63) }
             var s = bits.map { FleetTokens.b64[Int($0)] }
@@ -113,15 +132,19 @@ final class FleetTokensTests: XCTestCase {
         var r = FastRandom(seed: 42)
         for _ in 0..<200 {
             let c = FleetTokens(secret: (r.next(), r.next()))
-            let fleet = Int(r.next(below: 1 << 16)), secret = r.next(), index = Int(r.next(below: 1 << 40))
-            let a = c.token(.ios, fleet: fleet, secret: secret, index: index), f = c.token(.android, fleet: fleet, secret: secret, index: index)
+            let fleet = Int(r.next(below: 1 << 16))
+            let secret = r.next()
+            let index = Int(r.next(below: 1 << 40))
+            let a = c.token(.ios, fleet: fleet, secret: secret, index: index)
+            let f = c.token(.android, fleet: fleet, secret: secret, index: index)
             XCTAssertEqual(a, apns(c, fleet, secret, index))
             XCTAssertEqual(f, fcm(c, fleet, secret, index))
             XCTAssertTrue(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index))
             XCTAssertTrue(c.matches(Array(f.utf8)[...], platform: .android, fleet: fleet, secret: secret, index: index))
             XCTAssertFalse(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index + 1))
             XCTAssertFalse(c.matches(Array(a.utf8)[...], platform: .ios, fleet: fleet, secret: secret &+ 1, index: index))
-            XCTAssertFalse(c.matches(Array(a.uppercased().utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index), "compared as sent")
+            XCTAssertFalse(
+                c.matches(Array(a.uppercased().utf8)[...], platform: .ios, fleet: fleet, secret: secret, index: index), "compared as sent")
             XCTAssertFalse(c.matches(Array(f.utf8.dropLast())[...], platform: .android, fleet: fleet, secret: secret, index: index))
         }
     }
@@ -132,15 +155,20 @@ final class FleetTokensTests: XCTestCase {
         let s = store()
         var last: FleetSpec?
         for _ in 0..<DeviceStore.maxFleets {
-            last = try s.createFleet(platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
-                                     behavior: nil, tracking: nil, labels: [], nowMs: 1)
+            last = try s.createFleet(
+                platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
+                behavior: nil, tracking: nil, labels: [], nowMs: 1)
         }
-        XCTAssertThrowsError(try s.createFleet(platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
-                                               behavior: nil, tracking: nil, labels: [], nowMs: 1))
+        XCTAssertThrowsError(
+            try s.createFleet(
+                platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
+                behavior: nil, tracking: nil, labels: [], nowMs: 1))
         let f = try XCTUnwrap(last)
         XCTAssertEqual(s.device(token: s.token(f, index: 9))?.fleetIndex, 9)
         s.removeAll()
-        XCTAssertNoThrow(try s.createFleet(platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
-                                           behavior: nil, tracking: nil, labels: [], nowMs: 1))
+        XCTAssertNoThrow(
+            try s.createFleet(
+                platform: .ios, app: "a", count: 10, environment: "sandbox", seed: nil,
+                behavior: nil, tracking: nil, labels: [], nowMs: 1))
     }
 }

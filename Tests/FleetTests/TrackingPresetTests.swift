@@ -6,8 +6,9 @@ import XCTest
 /// Each preset produces the request tracking.md documents, and stays silent when its SDK would.
 final class TrackingPresetTests: XCTestCase {
     func ctx(_ event: TrackingEvent, _ platform: String, _ payload: String) -> TrackingContext {
-        TrackingContext(event: event, platform: platform, token: "tok-1", app: "com.example.app", notificationID: "n-1",
-                        messageName: "m-1", receivedAtMs: 1_800_000_000_000, atMs: 1_800_000_000_123, payload: PayloadReader(Array(payload.utf8)))
+        TrackingContext(
+            event: event, platform: platform, token: "tok-1", app: "com.example.app", notificationID: "n-1",
+            messageName: "m-1", receivedAtMs: 1_800_000_000_000, atMs: 1_800_000_000_123, payload: PayloadReader(Array(payload.utf8)))
     }
 
     func job(_ c: TrackingConfig, _ x: TrackingContext) -> TrackingJob? {
@@ -18,7 +19,10 @@ final class TrackingPresetTests: XCTestCase {
     /// Dotted paths: members (escaped keys too), array indexes, JSON inside strings, empty
     /// segments, null and absent values.
     func testPayloadPaths() {
-        let p = PayloadReader(Array(#"{"a":{"b":[10,{"c":"x"}],"k\u0065y":"esc","":{"":"empty"}},"s":"{\"i\":\"in\",\"n\":{\"m\":3}}","z":null,"t":true,"o":{"x":1}}"#.utf8))
+        let p = PayloadReader(
+            Array(
+                #"{"a":{"b":[10,{"c":"x"}],"k\u0065y":"esc","":{"":"empty"}},"s":"{\"i\":\"in\",\"n\":{\"m\":3}}","z":null,"t":true,"o":{"x":1}}"#
+                    .utf8))
         XCTAssertEqual(p.value("a.b.0"), "10")
         XCTAssertEqual(p.value("a.b.1.c"), "x")
         XCTAssertNil(p.value("a.b.2"))
@@ -40,7 +44,9 @@ final class TrackingPresetTests: XCTestCase {
     /// The campaign id each platform's payload carries, for APNs payloads and FCM messages,
     /// JSON strings inside the payload included; configured paths come first.
     func testCampaignKeys() {
-        func apns(_ json: String, extra: [String] = []) -> String? { CampaignID.first(PayloadReader(Array(json.utf8)), provider: .apns, extra: extra) }
+        func apns(_ json: String, extra: [String] = []) -> String? {
+            CampaignID.first(PayloadReader(Array(json.utf8)), provider: .apns, extra: extra)
+        }
         func fcm(_ json: String) -> String? { CampaignID.first(request: PayloadReader(Array(json.utf8)), provider: .fcm) }
         XCTAssertEqual(apns(#"{"aps":{},"_mId":"1","_dId":"adobe-7"}"#), "adobe-7")
         XCTAssertEqual(apns(#"{"aps":{},"moengage":{"cid":"moe-c_L_0","moe_campaign_id":"moe-1"}}"#), "moe-1")
@@ -67,8 +73,12 @@ final class TrackingPresetTests: XCTestCase {
     func testAdobeTestVectors() {
         XCTAssertEqual(AdobeIDs.hex("12345"), "3039")
         XCTAssertEqual(AdobeIDs.hex("-1"), "ffffffff")
-        for n: Int64 in [0, 1, 9, 10, 15, 16, 255, 4095, 4096, 0xFFFF_FFFF, 0x1_0000_0000, Int64.max, -2_147_483_648, -2_147_483_649, Int64.min] {
-            let expected = n >= 0 ? String(n, radix: 16)
+        for n: Int64 in [
+            0, 1, 9, 10, 15, 16, 255, 4095, 4096, 0xFFFF_FFFF, 0x1_0000_0000, Int64.max, -2_147_483_648, -2_147_483_649, Int64.min,
+        ] {
+            let expected =
+                n >= 0
+                ? String(n, radix: 16)
                 : n >= Int64(Int32.min) ? String(UInt32(bitPattern: Int32(n)), radix: 16) : String(UInt64(bitPattern: n), radix: 16)
             XCTAssertEqual(AdobeIDs.hex(String(n)), expected, "\(n)")
         }
@@ -81,7 +91,8 @@ final class TrackingPresetTests: XCTestCase {
 
         let c = TrackingConfig(preset: "adobe-campaign", url: "http://trk.example.com")
         let ios = #"{"aps":{"alert":"x","mutable-content":1},"_mId":"12345","_dId":"67890"}"#
-        XCTAssertEqual(job(c, ctx(.receive, "ios", ios))?.request, TrackingRequest(method: "GET", url: "http://trk.example.com/r/?id=h3039,67890,1"))
+        XCTAssertEqual(
+            job(c, ctx(.receive, "ios", ios))?.request, TrackingRequest(method: "GET", url: "http://trk.example.com/r/?id=h3039,67890,1"))
         XCTAssertEqual(job(c, ctx(.open, "ios", ios))?.request.url, "http://trk.example.com/r/?id=h3039,67890,2")
         let fcm = #"{"token":"t","data":{"_mId":"-1","_dId":"d"}}"#
         XCTAssertEqual(job(c, ctx(.receive, "android", fcm))?.request.url, "http://trk.example.com/r/?id=hffffffff,d,1")
@@ -120,7 +131,8 @@ final class TrackingPresetTests: XCTestCase {
     func testMoEngageAndBrazeAreBatched() throws {
         var m = TrackingConfig(preset: "moengage", url: "http://moe.local")
         m.options = ["appId": "APPID"]
-        let payload = #"{"data":{"push_from":"moengage","gcm_campaign_id":"00063766282_L_0DTSDK1","moe_cid_attr":"{\"moe_campaign_id\":\"c9\",\"moe_campaign_name\":\"Spring\"}"}}"#
+        let payload =
+            #"{"data":{"push_from":"moengage","gcm_campaign_id":"00063766282_L_0DTSDK1","moe_cid_attr":"{\"moe_campaign_id\":\"c9\",\"moe_campaign_name\":\"Spring\"}"}}"#
         let j = try XCTUnwrap(job(m, ctx(.receive, "android", payload)))
         let batch = try XCTUnwrap(j.batch)
         let item = PayloadReader(batch.item)
@@ -142,15 +154,18 @@ final class TrackingPresetTests: XCTestCase {
         XCTAssertEqual(bj.batch!.build([bj.batch!.item]).url, "http://braze.local/api/v3/data")
         XCTAssertNil(job(b, ctx(.receive, "android", #"{"data":{"_ab":"true","cid":"c"}}"#)), "pd needs bz_p_e")
         XCTAssertNil(job(b, ctx(.receive, "ios", #"{"aps":{},"ab":{"c":"c"}}"#)), "pd is Android only")
-        XCTAssertEqual(PayloadReader(try XCTUnwrap(job(b, ctx(.open, "ios", #"{"aps":{},"ab":{"c":"c2"}}"#))).batch!.item).value("name"), "pc")
+        XCTAssertEqual(
+            PayloadReader(try XCTUnwrap(job(b, ctx(.open, "ios", #"{"aps":{},"ab":{"c":"c2"}}"#))).batch!.item).value("name"), "pc")
         // bz_p_fn / bz_p_fx: delivery reported minutes later.
-        let delayed = try XCTUnwrap(job(b, ctx(.receive, "android", #"{"data":{"_ab":"true","cid":"c","bz_p_e":"1","bz_p_fn":"2","bz_p_fx":"3"}}"#)))
+        let delayed = try XCTUnwrap(
+            job(b, ctx(.receive, "android", #"{"data":{"_ab":"true","cid":"c","bz_p_e":"1","bz_p_fn":"2","bz_p_fx":"3"}}"#)))
         XCTAssertGreaterThanOrEqual(delayed.notBeforeMs - 1_800_000_000_123, 120_000)
         XCTAssertLessThanOrEqual(delayed.notBeforeMs - 1_800_000_000_123, 180_000)
     }
 
     func testWebhookTemplates() throws {
-        let json = #"{"preset":"webhook","method":"POST","url":"http://hook.local/e/{event}?m={payload.data._mId|dec2hex}&t={device.token|urlencode}","headers":{"X-Sig":"{payload.data._dId|sha256}"},"body":"{{\"id\":{payload.data.custom.i|json},\"b\":\"{device.app|base64}\",\"u\":\"{payload.data._dId|upper}\"}}","when":"payload.data._mId"}"#
+        let json =
+            #"{"preset":"webhook","method":"POST","url":"http://hook.local/e/{event}?m={payload.data._mId|dec2hex}&t={device.token|urlencode}","headers":{"X-Sig":"{payload.data._dId|sha256}"},"body":"{{\"id\":{payload.data.custom.i|json},\"b\":\"{device.app|base64}\",\"u\":\"{payload.data._dId|upper}\"}}","when":"payload.data._mId"}"#
         let c = try TrackingConfig.parse(Array(json.utf8))
         let payload = #"{"data":{"_mId":"255","_dId":"abc","custom":"{\"i\":\"n-7\"}"}}"#
         let r = try XCTUnwrap(job(c, ctx(.receive, "android", payload))).request

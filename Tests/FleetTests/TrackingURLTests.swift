@@ -1,8 +1,9 @@
 import Foundation
 import PushCore
 import TestSupport
-@testable import Tracking
 import XCTest
+
+@testable import Tracking
 
 /// Tracking URLs reach the sink as libcurl's own parse would send them, whether the dispatcher
 /// hands libcurl a pre-parsed URL (`CurlURLs`) or the text alone.
@@ -16,32 +17,37 @@ final class TrackingURLTests: XCTestCase {
         XCTAssertEqual(split("http://127.0.0.1:9/r/?id=h1,2,1"), [18, 22])
         XCTAssertEqual(split("https://t.example.com/path"), [21, nil])
         XCTAssertEqual(split("http://h/a?b=c&d=e"), [8, 11])
-        XCTAssertNil(split("http://h/a/../b"))          // dot segments are removed by libcurl
+        XCTAssertNil(split("http://h/a/../b")) // dot segments are removed by libcurl
         XCTAssertNil(split("http://h/./b"))
-        XCTAssertNil(split("http://h/p%41"))             // percent-encodings are normalised
-        XCTAssertNil(split("http://h/a b"))              // not printable ASCII
+        XCTAssertNil(split("http://h/p%41")) // percent-encodings are normalised
+        XCTAssertNil(split("http://h/a b")) // not printable ASCII
         XCTAssertNil(split("http://h/a#frag"))
         XCTAssertNil(split("http://h/a\\b"))
-        XCTAssertNil(split("http://h?x=1"))              // no path
-        XCTAssertNil(split("http://h/r?"))               // an empty query
-        XCTAssertNil(split("http:///r"))                 // no host
-        XCTAssertNil(split("127.0.0.1/r"))               // no scheme
+        XCTAssertNil(split("http://h?x=1")) // no path
+        XCTAssertNil(split("http://h/r?")) // an empty query
+        XCTAssertNil(split("http:///r")) // no host
+        XCTAssertNil(split("127.0.0.1/r")) // no scheme
         XCTAssertNil(split("http://h/é"))
     }
 
     /// Each URL arrives with the request target and Host libcurl's parse gives it, and one easy
     /// handle moving between two servers (pre-parsed authority changing) reaches each.
     func testRequestsReachTheSinkAsLibcurlWouldSendThem() throws {
-        let a = try TrackingSink(), b = try TrackingSink()
-        defer { a.stop(); b.stop() }
+        let a = try TrackingSink()
+        let b = try TrackingSink()
+        defer {
+            a.stop()
+            b.stop()
+        }
         var o = TrackingDispatcher.Options()
         o.threads = 1
-        o.maxInFlight = 1   // one easy handle, reused for every request
+        o.maxInFlight = 1 // one easy handle, reused for every request
         let log = TrackingLog()
         let d = TrackingDispatcher(options: o, log: log)
         d.start()
         defer { d.stop() }
-        let hostA = "127.0.0.1:\(a.port)", hostB = "127.0.0.1:\(b.port)"
+        let hostA = "127.0.0.1:\(a.port)"
+        let hostB = "127.0.0.1:\(b.port)"
         let cases: [(url: String, sink: TrackingSink, target: String)] = [
             ("http://\(hostA)/r/?id=h75bcd15,campaign-42,1", a, "/r/?id=h75bcd15,campaign-42,1"),
             ("http://\(hostB)/r/?id=h1,2,2", b, "/r/?id=h1,2,2"),
@@ -54,12 +60,15 @@ final class TrackingURLTests: XCTestCase {
         ]
         for (i, c) in cases.enumerated() {
             let before = c.sink.count
-            d.submit(TrackingJob(request: TrackingRequest(method: "GET", url: c.url), event: .receive, preset: "webhook",
-                                 token: "t", notificationID: "n\(i)", notBeforeMs: 0))
+            d.submit(
+                TrackingJob(
+                    request: TrackingRequest(method: "GET", url: c.url), event: .receive, preset: "webhook",
+                    token: "t", notificationID: "n\(i)", notBeforeMs: 0))
             // One at a time, so each request's order and sink are known.
             XCTAssertEqual(c.sink.wait(for: before + 1), before + 1, c.url)
         }
-        let expectedA = cases.filter { $0.sink === a }.map(\.target), expectedB = cases.filter { $0.sink === b }.map(\.target)
+        let expectedA = cases.filter { $0.sink === a }.map(\.target)
+        let expectedB = cases.filter { $0.sink === b }.map(\.target)
         XCTAssertEqual(a.requests.map(\.target), expectedA)
         XCTAssertEqual(b.requests.map(\.target), expectedB)
         XCTAssertEqual(Set(a.requests.compactMap { $0.headers["host"] }), [hostA])
@@ -82,8 +91,10 @@ final class TrackingURLTests: XCTestCase {
         defer { d.stop() }
         let urls = [sink.url + "/r/?id=h1,2,1", sink.url + "/a/../r/?id=h3,4,2", "https://127.0.0.1:\(sink.port)/ip?x=1"]
         for (i, u) in urls.enumerated() {
-            d.submit(TrackingJob(request: TrackingRequest(method: "GET", url: u), event: .receive, preset: "webhook",
-                                 token: "t\(i)", notificationID: "n\(i)", notBeforeMs: 0))
+            d.submit(
+                TrackingJob(
+                    request: TrackingRequest(method: "GET", url: u), event: .receive, preset: "webhook",
+                    token: "t\(i)", notificationID: "n\(i)", notBeforeMs: 0))
         }
         XCTAssertEqual(sink.wait(for: urls.count), urls.count)
         XCTAssertEqual(Set(sink.requests.map(\.target)), ["/r/?id=h1,2,1", "/r/?id=h3,4,2", "/ip?x=1"])
@@ -92,20 +103,23 @@ final class TrackingURLTests: XCTestCase {
         untrusted.threads = 1
         untrusted.maxAttempts = 2
         untrusted.backoffBaseMs = 10
-        untrusted.caFile = ServerProcess.repositoryRoot + "/Certs/apns-sandbox-client.pem"   // neither the issuer nor the server
+        untrusted.caFile = ServerProcess.repositoryRoot + "/Certs/apns-sandbox-client.pem" // neither the issuer nor the server
         let failLog = TrackingLog()
         let f = TrackingDispatcher(options: untrusted, log: failLog)
         f.start()
         defer { f.stop() }
-        f.submit(TrackingJob(request: TrackingRequest(method: "GET", url: sink.url + "/r/?id=h5,6,1"), event: .receive,
-                             preset: "webhook", token: "t", notificationID: "n", notBeforeMs: 0))
+        f.submit(
+            TrackingJob(
+                request: TrackingRequest(method: "GET", url: sink.url + "/r/?id=h5,6,1"), event: .receive,
+                preset: "webhook", token: "t", notificationID: "n", notBeforeMs: 0))
         let deadline = Date().addingTimeInterval(10)
         while failLog.counters.failed < 1 && Date() < deadline { usleep(10_000) }
         let attempts = failLog.query(TrackingLog.Filter())
         XCTAssertEqual(attempts.map(\.outcome), ["retrying", "failed"])
         XCTAssertEqual(attempts.map(\.status), [0, 0])
-        XCTAssertTrue(attempts.allSatisfy { ($0.error ?? "").contains("certificate") || ($0.error ?? "").contains("SSL") },
-                      attempts.map { $0.error ?? "nil" }.joined(separator: "; "))
-        XCTAssertEqual(sink.count, urls.count)   // no request got through
+        XCTAssertTrue(
+            attempts.allSatisfy { ($0.error ?? "").contains("certificate") || ($0.error ?? "").contains("SSL") },
+            attempts.map { $0.error ?? "nil" }.joined(separator: "; "))
+        XCTAssertEqual(sink.count, urls.count) // no request got through
     }
 }

@@ -25,8 +25,12 @@ final class APNsClientTests: XCTestCase {
 
     /// `pushemu credentials apns` into this test's data dir; returns (teamId, keyId, keyFile).
     func credentials(_ extra: [String] = []) throws -> (String, String, String) {
-        let r = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path + "/keys",
-                                                          "--data-dir", dir.path + "/data"] + extra, timeout: 10)
+        let r = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "apns", "--out", dir.path + "/keys",
+                "--data-dir", dir.path + "/data",
+            ] + extra, timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: String])
         return (try XCTUnwrap(json["teamId"]), try XCTUnwrap(json["keyId"]), try XCTUnwrap(json["keyFile"]))
@@ -62,8 +66,12 @@ final class APNsClientTests: XCTestCase {
         let s = try server(["--apns-auth", "strict"])
         defer { s.stop() }
         // 40 concurrent pushes on a connection that starts with one stream, plus a bad token.
-        let r = try runCommand(Self.python, [Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "token",
-                                             keyFile, kid, team, "com.example.app", "40", "xyz"], timeout: 60)
+        let r = try runCommand(
+            Self.python,
+            [
+                Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "token",
+                keyFile, kid, team, "com.example.app", "40", "xyz",
+            ], timeout: 60)
         let out = try results(r)
         XCTAssertEqual(out.count, 41, r.stdout + r.stderr)
         XCTAssertEqual(out.prefix(40).filter { $0["ok"] as? Bool == true }.count, 40, r.stdout)
@@ -86,8 +94,12 @@ final class APNsClientTests: XCTestCase {
         try (cert + key).write(to: combined, atomically: true, encoding: .utf8)
         let s = try server()
         defer { s.stop() }
-        let r = try runCommand(Self.python, [Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "cert",
-                                             combined.path, "5"], timeout: 60)
+        let r = try runCommand(
+            Self.python,
+            [
+                Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "cert",
+                combined.path, "5",
+            ], timeout: 60)
         let out = try results(r)
         XCTAssertEqual(out.count, 5, r.stdout + r.stderr)
         XCTAssertTrue(out.allSatisfy { $0["ok"] as? Bool == true }, r.stdout)
@@ -100,39 +112,57 @@ final class APNsClientTests: XCTestCase {
         let s = try server()
         defer { s.stop() }
         let token = try jwt(team, kid, keyFile)
-        let common = ["-sS", "-i", "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.example.app",
-                      "-H", "apns-push-type: alert", "-H", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
-                      "-d", #"{"aps":{"alert":"hi"}}"#]
-        let tls = try runCommand("curl", common + ["--http2", "--cacert", Self.ca, "--resolve", "api.push.apple.com:\(s.httpsPort):127.0.0.1",
-                                                   "https://api.push.apple.com:\(s.httpsPort)/3/device/\(Self.token)"], timeout: 15)
+        let common = [
+            "-sS", "-i", "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.example.app",
+            "-H", "apns-push-type: alert", "-H", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
+            "-d", #"{"aps":{"alert":"hi"}}"#,
+        ]
+        let tls = try runCommand(
+            "curl",
+            common + [
+                "--http2", "--cacert", Self.ca, "--resolve", "api.push.apple.com:\(s.httpsPort):127.0.0.1",
+                "https://api.push.apple.com:\(s.httpsPort)/3/device/\(Self.token)",
+            ], timeout: 15)
         XCTAssertTrue(tls.stdout.hasPrefix("HTTP/2 200"), tls.stdout + tls.stderr)
         XCTAssertTrue(tls.stdout.contains("apns-id: 123e4567-e89b-12d3-a456-426614174000"), tls.stdout)
         XCTAssertFalse(tls.stdout.contains("apns-unique-id"), "production carries no apns-unique-id")
         // h2c: the host names no environment, so the default (sandbox) applies; the token is now
         // bound to production, so the sandbox says BadDeviceToken.
-        let h2c = try runCommand("curl", common + ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)"], timeout: 15)
+        let h2c = try runCommand(
+            "curl", common + ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)"], timeout: 15)
         XCTAssertTrue(h2c.stdout.hasPrefix("HTTP/2 400"), h2c.stdout)
         XCTAssertTrue(h2c.stdout.contains(#"{"reason":"BadDeviceToken"}"#), h2c.stdout)
         XCTAssertTrue(h2c.stdout.contains("apns-unique-id: "), h2c.stdout)
         let other = String(repeating: "1", count: 64)
-        let ok = try runCommand("curl", common + ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/3/device/\(other)"], timeout: 15)
+        let ok = try runCommand(
+            "curl", common + ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/3/device/\(other)"], timeout: 15)
         XCTAssertTrue(ok.stdout.hasPrefix("HTTP/2 200"), ok.stdout)
         // Uninstall through the admin API: 410 with the time.
-        let del = try runCommand("curl", ["-sS", "-X", "DELETE", "http://127.0.0.1:\(s.httpPort)/emulator/v1/devices/\(other)"], timeout: 10)
+        let del = try runCommand(
+            "curl", ["-sS", "-X", "DELETE", "http://127.0.0.1:\(s.httpPort)/emulator/v1/devices/\(other)"], timeout: 10)
         XCTAssertTrue(del.stdout.contains("\"installed\":false"), del.stdout)
-        let gone = try runCommand("curl", common + ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/3/device/\(other)"], timeout: 15)
+        let gone = try runCommand(
+            "curl", common + ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/3/device/\(other)"], timeout: 15)
         XCTAssertTrue(gone.stdout.hasPrefix("HTTP/2 410"), gone.stdout)
         XCTAssertTrue(gone.stdout.contains(#"{"reason":"Unregistered","timestamp":1"#), gone.stdout)
         // Oversized bodies are refused by the transport before buffering, still in APNs format.
-        let big = try runCommand("curl", ["-sS", "-i", "--http2-prior-knowledge", "-H", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
-                                          "--data-binary", String(repeating: "x", count: 6000),
-                                          "http://127.0.0.1:\(s.httpPort)/3/device/\(other)"], timeout: 15)
+        let big = try runCommand(
+            "curl",
+            [
+                "-sS", "-i", "--http2-prior-knowledge", "-H", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
+                "--data-binary", String(repeating: "x", count: 6000),
+                "http://127.0.0.1:\(s.httpPort)/3/device/\(other)",
+            ], timeout: 15)
         XCTAssertTrue(big.stdout.hasPrefix("HTTP/2 413"), big.stdout)
         XCTAssertTrue(big.stdout.contains(#"{"reason":"PayloadTooLarge"}"#), big.stdout)
         XCTAssertTrue(big.stdout.contains("apns-id: 123e4567-e89b-12d3-a456-426614174000"), big.stdout)
         // Unknown paths under an APNs host are BadPath.
-        let path = try runCommand("curl", ["-sS", "-i", "--http2", "--cacert", Self.ca, "--resolve", "api.push.apple.com:\(s.httpsPort):127.0.0.1",
-                                           "https://api.push.apple.com:\(s.httpsPort)/4/nothing"], timeout: 15)
+        let path = try runCommand(
+            "curl",
+            [
+                "-sS", "-i", "--http2", "--cacert", Self.ca, "--resolve", "api.push.apple.com:\(s.httpsPort):127.0.0.1",
+                "https://api.push.apple.com:\(s.httpsPort)/4/nothing",
+            ], timeout: 15)
         XCTAssertTrue(path.stdout.hasPrefix("HTTP/2 404"), path.stdout)
         XCTAssertTrue(path.stdout.contains(#"{"reason":"BadPath"}"#), path.stdout)
     }
@@ -143,8 +173,10 @@ final class APNsClientTests: XCTestCase {
         let token = try jwt(team, kid, keyFile)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.python)
-        p.arguments = [Self.root + "/Tests/Clients/apns_settings.py", "\(s.httpsPort)", Self.ca, "api.sandbox.push.apple.com",
-                       token, "com.example.app", "--hold", "5"]
+        p.arguments = [
+            Self.root + "/Tests/Clients/apns_settings.py", "\(s.httpsPort)", Self.ca, "api.sandbox.push.apple.com",
+            token, "com.example.app", "--hold", "5",
+        ]
         let out = dir.appendingPathComponent("settings.out")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         p.standardOutput = try FileHandle(forWritingTo: out)
@@ -165,10 +197,14 @@ final class APNsClientTests: XCTestCase {
     func testWrongEnvironmentCertificateGetsGoAway() throws {
         let s = try server()
         defer { s.stop() }
-        let r = try runCommand("nghttp", ["-nv", "--cert", Self.root + "/Certs/apns-sandbox-client.pem",
-                                          "--key", Self.root + "/Certs/apns-sandbox-client-key.pem",
-                                          "-H", ":method: POST", "-H", ":authority: api.push.apple.com", "-d", Self.root + "/Tests/Fixtures/apns-payload.json",
-                                          "https://127.0.0.1:\(s.httpsPort)/3/device/\(Self.token)"], timeout: 15)
+        let r = try runCommand(
+            "nghttp",
+            [
+                "-nv", "--cert", Self.root + "/Certs/apns-sandbox-client.pem",
+                "--key", Self.root + "/Certs/apns-sandbox-client-key.pem",
+                "-H", ":method: POST", "-H", ":authority: api.push.apple.com", "-d", Self.root + "/Tests/Fixtures/apns-payload.json",
+                "https://127.0.0.1:\(s.httpsPort)/3/device/\(Self.token)",
+            ], timeout: 15)
         XCTAssertTrue(r.stdout.contains(":status: 403"), r.stdout)
         XCTAssertTrue(r.stdout.contains("recv GOAWAY frame"), r.stdout)
         XCTAssertTrue(r.stdout.contains("{\"reason\":\"BadCertificateEnvironment\"}"), r.stdout)
@@ -177,11 +213,16 @@ final class APNsClientTests: XCTestCase {
     func testAdminKeyRegistrationAndStrictMode() throws {
         let s = try server(["--apns-auth", "strict"])
         defer { s.stop() }
-        let created = try runCommand("curl", ["-sS", "-w", "\n%{http_code}", "-d", #"{"teamId":"ABCDE12345"}"#,
-                                              "http://127.0.0.1:\(s.httpPort)/emulator/v1/apns/keys"], timeout: 10)
+        let created = try runCommand(
+            "curl",
+            [
+                "-sS", "-w", "\n%{http_code}", "-d", #"{"teamId":"ABCDE12345"}"#,
+                "http://127.0.0.1:\(s.httpPort)/emulator/v1/apns/keys",
+            ], timeout: 10)
         let parts = created.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         XCTAssertEqual(parts.last, "201", created.stdout)
-        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(parts.dropLast().joined(separator: "\n").utf8)) as? [String: String])
+        let json = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(parts.dropLast().joined(separator: "\n").utf8)) as? [String: String])
         XCTAssertEqual(json["teamId"], "ABCDE12345")
         let kid = try XCTUnwrap(json["keyId"])
         let pem = try XCTUnwrap(json["privateKeyPem"])
@@ -189,31 +230,44 @@ final class APNsClientTests: XCTestCase {
         let keyFile = dir.appendingPathComponent("AuthKey.p8")
         try pem.write(to: keyFile, atomically: true, encoding: .utf8)
         let token = try jwt("ABCDE12345", kid, keyFile.path)
-        let push = try runCommand("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge",
-                                           "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.example.app",
-                                           "-d", #"{"aps":{}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)"], timeout: 10)
+        let push = try runCommand(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge",
+                "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.example.app",
+                "-d", #"{"aps":{}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)",
+            ], timeout: 10)
         XCTAssertEqual(push.stdout, "200")
         // Strict mode refuses a token signed by a key it never saw.
         let (team2, kid2, file2) = try credentials(["--data-dir", dir.path + "/elsewhere"])
         let stranger = try jwt(team2, kid2, file2)
-        let refused = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-H", "authorization: bearer \(stranger)",
-                                              "-H", "apns-topic: com.example.app", "-d", #"{"aps":{}}"#,
-                                              "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)"], timeout: 10)
+        let refused = try runCommand(
+            "curl",
+            [
+                "-sS", "--http2-prior-knowledge", "-H", "authorization: bearer \(stranger)",
+                "-H", "apns-topic: com.example.app", "-d", #"{"aps":{}}"#,
+                "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)",
+            ], timeout: 10)
         XCTAssertEqual(refused.stdout, #"{"reason":"InvalidProviderToken"}"#)
         let list = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/apns/keys"], timeout: 10)
         XCTAssertTrue(list.stdout.contains("\"keyId\":\"\(kid)\""), list.stdout)
-        let bad = try runCommand("curl", ["-sS", "-d", #"{"teamId":"short"}"#, "http://127.0.0.1:\(s.httpPort)/emulator/v1/apns/keys"], timeout: 10)
+        let bad = try runCommand(
+            "curl", ["-sS", "-d", #"{"teamId":"short"}"#, "http://127.0.0.1:\(s.httpPort)/emulator/v1/apns/keys"], timeout: 10)
         XCTAssertEqual(bad.stdout, #"{"error":{"code":400,"message":"teamId must be 10 letters or digits"}}"#)
     }
 
     func testCredentialsRegisteredWhileRunningAreFound() throws {
         let s = try server(["--apns-auth", "strict"])
         defer { s.stop() }
-        let (team, kid, keyFile) = try credentials()   // after the server started, same data dir
+        let (team, kid, keyFile) = try credentials() // after the server started, same data dir
         let token = try jwt(team, kid, keyFile)
-        let push = try runCommand("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge",
-                                           "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.example.app",
-                                           "-d", #"{"aps":{}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)"], timeout: 10)
+        let push = try runCommand(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge",
+                "-H", "authorization: bearer \(token)", "-H", "apns-topic: com.example.app",
+                "-d", #"{"aps":{}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(Self.token)",
+            ], timeout: 10)
         XCTAssertEqual(push.stdout, "200")
     }
 }

@@ -20,16 +20,21 @@ final class BinaryTests: XCTestCase {
         let tls = try curl(["--http2", "--cacert", Self.ca, "-w", " %{http_version}", "https://localhost:\(s.httpsPort)/healthz"])
         XCTAssertEqual(tls.stdout, ok + " 2", tls.stderr)
         // h2c with prior knowledge.
-        XCTAssertEqual(try curl(["--http2-prior-knowledge", "-w", " %{http_version}", "http://127.0.0.1:\(s.httpPort)/healthz"]).stdout, ok + " 2")
+        XCTAssertEqual(
+            try curl(["--http2-prior-knowledge", "-w", " %{http_version}", "http://127.0.0.1:\(s.httpPort)/healthz"]).stdout, ok + " 2")
         // Upgrade: h2c.
         let up = try curl(["--http2", "-v", "-w", " %{http_version}", "http://127.0.0.1:\(s.httpPort)/healthz"])
         XCTAssertEqual(up.stdout, ok + " 2")
         XCTAssertTrue(up.stderr.contains("101 Switching Protocols"), up.stderr)
         // HTTP/1.1 over TLS.
-        XCTAssertEqual(try curl(["--http1.1", "--cacert", Self.ca, "-w", " %{http_version}", "https://localhost:\(s.httpsPort)/healthz"]).stdout, ok + " 1.1")
+        XCTAssertEqual(
+            try curl(["--http1.1", "--cacert", Self.ca, "-w", " %{http_version}", "https://localhost:\(s.httpsPort)/healthz"]).stdout,
+            ok + " 1.1")
         // Under a real host name the certificate covers.
-        let apple = try curl(["--http2", "--cacert", Self.ca, "--resolve", "api.push.apple.com:\(s.httpsPort):127.0.0.1",
-                              "https://api.push.apple.com:\(s.httpsPort)/healthz"])
+        let apple = try curl([
+            "--http2", "--cacert", Self.ca, "--resolve", "api.push.apple.com:\(s.httpsPort):127.0.0.1",
+            "https://api.push.apple.com:\(s.httpsPort)/healthz",
+        ])
         XCTAssertEqual(apple.stdout, ok, apple.stderr)
         // IPv6 loopback is in the certificate too (when the host has ::1).
         XCTAssertEqual(s.stop(), 0)
@@ -75,8 +80,12 @@ final class BinaryTests: XCTestCase {
     func testTLSClientWithoutALPNThatSendsThePreface() throws {
         let s = try ServerProcess()
         defer { s.stop() }
-        let r = try runCommand("python3", [ServerProcess.repositoryRoot + "/Tests/Clients/h2_frames.py", "\(s.httpsPort)", "--tls",
-                                           "--sni", "api.development.push.apple.com", "--cafile", Self.ca, "--path", "/healthz"], timeout: 20)
+        let r = try runCommand(
+            "python3",
+            [
+                ServerProcess.repositoryRoot + "/Tests/Clients/h2_frames.py", "\(s.httpsPort)", "--tls",
+                "--sni", "api.development.push.apple.com", "--cafile", Self.ca, "--path", "/healthz",
+            ], timeout: 20)
         XCTAssertTrue(r.stdout.contains("ALPN None"), r.stdout + r.stderr)
         XCTAssertTrue(r.stdout.contains("HEADERS stream=1 flags=4 status=200"), r.stdout)
         XCTAssertTrue(r.stdout.contains("{\"status\":\"ok\"}"), r.stdout)
@@ -88,9 +97,11 @@ final class BinaryTests: XCTestCase {
         let big = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-1mb-\(UUID().uuidString)")
         try Data(repeating: 0x7B, count: 1 << 20).write(to: big)
         defer { try? FileManager.default.removeItem(at: big) }
-        for args in [["--http2", "--cacert", Self.ca, "https://localhost:\(s.httpsPort)/anything"],
-                     ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/anything"],
-                     ["--http1.1", "http://127.0.0.1:\(s.httpPort)/anything"]] {
+        for args in [
+            ["--http2", "--cacert", Self.ca, "https://localhost:\(s.httpsPort)/anything"],
+            ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpPort)/anything"],
+            ["--http1.1", "http://127.0.0.1:\(s.httpPort)/anything"],
+        ] {
             let r = try curl(["-o", "/dev/null", "-w", "%{http_code}", "--data-binary", "@" + big.path] + args)
             XCTAssertEqual(r.stdout, "413", "\(args): \(r.stderr)")
         }
@@ -110,10 +121,17 @@ final class BinaryTests: XCTestCase {
             ("bare CR", "GET /healthz HTTP/1.1\r\nHost: a\rX: y\r\n\r\n"),
             ("bare LF", "GET /healthz HTTP/1.1\nHost: a\n\n"),
             ("long request line", "GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a\r\n\r\n"),
-            ("long headers", "GET /healthz HTTP/1.1\r\nHost: a\r\n" + String(repeating: "X-Pad: " + String(repeating: "p", count: 1000) + "\r\n", count: 40) + "\r\n"),
+            (
+                "long headers",
+                "GET /healthz HTTP/1.1\r\nHost: a\r\n"
+                    + String(repeating: "X-Pad: " + String(repeating: "p", count: 1000) + "\r\n", count: 40) + "\r\n"
+            ),
             ("no host", "GET /healthz HTTP/1.1\r\n\r\n"),
             ("space before colon", "GET /healthz HTTP/1.1\r\nHost : a\r\n\r\n"),
-            ("smuggled second request", "POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nContent-Length: 44\r\n\r\nGET /admin HTTP/1.1\r\nHost: a\r\n\r\n"),
+            (
+                "smuggled second request",
+                "POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nContent-Length: 44\r\n\r\nGET /admin HTTP/1.1\r\nHost: a\r\n\r\n"
+            ),
         ]
         for (name, raw) in cases {
             let c = try RawClient(port: s.httpPort)
@@ -172,14 +190,22 @@ final class BinaryTests: XCTestCase {
         XCTAssertTrue(noCert.stderr.hasPrefix("pushemu: cannot read certificate file '/nonexistent.pem'"), noCert.stderr)
         XCTAssertEqual(noCert.stderr.filter { $0 == "\n" }.count, 1)
 
-        let notPEM = try runCommand(bin, ["--cert", ServerProcess.repositoryRoot + "/Package.swift",
-                                          "--key", ServerProcess.repositoryRoot + "/Certs/server-key.pem", "--in-memory"], timeout: 10)
+        let notPEM = try runCommand(
+            bin,
+            [
+                "--cert", ServerProcess.repositoryRoot + "/Package.swift",
+                "--key", ServerProcess.repositoryRoot + "/Certs/server-key.pem", "--in-memory",
+            ], timeout: 10)
         XCTAssertNotEqual(notPEM.status, 0)
         XCTAssertTrue(notPEM.stderr.contains("certificate is not a readable PEM certificate"), notPEM.stderr)
 
-        let mismatch = try runCommand(bin, ["--cert", ServerProcess.repositoryRoot + "/Certs/server.pem",
-                                            "--key", ServerProcess.repositoryRoot + "/Certs/apns-sandbox-client-key.pem",
-                                            "--http-port", "0", "--https-port", "0", "--in-memory"], timeout: 10)
+        let mismatch = try runCommand(
+            bin,
+            [
+                "--cert", ServerProcess.repositoryRoot + "/Certs/server.pem",
+                "--key", ServerProcess.repositoryRoot + "/Certs/apns-sandbox-client-key.pem",
+                "--http-port", "0", "--https-port", "0", "--in-memory",
+            ], timeout: 10)
         XCTAssertNotEqual(mismatch.status, 0)
         XCTAssertTrue(mismatch.stderr.contains("does not match"), mismatch.stderr)
 

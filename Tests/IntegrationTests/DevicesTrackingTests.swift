@@ -20,11 +20,19 @@ final class DevicesTrackingTests: XCTestCase {
 
     /// A provider token from a fresh key (accepted by the default lenient APNs auth).
     func jwt() throws -> String {
-        let c = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
-                                                          "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
+        let c = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
+                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+            ], timeout: 10)
         XCTAssertEqual(c.status, 0, c.stderr)
-        let t = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                                                          "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
+        let t = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
+            ], timeout: 10)
         return t.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -48,15 +56,20 @@ final class DevicesTrackingTests: XCTestCase {
         sink = try TrackingSink()
         let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url])
         let jwt = try jwt()
-        var (code, body) = try admin(s, "POST", "/emulator/v1/devices",
-                                     #"{"platform":"ios","app":"com.example.app","behavior":{"openRate":1,"openDelayMs":50}}"#)
+        var (code, body) = try admin(
+            s, "POST", "/emulator/v1/devices",
+            #"{"platform":"ios","app":"com.example.app","behavior":{"openRate":1,"openDelayMs":50}}"#)
         XCTAssertEqual(code, 201, body)
         let ios = try XCTUnwrap(try json(body)["token"] as? String)
         XCTAssertEqual(ios.count, 64)
-        let push = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
-                                           "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
-                                           "-d", #"{"aps":{"alert":{"title":"Hi"},"mutable-content":1},"_mId":"12345","_dId":"67890"}"#,
-                                           "http://127.0.0.1:\(s.httpPort)/3/device/\(ios)"], timeout: 10)
+        let push = try runCommand(
+            "curl",
+            [
+                "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
+                "-d", #"{"aps":{"alert":{"title":"Hi"},"mutable-content":1},"_mId":"12345","_dId":"67890"}"#,
+                "http://127.0.0.1:\(s.httpPort)/3/device/\(ios)",
+            ], timeout: 10)
         XCTAssertEqual(push.stdout, "200")
         XCTAssertEqual(sink.wait(for: 2), 2)
         usleep(300_000)
@@ -67,9 +80,13 @@ final class DevicesTrackingTests: XCTestCase {
         (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"android","app":"com.example.android"}"#)
         XCTAssertEqual(code, 201, body)
         let android = try XCTUnwrap(try json(body)["token"] as? String)
-        let send = try runCommand("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: Bearer x",
-                                           "-d", #"{"message":{"token":"\#(android)","data":{"_mId":"-1","_dId":"d-9"}}}"#,
-                                           "http://127.0.0.1:\(s.httpPort)/v1/projects/demo-project/messages:send"], timeout: 10)
+        let send = try runCommand(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                "-d", #"{"message":{"token":"\#(android)","data":{"_mId":"-1","_dId":"d-9"}}}"#,
+                "http://127.0.0.1:\(s.httpPort)/v1/projects/demo-project/messages:send",
+            ], timeout: 10)
         XCTAssertEqual(send.stdout, "200")
         XCTAssertEqual(sink.wait(for: 3), 3)
         usleep(300_000)
@@ -95,7 +112,8 @@ final class DevicesTrackingTests: XCTestCase {
         let pid = s.process.processIdentifier
         let before = rssKB(pid)
         let t0 = Date()
-        var (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":10000000,"seed":1}"#)
+        var (code, body) = try admin(
+            s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":10000000,"seed":1}"#)
         let elapsed = Date().timeIntervalSince(t0)
         XCTAssertEqual(code, 201, body)
         XCTAssertEqual(try json(body)["id"] as? String, "fleet-1")
@@ -108,13 +126,19 @@ final class DevicesTrackingTests: XCTestCase {
         XCTAssertEqual(tokens.count, 100_000)
         XCTAssertEqual(Set(tokens).count, 100_000)
         let uris = dir.appendingPathComponent("uris.txt")
-        try tokens.map { "http://127.0.0.1:\(s.httpPort)/3/device/\($0)" }.joined(separator: "\n").write(to: uris, atomically: true, encoding: .utf8)
+        try tokens.map { "http://127.0.0.1:\(s.httpPort)/3/device/\($0)" }.joined(separator: "\n").write(
+            to: uris, atomically: true, encoding: .utf8)
         let payload = dir.appendingPathComponent("payload.json")
-        try #"{"aps":{"alert":{"title":"Sale"},"mutable-content":1},"_mId":"424242","_dId":"campaign-7"}"#.write(to: payload, atomically: true, encoding: .utf8)
+        try #"{"aps":{"alert":{"title":"Sale"},"mutable-content":1},"_mId":"424242","_dId":"campaign-7"}"#.write(
+            to: payload, atomically: true, encoding: .utf8)
         // One h2load client: each of h2load's clients walks the URI list from the top, so only one
         // client sends every token exactly once.
-        let h = try runCommand("h2load", ["-n", "100000", "-c", "1", "-m", "64", "-i", uris.path, "-d", payload.path,
-                                          "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(try jwt())"], timeout: 120)
+        let h = try runCommand(
+            "h2load",
+            [
+                "-n", "100000", "-c", "1", "-m", "64", "-i", uris.path, "-d", payload.path,
+                "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(try jwt())",
+            ], timeout: 120)
         XCTAssertTrue(h.stdout.contains("status codes: 100000 2xx"), h.stdout)
         XCTAssertEqual(sink.wait(for: 100_000, timeout: 60), 100_000)
         usleep(500_000)
@@ -129,25 +153,34 @@ final class DevicesTrackingTests: XCTestCase {
         XCTAssertEqual(totals["accepted"] as? Int, 100_000)
 
         // A fleet with uninstalled members: those answer 410 Unregistered, reproducibly.
-        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"behavior":{"uninstalledRate":0.5}}"#)
+        (code, body) = try admin(
+            s, "POST", "/emulator/v1/fleets",
+            #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"behavior":{"uninstalledRate":0.5}}"#)
         XCTAssertEqual(code, 201)
         (code, body) = try admin(s, "GET", "/emulator/v1/fleets/fleet-2/tokens?limit=40")
         var statuses: [String] = []
         for t in try XCTUnwrap(try json(body)["tokens"] as? [String]) {
-            let r = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
-                                            "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(try jwt())",
-                                            "-d", #"{"aps":{"alert":"x"}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(t)"], timeout: 10)
+            let r = try runCommand(
+                "curl",
+                [
+                    "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                    "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(try jwt())",
+                    "-d", #"{"aps":{"alert":"x"}}"#, "http://127.0.0.1:\(s.httpPort)/3/device/\(t)",
+                ], timeout: 10)
             statuses.append(r.stdout)
         }
         XCTAssertTrue(statuses.contains("410") && statuses.contains("200"), "\(statuses)")
         XCTAssertEqual(Set(statuses), ["410", "200"])
         // Behaviour fields are also accepted at the fleet's top level, over "behavior".
-        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"uninstalledRate":0.5,"behavior":{"openRate":0.25}}"#)
+        (code, body) = try admin(
+            s, "POST", "/emulator/v1/fleets",
+            #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"uninstalledRate":0.5,"behavior":{"openRate":0.25}}"#)
         XCTAssertEqual(code, 201, body)
         let b = try XCTUnwrap(try json(body)["behavior"] as? [String: Any])
         XCTAssertEqual(b["uninstalledRate"] as? Double, 0.5)
         XCTAssertEqual(b["openRate"] as? Double, 0.25)
-        (code, body) = try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":10,"uninstalledRate":3}"#)
+        (code, body) = try admin(
+            s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":10,"uninstalledRate":3}"#)
         XCTAssertEqual(code, 400)
         XCTAssertTrue(body.contains("uninstalledRate must be a number from 0 to 1"), body)
         XCTAssertEqual(s.stop(), 0)
@@ -156,15 +189,23 @@ final class DevicesTrackingTests: XCTestCase {
     func testCommandLine() throws {
         let s = try ServerProcess()
         let server = "http://127.0.0.1:\(s.httpPort)"
-        var r = try runCommand(ServerProcess.binaryPath, ["fleet", "create", "--server", server, "--platform", "android",
-                                                          "--app", "com.x", "--count", "1234"], timeout: 10)
+        var r = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "fleet", "create", "--server", server, "--platform", "android",
+                "--app", "com.x", "--count", "1234",
+            ], timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         r = try runCommand(ServerProcess.binaryPath, ["fleet", "tokens", "fleet-1", "--server", server], timeout: 30)
         let lines = r.stdout.split(separator: "\n")
         XCTAssertEqual(lines.count, 1234)
         XCTAssertTrue(lines.allSatisfy { $0.count == 163 && $0.contains(":APA91b") })
-        r = try runCommand(ServerProcess.binaryPath, ["devices", "add", "--server", server, "--platform", "ios", "--app", "com.y",
-                                                      "--labels", "beta"], timeout: 10)
+        r = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "devices", "add", "--server", server, "--platform", "ios", "--app", "com.y",
+                "--labels", "beta",
+            ], timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         let token = try XCTUnwrap(try json(r.stdout)["token"] as? String)
         r = try runCommand(ServerProcess.binaryPath, ["devices", "uninstall", token, "--server", server], timeout: 10)
@@ -174,8 +215,12 @@ final class DevicesTrackingTests: XCTestCase {
         r = try runCommand(ServerProcess.binaryPath, ["devices", "show", "nope", "--server", server], timeout: 10)
         XCTAssertEqual(r.status, 1)
         XCTAssertTrue(r.stderr.contains("404"))
-        r = try runCommand(ServerProcess.binaryPath, ["devices", "add", "--server", server, "--platform", "android", "--app", "com.y",
-                                                      "--project", "p-one", "--topics", "news,sports"], timeout: 10)
+        r = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "devices", "add", "--server", server, "--platform", "android", "--app", "com.y",
+                "--project", "p-one", "--topics", "news,sports",
+            ], timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(try json(r.stdout)["topics"] as? [String], ["news", "sports"])
         XCTAssertEqual(try json(r.stdout)["project"] as? String, "p-one")
@@ -185,19 +230,30 @@ final class DevicesTrackingTests: XCTestCase {
         let s = try ServerProcess(["--devices", "strict"])
         let jwt = try jwt()
         func apns(_ token: String, _ body: String = #"{"aps":{"alert":"x"}}"#) throws -> String {
-            try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
-                                    "-H", "authorization: bearer \(jwt)", "-d", body,
-                                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10).stdout
+            try runCommand(
+                "curl",
+                [
+                    "-sS", "--http2-prior-knowledge", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                    "-H", "authorization: bearer \(jwt)", "-d", body,
+                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)",
+                ], timeout: 10
+            ).stdout
         }
         func fcm(_ token: String) throws -> String {
-            try runCommand("curl", ["-sS", "-w", "%{http_code}", "-H", "authorization: Bearer x",
-                                    "-d", #"{"message":{"token":"\#(token)","data":{"_dId":"camp-1"}}}"#,
-                                    "http://127.0.0.1:\(s.httpPort)/v1/projects/p-one/messages:send"], timeout: 10).stdout
+            try runCommand(
+                "curl",
+                [
+                    "-sS", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                    "-d", #"{"message":{"token":"\#(token)","data":{"_dId":"camp-1"}}}"#,
+                    "http://127.0.0.1:\(s.httpPort)/v1/projects/p-one/messages:send",
+                ], timeout: 10
+            ).stdout
         }
         // Unknown tokens: what the real services answer for tokens they never issued.
         XCTAssertEqual(try apns(String(repeating: "ab", count: 32)), #"{"reason":"BadDeviceToken"}400"#)
-        XCTAssertTrue(try fcm(String(repeating: "c", count: 22) + ":APA91b" + String(repeating: "y", count: 134))
-            .contains("The registration token is not a valid FCM registration token"))
+        XCTAssertTrue(
+            try fcm(String(repeating: "c", count: 22) + ":APA91b" + String(repeating: "y", count: 134))
+                .contains("The registration token is not a valid FCM registration token"))
         // Registered devices and fleet members are known.
         var (code, body) = try admin(s, "POST", "/emulator/v1/devices", #"{"platform":"ios","app":"com.example.app"}"#)
         XCTAssertEqual(code, 201)
@@ -229,8 +285,9 @@ final class DevicesTrackingTests: XCTestCase {
     /// and honoured by topic sends (only the subscribed device receives).
     func testDeviceTopicsAreFCMSubscriptions() throws {
         let s = try ServerProcess([])
-        var (code, body) = try admin(s, "POST", "/emulator/v1/devices",
-                                     #"{"platform":"android","app":"com.a","project":"p-one","topics":["news","/topics/sports"]}"#)
+        var (code, body) = try admin(
+            s, "POST", "/emulator/v1/devices",
+            #"{"platform":"android","app":"com.a","project":"p-one","topics":["news","/topics/sports"]}"#)
         XCTAssertEqual(code, 201, body)
         var d = try json(body)
         let token = try XCTUnwrap(d["token"] as? String)
@@ -247,9 +304,14 @@ final class DevicesTrackingTests: XCTestCase {
         XCTAssertEqual(code, 400)
 
         func send(_ topic: String) throws -> String {
-            try runCommand("curl", ["-sS", "-w", "%{http_code}", "-H", "authorization: Bearer x",
-                                    "-d", #"{"message":{"topic":"\#(topic)","data":{"k":"v"}}}"#,
-                                    "http://127.0.0.1:\(s.httpPort)/v1/projects/p-one/messages:send"], timeout: 10).stdout
+            try runCommand(
+                "curl",
+                [
+                    "-sS", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                    "-d", #"{"message":{"topic":"\#(topic)","data":{"k":"v"}}}"#,
+                    "http://127.0.0.1:\(s.httpPort)/v1/projects/p-one/messages:send",
+                ], timeout: 10
+            ).stdout
         }
         func inbox(_ t: String) throws -> Int {
             let (_, b) = try admin(s, "GET", "/emulator/v1/devices/\(t)/notifications")

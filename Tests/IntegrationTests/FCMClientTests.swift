@@ -41,13 +41,21 @@ final class FCMClientTests: XCTestCase {
         // google-auth fetched its access token from pushemu's /token.
         let s = try ServerProcess(["--in-memory=false", "--data-dir", dir.path + "/data", "--fcm-auth", "strict"])
         let cred = dir.path + "/sa.json"
-        let c = try runCommand(ServerProcess.binaryPath, ["credentials", "fcm", "--project", "demo-proj", "--out", cred,
-                                                          "--token-uri", "http://127.0.0.1:\(s.httpPort)/token",
-                                                          "--data-dir", dir.path + "/data"], timeout: 20)
+        let c = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "fcm", "--project", "demo-proj", "--out", cred,
+                "--token-uri", "http://127.0.0.1:\(s.httpPort)/token",
+                "--data-dir", dir.path + "/data",
+            ], timeout: 20)
         XCTAssertEqual(c.status, 0, c.stderr)
-        let r = try runCommand(Self.python, [Self.root + "/Tests/Clients/fcm_admin.py", "http://127.0.0.1:\(s.httpPort)",
-                                             "https://127.0.0.1:\(s.httpsPort)", cred, "demo-proj"],
-                               timeout: 120, environment: ["SSL_CERT_FILE": Self.ca, "PYTHONWARNINGS": "ignore"])
+        let r = try runCommand(
+            Self.python,
+            [
+                Self.root + "/Tests/Clients/fcm_admin.py", "http://127.0.0.1:\(s.httpPort)",
+                "https://127.0.0.1:\(s.httpsPort)", cred, "demo-proj",
+            ],
+            timeout: 120, environment: ["SSL_CERT_FILE": Self.ca, "PYTHONWARNINGS": "ignore"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "")
 
@@ -75,8 +83,10 @@ final class FCMClientTests: XCTestCase {
         let topic = try notifications(s, "provider=fcm&topic=news")
         XCTAssertEqual(topic.compactMap { $0["token"] as? String }, [Self.token(1)])
         XCTAssertEqual(topic.first?["name"] as? String, out["topic_send"] as? String)
-        let cond = try notifications(s, "provider=fcm&topic=" + "'sports' in topics && !('news' in topics)"
-            .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        let cond = try notifications(
+            s,
+            "provider=fcm&topic=" + "'sports' in topics && !('news' in topics)"
+                .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
         XCTAssertEqual(Set(cond.compactMap { $0["token"] as? String }), [Self.token(2), Self.token(3)])
         XCTAssertEqual(Set(cond.compactMap { $0["name"] as? String }), [try XCTUnwrap(out["condition_send"] as? String)])
         let first = try notifications(s, "token=" + Self.token(1)).first
@@ -92,23 +102,32 @@ final class FCMClientTests: XCTestCase {
     func testServiceAccountAdminEndpointAndCurl() throws {
         let s = try ServerProcess()
         let base = "http://127.0.0.1:\(s.httpPort)"
-        var r = try runCommand("curl", ["-sS", "-w", "\n%{http_code}", "-X", "POST", base + "/emulator/v1/fcm/service-accounts",
-                                        "-d", #"{"projectId":"curl-project"}"#], timeout: 20)
+        var r = try runCommand(
+            "curl",
+            [
+                "-sS", "-w", "\n%{http_code}", "-X", "POST", base + "/emulator/v1/fcm/service-accounts",
+                "-d", #"{"projectId":"curl-project"}"#,
+            ], timeout: 20)
         var lines = r.stdout.split(separator: "\n")
         XCTAssertEqual(lines.last, "201")
         let sa = try json(lines.dropLast().joined(separator: "\n"))
         XCTAssertEqual(sa["type"] as? String, "service_account")
         XCTAssertEqual(sa["token_uri"] as? String, base.replacingOccurrences(of: "http://", with: "http://") + "/token")
         XCTAssertTrue((sa["private_key"] as? String)?.hasPrefix("-----BEGIN PRIVATE KEY-----") == true)
-        r = try runCommand("curl", ["-sS", "-X", "POST", base + "/emulator/v1/fcm/service-accounts", "-d", #"{"projectId":"Bad Id"}"#], timeout: 10)
+        r = try runCommand(
+            "curl", ["-sS", "-X", "POST", base + "/emulator/v1/fcm/service-accounts", "-d", #"{"projectId":"Bad Id"}"#], timeout: 10)
         XCTAssertTrue(r.stdout.contains("\"code\":400"), r.stdout)
 
         // h2c prior knowledge, a foreign bearer (lenient default).
         let token = Self.token(9)
-        r = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-w", "\n%{http_code} %{http_version}",
-                                    "-H", "authorization: Bearer fake", "-H", "content-type: application/json",
-                                    "-d", #"{"message":{"token":"\#(token)","notification":{"title":"h2c"}}}"#,
-                                    base + "/v1/projects/curl-project/messages:send"], timeout: 10)
+        r = try runCommand(
+            "curl",
+            [
+                "-sS", "--http2-prior-knowledge", "-w", "\n%{http_code} %{http_version}",
+                "-H", "authorization: Bearer fake", "-H", "content-type: application/json",
+                "-d", #"{"message":{"token":"\#(token)","notification":{"title":"h2c"}}}"#,
+                base + "/v1/projects/curl-project/messages:send",
+            ], timeout: 10)
         lines = r.stdout.split(separator: "\n")
         XCTAssertEqual(lines.last, "200 2", r.stdout)
         XCTAssertTrue(r.stdout.contains("\"name\": \"projects/curl-project/messages/0:"), r.stdout)
@@ -138,7 +157,8 @@ final class FCMClientTests: XCTestCase {
             XCTAssertEqual(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "max_concurrent_streams=\(expected)", r.stderr)
         }
         let q = try ServerProcess(["--fcm-streams", "7"])
-        let r = try runCommand(Self.python, [Self.root + "/Tests/Clients/h2_settings.py", "\(q.httpsPort)", Self.ca, "fcm.googleapis.com"], timeout: 20)
+        let r = try runCommand(
+            Self.python, [Self.root + "/Tests/Clients/h2_settings.py", "\(q.httpsPort)", Self.ca, "fcm.googleapis.com"], timeout: 20)
         XCTAssertEqual(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "max_concurrent_streams=7")
     }
 }

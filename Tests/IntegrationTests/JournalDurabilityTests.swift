@@ -9,20 +9,31 @@ final class JournalDurabilityTests: XCTestCase {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let data = dir.path + "/data"
-        _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
-                                                      "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
-        let jwt = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                                                            "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
-            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
+                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+            ], timeout: 10)
+        let jwt = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
+            ], timeout: 10
+        )
+        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let payload = dir.path + "/p.json"
         try #"{"aps":{"alert":"durable"},"_dId":"camp-d"}"#.write(toFile: payload, atomically: true, encoding: .utf8)
 
         let s = try ServerProcess(["--in-memory=false", "--data-dir", data, "--durability", "strict"])
         let h2load = Process()
         h2load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-        h2load.arguments = ["-n", "3000000", "-c", "4", "-m", "32", "-d", payload, "-H", "apns-topic: com.example.app",
-                            "-H", "authorization: bearer \(jwt)",
-                            "http://127.0.0.1:\(s.httpPort)/3/device/\(String(repeating: "ab", count: 32))"]
+        h2load.arguments = [
+            "-n", "3000000", "-c", "4", "-m", "32", "-d", payload, "-H", "apns-topic: com.example.app",
+            "-H", "authorization: bearer \(jwt)",
+            "http://127.0.0.1:\(s.httpPort)/3/device/\(String(repeating: "ab", count: 32))",
+        ]
         let out = Pipe()
         h2load.standardOutput = out
         h2load.standardError = FileHandle.nullDevice
@@ -57,9 +68,11 @@ final class JournalDurabilityTests: XCTestCase {
         XCTAssertNil((first["headers"] as? [String: String])?["authorization"])
 
         // The report, read offline from the same journal, counts the same requests.
-        let report = try runCommand(ServerProcess.binaryPath, ["report", "--data-dir", data, "--format", "json", "--campaign", "camp-d"], timeout: 60)
+        let report = try runCommand(
+            ServerProcess.binaryPath, ["report", "--data-dir", data, "--format", "json", "--campaign", "camp-d"], timeout: 60)
         XCTAssertEqual(report.status, 0, report.stderr)
-        let camp = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])?["campaigns"] as? [[String: Any]])
+        let camp = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])?["campaigns"] as? [[String: Any]])
         XCTAssertEqual(camp.first?["campaign"] as? String, "camp-d")
         XCTAssertEqual(camp.first?["accepted"] as? Int, ok)
         let textReport = try runCommand(ServerProcess.binaryPath, ["report", "--data-dir", data], timeout: 60)
@@ -76,26 +89,43 @@ final class JournalDurabilityTests: XCTestCase {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let payload = dir.path + "/p.json"
-        try #"{"aps":{"alert":"a payload long enough to fill a small journal quickly, padded: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},"_dId":"c"}"#
+        try
+            #"{"aps":{"alert":"a payload long enough to fill a small journal quickly, padded: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},"_dId":"c"}"#
             .write(toFile: payload, atomically: true, encoding: .utf8)
         var uris = ""
         for i in 0..<4_000 { uris += "http://127.0.0.1:PORT/3/device/\(String(format: "%064x", i * 7919 + 1))\n" }
-        _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
-                                                      "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
-        let jwt = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                                                            "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
-            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
+                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+            ], timeout: 10)
+        let jwt = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
+            ], timeout: 10
+        )
+        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let s = try ServerProcess(["--in-memory=false", "--data-dir", dir.path + "/data", "--durability", "strict"])
-        try uris.replacingOccurrences(of: "PORT", with: "\(s.httpPort)").write(toFile: dir.path + "/uris.txt", atomically: true, encoding: .utf8)
+        try uris.replacingOccurrences(of: "PORT", with: "\(s.httpPort)").write(
+            toFile: dir.path + "/uris.txt", atomically: true, encoding: .utf8)
         let pid = "\(s.process.processIdentifier)"
         XCTAssertEqual(try runCommand("prlimit", ["--pid", pid, "--fsize=262144:unlimited"], timeout: 10).status, 0)
         func load(_ n: Int) throws -> String {
-            try runCommand("h2load", ["-n", "\(n)", "-c", "4", "-m", "16", "-i", dir.path + "/uris.txt", "-d", payload,
-                                      "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)"], timeout: 120).stdout
+            try runCommand(
+                "h2load",
+                [
+                    "-n", "\(n)", "-c", "4", "-m", "16", "-i", dir.path + "/uris.txt", "-d", payload,
+                    "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
+                ], timeout: 120
+            ).stdout
         }
         func journal() throws -> [String: Any] {
             let r = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/stats"], timeout: 10)
-            return try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])?["journal"] as? [String: Any])
+            return try XCTUnwrap(
+                (try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])?["journal"] as? [String: Any])
         }
         let out = try load(20_000)
         XCTAssertTrue(out.contains("status codes: 20000 2xx"), out)

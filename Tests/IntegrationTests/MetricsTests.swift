@@ -11,15 +11,29 @@ final class MetricsTests: XCTestCase {
         let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url, "--allow-override-header"])
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-metrics-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
-                                                      "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
-        let jwt = try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                                                            "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
-            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
+                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+            ], timeout: 10)
+        let jwt = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
+            ], timeout: 10
+        )
+        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         func push(_ token: String) throws -> String {
-            try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
-                                    "-H", "authorization: bearer \(jwt)", "-d", #"{"aps":{"content-available":1},"_mId":"1","_dId":"2"}"#,
-                                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10).stdout
+            try runCommand(
+                "curl",
+                [
+                    "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                    "-H", "authorization: bearer \(jwt)", "-d", #"{"aps":{"content-available":1},"_mId":"1","_dId":"2"}"#,
+                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)",
+                ], timeout: 10
+            ).stdout
         }
         for _ in 0..<3 { XCTAssertEqual(try push(String(repeating: "ab", count: 32)), "200") }
         XCTAssertEqual(try push("nothex"), "400")
@@ -48,8 +62,10 @@ final class MetricsTests: XCTestCase {
         // Open streams: eight requests held 1.5 s on one HTTP/2 connection count while they wait.
         let h2load = Process()
         h2load.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-        h2load.arguments = ["-n", "8", "-c", "1", "-m", "8", "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
-                            "-H", "x-pushemu-fault: delay=1500ms", "http://127.0.0.1:\(s.httpPort)/3/device/\(String(repeating: "ab", count: 32))"]
+        h2load.arguments = [
+            "-n", "8", "-c", "1", "-m", "8", "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
+            "-H", "x-pushemu-fault: delay=1500ms", "http://127.0.0.1:\(s.httpPort)/3/device/\(String(repeating: "ab", count: 32))",
+        ]
         h2load.standardOutput = FileHandle.nullDevice
         h2load.standardError = FileHandle.nullDevice
         try h2load.run()

@@ -19,11 +19,20 @@ final class ReportTests: XCTestCase {
     }
 
     func jwt() throws -> String {
-        _ = try runCommand(ServerProcess.binaryPath, ["credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
-                                                      "--team-id", "TEAM123456", "--key-id", "KEY1234567"], timeout: 10)
-        return try runCommand(ServerProcess.binaryPath, ["token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                                                         "--key-id", "KEY1234567", "--team-id", "TEAM123456"], timeout: 10)
-            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
+                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
+            ], timeout: 10)
+        return try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
+                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
+            ], timeout: 10
+        )
+        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func json(_ s: String) throws -> [String: Any] {
@@ -36,28 +45,37 @@ final class ReportTests: XCTestCase {
 
     func device(_ s: ServerProcess, _ platform: String, tracking url: String) throws -> String {
         let app = platform == "ios" ? "com.example.app" : "com.example.android"
-        let (code, body) = try admin(s, "POST", "/emulator/v1/devices",
-                                     #"{"platform":"\#(platform)","app":"\#(app)","tracking":{"preset":"adobe-campaign","url":"\#(url)"}}"#)
+        let (code, body) = try admin(
+            s, "POST", "/emulator/v1/devices",
+            #"{"platform":"\#(platform)","app":"\#(app)","tracking":{"preset":"adobe-campaign","url":"\#(url)"}}"#)
         XCTAssertEqual(code, 201, body)
         return try XCTUnwrap(try json(body)["token"] as? String)
     }
 
     func testJSONReportCountsAKnownMixExactly() throws {
-        let ok = try TrackingSink(), notFound = try TrackingSink(failFirst: 1_000, failStatus: 404)
+        let ok = try TrackingSink()
+        let notFound = try TrackingSink(failFirst: 1_000, failStatus: 404)
         sinks = [ok, notFound]
-        let dead = "http://127.0.0.1:9"   // discard port: nothing listens; connection refused
+        let dead = "http://127.0.0.1:9" // discard port: nothing listens; connection refused
         let s = try ServerProcess(["--tracking-retries", "1", "--tracking-timeout", "2"])
         let jwt = try jwt()
         func apns(_ token: String, _ body: String, _ headers: [String] = []) throws -> String {
-            var args = ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
-                        "-H", "authorization: bearer \(jwt)", "-d", body]
+            var args = [
+                "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                "-H", "authorization: bearer \(jwt)", "-d", body,
+            ]
             for h in headers { args += ["-H", h] }
             return try runCommand("curl", args + ["http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10).stdout
         }
         func fcm(_ token: String, _ campaign: String) throws -> String {
-            try runCommand("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: Bearer x",
-                                    "-d", #"{"message":{"token":"\#(token)","data":{"_mId":"77","_dId":"\#(campaign)"}}}"#,
-                                    "http://127.0.0.1:\(s.httpPort)/v1/projects/demo-project/messages:send"], timeout: 10).stdout
+            try runCommand(
+                "curl",
+                [
+                    "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: Bearer x",
+                    "-d", #"{"message":{"token":"\#(token)","data":{"_mId":"77","_dId":"\#(campaign)"}}}"#,
+                    "http://127.0.0.1:\(s.httpPort)/v1/projects/demo-project/messages:send",
+                ], timeout: 10
+            ).stdout
         }
         let a = #"{"aps":{"alert":"A","mutable-content":1},"_mId":"12345","_dId":"camp-A"}"#
         let c = #"{"aps":{"alert":"C","mutable-content":1},"_mId":"12345","_dId":"camp-C"}"#
@@ -65,23 +83,23 @@ final class ReportTests: XCTestCase {
         // camp-A (APNs): 5 accepted, each tracked to a sink that answers 200; 6 rejected.
         let goodIOS = try (0..<5).map { _ in try device(s, "ios", tracking: ok.url) }
         for t in goodIOS { XCTAssertEqual(try apns(t, a), "200") }
-        XCTAssertEqual(try apns("abc", a), "400")                                   // BadDeviceToken
-        XCTAssertEqual(try apns("abcd", a), "400")                                  // BadDeviceToken
+        XCTAssertEqual(try apns("abc", a), "400") // BadDeviceToken
+        XCTAssertEqual(try apns("abcd", a), "400") // BadDeviceToken
         let gone = try device(s, "ios", tracking: ok.url)
         XCTAssertEqual(try admin(s, "DELETE", "/emulator/v1/devices/\(gone)").0, 200)
-        XCTAssertEqual(try apns(gone, a), "410")                                    // Unregistered
-        XCTAssertEqual(try apns(goodIOS[0], a, ["apns-priority: 7"]), "400")        // BadPriority
+        XCTAssertEqual(try apns(gone, a), "410") // Unregistered
+        XCTAssertEqual(try apns(goodIOS[0], a, ["apns-priority: 7"]), "400") // BadPriority
         XCTAssertEqual(try apns(goodIOS[0], a, ["apns-push-type: nonsense"]), "400") // InvalidPushType
-        XCTAssertEqual(try apns(goodIOS[0], a, ["apns-expiration: soon"]), "400")   // BadExpirationDate
+        XCTAssertEqual(try apns(goodIOS[0], a, ["apns-expiration: soon"]), "400") // BadExpirationDate
 
         // camp-B (FCM): 3 accepted, tracked to a sink that answers 404 (final, never retried); 3 rejected.
         let android = try (0..<3).map { _ in try device(s, "android", tracking: notFound.url) }
         for t in android { XCTAssertEqual(try fcm(t, "camp-B"), "200") }
         let goneAndroid = try device(s, "android", tracking: notFound.url)
         XCTAssertEqual(try admin(s, "DELETE", "/emulator/v1/devices/\(goneAndroid)").0, 200)
-        XCTAssertEqual(try fcm(goneAndroid, "camp-B"), "404")                       // UNREGISTERED
-        XCTAssertEqual(try fcm("bad", "camp-B"), "400")                             // INVALID_ARGUMENT
-        XCTAssertEqual(try fcm("worse", "camp-B"), "400")                           // INVALID_ARGUMENT
+        XCTAssertEqual(try fcm(goneAndroid, "camp-B"), "404") // UNREGISTERED
+        XCTAssertEqual(try fcm("bad", "camp-B"), "400") // INVALID_ARGUMENT
+        XCTAssertEqual(try fcm("worse", "camp-B"), "400") // INVALID_ARGUMENT
 
         // camp-C (APNs): 2 accepted, tracked to nothing: each receive tried twice, then failed.
         let deadIOS = try device(s, "ios", tracking: dead)
@@ -100,7 +118,8 @@ final class ReportTests: XCTestCase {
             report = try json(body)
             byName = [:]
             for c in report["campaigns"] as? [[String: Any]] ?? [] { byName[(c["campaign"] as? String) ?? "-"] = c }
-            let attempts = (report["totals"] as? [String: Any]).flatMap { $0["tracking"] as? [String: [String: Int]] }?["receive"]?["attempts"]
+            let attempts = (report["totals"] as? [String: Any]).flatMap { $0["tracking"] as? [String: [String: Int]] }?["receive"]?[
+                "attempts"]
             if attempts == 12 { break }
             usleep(100_000)
         } while Date() < deadline
@@ -108,13 +127,15 @@ final class ReportTests: XCTestCase {
         let campA = try XCTUnwrap(byName["camp-A"], "\(report)")
         XCTAssertEqual(campA["sent"] as? Int, 11)
         XCTAssertEqual(campA["accepted"] as? Int, 5)
-        XCTAssertEqual(campA["rejected"] as? [String: Int],
-                       ["BadDeviceToken": 2, "Unregistered": 1, "BadPriority": 1, "InvalidPushType": 1, "BadExpirationDate": 1])
+        XCTAssertEqual(
+            campA["rejected"] as? [String: Int],
+            ["BadDeviceToken": 2, "Unregistered": 1, "BadPriority": 1, "InvalidPushType": 1, "BadExpirationDate": 1])
         XCTAssertEqual(campA["uniqueDevices"] as? Int, 8)
         XCTAssertEqual((campA["byProvider"] as? [String: [String: Int]])?["apns"], ["sent": 11, "accepted": 5, "rejected": 6])
         XCTAssertEqual((campA["byPlatform"] as? [String: [String: Int]])?["ios"], ["sent": 11, "accepted": 5, "rejected": 6])
-        XCTAssertEqual((campA["tracking"] as? [String: [String: Int]])?["receive"],
-                       ["fired": 5, "succeeded": 5, "failed": 0, "retried": 0, "attempts": 5])
+        XCTAssertEqual(
+            (campA["tracking"] as? [String: [String: Int]])?["receive"],
+            ["fired": 5, "succeeded": 5, "failed": 0, "retried": 0, "attempts": 5])
         XCTAssertEqual(campA["receiveRate"] as? Double, 1.0)
         XCTAssertEqual(campA["openRate"] as? Double, 0.0)
 
@@ -123,16 +144,18 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(campB["accepted"] as? Int, 3)
         XCTAssertEqual(campB["rejected"] as? [String: Int], ["UNREGISTERED": 1, "INVALID_ARGUMENT": 2])
         XCTAssertEqual((campB["byPlatform"] as? [String: [String: Int]])?["android"], ["sent": 6, "accepted": 3, "rejected": 3])
-        XCTAssertEqual((campB["tracking"] as? [String: [String: Int]])?["receive"],
-                       ["fired": 3, "succeeded": 0, "failed": 3, "retried": 0, "attempts": 3])
+        XCTAssertEqual(
+            (campB["tracking"] as? [String: [String: Int]])?["receive"],
+            ["fired": 3, "succeeded": 0, "failed": 3, "retried": 0, "attempts": 3])
 
         let campC = try XCTUnwrap(byName["camp-C"])
         XCTAssertEqual(campC["sent"] as? Int, 2)
         XCTAssertEqual(campC["accepted"] as? Int, 2)
         XCTAssertEqual(campC["rejected"] as? [String: Int], [:])
         XCTAssertEqual(campC["uniqueDevices"] as? Int, 1)
-        XCTAssertEqual((campC["tracking"] as? [String: [String: Int]])?["receive"],
-                       ["fired": 2, "succeeded": 0, "failed": 2, "retried": 2, "attempts": 4])
+        XCTAssertEqual(
+            (campC["tracking"] as? [String: [String: Int]])?["receive"],
+            ["fired": 2, "succeeded": 0, "failed": 2, "retried": 2, "attempts": 4])
 
         let none = try XCTUnwrap(byName["-"], "requests without a campaign id")
         XCTAssertEqual(none["sent"] as? Int, 1)
@@ -158,8 +181,12 @@ final class ReportTests: XCTestCase {
         XCTAssertFalse(body.contains("src=") || body.contains("<link"), "no external assets")
         XCTAssertEqual(try admin(s, "GET", "/emulator/v1/report?format=pdf").0, 400)
         XCTAssertEqual(try admin(s, "GET", "/emulator/v1/report?since=yesterday").0, 400)
-        let cli = try runCommand(ServerProcess.binaryPath, ["report", "--server", "http://127.0.0.1:\(s.httpPort)", "--format", "json",
-                                                            "--campaign", "camp-C", "--out", dir.path + "/r.json"], timeout: 30)
+        let cli = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "report", "--server", "http://127.0.0.1:\(s.httpPort)", "--format", "json",
+                "--campaign", "camp-C", "--out", dir.path + "/r.json",
+            ], timeout: 30)
         XCTAssertEqual(cli.status, 0, cli.stderr)
         let file = try String(contentsOfFile: dir.path + "/r.json", encoding: .utf8)
         XCTAssertEqual((try json(file)["campaigns"] as? [[String: Any]])?.first?["sent"] as? Int, 2)
@@ -179,10 +206,14 @@ final class ReportTests: XCTestCase {
         let jwt = try jwt()
         let token = try device(s, "ios", tracking: ok.url)
         for i in 0..<20 {
-            let r = try runCommand("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
-                                            "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
-                                            "-d", #"{"aps":{"alert":"n\#(i)","mutable-content":1},"_mId":"\#(i + 1)","_dId":"d"}"#,
-                                            "http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10)
+            let r = try runCommand(
+                "curl",
+                [
+                    "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                    "-H", "apns-topic: com.example.app", "-H", "authorization: bearer \(jwt)",
+                    "-d", #"{"aps":{"alert":"n\#(i)","mutable-content":1},"_mId":"\#(i + 1)","_dId":"d"}"#,
+                    "http://127.0.0.1:\(s.httpPort)/3/device/\(token)",
+                ], timeout: 10)
             XCTAssertEqual(r.stdout, "200")
         }
         XCTAssertEqual(ok.wait(for: 20), 20)

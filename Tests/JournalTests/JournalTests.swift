@@ -1,31 +1,40 @@
-@testable import Journal
 import PushCore
 import Transport
 import XCTest
 
+@testable import Journal
+
 /// The journal on its own: records written in group commits, read back by export, bounded queue.
 final class JournalTests: XCTestCase {
     func record(_ i: Int, status: Int = 200, reason: String = "") -> RequestRecord {
-        RequestRecord(atMs: 1_000 + Int64(i), provider: i % 2 == 0 ? .apns : .fcm, connection: 7, environment: "sandbox",
-                      token: Array("tok\(i)".utf8)[...], topic: Array("com.example.app".utf8)[...], status: status, reason: reason, latencyUs: 12,
-                      headers: HTTPFields([("apns-topic", "com.example.app"), ("authorization", "bearer secret")]),
-                      payload: Array(#"{"aps":{},"_dId":"c\#(i % 3)"}"#.utf8)[...], warnings: i == 0 ? ["w"] : [],
-                      notificationID: UUIDValue(high: UInt64(i), low: 7))
+        RequestRecord(
+            atMs: 1_000 + Int64(i), provider: i % 2 == 0 ? .apns : .fcm, connection: 7, environment: "sandbox",
+            token: Array("tok\(i)".utf8)[...], topic: Array("com.example.app".utf8)[...], status: status, reason: reason, latencyUs: 12,
+            headers: HTTPFields([("apns-topic", "com.example.app"), ("authorization", "bearer secret")]),
+            payload: Array(#"{"aps":{},"_dId":"c\#(i % 3)"}"#.utf8)[...], warnings: i == 0 ? ["w"] : [],
+            notificationID: UUIDValue(high: UInt64(i), low: 7))
     }
 
     func testWritesAndExports() throws {
         let dir = "/tmp/pushemu-journal-test-\(getpid())"
         mkdir(dir, 0o755)
-        defer { for f in Files.list(dir) { unlink(dir + "/" + f) }; rmdir(dir) }
-        let j = try Journal(path: dir + "/j.sqlite", durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, payload in
-            let s = String(decoding: payload, as: UTF8.self)
-            return s.contains("\"c1\"") ? "c1" : nil
-        })
+        defer {
+            for f in Files.list(dir) { unlink(dir + "/" + f) }
+            rmdir(dir)
+        }
+        let j = try Journal(
+            path: dir + "/j.sqlite", durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max),
+            campaignOf: { _, payload in
+                let s = String(decoding: payload, as: UTF8.self)
+                return s.contains("\"c1\"") ? "c1" : nil
+            })
         j.start()
         for i in 0..<500 { j.append(record(i, status: i % 10 == 0 ? 410 : 200, reason: i % 10 == 0 ? "Unregistered" : ""), loop: nil) {} }
-        j.append(TrackingRecord(atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1", notificationID: "n1",
-                                method: "GET", url: "http://sink/r/?id=h1,2,1", status: 200, outcome: "succeeded", attempt: 1,
-                                latencyMs: 1.5, error: nil))
+        j.append(
+            TrackingRecord(
+                atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1", notificationID: "n1",
+                method: "GET", url: "http://sink/r/?id=h1,2,1", status: 200, outcome: "succeeded", attempt: 1,
+                latencyMs: 1.5, error: nil))
         j.stop()
         XCTAssertEqual(j.counts().requests, 500)
         XCTAssertEqual(j.counts().tracking, 1)
@@ -33,7 +42,7 @@ final class JournalTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(j.statistics.batches, 1)
         var lines: [String] = []
         try Journal.export(path: dir + "/j.sqlite", sinceMs: 1_100) { lines.append($0) }
-        XCTAssertEqual(lines.count, 400 + 1)   // at_ms >= 1100: records 100...499, and the tracking attempt
+        XCTAssertEqual(lines.count, 400 + 1) // at_ms >= 1100: records 100...499, and the tracking attempt
         let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
         XCTAssertEqual(first["type"] as? String, "request")
         XCTAssertEqual(first["status"] as? Int, 410)
@@ -46,7 +55,6 @@ final class JournalTests: XCTestCase {
     }
 }
 
-
 extension JournalTests {
     /// A strict journal on disk writes through the coalescing VFS: many commits, well past the
     /// 4 MiB WAL checkpoint (so the checkpoint's writes to the database go through it too, in
@@ -56,41 +64,72 @@ extension JournalTests {
     func testStrictOnDiskThroughTheCoalescingVFS() throws {
         let dir = "/tmp/pushemu-journal-strict-\(getpid())"
         mkdir(dir, 0o755)
-        defer { for f in Files.list(dir) { unlink(dir + "/" + f) }; rmdir(dir) }
+        defer {
+            for f in Files.list(dir) { unlink(dir + "/" + f) }
+            rmdir(dir)
+        }
         let path = dir + "/j.sqlite"
-        let j = try Journal(path: path, durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        let j = try Journal(
+            path: path, durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
         j.start()
-        final class Box: @unchecked Sendable { var answered = 0; var readerSaw = 0; var stop = false; let lock = NSLock() }
+        final class Box: @unchecked Sendable {
+            var answered = 0
+            var readerSaw = 0
+            var stop = false
+            let lock = NSLock()
+        }
         let box = Box()
         let reader = Thread {
             while true {
-                box.lock.lock(); let stop = box.stop; box.lock.unlock()
+                box.lock.lock()
+                let stop = box.stop
+                box.lock.unlock()
                 if stop { break }
-                var n = 0, last: Int64 = 0, ordered = true
+                var n = 0
+                var last: Int64 = 0
+                var ordered = true
                 j.scan { e in
-                    if case .request(let r) = e { n += 1; ordered = ordered && r.atMs >= last; last = r.atMs }
+                    if case .request(let r) = e {
+                        n += 1
+                        ordered = ordered && r.atMs >= last
+                        last = r.atMs
+                    }
                     return true
                 }
-                box.lock.lock(); box.readerSaw = max(box.readerSaw, ordered ? n : -1_000_000); box.lock.unlock()
+                box.lock.lock()
+                box.readerSaw = max(box.readerSaw, ordered ? n : -1_000_000)
+                box.lock.unlock()
                 usleep(20_000)
             }
         }
         reader.start()
         let total = 3_000
         var payload = Array(#"{"aps":{"alert":"x"},"pad":""#.utf8)
-        for k in 0..<4_000 { payload.append(UInt8(ascii: "a") + UInt8(k % 26)) }   // ~4 KB, each record different
+        for k in 0..<4_000 { payload.append(UInt8(ascii: "a") + UInt8(k % 26)) } // ~4 KB, each record different
         payload += Array(#""}"#.utf8)
         for i in 0..<total {
             var r = record(i)
             payload[40] = UInt8(ascii: "a") + UInt8(i % 26)
             payload[41] = UInt8(ascii: "a") + UInt8(i / 26 % 26)
             r.payload = payload[...]
-            j.append(r, loop: nil) { box.lock.lock(); box.answered += 1; box.lock.unlock() }
-            if i % 100 == 99 { usleep(2_000) }   // several commits
+            j.append(r, loop: nil) {
+                box.lock.lock()
+                box.answered += 1
+                box.lock.unlock()
+            }
+            if i % 100 == 99 { usleep(2_000) } // several commits
         }
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline { box.lock.lock(); let a = box.answered; box.lock.unlock(); if a == total { break }; usleep(5_000) }
-        box.lock.lock(); box.stop = true; box.lock.unlock()
+        while Date() < deadline {
+            box.lock.lock()
+            let a = box.answered
+            box.lock.unlock()
+            if a == total { break }
+            usleep(5_000)
+        }
+        box.lock.lock()
+        box.stop = true
+        box.lock.unlock()
         while !reader.isFinished { usleep(5_000) }
         XCTAssertEqual(box.answered, total)
         XCTAssertGreaterThanOrEqual(box.readerSaw, 0, "a concurrent reader saw records out of order")
@@ -99,7 +138,10 @@ extension JournalTests {
         j.stop()
         var ids: [Int64] = []
         try Journal.scan(path: path) { e in
-            if case .request(let r) = e { ids.append(r.atMs); XCTAssertEqual(r.payloadSize, payload.count) }
+            if case .request(let r) = e {
+                ids.append(r.atMs)
+                XCTAssertEqual(r.payloadSize, payload.count)
+            }
             return true
         }
         XCTAssertEqual(ids, (0..<total).map { 1_000 + Int64($0) })
@@ -111,18 +153,35 @@ extension JournalTests {
     func testStrictAnswersOnlyAfterCommit() throws {
         let dir = "/tmp/pushemu-journal-answers-\(getpid())"
         mkdir(dir, 0o755)
-        defer { for f in Files.list(dir) { unlink(dir + "/" + f) }; rmdir(dir) }
-        let j = try Journal(path: dir + "/j.sqlite", durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
-        final class Box: @unchecked Sendable { var done = 0; let lock = NSLock() }
+        defer {
+            for f in Files.list(dir) { unlink(dir + "/" + f) }
+            rmdir(dir)
+        }
+        let j = try Journal(
+            path: dir + "/j.sqlite", durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        final class Box: @unchecked Sendable {
+            var done = 0
+            let lock = NSLock()
+        }
         let box = Box()
         for i in 0..<50 {
-            j.append(record(i), loop: nil) { box.lock.lock(); box.done += 1; box.lock.unlock() }
+            j.append(record(i), loop: nil) {
+                box.lock.lock()
+                box.done += 1
+                box.lock.unlock()
+            }
         }
         usleep(50_000)
         XCTAssertEqual(box.done, 0, "not started: nothing committed, nothing answered")
         j.start()
         let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline { box.lock.lock(); let d = box.done; box.lock.unlock(); if d == 50 { break }; usleep(5_000) }
+        while Date() < deadline {
+            box.lock.lock()
+            let d = box.done
+            box.lock.unlock()
+            if d == 50 { break }
+            usleep(5_000)
+        }
         XCTAssertEqual(box.done, 50)
         XCTAssertEqual(j.counts().requests, 50)
         j.stop()
@@ -132,9 +191,16 @@ extension JournalTests {
     /// every read first has the writer commit what is queued (cutting its 10 ms window short).
     func testInMemoryStrictAnswersAtOnceAndReadsSeeEveryAnsweredRecord() throws {
         let j = try Journal(path: nil, durability: .strict, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
-        final class Box: @unchecked Sendable { var done = 0; let lock = NSLock() }
+        final class Box: @unchecked Sendable {
+            var done = 0
+            let lock = NSLock()
+        }
         let box = Box()
-        j.append(record(0), loop: nil) { box.lock.lock(); box.done += 1; box.lock.unlock() }
+        j.append(record(0), loop: nil) {
+            box.lock.lock()
+            box.done += 1
+            box.lock.unlock()
+        }
         XCTAssertEqual(box.done, 1, "answered at once, before the writer even started")
         XCTAssertEqual(j.counts().requests, 0, "no writer yet: a read cannot flush, and returns at once")
         j.start()
@@ -143,20 +209,31 @@ extension JournalTests {
         var answered = 1
         for round in 0..<20 {
             for i in 0..<(round * 7 + 1) {
-                j.append(record(answered + i), loop: nil) { box.lock.lock(); box.done += 1; box.lock.unlock() }
+                j.append(record(answered + i), loop: nil) {
+                    box.lock.lock()
+                    box.done += 1
+                    box.lock.unlock()
+                }
             }
             answered += round * 7 + 1
-            box.lock.lock(); XCTAssertEqual(box.done, answered); box.lock.unlock()
+            box.lock.lock()
+            XCTAssertEqual(box.done, answered)
+            box.lock.unlock()
             let t0 = Clock.monotonicNanoseconds()
             var n = 0
-            j.scan { e in if case .request = e { n += 1 }; return true }
+            j.scan { e in
+                if case .request = e { n += 1 }
+                return true
+            }
             XCTAssertEqual(n, answered, "round \(round)")
             XCTAssertLessThan(Clock.monotonicNanoseconds() - t0, 500_000_000)
         }
         XCTAssertEqual(j.report().all.totals.sent, answered)
-        j.append(TrackingRecord(atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1", notificationID: "n1",
-                                method: "GET", url: "http://sink/r/?id=h1,2,1", status: 200, outcome: "succeeded", attempt: 1,
-                                latencyMs: 1.5, error: nil))
+        j.append(
+            TrackingRecord(
+                atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1", notificationID: "n1",
+                method: "GET", url: "http://sink/r/?id=h1,2,1", status: 200, outcome: "succeeded", attempt: 1,
+                latencyMs: 1.5, error: nil))
         XCTAssertEqual(j.counts().tracking, 1)
         XCTAssertEqual(j.statistics.writerNice, 0, "no answer waits on the writer: it keeps the default priority")
         j.stop()
@@ -177,14 +254,17 @@ extension JournalTests {
         r.notificationID = nil
         r.warnings = ["a", "b"]
         add(r)
-        e.append(TrackingRecord(atMs: 5_000, preset: "braze", event: "open", token: "t", notificationID: "n", method: "POST",
-                                url: "https://x/y", status: 503, outcome: "retrying", attempt: 2, latencyMs: 12.345, error: "timeout", events: 3))
+        e.append(
+            TrackingRecord(
+                atMs: 5_000, preset: "braze", event: "open", token: "t", notificationID: "n", method: "POST",
+                url: "https://x/y", status: 503, outcome: "retrying", attempt: 2, latencyMs: 12.345, error: "timeout", events: 3))
         var d = SegmentDecoder(e.bytes)
         var entries: [JournalEntry] = []
         while let x = d.next() { entries.append(x) }
         XCTAssertEqual(entries.count, 102)
         guard case .request(let first) = entries[0], case .request(let seventh) = entries[7], case .request(let last) = entries[100],
-              case .tracking(let t) = entries[101] else { return XCTFail("kinds") }
+            case .tracking(let t) = entries[101]
+        else { return XCTFail("kinds") }
         XCTAssertEqual(first.token, "tok0")
         XCTAssertEqual(first.topic, "com.example.app")
         XCTAssertEqual(first.headers.map(\.name), ["apns-topic"], "never authorization")
@@ -212,9 +292,11 @@ extension JournalTests {
     /// and a list too large for the fast path still round-trips. Format 1 segments still read.
     func testTokenFormsHeadersAndFormatOne() throws {
         let hex = "f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820"
-        var tokens = [hex, hex.uppercased(), String(hex.dropLast()), "ab", "a", "", "dGhpc2lz:APA91bHPRgk-_x",
-                      String(repeating: "0f", count: 100)]
-        for k in [0, 1, 31, 62, 63] {   // one non-hex (or uppercase) byte at several positions
+        var tokens = [
+            hex, hex.uppercased(), String(hex.dropLast()), "ab", "a", "", "dGhpc2lz:APA91bHPRgk-_x",
+            String(repeating: "0f", count: 100),
+        ]
+        for k in [0, 1, 31, 62, 63] { // one non-hex (or uppercase) byte at several positions
             var b = Array(hex.utf8)
             b[k] = k % 2 == 0 ? UInt8(ascii: "g") : UInt8(ascii: "A")
             tokens.append(String(decoding: b, as: UTF8.self))
@@ -231,16 +313,21 @@ extension JournalTests {
         for (i, t) in tokens.enumerated() {
             var r = record(i)
             r.token = Array(t.utf8)[...]
-            r.headers = HTTPFields([("content-type", "application/json"), ("authorization", "bearer x"), ("apns-priority", "10"),
-                                    ("content-length", "9"), ("x-trace", ""), ("apns-topic", i < 3 ? "a" : "b"), ("ap", "short")])
+            r.headers = HTTPFields([
+                ("content-type", "application/json"), ("authorization", "bearer x"), ("apns-priority", "10"),
+                ("content-length", "9"), ("x-trace", ""), ("apns-topic", i < 3 ? "a" : "b"), ("ap", "short"),
+            ])
             if i == 5 { r.headers = HTTPFields() }
             if i == 6 { r.headers = big }
             e.append(r, maxPayload: Journal.maxPayload, campaignOf: { _, _ in nil })
-            e.append(TrackingRecord(atMs: Int64(i), preset: "adobe-campaign", event: "receive", token: t, notificationID: "n", method: "GET",
-                                    url: "http://x/r", status: 200, outcome: "succeeded", attempt: 1, latencyMs: 1, error: nil))
+            e.append(
+                TrackingRecord(
+                    atMs: Int64(i), preset: "adobe-campaign", event: "receive", token: t, notificationID: "n", method: "GET",
+                    url: "http://x/r", status: 200, outcome: "succeeded", attempt: 1, latencyMs: 1, error: nil))
         }
         var d = SegmentDecoder(e.bytes)
-        var requests: [StoredRequest] = [], tracked: [TrackingRecord] = []
+        var requests: [StoredRequest] = []
+        var tracked: [TrackingRecord] = []
         while let x = d.next() {
             switch x {
             case .request(let r): requests.append(r)
@@ -270,11 +357,11 @@ extension JournalTests {
 
         // A format-1 segment (tokens as plain literals) written by an earlier version.
         var v1: [UInt8] = [UInt8(ascii: "P"), UInt8(ascii: "J"), 1, 0]
-        v1 += [1, 2, 0, 7, 200, 1, 12, 2]          // request, +1 ms, apns, conn 7, status 200, 12 µs, payload 2 bytes
-        v1 += [9] + Array("sandbox".utf8)          // environment
-        v1 += [1, 1, 2, 4] + Array("{}".utf8)       // no topic, reason; empty headers; payload "{}"
-        v1 += [1, 1]                                // no warnings, campaign
-        v1 += [3] + Array("abc".utf8) + [0]          // token "abc", no id
+        v1 += [1, 2, 0, 7, 200, 1, 12, 2] // request, +1 ms, apns, conn 7, status 200, 12 µs, payload 2 bytes
+        v1 += [9] + Array("sandbox".utf8) // environment
+        v1 += [1, 1, 2, 4] + Array("{}".utf8) // no topic, reason; empty headers; payload "{}"
+        v1 += [1, 1] // no warnings, campaign
+        v1 += [3] + Array("abc".utf8) + [0] // token "abc", no id
         var old = SegmentDecoder(v1)
         guard case .request(let r1)? = old.next() else { return XCTFail("format 1 request") }
         XCTAssertEqual(r1.token, "abc")
@@ -287,9 +374,10 @@ extension JournalTests {
 
     func testRetentionByRecordsAndAge() throws {
         let now = Clock.nowMs()
-        let j = try Journal(path: nil, durability: .relaxed, retention: .init(maxRecords: 1_000, maxAgeMs: 3_600_000), campaignOf: { _, _ in nil })
+        let j = try Journal(
+            path: nil, durability: .relaxed, retention: .init(maxRecords: 1_000, maxAgeMs: 3_600_000), campaignOf: { _, _ in nil })
         j.start()
-        for i in 0..<10 {   // ten commits of 300 records each, the oldest two hours old
+        for i in 0..<10 { // ten commits of 300 records each, the oldest two hours old
             for k in 0..<300 {
                 var r = record(k)
                 r.atMs = i == 0 ? now - 7_200_000 : now
@@ -304,26 +392,33 @@ extension JournalTests {
         XCTAssertGreaterThanOrEqual(kept, 1_000, "never below the limit")
         XCTAssertLessThan(kept, 3_000, "pruned down to the limit, by whole commits")
         var oldest = Int64.max
-        j.scan { e in oldest = min(oldest, e.atMs); return true }
+        j.scan { e in
+            oldest = min(oldest, e.atMs)
+            return true
+        }
         XCTAssertGreaterThanOrEqual(oldest, now, "the two-hour-old records went first")
         XCTAssertGreaterThan(j.statistics.pruned, 0)
     }
 
     func testReportFromRecords() throws {
-        let j = try Journal(path: nil, durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, payload in
-            let s = String(decoding: payload, as: UTF8.self)
-            return s.contains("\"c1\"") ? "c1" : (s.contains("\"c2\"") ? "c2" : nil)
-        })
+        let j = try Journal(
+            path: nil, durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max),
+            campaignOf: { _, payload in
+                let s = String(decoding: payload, as: UTF8.self)
+                return s.contains("\"c1\"") ? "c1" : (s.contains("\"c2\"") ? "c2" : nil)
+            })
         j.start()
         for i in 0..<30 { j.append(record(i, status: i % 5 == 0 ? 410 : 200, reason: i % 5 == 0 ? "Unregistered" : ""), loop: nil) {} }
-        j.append(TrackingRecord(atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1",
-                                notificationID: UUIDValue(high: 1, low: 7).description, method: "GET", url: "u", status: 200,
-                                outcome: "succeeded", attempt: 1, latencyMs: 1, error: nil))
+        j.append(
+            TrackingRecord(
+                atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1",
+                notificationID: UUIDValue(high: 1, low: 7).description, method: "GET", url: "u", status: 200,
+                outcome: "succeeded", attempt: 1, latencyMs: 1, error: nil))
         j.stop()
         let r = j.report()
         let c1 = try XCTUnwrap(r.campaigns.first { $0.campaign == "c1" })
         XCTAssertEqual(c1.totals.sent, 10)
-        XCTAssertEqual(c1.rejected, ["Unregistered": 2])   // 10 and 25
+        XCTAssertEqual(c1.rejected, ["Unregistered": 2]) // 10 and 25
         XCTAssertEqual(c1.tracking["receive"]?.succeeded, 1)
         XCTAssertEqual(c1.rate("receive"), 1.0 / 8.0)
         XCTAssertEqual(r.all.totals.sent, 30)

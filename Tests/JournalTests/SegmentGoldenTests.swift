@@ -1,14 +1,16 @@
-@testable import Journal
 import PushCore
 import Transport
 import XCTest
+
+@testable import Journal
 
 /// The journal's on-disk bytes do not move: a fixed sequence of request and tracking records
 /// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v2.golden`, written by the
 /// build before the push pipeline existed. Set `PUSHEMU_WRITE_GOLDEN=1` to rewrite it (only for
 /// a deliberate format change, with a new format version).
 final class SegmentGoldenTests: XCTestCase {
-    static let fixtures = String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/"))
+    static let fixtures =
+        String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/"))
         + "/Fixtures/Journal"
 
     /// Both providers, both token forms, repeated and changing fields, absent ids, tracking.
@@ -18,10 +20,12 @@ final class SegmentGoldenTests: XCTestCase {
         let fcmToken = "dGhpc2lzYWZpZA:APA91bHPRgk-_xYz0123456789"
         for index in 0..<12 {
             let isAPNs = index % 3 != 2
-            let headers = isAPNs
+            let headers =
+                isAPNs
                 ? HTTPFields([("apns-topic", "com.example.app"), ("apns-push-type", "alert"), ("authorization", "bearer x")])
                 : HTTPFields([("content-type", "application/json"), ("authorization", "Bearer ya29.x")])
-            let payload = isAPNs
+            let payload =
+                isAPNs
                 ? #"{"aps":{"alert":{"title":"Sale","body":"50% off"}},"_mId":"m\#(index % 2)","_dId":"d1"}"#
                 : #"{"token":"\#(fcmToken)","notification":{"title":"Hi"},"data":{"campaign_id":"c9"}}"#
             encoder.appendRequest(

@@ -14,8 +14,9 @@ final class PipelineTests: XCTestCase {
 
     /// A JSON object from an answer's body.
     func object(_ response: TestResponse, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
-        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], response.text,
-                      file: file, line: line)
+        try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], response.text,
+            file: file, line: line)
     }
 
     /// `/metrics`' value for one series, or nil.
@@ -42,8 +43,10 @@ final class PipelineTests: XCTestCase {
         let body = "{\"teamId\":\"TEAM123456\",\"keyId\":\"KEY1234567\",\"publicKeyPem\":" + JSONWriter.quote(key.publicKeyPEM) + "}"
         let created = try emulator.http1(TestRequest("POST", "/emulator/v1/apns/keys", body: body))
         XCTAssertEqual(created.status, 201, created.text)
-        let token = try XCTUnwrap(ProviderToken.make(key: key, keyID: "KEY1234567", teamID: "TEAM123456",
-                                                     issuedAt: Int64(Date().timeIntervalSince1970)))
+        let token = try XCTUnwrap(
+            ProviderToken.make(
+                key: key, keyID: "KEY1234567", teamID: "TEAM123456",
+                issuedAt: Int64(Date().timeIntervalSince1970)))
         return "bearer " + token
     }
 
@@ -67,19 +70,22 @@ final class PipelineTests: XCTestCase {
         let message = #"{"message":{"token":"\#(fcmToken)","notification":{"title":"Hi"}}}"#
         let send = "/v1/projects/demo-project/messages:send"
         return [
-            Case(provider: "apns",
-                 accepted: TestRequest("POST", "/3/device/\(Self.apnsToken)", headers: apnsHeaders, body: payload),
-                 rejected: TestRequest("POST", "/3/device/zz", headers: apnsHeaders, body: payload),
-                 rejectedStatus: 400, rejectedReason: "BadDeviceToken",
-                 injected: TestRequest("POST", "/3/device/\(Self.apnsToken)",
-                                       headers: apnsHeaders + [("x-pushemu-fault", "status=503;reason=ServiceUnavailable")], body: payload),
-                 injectedReason: "ServiceUnavailable"),
-            Case(provider: "fcm",
-                 accepted: TestRequest("POST", send, headers: fcmHeaders, body: message),
-                 rejected: TestRequest("POST", send, headers: fcmHeaders, body: #"{"message":{"token":"\#(fcmToken)","bogus":1}}"#),
-                 rejectedStatus: 400, rejectedReason: "INVALID_ARGUMENT",
-                 injected: TestRequest("POST", send, headers: fcmHeaders + [("x-pushemu-fault", "errorCode=UNAVAILABLE")], body: message),
-                 injectedReason: "UNAVAILABLE"),
+            Case(
+                provider: "apns",
+                accepted: TestRequest("POST", "/3/device/\(Self.apnsToken)", headers: apnsHeaders, body: payload),
+                rejected: TestRequest("POST", "/3/device/zz", headers: apnsHeaders, body: payload),
+                rejectedStatus: 400, rejectedReason: "BadDeviceToken",
+                injected: TestRequest(
+                    "POST", "/3/device/\(Self.apnsToken)",
+                    headers: apnsHeaders + [("x-pushemu-fault", "status=503;reason=ServiceUnavailable")], body: payload),
+                injectedReason: "ServiceUnavailable"),
+            Case(
+                provider: "fcm",
+                accepted: TestRequest("POST", send, headers: fcmHeaders, body: message),
+                rejected: TestRequest("POST", send, headers: fcmHeaders, body: #"{"message":{"token":"\#(fcmToken)","bogus":1}}"#),
+                rejectedStatus: 400, rejectedReason: "INVALID_ARGUMENT",
+                injected: TestRequest("POST", send, headers: fcmHeaders + [("x-pushemu-fault", "errorCode=UNAVAILABLE")], body: message),
+                injectedReason: "UNAVAILABLE"),
         ]
     }
 
@@ -170,8 +176,9 @@ final class PipelineTests: XCTestCase {
             XCTAssertEqual(try emulator.get("/healthz").text, #"{"status":"ok"}"#, mode.rawValue)
             let authorization = try apnsAuthorization(emulator)
             let answer = try emulator.h2([
-                TestRequest("POST", "/3/device/\(Self.apnsToken)",
-                            headers: [("authorization", authorization), ("apns-topic", "com.example.app")], body: #"{"aps":{}}"#)
+                TestRequest(
+                    "POST", "/3/device/\(Self.apnsToken)",
+                    headers: [("authorization", authorization), ("apns-topic", "com.example.app")], body: #"{"aps":{}}"#)
             ])
             XCTAssertEqual(answer.first?.status, 200, "\(mode): \(answer.first?.text ?? "")")
             XCTAssertNotNil(answer.first?.header("apns-id"), mode.rawValue)

@@ -59,13 +59,18 @@ struct ToyGateway: PushGateway {
         return UUIDValue.random(&state.random)
     }
 
-    func forEachAcceptedPush(_ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
-                             _ body: (AcceptedPush) -> Void) {
-        let delivery = Delivery(provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
-                                environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
-                                payload: request.body[...])
-        body(AcceptedPush(delivery: delivery, topic: nil, payloadIsJSON: true, warnings: [], parsedPayload: nil,
-                          appliesDeviceEffects: true))
+    func forEachAcceptedPush(
+        _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
+        _ body: (AcceptedPush) -> Void
+    ) {
+        let delivery = Delivery(
+            provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
+            environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
+            payload: request.body[...])
+        body(
+            AcceptedPush(
+                delivery: delivery, topic: nil, payloadIsJSON: true, warnings: [], parsedPayload: nil,
+                appliesDeviceEffects: true))
     }
 
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response {

@@ -18,7 +18,9 @@ final class JSONTests: XCTestCase {
     }
 
     func testConformanceSuite() throws {
-        let y = try files("y_"), n = try files("n_"), i = try files("i_")
+        let y = try files("y_")
+        let n = try files("n_")
+        let i = try files("i_")
         XCTAssertGreaterThan(y.count, 90, "the JSONTestSuite must be in Tests/Fixtures/JSONTestSuite")
         XCTAssertGreaterThan(n.count, 180)
         for f in y {
@@ -33,7 +35,9 @@ final class JSONTests: XCTestCase {
     }
 
     func testTokensFormADOM() throws {
-        let text = Array(#"{"aps":{"alert":{"title":"T","body":"B\n\u00e9"},"badge":3,"x":[1,2,{"y":null}]},"_mId":"m","_dId":"d","n":-1.5e3,"t":true}"#.utf8)
+        let text = Array(
+            #"{"aps":{"alert":{"title":"T","body":"B\n\u00e9"},"badge":3,"x":[1,2,{"y":null}]},"_mId":"m","_dId":"d","n":-1.5e3,"t":true}"#
+                .utf8)
         var tokens: [JSONToken] = []
         try text.withUnsafeBytes { raw in
             XCTAssertNil(JSONParser.parse(raw, into: &tokens))
@@ -99,8 +103,9 @@ final class JSONTests: XCTestCase {
                 guard valid else { continue }
                 XCTAssertEqual(buffer.tokens.count, 3)
                 doc.withUnsafeBytes { raw in
-                    XCTAssertEqual(JSONView(bytes: raw, buffer: buffer).string(1),
-                                   plain + (special == "\\\"" ? "\"" : special == "\\n" ? "\n" : special) + "bcdefghijklmnop")
+                    XCTAssertEqual(
+                        JSONView(bytes: raw, buffer: buffer).string(1),
+                        plain + (special == "\\\"" ? "\"" : special == "\\n" ? "\n" : special) + "bcdefghijklmnop")
                 }
             }
             let unterminated = Array("[\"\(plain)".utf8)
@@ -150,10 +155,14 @@ final class IdentifierTests: XCTestCase {
         XCTAssertNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-42661417400g".utf8)))
         XCTAssertNotNil(UUIDValue.parseCanonicalLowercase(Array("123e4567-e89b-12d3-a456-426614174000".utf8)))
         // Formatting matches a plain reference implementation bit for bit.
-        for v in [UUIDValue(high: 0, low: 0), UUIDValue(high: .max, low: .max), UUIDValue(high: 0x0123456789ABCDEF, low: 0xFEDCBA9876543210)] {
+        for v in [
+            UUIDValue(high: 0, low: 0), UUIDValue(high: .max, low: .max),
+            UUIDValue(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210),
+        ] {
             let hex = String(v.high, radix: 16).leftPad(16) + String(v.low, radix: 16).leftPad(16)
             let c = Array(hex)
-            let expected = String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+            let expected =
+                String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
             XCTAssertEqual(v.description, expected)
         }
     }

@@ -5,9 +5,10 @@ import XCTest
 final class NotificationLogTests: XCTestCase {
     func note(_ token: String, _ t: Int64, topic: String = "com.a") -> PushNotification {
         var rng = FastRandom(seed: UInt64(t))
-        return PushNotification(id: UUIDValue.random(&rng), provider: .apns, receivedAtMs: t, environment: "sandbox",
-                                token: ArraySlice(token.utf8), topic: ArraySlice(topic.utf8), headers: HTTPFields([("apns-topic", topic)]),
-                                payload: Array("{\"aps\":{}}".utf8), payloadIsJSON: true, warnings: [])
+        return PushNotification(
+            id: UUIDValue.random(&rng), provider: .apns, receivedAtMs: t, environment: "sandbox",
+            token: ArraySlice(token.utf8), topic: ArraySlice(topic.utf8), headers: HTTPFields([("apns-topic", topic)]),
+            payload: Array("{\"aps\":{}}".utf8), payloadIsJSON: true, warnings: [])
     }
 
     func testShardedAppendQueryOrderAndEviction() {
@@ -26,7 +27,7 @@ final class NotificationLogTests: XCTestCase {
         f = NotificationLog.Filter()
         f.limit = 2
         XCTAssertEqual(log.query(f).map(\.receivedAtMs), [3, 4], "the newest, oldest first")
-        log.add(note("d", 5), shard: 0)   // shard 0 holds 2: evicts t=1
+        log.add(note("d", 5), shard: 0) // shard 0 holds 2: evicts t=1
         XCTAssertEqual(log.evicted, 1)
         XCTAssertEqual(log.query(NotificationLog.Filter()).map(\.receivedAtMs), [2, 3, 4, 5])
         log.removeAll()
@@ -44,9 +45,10 @@ final class NotificationLogTests: XCTestCase {
 
 extension NotificationLog {
     func add(_ n: PushNotification, shard: Int) {
-        append(shard: shard, id: n.id, provider: n.provider, receivedAtMs: n.receivedAtMs, environment: n.environment,
-               token: n.token, topic: n.topic, headers: n.headers, payload: n.payload[...], payloadIsJSON: n.payloadIsJSON,
-               warnings: n.warnings)
+        append(
+            shard: shard, id: n.id, provider: n.provider, receivedAtMs: n.receivedAtMs, environment: n.environment,
+            token: n.token, topic: n.topic, headers: n.headers, payload: n.payload[...], payloadIsJSON: n.payloadIsJSON,
+            warnings: n.warnings)
     }
 }
 
@@ -54,16 +56,18 @@ final class ArenaTests: XCTestCase {
     /// Thousands of records of random sizes through a small ring: what is kept is always the
     /// newest records, in order, intact; everything else is counted as evicted.
     func testRingKeepsNewestIntactRecords() {
-        let log = NotificationLog(shards: 1, capacity: 40)   // 40 records, 80 KiB
+        let log = NotificationLog(shards: 1, capacity: 40) // 40 records, 80 KiB
         var rng = FastRandom(seed: 3)
         var all: [(Int64, Int)] = []
         for t in 0..<3000 {
             let size = Int(rng.next(below: 5000))
             let payload = Array(repeating: UInt8(ascii: "a") + UInt8(t % 26), count: size)
-            log.append(shard: 0, id: UUIDValue(high: UInt64(t), low: 1), provider: t % 2 == 0 ? .apns : .fcm,
-                       receivedAtMs: Int64(t), environment: "sandbox", token: ArraySlice("tok\(t)".utf8),
-                       topic: t % 3 == 0 ? nil : ArraySlice("com.t".utf8), headers: HTTPFields([("apns-topic", "x"), (":path", "/p"), ("authorization", "secret")]),
-                       payload: payload[...], payloadIsJSON: false, warnings: t % 5 == 0 ? ["w\(t)"] : [])
+            log.append(
+                shard: 0, id: UUIDValue(high: UInt64(t), low: 1), provider: t % 2 == 0 ? .apns : .fcm,
+                receivedAtMs: Int64(t), environment: "sandbox", token: ArraySlice("tok\(t)".utf8),
+                topic: t % 3 == 0 ? nil : ArraySlice("com.t".utf8),
+                headers: HTTPFields([("apns-topic", "x"), (":path", "/p"), ("authorization", "secret")]),
+                payload: payload[...], payloadIsJSON: false, warnings: t % 5 == 0 ? ["w\(t)"] : [])
             all.append((Int64(t), size))
             var f = NotificationLog.Filter()
             f.limit = 1000

@@ -10,8 +10,10 @@ public struct CommandResult: Sendable {
 
 /// Runs `executable` with `arguments`, killing it after `timeout` seconds.
 /// Output goes through temporary files so a chatty command can never block on a full pipe.
-public func runCommand(_ executable: String, _ arguments: [String], timeout: Double = 30,
-                       environment: [String: String]? = nil, stdin: Data? = nil) throws -> CommandResult {
+public func runCommand(
+    _ executable: String, _ arguments: [String], timeout: Double = 30,
+    environment: [String: String]? = nil, stdin: Data? = nil
+) throws -> CommandResult {
     let dir = FileManager.default.temporaryDirectory
     let outURL = dir.appendingPathComponent("pushemu-test-\(UUID().uuidString).out")
     let errURL = dir.appendingPathComponent("pushemu-test-\(UUID().uuidString).err")

@@ -17,7 +17,10 @@ public final class RawClient {
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else { close(fd); throw TestSupportError("connect to \(host):\(port) failed: errno \(errno)") }
+        guard rc == 0 else {
+            close(fd)
+            throw TestSupportError("connect to \(host):\(port) failed: errno \(errno)")
+        }
     }
 
     deinit { close(fd) }

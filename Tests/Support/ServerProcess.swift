@@ -12,7 +12,8 @@ public final class ServerProcess {
     public static var binaryPath: String {
         if let p = ProcessInfo.processInfo.environment["PUSHEMU_BIN"] { return p }
         let bundleDir = Bundle.main.bundleURL.deletingLastPathComponent().path
-        for dir in [Bundle.main.bundleURL.path, bundleDir, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path] {
+        for dir in [Bundle.main.bundleURL.path, bundleDir, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path]
+        {
             let p = dir + "/pushemu"
             if FileManager.default.isExecutableFile(atPath: p) { return p }
         }
@@ -60,7 +61,8 @@ public final class ServerProcess {
     /// Parses `pushemu listening http=HOST:PORT https=HOST:PORT`.
     public static func parseListeningLine(_ s: String) -> (Int, Int)? {
         guard let line = s.split(separator: "\n").first, line.hasPrefix("pushemu listening ") else { return nil }
-        var http: Int?, https: Int?
+        var http: Int?
+        var https: Int?
         for part in line.split(separator: " ") {
             if part.hasPrefix("http="), let p = part.split(separator: ":").last { http = Int(p) }
             if part.hasPrefix("https="), let p = part.split(separator: ":").last { https = Int(p) }
@@ -89,7 +91,10 @@ public final class ServerProcess {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
         try? FileManager.default.removeItem(at: stdoutURL)
         try? FileManager.default.removeItem(at: stderrURL)
     }

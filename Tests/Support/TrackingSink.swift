@@ -34,8 +34,9 @@ public final class TrackingSink: @unchecked Sendable {
         c.httpsPort = tls ? 0 : nil
         if tls {
             let certs = ServerProcess.repositoryRoot + "/Certs"
-            c.tls = TLSConfiguration(certificateChainPEM: Array(try Data(contentsOf: URL(fileURLWithPath: certs + "/server.pem"))),
-                                     privateKeyPEM: Array(try Data(contentsOf: URL(fileURLWithPath: certs + "/server-key.pem"))))
+            c.tls = TLSConfiguration(
+                certificateChainPEM: Array(try Data(contentsOf: URL(fileURLWithPath: certs + "/server.pem"))),
+                privateKeyPEM: Array(try Data(contentsOf: URL(fileURLWithPath: certs + "/server-key.pem"))))
         }
         c.threads = 1
         var r = Router()
@@ -46,16 +47,25 @@ public final class TrackingSink: @unchecked Sendable {
                 if s.keep {
                     var h: [String: String] = [:]
                     for (n, v) in ex.request.headers.pairs where !n.hasPrefix(":") { h[n] = v }
-                    s.requests.append(Received(method: ex.request.method.name, target: ex.request.target.utf8String, headers: h,
-                                               body: String(decoding: ex.request.body, as: UTF8.self)))
+                    s.requests.append(
+                        Received(
+                            method: ex.request.method.name, target: ex.request.target.utf8String, headers: h,
+                            body: String(decoding: ex.request.body, as: UTF8.self)))
                 }
-                if s.failuresLeft > 0 { s.failuresLeft -= 1; return s.failStatus }
+                if s.failuresLeft > 0 {
+                    s.failuresLeft -= 1
+                    return s.failStatus
+                }
                 return 200
             }
             ex.respond(Response(status: status))
         }
         server = try HTTPServer(configuration: c, router: r)
-        box.m.withLock { $0.failuresLeft = failFirst; $0.failStatus = failStatus; $0.keep = keepRequests }
+        box.m.withLock {
+            $0.failuresLeft = failFirst
+            $0.failStatus = failStatus
+            $0.keep = keepRequests
+        }
         try server.start()
     }
 

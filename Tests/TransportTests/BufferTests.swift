@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Transport
 
 /// The two byte buffers that grow without zero-filling: what was written is what is read back,
@@ -21,8 +22,8 @@ final class BufferTests: XCTestCase {
         out.appendDecimal(200)
         expected += Array("HTTP/1.1 200".utf8)
         XCTAssertEqual(out.count, expected.count)
-        drain(5)                                   // a partial write
-        for i in 0..<2000 {                         // forces several growths with a consumed prefix
+        drain(5) // a partial write
+        for i in 0..<2000 { // forces several growths with a consumed prefix
             let chunk = [UInt8](repeating: UInt8(i & 0xFF), count: i % 97)
             out.append(chunk)
             expected += chunk

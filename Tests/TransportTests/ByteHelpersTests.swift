@@ -1,5 +1,5 @@
-import XCTest
 import Transport
+import XCTest
 
 /// `sameBytes` and `copyBytes`: every length up to past the inline limit.
 final class ByteHelpersTests: XCTestCase {
@@ -29,7 +29,8 @@ final class ByteHelpersTests: XCTestCase {
 
     func testSameBytesReadsOnlyTheGivenRange() {
         // Equal first n bytes, different right after them: never seen.
-        let a: [UInt8] = Array("apns-topicX".utf8), b: [UInt8] = Array("apns-topicY".utf8)
+        let a: [UInt8] = Array("apns-topicX".utf8)
+        let b: [UInt8] = Array("apns-topicY".utf8)
         for n in 0...10 {
             XCTAssertTrue(a.withUnsafeBytes { x in b.withUnsafeBytes { y in sameBytes(x.baseAddress!, y.baseAddress!, n) } }, "\(n)")
         }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Transport
 
 final class ChunkedDecoderTests: XCTestCase {
@@ -59,10 +60,15 @@ final class ChunkedDecoderTests: XCTestCase {
             var body: [UInt8] = []
             let r1 = s[0..<cut].withUnsafeBytes { d.decode($0, into: &body, maxBody: 1000) }
             var total = cut
-            if case .done(let c) = r1 { total = c } else {
+            if case .done(let c) = r1 {
+                total = c
+            } else {
                 XCTAssertEqual(r1, .needMore, "cut \(cut)")
                 let r2 = s[cut...].withUnsafeBytes { d.decode($0, into: &body, maxBody: 1000) }
-                guard case .done(let c2) = r2 else { XCTFail("cut \(cut): \(r2)"); return }
+                guard case .done(let c2) = r2 else {
+                    XCTFail("cut \(cut): \(r2)")
+                    return
+                }
                 total = cut + c2
             }
             XCTAssertEqual(total, s.count, "cut \(cut)")
@@ -93,8 +99,12 @@ final class ChunkedDecoderTests: XCTestCase {
                 let r = wire[pos..<(pos + n)].withUnsafeBytes { d.decode($0, into: &out, maxBody: 1 << 20) }
                 switch r {
                 case .needMore: pos += n
-                case .done(let c): pos += c; finished = true
-                default: XCTFail("\(r)"); return
+                case .done(let c):
+                    pos += c
+                    finished = true
+                default:
+                    XCTFail("\(r)")
+                    return
                 }
             }
             XCTAssertTrue(finished)

@@ -48,16 +48,16 @@ final class H2MemoryTests: XCTestCase {
             let ud = mem.pointee.mem_user_data
             var p = mem.pointee.realloc(nil, 10, ud)!
             for i in 0..<10 { p.storeBytes(of: UInt8(i), toByteOffset: i, as: UInt8.self) }
-            XCTAssertEqual(mem.pointee.realloc(p, 60, ud), p)   // still fits its 64-byte class
+            XCTAssertEqual(mem.pointee.realloc(p, 60, ud), p) // still fits its 64-byte class
             for n in [300, 5000, 70_000, 200] {
                 p = mem.pointee.realloc(p, n, ud)!
                 for i in 0..<10 { XCTAssertEqual(p.load(fromByteOffset: i, as: UInt8.self), UInt8(i), "after realloc to \(n)") }
             }
-            XCTAssertNil(mem.pointee.realloc(p, 0, ud))   // frees, as C's realloc may
+            XCTAssertNil(mem.pointee.realloc(p, 0, ud)) // frees, as C's realloc may
             let z = mem.pointee.calloc(100, 33, ud)!
             XCTAssertTrue(UnsafeRawBufferPointer(start: z, count: 3300).allSatisfy { $0 == 0 })
             mem.pointee.free(z, ud)
-            XCTAssertNil(mem.pointee.calloc(Int.max, 16, ud))   // overflow
+            XCTAssertNil(mem.pointee.calloc(Int.max, 16, ud)) // overflow
         }
     }
 }

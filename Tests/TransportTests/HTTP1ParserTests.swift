@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Transport
 
 final class HTTP1ParserTests: XCTestCase {
@@ -25,7 +26,7 @@ final class HTTP1ParserTests: XCTestCase {
         let (h, consumed) = try XCTUnwrap(head("GET /healthz?x=1 HTTP/1.1\r\nHost: localhost\r\nUser-Agent: t\r\n\r\nEXTRA"))
         XCTAssertEqual(consumed, 61)
         XCTAssertEqual(h.method, .get)
-        XCTAssertEqual(h.version, .http1_1)
+        XCTAssertEqual(h.version, .http11)
         XCTAssertEqual(h.framing, .none)
         XCTAssertTrue(h.keepAlive)
         XCTAssertEqual(h.fields.first(":path")?.utf8String, "/healthz?x=1")
@@ -74,20 +75,33 @@ final class HTTP1ParserTests: XCTestCase {
 
     func testH2CUpgrade() throws {
         // SETTINGS_MAX_CONCURRENT_STREAMS=100, SETTINGS_INITIAL_WINDOW_SIZE=65535 (curl's), base64url.
-        let (h, _) = try XCTUnwrap(head("GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"))
+        let (h, _) = try XCTUnwrap(
+            head(
+                "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"
+            ))
         XCTAssertTrue(h.upgradeToH2C)
         XCTAssertEqual(h.http2Settings, [0, 3, 0, 0, 0, 100, 0, 4, 0, 0, 0xFF, 0xFF])
         // Without Connection: HTTP2-Settings the upgrade is ignored (request served as HTTP/1.1).
-        XCTAssertFalse(try XCTUnwrap(head("GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n")).0.upgradeToH2C)
+        XCTAssertFalse(
+            try XCTUnwrap(
+                head("GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n")
+            ).0.upgradeToH2C)
         // A settings payload that is not a whole number of entries is ignored too.
-        XCTAssertFalse(try XCTUnwrap(head("GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMA\r\n\r\n")).0.upgradeToH2C)
+        XCTAssertFalse(
+            try XCTUnwrap(
+                head("GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMA\r\n\r\n")
+            ).0.upgradeToH2C)
     }
 
     // MARK: every malformed case refused
 
     func testAmbiguousFramingRefused() {
-        XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"), .contentLengthWithTransferEncoding)
-        XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"), .contentLengthWithTransferEncoding)
+        XCTAssertEqual(
+            error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            .contentLengthWithTransferEncoding)
+        XCTAssertEqual(
+            error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"),
+            .contentLengthWithTransferEncoding)
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"), .conflictingContentLength)
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n"), .conflictingContentLength)
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n"), .badContentLength)
@@ -97,13 +111,16 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \r\n\r\n"), .badContentLength)
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n"), .badContentLength)
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), .badTransferEncoding)
-        XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"), .badTransferEncoding)
+        XCTAssertEqual(
+            error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"), .badTransferEncoding)
         XCTAssertEqual(error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n"), .badTransferEncoding)
         XCTAssertEqual(error("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), .badTransferEncoding)
     }
 
     func testIdenticalContentLengthsAccepted() throws {
-        XCTAssertEqual(try XCTUnwrap(head("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n")).0.framing, .contentLength(5))
+        XCTAssertEqual(
+            try XCTUnwrap(head("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n")).0.framing, .contentLength(5)
+        )
         XCTAssertEqual(try XCTUnwrap(head("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 7, 7\r\n\r\n")).0.framing, .contentLength(7))
     }
 
@@ -154,13 +171,21 @@ final class HTTP1ParserTests: XCTestCase {
         let longLine = "GET /" + String(repeating: "a", count: 100) + " HTTP/1.1\r\nHost: a\r\n\r\n"
         if case .failure(let e) = parse(longLine, limits: limits) { XCTAssertEqual(e, .requestLineTooLong) } else { XCTFail() }
         // Too long even before the line ends: refused without waiting for more.
-        if case .failure(let e) = parse("GET /" + String(repeating: "a", count: 100), limits: limits) { XCTAssertEqual(e, .requestLineTooLong) } else { XCTFail() }
+        if case .failure(let e) = parse("GET /" + String(repeating: "a", count: 100), limits: limits) {
+            XCTAssertEqual(e, .requestLineTooLong)
+        } else {
+            XCTFail()
+        }
         let manyHeaders = "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"
         if case .failure(let e) = parse(manyHeaders, limits: limits) { XCTAssertEqual(e, .tooManyHeaders) } else { XCTFail() }
         let bigHeader = "GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 300) + "\r\n\r\n"
         if case .failure(let e) = parse(bigHeader, limits: limits) { XCTAssertEqual(e, .headTooLarge) } else { XCTFail() }
         // An unterminated oversized head is refused, not buffered forever.
-        if case .failure(let e) = parse("GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 300), limits: limits) { XCTAssertEqual(e, .headTooLarge) } else { XCTFail() }
+        if case .failure(let e) = parse("GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 300), limits: limits) {
+            XCTAssertEqual(e, .headTooLarge)
+        } else {
+            XCTFail()
+        }
     }
 
     // MARK: property-style
@@ -183,7 +208,10 @@ final class HTTP1ParserTests: XCTestCase {
                 }
             }
             let full = bytes.withUnsafeBytes { HTTP1Parser.parseHead($0) }
-            guard case .complete(_, let consumed) = full else { XCTFail("full \(r.debugDescription) gave \(full)"); return }
+            guard case .complete(_, let consumed) = full else {
+                XCTFail("full \(r.debugDescription) gave \(full)")
+                return
+            }
             XCTAssertEqual(consumed, bytes.count)
         }
     }
@@ -197,9 +225,15 @@ final class HTTP1ParserTests: XCTestCase {
             var expected: [(String, String)] = [("host", "h")]
             var s = "POST /p\(rng.next() % 1000) HTTP/1.1\r\nHost: h\r\n"
             for _ in 0..<Int(rng.next() % 20) {
-                var name = String(decoding: (0..<(1 + Int(rng.next() % 12))).map { _ in tchars[Int(rng.next() % UInt64(tchars.count))] }, as: UTF8.self)
-                if ["host", "content-length", "transfer-encoding", "expect", "connection", "upgrade", "http2-settings"].contains(name.lowercased()) { name = "x-" + name }
-                var value = String(decoding: (0..<Int(rng.next() % 30)).map { _ in vchars[Int(rng.next() % UInt64(vchars.count))] }, as: UTF8.self)
+                var name = String(
+                    decoding: (0..<(1 + Int(rng.next() % 12))).map { _ in tchars[Int(rng.next() % UInt64(tchars.count))] }, as: UTF8.self)
+                if ["host", "content-length", "transfer-encoding", "expect", "connection", "upgrade", "http2-settings"].contains(
+                    name.lowercased())
+                {
+                    name = "x-" + name
+                }
+                var value = String(
+                    decoding: (0..<Int(rng.next() % 30)).map { _ in vchars[Int(rng.next() % UInt64(vchars.count))] }, as: UTF8.self)
                 s += "\(name):\(rng.next() % 2 == 0 ? " " : "")\(value)\r\n"
                 while value.first == " " || value.first == "\t" { value.removeFirst() }
                 while value.last == " " || value.last == "\t" { value.removeLast() }
@@ -217,7 +251,8 @@ final class HTTP1ParserTests: XCTestCase {
     /// Random corruption never crashes and never yields a head longer than the input.
     func testRandomCorruptionNeverCrashes() {
         var rng = SplitMix(seed: 7)
-        let base = Array("POST /3/device/abcdef HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\nTransfer-Encoding: chunked\r\nX-Y: z\r\n\r\n".utf8)
+        let base = Array(
+            "POST /3/device/abcdef HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\nTransfer-Encoding: chunked\r\nX-Y: z\r\n\r\n".utf8)
         let specials: [UInt8] = [0, 9, 10, 13, 32, 58, 0x7F, 0x80, 0xFF, 44]
         for _ in 0..<5000 {
             var b = base
@@ -251,10 +286,10 @@ struct SplitMix {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
+        state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Transport
 
 final class RouterTests: XCTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import XCTest
+
 @testable import Transport
 
 /// Drives a real `HTTPServer` in-process over real sockets, with test routes, and real clients.
@@ -23,18 +24,24 @@ final class ServerTests: XCTestCase {
         r.add(.get, "/echo") { ex in
             let c = ex.connection
             let cert = c.peerCertificate
-            let env = cert.map { $0.hasExtension("1.2.840.113635.100.6.3.1") ? "sandbox" : ($0.hasExtension("1.2.840.113635.100.6.3.2") ? "production" : "none") } ?? "-"
+            let env =
+                cert.map {
+                    $0.hasExtension("1.2.840.113635.100.6.3.1")
+                        ? "sandbox" : ($0.hasExtension("1.2.840.113635.100.6.3.2") ? "production" : "none")
+                } ?? "-"
             let text = """
-            version=\(ex.request.version) method=\(ex.request.method.name) path=\(ex.request.target.utf8String)
-            authority=\(ex.request.authority?.utf8String ?? "-") sni=\(c.serverName ?? "-") alpn=\(c.alpn ?? "-") tls=\(c.tlsVersion ?? "-")
-            uid=\(cert?.subjectValue("UID") ?? "-") env=\(env) topics=\(cert?.extensionValue("1.2.840.113635.100.6.3.6")?.count ?? 0)
-            """
+                version=\(ex.request.version) method=\(ex.request.method.name) path=\(ex.request.target.utf8String)
+                authority=\(ex.request.authority?.utf8String ?? "-") sni=\(c.serverName ?? "-") alpn=\(c.alpn ?? "-") tls=\(c.tlsVersion ?? "-")
+                uid=\(cert?.subjectValue("UID") ?? "-") env=\(env) topics=\(cert?.extensionValue("1.2.840.113635.100.6.3.6")?.count ?? 0)
+                """
             ex.respond(.text(200, text + "\n"))
         }
-        r.add(.post, "/small", maxBodySize: 4096, bodyTooLarge: { _ in .json(413, "{\"reason\":\"PayloadTooLarge\"}") }) { ex in
-            ServerTests.smallBodyCalls.add(1, ordering: .relaxed)
-            ex.respond(.text(200, "got \(ex.request.body.count)\n"))
-        }
+        r.add(
+            .post, "/small", maxBodySize: 4096, bodyTooLarge: { _ in .json(413, "{\"reason\":\"PayloadTooLarge\"}") },
+            handler: { ex in
+                ServerTests.smallBodyCalls.add(1, ordering: .relaxed)
+                ex.respond(.text(200, "got \(ex.request.body.count)\n"))
+            })
         r.add(.get, "/async") { ex in
             let ms = UInt64(ex.request.queryParameter("ms") ?? "10") ?? 10
             ex.eventLoop.schedule(afterNanoseconds: ms * 1_000_000) {
@@ -85,20 +92,24 @@ final class ServerTests: XCTestCase {
         let s = try makeServer()
         defer { s.shutdown(drainTimeout: 1) }
         let port = s.httpsAddress!.port
-        let r = try curl(["--http2", "--cacert", Self.certs + "/ca.pem",
-                          "--cert", Self.certs + "/apns-sandbox-client.pem", "--key", Self.certs + "/apns-sandbox-client-key.pem",
-                          "--resolve", "api.sandbox.push.apple.com:\(port):127.0.0.1",
-                          "https://api.sandbox.push.apple.com:\(port)/echo"])
+        let r = try curl([
+            "--http2", "--cacert", Self.certs + "/ca.pem",
+            "--cert", Self.certs + "/apns-sandbox-client.pem", "--key", Self.certs + "/apns-sandbox-client-key.pem",
+            "--resolve", "api.sandbox.push.apple.com:\(port):127.0.0.1",
+            "https://api.sandbox.push.apple.com:\(port)/echo",
+        ])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("version=http2 method=GET path=/echo"), r.stdout)
         XCTAssertTrue(r.stdout.contains("sni=api.sandbox.push.apple.com alpn=h2"), r.stdout)
         XCTAssertTrue(r.stdout.contains("uid=com.example.app env=sandbox"), r.stdout)
         XCTAssertFalse(r.stdout.contains("topics=0"), r.stdout)
 
-        let prod = try curl(["--http1.1", "--cacert", Self.certs + "/ca.pem",
-                             "--cert", Self.certs + "/apns-production-client.pem", "--key", Self.certs + "/apns-production-client-key.pem",
-                             "https://localhost:\(port)/echo"])
-        XCTAssertTrue(prod.stdout.contains("version=http1_1"), prod.stdout)
+        let prod = try curl([
+            "--http1.1", "--cacert", Self.certs + "/ca.pem",
+            "--cert", Self.certs + "/apns-production-client.pem", "--key", Self.certs + "/apns-production-client-key.pem",
+            "https://localhost:\(port)/echo",
+        ])
+        XCTAssertTrue(prod.stdout.contains("version=http11"), prod.stdout)
         XCTAssertTrue(prod.stdout.contains("alpn=http/1.1"), prod.stdout)
         XCTAssertTrue(prod.stdout.contains("env=production"), prod.stdout)
 
@@ -112,11 +123,17 @@ final class ServerTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-cert-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let gen = try runCommand("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                                             "-keyout", dir.path + "/k.pem", "-out", dir.path + "/c.pem", "-days", "1", "-subj", "/UID=evil"])
+        let gen = try runCommand(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", dir.path + "/k.pem", "-out", dir.path + "/c.pem", "-days", "1", "-subj", "/UID=evil",
+            ])
         XCTAssertEqual(gen.status, 0, gen.stderr)
-        let r = try curl(["--http2", "--cacert", Self.certs + "/ca.pem", "--cert", dir.path + "/c.pem", "--key", dir.path + "/k.pem",
-                          "https://localhost:\(s.httpsAddress!.port)/echo"])
+        let r = try curl([
+            "--http2", "--cacert", Self.certs + "/ca.pem", "--cert", dir.path + "/c.pem", "--key", dir.path + "/k.pem",
+            "https://localhost:\(s.httpsAddress!.port)/echo",
+        ])
         XCTAssertNotEqual(r.status, 0, "a certificate from an unknown CA must not be accepted")
     }
 
@@ -143,12 +160,16 @@ final class ServerTests: XCTestCase {
             XCTAssertTrue(r.stdout.hasSuffix("413"), "\(mode): \(r.stdout) \(r.stderr)")
             XCTAssertTrue(r.stdout.contains("PayloadTooLarge"), "\(mode): \(r.stdout)")
         }
-        let tls = try curl(["--http2", "--cacert", Self.certs + "/ca.pem", "-w", "\n%{http_code}", "--data-binary", "@" + big.path,
-                            "https://localhost:\(s.httpsAddress!.port)/small"])
+        let tls = try curl([
+            "--http2", "--cacert", Self.certs + "/ca.pem", "-w", "\n%{http_code}", "--data-binary", "@" + big.path,
+            "https://localhost:\(s.httpsAddress!.port)/small",
+        ])
         XCTAssertTrue(tls.stdout.hasSuffix("413"), tls.stdout + tls.stderr)
         XCTAssertEqual(Self.smallBodyCalls.load(ordering: .relaxed), 0, "the handler must never see an oversized body")
         // A body within the limit is accepted.
-        let ok = try curl(["--http2-prior-knowledge", "--data-binary", String(repeating: "x", count: 4096), "http://127.0.0.1:\(port)/small"])
+        let ok = try curl([
+            "--http2-prior-knowledge", "--data-binary", String(repeating: "x", count: 4096), "http://127.0.0.1:\(port)/small",
+        ])
         XCTAssertEqual(ok.stdout, "got 4096\n")
     }
 
@@ -156,9 +177,13 @@ final class ServerTests: XCTestCase {
         let s = try makeServer()
         defer { s.shutdown(drainTimeout: 1) }
         let c = try RawClient(port: s.httpAddress!.port)
-        try c.send("GET /async?ms=80 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\nHost: a\r\n\r\nGET /async?ms=5 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        try c.send(
+            "GET /async?ms=80 HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\nHost: a\r\n\r\nGET /async?ms=5 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        )
         let all = c.readAll()
-        let a = all.range(of: "slept 80")!.lowerBound, b = all.range(of: "path=/echo")!.lowerBound, d = all.range(of: "slept 5")!.lowerBound
+        let a = all.range(of: "slept 80")!.lowerBound
+        let b = all.range(of: "path=/echo")!.lowerBound
+        let d = all.range(of: "slept 5")!.lowerBound
         XCTAssertTrue(a < b && b < d, all)
         XCTAssertEqual(all.components(separatedBy: "HTTP/1.1 200 OK").count - 1, 3)
         XCTAssertTrue(all.contains("connection: close"))
@@ -238,9 +263,11 @@ final class ServerTests: XCTestCase {
         let s = try makeServer()
         defer { s.shutdown(drainTimeout: 1) }
         // 8 MiB through curl's 64 KiB-ish stream windows: only WINDOW_UPDATEs let it through.
-        for args in [["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=8388608"],
-                     ["--http2", "--cacert", Self.certs + "/ca.pem", "https://localhost:\(s.httpsAddress!.port)/big?bytes=8388608"],
-                     ["--http1.1", "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=8388608"]] {
+        for args in [
+            ["--http2-prior-knowledge", "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=8388608"],
+            ["--http2", "--cacert", Self.certs + "/ca.pem", "https://localhost:\(s.httpsAddress!.port)/big?bytes=8388608"],
+            ["--http1.1", "http://127.0.0.1:\(s.httpAddress!.port)/big?bytes=8388608"],
+        ] {
             let r = try curl(["-o", "/dev/null", "-w", "%{http_code} %{size_download}"] + args)
             XCTAssertEqual(r.stdout, "200 8388608", "\(args): \(r.stderr)")
         }
@@ -254,23 +281,31 @@ final class ServerTests: XCTestCase {
         let s = try makeServer { $0.limits.maxHeaderListSize = 4096 }
         defer { s.shutdown(drainTimeout: 1) }
         let big = String(repeating: "v", count: 6000)
-        let r = try curl(["--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(big)",
-                          "http://127.0.0.1:\(s.httpAddress!.port)/echo"])
+        let r = try curl([
+            "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(big)",
+            "http://127.0.0.1:\(s.httpAddress!.port)/echo",
+        ])
         XCTAssertEqual(r.stdout, "431", r.stderr)
         // The connection's other streams are unaffected.
-        let ok = try curl(["--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(s.httpAddress!.port)/echo"])
+        let ok = try curl([
+            "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(s.httpAddress!.port)/echo",
+        ])
         XCTAssertEqual(ok.stdout, "200")
         // HTTP/1.1 heads over the limit are 400 and closed.
-        let h1 = try curl(["--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(String(repeating: "v", count: 40_000))",
-                           "http://127.0.0.1:\(s.httpAddress!.port)/echo"])
+        let h1 = try curl([
+            "--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(String(repeating: "v", count: 40_000))",
+            "http://127.0.0.1:\(s.httpAddress!.port)/echo",
+        ])
         XCTAssertEqual(h1.stdout, "400", h1.stderr)
     }
 
     func testTLSWithoutALPNStillSpeaksHTTP2() throws {
         let s = try makeServer()
         defer { s.shutdown(drainTimeout: 1) }
-        let out = try h2frames(["\(s.httpsAddress!.port)", "--tls", "--sni", "api.sandbox.push.apple.com", "--cafile", Self.certs + "/ca.pem",
-                                "--path", "/echo", "--path", "/empty"])
+        let out = try h2frames([
+            "\(s.httpsAddress!.port)", "--tls", "--sni", "api.sandbox.push.apple.com", "--cafile", Self.certs + "/ca.pem",
+            "--path", "/echo", "--path", "/empty",
+        ])
         XCTAssertTrue(out.contains("ALPN None"), out)
         XCTAssertTrue(out.contains("HEADERS stream=1 flags=4 status=200"), out)
         XCTAssertTrue(out.contains("alpn=- "), out)
@@ -300,7 +335,10 @@ final class ServerTests: XCTestCase {
     }
 
     func testSlowHeadTimesOutAndGarbageTLSIsDropped() throws {
-        let s = try makeServer { $0.timeouts.requestHead = 1; $0.timeouts.handshake = 1 }
+        let s = try makeServer {
+            $0.timeouts.requestHead = 1
+            $0.timeouts.handshake = 1
+        }
         defer { s.shutdown(drainTimeout: 1) }
         let c = try RawClient(port: s.httpAddress!.port, timeout: 5)
         try c.send("GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ")
