@@ -6,19 +6,19 @@ import Transport
 /// actions APNs takes after an answer: raising SETTINGS_MAX_CONCURRENT_STREAMS once a token is
 /// valid, adapting it to errors (`--apns-adaptive-streams`), and GOAWAY with a JSON reason.
 /// The pipeline runs everything else (faults, the token rate limit, delivery, journal, metrics).
-public struct APNsGateway: PushGateway {
+public final class APNsGateway: PushGateway {
     public let provider = PushProvider.apns
     public let rules: APNsProvider
     /// `--apns-adaptive-streams`: the stream limit halves after an error and grows by one per
     /// success up to this; 0 when off.
-    let adaptiveStreamsTop: UInt32
+    @usableFromInline let adaptiveStreamsTop: UInt32
 
     public init(rules: APNsProvider, adaptiveStreams: Bool) {
         self.rules = rules
         adaptiveStreamsTop = adaptiveStreams ? rules.configuration.streamsAfterAuth : 0
     }
 
-    static let devicePrefix: [UInt8] = Array("/3/device/".utf8)
+    @usableFromInline static let devicePrefix: [UInt8] = Array("/3/device/".utf8)
 
     public func routes() -> [GatewayRoute] {
         let configuration = rules.configuration
@@ -48,6 +48,7 @@ public struct APNsGateway: PushGateway {
         return APNsProvider.errorResponse(.badPath, request: request, configuration: rules.configuration)
     }
 
+    @inlinable
     public func decide(_ exchange: Exchange, state: APNsConnectionState, nowMs: Int64, into decision: inout APNsDecision) {
         let connection = exchange.connection
         rules.decide(
@@ -59,6 +60,7 @@ public struct APNsGateway: PushGateway {
     }
 
     /// The token from the decision, or from the path for a request rejected before its token was read.
+    @inlinable
     public func subject(of decision: APNsDecision, request: Request) -> PushSubject {
         var token = decision.token
         if token.isEmpty, request.path.starts(with: APNsGateway.devicePrefix) {
@@ -67,17 +69,20 @@ public struct APNsGateway: PushGateway {
         return PushSubject(token: token, topic: decision.topic, scope: decision.environment.rawValue)
     }
 
+    @inlinable
     public func rateLimited(_ decision: inout APNsDecision) { decision.reason = .tooManyRequests }
 
     /// The sender's `apns-id` when valid, else the one generated for the answer.
+    @inlinable
     public func notificationID(for decision: APNsDecision, request: Request, state: APNsConnectionState) -> UUIDValue {
         decision.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
             ?? UUIDValue.random(&state.rng)
     }
 
+    @inlinable
     public func forEachAcceptedPush(
         _ decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
-        nowMs: Int64, _ body: (AcceptedPush) -> Void
+        nowMs: Int64, _ body: (borrowing AcceptedPush) -> Void
     ) {
         var delivery = Delivery(
             provider: .apns, platform: .ios, tokenBytes: decision.token, appBytes: decision.bundle,
@@ -88,6 +93,7 @@ public struct APNsGateway: PushGateway {
         delivery.contentAvailable = decision.summary.contentAvailable
         delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
         delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
+        // The delivery moves into the push, which the pipeline borrows: nothing is copied.
         body(
             AcceptedPush(
                 delivery: delivery, topic: decision.topic, payloadIsJSON: decision.summary.isJSON,
@@ -95,6 +101,7 @@ public struct APNsGateway: PushGateway {
                 appliesDeviceEffects: true))
     }
 
+    @inlinable
     public func response(
         for decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
         nowMs: Int64
@@ -102,6 +109,7 @@ public struct APNsGateway: PushGateway {
         rules.response(decision, request: request, state: state)
     }
 
+    @inlinable
     public func outcome(of decision: APNsDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.status, reason: decision.reason.map { rules.configuration.reasonString($0) } ?? "",
@@ -144,14 +152,23 @@ public struct APNsGateway: PushGateway {
     /// What an APNs connection does once an answer is out.
     public struct ConnectionActions: Sendable {
         /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (the first valid token).
-        var raiseStreamsTo: UInt32?
+        @usableFromInline var raiseStreamsTo: UInt32?
         /// `--apns-adaptive-streams`'s top, 0 when off.
-        var adaptiveTop: UInt32
-        var success: Bool
+        @usableFromInline var adaptiveTop: UInt32
+        @usableFromInline var success: Bool
         /// GOAWAY with `{"reason": R}` (wrong environment, unusable certificate, error budget spent).
-        var goAwayReason: String?
+        @usableFromInline var goAwayReason: String?
+
+        @usableFromInline
+        init(raiseStreamsTo: UInt32?, adaptiveTop: UInt32, success: Bool, goAwayReason: String?) {
+            self.raiseStreamsTo = raiseStreamsTo
+            self.adaptiveTop = adaptiveTop
+            self.success = success
+            self.goAwayReason = goAwayReason
+        }
     }
 
+    @inlinable
     public func connectionActions(after decision: APNsDecision) -> ConnectionActions {
         ConnectionActions(
             raiseStreamsTo: decision.raiseStreamsTo, adaptiveTop: adaptiveStreamsTop, success: decision.accepted,
@@ -162,6 +179,7 @@ public struct APNsGateway: PushGateway {
         ConnectionActions(raiseStreamsTo: nil, adaptiveTop: adaptiveStreamsTop, success: false, goAwayReason: nil)
     }
 
+    @inlinable
     public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {
         if let limit = actions.raiseStreamsTo, connection.maxConcurrentStreams < limit { connection.setMaxConcurrentStreams(limit) }
         if actions.adaptiveTop > 0 { adapt(connection, success: actions.success, top: actions.adaptiveTop) }
@@ -171,6 +189,7 @@ public struct APNsGateway: PushGateway {
     }
 
     /// APNs lowers a connection's stream limit after errors and raises it again after successes.
+    @usableFromInline
     static func adapt(_ connection: ConnectionContext, success: Bool, top: UInt32) {
         let current = connection.maxConcurrentStreams
         guard current > 1 || success else { return }

@@ -281,32 +281,9 @@ public enum ServeOptions {
         },
     ]
 
-    public static var usage: String {
-        var s = """
-            pushemu \(version): an emulator of the APNs provider API and the FCM HTTP v1 API.
-
-            Usage:
-              pushemu [serve] [options]     start the emulator (the default command)
-              pushemu credentials apns [--team-id T] [--key-id K] [--out DIR] [--data-dir DIR]
-                                            [--environment sandbox|production] [--topics a,b]
-                                            write a .p8 signing key and register it with the emulator
-              pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]
-                                            print a provider token (JWT) signed with that key
-              pushemu credentials fcm --project P [--out FILE] [--token-uri URL] [--data-dir DIR]
-                                            write a service-account JSON and register it with the emulator
-              pushemu devices add|list|show|uninstall ...   manage simulated devices of a running emulator
-              pushemu fleet create|tokens ...               create fleets, print their tokens (one per line)
-                                            (these take --server URL, default http://127.0.0.1:8080)
-              pushemu export [--since T] [--format ndjson] [--data-dir DIR]
-                                            print the journal, one JSON object per line
-              pushemu report [--campaign ID] [--since T] [--format text|json|html] [--out FILE] [--data-dir DIR | --server URL]
-                                            the campaign report (per campaign: outcomes, rejections, tracking, rates, timeline)
-                (T: milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d)
-              pushemu --help | --version
-
-            Options:
-
-            """
+    /// `serve`'s options, as `pushemu --help` lists them.
+    public static var optionsHelp: String {
+        var s = "Options of serve:\n"
         s += "  --config FILE                        read options from FILE (name = value lines)\n"
         for o in options {
             let left = "  --\(o.name)" + (o.valueName.map { " \($0)" } ?? "")

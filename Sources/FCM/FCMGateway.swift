@@ -6,7 +6,7 @@ import Transport
 /// or every subscriber of a topic or condition), answers in Google's format. Its other routes:
 /// the OAuth token endpoint (fault rules on its path answer in OAuth's error shape), Instance
 /// ID topic management, the v1 registration subscriptions, and the retired legacy APIs.
-public struct FCMGateway: PushGateway {
+public final class FCMGateway: PushGateway {
     public let provider = PushProvider.fcm
     public let rules: FCMProvider
     let oauth: FCMOAuth
@@ -140,10 +140,12 @@ public struct FCMGateway: PushGateway {
         return true
     }
 
+    @inlinable
     public func decide(_ exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision) {
         decision = rules.send(exchange.request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
     }
 
+    @inlinable
     public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
         PushSubject(
             token: decision.tokenRange.map { request.body[$0] } ?? [],
@@ -151,17 +153,20 @@ public struct FCMGateway: PushGateway {
     }
 
     /// FCM has no per-token limit (its per-project quota is part of `decide`).
+    @inlinable
     public func rateLimited(_ decision: inout FCMSendDecision) {}
 
+    @inlinable
     public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
     }
 
     /// A token send reaches its device; a topic or condition send each subscriber, one record
     /// per device, all under the message's name.
+    @inlinable
     public func forEachAcceptedPush(
         _ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
-        nowMs: Int64, _ body: (AcceptedPush) -> Void
+        nowMs: Int64, _ body: (borrowing AcceptedPush) -> Void
     ) {
         let payload = request.body[decision.message.messageRange]
         func push(_ token: ArraySlice<UInt8>, _ id: UUIDValue, topic: ArraySlice<UInt8>?, tokenSend: Bool) {
@@ -183,6 +188,7 @@ public struct FCMGateway: PushGateway {
         }
     }
 
+    @inlinable
     public func response(
         for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64
@@ -190,6 +196,7 @@ public struct FCMGateway: PushGateway {
         rules.response(decision, id: id, nowMs: nowMs)
     }
 
+    @inlinable
     public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.error?.httpStatus ?? 200,
@@ -241,10 +248,14 @@ public struct FCMGateway: PushGateway {
             + "complete your request.<p>Please try again in 30 seconds.  <ins>That’s all we know.</ins>\n").utf8)
 
     /// FCM takes no connection actions after an answer.
-    public struct ConnectionActions: Sendable {}
+    public struct ConnectionActions: Sendable {
+        @inlinable public init() {}
+    }
 
+    @inlinable
     public func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
     public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
+    @inlinable
     public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
 
     /// The reason as given (no JSON).

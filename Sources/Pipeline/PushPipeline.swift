@@ -57,49 +57,48 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let state = connectionState(exchange.connection)
         let nowMs = exchange.eventLoop.nowMs
         let request = exchange.request
+        let services = self.services
         let faults = services.faults
 
         // 1. decide
-        var decision = Gateway.Decision()
-        gateway.decide(exchange, state: state, nowMs: nowMs, into: &decision)
-        let subject = gateway.subject(of: decision, request: request)
+        var deciding = Gateway.Decision()
+        gateway.decide(exchange, state: state, nowMs: nowMs, into: &deciding)
+        let subject = gateway.subject(of: deciding, request: request)
 
         // 2. fault verdict: a rule may replace the provider's answer.
-        let lifecycle = services.lifecycle
         let fired = faults.fire(
             FaultContext(
                 provider: provider, token: subject.token, topic: subject.topic,
                 project: subject.scope, path: request.path, headers: request.headers,
-                device: { lifecycle.faultView($0) }),
+                device: { services.lifecycle.faultView($0) }),
             headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
         if let fired, fired.effect.answers {
-            answerInjected(fired, exchange, request, decision, subject, nowMs: nowMs, started: started)
+            answerInjected(fired, exchange, request, deciding, subject, nowMs: nowMs, started: started)
             return
         }
 
         // 3. rate limit
-        if decision.accepted, let limiter = tokenRate, !limiter.allow(subject.token, nowMs: nowMs) {
-            gateway.rateLimited(&decision)
+        if deciding.accepted, let limiter = tokenRate, !limiter.allow(subject.token, nowMs: nowMs) {
+            gateway.rateLimited(&deciding)
         }
+        // From here the decision only is read (moved, not copied).
+        let decision = consume deciding
 
         // 4. notification log and delivery; 5. device effects
         var acceptedID: UUIDValue?
         if decision.accepted {
             let id = gateway.notificationID(for: decision, request: request, state: state)
             acceptedID = id
-            let log = services.log
-            let devices = services.devices
             let shard = exchange.eventLoop.index
-            gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) { push in
-                let delivery = push.delivery
-                log.append(
-                    shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
-                    environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: push.topic,
-                    headers: request.headers, payload: delivery.payload, payloadIsJSON: push.payloadIsJSON,
-                    warnings: push.warnings)
-                devices.deliver(delivery, parsedPayload: push.parsedPayload)
+            gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) { (push: borrowing AcceptedPush) in
+                services.log.append(
+                    shard: shard, id: push.delivery.notificationID, provider: push.delivery.provider,
+                    receivedAtMs: push.delivery.receivedAtMs, environment: push.delivery.environment ?? "",
+                    token: push.delivery.tokenBytes, topic: push.topic, headers: request.headers, payload: push.delivery.payload,
+                    payloadIsJSON: push.payloadIsJSON, warnings: push.warnings)
+                services.devices.deliver(push.delivery, parsedPayload: push.parsedPayload)
                 if push.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
-                    lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
+                    services.lifecycle.apply(rotate: effect.rotate, to: push.delivery.tokenBytes, nowMs: Clock.nowMs())
                 }
             }
         }
@@ -173,7 +172,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
 
 /// What every pipeline shares: the notification log, the device layer, the fault engine, the
 /// journal (nil when off) and the metrics. Built once by the composition root.
-public struct PipelineServices: Sendable {
+public final class PipelineServices: Sendable {
     public let log: NotificationLog
     public let devices: DeviceStore
     public let lifecycle: DeviceLifecycle

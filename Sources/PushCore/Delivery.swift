@@ -30,6 +30,7 @@ public struct Delivery: Sendable {
     /// APNs `apns-expiration` (ms; 0: deliver now or never) or FCM TTL end; nil: none.
     public var expiresAtMs: Int64?
 
+    @inlinable
     public init(
         provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
         notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]
@@ -40,6 +41,7 @@ public struct Delivery: Sendable {
             payload: payload[...])
     }
 
+    @inlinable
     public init(
         provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
         environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>

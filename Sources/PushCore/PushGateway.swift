@@ -65,10 +65,11 @@ public protocol PushGateway: Sendable {
     func notificationID(for decision: Decision, request: Request, state: ConnectionState) -> UUIDValue
 
     /// Calls `body` once for each device an accepted decision reaches (one for a token send,
-    /// one per subscriber for a topic send), in order.
+    /// one per subscriber for a topic send), in order. The push is lent (`borrowing`): the
+    /// pipeline reads it in place, and none of its references is copied.
     func forEachAcceptedPush(
         _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
-        _ body: (AcceptedPush) -> Void)
+        _ body: (borrowing AcceptedPush) -> Void)
 
     /// The answer to a request the provider decided (accepted or rejected).
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response
@@ -145,6 +146,7 @@ public struct PushSubject {
     /// APNs environment or FCM project.
     public var scope: String
 
+    @inlinable
     public init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
         self.token = token
         self.topic = topic
@@ -161,6 +163,7 @@ public struct PushOutcome {
     public var payload: ArraySlice<UInt8>
     public var warnings: [String]
 
+    @inlinable
     public init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
         self.status = status
         self.reason = reason
@@ -182,6 +185,7 @@ public struct AcceptedPush {
     /// not each subscriber of a topic send).
     public var appliesDeviceEffects: Bool
 
+    @inlinable
     public init(
         delivery: Delivery, topic: ArraySlice<UInt8>?, payloadIsJSON: Bool, warnings: [String],
         parsedPayload: JSONTokenBuffer?, appliesDeviceEffects: Bool

@@ -5,146 +5,121 @@ import Glibc
 import Journal
 import PushCore
 
-/// `pushemu credentials ...` and `pushemu token ...`: the commands besides `serve`.
+/// The commands besides `serve` (`CommandSpec.all` lists them with their options).
 enum Commands {
-    /// Runs a command; returns its stdout text or throws a one-line error.
+    /// Runs a command; returns its stdout text or throws a one-line error. `--help` anywhere
+    /// after a command's words prints that command's usage and options.
     static func run(_ args: [String]) throws -> String {
-        guard let command = args.first else { throw ConfigurationError("missing command") }
-        let rest = Array(args.dropFirst())
-        switch command {
-        case "credentials":
-            if rest.first == "fcm" {
-                return try fcmCredentials(try flags(Array(rest.dropFirst()), allowed: ["project", "out", "token-uri", "data-dir"]))
+        guard let first = args.first else { throw ConfigurationError("missing command") }
+        guard let (spec, afterWords) = CommandSpec.find(args) else {
+            if CommandSpec.all.contains(where: { $0.words.first == first }) {
+                if args.contains("--help") || args.contains("-h") { return CommandSpec.group(first) }
+                throw ConfigurationError(CommandSpec.group(first))
             }
-            guard rest.first == "apns" else {
-                throw ConfigurationError("usage: pushemu credentials apns|fcm [options] (see pushemu --help)")
-            }
-            return try apnsCredentials(
-                try flags(
-                    Array(rest.dropFirst()),
-                    allowed: ["team-id", "key-id", "out", "data-dir", "environment", "topics"]))
-        case "export":
-            return try JournalCommands.export(rest)
-        case "report":
-            return try JournalCommands.report(rest)
-        case "devices":
-            return try devices(rest)
-        case "fleet":
-            return try fleet(rest)
-        case "token":
-            guard rest.first == "apns" else { throw ConfigurationError("usage: pushemu token apns --key FILE --key-id K --team-id T") }
-            return try apnsToken(try flags(Array(rest.dropFirst()), allowed: ["key", "key-id", "team-id", "iat"]))
-        default:
-            throw ConfigurationError("unknown command '\(command)' (see pushemu --help)")
+            throw ConfigurationError("unknown command '\(first)' (see pushemu --help)")
+        }
+        if afterWords.contains("--help") || afterWords.contains("-h") { return spec.help }
+        var rest = afterWords
+        var operand = ""
+        if spec.operand != nil {
+            guard let value = rest.first, !value.hasPrefix("--") else { throw ConfigurationError("usage: " + spec.usageLine) }
+            operand = value
+            rest.removeFirst()
+        }
+        let f = try flags(rest, allowed: spec.allowed)
+        switch spec.words.joined(separator: " ") {
+        case "credentials apns": return try apnsCredentials(f)
+        case "credentials fcm": return try fcmCredentials(f)
+        case "token apns": return try apnsToken(f)
+        case "devices add": return try addDevice(f)
+        case "devices list":
+            var query = "?limit=" + (f["limit"] ?? "100")
+            if let label = f["label"] { query += "&label=" + PercentEncoding.encode(label) }
+            return try call("GET", server(f) + "/emulator/v1/devices" + query)
+        case "devices show": return try call("GET", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
+        case "devices uninstall": return try call("DELETE", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
+        case "fleet create": return try createFleet(f)
+        case "fleet tokens": return try fleetTokens(operand, f)
+        case "export": return try JournalCommands.export(f)
+        case "report": return try JournalCommands.report(f)
+        default: throw ConfigurationError("unknown command '\(first)' (see pushemu --help)")
         }
     }
 
-    /// `pushemu devices add|list|show|uninstall [--server URL] ...` against a running emulator.
-    static func devices(_ args: [String]) throws -> String {
-        let usage =
-            "usage: pushemu devices add --platform ios|android --app APP [--token T] [--environment E] [--project P] [--tracking JSON] [--behavior JSON] [--labels a,b] [--topics a,b]\n       pushemu devices list [--label L] [--limit N] | show TOKEN | uninstall TOKEN   (all take --server URL, default http://127.0.0.1:8080)"
-        guard let sub = args.first else { throw ConfigurationError(usage) }
-        var rest = Array(args.dropFirst())
-        switch sub {
-        case "add":
-            let f = try flags(
-                rest, allowed: ["server", "platform", "app", "token", "environment", "project", "tracking", "behavior", "labels", "topics"])
-            var fields: [String] = []
-            for k in ["platform", "app", "token", "environment", "project"] {
-                if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) }
-            }
-            for k in ["tracking", "behavior"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + v) } }
-            for k in ["labels", "topics"] {
-                if let l = f[k] {
-                    fields.append(
-                        JSONWriter.quote(k) + ":[" + l.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",")
-                            + "]")
-                }
-            }
-            return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
-        case "list":
-            let f = try flags(rest, allowed: ["server", "label", "limit"])
-            var q = "?limit=" + (f["limit"] ?? "100")
-            if let l = f["label"] { q += "&label=" + PercentEncoding.encode(l) }
-            return try call("GET", server(f) + "/emulator/v1/devices" + q)
-        case "show", "uninstall":
-            guard let token = rest.first, !token.hasPrefix("--") else { throw ConfigurationError(usage) }
-            rest.removeFirst()
-            let f = try flags(rest, allowed: ["server"])
-            return try call(sub == "show" ? "GET" : "DELETE", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(token))
-        default:
-            throw ConfigurationError(usage)
-        }
+    /// A JSON array of the comma-separated `list`.
+    static func jsonList(_ list: String) -> String {
+        "[" + list.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",") + "]"
     }
 
-    /// `pushemu fleet create|tokens` against a running emulator. `tokens ID` prints one token per
-    /// line (all of them by default), fetched in pages.
-    static func fleet(_ args: [String]) throws -> String {
-        let usage =
-            "usage: pushemu fleet create --platform ios|android --app APP --count N [--environment E] [--seed S] [--tracking JSON] [--behavior JSON]\n       pushemu fleet tokens ID [--offset N] [--limit N]   (both take --server URL)"
-        guard let sub = args.first else { throw ConfigurationError(usage) }
-        var rest = Array(args.dropFirst())
-        switch sub {
-        case "create":
-            let f = try flags(
-                rest, allowed: ["server", "platform", "app", "count", "environment", "project", "seed", "tracking", "behavior"])
-            var fields: [String] = []
-            for k in ["platform", "app", "environment", "project"] {
-                if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + JSONWriter.quote(v)) }
-            }
-            for k in ["count", "seed"] {
-                if let v = f[k] {
-                    guard Int(v) != nil else { throw ConfigurationError("--\(k) must be an integer") }
-                    fields.append(JSONWriter.quote(k) + ":" + v)
-                }
-            }
-            for k in ["tracking", "behavior"] { if let v = f[k] { fields.append(JSONWriter.quote(k) + ":" + v) } }
-            return try call("POST", server(f) + "/emulator/v1/fleets", body: "{" + fields.joined(separator: ",") + "}")
-        case "tokens":
-            guard let id = rest.first, !id.hasPrefix("--") else { throw ConfigurationError(usage) }
-            rest.removeFirst()
-            let f = try flags(rest, allowed: ["server", "offset", "limit"])
-            var offset = Int(f["offset"] ?? "0") ?? 0
-            var left = Int(f["limit"] ?? "") ?? Int.max
-            var out = ""
-            while left > 0 {
-                let page = min(left, 100_000)
-                let r = try AdminClient.request("GET", server(f) + "/emulator/v1/fleets/\(id)/tokens?offset=\(offset)&limit=\(page)")
-                guard r.status == 200 else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
-                let tokens = Array(r.body.utf8).withUnsafeBytes { raw -> [String] in
-                    var t: [JSONToken] = []
-                    var limits = JSONLimits()
-                    limits.maxTokens = 1 << 20
-                    guard JSONParser.parse(raw, into: &t, limits: limits) == nil else { return [] }
-                    let v = JSONView(bytes: raw, tokens: t)
-                    var list: [String] = []
-                    if let a = v.member(0, "tokens") { v.forEachElement(a) { list.append(v.string($0)) } }
-                    return list
-                }
-                if tokens.isEmpty {
-                    if offset == 0 { throw ConfigurationError("no tokens: \(r.body.prefix(200))") }
-                    break
-                }
-                // Streamed page by page: a 10-million-token fleet never sits in memory at once.
-                out = tokens.joined(separator: "\n") + "\n"
-                var bytes = Array(out.utf8)[...]
-                while !bytes.isEmpty {
-                    let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-                    if n <= 0 {
-                        if errno == EINTR { continue }
-                        throw ConfigurationError("cannot write the tokens")
-                    }
-                    bytes = bytes.dropFirst(n)
-                }
-                out = ""
-                offset += tokens.count
-                left -= tokens.count
-                if tokens.count < page { break }
-            }
-            return out
-        default:
-            throw ConfigurationError(usage)
+    /// `pushemu devices add`: `POST /emulator/v1/devices`.
+    static func addDevice(_ f: [String: String]) throws -> String {
+        var fields: [String] = []
+        for key in ["platform", "app", "token", "environment", "project"] {
+            if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + JSONWriter.quote(value)) }
         }
+        for key in ["tracking", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
+        for key in ["labels", "topics"] { if let list = f[key] { fields.append(JSONWriter.quote(key) + ":" + jsonList(list)) } }
+        return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
+    }
+
+    /// `pushemu fleet create`: `POST /emulator/v1/fleets`.
+    static func createFleet(_ f: [String: String]) throws -> String {
+        var fields: [String] = []
+        for key in ["platform", "app", "environment", "project"] {
+            if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + JSONWriter.quote(value)) }
+        }
+        for key in ["count", "seed"] {
+            if let value = f[key] {
+                guard Int(value) != nil else { throw ConfigurationError("--\(key) must be an integer") }
+                fields.append(JSONWriter.quote(key) + ":" + value)
+            }
+        }
+        for key in ["tracking", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
+        if let labels = f["labels"] { fields.append("\"labels\":" + jsonList(labels)) }
+        return try call("POST", server(f) + "/emulator/v1/fleets", body: "{" + fields.joined(separator: ",") + "}")
+    }
+
+    /// `pushemu fleet tokens ID`: one token per line (all of them by default), fetched in pages
+    /// and streamed (a 10-million-token fleet never sits in memory at once).
+    static func fleetTokens(_ id: String, _ f: [String: String]) throws -> String {
+        var offset = Int(f["offset"] ?? "0") ?? 0
+        var left = Int(f["limit"] ?? "") ?? Int.max
+        var out = ""
+        while left > 0 {
+            let page = min(left, 100_000)
+            let r = try AdminClient.request("GET", server(f) + "/emulator/v1/fleets/\(id)/tokens?offset=\(offset)&limit=\(page)")
+            guard r.status == 200 else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
+            let tokens = Array(r.body.utf8).withUnsafeBytes { raw -> [String] in
+                var t: [JSONToken] = []
+                var limits = JSONLimits()
+                limits.maxTokens = 1 << 20
+                guard JSONParser.parse(raw, into: &t, limits: limits) == nil else { return [] }
+                let v = JSONView(bytes: raw, tokens: t)
+                var list: [String] = []
+                if let a = v.member(0, "tokens") { v.forEachElement(a) { list.append(v.string($0)) } }
+                return list
+            }
+            if tokens.isEmpty {
+                if offset == 0 { throw ConfigurationError("no tokens: \(r.body.prefix(200))") }
+                break
+            }
+            // Streamed page by page: a 10-million-token fleet never sits in memory at once.
+            out = tokens.joined(separator: "\n") + "\n"
+            var bytes = Array(out.utf8)[...]
+            while !bytes.isEmpty {
+                let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                if n <= 0 {
+                    if errno == EINTR { continue }
+                    throw ConfigurationError("cannot write the tokens")
+                }
+                bytes = bytes.dropFirst(n)
+            }
+            out = ""
+            offset += tokens.count
+            left -= tokens.count
+            if tokens.count < page { break }
+        }
+        return out
     }
 
     static func server(_ f: [String: String]) -> String {

@@ -6,8 +6,7 @@ import PushCore
 /// `pushemu export` and `pushemu report`: the journal read from `--data-dir` (no server needed),
 /// or, with `--server URL`, the report of a running emulator (one started `--in-memory`).
 enum JournalCommands {
-    static func export(_ args: [String]) throws -> String {
-        let f = try Commands.flags(args, allowed: ["since", "format", "data-dir"])
+    static func export(_ f: [String: String]) throws -> String {
         guard (f["format"] ?? "ndjson") == "ndjson" else { throw ConfigurationError("--format: only ndjson is supported") }
         let path = try journalPath(f)
         let since = try sinceMs(f)
@@ -19,8 +18,7 @@ enum JournalCommands {
         return ""
     }
 
-    static func report(_ args: [String]) throws -> String {
-        let f = try Commands.flags(args, allowed: ["campaign", "since", "format", "out", "data-dir", "server"])
+    static func report(_ f: [String: String]) throws -> String {
         let formatName = f["format"] ?? "text"
         guard let format = CampaignReport.Format(rawValue: formatName) else {
             throw ConfigurationError("--format must be text, json or html")

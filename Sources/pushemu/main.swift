@@ -11,21 +11,21 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 
 var args = Array(CommandLine.arguments.dropFirst())
 if args.first == "serve" { args.removeFirst() }
-if args.contains("--help") || args.contains("-h") || args.first == "help" {
-    csys_write_stdout(ServeOptions.usage)
-    exit(0)
-}
-if args.contains("--version") || args.first == "version" {
-    csys_write_stdout("pushemu \(ServeOptions.version)\n")
-    exit(0)
-}
-if let first = args.first, ["credentials", "token", "devices", "fleet", "export", "report"].contains(first) {
+if let first = args.first, CommandSpec.all.contains(where: { $0.words.first == first }) {
     do {
         csys_write_stdout(try Commands.run(args))
         exit(0)
     } catch {
         fail("\(error)", code: 1)
     }
+}
+if args.contains("--help") || args.contains("-h") || args.first == "help" {
+    csys_write_stdout(CommandSpec.overview)
+    exit(0)
+}
+if args.contains("--version") || args.first == "version" {
+    csys_write_stdout("pushemu \(ServeOptions.version)\n")
+    exit(0)
 }
 if let first = args.first, !first.hasPrefix("-") {
     fail("unknown command '\(first)' (see pushemu --help)")

@@ -96,8 +96,8 @@ final class ServeOptionsTests: XCTestCase {
     }
 
     func testUsageListsEveryOption() {
-        for o in ServeOptions.options { XCTAssertTrue(ServeOptions.usage.contains("--\(o.name)"), o.name) }
-        XCTAssertTrue(ServeOptions.usage.contains("--config FILE"))
+        for o in ServeOptions.options { XCTAssertTrue(ServeOptions.optionsHelp.contains("--\(o.name)"), o.name) }
+        XCTAssertTrue(ServeOptions.optionsHelp.contains("--config FILE"))
     }
 
     func testTLSConfigurationErrors() {

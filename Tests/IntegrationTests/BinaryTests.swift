@@ -242,3 +242,54 @@ final class BinaryTests: XCTestCase {
         s.stop()
     }
 }
+
+extension BinaryTests {
+    /// Every command's `--help` lists its own options, and the parser accepts exactly those: each
+    /// listed option is taken (the command then fails for other reasons: no server, no file),
+    /// and an option another command has is refused as unknown.
+    func testEveryCommandsHelpListsWhatItsParserAccepts() throws {
+        let bin = ServerProcess.binaryPath
+        let scratch = "/tmp/pushemu-cli-help-\(getpid())"
+        mkdir(scratch, 0o755)
+        defer { _ = try? runCommand("rm", ["-rf", scratch], timeout: 10) }
+        let overview = try runCommand(bin, ["--help"], timeout: 10).stdout
+        let commands: [[String]] = [
+            ["credentials", "apns"], ["credentials", "fcm"], ["token", "apns"], ["devices", "add"], ["devices", "list"],
+            ["devices", "show", "T"], ["devices", "uninstall", "T"], ["fleet", "create"], ["fleet", "tokens", "fleet-1"], ["export"],
+            ["report"],
+        ]
+        for words in commands {
+            let name = words.filter { $0 != "T" && $0 != "fleet-1" }.joined(separator: " ")
+            XCTAssertTrue(overview.contains("pushemu \(name)"), "\(name) missing from pushemu --help")
+            let help = try runCommand(bin, words + ["--help"], timeout: 10)
+            XCTAssertEqual(help.status, 0, "\(name) --help: \(help.stderr)")
+            XCTAssertTrue(help.stdout.hasPrefix("usage: pushemu \(name)"), help.stdout)
+            let listed = help.stdout.split(separator: "\n").filter { $0.hasPrefix("  --") }
+                .map { String($0.dropFirst(4).prefix { $0 != " " }) }
+            for option in listed {
+                // Files go to a scratch directory, requests to a port nobody listens on, journals
+                // are read from a directory that has none: each run fails or writes only there,
+                // but never because of the option.
+                let value =
+                    ["out": scratch + "/out", "data-dir": scratch, "server": "http://127.0.0.1:9", "key": "/nonexistent.p8"][option] ?? "x"
+                let base: [String] =
+                    switch words.first {
+                    case "credentials": ["--data-dir", scratch, "--out", scratch + "/out"]
+                    case "token": []
+                    case "export", "report": ["--data-dir", "/nonexistent-pushemu"]
+                    default: ["--server", "http://127.0.0.1:9"]
+                    }
+                let run = try runCommand(bin, words + ["--\(option)", value] + base, timeout: 20)
+                XCTAssertFalse(run.stderr.contains("unknown option"), "\(name) --\(option): \(run.stderr)")
+            }
+            let refused = try runCommand(bin, words + ["--bogus-option", "x"], timeout: 10)
+            XCTAssertNotEqual(refused.status, 0)
+            XCTAssertTrue(refused.stderr.contains("unknown option '--bogus-option'"), "\(name): \(refused.stderr)")
+        }
+        // The options the issue found out of step: fleet create takes --project and --labels,
+        // credentials fcm --data-dir.
+        let fleet = try runCommand(bin, ["fleet", "create", "--help"], timeout: 10).stdout
+        XCTAssertTrue(fleet.contains("--project P") && fleet.contains("--labels a,b"), fleet)
+        XCTAssertTrue(try runCommand(bin, ["credentials", "fcm", "--help"], timeout: 10).stdout.contains("--data-dir DIR"))
+    }
+}

@@ -61,16 +61,15 @@ struct ToyGateway: PushGateway {
 
     func forEachAcceptedPush(
         _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
-        _ body: (AcceptedPush) -> Void
+        _ body: (borrowing AcceptedPush) -> Void
     ) {
-        let delivery = Delivery(
-            provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
-            environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
-            payload: request.body[...])
-        body(
-            AcceptedPush(
-                delivery: delivery, topic: nil, payloadIsJSON: true, warnings: [], parsedPayload: nil,
-                appliesDeviceEffects: true))
+        let push = AcceptedPush(
+            delivery: Delivery(
+                provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
+                environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
+                payload: request.body[...]),
+            topic: nil, payloadIsJSON: true, warnings: [], parsedPayload: nil, appliesDeviceEffects: true)
+        body(push)
     }
 
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response {

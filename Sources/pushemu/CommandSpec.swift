@@ -1,0 +1,161 @@
+import Emulator
+
+/// One command besides `serve`, as its `--help` shows it and its parser accepts it: the words
+/// that name it, an operand, a one-line summary and its options. The usage line and the
+/// options the parser allows come from the same list, so they cannot drift apart.
+struct CommandSpec {
+    struct Option {
+        let name: String
+        let value: String
+        let help: String
+        var required = false
+    }
+
+    let words: [String]
+    let operand: String?
+    let summary: String
+    let options: [Option]
+
+    /// The option names the parser accepts.
+    var allowed: Set<String> { Set(options.map(\.name)) }
+
+    /// `pushemu credentials apns [--team-id T] ...`.
+    var usageLine: String {
+        var line = "pushemu " + words.joined(separator: " ")
+        if let operand { line += " " + operand }
+        for option in options { line += option.required ? " --\(option.name) \(option.value)" : " [--\(option.name) \(option.value)]" }
+        return line
+    }
+
+    /// What `pushemu <command> --help` prints.
+    var help: String {
+        var text = "usage: \(usageLine)\n\n\(summary)\n"
+        if !options.isEmpty {
+            text += "\nOptions:\n"
+            for option in options {
+                let left = "  --\(option.name) \(option.value)"
+                text += left + String(repeating: " ", count: max(1, 30 - left.count)) + option.help + "\n"
+            }
+        }
+        return text
+    }
+
+    static let timeHelp = "milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d"
+    static let server = Option(name: "server", value: "URL", help: "the running emulator (default http://127.0.0.1:8080)")
+    static let dataDirectory = Option(name: "data-dir", value: "DIR", help: "the emulator's data directory (default ./.pushemu)")
+
+    /// Every command, in the order `pushemu --help` lists them.
+    static let all: [CommandSpec] = [
+        CommandSpec(
+            words: ["credentials", "apns"], operand: nil,
+            summary: "Writes a .p8 signing key and registers its public half with the emulator.",
+            options: [
+                Option(name: "team-id", value: "T", help: "the 10-character team id (default: generated)"),
+                Option(name: "key-id", value: "K", help: "the 10-character key id (default: generated)"),
+                Option(name: "out", value: "DIR", help: "where AuthKey_<KEYID>.p8 is written (default .)"),
+                dataDirectory,
+                Option(name: "environment", value: "sandbox|production", help: "limit the key to one environment"),
+                Option(name: "topics", value: "a,b", help: "a topic-specific key for these bundle ids"),
+            ]),
+        CommandSpec(
+            words: ["credentials", "fcm"], operand: nil,
+            summary: "Writes a service-account JSON key file and registers it with the emulator.",
+            options: [
+                Option(name: "project", value: "P", help: "the Firebase project id", required: true),
+                Option(name: "out", value: "FILE", help: "where the key file is written (default: standard output)"),
+                Option(name: "token-uri", value: "URL", help: "the file's token_uri (default http://127.0.0.1:8080/token)"),
+                dataDirectory,
+            ]),
+        CommandSpec(
+            words: ["token", "apns"], operand: nil, summary: "Prints a provider token (JWT) signed with a .p8 key.",
+            options: [
+                Option(name: "key", value: "FILE", help: "the .p8 signing key", required: true),
+                Option(name: "key-id", value: "K", help: "the key id", required: true),
+                Option(name: "team-id", value: "T", help: "the team id", required: true),
+                Option(name: "iat", value: "SECONDS", help: "the issue time (default now)"),
+            ]),
+        CommandSpec(
+            words: ["devices", "add"], operand: nil, summary: "Adds a simulated device to a running emulator and prints it.",
+            options: [
+                server,
+                Option(name: "platform", value: "ios|android", help: "the device's platform", required: true),
+                Option(name: "app", value: "APP", help: "bundle id or package name", required: true),
+                Option(name: "token", value: "T", help: "its token (default: generated)"),
+                Option(name: "environment", value: "E", help: "iOS: sandbox or production"),
+                Option(name: "project", value: "P", help: "Android: the Firebase project"),
+                Option(name: "tracking", value: "JSON", help: "its SDK tracking, e.g. {\"preset\":\"braze\",\"url\":...}"),
+                Option(name: "behavior", value: "JSON", help: "its behaviour, e.g. {\"openRate\":0.1}"),
+                Option(name: "labels", value: "a,b", help: "labels fault rules and queries can select"),
+                Option(name: "topics", value: "a,b", help: "Android: FCM topic subscriptions"),
+            ]),
+        CommandSpec(
+            words: ["devices", "list"], operand: nil, summary: "Lists the devices a running emulator holds as records.",
+            options: [
+                server, Option(name: "label", value: "L", help: "only devices with this label"),
+                Option(name: "limit", value: "N", help: "at most N (1-10000, default 100)"),
+            ]),
+        CommandSpec(words: ["devices", "show"], operand: "TOKEN", summary: "Prints one device.", options: [server]),
+        CommandSpec(
+            words: ["devices", "uninstall"], operand: "TOKEN", summary: "Uninstalls the device's app (its next push is unregistered).",
+            options: [server]),
+        CommandSpec(
+            words: ["fleet", "create"], operand: nil, summary: "Creates a fleet of simulated devices in a running emulator.",
+            options: [
+                server,
+                Option(name: "platform", value: "ios|android", help: "the devices' platform", required: true),
+                Option(name: "app", value: "APP", help: "bundle id or package name", required: true),
+                Option(name: "count", value: "N", help: "how many devices", required: true),
+                Option(name: "environment", value: "E", help: "iOS: sandbox or production"),
+                Option(name: "project", value: "P", help: "Android: the Firebase project"),
+                Option(name: "seed", value: "S", help: "the seed of its tokens and behaviour"),
+                Option(name: "tracking", value: "JSON", help: "the devices' SDK tracking"),
+                Option(name: "behavior", value: "JSON", help: "the devices' behaviour"),
+                Option(name: "labels", value: "a,b", help: "labels of every device in the fleet"),
+            ]),
+        CommandSpec(
+            words: ["fleet", "tokens"], operand: "ID", summary: "Prints a fleet's tokens, one per line (all of them by default).",
+            options: [
+                server, Option(name: "offset", value: "N", help: "the first token's index (default 0)"),
+                Option(name: "limit", value: "N", help: "at most N tokens"),
+            ]),
+        CommandSpec(
+            words: ["export"], operand: nil, summary: "Prints the journal, one JSON object per line (no server needed).",
+            options: [
+                Option(name: "since", value: "T", help: timeHelp), Option(name: "format", value: "ndjson", help: "the only format"),
+                dataDirectory,
+            ]),
+        CommandSpec(
+            words: ["report"], operand: nil,
+            summary:
+                "The campaign report (per campaign: outcomes, rejections, tracking, rates, timeline), from --data-dir or a running emulator.",
+            options: [
+                Option(name: "campaign", value: "ID", help: "one campaign only"), Option(name: "since", value: "T", help: timeHelp),
+                Option(name: "format", value: "text|json|html", help: "default text"),
+                Option(name: "out", value: "FILE", help: "write it there instead of standard output"), dataDirectory,
+                Option(name: "server", value: "URL", help: "a running emulator's report instead of --data-dir"),
+            ]),
+    ]
+
+    /// The spec named by the first words of `args`, and the arguments after them.
+    static func find(_ args: [String]) -> (CommandSpec, [String])? {
+        for spec in all where args.count >= spec.words.count && Array(args.prefix(spec.words.count)) == spec.words {
+            return (spec, Array(args.dropFirst(spec.words.count)))
+        }
+        return nil
+    }
+
+    /// The commands of a group (`devices`, `fleet`, ...) for a `--help` or a bad subcommand.
+    static func group(_ word: String) -> String {
+        "usage:\n" + all.filter { $0.words.first == word }.map { "  " + $0.usageLine + "\n" }.joined()
+            + "(pushemu \(word) <command> --help for one command's options)\n"
+    }
+
+    /// `pushemu --help`: every command, then serve's options.
+    static var overview: String {
+        var text = "pushemu \(ServeOptions.version): an emulator of the APNs provider API and the FCM HTTP v1 API.\n\nUsage:\n"
+        text += "  pushemu [serve] [options]\n      start the emulator (the default command; its options below)\n"
+        for spec in all { text += "  \(spec.usageLine)\n      \(spec.summary)\n" }
+        text += "  pushemu --help | --version | <command> --help\n\n"
+        return text + ServeOptions.optionsHelp
+    }
+}
