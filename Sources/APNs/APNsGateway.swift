@@ -48,7 +48,7 @@ public final class APNsGateway: PushGateway {
         return APNsProvider.errorResponse(.badPath, request: request, configuration: rules.configuration)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func decide(_ exchange: Exchange, state: APNsConnectionState, nowMs: Int64, into decision: inout APNsDecision) {
         let connection = exchange.connection
         rules.decide(
@@ -60,7 +60,7 @@ public final class APNsGateway: PushGateway {
     }
 
     /// The token from the decision, or from the path for a request rejected before its token was read.
-    @inlinable
+    @inlinable @inline(__always)
     public func subject(of decision: APNsDecision, request: Request) -> PushSubject {
         var token = decision.token
         if token.isEmpty, request.path.starts(with: APNsGateway.devicePrefix) {
@@ -69,20 +69,20 @@ public final class APNsGateway: PushGateway {
         return PushSubject(token: token, topic: decision.topic, scope: decision.environment.rawValue)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func rateLimited(_ decision: inout APNsDecision) { decision.reason = .tooManyRequests }
 
     /// The sender's `apns-id` when valid, else the one generated for the answer.
-    @inlinable
+    @inlinable @inline(__always)
     public func notificationID(for decision: APNsDecision, request: Request, state: APNsConnectionState) -> UUIDValue {
         decision.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
             ?? UUIDValue.random(&state.rng)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func forEachAcceptedPush(
         _ decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
-        nowMs: Int64, _ body: (borrowing AcceptedPush) -> Void
+        nowMs: Int64, _ body: AcceptedPushSink
     ) {
         var delivery = Delivery(
             provider: .apns, platform: .ios, tokenBytes: decision.token, appBytes: decision.bundle,
@@ -93,15 +93,12 @@ public final class APNsGateway: PushGateway {
         delivery.contentAvailable = decision.summary.contentAvailable
         delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
         delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
-        // The delivery moves into the push, which the pipeline borrows: nothing is copied.
         body(
-            AcceptedPush(
-                delivery: delivery, topic: decision.topic, payloadIsJSON: decision.summary.isJSON,
-                warnings: decision.warnings, parsedPayload: decision.summary.isJSON ? state.tokens : nil,
-                appliesDeviceEffects: true))
+            &delivery, decision.topic, decision.warnings, decision.summary.isJSON ? state.tokens : nil,
+            AcceptedPushFlags(payloadIsJSON: decision.summary.isJSON, appliesDeviceEffects: true))
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func response(
         for decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
         nowMs: Int64
@@ -109,7 +106,7 @@ public final class APNsGateway: PushGateway {
         rules.response(decision, request: request, state: state)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func outcome(of decision: APNsDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.status, reason: decision.reason.map { rules.configuration.reasonString($0) } ?? "",
@@ -168,7 +165,7 @@ public final class APNsGateway: PushGateway {
         }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func connectionActions(after decision: APNsDecision) -> ConnectionActions {
         ConnectionActions(
             raiseStreamsTo: decision.raiseStreamsTo, adaptiveTop: adaptiveStreamsTop, success: decision.accepted,
@@ -179,7 +176,7 @@ public final class APNsGateway: PushGateway {
         ConnectionActions(raiseStreamsTo: nil, adaptiveTop: adaptiveStreamsTop, success: false, goAwayReason: nil)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {
         if let limit = actions.raiseStreamsTo, connection.maxConcurrentStreams < limit { connection.setMaxConcurrentStreams(limit) }
         if actions.adaptiveTop > 0 { adapt(connection, success: actions.success, top: actions.adaptiveTop) }

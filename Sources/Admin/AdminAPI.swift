@@ -128,8 +128,7 @@ public struct AdminAPI: Sendable {
         }
         r.add(.post, "/emulator/v1/apns/keys", maxBodySize: 64 * 1024) { ex in ex.respond(createKey(ex.request)) }
         r.add(.get, "/emulator/v1/apns/keys") { ex in
-            let list = keys.all.map(keyJSON).joined(separator: ",")
-            ex.respond(.json(200, "{\"keys\":[\(list)]}"))
+            ex.respond(.json(200, JSONObjectWriter.list("keys", keys.all.map(keyJSON))))
         }
         r.add(.get, "/emulator/v1/notifications") { ex in
             var f = NotificationLog.Filter()
@@ -171,20 +170,15 @@ public struct AdminAPI: Sendable {
         let faultEngine = self.faults
         let scenarioList = self.scenarios
         let journalRef = self.journal
-        deviceAdmin.extraStats = {
-            let now = Clock.nowMs()
+        deviceAdmin.extraStats = { object in
             let rules = faultEngine.all
-            var journalJSON = "null"
-            if let ref = journalRef {
-                let j = ref.statistics
-                journalJSON =
-                    "{\"durability\":\"\(ref.durability.rawValue)\",\"path\":" + (ref.path.map(JSONWriter.quote) ?? "null")
-                    + ",\"queued\":\(j.queued),\"committed\":\(j.committed),\"commits\":\(j.batches),\"lastBatch\":\(j.lastBatch)"
-                    + ",\"lastCommitUs\":\(j.lastCommitUs),\"dropped\":\(j.dropped),\"failedCommits\":\(j.failedCommits),\"pruned\":\(j.pruned)"
-                    + ",\"storedRequests\":\(j.storedRequests),\"storedTracking\":\(j.storedTracking),\"writerNice\":\(j.writerNice)}"
-            }
-            return ",\"faults\":{\"rules\":\(rules.count),\"fired\":\(rules.reduce(0) { $0 + $1.fired })},\"journal\":" + journalJSON
-                + ",\"scenarios\":[" + scenarioList.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]"
+            var faults = JSONObjectWriter()
+            faults.add("rules", rules.count)
+            faults.add("fired", rules.reduce(0) { $0 + $1.fired })
+            object.add("faults", json: faults.text)
+            object.add("journal", json: journalRef.map(AdminAPI.journalStats))
+            let now = Clock.nowMs()
+            object.add("scenarios", jsonArray: scenarioList.all.map { $0.json(nowMs: now) })
         }
         if let journal { deviceAdmin.journal = JournalAdminAPI(journal: journal) }
         deviceAdmin.register(&r)
@@ -194,12 +188,7 @@ public struct AdminAPI: Sendable {
             ex.respond(createServiceAccount(ex))
         }
         r.add(.get, "/emulator/v1/fcm/service-accounts") { ex in
-            let list = fcmAccounts.all.map { a in
-                "{\"projectId\":" + JSONWriter.quote(a.projectID) + ",\"projectNumber\":\"\(a.projectNumber)\",\"clientEmail\":"
-                    + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":"
-                    + JSONWriter.quote(a.privateKeyID) + "}"
-            }
-            ex.respond(.json(200, "{\"serviceAccounts\":[" + list.joined(separator: ",") + "]}"))
+            ex.respond(.json(200, JSONObjectWriter.list("serviceAccounts", fcmAccounts.all.map(AdminAPI.serviceAccountJSON))))
         }
         r.add(.post, "/emulator/v1/reset", maxBodySize: 1024) { ex in
             log.removeAll()
@@ -237,7 +226,7 @@ public struct AdminAPI: Sendable {
         @Sendable func attempt() {
             let found = query()
             if !found.isEmpty || Clock.nowMs() >= deadline {
-                ex.respond(.json(200, "{\"notifications\":[" + found.map(\.json).joined(separator: ",") + "]}"))
+                ex.respond(.json(200, JSONObjectWriter.list("notifications", found.map(\.json))))
             } else {
                 ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
             }
@@ -298,19 +287,25 @@ public struct AdminAPI: Sendable {
                 return .json(201, keyJSON(e))
             }
             let (e, privatePEM) = try keys.generate(teamID: teamID, keyID: keyID, environment: env, topics: topics)
-            var json = keyJSON(e)
-            json.removeLast()
-            return .json(201, json + ",\"privateKeyPem\":" + JSONWriter.quote(privatePEM) + "}")
+            var object = keyObject(e)
+            object.add("privateKeyPem", privatePEM)
+            return .json(201, object.text)
         } catch {
             return AdminAPI.error(400, "\(error)")
         }
     }
 
+    func keyObject(_ e: APNsKeyStore.Entry) -> JSONObjectWriter {
+        var object = JSONObjectWriter()
+        object.add("teamId", e.teamID)
+        object.add("keyId", e.keyID)
+        if let environment = e.environment { object.add("environment", environment.rawValue) }
+        if let topics = e.topics { object.add("topics", strings: topics) }
+        return object
+    }
+
     func keyJSON(_ e: APNsKeyStore.Entry) -> String {
-        var s = "{\"teamId\":\"\(e.teamID)\",\"keyId\":\"\(e.keyID)\""
-        if let env = e.environment { s += ",\"environment\":\"\(env.rawValue)\"" }
-        if let t = e.topics { s += ",\"topics\":[" + t.map(JSONWriter.quote).joined(separator: ",") + "]" }
-        return s + "}"
+        keyObject(e).text
     }
 
     /// `{"projectId": P}` generates an account; adding `clientEmail`, `privateKeyId` and
@@ -362,7 +357,12 @@ public struct AdminAPI: Sendable {
 
     /// The admin API's error shape.
     public static func error(_ code: Int, _ message: String) -> Response {
-        .json(code, "{\"error\":{\"code\":\(code),\"message\":\(JSONWriter.quote(message))}}")
+        var error = JSONObjectWriter()
+        error.add("code", code)
+        error.add("message", message)
+        var object = JSONObjectWriter()
+        object.add("error", json: error.text)
+        return .json(code, object.text)
     }
 }
 
@@ -374,3 +374,36 @@ func intParameter(_ r: Request, _ name: String, default d: Int, range: ClosedRan
 
 /// Decodes %XX escapes and '+' in a query value.
 func percentDecode(_ s: String) -> String { PercentEncoding.decode(Array(s.utf8)[...], plusAsSpace: true) }
+
+extension AdminAPI {
+    /// The journal's part of `/emulator/v1/stats`.
+    static func journalStats(_ journal: Journal) -> String {
+        let stats = journal.statistics
+        var object = JSONObjectWriter()
+        object.add("durability", journal.durability.rawValue)
+        object.add("path", journal.path)
+        object.add("queued", stats.queued)
+        object.add("committed", stats.committed)
+        object.add("commits", stats.batches)
+        object.add("lastBatch", stats.lastBatch)
+        object.add("lastCommitUs", stats.lastCommitUs)
+        object.add("dropped", stats.dropped)
+        object.add("failedCommits", stats.failedCommits)
+        object.add("pruned", stats.pruned)
+        object.add("storedRequests", stats.storedRequests)
+        object.add("storedTracking", stats.storedTracking)
+        object.add("writerNice", stats.writerNice)
+        return object.text
+    }
+
+    /// An FCM service account as `GET /emulator/v1/fcm/service-accounts` lists it.
+    static func serviceAccountJSON(_ account: FCMServiceAccounts.Account) -> String {
+        var object = JSONObjectWriter()
+        object.add("projectId", account.projectID)
+        object.add("projectNumber", String(account.projectNumber))
+        object.add("clientEmail", account.clientEmail)
+        object.add("clientId", String(account.clientID))
+        object.add("privateKeyId", account.privateKeyID)
+        return object.text
+    }
+}

@@ -14,8 +14,8 @@ struct DeviceAdminAPI: Sendable {
     let tracking: TrackingLog
     let dispatcher: TrackingDispatcher
     let log: NotificationLog
-    /// More members for `/emulator/v1/stats` (faults, scenarios): `,"name":value...`.
-    var extraStats: @Sendable () -> String = { "" }
+    /// More members for `/emulator/v1/stats` (faults, journal, scenarios).
+    var extraStats: @Sendable (inout JSONObjectWriter) -> Void = { _ in }
     /// Tracking attempts the in-memory log no longer holds come from here.
     var journal: JournalAdminAPI?
 
@@ -29,7 +29,7 @@ struct DeviceAdminAPI: Sendable {
             }
             let label = ex.request.queryParameter("label").map(percentDecode)
             let list = store.list(limit: limit, label: label).map { $0.json(fleetID: store.fleetID($0)) }
-            ex.respond(.json(200, "{\"devices\":[" + list.joined(separator: ",") + "]}"))
+            ex.respond(.json(200, JSONObjectWriter.list("devices", list)))
         }
         r.add([.get, .delete, .post, .patch], "/emulator/v1/devices/{token}", maxBodySize: 64 * 1024) { ex in
             var token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
@@ -87,7 +87,7 @@ struct DeviceAdminAPI: Sendable {
         }
         r.add(.post, "/emulator/v1/fleets", maxBodySize: 64 * 1024) { ex in ex.respond(createFleet(ex.request)) }
         r.add(.get, "/emulator/v1/fleets") { ex in
-            ex.respond(.json(200, "{\"fleets\":[" + store.allFleets.map(\.json).joined(separator: ",") + "]}"))
+            ex.respond(.json(200, JSONObjectWriter.list("fleets", store.allFleets.map(\.json))))
         }
         r.add(.get, "/emulator/v1/fleets/{id}") { ex in
             guard let f = store.fleet(id: ex.parameter(0).utf8String) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
@@ -140,7 +140,7 @@ struct DeviceAdminAPI: Sendable {
                     found = journal.tracking(filter, beforeMs: before, limit: filter.limit - found.count).reversed() + found
                 }
                 if !found.isEmpty || Clock.nowMs() >= deadline {
-                    ex.respond(.json(200, "{\"tracking\":[" + found.map(\.json).joined(separator: ",") + "]}"))
+                    ex.respond(.json(200, JSONObjectWriter.list("tracking", found.map(\.json))))
                 } else {
                     ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
                 }
@@ -161,25 +161,31 @@ struct DeviceAdminAPI: Sendable {
         case .simulated(let device, let fleetID, let recorded)?:
             var json = device.json(fleetID: fleetID)
             if device.platform == .android, let recorded {
+                // FCM's registry adds the device's topics and push count to its record.
+                var extra = JSONObjectWriter()
+                extra.add("topics", strings: recorded.topics ?? [])
+                extra.add("pushes", recorded.pushes)
                 json.removeLast()
-                json +=
-                    ",\"topics\":[" + (recorded.topics ?? []).map(JSONWriter.quote).joined(separator: ",")
-                    + "],\"pushes\":\(recorded.pushes)}"
+                json += "," + extra.text.dropFirst()
             }
             return json
         case .recorded(let known)?:
-            let uninstalled = known.uninstalledAtMs.map { String($0) } ?? "null"
+            // Known only to its gateway: what that gateway records.
+            var object = JSONObjectWriter()
+            object.add("token", known.token)
+            object.add("platform", known.platform.rawValue)
             if known.platform == .ios {
-                return "{\"token\":" + JSONWriter.quote(known.token) + ",\"platform\":\"ios\",\"app\":" + JSONWriter.quote(known.app ?? "")
-                    + ",\"environment\":\"\(known.environment ?? "sandbox")\",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
-                    + uninstalled + ",\"pushes\":\(known.pushes)}"
+                object.add("app", known.app ?? "")
+                object.add("environment", known.environment ?? "sandbox")
+            } else {
+                object.add("app", known.app)
+                object.add("project", known.environment)
             }
-            return "{\"token\":" + JSONWriter.quote(known.token) + ",\"platform\":\"android\",\"app\":"
-                + (known.app.map(JSONWriter.quote) ?? "null")
-                + ",\"project\":" + (known.environment.map(JSONWriter.quote) ?? "null")
-                + ",\"installed\":\(known.uninstalledAtMs == nil),\"uninstalledAt\":"
-                + uninstalled + ",\"topics\":[" + (known.topics ?? []).map(JSONWriter.quote).joined(separator: ",")
-                + "],\"pushes\":\(known.pushes)}"
+            object.add("installed", known.uninstalledAtMs == nil)
+            object.add("uninstalledAt", known.uninstalledAtMs)
+            if known.platform == .android { object.add("topics", strings: known.topics ?? []) }
+            object.add("pushes", known.pushes)
+            return object.text
         }
     }
 
@@ -445,20 +451,42 @@ struct DeviceAdminAPI: Sendable {
         }
     }
 
+    /// `GET /emulator/v1/stats`: devices, deliveries, notifications and tracking, then the
+    /// members `extraStats` adds (faults, journal, scenarios).
     func stats() -> String {
-        let c = tracking.counters
-        let s = store.stats
+        let counters = tracking.counters
+        let storeStats = store.stats
         let fleets = store.allFleets
-        var j =
-            "{\"devices\":{\"records\":\(store.recordCount),\"fleets\":\(fleets.count),\"fleetDevices\":\(fleets.reduce(0) { $0 + $1.count })"
-        j += ",\"apnsTokens\":\(apnsDevices.count),\"fcmTokens\":\(fcmDevices.count)}"
-        j +=
-            ",\"deliveries\":{\"delivered\":\(s.delivered),\"heldOffline\":\(s.heldOffline),\"droppedOffline\":\(s.droppedOffline),\"unstored\":\(s.unstored)}"
-        j += ",\"notifications\":{\"kept\":\(log.count),\"evicted\":\(log.evicted)}"
-        j +=
-            ",\"tracking\":{\"scheduled\":\(c.scheduled),\"skipped\":\(s.trackingSkipped),\"attempts\":\(c.attempts),\"succeeded\":\(c.succeeded)"
-        j +=
-            ",\"failed\":\(c.failed),\"retried\":\(c.retried),\"dropped\":\(c.dropped),\"queued\":\(dispatcher.depth),\"recordsEvicted\":\(c.evicted)}"
-        return j + extraStats() + "}"
+        var devices = JSONObjectWriter()
+        devices.add("records", store.recordCount)
+        devices.add("fleets", fleets.count)
+        devices.add("fleetDevices", fleets.reduce(0) { $0 + $1.count })
+        devices.add("apnsTokens", apnsDevices.count)
+        devices.add("fcmTokens", fcmDevices.count)
+        var deliveries = JSONObjectWriter()
+        deliveries.add("delivered", storeStats.delivered)
+        deliveries.add("heldOffline", storeStats.heldOffline)
+        deliveries.add("droppedOffline", storeStats.droppedOffline)
+        deliveries.add("unstored", storeStats.unstored)
+        var notifications = JSONObjectWriter()
+        notifications.add("kept", log.count)
+        notifications.add("evicted", log.evicted)
+        var tracked = JSONObjectWriter()
+        tracked.add("scheduled", counters.scheduled)
+        tracked.add("skipped", storeStats.trackingSkipped)
+        tracked.add("attempts", counters.attempts)
+        tracked.add("succeeded", counters.succeeded)
+        tracked.add("failed", counters.failed)
+        tracked.add("retried", counters.retried)
+        tracked.add("dropped", counters.dropped)
+        tracked.add("queued", dispatcher.depth)
+        tracked.add("recordsEvicted", counters.evicted)
+        var object = JSONObjectWriter()
+        object.add("devices", json: devices.text)
+        object.add("deliveries", json: deliveries.text)
+        object.add("notifications", json: notifications.text)
+        object.add("tracking", json: tracked.text)
+        extraStats(&object)
+        return object.text
     }
 }

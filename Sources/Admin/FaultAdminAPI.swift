@@ -15,7 +15,7 @@ struct FaultAdminAPI: Sendable {
                 if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
                     let list = try FaultParser.rules(body, nowMs: Clock.nowMs(), id: { engine.newID() })
                     for rule in list { engine.add(rule) }
-                    return ex.respond(.json(201, "{\"faults\":[" + list.map(\.json).joined(separator: ",") + "]}"))
+                    return ex.respond(.json(201, JSONObjectWriter.list("faults", list.map(\.json))))
                 }
                 let rule = try FaultParser.rule(body, id: engine.newID(), nowMs: Clock.nowMs())
                 engine.add(rule)
@@ -25,7 +25,7 @@ struct FaultAdminAPI: Sendable {
             }
         }
         r.add(.get, "/emulator/v1/faults") { ex in
-            ex.respond(.json(200, "{\"faults\":[" + engine.all.map(\.json).joined(separator: ",") + "]}"))
+            ex.respond(.json(200, JSONObjectWriter.list("faults", engine.all.map(\.json))))
         }
         r.add(.delete, "/emulator/v1/faults") { ex in
             engine.removeAll()
@@ -48,7 +48,7 @@ struct FaultAdminAPI: Sendable {
         }
         r.add(.get, "/emulator/v1/scenarios") { ex in
             let now = Clock.nowMs()
-            ex.respond(.json(200, "{\"scenarios\":[" + scenarios.all.map { $0.json(nowMs: now) }.joined(separator: ",") + "]}"))
+            ex.respond(.json(200, JSONObjectWriter.list("scenarios", scenarios.all.map { $0.json(nowMs: now) })))
         }
     }
 }

@@ -140,12 +140,12 @@ public final class FCMGateway: PushGateway {
         return true
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func decide(_ exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision) {
         decision = rules.send(exchange.request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
         PushSubject(
             token: decision.tokenRange.map { request.body[$0] } ?? [],
@@ -153,20 +153,20 @@ public final class FCMGateway: PushGateway {
     }
 
     /// FCM has no per-token limit (its per-project quota is part of `decide`).
-    @inlinable
+    @inlinable @inline(__always)
     public func rateLimited(_ decision: inout FCMSendDecision) {}
 
-    @inlinable
+    @inlinable @inline(__always)
     public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
     }
 
     /// A token send reaches its device; a topic or condition send each subscriber, one record
     /// per device, all under the message's name.
-    @inlinable
+    @inlinable @inline(__always)
     public func forEachAcceptedPush(
         _ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
-        nowMs: Int64, _ body: (borrowing AcceptedPush) -> Void
+        nowMs: Int64, _ body: AcceptedPushSink
     ) {
         let payload = request.body[decision.message.messageRange]
         func push(_ token: ArraySlice<UInt8>, _ id: UUIDValue, topic: ArraySlice<UInt8>?, tokenSend: Bool) {
@@ -176,10 +176,7 @@ public final class FCMGateway: PushGateway {
             delivery.hasData = decision.message.hasData
             delivery.collapseID = decision.message.collapseKey
             delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
-            body(
-                AcceptedPush(
-                    delivery: delivery, topic: topic, payloadIsJSON: true, warnings: decision.message.warnings,
-                    parsedPayload: nil, appliesDeviceEffects: tokenSend))
+            body(&delivery, topic, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: tokenSend))
         }
         if let range = decision.tokenRange { push(request.body[range], id, topic: nil, tokenSend: true) }
         let topic = decision.topicLabel.map { Array($0.utf8)[...] }
@@ -188,7 +185,7 @@ public final class FCMGateway: PushGateway {
         }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func response(
         for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64
@@ -196,7 +193,7 @@ public final class FCMGateway: PushGateway {
         rules.response(decision, id: id, nowMs: nowMs)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.error?.httpStatus ?? 200,
@@ -252,10 +249,10 @@ public final class FCMGateway: PushGateway {
         @inlinable public init() {}
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
     public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
-    @inlinable
+    @inlinable @inline(__always)
     public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
 
     /// The reason as given (no JSON).

@@ -90,15 +90,15 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             let id = gateway.notificationID(for: decision, request: request, state: state)
             acceptedID = id
             let shard = exchange.eventLoop.index
-            gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) { (push: borrowing AcceptedPush) in
+            gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) {
+                delivery, topic, warnings, parsedPayload, flags in
                 services.log.append(
-                    shard: shard, id: push.delivery.notificationID, provider: push.delivery.provider,
-                    receivedAtMs: push.delivery.receivedAtMs, environment: push.delivery.environment ?? "",
-                    token: push.delivery.tokenBytes, topic: push.topic, headers: request.headers, payload: push.delivery.payload,
-                    payloadIsJSON: push.payloadIsJSON, warnings: push.warnings)
-                services.devices.deliver(push.delivery, parsedPayload: push.parsedPayload)
-                if push.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
-                    services.lifecycle.apply(rotate: effect.rotate, to: push.delivery.tokenBytes, nowMs: Clock.nowMs())
+                    shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
+                    environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: topic, headers: request.headers,
+                    payload: delivery.payload, payloadIsJSON: flags.payloadIsJSON, warnings: warnings)
+                services.devices.deliver(delivery, parsedPayload: parsedPayload)
+                if flags.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
+                    services.lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
                 }
             }
         }

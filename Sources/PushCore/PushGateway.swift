@@ -65,11 +65,10 @@ public protocol PushGateway: Sendable {
     func notificationID(for decision: Decision, request: Request, state: ConnectionState) -> UUIDValue
 
     /// Calls `body` once for each device an accepted decision reaches (one for a token send,
-    /// one per subscriber for a topic send), in order. The push is lent (`borrowing`): the
-    /// pipeline reads it in place, and none of its references is copied.
+    /// one per subscriber for a topic send), in order (see `AcceptedPushSink`).
     func forEachAcceptedPush(
         _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
-        _ body: (borrowing AcceptedPush) -> Void)
+        _ body: AcceptedPushSink)
 
     /// The answer to a request the provider decided (accepted or rejected).
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response
@@ -172,29 +171,30 @@ public struct PushOutcome {
     }
 }
 
-/// One device an accepted push reaches: what the notification log keeps and what the device
-/// layer receives.
-public struct AcceptedPush {
-    public var delivery: Delivery
-    public var topic: ArraySlice<UInt8>?
+/// How the pipeline takes each device an accepted push reaches (`forEachAcceptedPush`), as
+/// separate arguments so nothing is packed, copied or retained on the way:
+/// - `delivery`: what the device layer receives (and the notification log keeps: id, token,
+///   environment, payload); `inout` so it is handed over in place;
+/// - `topic`: the APNs topic, or the FCM topic or condition of a fan-out;
+/// - `warnings`: the payload's lint warnings;
+/// - `parsedPayload`: the payload's tokens when the gateway already scanned it (saves a rescan);
+/// - `flags`: whether the payload is JSON, whether a fault's device effects apply.
+public typealias AcceptedPushSink = (
+    _ delivery: inout Delivery, _ topic: ArraySlice<UInt8>?, _ warnings: [String], _ parsedPayload: JSONTokenBuffer?,
+    _ flags: AcceptedPushFlags
+) -> Void
+
+/// The plain facts about one accepted push (no references: free to copy).
+public struct AcceptedPushFlags: Sendable {
+    /// The payload is JSON (the notification log shows it as an object).
     public var payloadIsJSON: Bool
-    public var warnings: [String]
-    /// The payload's tokens when the gateway already scanned it (saves the device a rescan).
-    public var parsedPayload: JSONTokenBuffer?
-    /// Whether a fault's device effects (uninstall, rotate) apply to this device (a token send;
-    /// not each subscriber of a topic send).
+    /// A fault's device effects (uninstall, rotate) apply to this device: a token send, not
+    /// each subscriber of a topic send.
     public var appliesDeviceEffects: Bool
 
     @inlinable
-    public init(
-        delivery: Delivery, topic: ArraySlice<UInt8>?, payloadIsJSON: Bool, warnings: [String],
-        parsedPayload: JSONTokenBuffer?, appliesDeviceEffects: Bool
-    ) {
-        self.delivery = delivery
-        self.topic = topic
+    public init(payloadIsJSON: Bool, appliesDeviceEffects: Bool) {
         self.payloadIsJSON = payloadIsJSON
-        self.warnings = warnings
-        self.parsedPayload = parsedPayload
         self.appliesDeviceEffects = appliesDeviceEffects
     }
 }

@@ -61,15 +61,13 @@ struct ToyGateway: PushGateway {
 
     func forEachAcceptedPush(
         _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
-        _ body: (borrowing AcceptedPush) -> Void
+        _ body: AcceptedPushSink
     ) {
-        let push = AcceptedPush(
-            delivery: Delivery(
-                provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
-                environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
-                payload: request.body[...]),
-            topic: nil, payloadIsJSON: true, warnings: [], parsedPayload: nil, appliesDeviceEffects: true)
-        body(push)
+        var delivery = Delivery(
+            provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
+            environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
+            payload: request.body[...])
+        body(&delivery, nil, [], nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true))
     }
 
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response {
