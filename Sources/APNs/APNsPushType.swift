@@ -3,11 +3,11 @@ import PushCore
 import Transport
 
 /// `apns-push-type` values and their rules (SEND).
-public enum APNsPushType: String, Sendable, CaseIterable {
+package enum APNsPushType: String, Sendable, CaseIterable {
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
 
     /// From the header's bytes, without making a String or walking `allCases` (which allocates).
-    public init?(bytes: ArraySlice<UInt8>) {
+    package init?(bytes: ArraySlice<UInt8>) {
         let found: APNsPushType? = bytes.withUnsafeBytes { raw in
             func named(_ s: StaticString) -> Bool {
                 raw.count == s.utf8CodeUnitCount && sameBytes(raw.baseAddress!, s.utf8Start, raw.count)
@@ -49,18 +49,18 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     }
 
     /// What `apns-topic` must end with: `<bundleId><suffix>` (nil: any topic, as for mdm).
-    public var topicSuffix: String? { staticSuffix.map { $0.description } }
+    package var topicSuffix: String? { staticSuffix.map { $0.description } }
 
     /// Largest body: 5120 bytes for VoIP, 4096 otherwise.
-    public var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }
+    package var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }
 
     /// Only token-based connections may send these.
-    public var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
+    package var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
 
     /// Length of the bundle id in `topic` (`<bundleId><suffix>`) for this push type, or nil when
     /// the topic lacks the suffix or its bundle part carries another type's suffix (so
     /// ".voip-ptt" is never read as ".voip" + "-ptt"). Bytes only: this runs per request.
-    public func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
+    package func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
         guard let suffix = staticSuffix else { return topic.count }
         return topic.withUnsafeBytes { raw -> Int? in
             // Whether the first `n` bytes end with `s` (and have something before it).
@@ -79,17 +79,17 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     }
 
     /// The bundle id of a topic for this push type (see `bundleLength(ofTopic:)`).
-    public func bundleID(fromTopic topic: String) -> String? {
+    package func bundleID(fromTopic topic: String) -> String? {
         let bytes = ArraySlice(topic.utf8)
         return bundleLength(ofTopic: bytes).map { String(decoding: bytes.prefix($0), as: UTF8.self) }
     }
 }
 
-public enum APNsEnvironment: String, Sendable {
+package enum APNsEnvironment: String, Sendable {
     case sandbox, production
 
     /// The environment a host name (optionally with ":port") stands for, or nil for other hosts.
-    public static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
+    package static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
         host.withUnsafeBytes { raw -> APNsEnvironment? in
             var n = raw.count
             // Drop a ":port" suffix (digits only, so a bracketed IPv6 literal is left alone).
@@ -106,36 +106,36 @@ public enum APNsEnvironment: String, Sendable {
         }
     }
 
-    public static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
+    package static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
 }
 
-public struct APNsConfiguration: Sendable {
-    public enum AuthMode: String, Sendable { case lenient, strict }
+package struct APNsConfiguration: Sendable {
+    package enum AuthMode: String, Sendable { case lenient, strict }
 
     /// For hosts that name no environment (localhost, an IP, h2c).
-    public var defaultEnvironment: APNsEnvironment = .sandbox
+    package var defaultEnvironment: APNsEnvironment = .sandbox
     /// lenient: a JWT whose `kid` is unknown is accepted unverified; strict: InvalidProviderToken.
-    public var authMode: AuthMode = .lenient
+    package var authMode: AuthMode = .lenient
     /// Payload problems become 400 BadPayload instead of warnings.
-    public var strictPayload = false
+    package var strictPayload = false
     /// Accepted device token lengths in hex characters.
-    public var tokenLength: ClosedRange<Int> = 64...200
+    package var tokenLength: ClosedRange<Int> = 64...200
     /// SETTINGS_MAX_CONCURRENT_STREAMS before a valid token (token connections) and after.
-    public var streamsBeforeAuth: UInt32 = 1
-    public var streamsAfterAuth: UInt32 = 1000
+    package var streamsBeforeAuth: UInt32 = 1
+    package var streamsAfterAuth: UInt32 = 1000
     /// Spelling of the wrong-environment key reason.
-    public var badEnvironmentReason = "BadEnvironmentKeyIdInToken"
+    package var badEnvironmentReason = "BadEnvironmentKeyIdInToken"
     /// Error budget per connection (BadDeviceToken weighs 5, other 4xx 1, 410 0); past it, GOAWAY.
-    public var maxConnectionErrors = 500
+    package var maxConnectionErrors = 500
     /// JWT rules (TOK).
-    public var tokenMaxAge: Int64 = 3600
-    public var tokenUpdateInterval: Int64 = 20 * 60
+    package var tokenMaxAge: Int64 = 3600
+    package var tokenUpdateInterval: Int64 = 20 * 60
     /// Tolerated clock skew for an `iat` in the future.
-    public var clockSkew: Int64 = 60
+    package var clockSkew: Int64 = 60
 
-    public init() {}
+    package init() {}
 
-    public func reasonString(_ r: APNsReason) -> String {
+    package func reasonString(_ r: APNsReason) -> String {
         r == .badEnvironmentKeyIdInToken ? badEnvironmentReason : r.rawValue
     }
 }

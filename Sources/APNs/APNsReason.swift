@@ -1,5 +1,5 @@
 /// Every reason APNs answers for device pushes (`/3/device`), with its HTTP status (RESP).
-public enum APNsReason: String, Sendable, CaseIterable, Error {
+package enum APNsReason: String, Sendable, CaseIterable, Error {
     case badCollapseId = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
     case badExpirationDate = "BadExpirationDate"
@@ -36,7 +36,7 @@ public enum APNsReason: String, Sendable, CaseIterable, Error {
     case serviceUnavailable = "ServiceUnavailable"
     case shutdown = "Shutdown"
 
-    public var status: Int {
+    package var status: Int {
         switch self {
         case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
             .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,

@@ -15,16 +15,16 @@ import Transport
 /// wrapped in an object; long polls take `wait=SECONDS`.
 ///
 /// Handlers run on the event loop of the admin request's connection, like every route.
-public struct AdminAPI: Sendable {
+package struct AdminAPI: Sendable {
     /// What the gateways keep that the admin API manages (keys, accounts, token registries, quota).
-    public struct Gateways: Sendable {
-        public let apnsKeys: APNsKeyStore
-        public let apnsDevices: APNsDeviceRegistry
-        public let fcmAccounts: FCMServiceAccounts
-        public let fcmDevices: FCMDeviceRegistry
-        public let fcmQuota: FCMQuota
+    package struct Gateways: Sendable {
+        package let apnsKeys: APNsKeyStore
+        package let apnsDevices: APNsDeviceRegistry
+        package let fcmAccounts: FCMServiceAccounts
+        package let fcmDevices: FCMDeviceRegistry
+        package let fcmQuota: FCMQuota
 
-        public init(
+        package init(
             apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, fcmAccounts: FCMServiceAccounts,
             fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota
         ) {
@@ -37,12 +37,12 @@ public struct AdminAPI: Sendable {
     }
 
     /// The device layer and its tracking.
-    public struct Devices: Sendable {
-        public let lifecycle: DeviceLifecycle
-        public let tracking: TrackingLog
-        public let dispatcher: TrackingDispatcher
+    package struct Devices: Sendable {
+        package let lifecycle: DeviceLifecycle
+        package let tracking: TrackingLog
+        package let dispatcher: TrackingDispatcher
 
-        public init(lifecycle: DeviceLifecycle, tracking: TrackingLog, dispatcher: TrackingDispatcher) {
+        package init(lifecycle: DeviceLifecycle, tracking: TrackingLog, dispatcher: TrackingDispatcher) {
             self.lifecycle = lifecycle
             self.tracking = tracking
             self.dispatcher = dispatcher
@@ -50,14 +50,14 @@ public struct AdminAPI: Sendable {
     }
 
     /// What was recorded: the notification log, the journal (nil when off), the metrics.
-    public struct Records: Sendable {
-        public let log: NotificationLog
-        public let journal: Journal?
-        public let metrics: Metrics
+    package struct Records: Sendable {
+        package let log: NotificationLog
+        package let journal: Journal?
+        package let metrics: Metrics
         /// `--campaign-key`: extra payload paths that name a campaign.
-        public let campaignKeys: [String]
+        package let campaignKeys: [String]
 
-        public init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String]) {
+        package init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String]) {
             self.log = log
             self.journal = journal
             self.metrics = metrics
@@ -66,11 +66,11 @@ public struct AdminAPI: Sendable {
     }
 
     /// The transport's gauges (read when `/metrics` is scraped).
-    public struct ServerGauges: Sendable {
-        public let openConnections: @Sendable () -> Int
-        public let openStreams: @Sendable () -> Int
+    package struct ServerGauges: Sendable {
+        package let openConnections: @Sendable () -> Int
+        package let openStreams: @Sendable () -> Int
 
-        public init(openConnections: @escaping @Sendable () -> Int, openStreams: @escaping @Sendable () -> Int) {
+        package init(openConnections: @escaping @Sendable () -> Int, openStreams: @escaping @Sendable () -> Int) {
             self.openConnections = openConnections
             self.openStreams = openStreams
         }
@@ -83,7 +83,7 @@ public struct AdminAPI: Sendable {
     let scenarios: ScenarioRegistry
     let gauges: ServerGauges
 
-    public init(
+    package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
         gauges: ServerGauges
     ) {
@@ -108,7 +108,7 @@ public struct AdminAPI: Sendable {
     var metrics: Metrics { records.metrics }
     var campaignKeys: [String] { records.campaignKeys }
 
-    public func register(_ r: inout Router) {
+    package func register(_ r: inout Router) {
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
             ex.respond(.json(200, "{\"status\":\"ok\"}"))
         }
@@ -356,7 +356,7 @@ public struct AdminAPI: Sendable {
     }
 
     /// The admin API's error shape.
-    public static func error(_ code: Int, _ message: String) -> Response {
+    package static func error(_ code: Int, _ message: String) -> Response {
         var error = JSONObjectWriter()
         error.add("code", code)
         error.add("message", message)

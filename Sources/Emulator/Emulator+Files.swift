@@ -26,7 +26,7 @@ extension Emulator {
     }
 
     /// A whole file (at most 16 MiB), or a `ConfigurationError` naming what it was for.
-    public static func readFile(_ path: String, what: String) throws -> [UInt8] {
+    package static func readFile(_ path: String, what: String) throws -> [UInt8] {
         guard let file = fopen(path, "rb") else {
             throw ConfigurationError("cannot read \(what) file '\(path)': \(String(cString: strerror(errno)))")
         }
@@ -44,7 +44,7 @@ extension Emulator {
     }
 
     /// `mkdir -p`.
-    public static func makeDirectory(_ path: String) throws {
+    package static func makeDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
             prefix += part + "/"

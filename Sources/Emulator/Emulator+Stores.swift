@@ -8,17 +8,17 @@ extension Emulator {
     /// What the emulator keeps, built from the configuration: the gateways' key stores,
     /// service accounts and token registries, the simulated devices with their tracking
     /// dispatcher, and the in-memory logs.
-    public struct Stores: Sendable {
-        public let apnsKeys: APNsKeyStore
-        public let apnsDevices: APNsDeviceRegistry
-        public let fcmAccounts: FCMServiceAccounts
-        public let fcmDevices: FCMDeviceRegistry
+    package struct Stores: Sendable {
+        package let apnsKeys: APNsKeyStore
+        package let apnsDevices: APNsDeviceRegistry
+        package let fcmAccounts: FCMServiceAccounts
+        package let fcmDevices: FCMDeviceRegistry
         /// FCM's rules with their stores (access tokens, quota), shared by its gateway and admin.
-        public let fcmProvider: FCMProvider
-        public let devices: DeviceStore
-        public let trackingLog: TrackingLog
+        package let fcmProvider: FCMProvider
+        package let devices: DeviceStore
+        package let trackingLog: TrackingLog
         let dispatcher: TrackingDispatcher
-        public let notifications: NotificationLog
+        package let notifications: NotificationLog
 
         init(_ configuration: EmulatorConfiguration) throws {
             if let tracking = configuration.devices.defaultTracking, tracking.url.isEmpty,

@@ -20,26 +20,26 @@ import Transport
 ///               -> gateways -> pipelines -> router (+ admin)            here
 ///               -> services: journal, tracking dispatcher, HTTP server (started in order, stopped in reverse)
 /// ```
-public final class Emulator: Sendable {
-    public let configuration: EmulatorConfiguration
+package final class Emulator: Sendable {
+    package let configuration: EmulatorConfiguration
     /// What the emulator keeps (keys, accounts, registries, devices, logs).
-    public let stores: Stores
-    public let faults: FaultEngine
-    public let journal: Journal?
+    package let stores: Stores
+    package let faults: FaultEngine
+    package let journal: Journal?
     let server: HTTPServer
     let services: [any EmulatorService]
 
-    public var apnsKeys: APNsKeyStore { stores.apnsKeys }
-    public var apnsDevices: APNsDeviceRegistry { stores.apnsDevices }
-    public var fcmAccounts: FCMServiceAccounts { stores.fcmAccounts }
-    public var fcmDevices: FCMDeviceRegistry { stores.fcmDevices }
-    public var deviceStore: DeviceStore { stores.devices }
-    public var notifications: NotificationLog { stores.notifications }
-    public var trackingLog: TrackingLog { stores.trackingLog }
+    package var apnsKeys: APNsKeyStore { stores.apnsKeys }
+    package var apnsDevices: APNsDeviceRegistry { stores.apnsDevices }
+    package var fcmAccounts: FCMServiceAccounts { stores.fcmAccounts }
+    package var fcmDevices: FCMDeviceRegistry { stores.fcmDevices }
+    package var deviceStore: DeviceStore { stores.devices }
+    package var notifications: NotificationLog { stores.notifications }
+    package var trackingLog: TrackingLog { stores.trackingLog }
 
     /// `gateways` are plugged in after APNs and FCM (a test's toy gateway; each with its own
     /// `PushProvider` index and routes).
-    public init(configuration: EmulatorConfiguration, gateways extraGateways: [GatewayPlugin] = []) throws {
+    package init(configuration: EmulatorConfiguration, gateways extraGateways: [GatewayPlugin] = []) throws {
         self.configuration = configuration
         let stores = try Stores(configuration)
         self.stores = stores
@@ -107,21 +107,21 @@ public final class Emulator: Sendable {
 
     /// Starts every service in order: the journal, the tracking dispatcher, then the server
     /// (binding its listeners; the data directory is made first unless in memory).
-    public func start() throws {
+    package func start() throws {
         for service in services { try service.start() }
     }
 
-    public var httpAddress: BoundAddress? { server.httpAddress }
-    public var httpsAddress: BoundAddress? { server.httpsAddress }
+    package var httpAddress: BoundAddress? { server.httpAddress }
+    package var httpsAddress: BoundAddress? { server.httpsAddress }
 
     /// The line scripts wait for.
-    public var listeningLine: String {
+    package var listeningLine: String {
         "pushemu listening http=\(httpAddress?.description ?? "-") https=\(httpsAddress?.description ?? "-")"
     }
 
     /// Stops every service in reverse order: GOAWAY to every connection and drain within the
     /// configured time, then the dispatcher, then the journal.
-    public func shutdown() {
+    package func shutdown() {
         for service in services.reversed() { service.stop() }
     }
 

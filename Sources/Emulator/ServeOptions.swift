@@ -11,8 +11,8 @@ import Journal
 import PushCore
 import Tracking
 
-public enum ServeOptions {
-    public static let version = "0.1.0"
+package enum ServeOptions {
+    package static let version = "0.1.0"
 
     struct Option: Sendable {
         let name: String
@@ -282,7 +282,7 @@ public enum ServeOptions {
     ]
 
     /// `serve`'s options, as `pushemu --help` lists them.
-    public static var optionsHelp: String {
+    package static var optionsHelp: String {
         var s = "Options of serve:\n"
         s += "  --config FILE                        read options from FILE (name = value lines)\n"
         for o in options {
@@ -293,7 +293,7 @@ public enum ServeOptions {
     }
 
     /// Parses arguments after the command name.
-    public static func parse(_ args: [String], readFile: (String) throws -> String = defaultReadFile) throws -> EmulatorConfiguration {
+    package static func parse(_ args: [String], readFile: (String) throws -> String = defaultReadFile) throws -> EmulatorConfiguration {
         var config = EmulatorConfiguration()
         var pairs: [(String, String?)] = []
         var i = 0
@@ -353,7 +353,7 @@ public enum ServeOptions {
         return out
     }
 
-    public static func defaultReadFile(_ path: String) throws -> String {
+    package static func defaultReadFile(_ path: String) throws -> String {
         String(decoding: try Emulator.readFile(path, what: "config"), as: UTF8.self)
     }
 

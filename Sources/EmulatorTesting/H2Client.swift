@@ -4,12 +4,12 @@ import CNghttp2
 /// one connection, requests sent concurrently as streams, every answer read before it returns.
 /// A connection's state (its SETTINGS, a gateway's per-connection auth cache) lives as long as
 /// the client, so a test can send on one connection in several calls.
-public final class H2Client {
+package final class H2Client {
     private let socket: TestSocket
     private var session: OpaquePointer!
     private var streams: [Int32: StreamState] = [:]
     /// GOAWAY's debug data, once the server sent one.
-    public private(set) var goAwayDebugData: [UInt8]?
+    package private(set) var goAwayDebugData: [UInt8]?
 
     final class StreamState {
         var status = 0
@@ -21,7 +21,7 @@ public final class H2Client {
         init(requestBody: [UInt8]) { self.requestBody = requestBody }
     }
 
-    public init(port: Int) throws {
+    package init(port: Int) throws {
         socket = try TestSocket(port: port)
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
@@ -40,7 +40,7 @@ public final class H2Client {
     deinit { nghttp2_session_del(session) }
 
     /// Sends every request as its own stream and returns the answers in the same order.
-    public func send(_ requests: [TestRequest], authority: String = "127.0.0.1") throws -> [TestResponse] {
+    package func send(_ requests: [TestRequest], authority: String = "127.0.0.1") throws -> [TestResponse] {
         var ids: [Int32] = []
         for request in requests {
             let state = StreamState(requestBody: request.body)
@@ -79,7 +79,7 @@ public final class H2Client {
     }
 
     /// One request on this connection.
-    public func send(_ request: TestRequest, authority: String = "127.0.0.1") throws -> TestResponse {
+    package func send(_ request: TestRequest, authority: String = "127.0.0.1") throws -> TestResponse {
         try send([request], authority: authority)[0]
     }
 

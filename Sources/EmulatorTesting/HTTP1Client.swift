@@ -1,7 +1,7 @@
 /// A small HTTP/1.1 client for tests: one request per call on a fresh connection, the answer
 /// read by its `content-length` (or to the connection's end).
-public enum HTTP1Client {
-    public static func send(_ request: TestRequest, port: Int) throws -> TestResponse {
+package enum HTTP1Client {
+    package static func send(_ request: TestRequest, port: Int) throws -> TestResponse {
         let socket = try TestSocket(port: port)
         var head = "\(request.method) \(request.path) HTTP/1.1\r\nhost: 127.0.0.1:\(port)\r\nconnection: close\r\n"
         for (name, value) in request.headers { head += "\(name): \(value)\r\n" }

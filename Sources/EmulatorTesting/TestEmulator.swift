@@ -14,24 +14,24 @@ import Pipeline
 ///     let answer = try emulator.h2([TestRequest("POST", "/3/device/...", headers: ..., body: "{}")])
 /// }
 /// ```
-public final class TestEmulator {
-    public enum Mode: String, CaseIterable, Sendable {
+package final class TestEmulator {
+    package enum Mode: String, CaseIterable, Sendable {
         /// `Emulator` in this process.
         case inProcess
         /// The `pushemu` binary (`PUSHEMU_BIN`, or the debug build beside the package).
         case live
     }
 
-    public let mode: Mode
-    public let httpPort: Int
-    public let httpsPort: Int
+    package let mode: Mode
+    package let httpPort: Int
+    package let httpsPort: Int
     private let emulator: Emulator?
     private let process: Process?
     private var stopped = false
 
     /// Starts an emulator with `serve`'s `arguments` on free ports, in memory unless the
     /// arguments name a data directory. `gateways` (a test's own) only work in process.
-    public init(_ mode: Mode = .inProcess, arguments: [String] = [], gateways: [GatewayPlugin] = []) throws {
+    package init(_ mode: Mode = .inProcess, arguments: [String] = [], gateways: [GatewayPlugin] = []) throws {
         self.mode = mode
         var full = ["--http-port", "0", "--https-port", "0", "--threads", "1"]
         if !arguments.contains("--data-dir") && !arguments.contains("--in-memory") { full.append("--in-memory") }
@@ -74,7 +74,7 @@ public final class TestEmulator {
     deinit { stop() }
 
     /// Stops the emulator (drains, as on SIGTERM).
-    public func stop() {
+    package func stop() {
         guard !stopped else { return }
         stopped = true
         emulator?.shutdown()
@@ -85,15 +85,15 @@ public final class TestEmulator {
     }
 
     /// Requests on one new h2c connection, sent concurrently.
-    public func h2(_ requests: [TestRequest], authority: String = "127.0.0.1") throws -> [TestResponse] {
+    package func h2(_ requests: [TestRequest], authority: String = "127.0.0.1") throws -> [TestResponse] {
         try H2Client(port: httpPort).send(requests, authority: authority)
     }
 
     /// One HTTP/1.1 request on a new connection (the admin API, say).
-    public func http1(_ request: TestRequest) throws -> TestResponse { try HTTP1Client.send(request, port: httpPort) }
+    package func http1(_ request: TestRequest) throws -> TestResponse { try HTTP1Client.send(request, port: httpPort) }
 
     /// A GET on the admin API, answered as text.
-    public func get(_ path: String) throws -> TestResponse { try http1(TestRequest("GET", path)) }
+    package func get(_ path: String) throws -> TestResponse { try http1(TestRequest("GET", path)) }
 
     /// The binary `.live` runs: `PUSHEMU_BIN`, else `.build/debug/pushemu` of this package.
     static var binary: String {

@@ -2,10 +2,10 @@ import PushCore
 
 /// What FCM remembers about one connection: validator scratch space and the last bearer token
 /// checked. Owned by the connection's loop; no lock.
-public final class FCMConnectionState {
-    public let scratch = FCMScratch()
+package final class FCMConnectionState {
+    package let scratch = FCMScratch()
     var bearer: [UInt8] = []
     var bearerVerdict: FCMAccessTokens.Verdict = .foreign
-    public var rng = FastRandom()
-    public init() {}
+    package var rng = FastRandom()
+    package init() {}
 }

@@ -6,22 +6,22 @@ import Transport
 /// or every subscriber of a topic or condition), answers in Google's format. Its other routes:
 /// the OAuth token endpoint (fault rules on its path answer in OAuth's error shape), Instance
 /// ID topic management, the v1 registration subscriptions, and the retired legacy APIs.
-public final class FCMGateway: PushGateway {
-    public let provider = PushProvider.fcm
-    public let rules: FCMProvider
+package final class FCMGateway: PushGateway {
+    package let provider = PushProvider.fcm
+    package let rules: FCMProvider
     let oauth: FCMOAuth
     let topics: FCMTopicManagement
 
     /// The largest `messages:send` body read (FCM's limit is on the message's fields, checked after).
     static let maxBody = 64 * 1024
 
-    public init(rules: FCMProvider) {
+    package init(rules: FCMProvider) {
         self.rules = rules
         oauth = FCMOAuth(accounts: rules.accounts, tokens: rules.tokens, lifetime: rules.configuration.tokenLifetime)
         topics = FCMTopicManagement(provider: rules)
     }
 
-    public func routes() -> [GatewayRoute] {
+    package func routes() -> [GatewayRoute] {
         let oauth = self.oauth
         let topics = self.topics
         let rules = self.rules
@@ -122,7 +122,7 @@ public final class FCMGateway: PushGateway {
 
     static func decoded(_ segment: ArraySlice<UInt8>) -> String { PercentEncoding.decode(segment, plusAsSpace: false) }
 
-    public func makeConnectionState() -> FCMConnectionState { FCMConnectionState() }
+    package func makeConnectionState() -> FCMConnectionState { FCMConnectionState() }
 
     /// The connection's FCM state, for the routes outside the pipeline (topic subscriptions
     /// share its bearer-token cache). Same slot as the pipeline's.
@@ -134,19 +134,19 @@ public final class FCMGateway: PushGateway {
     }
 
     /// Connections whose SNI names fcm.googleapis.com get FCM's concurrent streams (`--fcm-streams`).
-    public func setUpConnection(_ connection: ConnectionContext) -> Bool {
+    package func setUpConnection(_ connection: ConnectionContext) -> Bool {
         guard connection.serverName == "fcm.googleapis.com" else { return false }
         connection.initialMaxConcurrentStreams = rules.configuration.streams
         return true
     }
 
     @inlinable @inline(__always)
-    public func decide(_ exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision) {
+    package func decide(_ exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision) {
         decision = rules.send(exchange.request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
     }
 
     @inlinable @inline(__always)
-    public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
+    package func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
         PushSubject(
             token: decision.tokenRange.map { request.body[$0] } ?? [],
             topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
@@ -154,17 +154,17 @@ public final class FCMGateway: PushGateway {
 
     /// FCM has no per-token limit (its per-project quota is part of `decide`).
     @inlinable @inline(__always)
-    public func rateLimited(_ decision: inout FCMSendDecision) {}
+    package func rateLimited(_ decision: inout FCMSendDecision) {}
 
     @inlinable @inline(__always)
-    public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
+    package func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
     }
 
     /// A token send reaches its device; a topic or condition send each subscriber, one record
     /// per device, all under the message's name.
     @inlinable @inline(__always)
-    public func forEachAcceptedPush(
+    package func forEachAcceptedPush(
         _ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
@@ -186,7 +186,7 @@ public final class FCMGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    public func response(
+    package func response(
         for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64
     ) -> Response {
@@ -194,7 +194,7 @@ public final class FCMGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
+    package func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.error?.httpStatus ?? 200,
             reason: decision.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "",
@@ -204,7 +204,7 @@ public final class FCMGateway: PushGateway {
 
     /// FCM's error envelope for the code given (or the one the status implies); a bare 502 is
     /// Google's front-end HTML page, not JSON.
-    public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
+    package func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
         (FCMGateway.injectedResponse(answer), answer.errorCode ?? "")
     }
 
@@ -245,18 +245,18 @@ public final class FCMGateway: PushGateway {
             + "complete your request.<p>Please try again in 30 seconds.  <ins>That’s all we know.</ins>\n").utf8)
 
     /// FCM takes no connection actions after an answer.
-    public struct ConnectionActions: Sendable {
-        @inlinable public init() {}
+    package struct ConnectionActions: Sendable {
+        @inlinable package init() {}
     }
 
     @inlinable @inline(__always)
-    public func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
-    public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
+    package func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
+    package func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
     @inlinable @inline(__always)
-    public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
+    package static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
 
     /// The reason as given (no JSON).
-    public static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }
+    package static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }
 }
 
 extension FCMSendDecision: PushDecision {}

@@ -3,20 +3,20 @@ import Synchronization
 /// FCM's project send quota: a token bucket per project (default 600,000 messages per minute),
 /// refilled continuously, so its one-minute windows are not aligned to clock minutes. Every
 /// send request takes a token, whatever its outcome (FCM counts 4xx answers too).
-public final class FCMQuota: Sendable {
+package final class FCMQuota: Sendable {
     struct Bucket {
         var tokens: Double
         var lastMs: Int64
     }
 
     /// Messages per minute; 0 disables the quota.
-    public let perMinute: Int
+    package let perMinute: Int
     private let buckets = Mutex<[String: Bucket]>([:])
 
-    public init(perMinute: Int) { self.perMinute = perMinute }
+    package init(perMinute: Int) { self.perMinute = perMinute }
 
     /// nil when the request may proceed; otherwise the seconds to wait (for Retry-After).
-    public func take(project: String, nowMs: Int64) -> Int? {
+    package func take(project: String, nowMs: Int64) -> Int? {
         guard perMinute > 0 else { return nil }
         let capacity = Double(perMinute)
         let perMs = capacity / 60_000
@@ -33,5 +33,5 @@ public final class FCMQuota: Sendable {
         }
     }
 
-    public func reset() { buckets.withLock { $0.removeAll() } }
+    package func reset() { buckets.withLock { $0.removeAll() } }
 }

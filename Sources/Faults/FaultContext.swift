@@ -2,17 +2,17 @@ import PushCore
 import Transport
 
 /// What the fault engine sees of a request.
-public struct FaultContext {
-    public var provider: PushProvider
-    public var token: ArraySlice<UInt8>
-    public var topic: ArraySlice<UInt8>?
-    public var project: String?
-    public var path: ArraySlice<UInt8>
-    public var headers: HTTPFields
+package struct FaultContext {
+    package var provider: PushProvider
+    package var token: ArraySlice<UInt8>
+    package var topic: ArraySlice<UInt8>?
+    package var project: String?
+    package var path: ArraySlice<UInt8>
+    package var headers: HTTPFields
     /// (fleet id, labels) of a token's device, asked only by rules that need it.
-    public var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
+    package var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
 
-    public init(
+    package init(
         provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,
         path: ArraySlice<UInt8>, headers: HTTPFields, device: @escaping (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
     ) {

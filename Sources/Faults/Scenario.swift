@@ -5,19 +5,19 @@ import Synchronization
 /// `{"name": "...", "steps": [{"at": "30s", "for": "10s", "match": {...}, "effect": {...}}, ...]}`.
 /// Each step becomes a rule whose window is [start + at, start + at + for) (open-ended without
 /// `for`), so steps take effect at their planned instant, to the millisecond, on the next request.
-public struct Scenario: Sendable {
-    public struct Step: Sendable {
-        public let atMs: Int64
-        public let forMs: Int64?
-        public let rule: FaultRule
+package struct Scenario: Sendable {
+    package struct Step: Sendable {
+        package let atMs: Int64
+        package let forMs: Int64?
+        package let rule: FaultRule
     }
 
-    public let id: String
-    public let name: String
-    public let startMs: Int64
-    public let steps: [Step]
+    package let id: String
+    package let name: String
+    package let startMs: Int64
+    package let steps: [Step]
 
-    public static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
+    package static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
@@ -77,7 +77,7 @@ public struct Scenario: Sendable {
     }
 
     /// Progress as JSON: each step pending, active or done.
-    public func json(nowMs: Int64) -> String {
+    package func json(nowMs: Int64) -> String {
         let elapsed = nowMs - startMs
         let list = steps.map { s -> String in
             let state = elapsed < s.atMs ? "pending" : (s.forMs.map { elapsed >= s.atMs + $0 } == true ? "done" : "active")
@@ -91,18 +91,18 @@ public struct Scenario: Sendable {
 
 /// Per-device-token rate limit (APNs answers 429 TooManyRequests to too many pushes for one
 /// device): a token bucket per token, sharded by token hash.
-public final class TokenRateLimiter: Sendable {
-    public let perMinute: Int
+package final class TokenRateLimiter: Sendable {
+    package let perMinute: Int
     private final class Shard: Sendable { let m = Mutex<[TokenKey: (tokens: Double, lastMs: Int64)]>([:]) }
     private let shards: [Shard]
 
-    public init(perMinute: Int) {
+    package init(perMinute: Int) {
         self.perMinute = perMinute
         shards = (0..<64).map { _ in Shard() }
     }
 
     /// True when this push is within the rate.
-    public func allow(_ token: ArraySlice<UInt8>, nowMs: Int64) -> Bool {
+    package func allow(_ token: ArraySlice<UInt8>, nowMs: Int64) -> Bool {
         guard perMinute > 0 else { return true }
         let k = TokenKey(token)
         let cap = Double(perMinute)
@@ -121,20 +121,20 @@ public final class TokenRateLimiter: Sendable {
 }
 
 /// The scenarios started, for the admin API and stats.
-public final class ScenarioRegistry: Sendable {
+package final class ScenarioRegistry: Sendable {
     private let list = Mutex<[Scenario]>([])
     private let next = Atomic<Int>(0)
-    public init() {}
+    package init() {}
 
-    public func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
+    package func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
 
     /// Starts a scenario: its steps become rules of `engine`.
-    public func add(_ s: Scenario, to engine: FaultEngine) {
+    package func add(_ s: Scenario, to engine: FaultEngine) {
         list.withLock { $0.append(s) }
         for step in s.steps { engine.add(step.rule) }
     }
 
-    public var all: [Scenario] { list.withLock { $0 } }
+    package var all: [Scenario] { list.withLock { $0 } }
 
-    public func removeAll() { list.withLock { $0.removeAll() } }
+    package func removeAll() { list.withLock { $0.removeAll() } }
 }

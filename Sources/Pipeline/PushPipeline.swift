@@ -26,13 +26,13 @@ import Transport
 /// Data flows one way: request, decision, faults, delivery, tracking, record, response. The
 /// pipeline is generic over its gateway, so each gateway's path is specialised (no existential
 /// dispatch per request); the deferred answer captures only what it uses.
-public struct PushPipeline<Gateway: PushGateway>: Sendable {
-    public let gateway: Gateway
+package struct PushPipeline<Gateway: PushGateway>: Sendable {
+    package let gateway: Gateway
     let services: PipelineServices
     /// The per-token push limit (`--apns-token-rate`), when this gateway has one.
     let tokenRate: TokenRateLimiter?
 
-    public init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
+    package init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
         precondition(PushProvider.capacity <= ConnectionContext.slotCount, "one connection slot per provider")
         self.gateway = gateway
         self.services = services
@@ -52,7 +52,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     }
 
     /// One push request, through every stage (see the type's comment).
-    public func handle(_ exchange: Exchange) {
+    package func handle(_ exchange: Exchange) {
         let started = Clock.monotonicNanoseconds()
         let state = connectionState(exchange.connection)
         let nowMs = exchange.eventLoop.nowMs
@@ -172,15 +172,15 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
 
 /// What every pipeline shares: the notification log, the device layer, the fault engine, the
 /// journal (nil when off) and the metrics. Built once by the composition root.
-public final class PipelineServices: Sendable {
-    public let log: NotificationLog
-    public let devices: DeviceStore
-    public let lifecycle: DeviceLifecycle
-    public let faults: FaultEngine
-    public let journal: Journal?
-    public let metrics: Metrics
+package final class PipelineServices: Sendable {
+    package let log: NotificationLog
+    package let devices: DeviceStore
+    package let lifecycle: DeviceLifecycle
+    package let faults: FaultEngine
+    package let journal: Journal?
+    package let metrics: Metrics
 
-    public init(log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics) {
+    package init(log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics) {
         self.log = log
         self.devices = lifecycle.store
         self.lifecycle = lifecycle

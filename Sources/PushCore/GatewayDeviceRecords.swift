@@ -5,7 +5,7 @@
 /// about them.
 ///
 /// Thread-safe: called from the event loops (fault effects) and the admin API.
-public protocol GatewayDeviceRecords: Sendable {
+package protocol GatewayDeviceRecords: Sendable {
     /// The platform whose tokens this gateway records.
     var platform: DevicePlatform { get }
     /// Whether `token` has this gateway's token shape (so an unknown token can be recorded as
@@ -21,20 +21,20 @@ public protocol GatewayDeviceRecords: Sendable {
 }
 
 /// A device as a gateway records it.
-public struct RegisteredDevice: Sendable {
-    public var platform: DevicePlatform
-    public var token: String
-    public var app: String?
+package struct RegisteredDevice: Sendable {
+    package var platform: DevicePlatform
+    package var token: String
+    package var app: String?
     /// APNs environment or FCM project.
-    public var environment: String?
+    package var environment: String?
     /// When the gateway first saw it (nil: it does not keep the time).
-    public var createdAtMs: Int64?
-    public var uninstalledAtMs: Int64?
-    public var pushes: Int
+    package var createdAtMs: Int64?
+    package var uninstalledAtMs: Int64?
+    package var pushes: Int
     /// FCM topic subscriptions, sorted (nil for gateways without topics).
-    public var topics: [String]?
+    package var topics: [String]?
 
-    public init(
+    package init(
         platform: DevicePlatform, token: String, app: String?, environment: String?, createdAtMs: Int64?,
         uninstalledAtMs: Int64?, pushes: Int, topics: [String]?
     ) {

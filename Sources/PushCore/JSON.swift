@@ -8,33 +8,33 @@ import Transport
 /// String until a caller asks for one. Accepts every `y_` and rejects every `n_` case of the
 /// JSONTestSuite; invalid UTF-8 inside strings is rejected, lone `\u` surrogates are accepted.
 
-public struct JSONToken: Sendable {
-    public enum Kind: UInt8, Sendable { case object, array, string, number, `true`, `false`, null }
-    public var kind: Kind
+package struct JSONToken: Sendable {
+    package enum Kind: UInt8, Sendable { case object, array, string, number, `true`, `false`, null }
+    package var kind: Kind
     /// Strings: the bytes between the quotes (escapes not decoded). Others: the value's bytes.
-    public var start: Int32
-    public var end: Int32
+    package var start: Int32
+    package var end: Int32
     /// Index of the first token after this value (and its children).
-    public var next: Int32
+    package var next: Int32
     /// Members (object) or elements (array).
-    public var count: Int32
+    package var count: Int32
     /// Strings: contains at least one backslash escape.
-    public var escaped: Bool
+    package var escaped: Bool
 }
 
 /// Reusable storage for parsed tokens: a plain growable buffer (appending to an Array costs a
 /// uniqueness and capacity check per token). Owned by one thread at a time.
-public final class JSONTokenBuffer {
+package final class JSONTokenBuffer {
     @usableFromInline var base: UnsafeMutablePointer<JSONToken>
     @usableFromInline var capacity: Int
     @usableFromInline var count = 0
 
-    public init(capacity: Int = 64) {
+    package init(capacity: Int = 64) {
         self.capacity = max(8, capacity)
         base = UnsafeMutablePointer<JSONToken>.allocate(capacity: self.capacity)
     }
 
-    public convenience init(_ tokens: [JSONToken]) {
+    package convenience init(_ tokens: [JSONToken]) {
         self.init(capacity: tokens.count)
         for t in tokens { append(t) }
     }
@@ -58,11 +58,11 @@ public final class JSONTokenBuffer {
     }
 
     /// The tokens, valid while this buffer is alive and not parsed into again.
-    public var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
-    public var array: [JSONToken] { Array(tokens) }
+    package var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
+    package var array: [JSONToken] { Array(tokens) }
 
     /// A copy of the tokens, kept when this buffer is parsed into again.
-    public func copy() -> JSONTokenBuffer {
+    package func copy() -> JSONTokenBuffer {
         let c = JSONTokenBuffer(capacity: count)
         c.base.initialize(from: base, count: count)
         c.count = count
@@ -70,38 +70,38 @@ public final class JSONTokenBuffer {
     }
 }
 
-public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let offset: Int
-    public let message: String
-    public var description: String { "\(message) at byte \(offset)" }
+package struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    package let offset: Int
+    package let message: String
+    package var description: String { "\(message) at byte \(offset)" }
 }
 
-public struct JSONLimits: Sendable {
-    public var maxDepth = 64
-    public var maxTokens = 1 << 16
-    public init() {}
+package struct JSONLimits: Sendable {
+    package var maxDepth = 64
+    package var maxTokens = 1 << 16
+    package init() {}
 }
 
 /// A parsed document: the tokens plus the bytes they point into (valid while the bytes are).
-public struct JSONView {
-    public let bytes: UnsafeRawBufferPointer
+package struct JSONView {
+    package let bytes: UnsafeRawBufferPointer
     private let buffer: JSONTokenBuffer
-    public let tokens: UnsafeBufferPointer<JSONToken>
+    package let tokens: UnsafeBufferPointer<JSONToken>
 
-    public init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
+    package init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
         self.init(bytes: bytes, buffer: JSONTokenBuffer(tokens))
     }
 
-    public init(bytes: UnsafeRawBufferPointer, buffer: JSONTokenBuffer) {
+    package init(bytes: UnsafeRawBufferPointer, buffer: JSONTokenBuffer) {
         self.bytes = bytes
         self.buffer = buffer
         self.tokens = buffer.tokens
     }
 
-    public var root: Int? { tokens.isEmpty ? nil : 0 }
+    package var root: Int? { tokens.isEmpty ? nil : 0 }
 
     /// Index of the value for `key` in the object at `object`, or nil.
-    public func member(_ object: Int, _ key: StaticString) -> Int? {
+    package func member(_ object: Int, _ key: StaticString) -> Int? {
         let o = tokens[object]
         guard o.kind == .object else { return nil }
         var i = object + 1
@@ -114,7 +114,7 @@ public struct JSONView {
     }
 
     /// Calls `body(keyIndex, valueIndex)` for every member of the object at `object`.
-    public func forEachMember(_ object: Int, _ body: (Int, Int) -> Void) {
+    package func forEachMember(_ object: Int, _ body: (Int, Int) -> Void) {
         let o = tokens[object]
         guard o.kind == .object else { return }
         var i = object + 1
@@ -126,7 +126,7 @@ public struct JSONView {
     }
 
     /// Calls `body(valueIndex)` for every element of the array at `array`.
-    public func forEachElement(_ array: Int, _ body: (Int) -> Void) {
+    package func forEachElement(_ array: Int, _ body: (Int) -> Void) {
         let a = tokens[array]
         guard a.kind == .array else { return }
         var i = array + 1
@@ -138,27 +138,27 @@ public struct JSONView {
     }
 
     /// True when the string token at `i` (unescaped) equals `key`.
-    public func keyEquals(_ i: Int, _ key: StaticString) -> Bool {
+    package func keyEquals(_ i: Int, _ key: StaticString) -> Bool {
         let t = tokens[i]
         guard t.kind == .string, !t.escaped else { return t.kind == .string && string(i) == key.description }
         return UnsafeRawBufferPointer(rebasing: bytes[Int(t.start)..<Int(t.end)]).equals(key)
     }
 
     /// The raw bytes of token `i` (strings without quotes; containers: the whole text).
-    public func raw(_ i: Int) -> UnsafeRawBufferPointer {
+    package func raw(_ i: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: bytes[Int(tokens[i].start)..<Int(tokens[i].end)])
     }
 
     /// True when the raw bytes of the (unescaped) string token `i` equal `literal`.
     @inline(__always)
-    public func rawEquals(_ i: Int, _ literal: StaticString) -> Bool {
+    package func rawEquals(_ i: Int, _ literal: StaticString) -> Bool {
         let t = tokens[i]
         guard Int(t.end - t.start) == literal.utf8CodeUnitCount else { return false }
         return sameBytes(bytes.baseAddress! + Int(t.start), literal.utf8Start, literal.utf8CodeUnitCount)
     }
 
     /// The decoded string value of token `i`.
-    public func string(_ i: Int) -> String {
+    package func string(_ i: Int) -> String {
         let t = tokens[i]
         let r = raw(i)
         if !t.escaped { return String(decoding: r, as: UTF8.self) }
@@ -166,21 +166,21 @@ public struct JSONView {
     }
 
     /// The number at `i` as a Double (nil for other kinds).
-    public func number(_ i: Int) -> Double? {
+    package func number(_ i: Int) -> Double? {
         guard tokens[i].kind == .number else { return nil }
         return Double(String(decoding: raw(i), as: UTF8.self))
     }
 
     /// The number at `i` as an Int when it is an integer literal that fits.
-    public func integer(_ i: Int) -> Int? {
+    package func integer(_ i: Int) -> Int? {
         guard tokens[i].kind == .number else { return nil }
         return Int(String(decoding: raw(i), as: UTF8.self))
     }
 }
 
-public enum JSONParser {
+package enum JSONParser {
     /// Parses `bytes` into `buffer` (emptied first). Returns nil on success.
-    public static func parse(
+    package static func parse(
         _ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
         limits: JSONLimits = JSONLimits()
     ) -> JSONError? {
@@ -200,7 +200,7 @@ public enum JSONParser {
     }
 
     /// Parses `bytes` into `tokens` (replaced). Returns nil on success.
-    public static func parse(
+    package static func parse(
         _ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
         limits: JSONLimits = JSONLimits()
     ) -> JSONError? {
@@ -211,12 +211,12 @@ public enum JSONParser {
     }
 
     /// Decodes the contents of a JSON string (the bytes between the quotes, escapes included).
-    public static func decodeString(_ raw: UnsafeRawBufferPointer) -> String {
+    package static func decodeString(_ raw: UnsafeRawBufferPointer) -> String {
         raw.contains(0x5C) ? unescape(raw) : String(decoding: raw, as: UTF8.self)
     }
 
     /// True when `bytes` is one valid JSON text.
-    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var tokens: [JSONToken] = []
         return parse(bytes, into: &tokens) == nil
     }
@@ -548,9 +548,9 @@ extension UnsafeRawBufferPointer {
 }
 
 /// JSON text helpers for writing responses without Foundation.
-public enum JSONWriter {
+package enum JSONWriter {
     /// `s` as a JSON string literal.
-    public static func quote(_ s: String) -> String {
+    package static func quote(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {
             switch u {

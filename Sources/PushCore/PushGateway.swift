@@ -22,7 +22,7 @@ import Transport
 /// request's connection, with that connection's `ConnectionState`; none may block. A gateway is
 /// shared by every loop, so its own stored state is immutable or internally synchronised
 /// (registries), never per-loop.
-public protocol PushGateway: Sendable {
+package protocol PushGateway: Sendable {
     /// What the gateway remembers per connection (auth caches, scratch buffers). Created on the
     /// connection's first push request and touched only by that connection's loop.
     associatedtype ConnectionState: AnyObject
@@ -93,12 +93,12 @@ public protocol PushGateway: Sendable {
 }
 
 extension PushGateway {
-    public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
-    public func notFound(_ request: Request) -> Response? { nil }
+    package func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
+    package func notFound(_ request: Request) -> Response? { nil }
 }
 
 /// A gateway's verdict type.
-public protocol PushDecision {
+package protocol PushDecision {
     /// A blank decision, before `decide` writes it.
     init()
     /// Whether the push was accepted (and so is delivered).
@@ -106,8 +106,8 @@ public protocol PushDecision {
 }
 
 /// One route a gateway serves, and how the pipeline handles it.
-public struct GatewayRoute: Sendable {
-    public enum Handling: Sendable {
+package struct GatewayRoute: Sendable {
+    package enum Handling: Sendable {
         /// A push request: the pipeline's stages, in order.
         case push
         /// Answered by the gateway alone (no fault rules, no journal).
@@ -118,13 +118,13 @@ public struct GatewayRoute: Sendable {
     }
 
     /// nil: every method (the handler decides).
-    public var methods: [HTTPMethod]?
-    public var pattern: String
-    public var maxBodySize: Int
-    public var bodyTooLarge: @Sendable (Request) -> Response
-    public var handling: Handling
+    package var methods: [HTTPMethod]?
+    package var pattern: String
+    package var maxBodySize: Int
+    package var bodyTooLarge: @Sendable (Request) -> Response
+    package var handling: Handling
 
-    public init(
+    package init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
         bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge, handling: Handling
     ) {
@@ -137,16 +137,16 @@ public struct GatewayRoute: Sendable {
 }
 
 /// What fault rules match on and the journal records as a request's target.
-public struct PushSubject {
+package struct PushSubject {
     /// The device token (empty when the request named none).
-    public var token: ArraySlice<UInt8>
+    package var token: ArraySlice<UInt8>
     /// APNs topic, FCM topic or condition.
-    public var topic: ArraySlice<UInt8>?
+    package var topic: ArraySlice<UInt8>?
     /// APNs environment or FCM project.
-    public var scope: String
+    package var scope: String
 
     @inlinable
-    public init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
+    package init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
         self.token = token
         self.topic = topic
         self.scope = scope
@@ -154,16 +154,16 @@ public struct PushSubject {
 }
 
 /// How an answer is recorded (journal, metrics).
-public struct PushOutcome {
-    public var status: Int
+package struct PushOutcome {
+    package var status: Int
     /// The APNs reason or FCM error code; empty on success.
-    public var reason: String
+    package var reason: String
     /// The payload the journal keeps.
-    public var payload: ArraySlice<UInt8>
-    public var warnings: [String]
+    package var payload: ArraySlice<UInt8>
+    package var warnings: [String]
 
     @inlinable
-    public init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
+    package init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
         self.status = status
         self.reason = reason
         self.payload = payload
@@ -179,21 +179,21 @@ public struct PushOutcome {
 /// - `warnings`: the payload's lint warnings;
 /// - `parsedPayload`: the payload's tokens when the gateway already scanned it (saves a rescan);
 /// - `flags`: whether the payload is JSON, whether a fault's device effects apply.
-public typealias AcceptedPushSink = (
+package typealias AcceptedPushSink = (
     _ delivery: inout Delivery, _ topic: ArraySlice<UInt8>?, _ warnings: [String], _ parsedPayload: JSONTokenBuffer?,
     _ flags: AcceptedPushFlags
 ) -> Void
 
 /// The plain facts about one accepted push (no references: free to copy).
-public struct AcceptedPushFlags: Sendable {
+package struct AcceptedPushFlags: Sendable {
     /// The payload is JSON (the notification log shows it as an object).
-    public var payloadIsJSON: Bool
+    package var payloadIsJSON: Bool
     /// A fault's device effects (uninstall, rotate) apply to this device: a token send, not
     /// each subscriber of a topic send.
-    public var appliesDeviceEffects: Bool
+    package var appliesDeviceEffects: Bool
 
     @inlinable
-    public init(payloadIsJSON: Bool, appliesDeviceEffects: Bool) {
+    package init(payloadIsJSON: Bool, appliesDeviceEffects: Bool) {
         self.payloadIsJSON = payloadIsJSON
         self.appliesDeviceEffects = appliesDeviceEffects
     }
@@ -201,16 +201,16 @@ public struct AcceptedPushFlags: Sendable {
 
 /// An answer a fault rule injects, before a gateway formats it. Unset fields take the gateway's
 /// defaults for the status (APNs: the reason a status implies; FCM: the error code).
-public struct InjectedAnswer: Sendable {
-    public var status: Int?
+package struct InjectedAnswer: Sendable {
+    package var status: Int?
     /// An APNs reason (or an OAuth error description for FCM's token endpoint).
-    public var reason: String?
+    package var reason: String?
     /// An FCM error code (or an OAuth error code).
-    public var errorCode: String?
+    package var errorCode: String?
     /// Seconds, sent as `retry-after`.
-    public var retryAfter: Int?
+    package var retryAfter: Int?
 
-    public init(status: Int?, reason: String?, errorCode: String?, retryAfter: Int?) {
+    package init(status: Int?, reason: String?, errorCode: String?, retryAfter: Int?) {
         self.status = status
         self.reason = reason
         self.errorCode = errorCode

@@ -10,43 +10,43 @@ import Synchronization
 ///
 /// Built-in gateways are `apns` and `fcm`. Another gateway picks an unused index below
 /// `capacity` and calls `register` once, before any server starts (a test's toy gateway does).
-public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
+package struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     /// The fixed number (array index; the stored byte).
-    public let index: Int
+    package let index: Int
     /// The name in the admin API, metrics and fault rules.
-    public let name: String
+    package let name: String
 
     /// How many gateways one process can hold (the size of every per-provider array).
-    public static let capacity = 4
+    package static let capacity = 4
 
-    public static let apns = PushProvider(index: 0, name: "apns")
-    public static let fcm = PushProvider(index: 1, name: "fcm")
+    package static let apns = PushProvider(index: 0, name: "apns")
+    package static let fcm = PushProvider(index: 1, name: "fcm")
 
     /// A provider identity; `index` must be below `capacity`.
-    public init(index: Int, name: String) {
+    package init(index: Int, name: String) {
         precondition(index >= 0 && index < PushProvider.capacity, "a provider index is 0..<\(PushProvider.capacity)")
         self.index = index
         self.name = name
     }
 
-    public var description: String { name }
+    package var description: String { name }
 
-    public static func == (lhs: PushProvider, rhs: PushProvider) -> Bool { lhs.index == rhs.index }
-    public func hash(into hasher: inout Hasher) { hasher.combine(index) }
+    package static func == (lhs: PushProvider, rhs: PushProvider) -> Bool { lhs.index == rhs.index }
+    package func hash(into hasher: inout Hasher) { hasher.combine(index) }
 
     private static let registered = Mutex<[PushProvider?]>(
         [PushProvider.apns, PushProvider.fcm] + Array(repeating: nil, count: capacity - 2))
 
     /// Makes a gateway's provider known by name and index (`named`, `stored`).
-    public static func register(_ provider: PushProvider) {
+    package static func register(_ provider: PushProvider) {
         registered.withLock { $0[provider.index] = provider }
     }
 
     /// Every registered provider, by index.
-    public static var all: [PushProvider] { registered.withLock { $0.compactMap { $0 } } }
+    package static var all: [PushProvider] { registered.withLock { $0.compactMap { $0 } } }
 
     /// The registered provider with this name (`"apns"`, `"fcm"`), or nil.
-    public static func named(_ name: String) -> PushProvider? {
+    package static func named(_ name: String) -> PushProvider? {
         if name == "apns" { return .apns }
         if name == "fcm" { return .fcm }
         return registered.withLock { list in list.first { $0?.name == name } ?? nil }
@@ -54,7 +54,7 @@ public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
 
     /// The provider a stored byte stands for (the notification log's and the journal's); an
     /// unknown byte reads as FCM, as every non-zero byte did before there were more than two.
-    public static func stored(_ byte: UInt8) -> PushProvider {
+    package static func stored(_ byte: UInt8) -> PushProvider {
         switch byte {
         case 0: return .apns
         case 1: return .fcm
@@ -66,10 +66,10 @@ public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The byte stored for this provider.
-    public var storedByte: UInt8 { UInt8(index) }
+    package var storedByte: UInt8 { UInt8(index) }
 
     /// The names of the registered providers, for error messages (`apns or fcm`).
-    public static var namesForMessages: String {
+    package static var namesForMessages: String {
         let names = all.map(\.name)
         return names.count <= 1 ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + names.last!
     }

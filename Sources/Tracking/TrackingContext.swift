@@ -1,26 +1,26 @@
 import PushCore
 
 /// What an SDK inside the app knows when it reports an event.
-public struct TrackingContext: Sendable {
-    public var event: TrackingEvent
+package struct TrackingContext: Sendable {
+    package var event: TrackingEvent
     /// "ios" or "android".
-    public var platform: String
-    public var token: String
-    public var app: String
+    package var platform: String
+    package var token: String
+    package var app: String
     /// The emulator's notification id.
-    public var notificationID: String
+    package var notificationID: String
     /// The `apns-id`, or the FCM message `name`.
-    public var messageName: String
-    public var receivedAtMs: Int64
+    package var messageName: String
+    package var receivedAtMs: Int64
     /// When the event happens (receive or open time).
-    public var atMs: Int64
+    package var atMs: Int64
     /// The APNs payload, or the FCM `message` object.
-    public var payload: PayloadReader
-    public var userID: String?
-    public var locale = "en-US"
-    public var model: String
+    package var payload: PayloadReader
+    package var userID: String?
+    package var locale = "en-US"
+    package var model: String
 
-    public init(
+    package init(
         event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,
         receivedAtMs: Int64, atMs: Int64, payload: PayloadReader, userID: String? = nil
     ) {
@@ -38,14 +38,14 @@ public struct TrackingContext: Sendable {
     }
 
     /// A stable hardware id for the device (the SDKs' hwid / device_id): a UUID from the token.
-    public var hwid: String {
+    package var hwid: String {
         let k = TokenKey(token)
         return UUIDValue(high: k.a, low: k.b).description
     }
 
     /// A key the app sees in its notification: APNs top-level keys; FCM `data` (the android
     /// override first, as the device receives it).
-    public func appValue(_ key: String) -> String? {
+    package func appValue(_ key: String) -> String? {
         if platform == "ios" { return payload.value(key) }
         return payload.value("android.data." + key) ?? payload.value("data." + key)
     }

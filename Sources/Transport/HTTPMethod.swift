@@ -1,9 +1,9 @@
 /// Request methods. Unknown but well-formed methods are kept as `.other`.
-public enum HTTPMethod: Equatable, Hashable, Sendable {
+package enum HTTPMethod: Equatable, Hashable, Sendable {
     case get, head, post, put, delete, patch, options, connect, trace
     case other(String)
 
-    public init<C: Collection>(bytes: C) where C.Element == UInt8 {
+    package init<C: Collection>(bytes: C) where C.Element == UInt8 {
         switch bytes.count {
         case 3:
             if bytes.equals("GET") {
@@ -51,7 +51,7 @@ public enum HTTPMethod: Equatable, Hashable, Sendable {
         self = .other(String(decoding: bytes, as: UTF8.self))
     }
 
-    public var name: String {
+    package var name: String {
         switch self {
         case .get: "GET"
         case .head: "HEAD"
@@ -67,6 +67,6 @@ public enum HTTPMethod: Equatable, Hashable, Sendable {
     }
 }
 
-public enum HTTPVersion: Sendable, Equatable {
+package enum HTTPVersion: Sendable, Equatable {
     case http10, http11, http2
 }

@@ -2,25 +2,25 @@ import CSystem
 import Glibc
 
 /// A bound listening address.
-public struct BoundAddress: Sendable, CustomStringConvertible {
-    public let host: String
-    public let port: Int
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+package struct BoundAddress: Sendable, CustomStringConvertible {
+    package let host: String
+    package let port: Int
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// The HTTP server: listeners plus N event loops. Each loop accepts from the shared listening
 /// sockets (EPOLLEXCLUSIVE) and owns the connections it accepted.
-public final class HTTPServer: @unchecked Sendable {
-    public let configuration: ServerConfiguration
+package final class HTTPServer: @unchecked Sendable {
+    package let configuration: ServerConfiguration
     let core: ServerCore
     private var loops: [EventLoop] = []
     private var listeners: [(fd: Int32, tls: Bool, port: Int)] = []
-    public private(set) var httpAddress: BoundAddress?
-    public private(set) var httpsAddress: BoundAddress?
+    package private(set) var httpAddress: BoundAddress?
+    package private(set) var httpsAddress: BoundAddress?
     private var started = false
 
     /// Validates the configuration (TLS material included) without binding anything.
-    public init(configuration: ServerConfiguration, router: Router) throws {
+    package init(configuration: ServerConfiguration, router: Router) throws {
         self.configuration = configuration
         if configuration.httpsPort != nil && configuration.tls == nil {
             throw TransportError.tls("a TLS port was configured without a certificate")
@@ -29,7 +29,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds the listeners and starts the event loops. Throws on a port in use or a bad host.
-    public func start() throws {
+    package func start() throws {
         precondition(!started)
         if let port = configuration.httpPort {
             let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
@@ -67,18 +67,18 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Open connections over all loops.
-    public var openConnections: Int {
+    package var openConnections: Int {
         loops.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
     }
 
     /// Open HTTP/2 streams over all loops.
-    public var openStreams: Int {
+    package var openStreams: Int {
         loops.reduce(0) { $0 + $1.openStreams.load(ordering: .relaxed) }
     }
 
     /// Stops accepting, sends GOAWAY / closes idle keep-alives, waits up to `drainTimeout`
     /// seconds for in-flight requests, then closes what is left and stops the loops.
-    public func shutdown(drainTimeout: Double = 10) {
+    package func shutdown(drainTimeout: Double = 10) {
         guard started else { return }
         started = false
         for loop in loops {

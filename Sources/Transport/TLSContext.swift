@@ -2,14 +2,14 @@ import COpenSSL
 import Glibc
 
 /// Certificates and keys for the TLS listener, as PEM bytes.
-public struct TLSConfiguration: Sendable {
+package struct TLSConfiguration: Sendable {
     /// Server certificate first, then any intermediates.
-    public var certificateChainPEM: [UInt8]
-    public var privateKeyPEM: [UInt8]
+    package var certificateChainPEM: [UInt8]
+    package var privateKeyPEM: [UInt8]
     /// When set, a client certificate is requested (not required) and verified against these CAs.
-    public var clientCAPEM: [UInt8]?
+    package var clientCAPEM: [UInt8]?
 
-    public init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil) {
+    package init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil) {
         self.certificateChainPEM = certificateChainPEM
         self.privateKeyPEM = privateKeyPEM
         self.clientCAPEM = clientCAPEM
