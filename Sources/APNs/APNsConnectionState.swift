@@ -3,7 +3,7 @@ import Transport
 
 /// Everything APNs remembers about one connection. Lives in the connection's storage and is
 /// touched only by the loop that owns the connection, so it needs no lock.
-package final class APNsConnectionState {
+public final class APNsConnectionState {
     /// What a token was worth when it was checked (kept as plain fields so the per-request
     /// read copies nothing).
     struct TokenVerdict {
@@ -40,14 +40,14 @@ package final class APNsConnectionState {
     var certificate: CertificateInfo?
 
     /// Streams were raised after the first valid token.
-    package internal(set) var authenticated = false
+    public internal(set) var authenticated = false
     var errorBudgetUsed = 0
     var wentAway = false
 
-    package var rng = FastRandom()
+    public var rng = FastRandom()
     /// Scratch space for the payload scan, reused across requests: after an accepted push's
     /// decision it holds that payload's tokens (until the connection's next request).
-    package let tokens = JSONTokenBuffer(capacity: 64)
+    public let tokens = JSONTokenBuffer(capacity: 64)
     /// The last bundle id pushed to on this connection and its registry key.
     var lastBundle: [UInt8] = []
     var lastBundleKey = TokenKey([UInt8]())
@@ -57,7 +57,7 @@ package final class APNsConnectionState {
     /// `apns-id` + `apns-unique-id`, rewritten in place for each sandbox success.
     var sandboxSuccessHeaders = HTTPFields()
 
-    package init() {
+    public init() {
         responseHeaders.reserveCapacity(bytes: 160, fields: 4)
     }
 

@@ -5,16 +5,16 @@ import Synchronization
 /// and whether the app was uninstalled. A token seen for the first time is bound to the
 /// environment and bundle id of that push (`--devices auto`). Sharded by token hash; each shard
 /// is locked for a dictionary lookup only. (The simulated-device layer grows out of this.)
-package final class APNsDeviceRegistry: Sendable {
-    package struct Device: Sendable {
-        package var environment: APNsEnvironment
-        package var bundleKey: TokenKey
-        package var bundleID: String
-        package var uninstalledAtMs: Int64?
-        package var pushes: UInt64
+public final class APNsDeviceRegistry: Sendable {
+    public struct Device: Sendable {
+        public var environment: APNsEnvironment
+        public var bundleKey: TokenKey
+        public var bundleID: String
+        public var uninstalledAtMs: Int64?
+        public var pushes: UInt64
     }
 
-    package enum Verdict: Equatable, Sendable {
+    public enum Verdict: Equatable, Sendable {
         case ok
         case wrongEnvironment
         case notForTopic
@@ -34,7 +34,7 @@ package final class APNsDeviceRegistry: Sendable {
     /// Unknown tokens are refused instead of bound on first sight.
     let strict: Bool
 
-    package init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
+    public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
         maxPerShard = max(1, capacity / shardCount)
         self.directory = directory
@@ -42,12 +42,12 @@ package final class APNsDeviceRegistry: Sendable {
     }
 
     /// Checks a push to `token` and binds the token on first sight. `bundle` is the topic's bundle id.
-    package func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>) -> Verdict {
+    public func check(token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>) -> Verdict {
         check(token: token, environment: environment, bundle: bundle, bundleKey: TokenKey(bundle))
     }
 
     /// As above, with the bundle's key already computed (callers cache it per connection).
-    package func check(
+    public func check(
         token: ArraySlice<UInt8>, environment: APNsEnvironment, bundle: ArraySlice<UInt8>,
         bundleKey: TokenKey, tokenKey: TokenKey? = nil
     ) -> Verdict {
@@ -86,7 +86,7 @@ package final class APNsDeviceRegistry: Sendable {
     }
 
     /// Registers a token explicitly (replacing what was known).
-    package func register(token: String, environment: APNsEnvironment, bundleID: String) {
+    public func register(token: String, environment: APNsEnvironment, bundleID: String) {
         let key = TokenKey(token)
         shards[key.shard(shards.count)].map.withLock {
             $0[key] = Device(
@@ -97,7 +97,7 @@ package final class APNsDeviceRegistry: Sendable {
 
     /// Marks the app uninstalled: later pushes get 410 Unregistered with this time. False if unknown.
     @discardableResult
-    package func uninstall(token: String, atMs: Int64) -> Bool {
+    public func uninstall(token: String, atMs: Int64) -> Bool {
         let key = TokenKey(token)
         return shards[key.shard(shards.count)].map.withLock { map -> Bool in
             guard var d = map[key] else { return false }
@@ -107,12 +107,12 @@ package final class APNsDeviceRegistry: Sendable {
         }
     }
 
-    package func device(token: String) -> Device? {
+    public func device(token: String) -> Device? {
         let key = TokenKey(token)
         return shards[key.shard(shards.count)].map.withLock { $0[key] }
     }
 
-    package var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
 
-    package func removeAll() { for s in shards { s.map.withLock { $0.removeAll() } } }
+    public func removeAll() { for s in shards { s.map.withLock { $0.removeAll() } } }
 }

@@ -6,21 +6,21 @@ import Transport
 /// actions APNs takes after an answer: raising SETTINGS_MAX_CONCURRENT_STREAMS once a token is
 /// valid, adapting it to errors (`--apns-adaptive-streams`), and GOAWAY with a JSON reason.
 /// The pipeline runs everything else (faults, the token rate limit, delivery, journal, metrics).
-package final class APNsGateway: PushGateway {
-    package let provider = PushProvider.apns
-    package let rules: APNsProvider
+public final class APNsGateway: PushGateway {
+    public let provider = PushProvider.apns
+    public let rules: APNsProvider
     /// `--apns-adaptive-streams`: the stream limit halves after an error and grows by one per
     /// success up to this; 0 when off.
     @usableFromInline let adaptiveStreamsTop: UInt32
 
-    package init(rules: APNsProvider, adaptiveStreams: Bool) {
+    public init(rules: APNsProvider, adaptiveStreams: Bool) {
         self.rules = rules
         adaptiveStreamsTop = adaptiveStreams ? rules.configuration.streamsAfterAuth : 0
     }
 
     @usableFromInline static let devicePrefix: [UInt8] = Array("/3/device/".utf8)
 
-    package func routes() -> [GatewayRoute] {
+    public func routes() -> [GatewayRoute] {
         let configuration = rules.configuration
         return [
             GatewayRoute(
@@ -30,11 +30,11 @@ package final class APNsGateway: PushGateway {
         ]
     }
 
-    package func makeConnectionState() -> APNsConnectionState { APNsConnectionState() }
+    public func makeConnectionState() -> APNsConnectionState { APNsConnectionState() }
 
     /// Token connections to an APNs host start with one stream until a valid token arrives;
     /// certificate connections start at the full limit.
-    package func setUpConnection(_ connection: ConnectionContext) -> Bool {
+    public func setUpConnection(_ connection: ConnectionContext) -> Bool {
         guard let serverName = connection.serverName, APNsEnvironment.forHost(serverName) != nil else { return false }
         connection.initialMaxConcurrentStreams =
             connection.peerCertificate == nil
@@ -43,16 +43,18 @@ package final class APNsGateway: PushGateway {
     }
 
     /// Under an APNs host name every unknown path is APNs's 404 BadPath.
-    package func notFound(_ request: Request) -> Response? {
+    public func notFound(_ request: Request) -> Response? {
         guard let authority = request.authority, APNsEnvironment.forHost(authority) != nil else { return nil }
         return APNsProvider.errorResponse(.badPath, request: request, configuration: rules.configuration)
     }
 
     @inlinable @inline(__always)
-    package func decide(_ exchange: Exchange, state: APNsConnectionState, nowMs: Int64, into decision: inout APNsDecision) {
+    public func decide(
+        _ request: Request, on exchange: Exchange, state: APNsConnectionState, nowMs: Int64, into decision: inout APNsDecision
+    ) {
         let connection = exchange.connection
         rules.decide(
-            exchange.request,
+            request,
             connection: APNsConnectionInfo(
                 serverName: connection.serverName,
                 peerCertificate: connection.peerCertificate),
@@ -61,7 +63,7 @@ package final class APNsGateway: PushGateway {
 
     /// The token from the decision, or from the path for a request rejected before its token was read.
     @inlinable @inline(__always)
-    package func subject(of decision: APNsDecision, request: Request) -> PushSubject {
+    public func subject(of decision: APNsDecision, request: Request) -> PushSubject {
         var token = decision.token
         if token.isEmpty, request.path.starts(with: APNsGateway.devicePrefix) {
             token = request.path.dropFirst(APNsGateway.devicePrefix.count)
@@ -70,17 +72,17 @@ package final class APNsGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    package func rateLimited(_ decision: inout APNsDecision) { decision.reason = .tooManyRequests }
+    public func rateLimited(_ decision: inout APNsDecision) { decision.reason = .tooManyRequests }
 
     /// The sender's `apns-id` when valid, else the one generated for the answer.
     @inlinable @inline(__always)
-    package func notificationID(for decision: APNsDecision, request: Request, state: APNsConnectionState) -> UUIDValue {
+    public func notificationID(for decision: APNsDecision, request: Request, state: APNsConnectionState) -> UUIDValue {
         decision.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
             ?? UUIDValue.random(&state.rng)
     }
 
     @inlinable @inline(__always)
-    package func forEachAcceptedPush(
+    public func forEachAcceptedPush(
         _ decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
@@ -94,12 +96,12 @@ package final class APNsGateway: PushGateway {
         delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
         delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
         body(
-            &delivery, decision.topic, decision.warnings, decision.summary.isJSON ? state.tokens : nil,
+            delivery, decision.topic, decision.warnings, decision.summary.isJSON ? state.tokens : nil,
             AcceptedPushFlags(payloadIsJSON: decision.summary.isJSON, appliesDeviceEffects: true))
     }
 
     @inlinable @inline(__always)
-    package func response(
+    public func response(
         for decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
         nowMs: Int64
     ) -> Response {
@@ -107,7 +109,7 @@ package final class APNsGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    package func outcome(of decision: APNsDecision, request: Request) -> PushOutcome {
+    public func outcome(of decision: APNsDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.status, reason: decision.reason.map { rules.configuration.reasonString($0) } ?? "",
             payload: request.body[...], warnings: decision.warnings)
@@ -115,7 +117,7 @@ package final class APNsGateway: PushGateway {
 
     /// The reason given (a known one in Apple's body, another as given), else the one the
     /// status implies; 410 answers carry a timestamp.
-    package func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
+    public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
         let reason =
             answer.reason.flatMap(APNsReason.init(rawValue:)) ?? answer.status.map(APNsGateway.impliedReason)
             ?? .internalServerError
@@ -147,7 +149,7 @@ package final class APNsGateway: PushGateway {
     }
 
     /// What an APNs connection does once an answer is out.
-    package struct ConnectionActions: Sendable {
+    public struct ConnectionActions: Sendable {
         /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (the first valid token).
         @usableFromInline var raiseStreamsTo: UInt32?
         /// `--apns-adaptive-streams`'s top, 0 when off.
@@ -166,18 +168,18 @@ package final class APNsGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    package func connectionActions(after decision: APNsDecision) -> ConnectionActions {
+    public func connectionActions(after decision: APNsDecision) -> ConnectionActions {
         ConnectionActions(
             raiseStreamsTo: decision.raiseStreamsTo, adaptiveTop: adaptiveStreamsTop, success: decision.accepted,
             goAwayReason: decision.goAwayReason)
     }
 
-    package func connectionActionsAfterInjectedAnswer() -> ConnectionActions {
+    public func connectionActionsAfterInjectedAnswer() -> ConnectionActions {
         ConnectionActions(raiseStreamsTo: nil, adaptiveTop: adaptiveStreamsTop, success: false, goAwayReason: nil)
     }
 
     @inlinable @inline(__always)
-    package static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {
+    public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {
         if let limit = actions.raiseStreamsTo, connection.maxConcurrentStreams < limit { connection.setMaxConcurrentStreams(limit) }
         if actions.adaptiveTop > 0 { adapt(connection, success: actions.success, top: actions.adaptiveTop) }
         if let reason = actions.goAwayReason {
@@ -198,11 +200,11 @@ package final class APNsGateway: PushGateway {
     }
 
     /// `{"reason":"R"}` (APNs's style); nothing for an empty reason.
-    package static func goAwayDebugData(reason: String) -> [UInt8] {
+    public static func goAwayDebugData(reason: String) -> [UInt8] {
         reason.isEmpty ? [] : Array("{\"reason\":\"\(reason)\"}".utf8)
     }
 }
 
 extension APNsDecision: PushDecision {
-    package init() { self.init(environment: .sandbox) }
+    public init() { self.init(environment: .sandbox) }
 }

@@ -6,27 +6,27 @@ import Synchronization
 /// token only (verified tokens are cached per connection), so one mutex is fine here.
 /// Persisted as one JSON file per key under `<data-dir>/apns/keys/`, so `pushemu credentials apns`
 /// can register a key with a running emulator: a lookup that misses re-reads the directory.
-package final class APNsKeyStore: Sendable {
-    package struct Entry: Sendable {
-        package let teamID: String
-        package let keyID: String
+public final class APNsKeyStore: Sendable {
+    public struct Entry: Sendable {
+        public let teamID: String
+        public let keyID: String
         /// nil: usable in both environments.
-        package let environment: APNsEnvironment?
+        public let environment: APNsEnvironment?
         /// Topic-specific key: the bundle ids it may push to. nil: a team-scoped key.
-        package let topics: [String]?
-        package let publicKeyPEM: String
-        package let key: ES256.Key
+        public let topics: [String]?
+        public let publicKeyPEM: String
+        public let key: ES256.Key
     }
 
-    package struct KeyError: Error, CustomStringConvertible {
-        package let description: String
+    public struct KeyError: Error, CustomStringConvertible {
+        public let description: String
     }
 
     private let keys = Mutex<[String: Entry]>([:])
     private let directory: String?
 
     /// `directory` nil: in memory only.
-    package init(directory: String?) {
+    public init(directory: String?) {
         self.directory = directory
         if let directory {
             Files.makeDirectories(directory)
@@ -36,13 +36,13 @@ package final class APNsKeyStore: Sendable {
         }
     }
 
-    package static func isValidID(_ s: String) -> Bool {
+    public static func isValidID(_ s: String) -> Bool {
         s.utf8.count == 10 && s.utf8.allSatisfy(isAlphanumeric)
     }
 
     /// Registers a public key. Replaces an earlier key with the same id.
     @discardableResult
-    package func register(
+    public func register(
         teamID: String, keyID: String, publicKeyPEM: String, environment: APNsEnvironment? = nil,
         topics: [String]? = nil
     ) throws -> Entry {
@@ -60,7 +60,7 @@ package final class APNsKeyStore: Sendable {
     }
 
     /// Generates a key pair, registers its public half and returns the private key PEM (.p8).
-    package func generate(
+    public func generate(
         teamID: String?, keyID: String?, environment: APNsEnvironment? = nil,
         topics: [String]? = nil
     ) throws -> (Entry, privateKeyPEM: String) {
@@ -73,7 +73,7 @@ package final class APNsKeyStore: Sendable {
     }
 
     /// The key for `keyID`, re-reading the directory on a miss.
-    package func lookup(_ keyID: String) -> Entry? {
+    public func lookup(_ keyID: String) -> Entry? {
         if let e = keys.withLock({ $0[keyID] }) { return e }
         guard let directory, APNsKeyStore.isValidID(keyID),
             let e = APNsKeyStore.load(directory + "/" + keyID + ".json")
@@ -82,10 +82,10 @@ package final class APNsKeyStore: Sendable {
         return e
     }
 
-    package var all: [Entry] { keys.withLock { Array($0.values) }.sorted { $0.keyID < $1.keyID } }
+    public var all: [Entry] { keys.withLock { Array($0.values) }.sorted { $0.keyID < $1.keyID } }
 
     /// Forgets every key (and deletes their files).
-    package func removeAll() {
+    public func removeAll() {
         let ids = keys.withLock { k -> [String] in
             let ids = Array(k.keys)
             k.removeAll()

@@ -2,18 +2,18 @@ import PushCore
 
 /// What later stages need from an APNs payload, found in the same pass that validates it.
 /// Strings stay bytes (ranges into the payload) until someone asks for them.
-package struct APNsPayloadSummary: Sendable, Equatable {
-    package var isJSON = false
-    package var contentAvailable = false
-    package var mutableContent = false
+public struct APNsPayloadSummary: Sendable, Equatable {
+    public var isJSON = false
+    public var contentAvailable = false
+    public var mutableContent = false
     /// Byte ranges of the alert title and body string contents (JSON-escaped) in the payload.
-    package var titleRange: Range<Int>?
-    package var bodyRange: Range<Int>?
+    public var titleRange: Range<Int>?
+    public var bodyRange: Range<Int>?
     /// Top-level keys besides `aps` (where SDKs put `_mId`, `_dId`, ...).
-    package var customKeyCount = 0
+    public var customKeyCount = 0
 
-    package func title(in payload: [UInt8]) -> String? { decode(titleRange, payload) }
-    package func body(in payload: [UInt8]) -> String? { decode(bodyRange, payload) }
+    public func title(in payload: [UInt8]) -> String? { decode(titleRange, payload) }
+    public func body(in payload: [UInt8]) -> String? { decode(bodyRange, payload) }
 
     private func decode(_ r: Range<Int>?, _ payload: [UInt8]) -> String? {
         guard let r, r.upperBound <= payload.count else { return nil }
@@ -25,7 +25,7 @@ package struct APNsPayloadSummary: Sendable, Equatable {
 /// (GEN), Live Activity keys for `liveactivity` pushes. Apple documents no rejection for these,
 /// so the result is a list of warnings (turned into 400 BadPayload by `--strict-payload`).
 /// Keys are matched as bytes; a String is made only for a warning.
-package enum APNsPayload {
+public enum APNsPayload {
     enum Key {
         case alert, badge, sound, threadID, category, contentAvailable, mutableContent, targetContentID,
             interruptionLevel, relevanceScore, filterCriteria
@@ -88,7 +88,7 @@ package enum APNsPayload {
     }
 
     /// Lints `payload` for `pushType`. `tokens` is scratch space reused between calls.
-    package static func inspect(
+    public static func inspect(
         _ payload: [UInt8], pushType: APNsPushType, tokens: JSONTokenBuffer,
         warnings: inout [String]
     ) -> APNsPayloadSummary {

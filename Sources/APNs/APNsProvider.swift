@@ -2,10 +2,10 @@ import PushCore
 import Transport
 
 /// What a connection looks like to APNs.
-package struct APNsConnectionInfo: Sendable {
-    package var serverName: String?
-    package var peerCertificate: PeerCertificate?
-    package init(serverName: String?, peerCertificate: PeerCertificate?) {
+public struct APNsConnectionInfo: Sendable {
+    public var serverName: String?
+    public var peerCertificate: PeerCertificate?
+    public init(serverName: String?, peerCertificate: PeerCertificate?) {
         self.serverName = serverName
         self.peerCertificate = peerCertificate
     }
@@ -13,35 +13,35 @@ package struct APNsConnectionInfo: Sendable {
 
 /// The provider's verdict on one request: a pure value the composition root turns into a
 /// response, a hand-off and connection actions.
-package struct APNsDecision: Sendable {
-    package var reason: APNsReason?
-    package var status: Int { reason?.status ?? 200 }
+public struct APNsDecision: Sendable {
+    public var reason: APNsReason?
+    public var status: Int { reason?.status ?? 200 }
     /// 410 responses: when the token stopped being valid (ms).
-    package var timestampMs: Int64?
-    package var environment: APNsEnvironment
+    public var timestampMs: Int64?
+    public var environment: APNsEnvironment
     /// Generated when the request carried no valid `apns-id`.
-    package var generatedID: UUIDValue?
+    public var generatedID: UUIDValue?
     /// Accepted pushes.
-    package var token: ArraySlice<UInt8> = []
+    public var token: ArraySlice<UInt8> = []
     /// `TokenKey(token)`, once the device check has computed it.
-    package var tokenKey: TokenKey?
-    package var topic: ArraySlice<UInt8>?
+    public var tokenKey: TokenKey?
+    public var topic: ArraySlice<UInt8>?
     /// The app's bundle id: the topic without its push type's suffix (once the topic passed).
-    package var bundle: ArraySlice<UInt8>?
+    public var bundle: ArraySlice<UInt8>?
     /// `apns-collapse-id` and `apns-expiration` (seconds), when given.
-    package var collapseID: ArraySlice<UInt8>?
-    package var expiration: Int64?
-    package var pushType: APNsPushType = .alert
-    package var summary = APNsPayloadSummary()
-    package var warnings: [String] = []
+    public var collapseID: ArraySlice<UInt8>?
+    public var expiration: Int64?
+    public var pushType: APNsPushType = .alert
+    public var summary = APNsPayloadSummary()
+    public var warnings: [String] = []
     /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (first valid token).
-    package var raiseStreamsTo: UInt32?
+    public var raiseStreamsTo: UInt32?
     /// Send GOAWAY with `{"reason": goAwayReason}` after the response.
-    package var goAwayReason: String?
+    public var goAwayReason: String?
 
-    package var accepted: Bool { reason == nil }
+    public var accepted: Bool { reason == nil }
 
-    package init(environment: APNsEnvironment) { self.environment = environment }
+    public init(environment: APNsEnvironment) { self.environment = environment }
 }
 
 /// The APNs provider API (`POST /3/device/<token>`) as a pure function of request, connection
@@ -63,19 +63,19 @@ package struct APNsDecision: Sendable {
 /// 11. BadTopic, TopicDisallowed (suffix for the push type; certificate or key topics; token-only types)
 /// 12. BadDeviceToken (other environment), Unregistered (410), DeviceTokenNotForTopic
 /// 13. PayloadEmpty, PayloadTooLarge (4096, 5120 for voip), BadPayload (--strict-payload only)
-package struct APNsProvider: Sendable {
-    package let configuration: APNsConfiguration
-    package let keys: APNsKeyStore
-    package let devices: APNsDeviceRegistry
+public struct APNsProvider: Sendable {
+    public let configuration: APNsConfiguration
+    public let keys: APNsKeyStore
+    public let devices: APNsDeviceRegistry
 
-    package init(configuration: APNsConfiguration, keys: APNsKeyStore, devices: APNsDeviceRegistry) {
+    public init(configuration: APNsConfiguration, keys: APNsKeyStore, devices: APNsDeviceRegistry) {
         self.configuration = configuration
         self.keys = keys
         self.devices = devices
     }
 
     /// The environment a request addresses: `:authority`, else `host`, else SNI, else the default.
-    package func environment(_ request: Request, _ conn: APNsConnectionInfo) -> APNsEnvironment {
+    public func environment(_ request: Request, _ conn: APNsConnectionInfo) -> APNsEnvironment {
         environment(request.headers, APNsHeaders(request.headers), conn)
     }
 
@@ -85,7 +85,7 @@ package struct APNsProvider: Sendable {
         return configuration.defaultEnvironment
     }
 
-    package func decide(
+    public func decide(
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
         nowMs: Int64
     ) -> APNsDecision {
@@ -96,7 +96,7 @@ package struct APNsProvider: Sendable {
 
     /// `decide`, written into the caller's decision: returning the (large) decision from each of
     /// the many exits copied it, one retain per reference it holds.
-    package func decide(
+    public func decide(
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
         nowMs: Int64, into d: inout APNsDecision
     ) {

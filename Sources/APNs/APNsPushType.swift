@@ -3,11 +3,11 @@ import PushCore
 import Transport
 
 /// `apns-push-type` values and their rules (SEND).
-package enum APNsPushType: String, Sendable, CaseIterable {
+public enum APNsPushType: String, Sendable, CaseIterable {
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
 
     /// From the header's bytes, without making a String or walking `allCases` (which allocates).
-    package init?(bytes: ArraySlice<UInt8>) {
+    public init?(bytes: ArraySlice<UInt8>) {
         let found: APNsPushType? = bytes.withUnsafeBytes { raw in
             func named(_ s: StaticString) -> Bool {
                 raw.count == s.utf8CodeUnitCount && sameBytes(raw.baseAddress!, s.utf8Start, raw.count)
@@ -49,18 +49,18 @@ package enum APNsPushType: String, Sendable, CaseIterable {
     }
 
     /// What `apns-topic` must end with: `<bundleId><suffix>` (nil: any topic, as for mdm).
-    package var topicSuffix: String? { staticSuffix.map { $0.description } }
+    public var topicSuffix: String? { staticSuffix.map { $0.description } }
 
     /// Largest body: 5120 bytes for VoIP, 4096 otherwise.
-    package var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }
+    public var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }
 
     /// Only token-based connections may send these.
-    package var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
+    public var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
 
     /// Length of the bundle id in `topic` (`<bundleId><suffix>`) for this push type, or nil when
     /// the topic lacks the suffix or its bundle part carries another type's suffix (so
     /// ".voip-ptt" is never read as ".voip" + "-ptt"). Bytes only: this runs per request.
-    package func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
+    public func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
         guard let suffix = staticSuffix else { return topic.count }
         return topic.withUnsafeBytes { raw -> Int? in
             // Whether the first `n` bytes end with `s` (and have something before it).
@@ -79,17 +79,17 @@ package enum APNsPushType: String, Sendable, CaseIterable {
     }
 
     /// The bundle id of a topic for this push type (see `bundleLength(ofTopic:)`).
-    package func bundleID(fromTopic topic: String) -> String? {
+    public func bundleID(fromTopic topic: String) -> String? {
         let bytes = ArraySlice(topic.utf8)
         return bundleLength(ofTopic: bytes).map { String(decoding: bytes.prefix($0), as: UTF8.self) }
     }
 }
 
-package enum APNsEnvironment: String, Sendable {
+public enum APNsEnvironment: String, Sendable {
     case sandbox, production
 
     /// The environment a host name (optionally with ":port") stands for, or nil for other hosts.
-    package static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
+    public static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
         host.withUnsafeBytes { raw -> APNsEnvironment? in
             var n = raw.count
             // Drop a ":port" suffix (digits only, so a bracketed IPv6 literal is left alone).
@@ -106,36 +106,36 @@ package enum APNsEnvironment: String, Sendable {
         }
     }
 
-    package static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
+    public static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
 }
 
-package struct APNsConfiguration: Sendable {
-    package enum AuthMode: String, Sendable { case lenient, strict }
+public struct APNsConfiguration: Sendable {
+    public enum AuthMode: String, Sendable { case lenient, strict }
 
     /// For hosts that name no environment (localhost, an IP, h2c).
-    package var defaultEnvironment: APNsEnvironment = .sandbox
+    public var defaultEnvironment: APNsEnvironment = .sandbox
     /// lenient: a JWT whose `kid` is unknown is accepted unverified; strict: InvalidProviderToken.
-    package var authMode: AuthMode = .lenient
+    public var authMode: AuthMode = .lenient
     /// Payload problems become 400 BadPayload instead of warnings.
-    package var strictPayload = false
+    public var strictPayload = false
     /// Accepted device token lengths in hex characters.
-    package var tokenLength: ClosedRange<Int> = 64...200
+    public var tokenLength: ClosedRange<Int> = 64...200
     /// SETTINGS_MAX_CONCURRENT_STREAMS before a valid token (token connections) and after.
-    package var streamsBeforeAuth: UInt32 = 1
-    package var streamsAfterAuth: UInt32 = 1000
+    public var streamsBeforeAuth: UInt32 = 1
+    public var streamsAfterAuth: UInt32 = 1000
     /// Spelling of the wrong-environment key reason.
-    package var badEnvironmentReason = "BadEnvironmentKeyIdInToken"
+    public var badEnvironmentReason = "BadEnvironmentKeyIdInToken"
     /// Error budget per connection (BadDeviceToken weighs 5, other 4xx 1, 410 0); past it, GOAWAY.
-    package var maxConnectionErrors = 500
+    public var maxConnectionErrors = 500
     /// JWT rules (TOK).
-    package var tokenMaxAge: Int64 = 3600
-    package var tokenUpdateInterval: Int64 = 20 * 60
+    public var tokenMaxAge: Int64 = 3600
+    public var tokenUpdateInterval: Int64 = 20 * 60
     /// Tolerated clock skew for an `iat` in the future.
-    package var clockSkew: Int64 = 60
+    public var clockSkew: Int64 = 60
 
-    package init() {}
+    public init() {}
 
-    package func reasonString(_ r: APNsReason) -> String {
+    public func reasonString(_ r: APNsReason) -> String {
         r == .badEnvironmentKeyIdInToken ? badEnvironmentReason : r.rawValue
     }
 }

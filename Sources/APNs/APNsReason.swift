@@ -1,5 +1,5 @@
 /// Every reason APNs answers for device pushes (`/3/device`), with its HTTP status (RESP).
-package enum APNsReason: String, Sendable, CaseIterable, Error {
+public enum APNsReason: String, Sendable, CaseIterable, Error {
     case badCollapseId = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
     case badExpirationDate = "BadExpirationDate"
@@ -36,7 +36,7 @@ package enum APNsReason: String, Sendable, CaseIterable, Error {
     case serviceUnavailable = "ServiceUnavailable"
     case shutdown = "Shutdown"
 
-    package var status: Int {
+    public var status: Int {
         switch self {
         case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
             .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,

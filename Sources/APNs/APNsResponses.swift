@@ -5,7 +5,7 @@ import Transport
 /// with END_STREAM); errors add `content-type: application/json` and `{"reason":"..."}`, with
 /// `timestamp` (ms) on 410. Sandbox responses carry `apns-unique-id`.
 extension APNsProvider {
-    package func response(_ d: APNsDecision, request: Request, state: APNsConnectionState) -> Response {
+    public func response(_ d: APNsDecision, request: Request, state: APNsConnectionState) -> Response {
         // The commonest answer (sandbox success with a generated id) reuses the connection's
         // header block and writes the two ids into it in place.
         if d.reason == nil, let id = d.generatedID, d.environment == .sandbox {
@@ -46,7 +46,7 @@ extension APNsProvider {
 
     /// An error response built from the request alone (for answers given before the provider
     /// runs: an oversized body, a path outside `/3/device`).
-    package static func errorResponse(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
+    public static func errorResponse(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
         var h = HTTPFields()
         if let id = request.headers.first("apns-id"), UUIDValue.parseCanonicalLowercase(id) != nil {
             id.withUnsafeBytes { h.add(name: "apns-id", value: $0) }

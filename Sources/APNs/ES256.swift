@@ -2,15 +2,15 @@ import COpenSSL
 import Transport
 
 /// ES256 (ECDSA P-256 with SHA-256) over OpenSSL, with JWT's raw r||s signature format.
-package enum ES256 {
+public enum ES256 {
     /// An owned EVP_PKEY.
-    package final class Key: @unchecked Sendable {
+    public final class Key: @unchecked Sendable {
         let pkey: OpaquePointer
         init(_ p: OpaquePointer) { pkey = p }
         deinit { EVP_PKEY_free(pkey) }
 
         /// Reads a PEM public key ("BEGIN PUBLIC KEY") or private key (PKCS#8 .p8, SEC1).
-        package static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
+        public static func fromPEM(_ pem: String, isPrivate: Bool) -> Key? {
             guard let k = PEM.readKey(pem, isPrivate: isPrivate) else { return nil }
             // Only P-256 keys are ES256 keys.
             guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC else {
@@ -21,18 +21,18 @@ package enum ES256 {
         }
 
         /// A fresh P-256 key pair.
-        package static func generate() -> Key? {
+        public static func generate() -> Key? {
             guard let k = pushemu_ec_p256_generate() else { return nil }
             return Key(k)
         }
 
-        package var publicKeyPEM: String { PEM.publicKey(pkey) }
+        public var publicKeyPEM: String { PEM.publicKey(pkey) }
         /// PKCS#8, as Apple's .p8 files.
-        package var privateKeyPEM: String { PEM.privateKey(pkey) }
+        public var privateKeyPEM: String { PEM.privateKey(pkey) }
     }
 
     /// Verifies a 64-byte r||s signature of `message`.
-    package static func verify(_ key: Key, message: UnsafeRawBufferPointer, signature: [UInt8]) -> Bool {
+    public static func verify(_ key: Key, message: UnsafeRawBufferPointer, signature: [UInt8]) -> Bool {
         guard signature.count == 64, let sig = ECDSA_SIG_new() else { return false }
         defer { ECDSA_SIG_free(sig) }
         let r = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
@@ -46,7 +46,7 @@ package enum ES256 {
     }
 
     /// Signs `message`, returning the 64-byte r||s form.
-    package static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
+    public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
         guard let der = SHA256Signature.sign(key.pkey, message: message) else { return nil }
         let len = der.count
         return der.withUnsafeBufferPointer { buf -> [UInt8]? in

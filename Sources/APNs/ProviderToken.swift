@@ -2,22 +2,22 @@ import PushCore
 import Transport
 
 /// An APNs provider token (JWT, ES256), parsed but not yet verified.
-package struct ProviderToken: Sendable {
-    package let keyID: String
-    package let teamID: String
-    package let issuedAt: Int64
+public struct ProviderToken: Sendable {
+    public let keyID: String
+    public let teamID: String
+    public let issuedAt: Int64
     /// `header.claims`, the signed bytes.
-    package let signingInput: [UInt8]
+    public let signingInput: [UInt8]
     /// The raw 64-byte r||s signature.
-    package let signature: [UInt8]
+    public let signature: [UInt8]
 
-    package enum ParseError: Error, Equatable {
+    public enum ParseError: Error, Equatable {
         case malformed(String)
     }
 
     /// Parses `<header>.<claims>.<signature>` (base64url segments). Checks the shape APNs checks:
     /// alg ES256, a 10-character kid, a 10-character iss (team id), an integer iat.
-    package static func parse<C: Collection>(_ jwt: C) -> Result<ProviderToken, ParseError> where C.Element == UInt8 {
+    public static func parse<C: Collection>(_ jwt: C) -> Result<ProviderToken, ParseError> where C.Element == UInt8 {
         let bytes = Array(jwt)
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed("a JWT has three dot-separated parts")) }
@@ -59,7 +59,7 @@ package struct ProviderToken: Sendable {
     }
 
     /// Makes a signed token (for `pushemu token apns` and tests).
-    package static func make(key: ES256.Key, keyID: String, teamID: String, issuedAt: Int64) -> String? {
+    public static func make(key: ES256.Key, keyID: String, teamID: String, issuedAt: Int64) -> String? {
         let header = Base64URL.encode(Array("{\"alg\":\"ES256\",\"kid\":\"\(keyID)\"}".utf8))
         let claims = Base64URL.encode(Array("{\"iss\":\"\(teamID)\",\"iat\":\(issuedAt)}".utf8))
         let input = Array("\(header).\(claims)".utf8)

@@ -6,15 +6,15 @@ import Transport
 /// HMAC-SHA256 under a server secret, so checking one needs no lookup and no lock:
 /// `ya29.pushemu.<base64url("v1|project|expiry|scopes|client")>.<base64url(mac[0..<16])>`.
 /// The secret is kept under `--data-dir` (so tokens survive a restart) or made per process.
-package struct FCMAccessTokens: Sendable {
-    package struct Claims: Sendable, Equatable {
-        package var project: String
-        package var expiresAtSeconds: Int64
+public struct FCMAccessTokens: Sendable {
+    public struct Claims: Sendable, Equatable {
+        public var project: String
+        public var expiresAtSeconds: Int64
         /// The token's scopes include cloud-platform or firebase.messaging.
-        package var messagingScope: Bool
-        package var clientEmail: String
+        public var messagingScope: Bool
+        public var clientEmail: String
 
-        package init(project: String, expiresAtSeconds: Int64, messagingScope: Bool, clientEmail: String) {
+        public init(project: String, expiresAtSeconds: Int64, messagingScope: Bool, clientEmail: String) {
             self.project = project
             self.expiresAtSeconds = expiresAtSeconds
             self.messagingScope = messagingScope
@@ -22,7 +22,7 @@ package struct FCMAccessTokens: Sendable {
         }
     }
 
-    package enum Verdict: Sendable, Equatable {
+    public enum Verdict: Sendable, Equatable {
         /// Not a token this emulator issued (accepted only with `--fcm-auth lenient`).
         case foreign
         /// Carries the emulator's prefix but its seal does not verify.
@@ -34,10 +34,10 @@ package struct FCMAccessTokens: Sendable {
     static let prefix: [UInt8] = Array("ya29.pushemu.".utf8)
     let secret: [UInt8]
 
-    package init(secret: [UInt8]) { self.secret = secret }
+    public init(secret: [UInt8]) { self.secret = secret }
 
     /// Loads (or creates) the secret in `directory`; a fresh random one when nil.
-    package static func load(directory: String?) -> FCMAccessTokens {
+    public static func load(directory: String?) -> FCMAccessTokens {
         guard let directory else { return FCMAccessTokens(secret: RS256.randomBytes(32)) }
         let path = directory + "/token-secret"
         if let s = Files.read(path, limit: 1024), s.count == 32 { return FCMAccessTokens(secret: s) }
@@ -47,13 +47,13 @@ package struct FCMAccessTokens: Sendable {
         return FCMAccessTokens(secret: s)
     }
 
-    package func issue(_ c: Claims) -> String {
+    public func issue(_ c: Claims) -> String {
         let body = Base64URL.encode(Array("v1|\(c.project)|\(c.expiresAtSeconds)|\(c.messagingScope ? 1 : 0)|\(c.clientEmail)".utf8))
         let mac = Array(Array(body.utf8).withUnsafeBytes { RS256.hmac(key: secret, message: $0) }.prefix(16))
         return "ya29.pushemu." + body + "." + Base64URL.encode(mac)
     }
 
-    package func verify<C: Collection>(_ token: C, nowSeconds: Int64) -> Verdict where C.Element == UInt8 {
+    public func verify<C: Collection>(_ token: C, nowSeconds: Int64) -> Verdict where C.Element == UInt8 {
         let t = Array(token)
         guard t.starts(with: FCMAccessTokens.prefix) else { return .foreign }
         let rest = t[FCMAccessTokens.prefix.count...]

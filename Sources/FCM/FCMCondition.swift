@@ -4,27 +4,27 @@
 /// and parentheses, at most five topics. As FCM documents, parenthesised sub-expressions are
 /// evaluated first and the operators then from left to right: `&&` and `||` have equal
 /// precedence (`a || b && c` is `(a || b) && c`).
-package struct FCMCondition: Sendable, Equatable {
-    package indirect enum Node: Sendable, Equatable {
+public struct FCMCondition: Sendable, Equatable {
+    public indirect enum Node: Sendable, Equatable {
         case topic(String)
         case not(Node)
         case and(Node, Node)
         case or(Node, Node)
     }
 
-    package enum ParseError: Error, Equatable, Sendable {
+    public enum ParseError: Error, Equatable, Sendable {
         case syntax(String)
         case tooManyTopics(Int)
         case invalidTopic(String)
     }
 
-    package static let maxTopics = 5
+    public static let maxTopics = 5
 
-    package let root: Node
+    public let root: Node
     /// The distinct topic names, in order of appearance.
-    package let topics: [String]
+    public let topics: [String]
 
-    package static func parse(_ text: String) -> Result<FCMCondition, ParseError> {
+    public static func parse(_ text: String) -> Result<FCMCondition, ParseError> {
         var p = Parser(bytes: Array(text.utf8))
         do {
             let node = try p.expression(depth: 0)
@@ -40,7 +40,7 @@ package struct FCMCondition: Sendable, Equatable {
     }
 
     /// Whether a device subscribed to `subscribed` matches.
-    package func matches(_ subscribed: (String) -> Bool) -> Bool { Self.eval(root, subscribed) }
+    public func matches(_ subscribed: (String) -> Bool) -> Bool { Self.eval(root, subscribed) }
 
     static func eval(_ n: Node, _ has: (String) -> Bool) -> Bool {
         switch n {

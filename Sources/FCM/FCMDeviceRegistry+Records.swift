@@ -2,11 +2,11 @@ import PushCore
 
 /// FCM's registration tokens as the device layer sees it (`Fleet.DeviceLifecycle`).
 extension FCMDeviceRegistry: GatewayDeviceRecords {
-    package var platform: DevicePlatform { .android }
+    public var platform: DevicePlatform { .android }
 
-    package func recognizes(token: String) -> Bool { FCMFormats.isRegistrationToken(token.utf8) }
+    public func recognizes(token: String) -> Bool { FCMFormats.isRegistrationToken(token.utf8) }
 
-    package func registeredDevice(token: String) -> RegisteredDevice? {
+    public func registeredDevice(token: String) -> RegisteredDevice? {
         guard let known = device(token: token) else { return nil }
         return RegisteredDevice(
             platform: .android, token: known.token, app: known.app, environment: known.project,
@@ -15,7 +15,7 @@ extension FCMDeviceRegistry: GatewayDeviceRecords {
     }
 
     /// A rotated device's new token, in its project and app.
-    package func register(token: String, app: String?, environment: String?, nowMs: Int64) {
+    public func register(token: String, app: String?, environment: String?, nowMs: Int64) {
         register(token: token, project: environment, app: app, nowMs: nowMs)
     }
 }

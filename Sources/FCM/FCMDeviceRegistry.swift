@@ -6,23 +6,23 @@ import Synchronization
 /// seen for the first time becomes a device bound to the sender's project. Devices are sharded
 /// by token hash, each shard locked for a dictionary operation only; the topic index has its own
 /// lock, taken by subscription changes and topic sends. (The simulated-device layer grows out of this.)
-package final class FCMDeviceRegistry: Sendable {
-    package static let maxTopicsPerDevice = 2000
+public final class FCMDeviceRegistry: Sendable {
+    public static let maxTopicsPerDevice = 2000
 
-    package struct Device: Sendable {
-        package var token: String
+    public struct Device: Sendable {
+        public var token: String
         /// The project the token was issued for; nil until a project sends to it or subscribes it.
-        package var project: String?
-        package var app: String?
-        package var platform: String = "android"
-        package var createdAtMs: Int64
-        package var uninstalledAtMs: Int64?
+        public var project: String?
+        public var app: String?
+        public var platform: String = "android"
+        public var createdAtMs: Int64
+        public var uninstalledAtMs: Int64?
         /// Topic name -> day subscribed (days since 1970-01-01).
-        package var topics: [String: Int32] = [:]
-        package var pushes: UInt64 = 0
+        public var topics: [String: Int32] = [:]
+        public var pushes: UInt64 = 0
     }
 
-    package enum Verdict: Equatable, Sendable {
+    public enum Verdict: Equatable, Sendable {
         case ok
         case unregistered
         case senderMismatch
@@ -30,7 +30,7 @@ package final class FCMDeviceRegistry: Sendable {
         case unknown
     }
 
-    package enum SubscriptionResult: String, Equatable, Sendable {
+    public enum SubscriptionResult: String, Equatable, Sendable {
         case ok
         case notFound = "NOT_FOUND"
         case invalidArgument = "INVALID_ARGUMENT"
@@ -53,7 +53,7 @@ package final class FCMDeviceRegistry: Sendable {
     /// Unknown tokens are refused instead of registered on first sight.
     let strict: Bool
 
-    package init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
+    public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
         maxPerShard = max(1, capacity / shardCount)
         self.directory = directory
@@ -74,7 +74,7 @@ package final class FCMDeviceRegistry: Sendable {
     private func shard(_ key: TokenKey) -> Shard { shards[key.shard(shards.count)] }
 
     /// Checks a send from `project` to `token` and registers the token on first sight.
-    package func check(token: ArraySlice<UInt8>, project: String, nowMs: Int64) -> Verdict {
+    public func check(token: ArraySlice<UInt8>, project: String, nowMs: Int64) -> Verdict {
         let key = TokenKey(token)
         let known = shard(key).map.withLock { map -> Verdict? in
             guard let i = map.index(forKey: key) else { return nil }
@@ -97,7 +97,7 @@ package final class FCMDeviceRegistry: Sendable {
     }
 
     /// Registers a device explicitly (replacing what was known).
-    package func register(token: String, project: String?, app: String?, platform: String = "android", nowMs: Int64) {
+    public func register(token: String, project: String?, app: String?, platform: String = "android", nowMs: Int64) {
         let key = TokenKey(token)
         let old = shard(key).map.withLock { map -> Device? in
             let old = map[key]
@@ -111,7 +111,7 @@ package final class FCMDeviceRegistry: Sendable {
 
     /// Subscribes `token` to `topic` (registering a well-formed unknown token). `project`, when
     /// known from the caller's credentials, binds an unbound device and must match a bound one.
-    package func subscribe(token: String, topic: String, project: String?, nowMs: Int64) -> SubscriptionResult {
+    public func subscribe(token: String, topic: String, project: String?, nowMs: Int64) -> SubscriptionResult {
         guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
         let key = TokenKey(token)
         let day = Int32(nowMs / 86_400_000)
@@ -139,7 +139,7 @@ package final class FCMDeviceRegistry: Sendable {
         return r
     }
 
-    package func unsubscribe(token: String, topic: String) -> SubscriptionResult {
+    public func unsubscribe(token: String, topic: String) -> SubscriptionResult {
         guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
         let key = TokenKey(token)
         let r = shard(key).map.withLock { map -> SubscriptionResult in
@@ -158,14 +158,14 @@ package final class FCMDeviceRegistry: Sendable {
 
     /// Delivers to the installed devices subscribed to `topic` that belong to `project` (or to no
     /// project yet: they are bound to it now), counting the push. Returns their tokens, sorted.
-    package func fanOut(topic: String, project: String) -> [String] {
+    public func fanOut(topic: String, project: String) -> [String] {
         claim(topicIndex.withLock { $0[topic].map(Array.init) ?? [] }, project: project)
     }
 
     /// As `fanOut(topic:)`, for the devices a condition selects. A device is a candidate when it
     /// holds at least one subscription (a condition true of no topics at all would otherwise name
     /// every device in the world).
-    package func fanOut(condition: FCMCondition, project: String) -> [String] {
+    public func fanOut(condition: FCMCondition, project: String) -> [String] {
         let candidates: [String] = topicIndex.withLock { idx in
             if condition.matches({ _ in false }) {
                 return Array(idx.values.reduce(into: Set<String>()) { $0.formUnion($1) })
@@ -195,7 +195,7 @@ package final class FCMDeviceRegistry: Sendable {
 
     /// Marks the app uninstalled: later sends get 404 UNREGISTERED. False if unknown.
     @discardableResult
-    package func uninstall(token: String, atMs: Int64) -> Bool {
+    public func uninstall(token: String, atMs: Int64) -> Bool {
         let key = TokenKey(token)
         return shard(key).map.withLock { map -> Bool in
             guard map[key] != nil else { return false }
@@ -204,15 +204,15 @@ package final class FCMDeviceRegistry: Sendable {
         }
     }
 
-    package func device(token: String) -> Device? {
+    public func device(token: String) -> Device? {
         let key = TokenKey(token)
         return shard(key).map.withLock { $0[key] }
     }
 
-    package var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
-    package var topicCount: Int { topicIndex.withLock { $0.count } }
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
+    public var topicCount: Int { topicIndex.withLock { $0.count } }
 
-    package func removeAll() {
+    public func removeAll() {
         for s in shards { s.map.withLock { $0.removeAll() } }
         topicIndex.withLock { $0.removeAll() }
     }

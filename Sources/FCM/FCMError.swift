@@ -2,7 +2,7 @@ import PushCore
 import Transport
 
 /// `google.firebase.fcm.v1.FcmError.errorCode` values.
-package enum FCMErrorCode: String, Sendable, CaseIterable {
+public enum FCMErrorCode: String, Sendable, CaseIterable {
     case invalidArgument = "INVALID_ARGUMENT"
     case unregistered = "UNREGISTERED"
     case senderIDMismatch = "SENDER_ID_MISMATCH"
@@ -12,7 +12,7 @@ package enum FCMErrorCode: String, Sendable, CaseIterable {
     case thirdPartyAuthError = "THIRD_PARTY_AUTH_ERROR"
 
     /// The HTTP status and top-level `google.rpc.Code` name FCM answers with.
-    package var status: (http: Int, name: String) {
+    public var status: (http: Int, name: String) {
         switch self {
         case .invalidArgument: (400, "INVALID_ARGUMENT")
         case .unregistered: (404, "NOT_FOUND")
@@ -25,7 +25,7 @@ package enum FCMErrorCode: String, Sendable, CaseIterable {
     }
 
     /// The top-level message FCM uses for this code when nothing more specific applies.
-    package var defaultMessage: String {
+    public var defaultMessage: String {
         switch self {
         case .invalidArgument: "Request contains an invalid argument."
         case .unregistered: "Requested entity was not found."
@@ -40,10 +40,10 @@ package enum FCMErrorCode: String, Sendable, CaseIterable {
 }
 
 /// One `google.rpc.BadRequest.FieldViolation`.
-package struct FieldViolation: Sendable, Equatable {
-    package var field: String
-    package var description: String
-    package init(_ field: String, _ description: String) {
+public struct FieldViolation: Sendable, Equatable {
+    public var field: String
+    public var description: String
+    public init(_ field: String, _ description: String) {
         self.field = field
         self.description = description
     }
@@ -51,26 +51,26 @@ package struct FieldViolation: Sendable, Equatable {
 
 /// A failure in Google's `google.rpc.Status` envelope:
 /// `{"error":{"code","message","status","details":[...]}}`.
-package struct FCMError: Error, Sendable, Equatable {
-    package var httpStatus: Int
-    package var status: String
-    package var message: String
+public struct FCMError: Error, Sendable, Equatable {
+    public var httpStatus: Int
+    public var status: String
+    public var message: String
     /// The FcmError detail, when FCM gives one.
-    package var errorCode: FCMErrorCode?
-    package var violations: [FieldViolation] = []
+    public var errorCode: FCMErrorCode?
+    public var violations: [FieldViolation] = []
     /// `google.rpc.QuotaFailure` violations (subject, description).
-    package var quotaViolations: [FieldViolation] = []
+    public var quotaViolations: [FieldViolation] = []
     /// `google.rpc.ErrorInfo` (reason, domain), with metadata service/method.
-    package var errorInfoReason: String?
+    public var errorInfoReason: String?
     /// Extra response headers (`www-authenticate`, `retry-after`).
-    package var headers: [(String, String)] = []
+    public var headers: [(String, String)] = []
 
-    package static func == (a: FCMError, b: FCMError) -> Bool {
+    public static func == (a: FCMError, b: FCMError) -> Bool {
         a.httpStatus == b.httpStatus && a.status == b.status && a.message == b.message && a.errorCode == b.errorCode
             && a.violations == b.violations
     }
 
-    package init(
+    public init(
         httpStatus: Int, status: String, message: String, errorCode: FCMErrorCode? = nil,
         violations: [FieldViolation] = []
     ) {
@@ -82,7 +82,7 @@ package struct FCMError: Error, Sendable, Equatable {
     }
 
     /// An FcmError with its standard status, optionally with one field violation.
-    package static func fcm(_ code: FCMErrorCode, _ message: String? = nil, field: String? = nil) -> FCMError {
+    public static func fcm(_ code: FCMErrorCode, _ message: String? = nil, field: String? = nil) -> FCMError {
         let m = message ?? code.defaultMessage
         return FCMError(
             httpStatus: code.status.http, status: code.status.name, message: m, errorCode: code,
@@ -91,34 +91,34 @@ package struct FCMError: Error, Sendable, Equatable {
 
     /// A semantic validation failure: 400 INVALID_ARGUMENT with the FcmError and a BadRequest
     /// violation naming the field.
-    package static func invalid(_ field: String, _ description: String) -> FCMError {
+    public static func invalid(_ field: String, _ description: String) -> FCMError {
         FCMError(
             httpStatus: 400, status: "INVALID_ARGUMENT", message: description, errorCode: .invalidArgument,
             violations: [FieldViolation(field, description)])
     }
 
     /// ESF's proto3-JSON parse failures: no FcmError, one BadRequest violation per problem.
-    package static func parse(_ violations: [FieldViolation]) -> FCMError {
+    public static func parse(_ violations: [FieldViolation]) -> FCMError {
         FCMError(
             httpStatus: 400, status: "INVALID_ARGUMENT", message: violations.map(\.description).joined(separator: "\n"),
             violations: violations)
     }
 
     /// The oversized-message answer: bare, without details (as captured from the real service).
-    package static let tooLarge = FCMError(
+    public static let tooLarge = FCMError(
         httpStatus: 400, status: "INVALID_ARGUMENT",
         message: "Request contains an invalid argument.")
 
-    package static let invalidToken = FCMError.fcm(
+    public static let invalidToken = FCMError.fcm(
         .invalidArgument, "The registration token is not a valid FCM registration token",
         field: "message.token")
-    package static let noRecipient = FCMError.fcm(.invalidArgument, "Recipient of the message is not set.", field: "message")
+    public static let noRecipient = FCMError.fcm(.invalidArgument, "Recipient of the message is not set.", field: "message")
 
     static let authHelp =
         "Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
 
     /// 401 for a request without credentials.
-    package static let credentialsMissing: FCMError = {
+    public static let credentialsMissing: FCMError = {
         var e = FCMError(
             httpStatus: 401, status: "UNAUTHENTICATED",
             message: "Request is missing required authentication credential. " + authHelp)
@@ -128,7 +128,7 @@ package struct FCMError: Error, Sendable, Equatable {
     }()
 
     /// 401 for a bearer token that is not (or no longer) valid.
-    package static func invalidCredentials(expired: Bool) -> FCMError {
+    public static func invalidCredentials(expired: Bool) -> FCMError {
         var e = FCMError(
             httpStatus: 401, status: "UNAUTHENTICATED",
             message: "Request had invalid authentication credentials. " + authHelp)
@@ -138,7 +138,7 @@ package struct FCMError: Error, Sendable, Equatable {
     }
 
     /// 403 for a token of another project.
-    package static func permissionDenied(project: String) -> FCMError {
+    public static func permissionDenied(project: String) -> FCMError {
         var e = FCMError(
             httpStatus: 403, status: "PERMISSION_DENIED",
             message:
@@ -149,7 +149,7 @@ package struct FCMError: Error, Sendable, Equatable {
     }
 
     /// 403 for a token whose scopes allow no FCM access.
-    package static let insufficientScopes: FCMError = {
+    public static let insufficientScopes: FCMError = {
         var e = FCMError(httpStatus: 403, status: "PERMISSION_DENIED", message: "Request had insufficient authentication scopes.")
         e.errorInfoReason = "ACCESS_TOKEN_SCOPE_INSUFFICIENT"
         e.headers = [
@@ -162,7 +162,7 @@ package struct FCMError: Error, Sendable, Equatable {
     }()
 
     /// 429 with the QuotaFailure detail and Retry-After.
-    package static func quota(project: String, retryAfterSeconds: Int) -> FCMError {
+    public static func quota(project: String, retryAfterSeconds: Int) -> FCMError {
         var e = FCMError.fcm(.quotaExceeded)
         e.quotaViolations = [
             FieldViolation(
@@ -175,7 +175,7 @@ package struct FCMError: Error, Sendable, Equatable {
     }
 
     /// The envelope's JSON text.
-    package var json: String {
+    public var json: String {
         var s = "{\"error\":{\"code\":\(httpStatus),\"message\":" + JSONWriter.quote(message) + ",\"status\":\"\(status)\""
         var details: [String] = []
         if let errorCode {
@@ -207,7 +207,7 @@ package struct FCMError: Error, Sendable, Equatable {
         return s + "}}"
     }
 
-    package var response: Response {
+    public var response: Response {
         var r = FCMResponses.json(httpStatus, Array(json.utf8))
         for (n, v) in headers { r.headers.add(name: n, value: v) }
         return r
@@ -215,8 +215,8 @@ package struct FCMError: Error, Sendable, Equatable {
 }
 
 /// Google's response framing for FCM and OAuth answers.
-package enum FCMResponses {
-    package static func json(_ status: Int, _ body: [UInt8]) -> Response {
+public enum FCMResponses {
+    public static func json(_ status: Int, _ body: [UInt8]) -> Response {
         Response(status: status, headers: headers, body: body)
     }
 
@@ -230,7 +230,7 @@ package enum FCMResponses {
 }
 
 /// A ready answer carried through a `Result` failure.
-package struct Rejection: Error, Sendable {
-    package let response: Response
-    package init(_ response: Response) { self.response = response }
+public struct Rejection: Error, Sendable {
+    public let response: Response
+    public init(_ response: Response) { self.response = response }
 }

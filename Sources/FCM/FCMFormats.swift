@@ -1,5 +1,5 @@
 /// The lexical rules FCM applies to names and values (byte-level, no allocation).
-package enum FCMFormats {
+public enum FCMFormats {
     @inline(__always) static func isAlnum(_ c: UInt8) -> Bool {
         (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
     }
@@ -13,7 +13,7 @@ package enum FCMFormats {
 
     /// A topic name: `^[a-zA-Z0-9-_.~%]{1,900}$`, optionally prefixed with `/topics/` (the Go
     /// SDK and older senders pass it).
-    package static func topicName<C: Collection>(_ raw: C) -> C.SubSequence? where C.Element == UInt8 {
+    public static func topicName<C: Collection>(_ raw: C) -> C.SubSequence? where C.Element == UInt8 {
         var s = raw[...]
         let prefix: [UInt8] = Array("/topics/".utf8)
         if s.starts(with: prefix) { s = s.dropFirst(prefix.count) }
@@ -22,12 +22,12 @@ package enum FCMFormats {
     }
 
     /// `^[a-zA-Z0-9-_.~%]{1,50}$`
-    package static func isAnalyticsLabel<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    public static func isAnalyticsLabel<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         !s.isEmpty && s.count <= 50 && s.allSatisfy(isTopicByte)
     }
 
     /// `#rrggbb`
-    package static func isColor<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    public static func isColor<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         guard s.count == 7, s.first == UInt8(ascii: "#") else { return false }
         return s.dropFirst().allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
     }
@@ -35,7 +35,7 @@ package enum FCMFormats {
     /// A well-formed registration token: what FCM issues is `<instance id>:<APA91b...>`, 140 to
     /// about 250 characters of base64url plus ':' (older GCM-era tokens lack the prefix).
     /// Accepted: 100...4096 characters from `[A-Za-z0-9_:-]`.
-    package static func isRegistrationToken<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    public static func isRegistrationToken<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         guard s.count >= 100 && s.count <= 4096 else { return false }
         if let r = s.withContiguousStorageIfAvailable({ isRegistrationToken(UnsafeRawBufferPointer($0)) }) { return r }
         return Array(s).withUnsafeBytes { isRegistrationToken($0) }
@@ -43,7 +43,7 @@ package enum FCMFormats {
 
     static let tokenBytes: [Bool] = (0..<256).map { c in isBase64URL(UInt8(c)) || c == 0x3A }
 
-    package static func isRegistrationToken(_ s: UnsafeRawBufferPointer) -> Bool {
+    public static func isRegistrationToken(_ s: UnsafeRawBufferPointer) -> Bool {
         guard s.count >= 100 && s.count <= 4096 else { return false }
         return tokenBytes.withUnsafeBufferPointer { t in
             var ok = true
@@ -53,12 +53,12 @@ package enum FCMFormats {
     }
 
     /// A Firebase installation id: 22 base64url characters.
-    package static func isFID<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    public static func isFID<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         s.count == 22 && s.allSatisfy(isBase64URL)
     }
 
     /// `https://host...`
-    package static func isHTTPSURL(_ s: String) -> Bool {
+    public static func isHTTPSURL(_ s: String) -> Bool {
         let lower = s.lowercased()
         guard lower.hasPrefix("https://") else { return false }
         let rest = lower.dropFirst(8)
@@ -67,7 +67,7 @@ package enum FCMFormats {
     }
 
     /// A proto3 JSON Duration (`"3.5s"`, `"-1s"`): whole seconds (fractions truncated), or nil.
-    package static func durationSeconds<C: Collection>(_ s: C) -> Int64? where C.Element == UInt8 {
+    public static func durationSeconds<C: Collection>(_ s: C) -> Int64? where C.Element == UInt8 {
         var b = Array(s)[...]
         guard b.last == UInt8(ascii: "s") else { return nil }
         b = b.dropLast()
@@ -101,7 +101,7 @@ package enum FCMFormats {
     }
 
     /// An RFC 3339 timestamp (`2026-11-29T12:00:00.5Z`, `...+01:00`).
-    package static func isTimestamp<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    public static func isTimestamp<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         let b = Array(s)
         func digits(_ r: Range<Int>) -> Int? {
             guard r.upperBound <= b.count else { return nil }
@@ -133,12 +133,12 @@ package enum FCMFormats {
     }
 
     /// A reserved `data` key: `from`, `message_type`, or starting with `google` or `gcm` (any case).
-    package static func isReservedDataKey(_ key: String) -> Bool {
+    public static func isReservedDataKey(_ key: String) -> Bool {
         var k = key
         return k.withUTF8 { isReservedDataKey(UnsafeRawBufferPointer($0)) }
     }
 
-    package static func isReservedDataKey(_ k: UnsafeRawBufferPointer) -> Bool {
+    public static func isReservedDataKey(_ k: UnsafeRawBufferPointer) -> Bool {
         func lower(_ i: Int) -> UInt8 { k[i] >= 0x41 && k[i] <= 0x5A ? k[i] | 0x20 : k[i] }
         func starts(_ p: StaticString) -> Bool {
             guard k.count >= p.utf8CodeUnitCount else { return false }

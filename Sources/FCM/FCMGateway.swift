@@ -6,22 +6,22 @@ import Transport
 /// or every subscriber of a topic or condition), answers in Google's format. Its other routes:
 /// the OAuth token endpoint (fault rules on its path answer in OAuth's error shape), Instance
 /// ID topic management, the v1 registration subscriptions, and the retired legacy APIs.
-package final class FCMGateway: PushGateway {
-    package let provider = PushProvider.fcm
-    package let rules: FCMProvider
+public final class FCMGateway: PushGateway {
+    public let provider = PushProvider.fcm
+    public let rules: FCMProvider
     let oauth: FCMOAuth
     let topics: FCMTopicManagement
 
     /// The largest `messages:send` body read (FCM's limit is on the message's fields, checked after).
     static let maxBody = 64 * 1024
 
-    package init(rules: FCMProvider) {
+    public init(rules: FCMProvider) {
         self.rules = rules
         oauth = FCMOAuth(accounts: rules.accounts, tokens: rules.tokens, lifetime: rules.configuration.tokenLifetime)
         topics = FCMTopicManagement(provider: rules)
     }
 
-    package func routes() -> [GatewayRoute] {
+    public func routes() -> [GatewayRoute] {
         let oauth = self.oauth
         let topics = self.topics
         let rules = self.rules
@@ -122,7 +122,7 @@ package final class FCMGateway: PushGateway {
 
     static func decoded(_ segment: ArraySlice<UInt8>) -> String { PercentEncoding.decode(segment, plusAsSpace: false) }
 
-    package func makeConnectionState() -> FCMConnectionState { FCMConnectionState() }
+    public func makeConnectionState() -> FCMConnectionState { FCMConnectionState() }
 
     /// The connection's FCM state, for the routes outside the pipeline (topic subscriptions
     /// share its bearer-token cache). Same slot as the pipeline's.
@@ -134,19 +134,21 @@ package final class FCMGateway: PushGateway {
     }
 
     /// Connections whose SNI names fcm.googleapis.com get FCM's concurrent streams (`--fcm-streams`).
-    package func setUpConnection(_ connection: ConnectionContext) -> Bool {
+    public func setUpConnection(_ connection: ConnectionContext) -> Bool {
         guard connection.serverName == "fcm.googleapis.com" else { return false }
         connection.initialMaxConcurrentStreams = rules.configuration.streams
         return true
     }
 
     @inlinable @inline(__always)
-    package func decide(_ exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision) {
-        decision = rules.send(exchange.request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
+    public func decide(
+        _ request: Request, on exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision
+    ) {
+        decision = rules.send(request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
     }
 
     @inlinable @inline(__always)
-    package func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
+    public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
         PushSubject(
             token: decision.tokenRange.map { request.body[$0] } ?? [],
             topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
@@ -154,17 +156,17 @@ package final class FCMGateway: PushGateway {
 
     /// FCM has no per-token limit (its per-project quota is part of `decide`).
     @inlinable @inline(__always)
-    package func rateLimited(_ decision: inout FCMSendDecision) {}
+    public func rateLimited(_ decision: inout FCMSendDecision) {}
 
     @inlinable @inline(__always)
-    package func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
+    public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
     }
 
     /// A token send reaches its device; a topic or condition send each subscriber, one record
     /// per device, all under the message's name.
     @inlinable @inline(__always)
-    package func forEachAcceptedPush(
+    public func forEachAcceptedPush(
         _ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
@@ -176,7 +178,7 @@ package final class FCMGateway: PushGateway {
             delivery.hasData = decision.message.hasData
             delivery.collapseID = decision.message.collapseKey
             delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
-            body(&delivery, topic, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: tokenSend))
+            body(delivery, topic, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: tokenSend))
         }
         if let range = decision.tokenRange { push(request.body[range], id, topic: nil, tokenSend: true) }
         let topic = decision.topicLabel.map { Array($0.utf8)[...] }
@@ -186,7 +188,7 @@ package final class FCMGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    package func response(
+    public func response(
         for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64
     ) -> Response {
@@ -194,7 +196,7 @@ package final class FCMGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
-    package func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
+    public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.error?.httpStatus ?? 200,
             reason: decision.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "",
@@ -204,7 +206,7 @@ package final class FCMGateway: PushGateway {
 
     /// FCM's error envelope for the code given (or the one the status implies); a bare 502 is
     /// Google's front-end HTML page, not JSON.
-    package func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
+    public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
         (FCMGateway.injectedResponse(answer), answer.errorCode ?? "")
     }
 
@@ -245,18 +247,18 @@ package final class FCMGateway: PushGateway {
             + "complete your request.<p>Please try again in 30 seconds.  <ins>That’s all we know.</ins>\n").utf8)
 
     /// FCM takes no connection actions after an answer.
-    package struct ConnectionActions: Sendable {
-        @inlinable package init() {}
+    public struct ConnectionActions: Sendable {
+        @inlinable public init() {}
     }
 
     @inlinable @inline(__always)
-    package func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
-    package func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
+    public func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
+    public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
     @inlinable @inline(__always)
-    package static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
+    public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
 
     /// The reason as given (no JSON).
-    package static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }
+    public static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }
 }
 
 extension FCMSendDecision: PushDecision {}

@@ -3,7 +3,7 @@ import Glibc
 import PushCore
 
 /// Where an accepted message goes.
-package enum FCMTarget: Sendable, Equatable {
+public enum FCMTarget: Sendable, Equatable {
     case token(Range<Int>)
     case topic(Range<Int>)
     case condition(FCMCondition, text: String)
@@ -11,24 +11,24 @@ package enum FCMTarget: Sendable, Equatable {
 }
 
 /// What the validator learned from a valid send request. Ranges index the request body.
-package struct FCMParsedMessage: Sendable {
-    package var validateOnly = false
+public struct FCMParsedMessage: Sendable {
+    public var validateOnly = false
     /// The raw `message` object.
-    package var messageRange: Range<Int> = 0..<0
-    package var target: FCMTarget = .token(0..<0)
+    public var messageRange: Range<Int> = 0..<0
+    public var target: FCMTarget = .token(0..<0)
     /// The payload size as counted for the 4096/2048-byte limit (see `FCMSizeMode`).
-    package var size = 0
-    package var warnings: [String] = []
+    public var size = 0
+    public var warnings: [String] = []
     /// The message carries `data` (its own or the android override's).
-    package var hasData = false
+    public var hasData = false
     /// `android.collapse_key`, and the TTL in seconds (FCM's default: 4 weeks).
-    package var collapseKey: String?
-    package var ttlSeconds: Int64 = 2_419_200
-    package init() {}
+    public var collapseKey: String?
+    public var ttlSeconds: Int64 = 2_419_200
+    public init() {}
 }
 
 /// How the message size for FCM's limit is counted (Google does not publish it).
-package enum FCMSizeMode: String, Sendable, CaseIterable {
+public enum FCMSizeMode: String, Sendable, CaseIterable {
     /// The UTF-8 bytes of every key and string value in `data` and `notification` (the
     /// message's and the android override's): "both keys and values count".
     case fields
@@ -37,11 +37,11 @@ package enum FCMSizeMode: String, Sendable, CaseIterable {
 }
 
 /// Reusable per-connection scratch space for the validator (nothing allocated per request).
-package final class FCMScratch {
+public final class FCMScratch {
     let tokens = JSONTokenBuffer(capacity: 128)
     var roles = [Int32](repeating: -1, count: FieldRole.allCases.count)
     let apnsTokens = JSONTokenBuffer(capacity: 32)
-    package init() {}
+    public init() {}
 }
 
 /// One segment of a field path, kept on the stack while walking; rendered only for errors.
@@ -65,16 +65,16 @@ struct PathNode {
 /// errors with Google's wording), then FCM's own rules (recipient, token and topic syntax,
 /// condition grammar, reserved data keys, TTL, colour, links, labels, APNs headers and payload),
 /// then the size limit.
-package struct FCMMessageParser {
-    package var sizeMode: FCMSizeMode = .fields
-    package var strictAPNsPayload = false
-    package init() {}
+public struct FCMMessageParser {
+    public var sizeMode: FCMSizeMode = .fields
+    public var strictAPNsPayload = false
+    public init() {}
 
-    package func parse(_ body: [UInt8], scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
+    public func parse(_ body: [UInt8], scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
         body.withUnsafeBytes { raw in parse(raw, scratch: scratch) }
     }
 
-    package func parse(_ raw: UnsafeRawBufferPointer, scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
+    public func parse(_ raw: UnsafeRawBufferPointer, scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
         if let e = JSONParser.parse(raw, into: scratch.tokens) {
             return .failure(.parse([FieldViolation("", "Invalid JSON payload received. \(Self.syntaxMessage(e)).")]))
         }

@@ -6,23 +6,23 @@ import Transport
 /// The RS256 assertion is verified against the registered account (`iss` = client email, `kid`
 /// = private key id); both Google's audience and the emulator's own token URL are accepted
 /// (Python's google-auth always signs the former).
-package struct FCMOAuth: Sendable {
-    package static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-    package static let googleAudiences: Set<String> = [
+public struct FCMOAuth: Sendable {
+    public static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    public static let googleAudiences: Set<String> = [
         "https://oauth2.googleapis.com/token",
         "https://www.googleapis.com/oauth2/v4/token",
         "https://accounts.google.com/o/oauth2/token",
     ]
-    package static let messagingScopes: Set<String> = [
+    public static let messagingScopes: Set<String> = [
         "https://www.googleapis.com/auth/cloud-platform",
         "https://www.googleapis.com/auth/firebase.messaging",
     ]
 
-    package let accounts: FCMServiceAccounts
-    package let tokens: FCMAccessTokens
-    package let lifetime: Int
+    public let accounts: FCMServiceAccounts
+    public let tokens: FCMAccessTokens
+    public let lifetime: Int
 
-    package init(accounts: FCMServiceAccounts, tokens: FCMAccessTokens, lifetime: Int) {
+    public init(accounts: FCMServiceAccounts, tokens: FCMAccessTokens, lifetime: Int) {
         self.accounts = accounts
         self.tokens = tokens
         self.lifetime = lifetime
@@ -30,7 +30,7 @@ package struct FCMOAuth: Sendable {
 
     /// Answers a token request. `authority` is the Host the client used (its own token URL is
     /// an accepted audience).
-    package func respond(body: [UInt8], contentType: String?, authority: String?, nowSeconds: Int64) -> Response {
+    public func respond(body: [UInt8], contentType: String?, authority: String?, nowSeconds: Int64) -> Response {
         let form = FCMOAuth.parseForm(body)
         guard let grant = form["grant_type"] else {
             return FCMOAuth.error("invalid_request", "Missing required parameter: grant_type")
@@ -156,7 +156,7 @@ package struct FCMOAuth: Sendable {
     }
 
     /// `application/x-www-form-urlencoded` fields (the first of each name).
-    package static func parseForm(_ body: [UInt8]) -> [String: String] {
+    public static func parseForm(_ body: [UInt8]) -> [String: String] {
         var out: [String: String] = [:]
         for part in body.split(separator: UInt8(ascii: "&")) {
             let kv = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
@@ -168,7 +168,7 @@ package struct FCMOAuth: Sendable {
     }
 
     /// Google's OAuth error shape.
-    package static func error(_ code: String, _ description: String, status: Int = 400) -> Response {
+    public static func error(_ code: String, _ description: String, status: Int = 400) -> Response {
         FCMResponses.json(status, Array(("{\"error\":\"\(code)\",\"error_description\":" + JSONWriter.quote(description) + "}").utf8))
     }
 }

@@ -2,32 +2,32 @@ import PushCore
 import Transport
 
 /// The outcome of a `messages:send` request.
-package struct FCMSendDecision: Sendable {
-    package var error: FCMError?
+public struct FCMSendDecision: Sendable {
+    public var error: FCMError?
     /// The project id the request was for.
-    package var project: String = ""
-    package var message = FCMParsedMessage()
+    public var project: String = ""
+    public var message = FCMParsedMessage()
     /// A token or fid send that is delivered: where the recipient's token is in the request body.
-    package var tokenRange: Range<Int>?
+    public var tokenRange: Range<Int>?
     /// The devices a topic or condition send goes to (empty for a dry run or a topic nobody follows).
-    package var recipients: [String] = []
+    public var recipients: [String] = []
     /// The topic name or condition text for topic and condition sends.
-    package var topicLabel: String?
-    package var accepted: Bool { error == nil }
+    public var topicLabel: String?
+    public var accepted: Bool { error == nil }
 
-    package init() {}
+    public init() {}
 }
 
 /// FCM's rules for the send API and its credentials, as pure functions of the request, the
 /// connection's state and the shared registries. No sockets.
-package struct FCMProvider: Sendable {
-    package let configuration: FCMConfiguration
-    package let accounts: FCMServiceAccounts
-    package let tokens: FCMAccessTokens
-    package let devices: FCMDeviceRegistry
-    package let quota: FCMQuota
+public struct FCMProvider: Sendable {
+    public let configuration: FCMConfiguration
+    public let accounts: FCMServiceAccounts
+    public let tokens: FCMAccessTokens
+    public let devices: FCMDeviceRegistry
+    public let quota: FCMQuota
 
-    package init(
+    public init(
         configuration: FCMConfiguration, accounts: FCMServiceAccounts, tokens: FCMAccessTokens,
         devices: FCMDeviceRegistry, quota: FCMQuota
     ) {
@@ -48,7 +48,7 @@ package struct FCMProvider: Sendable {
     // MARK: authorization
 
     /// Checks `Authorization: Bearer` for `project`. nil when allowed.
-    package func authorize(_ request: Request, project: String, state: FCMConnectionState, nowMs: Int64) -> FCMError? {
+    public func authorize(_ request: Request, project: String, state: FCMConnectionState, nowMs: Int64) -> FCMError? {
         guard let h = request.headers.first("authorization") else { return .credentialsMissing }
         guard h.count > 7, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(7)), "bearer ") })
         else { return .invalidCredentials(expired: false) }
@@ -82,7 +82,7 @@ package struct FCMProvider: Sendable {
     }
 
     /// The project the caller's credentials belong to, when they are the emulator's own.
-    package func credentialProject(_ request: Request, nowMs: Int64) -> String? {
+    public func credentialProject(_ request: Request, nowMs: Int64) -> String? {
         guard let h = request.headers.first("authorization"), h.count > 7 else { return nil }
         if case .valid(let c) = tokens.verify(h.dropFirst(7), nowSeconds: nowMs / 1000) { return c.project }
         return nil
@@ -92,7 +92,7 @@ package struct FCMProvider: Sendable {
 
     /// `POST /v1/projects/{project}/messages:send`, in FCM's order: credentials, quota, the
     /// body (proto3 JSON, then FCM's rules, then size), then the recipient.
-    package func send(_ request: Request, projectSegment: ArraySlice<UInt8>, state: FCMConnectionState, nowMs: Int64) -> FCMSendDecision {
+    public func send(_ request: Request, projectSegment: ArraySlice<UInt8>, state: FCMConnectionState, nowMs: Int64) -> FCMSendDecision {
         var d = FCMSendDecision()
         let segment = String(decoding: projectSegment, as: UTF8.self)
         d.project = accounts.projectID(forPathSegment: segment)
@@ -131,12 +131,12 @@ package struct FCMProvider: Sendable {
     }
 
     /// FCM's message id: `0:<microseconds>%<16 hex>` (clients treat it as opaque).
-    package static func messageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
+    public static func messageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
         PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs)
     }
 
     /// The success body (`{"name": ...}`, formatted as Google does), or the error envelope.
-    package func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
+    public func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
         if let e = d.error { return e.response }
         var body: [UInt8] = []
         body.reserveCapacity(64 + d.project.utf8.count)

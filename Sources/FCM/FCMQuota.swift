@@ -3,20 +3,20 @@ import Synchronization
 /// FCM's project send quota: a token bucket per project (default 600,000 messages per minute),
 /// refilled continuously, so its one-minute windows are not aligned to clock minutes. Every
 /// send request takes a token, whatever its outcome (FCM counts 4xx answers too).
-package final class FCMQuota: Sendable {
+public final class FCMQuota: Sendable {
     struct Bucket {
         var tokens: Double
         var lastMs: Int64
     }
 
     /// Messages per minute; 0 disables the quota.
-    package let perMinute: Int
+    public let perMinute: Int
     private let buckets = Mutex<[String: Bucket]>([:])
 
-    package init(perMinute: Int) { self.perMinute = perMinute }
+    public init(perMinute: Int) { self.perMinute = perMinute }
 
     /// nil when the request may proceed; otherwise the seconds to wait (for Retry-After).
-    package func take(project: String, nowMs: Int64) -> Int? {
+    public func take(project: String, nowMs: Int64) -> Int? {
         guard perMinute > 0 else { return nil }
         let capacity = Double(perMinute)
         let perMs = capacity / 60_000
@@ -33,5 +33,5 @@ package final class FCMQuota: Sendable {
         }
     }
 
-    package func reset() { buckets.withLock { $0.removeAll() } }
+    public func reset() { buckets.withLock { $0.removeAll() } }
 }

@@ -7,25 +7,25 @@ import Synchronization
 /// Persisted one file per account under `<data-dir>/fcm/service-accounts/`, so
 /// `pushemu credentials fcm` can register an account with a running emulator (a lookup that
 /// misses re-reads the directory).
-package final class FCMServiceAccounts: Sendable {
-    package struct Account: Sendable {
-        package let projectID: String
-        package let projectNumber: String
-        package let clientEmail: String
-        package let clientID: String
-        package let privateKeyID: String
-        package let publicKeyPEM: String
-        package let key: RS256.Key
+public final class FCMServiceAccounts: Sendable {
+    public struct Account: Sendable {
+        public let projectID: String
+        public let projectNumber: String
+        public let clientEmail: String
+        public let clientID: String
+        public let privateKeyID: String
+        public let publicKeyPEM: String
+        public let key: RS256.Key
     }
 
-    package struct AccountError: Error, CustomStringConvertible {
-        package let description: String
+    public struct AccountError: Error, CustomStringConvertible {
+        public let description: String
     }
 
     private let accounts = Mutex<[String: Account]>([:])
     private let directory: String?
 
-    package init(directory: String?) {
+    public init(directory: String?) {
         self.directory = directory
         if let directory {
             Files.makeDirectories(directory)
@@ -35,7 +35,7 @@ package final class FCMServiceAccounts: Sendable {
 
     /// A project id as Google allows them: 6 to 30 lowercase letters, digits and hyphens,
     /// starting with a letter (the emulator also accepts the `demo-` ids of the Firebase emulators).
-    package static func isValidProjectID(_ s: String) -> Bool {
+    public static func isValidProjectID(_ s: String) -> Bool {
         let b = Array(s.utf8)
         guard b.count >= 4, b.count <= 30, let f = b.first, f >= 0x61 && f <= 0x7A, b.last != UInt8(ascii: "-") else { return false }
         return b.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "-") }
@@ -43,7 +43,7 @@ package final class FCMServiceAccounts: Sendable {
 
     /// Generates a key pair and registers a new account for `projectID`. Returns the account and
     /// the complete service-account JSON (with the private key) whose `token_uri` is `tokenURI`.
-    package func generate(projectID: String, tokenURI: String) throws -> (Account, json: String) {
+    public func generate(projectID: String, tokenURI: String) throws -> (Account, json: String) {
         guard FCMServiceAccounts.isValidProjectID(projectID) else {
             throw AccountError(description: "projectId must be 4 to 30 lowercase letters, digits or hyphens, starting with a letter")
         }
@@ -62,7 +62,7 @@ package final class FCMServiceAccounts: Sendable {
 
     /// Registers an existing account's public key (replacing one with the same email).
     @discardableResult
-    package func register(
+    public func register(
         projectID: String, clientEmail: String, privateKeyID: String, publicKeyPEM: String,
         clientID: String? = nil
     ) throws -> Account {
@@ -89,7 +89,7 @@ package final class FCMServiceAccounts: Sendable {
     }
 
     /// The account whose client email is `email`, re-reading the directory on a miss.
-    package func lookup(email: String) -> Account? {
+    public func lookup(email: String) -> Account? {
         if let a = accounts.withLock({ $0[email] }) { return a }
         guard directory != nil else { return nil }
         reload()
@@ -97,19 +97,19 @@ package final class FCMServiceAccounts: Sendable {
     }
 
     /// The project number the emulator assigns a project (stable: derived from the id).
-    package func projectNumber(for projectID: String) -> String? {
+    public func projectNumber(for projectID: String) -> String? {
         accounts.withLock { $0.values.first { $0.projectID == projectID }?.projectNumber }
     }
 
     /// The project id a path segment names: the id itself, or a registered project's number.
-    package func projectID(forPathSegment s: String) -> String {
+    public func projectID(forPathSegment s: String) -> String {
         guard s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return s }
         return accounts.withLock { $0.values.first { $0.projectNumber == s }?.projectID } ?? s
     }
 
-    package var all: [Account] { accounts.withLock { Array($0.values) }.sorted { $0.clientEmail < $1.clientEmail } }
+    public var all: [Account] { accounts.withLock { Array($0.values) }.sorted { $0.clientEmail < $1.clientEmail } }
 
-    package func removeAll() {
+    public func removeAll() {
         let ids = accounts.withLock { a -> [String] in
             let ids = a.values.map(\.privateKeyID)
             a.removeAll()
@@ -126,7 +126,7 @@ package final class FCMServiceAccounts: Sendable {
     }
 
     /// Google's service-account key file.
-    package func serviceAccountJSON(_ a: Account, privateKeyPEM: String, tokenURI: String) -> String {
+    public func serviceAccountJSON(_ a: Account, privateKeyPEM: String, tokenURI: String) -> String {
         let encodedEmail = a.clientEmail.split(separator: "@", omittingEmptySubsequences: false).joined(separator: "%40")
         return """
             {
@@ -148,7 +148,7 @@ package final class FCMServiceAccounts: Sendable {
 
     // MARK: persistence
 
-    package func accountJSON(_ a: Account) -> String {
+    public func accountJSON(_ a: Account) -> String {
         "{\"projectId\":" + JSONWriter.quote(a.projectID) + ",\"projectNumber\":\"\(a.projectNumber)\",\"clientEmail\":"
             + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":" + JSONWriter.quote(a.privateKeyID)
             + ",\"publicKeyPem\":" + JSONWriter.quote(a.publicKeyPEM) + "}"

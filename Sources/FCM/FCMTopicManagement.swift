@@ -5,15 +5,15 @@ import Transport
 /// `:batchRemove`, `/iid/v1/{token}/rel/topics/{topic}`, `/iid/info/{token}`) and the FCM v1
 /// per-registration API firebase-admin 7.7+ uses (`/v1/projects/{p}/registrations/{token}/
 /// topicSubscriptions`), over one subscription state.
-package struct FCMTopicManagement: Sendable {
-    package static let maxBatch = 1000
-    package let provider: FCMProvider
+public struct FCMTopicManagement: Sendable {
+    public static let maxBatch = 1000
+    public let provider: FCMProvider
     var devices: FCMDeviceRegistry { provider.devices }
 
-    package init(provider: FCMProvider) { self.provider = provider }
+    public init(provider: FCMProvider) { self.provider = provider }
 
     /// IID errors are `{"error":"<Code>"}`.
-    package static func iidError(_ status: Int, _ code: String) -> Response {
+    public static func iidError(_ status: Int, _ code: String) -> Response {
         FCMResponses.json(status, Array(("{\"error\":" + JSONWriter.quote(code) + "}").utf8))
     }
 
@@ -35,7 +35,7 @@ package struct FCMTopicManagement: Sendable {
     }
 
     /// `POST /iid/v1:batchAdd` / `:batchRemove` with `{"to":"/topics/x","registration_tokens":[...]}`.
-    package func batch(_ request: Request, add: Bool, nowMs: Int64) -> Response {
+    public func batch(_ request: Request, add: Bool, nowMs: Int64) -> Response {
         let project: String?
         switch authorize(request, nowMs: nowMs) {
         case .failure(let r): return r.response
@@ -99,7 +99,7 @@ package struct FCMTopicManagement: Sendable {
     }
 
     /// `POST /iid/v1/{token}/rel/topics/{topic}`.
-    package func relate(_ request: Request, token: String, topic rawTopic: String, nowMs: Int64) -> Response {
+    public func relate(_ request: Request, token: String, topic rawTopic: String, nowMs: Int64) -> Response {
         let project: String?
         switch authorize(request, nowMs: nowMs) {
         case .failure(let r): return r.response
@@ -116,7 +116,7 @@ package struct FCMTopicManagement: Sendable {
     }
 
     /// `GET /iid/info/{token}[?details=true]`.
-    package func info(_ request: Request, token: String, details: Bool, nowMs: Int64) -> Response {
+    public func info(_ request: Request, token: String, details: Bool, nowMs: Int64) -> Response {
         if case .failure(let r) = authorize(request, nowMs: nowMs) { return r.response }
         guard let d = devices.device(token: token), d.uninstalledAtMs == nil else {
             return FCMTopicManagement.iidError(404, "No information found about this instance id.")
@@ -137,7 +137,7 @@ package struct FCMTopicManagement: Sendable {
     /// `POST .../registrations/{token}/topicSubscriptions?topic_name=T` and
     /// `DELETE .../registrations/{token}/topicSubscriptions/{topic}[?allow_missing=true]`,
     /// answering in the `google.rpc.Status` envelope.
-    package func registration(
+    public func registration(
         _ request: Request, project: String, token: String, topic rawTopic: String, subscribe: Bool,
         allowMissing: Bool, state: FCMConnectionState, nowMs: Int64
     ) -> Response {

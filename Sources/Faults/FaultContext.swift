@@ -2,17 +2,17 @@ import PushCore
 import Transport
 
 /// What the fault engine sees of a request.
-package struct FaultContext {
-    package var provider: PushProvider
-    package var token: ArraySlice<UInt8>
-    package var topic: ArraySlice<UInt8>?
-    package var project: String?
-    package var path: ArraySlice<UInt8>
-    package var headers: HTTPFields
+public struct FaultContext {
+    public var provider: PushProvider
+    public var token: ArraySlice<UInt8>
+    public var topic: ArraySlice<UInt8>?
+    public var project: String?
+    public var path: ArraySlice<UInt8>
+    public var headers: HTTPFields
     /// (fleet id, labels) of a token's device, asked only by rules that need it.
-    package var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
+    public var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
 
-    package init(
+    public init(
         provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,
         path: ArraySlice<UInt8>, headers: HTTPFields, device: @escaping (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
     ) {

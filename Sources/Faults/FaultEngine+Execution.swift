@@ -8,12 +8,12 @@ import Transport
 extension FaultEngine {
     /// The longest delay or stall carried out, in milliseconds (one hour): a larger draw, or a
     /// distribution that overflows, is held to it instead of trapping in the conversion.
-    package static let maxDelayMs = 3_600_000.0
+    public static let maxDelayMs = 3_600_000.0
 
     /// The effect for this request: the override header first (`--allow-override-header`),
     /// then the first rule that fires. `context` is built only when rules are in force.
     @inline(__always)
-    package func fire(_ context: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> FiredFault? {
+    public func fire(_ context: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> FiredFault? {
         if allowOverrideHeader, let effect = override(headers) { return FiredFault(effect) }
         // No rules in force: nothing is built (one atomic load per request).
         guard active(loop: loop), let rule = evaluate(context(), loop: loop, nowMs: nowMs) else { return nil }
@@ -24,7 +24,7 @@ extension FaultEngine {
     /// returns the delay added, in seconds. `goAwayDebugData` formats a `goaway` reason in the
     /// gateway's style.
     @discardableResult
-    package func send(
+    public func send(
         _ response: Response, on exchange: Exchange, fired: FiredFault?, provider: PushProvider,
         goAwayDebugData: (String) -> [UInt8]
     ) -> Double {
@@ -61,10 +61,10 @@ extension FaultEngine {
 
 extension FaultEffect {
     /// The answer this effect injects, for the gateway to format.
-    package var injectedAnswer: InjectedAnswer {
+    public var injectedAnswer: InjectedAnswer {
         InjectedAnswer(status: status, reason: reason, errorCode: errorCode, retryAfter: retryAfter)
     }
 
     /// Whether the effect changes the device (uninstalls its app or rotates its token).
-    package var changesDevice: Bool { uninstall || rotate }
+    public var changesDevice: Bool { uninstall || rotate }
 }

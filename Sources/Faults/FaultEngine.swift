@@ -4,7 +4,7 @@ import Transport
 
 /// The fault rules in force, read on every request without a shared lock: each event loop keeps
 /// its own snapshot of the (immutable) rule list and refreshes it only when the version moves.
-package final class FaultEngine: @unchecked Sendable {
+public final class FaultEngine: @unchecked Sendable {
     /// The rules in force, indexed per provider: rules bound to specific tokens or a topic are
     /// found with one hash lookup each, so rules aimed at other devices cost nothing; the rest
     /// are checked in order.
@@ -51,10 +51,10 @@ package final class FaultEngine: @unchecked Sendable {
         }
     }
 
-    package struct Shaping: Sendable {
+    public struct Shaping: Sendable {
         /// Latency added to every response, per provider index (a realistic service profile).
-        package var latency: [DelayDistribution?] = Array(repeating: nil, count: PushProvider.capacity)
-        package init() {}
+        public var latency: [DelayDistribution?] = Array(repeating: nil, count: PushProvider.capacity)
+        public init() {}
     }
 
     private let rules = Mutex<[FaultRule]>([])
@@ -63,10 +63,10 @@ package final class FaultEngine: @unchecked Sendable {
     /// One slot per event loop: (version, snapshot). Only that loop touches its slot.
     private let slots: UnsafeMutablePointer<(Int, Snapshot)>
     private let slotCount: Int
-    package let shaping: Shaping
-    package let allowOverrideHeader: Bool
+    public let shaping: Shaping
+    public let allowOverrideHeader: Bool
 
-    package init(loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false) {
+    public init(loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false) {
         slotCount = max(1, loops)
         slots = .allocate(capacity: slotCount + 1) // the last slot: callers off the loops (under the lock)
         slots.initialize(repeating: (0, Snapshot([])), count: slotCount + 1)
@@ -81,15 +81,15 @@ package final class FaultEngine: @unchecked Sendable {
 
     // MARK: management
 
-    package func add(_ r: FaultRule) {
+    public func add(_ r: FaultRule) {
         rules.withLock { $0.append(r) }
         version.add(1, ordering: .releasing)
     }
 
-    package func newID() -> String { "fault-\(nextID.add(1, ordering: .relaxed).newValue)" }
+    public func newID() -> String { "fault-\(nextID.add(1, ordering: .relaxed).newValue)" }
 
     @discardableResult
-    package func remove(id: String) -> Bool {
+    public func remove(id: String) -> Bool {
         let removed = rules.withLock { r -> Bool in
             let n = r.count
             r.removeAll { $0.id == id }
@@ -99,12 +99,12 @@ package final class FaultEngine: @unchecked Sendable {
         return removed
     }
 
-    package func removeAll() {
+    public func removeAll() {
         rules.withLock { $0.removeAll() }
         version.add(1, ordering: .releasing)
     }
 
-    package var all: [FaultRule] { rules.withLock { $0 } }
+    public var all: [FaultRule] { rules.withLock { $0 } }
 
     // MARK: the request path
 
@@ -118,11 +118,11 @@ package final class FaultEngine: @unchecked Sendable {
     }
 
     /// Whether any rule is in force for this loop (one atomic load when none changed).
-    package func active(loop: Int) -> Bool { snapshot(loop: loop).hasRules }
+    public func active(loop: Int) -> Bool { snapshot(loop: loop).hasRules }
 
     /// The first rule (in the order they were added) that matches this request and whose
     /// selector fires (counted), if any.
-    package func evaluate(_ c: FaultContext, loop: Int, nowMs: Int64) -> FaultRule? {
+    public func evaluate(_ c: FaultContext, loop: Int, nowMs: Int64) -> FaultRule? {
         let snap = snapshot(loop: loop)
         guard snap.hasRules else { return nil }
         let idx = snap.index[c.provider.index]
@@ -168,7 +168,7 @@ package final class FaultEngine: @unchecked Sendable {
     }
 
     /// Whether a TLS handshake starting now may proceed (false: a rule drops it).
-    package func admitHandshake(loop: Int, nowMs: Int64) -> Bool {
+    public func admitHandshake(loop: Int, nowMs: Int64) -> Bool {
         for r in snapshot(loop: loop).handshake {
             let n = r.seen.add(1, ordering: .relaxed).newValue
             if r.selects(n, nowMs: nowMs) {
@@ -181,7 +181,7 @@ package final class FaultEngine: @unchecked Sendable {
 
     /// The per-request override (`x-pushemu-fault: status=503;reason=ServiceUnavailable;delay=200ms`),
     /// when `--allow-override-header` is on.
-    package func override(_ headers: HTTPFields) -> FaultEffect? {
+    public func override(_ headers: HTTPFields) -> FaultEffect? {
         guard allowOverrideHeader, let v = headers.firstString("x-pushemu-fault") else { return nil }
         return try? FaultParser.overrideEffect(v)
     }

@@ -2,14 +2,14 @@ import PushCore
 
 /// Reads fault rules: the admin API's `{"match": {...}, "effect": {...}, "seed": N}`, a file
 /// holding a list of them (`--faults`), and the `x-pushemu-fault` override header.
-package enum FaultParser {
-    package struct ParseError: Error, CustomStringConvertible {
-        package let description: String
+public enum FaultParser {
+    public struct ParseError: Error, CustomStringConvertible {
+        public let description: String
         init(_ d: String) { description = d }
     }
 
     /// One rule from its JSON object text.
-    package static func rule(_ json: [UInt8], id: String, nowMs: Int64) throws -> FaultRule {
+    public static func rule(_ json: [UInt8], id: String, nowMs: Int64) throws -> FaultRule {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
@@ -20,7 +20,7 @@ package enum FaultParser {
     }
 
     /// Rules from a file's JSON: a list of rule objects (or `{"faults": [...]}`).
-    package static func rules(_ json: [UInt8], nowMs: Int64, id: () -> String) throws -> [FaultRule] {
+    public static func rules(_ json: [UInt8], nowMs: Int64, id: () -> String) throws -> [FaultRule] {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else { throw ParseError("the faults file is not valid JSON") }
@@ -213,7 +213,7 @@ package enum FaultParser {
         return nil
     }
 
-    package static func duration(_ s: String) -> Int64? {
+    public static func duration(_ s: String) -> Int64? {
         var digits = s
         var scale: Double = 1
         if s.hasSuffix("ms") {
@@ -231,7 +231,7 @@ package enum FaultParser {
 
     /// `status=503;reason=ServiceUnavailable;errorCode=UNAVAILABLE;retryAfter=5;delay=200ms;
     /// goaway=Shutdown;rst;close;stall=5s;uninstall`
-    package static func overrideEffect(_ header: String) throws -> FaultEffect {
+    public static func overrideEffect(_ header: String) throws -> FaultEffect {
         var e = FaultEffect()
         for part in header.split(separator: ";") {
             let kv = part.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters() }

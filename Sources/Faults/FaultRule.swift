@@ -3,13 +3,13 @@ import PushCore
 import Synchronization
 
 /// A latency distribution, in milliseconds.
-package enum DelayDistribution: Sendable, Equatable {
+public enum DelayDistribution: Sendable, Equatable {
     case fixed(Double)
     case uniform(Double, Double)
     case normal(mean: Double, stddev: Double)
     case lognormal(mu: Double, sigma: Double)
 
-    package func draw(_ r: inout FastRandom) -> Double {
+    public func draw(_ r: inout FastRandom) -> Double {
         switch self {
         case .fixed(let v): return v
         case .uniform(let a, let b): return a + (b - a) * r.nextDouble()
@@ -29,75 +29,75 @@ package enum DelayDistribution: Sendable, Equatable {
 }
 
 /// What a rule matches. Unset fields match anything.
-package struct FaultMatch: Sendable {
-    package var provider: PushProvider?
-    package var tokens: Set<String>?
-    package var topic: String?
+public struct FaultMatch: Sendable {
+    public var provider: PushProvider?
+    public var tokens: Set<String>?
+    public var topic: String?
     /// FCM project, or APNs environment.
-    package var project: String?
-    package var pathPrefix: String?
+    public var project: String?
+    public var pathPrefix: String?
     /// Lowercased header name -> exact value.
-    package var headers: [(String, String)] = []
-    package var fleet: String?
-    package var label: String?
+    public var headers: [(String, String)] = []
+    public var fleet: String?
+    public var label: String?
     /// Selectors: a percentage (seeded), every Nth matching request, the first N, a time window
     /// (milliseconds after the rule was added).
-    package var percent: Double?
-    package var every: Int?
-    package var first: Int?
-    package var afterMs: Int64?
-    package var forMs: Int64?
-    package init() {}
+    public var percent: Double?
+    public var every: Int?
+    public var first: Int?
+    public var afterMs: Int64?
+    public var forMs: Int64?
+    public init() {}
 
     /// Whether the rule needs to know the device (fleet or label).
-    package var needsDevice: Bool { fleet != nil || label != nil }
+    public var needsDevice: Bool { fleet != nil || label != nil }
 }
 
 /// What a rule does.
-package struct FaultEffect: Sendable {
-    package var status: Int?
+public struct FaultEffect: Sendable {
+    public var status: Int?
     /// APNs reason.
-    package var reason: String?
+    public var reason: String?
     /// FCM errorCode.
-    package var errorCode: String?
-    package var retryAfter: Int?
-    package var delay: DelayDistribution?
+    public var errorCode: String?
+    public var retryAfter: Int?
+    public var delay: DelayDistribution?
     /// GOAWAY after the response: with `{"reason": R}` debug data (APNs style), or none when empty.
-    package var goaway: String?
-    package var rst = false
-    package var close = false
+    public var goaway: String?
+    public var rst = false
+    public var close = false
     /// Hold the response this long (a stalled server: clients time out).
-    package var stallMs: Int64?
-    package var uninstall = false
-    package var rotate = false
+    public var stallMs: Int64?
+    public var uninstall = false
+    public var rotate = false
     /// Drop TLS connections as their handshake starts (selectors apply; request matches do not).
-    package var dropHandshake = false
-    package init() {}
+    public var dropHandshake = false
+    public init() {}
 
-    package var answers: Bool { status != nil || reason != nil || errorCode != nil }
+    public var answers: Bool { status != nil || reason != nil || errorCode != nil }
 }
 
 /// An effect that fired, held by reference. The request path hands it on (to the deferred
 /// answer, `send`, device state changes); an optional `FaultEffect` value was copied and
 /// destroyed field by field at each hand-off even when no fault applied (about 700
 /// instructions per request, callgrind).
-package final class FiredFault: Sendable {
-    package let effect: FaultEffect
-    package init(_ effect: FaultEffect) { self.effect = effect }
+public final class FiredFault: Sendable {
+    public let effect: FaultEffect
+    public init(_ effect: FaultEffect) { self.effect = effect }
 }
 
 /// One fault rule, with its own deterministic selector state and counters.
-package final class FaultRule: Sendable {
-    package let id: String
-    package let match: FaultMatch
-    package let effect: FaultEffect
+public final class FaultRule: Sendable {
+    public let id: String
+    public let match: FaultMatch
+    public let effect: FaultEffect
     /// `effect` by reference (made once, handed on each time the rule fires).
-    package let firedEffect: FiredFault
-    package let seed: UInt64
-    package let createdAtMs: Int64
+    public let firedEffect: FiredFault
+    public let seed: UInt64
+    public let createdAtMs: Int64
     /// The rule's JSON as given (for the admin API).
-    package let matchJSON: String
-    package let effectJSON: String
+    public let matchJSON: String
+    public let effectJSON: String
     let seen = Atomic<UInt64>(0)
     let firedCount = Atomic<UInt64>(0)
     // The match in bytes, prepared once: the request path compares bytes, never builds Strings.
@@ -113,7 +113,7 @@ package final class FaultRule: Sendable {
     let fleet: String?
     let label: String?
 
-    package init(
+    public init(
         id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String
     ) {
         self.id = id
@@ -137,7 +137,7 @@ package final class FaultRule: Sendable {
         headerBytes = match.headers.map { (Array($0.0.utf8), Array($0.1.utf8)) }
     }
 
-    package var fired: UInt64 { firedCount.load(ordering: .relaxed) }
+    public var fired: UInt64 { firedCount.load(ordering: .relaxed) }
 
     /// Applies the selectors to the n-th request that met the conditions (n from 1).
     func selects(_ n: UInt64, nowMs: Int64) -> Bool {
@@ -153,7 +153,7 @@ package final class FaultRule: Sendable {
         return true
     }
 
-    package var json: String {
+    public var json: String {
         "{\"id\":\"\(id)\",\"match\":\(matchJSON),\"effect\":\(effectJSON),\"seed\":\(seed),\"createdAt\":\(createdAtMs),\"seen\":\(seen.load(ordering: .relaxed)),\"fired\":\(fired)}"
     }
 }

@@ -5,19 +5,19 @@ import Synchronization
 /// `{"name": "...", "steps": [{"at": "30s", "for": "10s", "match": {...}, "effect": {...}}, ...]}`.
 /// Each step becomes a rule whose window is [start + at, start + at + for) (open-ended without
 /// `for`), so steps take effect at their planned instant, to the millisecond, on the next request.
-package struct Scenario: Sendable {
-    package struct Step: Sendable {
-        package let atMs: Int64
-        package let forMs: Int64?
-        package let rule: FaultRule
+public struct Scenario: Sendable {
+    public struct Step: Sendable {
+        public let atMs: Int64
+        public let forMs: Int64?
+        public let rule: FaultRule
     }
 
-    package let id: String
-    package let name: String
-    package let startMs: Int64
-    package let steps: [Step]
+    public let id: String
+    public let name: String
+    public let startMs: Int64
+    public let steps: [Step]
 
-    package static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
+    public static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
@@ -77,7 +77,7 @@ package struct Scenario: Sendable {
     }
 
     /// Progress as JSON: each step pending, active or done.
-    package func json(nowMs: Int64) -> String {
+    public func json(nowMs: Int64) -> String {
         let elapsed = nowMs - startMs
         let list = steps.map { s -> String in
             let state = elapsed < s.atMs ? "pending" : (s.forMs.map { elapsed >= s.atMs + $0 } == true ? "done" : "active")
@@ -91,18 +91,18 @@ package struct Scenario: Sendable {
 
 /// Per-device-token rate limit (APNs answers 429 TooManyRequests to too many pushes for one
 /// device): a token bucket per token, sharded by token hash.
-package final class TokenRateLimiter: Sendable {
-    package let perMinute: Int
+public final class TokenRateLimiter: Sendable {
+    public let perMinute: Int
     private final class Shard: Sendable { let m = Mutex<[TokenKey: (tokens: Double, lastMs: Int64)]>([:]) }
     private let shards: [Shard]
 
-    package init(perMinute: Int) {
+    public init(perMinute: Int) {
         self.perMinute = perMinute
         shards = (0..<64).map { _ in Shard() }
     }
 
     /// True when this push is within the rate.
-    package func allow(_ token: ArraySlice<UInt8>, nowMs: Int64) -> Bool {
+    public func allow(_ token: ArraySlice<UInt8>, nowMs: Int64) -> Bool {
         guard perMinute > 0 else { return true }
         let k = TokenKey(token)
         let cap = Double(perMinute)
@@ -121,20 +121,20 @@ package final class TokenRateLimiter: Sendable {
 }
 
 /// The scenarios started, for the admin API and stats.
-package final class ScenarioRegistry: Sendable {
+public final class ScenarioRegistry: Sendable {
     private let list = Mutex<[Scenario]>([])
     private let next = Atomic<Int>(0)
-    package init() {}
+    public init() {}
 
-    package func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
+    public func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
 
     /// Starts a scenario: its steps become rules of `engine`.
-    package func add(_ s: Scenario, to engine: FaultEngine) {
+    public func add(_ s: Scenario, to engine: FaultEngine) {
         list.withLock { $0.append(s) }
         for step in s.steps { engine.add(step.rule) }
     }
 
-    package var all: [Scenario] { list.withLock { $0 } }
+    public var all: [Scenario] { list.withLock { $0 } }
 
-    package func removeAll() { list.withLock { $0.removeAll() } }
+    public func removeAll() { list.withLock { $0.removeAll() } }
 }

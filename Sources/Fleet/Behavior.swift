@@ -1,16 +1,16 @@
 import PushCore
 
 /// A delay: fixed, or uniform in [min, max] milliseconds.
-package struct DelayRange: Sendable, Equatable {
-    package var min: Int64
-    package var max: Int64
-    package init(_ min: Int64, _ max: Int64) {
+public struct DelayRange: Sendable, Equatable {
+    public var min: Int64
+    public var max: Int64
+    public init(_ min: Int64, _ max: Int64) {
         self.min = min
         self.max = Swift.max(min, max)
     }
-    package static let zero = DelayRange(0, 0)
+    public static let zero = DelayRange(0, 0)
 
-    package func draw(_ r: inout FastRandom) -> Int64 {
+    public func draw(_ r: inout FastRandom) -> Int64 {
         max > min ? min + Int64(r.next(below: UInt64(max - min + 1))) : min
     }
 
@@ -20,20 +20,20 @@ package struct DelayRange: Sendable, Equatable {
 /// How a simulated user and app behave: `{"openRate": 0..1, "receiveDelayMs": N or [MIN, MAX],
 /// "openDelayMs": N or [MIN, MAX], "uninstalledRate": 0..1 (fleets)}`. Draws come from a
 /// generator seeded per device and notification, so a run replays exactly.
-package struct Behavior: Sendable, Equatable {
-    package var openRate = 0.0
-    package var receiveDelayMs = DelayRange.zero
-    package var openDelayMs = DelayRange(1000, 5000)
-    package var uninstalledRate = 0.0
+public struct Behavior: Sendable, Equatable {
+    public var openRate = 0.0
+    public var receiveDelayMs = DelayRange.zero
+    public var openDelayMs = DelayRange(1000, 5000)
+    public var uninstalledRate = 0.0
 
-    package init() {}
+    public init() {}
 
-    package struct BehaviorError: Error, CustomStringConvertible { package let description: String }
+    public struct BehaviorError: Error, CustomStringConvertible { public let description: String }
 
     /// The behaviour fields (also accepted at a fleet's top level).
-    package static let fields: Set<String> = ["openRate", "uninstalledRate", "receiveDelayMs", "openDelayMs"]
+    public static let fields: Set<String> = ["openRate", "uninstalledRate", "receiveDelayMs", "openDelayMs"]
 
-    package static func parse(_ v: JSONView, _ obj: Int) throws -> Behavior {
+    public static func parse(_ v: JSONView, _ obj: Int) throws -> Behavior {
         guard v.tokens[obj].kind == .object else { throw BehaviorError(description: "behavior must be an object") }
         var b = Behavior()
         var failure: Error?
@@ -46,7 +46,7 @@ package struct Behavior: Sendable, Equatable {
     }
 
     /// Sets one field from a JSON member (`key`, `value`: token indexes of `v`).
-    package mutating func set(_ v: JSONView, key k: Int, value val: Int) throws {
+    public mutating func set(_ v: JSONView, key k: Int, value val: Int) throws {
         var b = self
         var err: String?
         func rate(_ i: Int, _ name: String) -> Double? {
@@ -79,7 +79,7 @@ package struct Behavior: Sendable, Equatable {
         self = b
     }
 
-    package var json: String {
+    public var json: String {
         "{\"openRate\":\(openRate),\"receiveDelayMs\":\(receiveDelayMs.json),\"openDelayMs\":\(openDelayMs.json),\"uninstalledRate\":\(uninstalledRate)}"
     }
 }

@@ -8,25 +8,25 @@ import PushCore
 ///
 /// It sees the gateways only through their `GatewayDeviceRecords`. Thread-safe (the store and
 /// the records are); called from the event loops and the admin API.
-package struct DeviceLifecycle: Sendable {
-    package let store: DeviceStore
+public struct DeviceLifecycle: Sendable {
+    public let store: DeviceStore
     /// One per gateway that records tokens (APNs, FCM).
-    package let records: [any GatewayDeviceRecords]
+    public let records: [any GatewayDeviceRecords]
 
-    package init(store: DeviceStore, records: [any GatewayDeviceRecords]) {
+    public init(store: DeviceStore, records: [any GatewayDeviceRecords]) {
         self.store = store
         self.records = records
     }
 
     /// Why a lifecycle change was refused.
-    package enum Refusal: Error, Sendable {
+    public enum Refusal: Error, Sendable {
         case unknownDevice(String)
         case uninstalled(String)
         case invalid(String)
     }
 
     /// What is known of a token.
-    package enum Description: Sendable {
+    public enum Description: Sendable {
         /// A simulated device, with its fleet's id and what its gateway records of it.
         case simulated(SimDevice, fleetID: String?, recorded: RegisteredDevice?)
         /// Known only to a gateway (a token it saw, no device record yet).
@@ -35,7 +35,7 @@ package struct DeviceLifecycle: Sendable {
 
     /// A device record for a token a gateway or fleet knows, created from that knowledge.
     @discardableResult
-    package func ensure(_ token: String, nowMs: Int64) -> SimDevice? {
+    public func ensure(_ token: String, nowMs: Int64) -> SimDevice? {
         if let device = store.device(token: token) { return device }
         for gateway in records {
             guard let known = gateway.registeredDevice(token: token) else { continue }
@@ -51,7 +51,7 @@ package struct DeviceLifecycle: Sendable {
 
     /// Uninstalls the app everywhere the token is known; a well-formed token nobody knows is
     /// recorded as an uninstalled app (its next push gets 410 / 404 UNREGISTERED).
-    package func uninstall(_ token: String, nowMs: Int64) {
+    public func uninstall(_ token: String, nowMs: Int64) {
         for gateway in records { gateway.uninstall(token: token, atMs: nowMs) }
         if ensure(token, nowMs: nowMs) == nil, let platform = records.first(where: { $0.recognizes(token: token) })?.platform {
             try? store.register(
@@ -65,7 +65,7 @@ package struct DeviceLifecycle: Sendable {
     /// The app got a new token (as after a reinstall or an FCM token refresh): the device moves
     /// to a fresh token with its settings, and the old one answers as unregistered. Returns the
     /// device under its new token.
-    package func rotate(_ token: String, nowMs: Int64) -> Result<SimDevice, Refusal> {
+    public func rotate(_ token: String, nowMs: Int64) -> Result<SimDevice, Refusal> {
         guard let old = ensure(token, nowMs: nowMs) else { return .failure(.unknownDevice(token)) }
         guard old.uninstalledAtMs == nil else { return .failure(.uninstalled(token)) }
         var random = FastRandom()
@@ -86,7 +86,7 @@ package struct DeviceLifecycle: Sendable {
     }
 
     /// What the device layer and the gateways know of `token`, or nil.
-    package func describe(_ token: String) -> Description? {
+    public func describe(_ token: String) -> Description? {
         if let device = store.device(token: token) {
             let recorded = records.first { $0.platform == device.platform }?.registeredDevice(token: token)
             return .simulated(device, fleetID: store.fleetID(device), recorded: recorded)
@@ -98,14 +98,14 @@ package struct DeviceLifecycle: Sendable {
     }
 
     /// Carries out a fault's device effect on the device a push reached (after the push).
-    package func apply(rotate: Bool, to token: ArraySlice<UInt8>, nowMs: Int64) {
+    public func apply(rotate: Bool, to token: ArraySlice<UInt8>, nowMs: Int64) {
         let text = String(decoding: token, as: UTF8.self)
         if rotate { _ = self.rotate(text, nowMs: nowMs) } else { uninstall(text, nowMs: nowMs) }
     }
 
     /// A token of the platform's shape: 64 lowercase hex characters (iOS), or an FCM
     /// registration token (22-character installation id, `:APA91b`, 134 more characters).
-    package static func randomToken(_ platform: DevicePlatform, _ random: inout FastRandom) -> String {
+    public static func randomToken(_ platform: DevicePlatform, _ random: inout FastRandom) -> String {
         let hex = Array("0123456789abcdef".utf8)
         let base64URL = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         if platform == .ios { return String(decoding: (0..<64).map { _ in hex[Int(random.next(below: 16))] }, as: UTF8.self) }
@@ -115,7 +115,7 @@ package struct DeviceLifecycle: Sendable {
     }
 
     /// (fleet id, labels) of a token's device, for fault rules that match on them.
-    package func faultView(_ token: ArraySlice<UInt8>) -> (fleet: String?, labels: [String]) {
+    public func faultView(_ token: ArraySlice<UInt8>) -> (fleet: String?, labels: [String]) {
         guard let device = store.device(token: String(decoding: token, as: UTF8.self)) else { return (nil, []) }
         return (store.fleetID(device), device.labels)
     }

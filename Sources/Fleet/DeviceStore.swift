@@ -4,29 +4,29 @@ import Tracking
 
 /// A fleet: `count` devices whose tokens derive from (secret, index). Nothing is stored per
 /// device until one deviates (is uninstalled, subscribes, receives a push, changes state).
-package struct FleetSpec: Sendable {
-    package var number: Int
-    package var id: String { "fleet-\(number)" }
-    package var platform: DevicePlatform
-    package var app: String
-    package var environment: String?
-    package var count: Int
-    package var secret: UInt64
-    package var seed: UInt64
-    package var behavior: Behavior
-    package var tracking: TrackingConfig?
-    package var labels: [String]
-    package var createdAtMs: Int64
-    package var uninstalledCount: Int?
+public struct FleetSpec: Sendable {
+    public var number: Int
+    public var id: String { "fleet-\(number)" }
+    public var platform: DevicePlatform
+    public var app: String
+    public var environment: String?
+    public var count: Int
+    public var secret: UInt64
+    public var seed: UInt64
+    public var behavior: Behavior
+    public var tracking: TrackingConfig?
+    public var labels: [String]
+    public var createdAtMs: Int64
+    public var uninstalledCount: Int?
 
     /// Whether member `index` starts uninstalled (drawn from the seed: reproducible).
-    package func startsUninstalled(_ index: Int) -> Bool {
+    public func startsUninstalled(_ index: Int) -> Bool {
         guard behavior.uninstalledRate > 0 else { return false }
         let x = FleetTokens.mix(seed ^ FleetTokens.mix(UInt64(index)))
         return Double(x >> 11) * (1.0 / 9_007_199_254_740_992.0) < behavior.uninstalledRate
     }
 
-    package var json: String {
+    public var json: String {
         var s = "{\"id\":\"\(id)\",\"platform\":\"\(platform.rawValue)\",\"app\":" + JSONWriter.quote(app) + ",\"count\":\(count)"
         s += platform == .ios ? ",\"environment\":" : ",\"project\":"
         s += environment.map(JSONWriter.quote) ?? "null"
@@ -42,37 +42,37 @@ package struct FleetSpec: Sendable {
 /// deviated) live in 64 shards keyed by token hash, each behind its own mutex held for a
 /// dictionary operation. Fleets are a small array read under a mutex. A delivery updates the
 /// device's inbox and schedules its SDK's tracking calls on the dispatcher; it never waits.
-package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
-    package enum Policy: String, Sendable { case auto, strict }
+public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
+    public enum Policy: String, Sendable { case auto, strict }
 
-    package struct Configuration: Sendable {
-        package var policy = Policy.auto
-        package var defaultTracking: TrackingConfig?
-        package var defaultBehavior = Behavior()
-        package var inboxSize = 100
+    public struct Configuration: Sendable {
+        public var policy = Policy.auto
+        public var defaultTracking: TrackingConfig?
+        public var defaultBehavior = Behavior()
+        public var inboxSize = 100
         /// Notifications kept for an offline FCM device.
-        package var pendingLimit = 100
+        public var pendingLimit = 100
         /// Device records kept at most (registered, auto-created, deviated fleet members). A push
         /// to a device beyond the limit is delivered and tracked all the same, but its record
         /// (inbox, state) is not kept: counted in `Counters.unstored`.
-        package var maxDevices = 5_000_000
-        package init() {}
+        public var maxDevices = 5_000_000
+        public init() {}
     }
 
-    package struct Counters: Sendable {
-        package var delivered: UInt64 = 0
-        package var heldOffline: UInt64 = 0
-        package var droppedOffline: UInt64 = 0
-        package var trackingSkipped: UInt64 = 0
-        package var trackingScheduled: UInt64 = 0
+    public struct Counters: Sendable {
+        public var delivered: UInt64 = 0
+        public var heldOffline: UInt64 = 0
+        public var droppedOffline: UInt64 = 0
+        public var trackingSkipped: UInt64 = 0
+        public var trackingScheduled: UInt64 = 0
         /// Deliveries to devices whose record could not be kept (the record limit was reached).
-        package var unstored: UInt64 = 0
+        public var unstored: UInt64 = 0
     }
 
-    package let configuration: Configuration
+    public let configuration: Configuration
     /// `configuration.defaultTracking != nil`, computed once (asking copies the configuration).
     private let hasDefaultTracking: Bool
-    package let dispatcher: TrackingDispatcher?
+    public let dispatcher: TrackingDispatcher?
     private let codec: FleetTokens
     /// A fleet never changes once created: the hot path holds it by reference (a `FleetSpec`
     /// copy costs a retain and a release per field, once or twice per push).
@@ -107,7 +107,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
     private let counters = AtomicCounters()
 
-    package init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
+    public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
         self.configuration = configuration
         hasDefaultTracking = configuration.defaultTracking != nil
         self.dispatcher = dispatcher
@@ -120,11 +120,11 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     // MARK: fleets
 
-    package struct StoreError: Error, CustomStringConvertible { package let description: String }
+    public struct StoreError: Error, CustomStringConvertible { public let description: String }
 
-    package static let maxFleets = 65_536
+    public static let maxFleets = 65_536
 
-    package func createFleet(
+    public func createFleet(
         platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
         behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64
     ) throws -> FleetSpec {
@@ -144,18 +144,18 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
 
-    package func fleet(id: String) -> FleetSpec? {
+    public func fleet(id: String) -> FleetSpec? {
         guard id.hasPrefix("fleet-"), let n = Int(id.dropFirst(6)) else { return nil }
         return fleetRef(n)?.spec
     }
 
-    package var allFleets: [FleetSpec] { fleets.withLock { $0.map(\.spec) } }
+    public var allFleets: [FleetSpec] { fleets.withLock { $0.map(\.spec) } }
 
-    package func token(_ f: FleetSpec, index: Int) -> String {
+    public func token(_ f: FleetSpec, index: Int) -> String {
         codec.token(f.platform, fleet: f.number, secret: f.secret, index: index)
     }
 
-    package func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
+    public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
         guard offset < f.count else { return [] }
         return (offset..<min(f.count, offset + limit)).map { token(f, index: $0) }
     }
@@ -183,7 +183,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     // MARK: devices
 
     /// The device record for `token`: registered, auto-created, or a fleet member's (computed).
-    package func device(token: String) -> SimDevice? {
+    public func device(token: String) -> SimDevice? {
         let k = TokenKey(token)
         if let d = shard(k).map.withLock({ $0[k] }) { return d }
         for p in DevicePlatform.allCases {
@@ -192,10 +192,10 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         return nil
     }
 
-    package func fleetID(_ d: SimDevice) -> String? { d.fleet.map { "fleet-\($0)" } }
+    public func fleetID(_ d: SimDevice) -> String? { d.fleet.map { "fleet-\($0)" } }
 
     /// Registers a device (replacing one with the same token).
-    package func register(_ d: SimDevice) throws {
+    public func register(_ d: SimDevice) throws {
         let k = TokenKey(d.token)
         try shard(k).map.withLock { m in
             if m[k] == nil && m.count >= configuration.maxDevices / shards.count { throw StoreError(description: "device limit reached") }
@@ -205,7 +205,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     /// Changes a device (materializing a fleet member). nil if unknown.
     @discardableResult
-    package func update(token: String, _ body: (inout SimDevice) -> Void) -> SimDevice? {
+    public func update(token: String, _ body: (inout SimDevice) -> Void) -> SimDevice? {
         let k = TokenKey(token)
         let bytes = Array(token.utf8)[...]
         var fleetView: SimDevice?
@@ -222,14 +222,14 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
 
-    package func uninstall(token: String, atMs: Int64) -> SimDevice? {
+    public func uninstall(token: String, atMs: Int64) -> SimDevice? {
         update(token: token) { d in if d.uninstalledAtMs == nil { d.uninstalledAtMs = atMs } }
     }
 
     /// Devices held as records (registered, auto-created, deviated fleet members).
-    package var recordCount: Int { shards.reduce(0) { $0 + $1.map.withLock { $0.count } } }
+    public var recordCount: Int { shards.reduce(0) { $0 + $1.map.withLock { $0.count } } }
 
-    package func list(limit: Int, label: String? = nil) -> [SimDevice] {
+    public func list(limit: Int, label: String? = nil) -> [SimDevice] {
         var out: [SimDevice] = []
         for s in shards {
             s.map.withLock { m in
@@ -239,7 +239,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         return out.sorted { $0.createdAtMs < $1.createdAtMs }
     }
 
-    package var stats: Counters {
+    public var stats: Counters {
         Counters(
             delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),
             droppedOffline: counters.droppedOffline.load(ordering: .relaxed),
@@ -248,7 +248,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             unstored: counters.unstored.load(ordering: .relaxed))
     }
 
-    package func removeAll() {
+    public func removeAll() {
         for s in shards {
             s.map.withLock { $0.removeAll() }
             s.verified.withLock { $0 = nil }
@@ -264,7 +264,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     // MARK: DeviceDirectory
 
-    package func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus? {
+    public func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus? {
         let k = TokenKey(token)
         // Only the fields the answer needs leave the lock (a whole record copied out costs a
         // retain per field).
@@ -292,7 +292,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     ///
     /// `parsedPayload`: the provider's tokenization of `d.payload` when it has one (read during
     /// this call only; the SDKs then read the payload without parsing it again).
-    package func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) {
+    public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) {
         let k = d.tokenKey ?? TokenKey(d.tokenBytes)
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
@@ -412,7 +412,7 @@ package final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     /// Brings a device online (delivering what it held, in order, dropping expired ones) or offline.
-    package func setOnline(token: String, _ online: Bool, nowMs: Int64) -> SimDevice? {
+    public func setOnline(token: String, _ online: Bool, nowMs: Int64) -> SimDevice? {
         var released: [SimDevice.Pending] = []
         let dev = update(token: token) { dev in
             if online {

@@ -5,10 +5,10 @@ import PushCore
 /// permutation keyed by the store's secret (so they look random and invert); the rest is a
 /// keyed hash of (fleet secret, index), which a forged token cannot match.
 /// APNs: 64 hex characters. FCM: `<22 base64url>:APA91b<134 base64url>`, as real tokens look.
-package struct FleetTokens: Sendable {
+public struct FleetTokens: Sendable {
     let key: (UInt64, UInt64)
 
-    package init(secret: (UInt64, UInt64)) { key = secret }
+    public init(secret: (UInt64, UInt64)) { key = secret }
 
     static func mix(_ x: UInt64) -> UInt64 {
         var z = x &+ 0x9E37_79B9_7F4A_7C15
@@ -76,7 +76,7 @@ package struct FleetTokens: Sendable {
     static func length(_ platform: DevicePlatform) -> Int { platform == .ios ? apnsLength : fcmLength }
 
     /// The token of fleet member `index`: 64 hex characters (APNs) or an FCM registration token.
-    package func token(_ platform: DevicePlatform, fleet: Int, secret: UInt64, index: Int) -> String {
+    public func token(_ platform: DevicePlatform, fleet: Int, secret: UInt64, index: Int) -> String {
         let n = FleetTokens.length(platform)
         return String(unsafeUninitializedCapacity: n) { buf in
             write(platform, fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
@@ -140,7 +140,7 @@ package struct FleetTokens: Sendable {
     }
 
     /// The (fleet, index) a token claims, before checking it against the fleet's secret.
-    package func claim(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (fleet: Int, index: Int)? {
+    public func claim(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (fleet: Int, index: Int)? {
         switch platform {
         case .ios:
             guard token.count == 64 else { return nil }

@@ -2,45 +2,45 @@ import PushCore
 import Tracking
 
 /// One simulated device: an app with a marketing SDK inside.
-package struct SimDevice: Sendable {
-    package enum AppState: String, Sendable { case foreground, background, offline }
-    package enum Permission: String, Sendable { case authorized, provisional, denied }
+public struct SimDevice: Sendable {
+    public enum AppState: String, Sendable { case foreground, background, offline }
+    public enum Permission: String, Sendable { case authorized, provisional, denied }
 
-    package struct InboxEntry: Sendable {
-        package var notificationID: UUIDValue
-        package var receivedAtMs: Int64
-        package var collapseID: String?
-        package var displayed: Bool
+    public struct InboxEntry: Sendable {
+        public var notificationID: UUIDValue
+        public var receivedAtMs: Int64
+        public var collapseID: String?
+        public var displayed: Bool
     }
 
     /// A notification held for an offline device.
-    package struct Pending: Sendable {
-        package var delivery: Delivery
+    public struct Pending: Sendable {
+        public var delivery: Delivery
         /// nil: no expiry.
-        package var expiresAtMs: Int64?
+        public var expiresAtMs: Int64?
     }
 
-    package var token: String
-    package var platform: DevicePlatform
-    package var app: String?
+    public var token: String
+    public var platform: DevicePlatform
+    public var app: String?
     /// iOS: sandbox or production. Android: the FCM project it belongs to (nil: any).
-    package var environment: String?
-    package var createdAtMs: Int64
-    package var uninstalledAtMs: Int64?
+    public var environment: String?
+    public var createdAtMs: Int64
+    public var uninstalledAtMs: Int64?
     /// When the token was rotated: the new token (the old one answers as uninstalled).
-    package var rotatedTo: String?
-    package var appState = AppState.background
-    package var permission = Permission.authorized
-    package var nseInstalled = true
-    package var privacyOptOut = false
-    package var labels: [String] = []
+    public var rotatedTo: String?
+    public var appState = AppState.background
+    public var permission = Permission.authorized
+    public var nseInstalled = true
+    public var privacyOptOut = false
+    public var labels: [String] = []
     /// The device's own tracking, when it has one (most use their fleet's or the server's).
-    package var tracking: TrackingConfig? {
+    public var tracking: TrackingConfig? {
         get { overrides?.tracking }
         set { overrides = Overrides.make(tracking: newValue, behavior: behavior) }
     }
     /// The device's own behaviour profile, when it has one.
-    package var behavior: Behavior? {
+    public var behavior: Behavior? {
         get { overrides?.behavior }
         set { overrides = Overrides.make(tracking: tracking, behavior: newValue) }
     }
@@ -59,20 +59,20 @@ package struct SimDevice: Sendable {
             tracking == nil && behavior == nil ? nil : Overrides(tracking: tracking, behavior: behavior)
         }
     }
-    package var fleet: Int?
-    package var fleetIndex: Int?
-    package var seed: UInt64
+    public var fleet: Int?
+    public var fleetIndex: Int?
+    public var seed: UInt64
     /// A ring once full: the oldest entry is at `inboxStart` (see `inboxEntries`).
-    package var inbox: [InboxEntry] = []
-    package var inboxStart = 0
-    package var evicted: UInt64 = 0
-    package var collapsed: UInt64 = 0
-    package var pending: [Pending] = []
-    package var dropped: UInt64 = 0
-    package var received: UInt64 = 0
-    package var opened: UInt64 = 0
+    public var inbox: [InboxEntry] = []
+    public var inboxStart = 0
+    public var evicted: UInt64 = 0
+    public var collapsed: UInt64 = 0
+    public var pending: [Pending] = []
+    public var dropped: UInt64 = 0
+    public var received: UInt64 = 0
+    public var opened: UInt64 = 0
 
-    package init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
+    public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
         self.token = token
         self.platform = platform
         self.app = app
@@ -82,7 +82,7 @@ package struct SimDevice: Sendable {
     }
 
     /// The inbox, oldest first.
-    package var inboxEntries: [InboxEntry] { Array(inbox[inboxStart...] + inbox[..<inboxStart]) }
+    public var inboxEntries: [InboxEntry] { Array(inbox[inboxStart...] + inbox[..<inboxStart]) }
 
     mutating func normalizeInbox() {
         if inboxStart != 0 {
@@ -91,7 +91,7 @@ package struct SimDevice: Sendable {
         }
     }
 
-    package func json(fleetID: String?) -> String {
+    public func json(fleetID: String?) -> String {
         var s =
             "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"\(platform.rawValue)\",\"app\":"
             + (app.map(JSONWriter.quote) ?? "null")

@@ -2,63 +2,63 @@ import PushCore
 
 /// A campaign dry run summarised from the journal: per campaign (the id the payload carries, or
 /// none), what was sent and how it was answered, and what the devices' SDKs tracked.
-package struct CampaignReport: Sendable {
-    package struct Outcomes: Sendable {
-        package var sent = 0
-        package var accepted = 0
-        package var rejected = 0
+public struct CampaignReport: Sendable {
+    public struct Outcomes: Sendable {
+        public var sent = 0
+        public var accepted = 0
+        public var rejected = 0
     }
 
-    package struct TrackingCounts: Sendable {
+    public struct TrackingCounts: Sendable {
         /// Events whose first attempt was made.
-        package var fired = 0
+        public var fired = 0
         /// Events delivered (2xx), failed for good, and attempts that failed and were retried.
-        package var succeeded = 0
-        package var failed = 0
-        package var retried = 0
-        package var attempts = 0
+        public var succeeded = 0
+        public var failed = 0
+        public var retried = 0
+        public var attempts = 0
     }
 
     /// Counts per time bucket (sent, accepted, rejected; tracking events delivered by kind).
-    package struct Timeline: Sendable {
-        package var startMs: Int64 = 0
-        package var bucketMs: Int64 = 1000
-        package var sent: [Int] = []
-        package var accepted: [Int] = []
-        package var rejected: [Int] = []
-        package var tracked: [String: [Int]] = [:]
+    public struct Timeline: Sendable {
+        public var startMs: Int64 = 0
+        public var bucketMs: Int64 = 1000
+        public var sent: [Int] = []
+        public var accepted: [Int] = []
+        public var rejected: [Int] = []
+        public var tracked: [String: [Int]] = [:]
     }
 
-    package struct Campaign: Sendable {
+    public struct Campaign: Sendable {
         /// nil: requests whose payload carries no campaign id (and tracking not matched to one).
-        package var campaign: String?
-        package var totals = Outcomes()
+        public var campaign: String?
+        public var totals = Outcomes()
         /// Rejections by APNs reason or FCM errorCode ("HTTP <status>" when the answer had none).
-        package var rejected: [String: Int] = [:]
-        package var byProvider: [String: Outcomes] = [:]
-        package var byPlatform: [String: Outcomes] = [:]
-        package var uniqueDevices = 0
-        package var payloadSizes: [Int] = []
-        package var latenciesUs: [Int64] = []
-        package var tracking: [String: TrackingCounts] = [:]
-        package var firstMs: Int64 = .max
-        package var lastMs: Int64 = .min
-        package var timeline = Timeline()
+        public var rejected: [String: Int] = [:]
+        public var byProvider: [String: Outcomes] = [:]
+        public var byPlatform: [String: Outcomes] = [:]
+        public var uniqueDevices = 0
+        public var payloadSizes: [Int] = []
+        public var latenciesUs: [Int64] = []
+        public var tracking: [String: TrackingCounts] = [:]
+        public var firstMs: Int64 = .max
+        public var lastMs: Int64 = .min
+        public var timeline = Timeline()
 
         /// Delivered tracking events of `event` per accepted request (0 when nothing was accepted).
-        package func rate(_ event: String) -> Double {
+        public func rate(_ event: String) -> Double {
             totals.accepted == 0 ? 0 : Double(tracking[event]?.succeeded ?? 0) / Double(totals.accepted)
         }
     }
 
-    package var generatedAtMs: Int64
-    package var sinceMs: Int64
-    package var campaigns: [Campaign]
+    public var generatedAtMs: Int64
+    public var sinceMs: Int64
+    public var campaigns: [Campaign]
     /// Every campaign together.
-    package var all: Campaign
+    public var all: Campaign
 
     /// Reads `entries` (in write order) into a report; `campaign`: only that one (nil: all).
-    package static func build(
+    public static func build(
         sinceMs: Int64, campaign only: String?, nowMs: Int64,
         _ entries: ((JournalEntry) -> Bool) -> Void
     ) -> CampaignReport {

@@ -13,44 +13,44 @@ import Transport
 /// thread takes every shard's segment in turn, writes them all in one transaction (one fsync), and
 /// hands each loop its released answers in one hop. With `.strict` durability an answer leaves
 /// only once its record is committed; the event loop never waits on the disk.
-package final class Journal: @unchecked Sendable {
-    package enum Durability: String, Sendable { case strict, relaxed }
+public final class Journal: @unchecked Sendable {
+    public enum Durability: String, Sendable { case strict, relaxed }
 
     /// Retention: the oldest segments go once records exceed `maxRecords` or end before `maxAgeMs`
     /// ago (checked by the writer at most once a second; whole segments, so a limit can be passed
     /// by at most one commit's records).
-    package struct Retention: Sendable {
-        package var maxRecords: Int
-        package var maxAgeMs: Int64
-        package init(maxRecords: Int = 10_000_000, maxAgeMs: Int64 = 7 * 86_400_000) {
+    public struct Retention: Sendable {
+        public var maxRecords: Int
+        public var maxAgeMs: Int64
+        public init(maxRecords: Int = 10_000_000, maxAgeMs: Int64 = 7 * 86_400_000) {
             self.maxRecords = maxRecords
             self.maxAgeMs = maxAgeMs
         }
     }
 
-    package struct Stats: Sendable {
-        package var queued = 0
-        package var committed: UInt64 = 0
-        package var batches: UInt64 = 0
-        package var lastBatch = 0
-        package var lastCommitUs: UInt64 = 0
-        package var dropped: UInt64 = 0
-        package var failedCommits: UInt64 = 0
-        package var pruned: UInt64 = 0
+    public struct Stats: Sendable {
+        public var queued = 0
+        public var committed: UInt64 = 0
+        public var batches: UInt64 = 0
+        public var lastBatch = 0
+        public var lastCommitUs: UInt64 = 0
+        public var dropped: UInt64 = 0
+        public var failedCommits: UInt64 = 0
+        public var pruned: UInt64 = 0
         /// The writer thread's nice value (-10 with strict durability where raising it is allowed).
-        package var writerNice = 0
-        package var storedRequests = 0
-        package var storedTracking = 0
+        public var writerNice = 0
+        public var storedRequests = 0
+        public var storedTracking = 0
         /// Histograms of commit durations (seconds) and of records per commit: counts per bound
         /// of `commitBounds` / `batchBounds` (not cumulative; the last slot is above every bound).
-        package var commitSeconds = [UInt64](repeating: 0, count: Journal.commitBounds.count + 1)
-        package var commitSecondsSum = 0.0
-        package var batchRecords = [UInt64](repeating: 0, count: Journal.batchBounds.count + 1)
-        package var batchRecordsSum: UInt64 = 0
+        public var commitSeconds = [UInt64](repeating: 0, count: Journal.commitBounds.count + 1)
+        public var commitSecondsSum = 0.0
+        public var batchRecords = [UInt64](repeating: 0, count: Journal.batchBounds.count + 1)
+        public var batchRecordsSum: UInt64 = 0
     }
 
-    package static let commitBounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
-    package static let batchBounds = [1.0, 4, 16, 64, 256, 1024, 4096, 16384]
+    public static let commitBounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+    public static let batchBounds = [1.0, 4, 16, 64, 256, 1024, 4096, 16384]
 
     static func bucket(_ v: Double, _ bounds: [Double]) -> Int { bounds.firstIndex { v <= $0 } ?? bounds.count }
 
@@ -72,14 +72,14 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// Payload bytes kept per record: every valid APNs (VoIP 5120) and FCM (4096) payload whole.
-    package static let maxPayload = 5120
+    public static let maxPayload = 5120
     /// The group-commit window (see `run`): strict, 1 ms once the last commit carried 8 records
     /// or more (measured: 2,000 rather than 6,000 commits for 450,000 requests, for +15% req/s);
     /// relaxed, 10 ms always (no answer waits on it).
     static let windowThreshold = 8
     static let strictWindowNs = 1_000_000
     static let relaxedWindowNs = 10_000_000
-    package let durability: Durability
+    public let durability: Durability
     /// Answers wait for their record's commit: `.strict` on disk. In memory nothing survives the
     /// process anyway, so what `.strict` promises there is that a read sees every request
     /// answered before it: answers leave at once and every read first commits what is waiting
@@ -89,8 +89,8 @@ package final class Journal: @unchecked Sendable {
     /// Reads waiting for the writer to commit what was queued before they asked.
     private let flushWaiters = Mutex<[FlushWaiter]>([])
     private let running = Atomic<Bool>(false)
-    package let path: String?
-    package let retention: Retention
+    public let path: String?
+    public let retention: Retention
     /// Campaign id of a payload (set by the composition root: the presets' keys).
     let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
     /// One shard per event loop, then `otherShards` for every other thread (tracking lanes,
@@ -117,7 +117,7 @@ package final class Journal: @unchecked Sendable {
 
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
     /// loops that will append (by `EventLoop.index`).
-    package init(
+    public init(
         path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
         campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
     ) throws {
@@ -143,13 +143,13 @@ package final class Journal: @unchecked Sendable {
 
     deinit { close(wakeFD) }
 
-    package func start() {
+    public func start() {
         running.store(true, ordering: .releasing)
         thread = Threads.spawn { [self] in self.run() }
     }
 
     /// Writes what is queued, then stops.
-    package func stop() {
+    public func stop() {
         stopping.store(true, ordering: .releasing)
         wake()
         if let thread { pthread_join(thread, nil) }
@@ -159,7 +159,7 @@ package final class Journal: @unchecked Sendable {
     /// Records a request; `completion` (the answer) runs on `loop` (or, without one, on the writer
     /// thread) once the record is committed (`.strict` on disk), or at once, on the caller's
     /// thread (`.relaxed`, and in memory). Called on `loop`'s thread.
-    package func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
+    public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
         appendRequest(
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
@@ -168,7 +168,7 @@ package final class Journal: @unchecked Sendable {
 
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
     /// its references, only to release them once encoded (about eight pairs per request).
-    package func appendRequest(
+    public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
         headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
@@ -196,12 +196,12 @@ package final class Journal: @unchecked Sendable {
         appended(kept: kept)
     }
 
-    package func append(_ t: TrackingRecord) {
+    public func append(_ t: TrackingRecord) {
         appendOther(atMs: t.atMs) { $0.append(t) }
     }
 
     /// A tracking attempt from its fields (the dispatcher's hook: no record built per attempt).
-    package func appendTracking(
+    public func appendTracking(
         atMs: Int64, preset: String, event: String, token: String, notificationID: String,
         method: String, url: String, status: Int, outcome: String, attempt: Int,
         latencyMs: Double, error: String?, events: Int
@@ -233,7 +233,7 @@ package final class Journal: @unchecked Sendable {
 
     /// Empties the journal, after writing what is waiting; `done` runs on the writer thread once
     /// it is empty.
-    package func reset(_ done: @escaping @Sendable () -> Void) {
+    public func reset(_ done: @escaping @Sendable () -> Void) {
         resets.withLock { $0.append(done) }
         wake()
     }
@@ -243,7 +243,7 @@ package final class Journal: @unchecked Sendable {
         _ = Glibc.write(wakeFD, &one, 8)
     }
 
-    package var statistics: Stats {
+    public var statistics: Stats {
         var s = stats.withLock { $0 }
         s.queued = shards.reduce(0) { n, shard in n + shard.pending.withLock { $0.encoder?.count ?? 0 } }
         (s.storedRequests, s.storedTracking) = store.totals()
@@ -358,7 +358,7 @@ package final class Journal: @unchecked Sendable {
     /// In memory with `.strict`: commits what is queued now and returns once it is stored, so the
     /// caller's read sees every request answered before it (the reads below call it first). A
     /// round trip to the writer, which cuts its window short for it. Elsewhere it returns at once.
-    package func flush() {
+    public func flush() {
         guard flushesBeforeReads, running.load(ordering: .acquiring) else { return }
         let w = FlushWaiter()
         guard w.fd >= 0 else { return }
@@ -435,14 +435,14 @@ package final class Journal: @unchecked Sendable {
     // MARK: reading (any thread)
 
     /// Records stored (committed and not yet pruned).
-    package func counts() -> (requests: Int, tracking: Int) {
+    public func counts() -> (requests: Int, tracking: Int) {
         flush()
         return store.totals()
     }
 
     /// Every stored record with a time at or after `sinceMs`, in write order (or newest first);
     /// `body` returns false to stop.
-    package func scan(sinceMs: Int64 = 0, newestFirst: Bool = false, _ body: (JournalEntry) -> Bool) {
+    public func scan(sinceMs: Int64 = 0, newestFirst: Bool = false, _ body: (JournalEntry) -> Bool) {
         flush()
         store.read(sinceMs: sinceMs, newestFirst: newestFirst) { seg in
             Journal.entries(seg, sinceMs: sinceMs, newestFirst: newestFirst, body)
@@ -450,7 +450,7 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// The same, from a journal file no server holds open (the CLI).
-    package static func scan(path: String, sinceMs: Int64 = 0, _ body: (JournalEntry) -> Bool) throws {
+    public static func scan(path: String, sinceMs: Int64 = 0, _ body: (JournalEntry) -> Bool) throws {
         try SQLiteSegmentStore.read(path: path, sinceMs: sinceMs) { seg in
             entries(seg, sinceMs: sinceMs, newestFirst: false, body)
         }
@@ -472,11 +472,11 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// The campaign report of every record since `sinceMs` (only `campaign`'s when given).
-    package func report(sinceMs: Int64 = 0, campaign: String? = nil) -> CampaignReport {
+    public func report(sinceMs: Int64 = 0, campaign: String? = nil) -> CampaignReport {
         CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in scan(sinceMs: sinceMs, body) }
     }
 
-    package static func report(path: String, sinceMs: Int64 = 0, campaign: String? = nil) throws -> CampaignReport {
+    public static func report(path: String, sinceMs: Int64 = 0, campaign: String? = nil) throws -> CampaignReport {
         var failure: Error?
         let r = CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in
             do { try scan(path: path, sinceMs: sinceMs, body) } catch { failure = error }
@@ -486,14 +486,14 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// Every record since `sinceMs` as NDJSON lines, in write order.
-    package func export(sinceMs: Int64, _ line: (String) -> Void) {
+    public func export(sinceMs: Int64, _ line: (String) -> Void) {
         scan(sinceMs: sinceMs) {
             line($0.json)
             return true
         }
     }
 
-    package static func export(path: String, sinceMs: Int64, _ line: (String) -> Void) throws {
+    public static func export(path: String, sinceMs: Int64, _ line: (String) -> Void) throws {
         try scan(path: path, sinceMs: sinceMs) {
             line($0.json)
             return true
@@ -503,14 +503,14 @@ package final class Journal: @unchecked Sendable {
 
 extension StoredRequest {
     /// FCM's message name (`projects/P/messages/0:...`) of an accepted FCM request.
-    package var messageName: String? {
+    public var messageName: String? {
         guard provider == .fcm, let id = notificationID, let u = UUIDValue.parseCanonicalLowercase(Array(id.utf8)) else { return nil }
         return "projects/\(environment)/messages/" + PushNotification.fcmMessageID(u, receivedAtMs: atMs)
     }
 }
 
 extension JournalEntry {
-    package var atMs: Int64 {
+    public var atMs: Int64 {
         switch self {
         case .request(let r): r.atMs
         case .tracking(let t): t.atMs
@@ -518,7 +518,7 @@ extension JournalEntry {
     }
 
     /// One NDJSON line (`pushemu export`).
-    package var json: String {
+    public var json: String {
         func q(_ s: String?) -> String { s.map(JSONWriter.quote) ?? "null" }
         switch self {
         case .request(let r):

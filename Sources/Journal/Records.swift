@@ -2,26 +2,26 @@ import PushCore
 import Transport
 
 /// One provider request as the journal keeps it (accepted or rejected).
-package struct RequestRecord: Sendable {
-    package var atMs: Int64
-    package var provider: PushProvider
-    package var connection: UInt64
+public struct RequestRecord: Sendable {
+    public var atMs: Int64
+    public var provider: PushProvider
+    public var connection: UInt64
     /// APNs environment or FCM project.
-    package var environment: String
-    package var token: ArraySlice<UInt8>
-    package var topic: ArraySlice<UInt8>?
-    package var status: Int
+    public var environment: String
+    public var token: ArraySlice<UInt8>
+    public var topic: ArraySlice<UInt8>?
+    public var status: Int
     /// APNs reason or FCM errorCode; empty when accepted.
-    package var reason: String
-    package var latencyUs: Int64
+    public var reason: String
+    public var latencyUs: Int64
     /// The headers (the journal keeps the ones that matter) and the payload (bounded).
-    package var headers: HTTPFields
-    package var payload: ArraySlice<UInt8>
-    package var warnings: [String]
+    public var headers: HTTPFields
+    public var payload: ArraySlice<UInt8>
+    public var warnings: [String]
     /// The notification's id (APNs apns-id; FCM: the UUID its message name derives from), nil when rejected.
-    package var notificationID: UUIDValue?
+    public var notificationID: UUIDValue?
 
-    package init(
+    public init(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
         topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
         warnings: [String], notificationID: UUIDValue?
@@ -43,23 +43,23 @@ package struct RequestRecord: Sendable {
 }
 
 /// One tracking attempt.
-package struct TrackingRecord: Sendable {
-    package var atMs: Int64
-    package var preset: String
-    package var event: String
-    package var token: String
-    package var notificationID: String
-    package var method: String
-    package var url: String
-    package var status: Int
-    package var outcome: String
-    package var attempt: Int
-    package var latencyMs: Double
-    package var error: String?
+public struct TrackingRecord: Sendable {
+    public var atMs: Int64
+    public var preset: String
+    public var event: String
+    public var token: String
+    public var notificationID: String
+    public var method: String
+    public var url: String
+    public var status: Int
+    public var outcome: String
+    public var attempt: Int
+    public var latencyMs: Double
+    public var error: String?
     /// Events the request carried (a batched preset's request carries several).
-    package var events: Int
+    public var events: Int
 
-    package init(
+    public init(
         atMs: Int64, preset: String, event: String, token: String, notificationID: String, method: String, url: String,
         status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?, events: Int = 1
     ) {

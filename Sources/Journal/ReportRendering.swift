@@ -3,9 +3,9 @@ import PushCore
 /// The report's three forms: JSON (tests and tools), text (a terminal), and one self-contained
 /// HTML file with inline SVG charts (no external assets, no JavaScript).
 extension CampaignReport {
-    package enum Format: String, Sendable, CaseIterable { case json, text, html }
+    public enum Format: String, Sendable, CaseIterable { case json, text, html }
 
-    package func render(_ format: Format) -> String {
+    public func render(_ format: Format) -> String {
         switch format {
         case .json: json
         case .text: text
@@ -15,7 +15,7 @@ extension CampaignReport {
 
     // MARK: JSON
 
-    package var json: String {
+    public var json: String {
         var s = "{\"generatedAt\":\(generatedAtMs),\"since\":\(sinceMs),\"campaigns\":["
         s += campaigns.map { CampaignReport.json($0) }.joined(separator: ",")
         s += "],\"totals\":" + CampaignReport.json(all) + "}"
@@ -70,7 +70,7 @@ extension CampaignReport {
 
     // MARK: text
 
-    package var text: String {
+    public var text: String {
         var s = "pushemu campaign report, generated \(Clock.iso8601(generatedAtMs))"
         if sinceMs > 0 { s += ", records since \(Clock.iso8601(sinceMs))" }
         s +=
@@ -114,7 +114,7 @@ extension CampaignReport {
 
     // MARK: HTML
 
-    package var html: String {
+    public var html: String {
         var s = """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title>

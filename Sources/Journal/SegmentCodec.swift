@@ -369,27 +369,27 @@ struct SegmentEncoder {
 }
 
 /// One provider request as read back from the journal.
-package struct StoredRequest: Sendable {
-    package var atMs: Int64
-    package var provider: PushProvider
-    package var connection: UInt64
-    package var environment: String
-    package var token: String
-    package var topic: String?
-    package var campaign: String?
-    package var status: Int
+public struct StoredRequest: Sendable {
+    public var atMs: Int64
+    public var provider: PushProvider
+    public var connection: UInt64
+    public var environment: String
+    public var token: String
+    public var topic: String?
+    public var campaign: String?
+    public var status: Int
     /// APNs reason or FCM errorCode; empty when accepted.
-    package var reason: String
-    package var latencyUs: Int64
-    package var headers: [(name: String, value: String)]
+    public var reason: String
+    public var latencyUs: Int64
+    public var headers: [(name: String, value: String)]
     /// The payload as kept (at most `Journal.maxPayload` bytes) and its size as received.
-    package var payload: [UInt8]
-    package var payloadSize: Int
-    package var warnings: [String]
-    package var notificationID: String?
+    public var payload: [UInt8]
+    public var payloadSize: Int
+    public var warnings: [String]
+    public var notificationID: String?
 }
 
-package enum JournalEntry: Sendable {
+public enum JournalEntry: Sendable {
     case request(StoredRequest)
     case tracking(TrackingRecord)
 }

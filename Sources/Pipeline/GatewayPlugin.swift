@@ -8,15 +8,15 @@ import Transport
 /// nothing for the erasure.
 ///
 /// The composition root lists one per gateway (APNs, FCM); a test adds a toy one the same way.
-package struct GatewayPlugin: Sendable {
-    package let provider: PushProvider
+public struct GatewayPlugin: Sendable {
+    public let provider: PushProvider
     let install: @Sendable (inout Router, PipelineServices) -> Void
     /// True when the connection is this gateway's (see `PushGateway.setUpConnection`).
-    package let setUpConnection: @Sendable (ConnectionContext) -> Bool
-    package let notFound: @Sendable (Request) -> Response?
+    public let setUpConnection: @Sendable (ConnectionContext) -> Bool
+    public let notFound: @Sendable (Request) -> Response?
 
     /// `gateway` in a pipeline, with the per-token rate limit when it has one.
-    package init<Gateway: PushGateway>(_ gateway: Gateway, tokenRate: TokenRateLimiter? = nil) {
+    public init<Gateway: PushGateway>(_ gateway: Gateway, tokenRate: TokenRateLimiter? = nil) {
         provider = gateway.provider
         PushProvider.register(gateway.provider)
         install = { router, services in
@@ -27,5 +27,5 @@ package struct GatewayPlugin: Sendable {
     }
 
     /// Adds the gateway's routes, each running its pipeline over `services`.
-    package func install(into router: inout Router, services: PipelineServices) { install(&router, services) }
+    public func install(into router: inout Router, services: PipelineServices) { install(&router, services) }
 }

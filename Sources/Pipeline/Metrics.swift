@@ -5,7 +5,7 @@ import Tracking
 
 /// Request counters and latency histograms for `GET /metrics`, kept per event loop (each loop
 /// writes only its own shard, so the lock is never contended on the request path).
-package final class Metrics: Sendable {
+public final class Metrics: Sendable {
     struct Key: Hashable {
         var provider: PushProvider
         var status: Int
@@ -28,10 +28,10 @@ package final class Metrics: Sendable {
     private final class Box: Sendable { let m = Mutex(Shard()) }
     private let shards: [Box]
 
-    package init(loops: Int) { shards = (0...max(1, loops)).map { _ in Box() } }
+    public init(loops: Int) { shards = (0...max(1, loops)).map { _ in Box() } }
 
     /// Counts one answer: its status and reason, and the time to it (injected delay included).
-    package func record(loop: Int, provider: PushProvider, status: Int, reason: String, seconds: Double) {
+    public func record(loop: Int, provider: PushProvider, status: Int, reason: String, seconds: Double) {
         shards[min(loop, shards.count - 1)].m.withLock { shard in
             if status == 200 && reason.isEmpty {
                 shard.ok[provider.index] += 1
@@ -42,10 +42,10 @@ package final class Metrics: Sendable {
         }
     }
 
-    package func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
+    public func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
 
     /// The Prometheus text exposition (format 0.0.4).
-    package func render(
+    public func render(
         openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
         notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
         journal: Journal.Stats?

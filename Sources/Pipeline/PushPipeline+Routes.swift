@@ -6,7 +6,7 @@ extension PushPipeline {
     /// Adds the gateway's routes: its push routes run the pipeline; a faultable route lets a
     /// rule on its path answer in the gateway's shape (shaped like any answer); a direct route is
     /// the gateway's alone.
-    package func register(_ router: inout Router) {
+    public func register(_ router: inout Router) {
         for route in gateway.routes() {
             switch route.handling {
             case .push:

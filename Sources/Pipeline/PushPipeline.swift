@@ -9,7 +9,7 @@ import Transport
 /// event loop that owns the request's connection:
 ///
 /// ```
-///  1. decide          G.decide(exchange, state, now, into: &decision)       the provider's rules
+///  1. decide          G.decide(request, on: exchange, state, now, into: &decision)       the provider's rules
 ///  2. fault verdict   faults.fire(context)                                   override header, then rules
 ///       a rule that answers:  G.injectedAnswer -> journal commit -> shaping -> metrics   (stop)
 ///  3. rate limit      tokenRate.allow(token) or G.rateLimited(&decision)     (--apns-token-rate)
@@ -26,13 +26,13 @@ import Transport
 /// Data flows one way: request, decision, faults, delivery, tracking, record, response. The
 /// pipeline is generic over its gateway, so each gateway's path is specialised (no existential
 /// dispatch per request); the deferred answer captures only what it uses.
-package struct PushPipeline<Gateway: PushGateway>: Sendable {
-    package let gateway: Gateway
+public struct PushPipeline<Gateway: PushGateway>: Sendable {
+    public let gateway: Gateway
     let services: PipelineServices
     /// The per-token push limit (`--apns-token-rate`), when this gateway has one.
     let tokenRate: TokenRateLimiter?
 
-    package init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
+    public init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
         precondition(PushProvider.capacity <= ConnectionContext.slotCount, "one connection slot per provider")
         self.gateway = gateway
         self.services = services
@@ -52,7 +52,7 @@ package struct PushPipeline<Gateway: PushGateway>: Sendable {
     }
 
     /// One push request, through every stage (see the type's comment).
-    package func handle(_ exchange: Exchange) {
+    public func handle(_ exchange: Exchange) {
         let started = Clock.monotonicNanoseconds()
         let state = connectionState(exchange.connection)
         let nowMs = exchange.eventLoop.nowMs
@@ -62,7 +62,7 @@ package struct PushPipeline<Gateway: PushGateway>: Sendable {
 
         // 1. decide
         var deciding = Gateway.Decision()
-        gateway.decide(exchange, state: state, nowMs: nowMs, into: &deciding)
+        gateway.decide(request, on: exchange, state: state, nowMs: nowMs, into: &deciding)
         let subject = gateway.subject(of: deciding, request: request)
 
         // 2. fault verdict: a rule may replace the provider's answer.
@@ -172,15 +172,15 @@ package struct PushPipeline<Gateway: PushGateway>: Sendable {
 
 /// What every pipeline shares: the notification log, the device layer, the fault engine, the
 /// journal (nil when off) and the metrics. Built once by the composition root.
-package final class PipelineServices: Sendable {
-    package let log: NotificationLog
-    package let devices: DeviceStore
-    package let lifecycle: DeviceLifecycle
-    package let faults: FaultEngine
-    package let journal: Journal?
-    package let metrics: Metrics
+public final class PipelineServices: Sendable {
+    public let log: NotificationLog
+    public let devices: DeviceStore
+    public let lifecycle: DeviceLifecycle
+    public let faults: FaultEngine
+    public let journal: Journal?
+    public let metrics: Metrics
 
-    package init(log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics) {
+    public init(log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics) {
         self.log = log
         self.devices = lifecycle.store
         self.lifecycle = lifecycle

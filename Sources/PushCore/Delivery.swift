@@ -1,37 +1,37 @@
 /// An accepted notification as the device layer receives it from a provider.
-package struct Delivery: Sendable {
-    package var provider: PushProvider
-    package var platform: DevicePlatform
+public struct Delivery: Sendable {
+    public var provider: PushProvider
+    public var platform: DevicePlatform
     /// The token as received (a slice of the request: no copy on the hot path).
-    package var tokenBytes: ArraySlice<UInt8>
+    public var tokenBytes: ArraySlice<UInt8>
     /// `TokenKey(tokenBytes)` when the provider has already computed it.
-    package var tokenKey: TokenKey?
-    package var token: String { String(decoding: tokenBytes, as: UTF8.self) }
+    public var tokenKey: TokenKey?
+    public var token: String { String(decoding: tokenBytes, as: UTF8.self) }
     /// Bundle id (APNs topic's app) or package name, when the provider knows it (decoded only
     /// when a device is created).
-    package var appBytes: ArraySlice<UInt8>?
-    package var app: String? { appBytes.map { String(decoding: $0, as: UTF8.self) } }
+    public var appBytes: ArraySlice<UInt8>?
+    public var app: String? { appBytes.map { String(decoding: $0, as: UTF8.self) } }
     /// APNs environment or FCM project.
-    package var environment: String?
-    package var notificationID: UUIDValue
+    public var environment: String?
+    public var notificationID: UUIDValue
     /// `apns-id`, or the FCM message name (nil: derived from the notification id when needed).
-    package var messageName: String?
-    package var receivedAtMs: Int64
+    public var messageName: String?
+    public var receivedAtMs: Int64
     /// The APNs payload or the FCM message object (a slice of the request: copied only when an
     /// SDK reports).
-    package var payload: ArraySlice<UInt8>
+    public var payload: ArraySlice<UInt8>
     /// APNs `mutable-content: 1`.
-    package var mutableContent = false
+    public var mutableContent = false
     /// APNs `content-available: 1`.
-    package var contentAvailable = false
+    public var contentAvailable = false
     /// FCM: the message carries `data` (so `onMessageReceived` runs in the background too).
-    package var hasData = false
-    package var collapseID: String?
+    public var hasData = false
+    public var collapseID: String?
     /// APNs `apns-expiration` (ms; 0: deliver now or never) or FCM TTL end; nil: none.
-    package var expiresAtMs: Int64?
+    public var expiresAtMs: Int64?
 
     @inlinable
-    package init(
+    public init(
         provider: PushProvider, platform: DevicePlatform, token: String, app: String?, environment: String?,
         notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: [UInt8]
     ) {
@@ -42,7 +42,7 @@ package struct Delivery: Sendable {
     }
 
     @inlinable
-    package init(
+    public init(
         provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
         environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>
     ) {

@@ -1,17 +1,17 @@
 /// What the simulated-device layer tells the providers about a token they have no binding for.
-package enum DeviceStatus: Sendable, Equatable {
+public enum DeviceStatus: Sendable, Equatable {
     /// A known device: its app (bundle id / package), and for iOS its environment.
     case installed(app: String?, environment: String?)
     /// Its app was uninstalled at this time.
     case uninstalled(atMs: Int64)
 }
 
-package enum DevicePlatform: String, Sendable, CaseIterable {
+public enum DevicePlatform: String, Sendable, CaseIterable {
     case ios, android
 }
 
 /// Implemented by the device layer (fleets and registered devices); consulted by the providers,
 /// which know nothing else about it.
-package protocol DeviceDirectory: Sendable {
+public protocol DeviceDirectory: Sendable {
     func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus?
 }

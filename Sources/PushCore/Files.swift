@@ -1,9 +1,9 @@
 import Glibc
 
 /// The little file I/O the stores need (credentials under `--data-dir`), without Foundation.
-package enum Files {
+public enum Files {
     /// `mkdir -p`; errors are left to the first write.
-    package static func makeDirectories(_ path: String) {
+    public static func makeDirectories(_ path: String) {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {
             prefix += part + "/"
@@ -12,7 +12,7 @@ package enum Files {
     }
 
     /// The names in a directory (empty if it cannot be read).
-    package static func list(_ path: String) -> [String] {
+    public static func list(_ path: String) -> [String] {
         guard let d = opendir(path) else { return [] }
         defer { closedir(d) }
         var out: [String] = []
@@ -26,7 +26,7 @@ package enum Files {
     }
 
     /// A whole file, or nil when it cannot be read or exceeds `limit` bytes.
-    package static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
+    public static func read(_ path: String, limit: Int = 1 << 20) -> [UInt8]? {
         guard let f = fopen(path, "rb") else { return nil }
         defer { fclose(f) }
         var data: [UInt8] = []
@@ -40,12 +40,12 @@ package enum Files {
         return ferror(f) == 0 ? data : nil
     }
 
-    package struct WriteError: Error, CustomStringConvertible {
-        package let description: String
+    public struct WriteError: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// Writes through a temporary file, fsyncs and renames, so readers never see half a file.
-    package static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws {
+    public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws {
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { throw WriteError(description: "cannot write \(tmp): \(String(cString: strerror(errno)))") }

@@ -5,7 +5,7 @@
 /// about them.
 ///
 /// Thread-safe: called from the event loops (fault effects) and the admin API.
-package protocol GatewayDeviceRecords: Sendable {
+public protocol GatewayDeviceRecords: Sendable {
     /// The platform whose tokens this gateway records.
     var platform: DevicePlatform { get }
     /// Whether `token` has this gateway's token shape (so an unknown token can be recorded as
@@ -21,20 +21,20 @@ package protocol GatewayDeviceRecords: Sendable {
 }
 
 /// A device as a gateway records it.
-package struct RegisteredDevice: Sendable {
-    package var platform: DevicePlatform
-    package var token: String
-    package var app: String?
+public struct RegisteredDevice: Sendable {
+    public var platform: DevicePlatform
+    public var token: String
+    public var app: String?
     /// APNs environment or FCM project.
-    package var environment: String?
+    public var environment: String?
     /// When the gateway first saw it (nil: it does not keep the time).
-    package var createdAtMs: Int64?
-    package var uninstalledAtMs: Int64?
-    package var pushes: Int
+    public var createdAtMs: Int64?
+    public var uninstalledAtMs: Int64?
+    public var pushes: Int
     /// FCM topic subscriptions, sorted (nil for gateways without topics).
-    package var topics: [String]?
+    public var topics: [String]?
 
-    package init(
+    public init(
         platform: DevicePlatform, token: String, app: String?, environment: String?, createdAtMs: Int64?,
         uninstalledAtMs: Int64?, pushes: Int, topics: [String]?
     ) {

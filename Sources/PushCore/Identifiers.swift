@@ -4,57 +4,57 @@ import Transport
 
 /// A fast, non-cryptographic generator (wyrand) for ids on the hot path. Each owner (a
 /// connection, a loop) keeps its own, so nothing is shared between threads.
-package struct FastRandom: Sendable {
+public struct FastRandom: Sendable {
     private var state: UInt64
 
-    package init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
     /// Seeded from the kernel's generator.
-    package init() {
+    public init() {
         state = csys_random_u64()
     }
 
     @inline(__always)
-    package mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0xA076_1D64_78BD_642F
         let m = state.multipliedFullWidth(by: state ^ 0xE703_7ED1_A0B4_28DB)
         return m.high ^ m.low
     }
 
     /// Uniform in 0..<n.
-    package mutating func next(below n: UInt64) -> UInt64 { n == 0 ? 0 : next() % n }
+    public mutating func next(below n: UInt64) -> UInt64 { n == 0 ? 0 : next() % n }
 
     /// Uniform in [0, 1).
-    package mutating func nextDouble() -> Double { Double(next() >> 11) * (1.0 / 9007199254740992.0) }
+    public mutating func nextDouble() -> Double { Double(next() >> 11) * (1.0 / 9007199254740992.0) }
 }
 
 /// A UUID held inline (no allocation), formatted as lowercase canonical text.
-package struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
-    package var high: UInt64
-    package var low: UInt64
+public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
+    public var high: UInt64
+    public var low: UInt64
 
-    package init(high: UInt64, low: UInt64) {
+    public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
     /// A random version-4 UUID.
-    package static func random(_ rng: inout FastRandom) -> UUIDValue {
+    public static func random(_ rng: inout FastRandom) -> UUIDValue {
         let h = (rng.next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let l = (rng.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
         return UUIDValue(high: h, low: l)
     }
 
     /// Parses the canonical lowercase form (8-4-4-4-12); nil for anything else, uppercase included.
-    package static func parseCanonicalLowercase(_ bytes: ArraySlice<UInt8>) -> UUIDValue? {
+    public static func parseCanonicalLowercase(_ bytes: ArraySlice<UInt8>) -> UUIDValue? {
         bytes.withUnsafeBytes { parseCanonicalLowercase($0) }
     }
 
-    package static func parseCanonicalLowercase(_ bytes: [UInt8]) -> UUIDValue? {
+    public static func parseCanonicalLowercase(_ bytes: [UInt8]) -> UUIDValue? {
         bytes.withUnsafeBytes { parseCanonicalLowercase($0) }
     }
 
-    package static func parseCanonicalLowercase(_ bytes: UnsafeRawBufferPointer) -> UUIDValue? {
+    public static func parseCanonicalLowercase(_ bytes: UnsafeRawBufferPointer) -> UUIDValue? {
         guard bytes.count == 36 else { return nil }
         var h: UInt64 = 0
         var l: UInt64 = 0
@@ -91,14 +91,14 @@ package struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
 
     /// Stores the 16 lowercase hex digits of `x`, most significant first, at `p` (SWAR).
     @inline(__always)
-    package static func writeHex16(_ x: UInt64, to p: UnsafeMutableRawPointer) {
+    public static func writeHex16(_ x: UInt64, to p: UnsafeMutableRawPointer) {
         p.storeBytes(of: hex8(UInt32(truncatingIfNeeded: x >> 32)), as: UInt64.self)
         p.storeBytes(of: hex8(UInt32(truncatingIfNeeded: x)), toByteOffset: 8, as: UInt64.self)
     }
 
     /// Writes the 36 canonical bytes into `out` (which must hold 36).
     @inline(__always)
-    package func write(into out: UnsafeMutableRawBufferPointer) {
+    public func write(into out: UnsafeMutableRawBufferPointer) {
         precondition(out.count >= 36)
         let a = UUIDValue.hex8(UInt32(truncatingIfNeeded: high >> 32))
         let b = UUIDValue.hex8(UInt32(truncatingIfNeeded: high))
@@ -118,7 +118,7 @@ package struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Writes the 36 canonical bytes.
-    package func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         var buf: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
         return withUnsafeMutableBytes(of: &buf) { raw in
             write(into: raw)
@@ -126,18 +126,18 @@ package struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    package var description: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+    public var description: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 }
 
 /// A 128-bit hash of bytes (two independent 64-bit FNV-1a variants), used as a compact key for
 /// tokens so registries never allocate per lookup. Collisions are practically impossible.
-package struct TokenKey: Hashable, Sendable {
-    package let a: UInt64
-    package let b: UInt64
+public struct TokenKey: Hashable, Sendable {
+    public let a: UInt64
+    public let b: UInt64
 
     /// Hashes 8 bytes at a time; ASCII letters are folded to lowercase first (hex tokens are
     /// case-insensitive), which leaves digits, '.', '-' and '_' unchanged.
-    package init(_ raw: UnsafeRawBufferPointer) {
+    public init(_ raw: UnsafeRawBufferPointer) {
         var x: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(raw.count)
         var y: UInt64 = 0xC2B2_AE3D_27D4_EB4F &+ UInt64(raw.count)
         var i = 0
@@ -165,40 +165,40 @@ package struct TokenKey: Hashable, Sendable {
         b = y
     }
 
-    package init(_ bytes: ArraySlice<UInt8>) {
+    public init(_ bytes: ArraySlice<UInt8>) {
         self = bytes.withUnsafeBytes { TokenKey($0) }
     }
 
-    package init(_ bytes: [UInt8]) {
+    public init(_ bytes: [UInt8]) {
         self = bytes.withUnsafeBytes { TokenKey($0) }
     }
 
-    package init(_ s: String) {
+    public init(_ s: String) {
         var s = s
         self = s.withUTF8 { TokenKey(UnsafeRawBufferPointer($0)) }
     }
 
     /// The shard for `n` shards.
     @inline(__always)
-    package func shard(_ n: Int) -> Int { Int(truncatingIfNeeded: (a ^ b) % UInt64(n)) }
+    public func shard(_ n: Int) -> Int { Int(truncatingIfNeeded: (a ^ b) % UInt64(n)) }
 }
 
 /// Byte comparisons that compile to memcmp (generic `elementsEqual` across modules does not).
-package enum Bytes {
+public enum Bytes {
     @inline(__always)
-    package static func equal(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
+    public static func equal(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || sameBytes(x.baseAddress!, y.baseAddress!, x.count) } }
     }
 
-    package static func equal(_ a: ArraySlice<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    public static func equal(_ a: ArraySlice<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { x in x.count == 0 || sameBytes(x.baseAddress!, b.baseAddress!, x.count) }
     }
 
     /// The strings joined, in one allocation and one copy each (repeated `+=` goes through
     /// String's generic append, about 300 instructions a piece).
-    package static func concat(_ parts: String...) -> String {
+    public static func concat(_ parts: String...) -> String {
         var n = 0
         for p in parts { n += p.utf8.count }
         return String(unsafeUninitializedCapacity: n) { out in
@@ -215,7 +215,7 @@ package enum Bytes {
 
     /// ASCII case-insensitive equality with a lowercase literal.
     @inline(__always)
-    package static func equalIgnoringCase(_ a: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
+    public static func equalIgnoringCase(_ a: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
         guard a.count == lower.utf8CodeUnitCount else { return false }
         let l = lower.utf8Start
         for i in 0..<a.count {
@@ -228,21 +228,21 @@ package enum Bytes {
 }
 
 /// Milliseconds and seconds since the epoch.
-package enum Clock {
-    package static func nowMs() -> Int64 {
+public enum Clock {
+    public static func nowMs() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
-    package static func nowSeconds() -> Int64 {
+    public static func nowSeconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec)
     }
 
     /// The UTC calendar date and time of `seconds` since the epoch (civil-from-days).
-    package static func civil(_ seconds: Int64) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+    public static func civil(_ seconds: Int64) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
         let days = Int((seconds - (seconds % 86400 + 86400) % 86400) / 86400)
         let rem = Int((seconds % 86400 + 86400) % 86400)
         let z = days + 719_468
@@ -257,14 +257,14 @@ package enum Clock {
     }
 
     /// `2026-11-29T23:10:05Z` (UTC, whole seconds) for milliseconds since the epoch.
-    package static func iso8601(_ ms: Int64) -> String {
+    public static func iso8601(_ ms: Int64) -> String {
         let c = civil(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : String(v) }
         return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
     }
 
     /// Monotonic nanoseconds (for durations).
-    package static func monotonicNanoseconds() -> UInt64 {
+    public static func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)

@@ -8,33 +8,33 @@ import Transport
 /// String until a caller asks for one. Accepts every `y_` and rejects every `n_` case of the
 /// JSONTestSuite; invalid UTF-8 inside strings is rejected, lone `\u` surrogates are accepted.
 
-package struct JSONToken: Sendable {
-    package enum Kind: UInt8, Sendable { case object, array, string, number, `true`, `false`, null }
-    package var kind: Kind
+public struct JSONToken: Sendable {
+    public enum Kind: UInt8, Sendable { case object, array, string, number, `true`, `false`, null }
+    public var kind: Kind
     /// Strings: the bytes between the quotes (escapes not decoded). Others: the value's bytes.
-    package var start: Int32
-    package var end: Int32
+    public var start: Int32
+    public var end: Int32
     /// Index of the first token after this value (and its children).
-    package var next: Int32
+    public var next: Int32
     /// Members (object) or elements (array).
-    package var count: Int32
+    public var count: Int32
     /// Strings: contains at least one backslash escape.
-    package var escaped: Bool
+    public var escaped: Bool
 }
 
 /// Reusable storage for parsed tokens: a plain growable buffer (appending to an Array costs a
 /// uniqueness and capacity check per token). Owned by one thread at a time.
-package final class JSONTokenBuffer {
+public final class JSONTokenBuffer {
     @usableFromInline var base: UnsafeMutablePointer<JSONToken>
     @usableFromInline var capacity: Int
     @usableFromInline var count = 0
 
-    package init(capacity: Int = 64) {
+    public init(capacity: Int = 64) {
         self.capacity = max(8, capacity)
         base = UnsafeMutablePointer<JSONToken>.allocate(capacity: self.capacity)
     }
 
-    package convenience init(_ tokens: [JSONToken]) {
+    public convenience init(_ tokens: [JSONToken]) {
         self.init(capacity: tokens.count)
         for t in tokens { append(t) }
     }
@@ -58,11 +58,11 @@ package final class JSONTokenBuffer {
     }
 
     /// The tokens, valid while this buffer is alive and not parsed into again.
-    package var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
-    package var array: [JSONToken] { Array(tokens) }
+    public var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
+    public var array: [JSONToken] { Array(tokens) }
 
     /// A copy of the tokens, kept when this buffer is parsed into again.
-    package func copy() -> JSONTokenBuffer {
+    public func copy() -> JSONTokenBuffer {
         let c = JSONTokenBuffer(capacity: count)
         c.base.initialize(from: base, count: count)
         c.count = count
@@ -70,38 +70,38 @@ package final class JSONTokenBuffer {
     }
 }
 
-package struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
-    package let offset: Int
-    package let message: String
-    package var description: String { "\(message) at byte \(offset)" }
+public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let offset: Int
+    public let message: String
+    public var description: String { "\(message) at byte \(offset)" }
 }
 
-package struct JSONLimits: Sendable {
-    package var maxDepth = 64
-    package var maxTokens = 1 << 16
-    package init() {}
+public struct JSONLimits: Sendable {
+    public var maxDepth = 64
+    public var maxTokens = 1 << 16
+    public init() {}
 }
 
 /// A parsed document: the tokens plus the bytes they point into (valid while the bytes are).
-package struct JSONView {
-    package let bytes: UnsafeRawBufferPointer
+public struct JSONView {
+    public let bytes: UnsafeRawBufferPointer
     private let buffer: JSONTokenBuffer
-    package let tokens: UnsafeBufferPointer<JSONToken>
+    public let tokens: UnsafeBufferPointer<JSONToken>
 
-    package init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
+    public init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
         self.init(bytes: bytes, buffer: JSONTokenBuffer(tokens))
     }
 
-    package init(bytes: UnsafeRawBufferPointer, buffer: JSONTokenBuffer) {
+    public init(bytes: UnsafeRawBufferPointer, buffer: JSONTokenBuffer) {
         self.bytes = bytes
         self.buffer = buffer
         self.tokens = buffer.tokens
     }
 
-    package var root: Int? { tokens.isEmpty ? nil : 0 }
+    public var root: Int? { tokens.isEmpty ? nil : 0 }
 
     /// Index of the value for `key` in the object at `object`, or nil.
-    package func member(_ object: Int, _ key: StaticString) -> Int? {
+    public func member(_ object: Int, _ key: StaticString) -> Int? {
         let o = tokens[object]
         guard o.kind == .object else { return nil }
         var i = object + 1
@@ -114,7 +114,7 @@ package struct JSONView {
     }
 
     /// Calls `body(keyIndex, valueIndex)` for every member of the object at `object`.
-    package func forEachMember(_ object: Int, _ body: (Int, Int) -> Void) {
+    public func forEachMember(_ object: Int, _ body: (Int, Int) -> Void) {
         let o = tokens[object]
         guard o.kind == .object else { return }
         var i = object + 1
@@ -126,7 +126,7 @@ package struct JSONView {
     }
 
     /// Calls `body(valueIndex)` for every element of the array at `array`.
-    package func forEachElement(_ array: Int, _ body: (Int) -> Void) {
+    public func forEachElement(_ array: Int, _ body: (Int) -> Void) {
         let a = tokens[array]
         guard a.kind == .array else { return }
         var i = array + 1
@@ -138,27 +138,27 @@ package struct JSONView {
     }
 
     /// True when the string token at `i` (unescaped) equals `key`.
-    package func keyEquals(_ i: Int, _ key: StaticString) -> Bool {
+    public func keyEquals(_ i: Int, _ key: StaticString) -> Bool {
         let t = tokens[i]
         guard t.kind == .string, !t.escaped else { return t.kind == .string && string(i) == key.description }
         return UnsafeRawBufferPointer(rebasing: bytes[Int(t.start)..<Int(t.end)]).equals(key)
     }
 
     /// The raw bytes of token `i` (strings without quotes; containers: the whole text).
-    package func raw(_ i: Int) -> UnsafeRawBufferPointer {
+    public func raw(_ i: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: bytes[Int(tokens[i].start)..<Int(tokens[i].end)])
     }
 
     /// True when the raw bytes of the (unescaped) string token `i` equal `literal`.
     @inline(__always)
-    package func rawEquals(_ i: Int, _ literal: StaticString) -> Bool {
+    public func rawEquals(_ i: Int, _ literal: StaticString) -> Bool {
         let t = tokens[i]
         guard Int(t.end - t.start) == literal.utf8CodeUnitCount else { return false }
         return sameBytes(bytes.baseAddress! + Int(t.start), literal.utf8Start, literal.utf8CodeUnitCount)
     }
 
     /// The decoded string value of token `i`.
-    package func string(_ i: Int) -> String {
+    public func string(_ i: Int) -> String {
         let t = tokens[i]
         let r = raw(i)
         if !t.escaped { return String(decoding: r, as: UTF8.self) }
@@ -166,21 +166,21 @@ package struct JSONView {
     }
 
     /// The number at `i` as a Double (nil for other kinds).
-    package func number(_ i: Int) -> Double? {
+    public func number(_ i: Int) -> Double? {
         guard tokens[i].kind == .number else { return nil }
         return Double(String(decoding: raw(i), as: UTF8.self))
     }
 
     /// The number at `i` as an Int when it is an integer literal that fits.
-    package func integer(_ i: Int) -> Int? {
+    public func integer(_ i: Int) -> Int? {
         guard tokens[i].kind == .number else { return nil }
         return Int(String(decoding: raw(i), as: UTF8.self))
     }
 }
 
-package enum JSONParser {
+public enum JSONParser {
     /// Parses `bytes` into `buffer` (emptied first). Returns nil on success.
-    package static func parse(
+    public static func parse(
         _ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
         limits: JSONLimits = JSONLimits()
     ) -> JSONError? {
@@ -200,7 +200,7 @@ package enum JSONParser {
     }
 
     /// Parses `bytes` into `tokens` (replaced). Returns nil on success.
-    package static func parse(
+    public static func parse(
         _ bytes: UnsafeRawBufferPointer, into tokens: inout [JSONToken],
         limits: JSONLimits = JSONLimits()
     ) -> JSONError? {
@@ -211,12 +211,12 @@ package enum JSONParser {
     }
 
     /// Decodes the contents of a JSON string (the bytes between the quotes, escapes included).
-    package static func decodeString(_ raw: UnsafeRawBufferPointer) -> String {
+    public static func decodeString(_ raw: UnsafeRawBufferPointer) -> String {
         raw.contains(0x5C) ? unescape(raw) : String(decoding: raw, as: UTF8.self)
     }
 
     /// True when `bytes` is one valid JSON text.
-    package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var tokens: [JSONToken] = []
         return parse(bytes, into: &tokens) == nil
     }
@@ -548,9 +548,9 @@ extension UnsafeRawBufferPointer {
 }
 
 /// JSON text helpers for writing responses without Foundation.
-package enum JSONWriter {
+public enum JSONWriter {
     /// `s` as a JSON string literal.
-    package static func quote(_ s: String) -> String {
+    public static func quote(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {
             switch u {

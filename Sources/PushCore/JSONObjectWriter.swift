@@ -9,10 +9,10 @@
 /// object.add("journal", json: journal?.json)  // a nested object, or null
 /// let text = object.text                      // {"teamId":"ABCDE12345","topics":[...],"journal":null}
 /// ```
-package struct JSONObjectWriter {
+public struct JSONObjectWriter {
     private var body = ""
 
-    package init() {}
+    public init() {}
 
     private mutating func key(_ name: String) {
         body += body.isEmpty ? "" : ","
@@ -20,46 +20,46 @@ package struct JSONObjectWriter {
     }
 
     /// A string member; nil writes `null`.
-    package mutating func add(_ name: String, _ value: String?) {
+    public mutating func add(_ name: String, _ value: String?) {
         key(name)
         body += value.map(JSONWriter.quote) ?? "null"
     }
 
     /// A number member; nil writes `null`.
-    package mutating func add<Number: BinaryInteger>(_ name: String, _ value: Number?) {
+    public mutating func add<Number: BinaryInteger>(_ name: String, _ value: Number?) {
         key(name)
         body += value.map { String($0) } ?? "null"
     }
 
-    package mutating func add(_ name: String, _ value: Bool) {
+    public mutating func add(_ name: String, _ value: Bool) {
         key(name)
         body += value ? "true" : "false"
     }
 
     /// An array of strings.
-    package mutating func add(_ name: String, strings: [String]) {
+    public mutating func add(_ name: String, strings: [String]) {
         key(name)
         body += "[" + strings.map(JSONWriter.quote).joined(separator: ",") + "]"
     }
 
     /// A member whose value is JSON already (an object or array another writer or type made);
     /// nil writes `null`.
-    package mutating func add(_ name: String, json: String?) {
+    public mutating func add(_ name: String, json: String?) {
         key(name)
         body += json ?? "null"
     }
 
     /// An array of values that are JSON already.
-    package mutating func add(_ name: String, jsonArray: [String]) {
+    public mutating func add(_ name: String, jsonArray: [String]) {
         key(name)
         body += "[" + jsonArray.joined(separator: ",") + "]"
     }
 
     /// The object.
-    package var text: String { "{" + body + "}" }
+    public var text: String { "{" + body + "}" }
 
     /// `{"name":[...]}`: the admin API's list shape.
-    package static func list(_ name: String, _ elements: [String]) -> String {
+    public static func list(_ name: String, _ elements: [String]) -> String {
         var object = JSONObjectWriter()
         object.add(name, jsonArray: elements)
         return object.text

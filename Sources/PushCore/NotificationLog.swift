@@ -9,15 +9,15 @@ import Transport
 /// holding variable-size records back to back in a ring: an append is one copy of the
 /// notification's bytes, with no allocation and no reference kept to the request's buffers;
 /// the oldest records are evicted (and counted) when space or the record limit runs out.
-package final class NotificationLog: Sendable {
-    package struct Filter: Sendable {
-        package var provider: PushProvider?
-        package var token: String?
-        package var topic: String?
+public final class NotificationLog: Sendable {
+    public struct Filter: Sendable {
+        public var provider: PushProvider?
+        public var token: String?
+        public var topic: String?
         /// Any further condition (the admin API's campaign filter).
-        package var matches: (@Sendable (PushNotification) -> Bool)?
-        package var limit: Int = 100
-        package init() {}
+        public var matches: (@Sendable (PushNotification) -> Bool)?
+        public var limit: Int = 100
+        public init() {}
     }
 
     private final class Shard: Sendable {
@@ -34,14 +34,14 @@ package final class NotificationLog: Sendable {
     private let shards: [Shard]
 
     /// About `capacity` notifications in all (1 KiB of arena each: more when they are small).
-    package init(shards: Int, capacity: Int) {
+    public init(shards: Int, capacity: Int) {
         let n = max(1, shards)
         let perShard = max(1, capacity / n)
         self.shards = (0..<n).map { _ in Shard(bytes: max(256 * 1024, perShard * 1024), records: perShard) }
     }
 
     /// Records an accepted notification on the caller's shard (its event loop index).
-    package func append(
+    public func append(
         shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
         payloadIsJSON: Bool, warnings: [String]
@@ -58,7 +58,7 @@ package final class NotificationLog: Sendable {
     }
 
     /// Matching notifications, oldest first, at most `filter.limit` (the newest ones).
-    package func query(_ filter: Filter) -> [PushNotification] {
+    public func query(_ filter: Filter) -> [PushNotification] {
         var out: [(Int, PushNotification)] = []
         for (i, s) in shards.enumerated() {
             s.arena.withLock { a in a.forEach(filter) { n in if filter.matches?(n) ?? true { out.append((i, n)) } } }
@@ -67,10 +67,10 @@ package final class NotificationLog: Sendable {
         return out.suffix(max(0, filter.limit)).map(\.1)
     }
 
-    package var count: Int { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.count } } }
-    package var evicted: UInt64 { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.evicted } } }
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.count } } }
+    public var evicted: UInt64 { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.evicted } } }
 
-    package func removeAll() {
+    public func removeAll() {
         for s in shards { s.arena.withLock { $0.reset() } }
     }
 }

@@ -1,7 +1,7 @@
 /// `%XX` encoding and decoding for query values, form fields and path segments.
-package enum PercentEncoding {
+public enum PercentEncoding {
     /// Escapes every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`), as `%XX`.
-    package static func encode(_ s: String) -> String {
+    public static func encode(_ s: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count)
@@ -19,7 +19,7 @@ package enum PercentEncoding {
 
     /// Decodes `%XX` escapes (malformed ones are kept as they are); `+` becomes a space when
     /// `plusAsSpace` (query strings and forms, not paths).
-    package static func decode(_ s: ArraySlice<UInt8>, plusAsSpace: Bool) -> String {
+    public static func decode(_ s: ArraySlice<UInt8>, plusAsSpace: Bool) -> String {
         func hex(_ c: UInt8) -> UInt8? {
             switch c {
             case 0x30...0x39: c - 0x30

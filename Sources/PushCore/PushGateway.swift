@@ -9,7 +9,7 @@ import Transport
 /// the pipeline's, run once for every gateway in one documented order:
 ///
 /// ```
-/// decide(_:state:nowMs:into:)            the provider's verdict, in place
+/// decide(_:on:state:nowMs:into:)         the provider's verdict, in place
 ///   -> subject(of:request:)               what fault rules and the journal see (token, topic, scope)
 ///   -> injectedAnswer(_:request:)         when a fault rule answers instead
 ///   -> rateLimited(_:)                    when the pipeline's per-token limit refuses
@@ -22,7 +22,7 @@ import Transport
 /// request's connection, with that connection's `ConnectionState`; none may block. A gateway is
 /// shared by every loop, so its own stored state is immutable or internally synchronised
 /// (registries), never per-loop.
-package protocol PushGateway: Sendable {
+public protocol PushGateway: Sendable {
     /// What the gateway remembers per connection (auth caches, scratch buffers). Created on the
     /// connection's first push request and touched only by that connection's loop.
     associatedtype ConnectionState: AnyObject
@@ -51,8 +51,9 @@ package protocol PushGateway: Sendable {
     /// (APNs answers 404 BadPath under its host names); nil otherwise.
     func notFound(_ request: Request) -> Response?
 
-    /// The provider's verdict on the request, written into `decision` (a blank one).
-    func decide(_ exchange: Exchange, state: ConnectionState, nowMs: Int64, into decision: inout Decision)
+    /// The provider's verdict on `request` (the exchange's, read once by the pipeline), written
+    /// into `decision` (a blank one). The exchange gives the connection and the route's parameters.
+    func decide(_ request: Request, on exchange: Exchange, state: ConnectionState, nowMs: Int64, into decision: inout Decision)
 
     /// What fault rules match on and the journal records as the request's target.
     func subject(of decision: Decision, request: Request) -> PushSubject
@@ -93,12 +94,12 @@ package protocol PushGateway: Sendable {
 }
 
 extension PushGateway {
-    package func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
-    package func notFound(_ request: Request) -> Response? { nil }
+    public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
+    public func notFound(_ request: Request) -> Response? { nil }
 }
 
 /// A gateway's verdict type.
-package protocol PushDecision {
+public protocol PushDecision {
     /// A blank decision, before `decide` writes it.
     init()
     /// Whether the push was accepted (and so is delivered).
@@ -106,8 +107,8 @@ package protocol PushDecision {
 }
 
 /// One route a gateway serves, and how the pipeline handles it.
-package struct GatewayRoute: Sendable {
-    package enum Handling: Sendable {
+public struct GatewayRoute: Sendable {
+    public enum Handling: Sendable {
         /// A push request: the pipeline's stages, in order.
         case push
         /// Answered by the gateway alone (no fault rules, no journal).
@@ -118,13 +119,13 @@ package struct GatewayRoute: Sendable {
     }
 
     /// nil: every method (the handler decides).
-    package var methods: [HTTPMethod]?
-    package var pattern: String
-    package var maxBodySize: Int
-    package var bodyTooLarge: @Sendable (Request) -> Response
-    package var handling: Handling
+    public var methods: [HTTPMethod]?
+    public var pattern: String
+    public var maxBodySize: Int
+    public var bodyTooLarge: @Sendable (Request) -> Response
+    public var handling: Handling
 
-    package init(
+    public init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
         bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge, handling: Handling
     ) {
@@ -137,16 +138,16 @@ package struct GatewayRoute: Sendable {
 }
 
 /// What fault rules match on and the journal records as a request's target.
-package struct PushSubject {
+public struct PushSubject {
     /// The device token (empty when the request named none).
-    package var token: ArraySlice<UInt8>
+    public var token: ArraySlice<UInt8>
     /// APNs topic, FCM topic or condition.
-    package var topic: ArraySlice<UInt8>?
+    public var topic: ArraySlice<UInt8>?
     /// APNs environment or FCM project.
-    package var scope: String
+    public var scope: String
 
     @inlinable
-    package init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
+    public init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
         self.token = token
         self.topic = topic
         self.scope = scope
@@ -154,16 +155,16 @@ package struct PushSubject {
 }
 
 /// How an answer is recorded (journal, metrics).
-package struct PushOutcome {
-    package var status: Int
+public struct PushOutcome {
+    public var status: Int
     /// The APNs reason or FCM error code; empty on success.
-    package var reason: String
+    public var reason: String
     /// The payload the journal keeps.
-    package var payload: ArraySlice<UInt8>
-    package var warnings: [String]
+    public var payload: ArraySlice<UInt8>
+    public var warnings: [String]
 
     @inlinable
-    package init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
+    public init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
         self.status = status
         self.reason = reason
         self.payload = payload
@@ -174,26 +175,26 @@ package struct PushOutcome {
 /// How the pipeline takes each device an accepted push reaches (`forEachAcceptedPush`), as
 /// separate arguments so nothing is packed, copied or retained on the way:
 /// - `delivery`: what the device layer receives (and the notification log keeps: id, token,
-///   environment, payload); `inout` so it is handed over in place;
+///   environment, payload); lent (`borrowing`), so it is read in place;
 /// - `topic`: the APNs topic, or the FCM topic or condition of a fan-out;
 /// - `warnings`: the payload's lint warnings;
 /// - `parsedPayload`: the payload's tokens when the gateway already scanned it (saves a rescan);
 /// - `flags`: whether the payload is JSON, whether a fault's device effects apply.
-package typealias AcceptedPushSink = (
-    _ delivery: inout Delivery, _ topic: ArraySlice<UInt8>?, _ warnings: [String], _ parsedPayload: JSONTokenBuffer?,
+public typealias AcceptedPushSink = (
+    _ delivery: borrowing Delivery, _ topic: ArraySlice<UInt8>?, _ warnings: [String], _ parsedPayload: JSONTokenBuffer?,
     _ flags: AcceptedPushFlags
 ) -> Void
 
 /// The plain facts about one accepted push (no references: free to copy).
-package struct AcceptedPushFlags: Sendable {
+public struct AcceptedPushFlags: Sendable {
     /// The payload is JSON (the notification log shows it as an object).
-    package var payloadIsJSON: Bool
+    public var payloadIsJSON: Bool
     /// A fault's device effects (uninstall, rotate) apply to this device: a token send, not
     /// each subscriber of a topic send.
-    package var appliesDeviceEffects: Bool
+    public var appliesDeviceEffects: Bool
 
     @inlinable
-    package init(payloadIsJSON: Bool, appliesDeviceEffects: Bool) {
+    public init(payloadIsJSON: Bool, appliesDeviceEffects: Bool) {
         self.payloadIsJSON = payloadIsJSON
         self.appliesDeviceEffects = appliesDeviceEffects
     }
@@ -201,16 +202,16 @@ package struct AcceptedPushFlags: Sendable {
 
 /// An answer a fault rule injects, before a gateway formats it. Unset fields take the gateway's
 /// defaults for the status (APNs: the reason a status implies; FCM: the error code).
-package struct InjectedAnswer: Sendable {
-    package var status: Int?
+public struct InjectedAnswer: Sendable {
+    public var status: Int?
     /// An APNs reason (or an OAuth error description for FCM's token endpoint).
-    package var reason: String?
+    public var reason: String?
     /// An FCM error code (or an OAuth error code).
-    package var errorCode: String?
+    public var errorCode: String?
     /// Seconds, sent as `retry-after`.
-    package var retryAfter: Int?
+    public var retryAfter: Int?
 
-    package init(status: Int?, reason: String?, errorCode: String?, retryAfter: Int?) {
+    public init(status: Int?, reason: String?, errorCode: String?, retryAfter: Int?) {
         self.status = status
         self.reason = reason
         self.errorCode = errorCode

@@ -3,21 +3,21 @@ import Transport
 /// An accepted notification as the provider layers hand it on (to the device layer; until that
 /// exists, to the notification log). Bytes are kept as received: headers and payload share
 /// storage with the request, nothing is re-encoded on the hot path.
-package struct PushNotification: Sendable {
-    package var sequence: UInt64 = 0
-    package var id: UUIDValue
-    package var provider: PushProvider
-    package var receivedAtMs: Int64
+public struct PushNotification: Sendable {
+    public var sequence: UInt64 = 0
+    public var id: UUIDValue
+    public var provider: PushProvider
+    public var receivedAtMs: Int64
     /// APNs: "sandbox" / "production". FCM: the project id.
-    package var environment: String
-    package var token: ArraySlice<UInt8>
-    package var topic: ArraySlice<UInt8>?
-    package var headers: HTTPFields
-    package var payload: [UInt8]
-    package var payloadIsJSON: Bool
-    package var warnings: [String]
+    public var environment: String
+    public var token: ArraySlice<UInt8>
+    public var topic: ArraySlice<UInt8>?
+    public var headers: HTTPFields
+    public var payload: [UInt8]
+    public var payloadIsJSON: Bool
+    public var warnings: [String]
 
-    package init(
+    public init(
         id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: [UInt8],
         payloadIsJSON: Bool, warnings: [String]
@@ -35,7 +35,7 @@ package struct PushNotification: Sendable {
     }
 
     /// The notification as admin-API JSON (`{"id","provider","receivedAt","headers","payload",...}`).
-    package var json: String {
+    public var json: String {
         var s = "{\"id\":\"\(id)\",\"provider\":\"\(provider.name)\",\"receivedAt\":\(receivedAtMs)"
         if provider == .fcm {
             s +=
@@ -65,14 +65,14 @@ package struct PushNotification: Sendable {
 extension PushNotification {
     /// FCM's message id for a notification: `0:<microseconds>%<16 hex>`, derived from the
     /// id's high half (shared by every device record of one topic send) and the receive time.
-    package static func fcmMessageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
+    public static func fcmMessageID(_ id: UUIDValue, receivedAtMs: Int64) -> String {
         var out: [UInt8] = []
         appendFCMMessageID(id, receivedAtMs: receivedAtMs, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends the FCM message id's bytes (no String on the request path).
-    package static func appendFCMMessageID(_ id: UUIDValue, receivedAtMs: Int64, to out: inout [UInt8]) {
+    public static func appendFCMMessageID(_ id: UUIDValue, receivedAtMs: Int64, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "0"))
         out.append(UInt8(ascii: ":"))
         var us = UInt64(max(0, receivedAtMs)) &* 1000 &+ id.high % 1000

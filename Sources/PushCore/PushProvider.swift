@@ -10,43 +10,43 @@ import Synchronization
 ///
 /// Built-in gateways are `apns` and `fcm`. Another gateway picks an unused index below
 /// `capacity` and calls `register` once, before any server starts (a test's toy gateway does).
-package struct PushProvider: Hashable, Sendable, CustomStringConvertible {
+public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     /// The fixed number (array index; the stored byte).
-    package let index: Int
+    public let index: Int
     /// The name in the admin API, metrics and fault rules.
-    package let name: String
+    public let name: String
 
     /// How many gateways one process can hold (the size of every per-provider array).
-    package static let capacity = 4
+    public static let capacity = 4
 
-    package static let apns = PushProvider(index: 0, name: "apns")
-    package static let fcm = PushProvider(index: 1, name: "fcm")
+    public static let apns = PushProvider(index: 0, name: "apns")
+    public static let fcm = PushProvider(index: 1, name: "fcm")
 
     /// A provider identity; `index` must be below `capacity`.
-    package init(index: Int, name: String) {
+    public init(index: Int, name: String) {
         precondition(index >= 0 && index < PushProvider.capacity, "a provider index is 0..<\(PushProvider.capacity)")
         self.index = index
         self.name = name
     }
 
-    package var description: String { name }
+    public var description: String { name }
 
-    package static func == (lhs: PushProvider, rhs: PushProvider) -> Bool { lhs.index == rhs.index }
-    package func hash(into hasher: inout Hasher) { hasher.combine(index) }
+    public static func == (lhs: PushProvider, rhs: PushProvider) -> Bool { lhs.index == rhs.index }
+    public func hash(into hasher: inout Hasher) { hasher.combine(index) }
 
     private static let registered = Mutex<[PushProvider?]>(
         [PushProvider.apns, PushProvider.fcm] + Array(repeating: nil, count: capacity - 2))
 
     /// Makes a gateway's provider known by name and index (`named`, `stored`).
-    package static func register(_ provider: PushProvider) {
+    public static func register(_ provider: PushProvider) {
         registered.withLock { $0[provider.index] = provider }
     }
 
     /// Every registered provider, by index.
-    package static var all: [PushProvider] { registered.withLock { $0.compactMap { $0 } } }
+    public static var all: [PushProvider] { registered.withLock { $0.compactMap { $0 } } }
 
     /// The registered provider with this name (`"apns"`, `"fcm"`), or nil.
-    package static func named(_ name: String) -> PushProvider? {
+    public static func named(_ name: String) -> PushProvider? {
         if name == "apns" { return .apns }
         if name == "fcm" { return .fcm }
         return registered.withLock { list in list.first { $0?.name == name } ?? nil }
@@ -54,7 +54,7 @@ package struct PushProvider: Hashable, Sendable, CustomStringConvertible {
 
     /// The provider a stored byte stands for (the notification log's and the journal's); an
     /// unknown byte reads as FCM, as every non-zero byte did before there were more than two.
-    package static func stored(_ byte: UInt8) -> PushProvider {
+    public static func stored(_ byte: UInt8) -> PushProvider {
         switch byte {
         case 0: return .apns
         case 1: return .fcm
@@ -66,10 +66,10 @@ package struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The byte stored for this provider.
-    package var storedByte: UInt8 { UInt8(index) }
+    public var storedByte: UInt8 { UInt8(index) }
 
     /// The names of the registered providers, for error messages (`apns or fcm`).
-    package static var namesForMessages: String {
+    public static var namesForMessages: String {
         let names = all.map(\.name)
         return names.count <= 1 ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + names.last!
     }

@@ -1,7 +1,7 @@
 /// `--since` values: milliseconds since the epoch, an ISO 8601 UTC time
 /// (`2026-11-29T10:00:00Z`, or a date), or an age before now (`90s`, `30m`, `12h`, `7d`).
-package enum TimeArgument {
-    package static func parse(_ v: String, nowMs: Int64) -> Int64? {
+public enum TimeArgument {
+    public static func parse(_ v: String, nowMs: Int64) -> Int64? {
         if let ms = Int64(v), ms >= 0 { return ms }
         if let age = durationMs(v), v.last?.isLetter == true { return nowMs - age }
         // YYYY-MM-DD[THH:MM[:SS][Z]]
@@ -42,7 +42,7 @@ package enum TimeArgument {
 
     /// An age or duration: `90s`, `30m`, `12h`, `7d`, or whole seconds; nil when malformed or
     /// beyond what milliseconds in an Int64 hold.
-    package static func durationMs(_ v: String) -> Int64? {
+    public static func durationMs(_ v: String) -> Int64? {
         let units: [Character: Int64] = ["s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000]
         if let u = v.last, let scale = units[u], let n = Int64(v.dropLast()), n >= 0, n < Int64.max / scale { return n * scale }
         if let n = Int64(v), n >= 0, n < Int64.max / 1000 { return n * 1000 }

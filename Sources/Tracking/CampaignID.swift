@@ -3,7 +3,7 @@ import PushCore
 /// The campaign a notification belongs to, by the keys each platform's payload carries it in:
 /// Adobe Campaign `_dId`, MoEngage `moe_campaign_id` / `gcm_campaign_id` (iOS `moengage.cid`),
 /// Pushwoosh `p`, Braze `cid` / `ab.c`, OneSignal `custom.i`, FCM `fcm_options.analytics_label`.
-package enum CampaignID {
+public enum CampaignID {
     /// (A bare `moe_campaign_id` / `gcm_campaign_id` beside `aps` or in `data` is taken too:
     /// senders that build MoEngage-style payloads by hand put them there.)
     /// Each preset's paths, in `TrackingPresets.all`'s order.
@@ -15,12 +15,12 @@ package enum CampaignID {
 
     /// Every campaign id the payload carries (an APNs payload or an FCM message).
     /// `extra`: configured paths (`--campaign-key`), tried first.
-    package static func candidates(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> [String] {
+    public static func candidates(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> [String] {
         (extra + (provider == .apns ? apnsPaths : fcmPaths)).compactMap { payload.value($0) }
     }
 
     /// The first campaign id the payload carries.
-    package static func first(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
+    public static func first(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
         for p in extra { if let v = payload.value(p) { return v } }
         for p in provider == .apns ? apnsPaths : fcmPaths { if let v = payload.value(p) { return v } }
         return nil
@@ -28,14 +28,14 @@ package enum CampaignID {
 
     /// The same for a whole FCM request body (`{"message":{...}}`, as a rejected request is
     /// journaled), or the message itself.
-    package static func first(request payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
+    public static func first(request payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
         if let c = first(payload, provider: provider, extra: extra) { return c }
         guard provider == .fcm else { return nil }
         for p in extra + fcmPaths { if let v = payload.value("message." + p) { return v } }
         return nil
     }
 
-    package static func matches(_ n: PushNotification, _ campaign: String, extra: [String] = []) -> Bool {
+    public static func matches(_ n: PushNotification, _ campaign: String, extra: [String] = []) -> Bool {
         n.payloadIsJSON && candidates(PayloadReader(n.payload), provider: n.provider, extra: extra).contains(campaign)
     }
 }

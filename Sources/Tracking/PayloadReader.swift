@@ -6,12 +6,12 @@ import Transport
 /// A path that reaches a JSON *string* and goes on parses that string as JSON, so values nested
 /// the way SDK payloads nest them (OneSignal's `custom`, MoEngage's `moe_cid_attr`) are reachable:
 /// `data.custom.i`. The document is tokenized once, however many values are read.
-package struct PayloadReader: @unchecked Sendable { // the token buffer is never written after init
-    package let bytes: [UInt8]
+public struct PayloadReader: @unchecked Sendable { // the token buffer is never written after init
+    public let bytes: [UInt8]
     private let tokens: JSONTokenBuffer
     private let valid: Bool
 
-    package init(_ bytes: [UInt8]) {
+    public init(_ bytes: [UInt8]) {
         self.bytes = bytes
         let t = JSONTokenBuffer(capacity: 32)
         valid = bytes.withUnsafeBytes { JSONParser.parse($0, into: t) == nil } && t.tokens.count > 0
@@ -20,7 +20,7 @@ package struct PayloadReader: @unchecked Sendable { // the token buffer is never
 
     /// A reader over a document already tokenized by a provider (`parsed` holds the tokens of
     /// `bytes`, as `JSONParser.parse` left them): the tokens are copied, not parsed again.
-    package init(_ bytes: [UInt8], parsed: JSONTokenBuffer) {
+    public init(_ bytes: [UInt8], parsed: JSONTokenBuffer) {
         self.bytes = bytes
         tokens = parsed.copy()
         valid = tokens.tokens.count > 0
@@ -28,7 +28,7 @@ package struct PayloadReader: @unchecked Sendable { // the token buffer is never
 
     /// A scalar as text (strings decoded, numbers and booleans as written), an object or array
     /// as its JSON text; nil when absent or null.
-    package func value(_ path: String) -> String? {
+    public func value(_ path: String) -> String? {
         guard valid else { return nil }
         var path = path
         return path.withUTF8 { p in
@@ -36,7 +36,7 @@ package struct PayloadReader: @unchecked Sendable { // the token buffer is never
         }
     }
 
-    package func has(_ path: String) -> Bool { value(path) != nil }
+    public func has(_ path: String) -> Bool { value(path) != nil }
 
     /// Walks `path` (dot-separated, empty segments kept, as `split(omittingEmptySubsequences:
     /// false)` would give them) over the bytes: no segment array, no `String` per key.

@@ -6,8 +6,8 @@ import PushCore
 /// `time.epochSeconds|epochMs|iso|moengage`, `received.epochMs|iso`, `uuid`, `options.NAME`.
 /// Transforms: `dec2hex`, `urlencode`, `base64`, `sha256`, `lower`, `upper`, `json` (a quoted
 /// JSON string). `{{` is a literal brace. A placeholder whose value is absent renders empty.
-package enum Templates {
-    package static func render(_ template: String, _ ctx: TrackingContext, options: [String: String]) -> String {
+public enum Templates {
+    public static func render(_ template: String, _ ctx: TrackingContext, options: [String: String]) -> String {
         var out = ""
         var chars = Array(template.unicodeScalars)[...]
         while let c = chars.popFirst() {
@@ -35,7 +35,7 @@ package enum Templates {
         return out
     }
 
-    package static func evaluate(_ expr: String, _ ctx: TrackingContext, options: [String: String]) -> String? {
+    public static func evaluate(_ expr: String, _ ctx: TrackingContext, options: [String: String]) -> String? {
         let parts = expr.split(separator: "|").map { $0.trimmingSpaces }
         guard let source = parts.first else { return nil }
         guard var value = lookup(source, ctx, options: options) else { return nil }
@@ -72,7 +72,7 @@ package enum Templates {
         }
     }
 
-    package static func transform(_ name: String, _ v: String) -> String? {
+    public static func transform(_ name: String, _ v: String) -> String? {
         switch name {
         case "dec2hex": return AdobeIDs.hex(v)
         case "urlencode": return urlencode(v)
@@ -85,9 +85,9 @@ package enum Templates {
         }
     }
 
-    package static func urlencode(_ s: String) -> String { PercentEncoding.encode(s) }
+    public static func urlencode(_ s: String) -> String { PercentEncoding.encode(s) }
 
-    package static func base64(_ b: [UInt8]) -> String {
+    public static func base64(_ b: [UInt8]) -> String {
         let t = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var out: [UInt8] = []
         var i = 0
@@ -103,7 +103,7 @@ package enum Templates {
         return String(decoding: out, as: UTF8.self)
     }
 
-    package static func sha256Hex(_ b: [UInt8]) -> String {
+    public static func sha256Hex(_ b: [UInt8]) -> String {
         var md = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 0
         _ = EVP_Digest(b, b.count, &md, &len, EVP_sha256(), nil)
@@ -112,7 +112,7 @@ package enum Templates {
     }
 
     /// `2026-11-29T12:00:00.123Z`
-    package static func iso8601(_ ms: Int64) -> String {
+    public static func iso8601(_ ms: Int64) -> String {
         let (y, mo, d, h, mi, s) = civil(ms / 1000)
         func p(_ n: Int, _ w: Int = 2) -> String {
             let t = String(n)
@@ -122,7 +122,7 @@ package enum Templates {
     }
 
     /// MoEngage's local time `d:m:yyyy:h:m:s` (UTC here).
-    package static func moengageTime(_ ms: Int64) -> String {
+    public static func moengageTime(_ ms: Int64) -> String {
         let (y, mo, d, h, mi, s) = civil(ms / 1000)
         return "\(d):\(mo):\(y):\(h):\(mi):\(s)"
     }
@@ -144,8 +144,8 @@ extension Substring {
 
 /// Adobe Campaign's `_mId` conversion (aepsdk-campaignclassic): a v8 UUID is kept; a v7 decimal
 /// becomes lowercase hex without padding; a negative 32-bit value its 32-bit two's complement.
-package enum AdobeIDs {
-    package static func hex(_ mId: String) -> String? {
+public enum AdobeIDs {
+    public static func hex(_ mId: String) -> String? {
         if isUUID(mId) { return mId }
         guard let n = Int64(mId) else { return nil }
         if n >= 0 { return lowerHex(UInt64(n)) }

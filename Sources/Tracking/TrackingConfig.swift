@@ -4,36 +4,36 @@ import PushCore
 /// ...preset options}`. For `webhook`: `"method"`, `"url"` (a template), `"headers"` (name ->
 /// template), `"body"` (a template), `"events"` (default both), `"when"` (a payload path that
 /// must be present).
-package struct TrackingConfig: Sendable, Equatable {
-    package var preset: String
-    package var url: String
+public struct TrackingConfig: Sendable, Equatable {
+    public var preset: String
+    public var url: String
     /// Preset options (appCode, apiToken, appId, apiKey, tagReceive, ...), as text.
-    package var options: [String: String]
-    package var method = "GET"
-    package var headers: [(String, String)] = []
-    package var body: String?
-    package var events: Set<TrackingEvent> = Set(TrackingEvent.allCases)
-    package var when: String?
+    public var options: [String: String]
+    public var method = "GET"
+    public var headers: [(String, String)] = []
+    public var body: String?
+    public var events: Set<TrackingEvent> = Set(TrackingEvent.allCases)
+    public var when: String?
 
-    package static var presets: [String] { TrackingPresets.names }
+    public static var presets: [String] { TrackingPresets.names }
 
-    package init(preset: String, url: String, options: [String: String] = [:]) {
+    public init(preset: String, url: String, options: [String: String] = [:]) {
         self.preset = preset
         self.url = url
         self.options = options
     }
 
-    package static func == (a: TrackingConfig, b: TrackingConfig) -> Bool {
+    public static func == (a: TrackingConfig, b: TrackingConfig) -> Bool {
         a.preset == b.preset && a.url == b.url && a.options == b.options && a.method == b.method && a.body == b.body
             && a.events == b.events && a.when == b.when && a.headers.map { $0.0 + ":" + $0.1 } == b.headers.map { $0.0 + ":" + $0.1 }
     }
 
-    package struct ConfigError: Error, CustomStringConvertible {
-        package let description: String
+    public struct ConfigError: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// Parses the admin API's `"tracking"` object (the JSON text of it).
-    package static func parse(_ json: [UInt8]) throws -> TrackingConfig {
+    public static func parse(_ json: [UInt8]) throws -> TrackingConfig {
         var preset: String?
         var url: String?
         var options: [String: String] = [:]
@@ -119,7 +119,7 @@ package struct TrackingConfig: Sendable, Equatable {
     }
 
     /// The object as admin-API JSON.
-    package var json: String {
+    public var json: String {
         var s = "{\"preset\":" + JSONWriter.quote(preset) + ",\"url\":" + JSONWriter.quote(url)
         for (k, v) in options.sorted(by: { $0.key < $1.key }) { s += "," + JSONWriter.quote(k) + ":" + JSONWriter.quote(v) }
         if preset == "webhook" {

@@ -1,26 +1,26 @@
 import PushCore
 
 /// What an SDK inside the app knows when it reports an event.
-package struct TrackingContext: Sendable {
-    package var event: TrackingEvent
+public struct TrackingContext: Sendable {
+    public var event: TrackingEvent
     /// "ios" or "android".
-    package var platform: String
-    package var token: String
-    package var app: String
+    public var platform: String
+    public var token: String
+    public var app: String
     /// The emulator's notification id.
-    package var notificationID: String
+    public var notificationID: String
     /// The `apns-id`, or the FCM message `name`.
-    package var messageName: String
-    package var receivedAtMs: Int64
+    public var messageName: String
+    public var receivedAtMs: Int64
     /// When the event happens (receive or open time).
-    package var atMs: Int64
+    public var atMs: Int64
     /// The APNs payload, or the FCM `message` object.
-    package var payload: PayloadReader
-    package var userID: String?
-    package var locale = "en-US"
-    package var model: String
+    public var payload: PayloadReader
+    public var userID: String?
+    public var locale = "en-US"
+    public var model: String
 
-    package init(
+    public init(
         event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,
         receivedAtMs: Int64, atMs: Int64, payload: PayloadReader, userID: String? = nil
     ) {
@@ -38,14 +38,14 @@ package struct TrackingContext: Sendable {
     }
 
     /// A stable hardware id for the device (the SDKs' hwid / device_id): a UUID from the token.
-    package var hwid: String {
+    public var hwid: String {
         let k = TokenKey(token)
         return UUIDValue(high: k.a, low: k.b).description
     }
 
     /// A key the app sees in its notification: APNs top-level keys; FCM `data` (the android
     /// override first, as the device receives it).
-    package func appValue(_ key: String) -> String? {
+    public func appValue(_ key: String) -> String? {
         if platform == "ios" { return payload.value(key) }
         return payload.value("android.data." + key) ?? payload.value("data." + key)
     }

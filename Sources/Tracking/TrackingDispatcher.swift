@@ -7,15 +7,14 @@ import Transport
 
 /// Requests to be grouped into one (MoEngage's and Braze's batched SDK endpoints): items with
 /// the same key are sent together when `maxItems` are waiting or `flushAfterMs` has passed.
-package struct TrackingBatch: Sendable {
-    package var key: String
-    package var item: [UInt8]
-    package var flushAfterMs: Int64
-    package var maxItems: Int
-    package var build: @Sendable ([[UInt8]]) -> TrackingRequest
+public struct TrackingBatch: Sendable {
+    public var key: String
+    public var item: [UInt8]
+    public var flushAfterMs: Int64
+    public var maxItems: Int
+    public var build: @Sendable ([[UInt8]]) -> TrackingRequest
 
-    package init(key: String, item: [UInt8], flushAfterMs: Int64, maxItems: Int, build: @escaping @Sendable ([[UInt8]]) -> TrackingRequest)
-    {
+    public init(key: String, item: [UInt8], flushAfterMs: Int64, maxItems: Int, build: @escaping @Sendable ([[UInt8]]) -> TrackingRequest) {
         self.key = key
         self.item = item
         self.flushAfterMs = flushAfterMs
@@ -26,18 +25,18 @@ package struct TrackingBatch: Sendable {
 
 /// One tracking call to make, not before `notBeforeMs`. A reference: queues and heaps move a
 /// pointer, not a dozen fields. Owned by one thread at a time (the submitter, then its lane).
-package final class TrackingJob: @unchecked Sendable {
-    package var request: TrackingRequest
-    package var event: TrackingEvent
-    package var preset: String
-    package var token: String
-    package var notificationID: String
-    package var notBeforeMs: Int64
-    package var batch: TrackingBatch?
+public final class TrackingJob: @unchecked Sendable {
+    public var request: TrackingRequest
+    public var event: TrackingEvent
+    public var preset: String
+    public var token: String
+    public var notificationID: String
+    public var notBeforeMs: Int64
+    public var batch: TrackingBatch?
     var attempt = 1
     var events = 1
 
-    package init(
+    public init(
         request: TrackingRequest, event: TrackingEvent, preset: String, token: String, notificationID: String,
         notBeforeMs: Int64, batch: TrackingBatch? = nil
     ) {
@@ -61,8 +60,8 @@ package final class TrackingJob: @unchecked Sendable {
 final class TrackingLane: @unchecked Sendable {
     typealias Options = TrackingDispatcher.Options
 
-    package let options: Options
-    package let log: TrackingLog
+    public let options: Options
+    public let log: TrackingLog
     private let inbox = Mutex<[TrackingJob]>([])
     private let queued = Atomic<Int>(0)
     private let wakePending = Atomic<Bool>(false)
@@ -131,12 +130,12 @@ final class TrackingLane: @unchecked Sendable {
         close(epfd)
     }
 
-    package func start() {
+    public func start() {
         thread = Threads.spawn { [self] in self.run() }
     }
 
     /// Stops after in-flight transfers finish or `graceMs` passes; queued jobs are dropped (counted).
-    package func stop() {
+    public func stop() {
         stopping.store(true, ordering: .releasing)
         wake()
         if let thread { pthread_join(thread, nil) }
@@ -144,11 +143,11 @@ final class TrackingLane: @unchecked Sendable {
     }
 
     /// Jobs waiting or in flight.
-    package var depth: Int { queued.load(ordering: .relaxed) }
+    public var depth: Int { queued.load(ordering: .relaxed) }
 
     /// Queues a job; false (and counted as dropped) when the queue is full.
     @discardableResult
-    package func submit(_ job: TrackingJob) -> Bool {
+    public func submit(_ job: TrackingJob) -> Bool {
         if queued.load(ordering: .relaxed) >= options.queueCapacity {
             log.countDropped()
             return false

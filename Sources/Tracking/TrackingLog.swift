@@ -2,28 +2,28 @@ import PushCore
 import Synchronization
 
 /// One tracking attempt and its outcome.
-package struct TrackingAttempt: Sendable {
-    package var sequence: UInt64 = 0
-    package var event: TrackingEvent
-    package var preset: String
-    package var token: String
-    package var notificationID: String
-    package var method: String
-    package var url: String
+public struct TrackingAttempt: Sendable {
+    public var sequence: UInt64 = 0
+    public var event: TrackingEvent
+    public var preset: String
+    public var token: String
+    public var notificationID: String
+    public var method: String
+    public var url: String
     /// HTTP status, 0 when no response arrived.
-    package var status: Int
-    package var latencyMs: Double
+    public var status: Int
+    public var latencyMs: Double
     /// The transport error (timeout, refused, ...), nil when a response arrived.
-    package var error: String?
+    public var error: String?
     /// 1 for the first try.
-    package var attempt: Int
+    public var attempt: Int
     /// "succeeded", "retrying" (a failed try that will be retried) or "failed" (final).
-    package var outcome: String
-    package var atMs: Int64
+    public var outcome: String
+    public var atMs: Int64
     /// Events a batched request carried (MoEngage, Braze).
-    package var events: Int
+    public var events: Int
 
-    package init(
+    public init(
         sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
         url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int
     ) {
@@ -43,7 +43,7 @@ package struct TrackingAttempt: Sendable {
         self.events = events
     }
 
-    package var json: String {
+    public var json: String {
         var s = "{\"event\":\"\(event.rawValue)\",\"preset\":" + JSONWriter.quote(preset) + ",\"token\":" + JSONWriter.quote(token)
         s += ",\"notificationId\":" + JSONWriter.quote(notificationID) + ",\"method\":\"\(method)\",\"url\":" + JSONWriter.quote(url)
         s += ",\"status\":\(status),\"latencyMs\":\((latencyMs * 1000).rounded() / 1000)"
@@ -54,50 +54,50 @@ package struct TrackingAttempt: Sendable {
 }
 
 /// The most recent tracking attempts (a ring), plus counters that never drop anything.
-package final class TrackingLog: Sendable {
-    package struct Filter: Sendable {
-        package var token: String?
-        package var event: TrackingEvent?
+public final class TrackingLog: Sendable {
+    public struct Filter: Sendable {
+        public var token: String?
+        public var event: TrackingEvent?
         /// An HTTP status ("200"), or an outcome ("succeeded", "failed", "retrying").
-        package var status: String?
-        package var limit = 100
-        package init() {}
+        public var status: String?
+        public var limit = 100
+        public init() {}
     }
 
-    package struct Counters: Sendable, Equatable {
-        package var scheduled: UInt64 = 0
-        package var skipped: UInt64 = 0
-        package var attempts: UInt64 = 0
-        package var succeeded: UInt64 = 0
-        package var failed: UInt64 = 0
-        package var retried: UInt64 = 0
-        package var dropped: UInt64 = 0
-        package var evicted: UInt64 = 0
+    public struct Counters: Sendable, Equatable {
+        public var scheduled: UInt64 = 0
+        public var skipped: UInt64 = 0
+        public var attempts: UInt64 = 0
+        public var succeeded: UInt64 = 0
+        public var failed: UInt64 = 0
+        public var retried: UInt64 = 0
+        public var dropped: UInt64 = 0
+        public var evicted: UInt64 = 0
     }
 
     /// Attempt counts by (preset, outcome) and latency by preset, for `/metrics`.
-    package struct Metrics: Sendable {
-        package var attempts: [PresetOutcome: UInt64] = [:]
-        package var latency: [String: LatencyHistogram] = [:]
+    public struct Metrics: Sendable {
+        public var attempts: [PresetOutcome: UInt64] = [:]
+        public var latency: [String: LatencyHistogram] = [:]
     }
 
-    package struct PresetOutcome: Hashable, Sendable {
-        package var preset: String
-        package var outcome: String
-        package var key: (String, String) { (preset, outcome) }
+    public struct PresetOutcome: Hashable, Sendable {
+        public var preset: String
+        public var outcome: String
+        public var key: (String, String) { (preset, outcome) }
     }
 
     /// Seconds buckets shared with the request histograms. `buckets[i]` counts observations in
     /// (bounds[i-1], bounds[i]] (one increment each); `cumulative` gives Prometheus's view.
-    package struct LatencyHistogram: Sendable {
-        package static let bounds: [Double] = [
+    public struct LatencyHistogram: Sendable {
+        public static let bounds: [Double] = [
             0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
         ]
-        package var buckets = [UInt64](repeating: 0, count: LatencyHistogram.bounds.count)
-        package var sum = 0.0
-        package var count: UInt64 = 0
-        package init() {}
-        package mutating func observe(_ s: Double) {
+        public var buckets = [UInt64](repeating: 0, count: LatencyHistogram.bounds.count)
+        public var sum = 0.0
+        public var count: UInt64 = 0
+        public init() {}
+        public mutating func observe(_ s: Double) {
             var i = 0
             let bounds = LatencyHistogram.bounds
             while i < bounds.count && s > bounds[i] { i += 1 }
@@ -107,14 +107,14 @@ package final class TrackingLog: Sendable {
         }
 
         /// Observations at or below each bound.
-        package var cumulative: [UInt64] {
+        public var cumulative: [UInt64] {
             var total: UInt64 = 0
             return buckets.map {
                 total += $0
                 return total
             }
         }
-        package mutating func merge(_ o: LatencyHistogram) {
+        public mutating func merge(_ o: LatencyHistogram) {
             for i in buckets.indices { buckets[i] += o.buckets[i] }
             sum += o.sum
             count += o.count
@@ -143,9 +143,9 @@ package final class TrackingLog: Sendable {
     private let scheduled = Atomic<UInt64>(0)
     private let dropped = Atomic<UInt64>(0)
     /// Called with every attempt (the journal's hook), on the dispatcher's thread. Set before start.
-    package nonisolated(unsafe) var onRecord: (@Sendable (TrackingAttempt) -> Void)?
+    public nonisolated(unsafe) var onRecord: (@Sendable (TrackingAttempt) -> Void)?
 
-    package init(capacity: Int = 100_000) { self.capacity = max(1, capacity) }
+    public init(capacity: Int = 100_000) { self.capacity = max(1, capacity) }
 
     func record(_ a: TrackingAttempt) {
         onRecord?(a)
@@ -187,14 +187,14 @@ package final class TrackingLog: Sendable {
     func countScheduled() { scheduled.add(1, ordering: .relaxed) }
     func countDropped(_ n: UInt64 = 1) { dropped.add(n, ordering: .relaxed) }
 
-    package var counters: Counters {
+    public var counters: Counters {
         var c = state.withLock { $0.counters }
         c.scheduled = scheduled.load(ordering: .relaxed)
         c.dropped = dropped.load(ordering: .relaxed)
         return c
     }
 
-    package var metrics: Metrics {
+    public var metrics: Metrics {
         state.withLock { s in
             var m = Metrics()
             for p in s.presets {
@@ -208,7 +208,7 @@ package final class TrackingLog: Sendable {
     }
 
     /// Matching attempts, oldest first, at most `limit` (the newest).
-    package func query(_ f: Filter) -> [TrackingAttempt] {
+    public func query(_ f: Filter) -> [TrackingAttempt] {
         state.withLock { s in
             var out: [TrackingAttempt] = []
             let n = s.ring.count
@@ -223,7 +223,7 @@ package final class TrackingLog: Sendable {
         }
     }
 
-    package func removeAll() {
+    public func removeAll() {
         state.withLock { s in
             s.ring.removeAll()
             s.next = 0

@@ -34,19 +34,19 @@ enum TrackingAction {
 }
 
 /// The presets, and the tracking job a preset's SDK makes for one event.
-package enum TrackingPresets {
+public enum TrackingPresets {
     /// Every preset, in the order their campaign-id paths are tried.
     static let all: [any TrackingPreset] = [
         AdobeCampaignPreset(), MoEngagePreset(), PushwooshPreset(), BrazePreset(), OneSignalPreset(), WebhookPreset(),
     ]
 
     /// The preset names, for validation and error messages.
-    package static let names = all.map(\.name)
+    public static let names = all.map(\.name)
 
     static func named(_ name: String) -> (any TrackingPreset)? { all.first { $0.name == name } }
 
     /// Whether a tracking configuration of `preset` with these options needs a `url`.
-    package static func needsURL(preset: String, options: [String: String]) -> Bool {
+    public static func needsURL(preset: String, options: [String: String]) -> Bool {
         named(preset)?.needsURL(options) ?? true
     }
 
@@ -59,13 +59,13 @@ package enum TrackingPresets {
         return nil
     }
 
-    package enum Outcome: Sendable {
+    public enum Outcome: Sendable {
         case job(TrackingJob)
         case skip(String)
     }
 
     /// The job `config`'s SDK makes for `ctx.event`, or why it makes none.
-    package static func job(_ config: TrackingConfig, _ ctx: TrackingContext) -> Outcome {
+    public static func job(_ config: TrackingConfig, _ ctx: TrackingContext) -> Outcome {
         guard config.events.contains(ctx.event) else { return .skip("\(config.preset) does not report \(ctx.event.rawValue)") }
         guard let preset = named(config.preset) else { return .skip("unknown preset \(config.preset)") }
         let base = config.url.utf8.last == UInt8(ascii: "/") ? String(config.url.dropLast()) : config.url

@@ -1,7 +1,7 @@
 /// base64url (RFC 4648 section 5), as HTTP2-Settings and JWTs use it.
-package enum Base64URL {
+public enum Base64URL {
     /// Decodes base64url without padding (padding and the standard alphabet's `+` `/` tolerated).
-    package static func decode<C: Collection>(_ s: C) -> [UInt8]? where C.Element == UInt8 {
+    public static func decode<C: Collection>(_ s: C) -> [UInt8]? where C.Element == UInt8 {
         var out: [UInt8] = []
         out.reserveCapacity(s.count * 3 / 4)
         var acc: UInt32 = 0
@@ -33,7 +33,7 @@ package enum Base64URL {
     }
 
     /// Encodes without padding.
-    package static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)

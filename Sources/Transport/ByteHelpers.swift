@@ -7,7 +7,7 @@ import Glibc
 /// request path copies a few dozen short runs per request, and a `memcpy` call each was about
 /// 3% of the event loop's cycles (perf).
 @inlinable @inline(__always)
-package func copyBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
+public func copyBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ n: Int) {
     if n >= 8 {
         if n > 16 {
             memcpy(dst, src, n)
@@ -35,7 +35,7 @@ package func copyBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, 
 /// topic suffixes) it compares two overlapping words per side inline instead of calling
 /// `memcmp` (a call and its dispatch per comparison, about a dozen per APNs request).
 @inlinable @inline(__always)
-package func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
+public func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
     if n >= 8 {
         if n > 16 { return memcmp(a, b, n) == 0 }
         return a.loadUnaligned(as: UInt64.self) == b.loadUnaligned(as: UInt64.self)
@@ -61,7 +61,7 @@ func asciiLower(_ b: UInt8) -> UInt8 {
 extension Collection where Element == UInt8 {
     /// True when the bytes equal `literal` exactly.
     @inlinable
-    package func equals(_ literal: StaticString) -> Bool {
+    public func equals(_ literal: StaticString) -> Bool {
         guard count == literal.utf8CodeUnitCount else { return false }
         return literal.withUTF8Buffer { lit in
             var i = 0
@@ -75,7 +75,7 @@ extension Collection where Element == UInt8 {
 
     /// True when the bytes equal `literal` ignoring ASCII case (`literal` must be lowercase).
     @inlinable
-    package func equalsIgnoringCase(_ literal: StaticString) -> Bool {
+    public func equalsIgnoringCase(_ literal: StaticString) -> Bool {
         guard count == literal.utf8CodeUnitCount else { return false }
         return literal.withUTF8Buffer { lit in
             var i = 0
@@ -89,7 +89,7 @@ extension Collection where Element == UInt8 {
 
     /// True when the bytes start with `literal`.
     @inlinable
-    package func hasPrefix(_ literal: StaticString) -> Bool {
+    public func hasPrefix(_ literal: StaticString) -> Bool {
         guard count >= literal.utf8CodeUnitCount else { return false }
         return literal.withUTF8Buffer { lit in
             var i = 0
@@ -103,7 +103,7 @@ extension Collection where Element == UInt8 {
     }
 
     /// The bytes decoded as UTF-8 (invalid sequences repaired). For logs and admin paths, not hot paths.
-    package var utf8String: String { String(decoding: self, as: UTF8.self) }
+    public var utf8String: String { String(decoding: self, as: UTF8.self) }
 }
 
 /// Calls `body` with the ASCII decimal digits of a non-negative `value`, formatted on the stack.

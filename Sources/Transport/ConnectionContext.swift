@@ -5,41 +5,41 @@ import Synchronization
 /// Owned by one event loop; read and call it only from handlers running on that loop
 /// (`exchange.eventLoop`). Providers keep per-connection state (auth caches, bindings) in
 /// `storage`, which needs no lock because only the owning loop touches it.
-package final class ConnectionContext: @unchecked Sendable {
-    package enum Transport: Sendable { case cleartext, tls }
+public final class ConnectionContext: @unchecked Sendable {
+    public enum Transport: Sendable { case cleartext, tls }
 
-    package let id: UInt64
-    package let transport: Transport
-    package let remoteAddress: String
-    package let localPort: Int
+    public let id: UInt64
+    public let transport: Transport
+    public let remoteAddress: String
+    public let localPort: Int
     /// Loops outlive every connection they own.
-    package unowned(unsafe) let eventLoop: EventLoop
+    public unowned(unsafe) let eventLoop: EventLoop
 
     /// The negotiated ALPN protocol ("h2", "http/1.1"), or nil when the client offered none.
-    package internal(set) var alpn: String?
+    public internal(set) var alpn: String?
     /// The TLS SNI host name, or nil.
-    package internal(set) var serverName: String?
+    public internal(set) var serverName: String?
     /// The TLS version ("TLSv1.3"), or nil for cleartext.
-    package internal(set) var tlsVersion: String?
+    public internal(set) var tlsVersion: String?
     /// The verified client certificate, when the client presented one.
-    package internal(set) var peerCertificate: PeerCertificate?
+    public internal(set) var peerCertificate: PeerCertificate?
     /// HTTP version spoken on this connection once known.
-    package internal(set) var httpVersion: HTTPVersion?
+    public internal(set) var httpVersion: HTTPVersion?
 
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised at session start (HTTP/2). A `sessionSetup`
     /// hook may change it before the session starts; handlers use `setMaxConcurrentStreams`.
-    package var initialMaxConcurrentStreams: UInt32
-    package private(set) var maxConcurrentStreams: UInt32
+    public var initialMaxConcurrentStreams: UInt32
+    public private(set) var maxConcurrentStreams: UInt32
 
     /// Per-connection state for the layers above, keyed by a type.
-    package var storage: [ObjectIdentifier: AnyObject] = [:]
+    public var storage: [ObjectIdentifier: AnyObject] = [:]
     /// Direct slots for the hottest per-connection state (no hashing, no dynamic cast), indexed
     /// by the layer above (the push pipeline uses its gateway's provider index).
-    package static let slotCount = 4
+    public static let slotCount = 4
     private var slots: (AnyObject?, AnyObject?, AnyObject?, AnyObject?) = (nil, nil, nil, nil)
 
     /// Slot `index` (0..<slotCount).
-    package subscript(slot index: Int) -> AnyObject? {
+    public subscript(slot index: Int) -> AnyObject? {
         get {
             switch index {
             case 0: return slots.0
@@ -75,7 +75,7 @@ package final class ConnectionContext: @unchecked Sendable {
     }
 
     /// Sends SETTINGS with a new MAX_CONCURRENT_STREAMS (HTTP/2 only; no-op on HTTP/1.1).
-    package func setMaxConcurrentStreams(_ n: UInt32) {
+    public func setMaxConcurrentStreams(_ n: UInt32) {
         guard n != maxConcurrentStreams else { return }
         maxConcurrentStreams = n
         control?.http2?.submitMaxConcurrentStreams(n)
@@ -86,7 +86,7 @@ package final class ConnectionContext: @unchecked Sendable {
     /// Sends GOAWAY (HTTP/2). `lastStreamID` nil means the last stream processed so far; with
     /// `closeAfterSend` the TCP connection closes once the frame is out instead of draining.
     /// On HTTP/1.1 the connection closes after the current response.
-    package func goAway(
+    public func goAway(
         lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = [],
         closeAfterSend: Bool = false
     ) {
@@ -96,12 +96,12 @@ package final class ConnectionContext: @unchecked Sendable {
     }
 
     /// Closes the TCP connection now, without GOAWAY.
-    package func close() {
+    public func close() {
         control?.close()
     }
 
     /// Typed access to `storage`.
-    package subscript<T: AnyObject>(_ type: T.Type) -> T? {
+    public subscript<T: AnyObject>(_ type: T.Type) -> T? {
         get { storage[ObjectIdentifier(type)] as? T }
         set { storage[ObjectIdentifier(type)] = newValue }
     }

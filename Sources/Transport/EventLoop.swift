@@ -8,7 +8,7 @@ protocol EventHandler: AnyObject {
 }
 
 /// A timer scheduled on an event loop; `cancel()` it from that loop.
-package final class LoopTimer {
+public final class LoopTimer {
     let deadline: UInt64
     let sequence: UInt64
     var task: (() -> Void)?
@@ -19,13 +19,13 @@ package final class LoopTimer {
         self.task = task
     }
 
-    package func cancel() { task = nil }
+    public func cancel() { task = nil }
 }
 
 /// One epoll-based event-loop thread. It owns its connections and everything per connection:
 /// nothing it touches per request is shared with another loop.
-package final class EventLoop: @unchecked Sendable {
-    package let index: Int
+public final class EventLoop: @unchecked Sendable {
+    public let index: Int
     let epfd: Int32
     private let wakeFD: Int32
     private let inbox = Mutex<[@Sendable () -> Void]>([])
@@ -42,7 +42,7 @@ package final class EventLoop: @unchecked Sendable {
     /// writes it).
     let openStreams = Atomic<Int>(0)
     /// Wall-clock milliseconds, refreshed once per loop iteration (for per-request timestamps).
-    package private(set) var nowMs: Int64 = csys_wall_ms()
+    public private(set) var nowMs: Int64 = csys_wall_ms()
     /// Called once per loop iteration after events: connections that asked for a deferred flush.
     var pendingFlush: [Connection] = []
     /// This loop's acceptors, one per listening socket.
@@ -64,13 +64,13 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     /// True on this loop's own thread.
-    package var inEventLoop: Bool {
+    public var inEventLoop: Bool {
         guard let thread else { return false }
         return pthread_equal(pthread_self(), thread) != 0
     }
 
     /// Runs `task` on this loop (from any thread).
-    package func execute(_ task: @escaping @Sendable () -> Void) {
+    public func execute(_ task: @escaping @Sendable () -> Void) {
         inbox.withLock { $0.append(task) }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
@@ -78,7 +78,7 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` on this loop after `nanoseconds`. Call from the loop only.
     @discardableResult
-    package func schedule(afterNanoseconds nanoseconds: UInt64, _ task: @escaping () -> Void) -> LoopTimer {
+    public func schedule(afterNanoseconds nanoseconds: UInt64, _ task: @escaping () -> Void) -> LoopTimer {
         timerSequence &+= 1
         let t = LoopTimer(deadline: csys_monotonic_ns() &+ nanoseconds, sequence: timerSequence, task: task)
         heapPush(t)
@@ -232,12 +232,12 @@ package final class EventLoop: @unchecked Sendable {
     }
 }
 
-package enum TransportError: Error, CustomStringConvertible {
+public enum TransportError: Error, CustomStringConvertible {
     case system(String, Int32)
     case address(String)
     case tls(String)
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .system(let what, let code): "\(what): \(String(cString: strerror(code)))"
         case .address(let s): s

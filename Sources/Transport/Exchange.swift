@@ -9,14 +9,14 @@ protocol ExchangeOwner: AnyObject {
 /// Confined to the event loop that owns the connection; `respond` may be called from any
 /// thread and hops to that loop. Responding twice, or after the client reset the stream,
 /// does nothing.
-package final class Exchange: @unchecked Sendable {
-    package internal(set) var request: Request
-    package let connection: ConnectionContext
-    package internal(set) var parameters = RouteParameters()
-    package var eventLoop: EventLoop { connection.eventLoop }
+public final class Exchange: @unchecked Sendable {
+    public internal(set) var request: Request
+    public let connection: ConnectionContext
+    public internal(set) var parameters = RouteParameters()
+    public var eventLoop: EventLoop { connection.eventLoop }
 
     /// HTTP/2 stream id (1 for an upgraded HTTP/1.1 request; 0 on HTTP/1.1).
-    package internal(set) var streamID: Int32
+    public internal(set) var streamID: Int32
 
     /// Strong while the exchange is live; the session clears it when the stream or connection ends
     /// (a weak reference would put every retain of the session on the slow path).
@@ -65,15 +65,15 @@ package final class Exchange: @unchecked Sendable {
     }
 
     /// The captured path parameter `i` as bytes.
-    package func parameter(_ i: Int) -> ArraySlice<UInt8> {
+    public func parameter(_ i: Int) -> ArraySlice<UInt8> {
         parameters.value(i, in: request.path)
     }
 
     /// True once a response was given or the stream is gone.
-    package var isFinished: Bool { state == .responded || state == .closed }
+    public var isFinished: Bool { state == .responded || state == .closed }
 
     /// Sends the response. Safe from any thread.
-    package func respond(_ response: Response) {
+    public func respond(_ response: Response) {
         guard eventLoop.inEventLoop else {
             eventLoop.execute { self.respond(response) }
             return
@@ -84,7 +84,7 @@ package final class Exchange: @unchecked Sendable {
     }
 
     /// Abandons the exchange: RST_STREAM (HTTP/2) or closing the connection (HTTP/1.1).
-    package func reset() {
+    public func reset() {
         guard eventLoop.inEventLoop else {
             eventLoop.execute { self.reset() }
             return

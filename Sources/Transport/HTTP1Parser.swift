@@ -1,21 +1,21 @@
 /// A small, strict HTTP/1.1 request parser (RFC 9112), written to refuse anything ambiguous:
 /// no request smuggling through conflicting framing, obs-fold, bare cr or lf, or odd chunk sizes.
 
-package struct HTTP1Limits: Sendable {
-    package var maxRequestLineLength = 8 * 1024
+public struct HTTP1Limits: Sendable {
+    public var maxRequestLineLength = 8 * 1024
     /// Request line plus all header lines.
-    package var maxHeadLength = 32 * 1024
-    package var maxHeaderCount = 100
-    package init() {}
+    public var maxHeadLength = 32 * 1024
+    public var maxHeaderCount = 100
+    public init() {}
 }
 
-package enum HTTP1Framing: Equatable, Sendable {
+public enum HTTP1Framing: Equatable, Sendable {
     case none
     case contentLength(Int)
     case chunked
 }
 
-package enum HTTP1ParseError: Error, Equatable, Sendable {
+public enum HTTP1ParseError: Error, Equatable, Sendable {
     case requestLineTooLong
     case headTooLarge
     case tooManyHeaders
@@ -39,7 +39,7 @@ package enum HTTP1ParseError: Error, Equatable, Sendable {
     case trailersTooLarge
 
     /// The status the error is answered with.
-    package var status: Int {
+    public var status: Int {
         switch self {
         case .unsupportedVersion: 505
         case .unsupportedExpectation: 417
@@ -48,28 +48,28 @@ package enum HTTP1ParseError: Error, Equatable, Sendable {
     }
 }
 
-package struct HTTP1RequestHead: Sendable {
-    package var method: HTTPMethod
-    package var version: HTTPVersion
+public struct HTTP1RequestHead: Sendable {
+    public var method: HTTPMethod
+    public var version: HTTPVersion
     /// Header fields with lowercase names, preceded by the synthesized `:path`
     /// (and `:authority` for an absolute-form target).
-    package var fields: HTTPFields
-    package var framing: HTTP1Framing
-    package var keepAlive: Bool
-    package var expectContinue: Bool
+    public var fields: HTTPFields
+    public var framing: HTTP1Framing
+    public var keepAlive: Bool
+    public var expectContinue: Bool
     /// `Upgrade: h2c` with `Connection: Upgrade, HTTP2-Settings` and a decodable `HTTP2-Settings`.
-    package var upgradeToH2C: Bool
+    public var upgradeToH2C: Bool
     /// The decoded HTTP2-Settings payload when `upgradeToH2C`.
-    package var http2Settings: [UInt8]
+    public var http2Settings: [UInt8]
 }
 
-package enum HTTP1HeadResult: Sendable {
+public enum HTTP1HeadResult: Sendable {
     case incomplete
     case complete(HTTP1RequestHead, consumed: Int)
     case failure(HTTP1ParseError)
 }
 
-package enum HTTP1Parser {
+public enum HTTP1Parser {
     static let cr: UInt8 = 13, lf: UInt8 = 10, sp: UInt8 = 32, ht: UInt8 = 9, colon: UInt8 = 58
 
     /// RFC 9110 tchar.
@@ -83,7 +83,7 @@ package enum HTTP1Parser {
     }()
 
     /// Parses a request head from the start of `buf`.
-    package static func parseHead(_ buf: UnsafeRawBufferPointer, limits: HTTP1Limits = HTTP1Limits()) -> HTTP1HeadResult {
+    public static func parseHead(_ buf: UnsafeRawBufferPointer, limits: HTTP1Limits = HTTP1Limits()) -> HTTP1HeadResult {
         let n = buf.count
         var pos = 0
         // RFC 9112 2.2: ignore at least one empty line before the request line.
@@ -333,14 +333,14 @@ package enum HTTP1Parser {
 
 /// Decodes a chunked request body (RFC 9112 section 7.1), strictly: hex sizes without
 /// whitespace, CRLF everywhere, bounded trailers. Chunk extensions are accepted and ignored.
-package struct ChunkedDecoder: Sendable {
+public struct ChunkedDecoder: Sendable {
     enum State: Sendable {
         case size, ext, sizeLF
         case data(Int)
         case dataCR, dataLF, trailerStart, trailerLine, trailerLF, finalLF, done
     }
 
-    package enum Outcome: Equatable, Sendable {
+    public enum Outcome: Equatable, Sendable {
         /// Consumed all input; more is needed.
         case needMore
         /// The body ended after `consumed` bytes of this input.
@@ -356,12 +356,12 @@ package struct ChunkedDecoder: Sendable {
     var trailerBytes = 0
     let maxTrailerBytes: Int
 
-    package init(maxTrailerBytes: Int = 8 * 1024) { self.maxTrailerBytes = maxTrailerBytes }
+    public init(maxTrailerBytes: Int = 8 * 1024) { self.maxTrailerBytes = maxTrailerBytes }
 
-    package var isDone: Bool { if case .done = state { return true } else { return false } }
+    public var isDone: Bool { if case .done = state { return true } else { return false } }
 
     /// Feeds `input`, appending chunk data to `body` (at most `maxBody` bytes in all).
-    package mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], maxBody: Int) -> Outcome {
+    public mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], maxBody: Int) -> Outcome {
         let cr = HTTP1Parser.cr
         let lf = HTTP1Parser.lf
         var i = 0

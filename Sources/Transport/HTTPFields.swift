@@ -4,7 +4,7 @@ import Glibc
 ///
 /// Names are stored lowercase. Duplicates are kept in arrival order (providers need to see them).
 /// Two allocations however many fields there are: the bytes and the index.
-package struct HTTPFields: Sendable {
+public struct HTTPFields: Sendable {
     @usableFromInline struct Entry: Sendable {
         @usableFromInline var nameStart: Int32
         @usableFromInline var nameLength: Int32
@@ -20,10 +20,10 @@ package struct HTTPFields: Sendable {
     @usableFromInline var used = 0
     @usableFromInline var entries: [Entry] = []
 
-    package init() {}
+    public init() {}
 
     /// Lets `body` overwrite the value bytes of field `i` in place (same length).
-    package mutating func withMutableValue<R>(at i: Int, _ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+    public mutating func withMutableValue<R>(at i: Int, _ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
         let e = entries[i]
         return storage.withUnsafeMutableBytes { raw in
             body(UnsafeMutableRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
@@ -31,13 +31,13 @@ package struct HTTPFields: Sendable {
     }
 
     /// Empties the list, keeping its capacity.
-    package mutating func removeAll() {
+    public mutating func removeAll() {
         used = 0 // the bytes stay, to be overwritten
         entries.removeAll(keepingCapacity: true)
     }
 
     /// Reserves room for `bytes` of names and values and `fields` entries.
-    package mutating func reserveCapacity(bytes: Int, fields: Int) {
+    public mutating func reserveCapacity(bytes: Int, fields: Int) {
         if bytes > storage.count { grow(to: bytes) }
         entries.reserveCapacity(fields)
     }
@@ -51,29 +51,29 @@ package struct HTTPFields: Sendable {
         storage = storage.withUnsafeBytes { .uninitialized(count: newCount, copying: UnsafeRawBufferPointer(rebasing: $0[0..<keep])) }
     }
 
-    package init(_ pairs: [(String, String)]) {
+    public init(_ pairs: [(String, String)]) {
         for (n, v) in pairs { add(name: n, value: v) }
     }
 
-    package var count: Int { entries.count }
-    package var isEmpty: Bool { entries.isEmpty }
+    public var count: Int { entries.count }
+    public var isEmpty: Bool { entries.isEmpty }
 
     /// Total bytes of names and values (what header-size limits count).
-    package var byteCount: Int { used }
+    public var byteCount: Int { used }
 
-    package func name(at i: Int) -> ArraySlice<UInt8> {
+    public func name(at i: Int) -> ArraySlice<UInt8> {
         let e = entries[i]
         return storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]
     }
 
-    package func value(at i: Int) -> ArraySlice<UInt8> {
+    public func value(at i: Int) -> ArraySlice<UInt8> {
         let e = entries[i]
         return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
     }
 
     /// The first value of `name` (lowercase literal), or nil.
     @inlinable
-    package func first(_ name: StaticString) -> ArraySlice<UInt8>? {
+    public func first(_ name: StaticString) -> ArraySlice<UInt8>? {
         for e in entries where Int(e.nameLength) == name.utf8CodeUnitCount {
             if storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)].equals(name) {
                 return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
@@ -84,7 +84,7 @@ package struct HTTPFields: Sendable {
 
     /// How many fields are named `name` (lowercase literal).
     @inlinable
-    package func count(of name: StaticString) -> Int {
+    public func count(of name: StaticString) -> Int {
         var n = 0
         for e in entries where Int(e.nameLength) == name.utf8CodeUnitCount {
             if storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)].equals(name) { n += 1 }
@@ -93,7 +93,7 @@ package struct HTTPFields: Sendable {
     }
 
     /// The first value of `name` as a String (convenience for non-hot paths).
-    package func firstString(_ name: String) -> String? {
+    public func firstString(_ name: String) -> String? {
         let lower = Array(name.lowercased().utf8)
         for i in 0..<entries.count where self.name(at: i).elementsEqual(lower) {
             return value(at: i).utf8String
@@ -102,7 +102,7 @@ package struct HTTPFields: Sendable {
     }
 
     /// Appends a field; the name is lowercased.
-    package mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let ns = used
         addLowercase(name: name, value: value)
         for i in ns..<(ns + name.count) { storage[i] = asciiLower(storage[i]) }
@@ -125,38 +125,38 @@ package struct HTTPFields: Sendable {
                 valueStart: Int32(ns + name.count), valueLength: Int32(value.count)))
     }
 
-    package mutating func add(name: String, value: String) {
+    public mutating func add(name: String, value: String) {
         var n = name
         var v = value
         n.withUTF8 { nb in v.withUTF8 { vb in add(name: UnsafeRawBufferPointer(nb), value: UnsafeRawBufferPointer(vb)) } }
     }
 
     /// Static names must be lowercase already (they are not lowercased again).
-    package mutating func add(name: StaticString, value: UnsafeRawBufferPointer) {
+    public mutating func add(name: StaticString, value: UnsafeRawBufferPointer) {
         addLowercase(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
     }
 
-    package mutating func add(name: StaticString, value: StaticString) {
+    public mutating func add(name: StaticString, value: StaticString) {
         add(name: name, value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
     }
 
-    package mutating func add(name: StaticString, value: String) {
+    public mutating func add(name: StaticString, value: String) {
         var v = value
         v.withUTF8 { vb in add(name: name, value: UnsafeRawBufferPointer(vb)) }
     }
 
-    package mutating func add(name: StaticString, value: [UInt8]) {
+    public mutating func add(name: StaticString, value: [UInt8]) {
         value.withUnsafeBytes { add(name: name, value: $0) }
     }
 
     /// Appends a field whose value is a decimal number.
-    package mutating func add(name: StaticString, decimal: Int) {
+    public mutating func add(name: StaticString, decimal: Int) {
         withDecimalDigits(decimal) { add(name: name, value: $0) }
     }
 
     /// Calls `body` with each field's raw name and value bytes.
     /// The first value of `name` (lowercase bytes).
-    package func first(bytes name: [UInt8]) -> ArraySlice<UInt8>? {
+    public func first(bytes name: [UInt8]) -> ArraySlice<UInt8>? {
         let hit = storage.withUnsafeBytes { s in
             name.withUnsafeBytes { n -> Int? in
                 for (i, e) in entries.enumerated() where Int(e.nameLength) == n.count {
@@ -170,7 +170,7 @@ package struct HTTPFields: Sendable {
         return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
     }
 
-    package func forEachField(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
+    public func forEachField(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
         storage.withUnsafeBytes { raw in
             for e in entries {
                 body(
@@ -182,12 +182,12 @@ package struct HTTPFields: Sendable {
 
     /// The raw parts: the name/value bytes and the index (16 bytes per field: name start, name
     /// length, value start, value length as Int32). For copying a field list as one block.
-    package func withRawParts<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
+    public func withRawParts<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
         storage.withUnsafeBytes { s in entries.withUnsafeBytes { e in body(UnsafeRawBufferPointer(rebasing: s[0..<used]), e) } }
     }
 
     /// Name/value pairs as Strings (tests, logs, admin API).
-    package var pairs: [(String, String)] {
+    public var pairs: [(String, String)] {
         (0..<entries.count).map { (name(at: $0).utf8String, value(at: $0).utf8String) }
     }
 }

@@ -1,9 +1,9 @@
 /// Request methods. Unknown but well-formed methods are kept as `.other`.
-package enum HTTPMethod: Equatable, Hashable, Sendable {
+public enum HTTPMethod: Equatable, Hashable, Sendable {
     case get, head, post, put, delete, patch, options, connect, trace
     case other(String)
 
-    package init<C: Collection>(bytes: C) where C.Element == UInt8 {
+    public init<C: Collection>(bytes: C) where C.Element == UInt8 {
         switch bytes.count {
         case 3:
             if bytes.equals("GET") {
@@ -51,7 +51,7 @@ package enum HTTPMethod: Equatable, Hashable, Sendable {
         self = .other(String(decoding: bytes, as: UTF8.self))
     }
 
-    package var name: String {
+    public var name: String {
         switch self {
         case .get: "GET"
         case .head: "HEAD"
@@ -67,6 +67,6 @@ package enum HTTPMethod: Equatable, Hashable, Sendable {
     }
 }
 
-package enum HTTPVersion: Sendable, Equatable {
+public enum HTTPVersion: Sendable, Equatable {
     case http10, http11, http2
 }

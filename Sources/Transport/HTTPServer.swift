@@ -2,25 +2,25 @@ import CSystem
 import Glibc
 
 /// A bound listening address.
-package struct BoundAddress: Sendable, CustomStringConvertible {
-    package let host: String
-    package let port: Int
-    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+public struct BoundAddress: Sendable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// The HTTP server: listeners plus N event loops. Each loop accepts from the shared listening
 /// sockets (EPOLLEXCLUSIVE) and owns the connections it accepted.
-package final class HTTPServer: @unchecked Sendable {
-    package let configuration: ServerConfiguration
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: ServerConfiguration
     let core: ServerCore
     private var loops: [EventLoop] = []
     private var listeners: [(fd: Int32, tls: Bool, port: Int)] = []
-    package private(set) var httpAddress: BoundAddress?
-    package private(set) var httpsAddress: BoundAddress?
+    public private(set) var httpAddress: BoundAddress?
+    public private(set) var httpsAddress: BoundAddress?
     private var started = false
 
     /// Validates the configuration (TLS material included) without binding anything.
-    package init(configuration: ServerConfiguration, router: Router) throws {
+    public init(configuration: ServerConfiguration, router: Router) throws {
         self.configuration = configuration
         if configuration.httpsPort != nil && configuration.tls == nil {
             throw TransportError.tls("a TLS port was configured without a certificate")
@@ -29,7 +29,7 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds the listeners and starts the event loops. Throws on a port in use or a bad host.
-    package func start() throws {
+    public func start() throws {
         precondition(!started)
         if let port = configuration.httpPort {
             let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
@@ -67,18 +67,18 @@ package final class HTTPServer: @unchecked Sendable {
     }
 
     /// Open connections over all loops.
-    package var openConnections: Int {
+    public var openConnections: Int {
         loops.reduce(0) { $0 + $1.openConnections.load(ordering: .relaxed) }
     }
 
     /// Open HTTP/2 streams over all loops.
-    package var openStreams: Int {
+    public var openStreams: Int {
         loops.reduce(0) { $0 + $1.openStreams.load(ordering: .relaxed) }
     }
 
     /// Stops accepting, sends GOAWAY / closes idle keep-alives, waits up to `drainTimeout`
     /// seconds for in-flight requests, then closes what is left and stops the loops.
-    package func shutdown(drainTimeout: Double = 10) {
+    public func shutdown(drainTimeout: Double = 10) {
         guard started else { return }
         started = false
         for loop in loops {

@@ -1,10 +1,10 @@
 import COpenSSL
 
 /// PEM encoding of OpenSSL keys (the signing keys of APNs and the service accounts of FCM).
-package enum PEM {
+public enum PEM {
     /// A public key ("BEGIN PUBLIC KEY") or private key (PKCS#8, PKCS#1, SEC1); the caller owns
     /// the returned EVP_PKEY.
-    package static func readKey(_ pem: String, isPrivate: Bool) -> OpaquePointer? {
+    public static func readKey(_ pem: String, isPrivate: Bool) -> OpaquePointer? {
         var bytes = Array(pem.utf8)
         return bytes.withUnsafeMutableBytes { raw -> OpaquePointer? in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
@@ -15,10 +15,10 @@ package enum PEM {
         }
     }
 
-    package static func publicKey(_ pkey: OpaquePointer) -> String { write { PEM_write_bio_PUBKEY($0, pkey) } }
+    public static func publicKey(_ pkey: OpaquePointer) -> String { write { PEM_write_bio_PUBKEY($0, pkey) } }
 
     /// PKCS#8 ("BEGIN PRIVATE KEY").
-    package static func privateKey(_ pkey: OpaquePointer) -> String { write { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) } }
+    public static func privateKey(_ pkey: OpaquePointer) -> String { write { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) } }
 
     private static func write(_ body: (OpaquePointer) -> Int32) -> String {
         guard let bio = BIO_new(BIO_s_mem()) else { return "" }
@@ -32,9 +32,9 @@ package enum PEM {
 }
 
 /// SHA-256 digital signatures over an EVP_PKEY (the algorithm is the key's: ECDSA, RSA).
-package enum SHA256Signature {
+public enum SHA256Signature {
     /// The signature in the algorithm's native encoding (DER for ECDSA, raw for RSA).
-    package static func sign(_ pkey: OpaquePointer, message: [UInt8]) -> [UInt8]? {
+    public static func sign(_ pkey: OpaquePointer, message: [UInt8]) -> [UInt8]? {
         guard let ctx = EVP_MD_CTX_new() else { return nil }
         defer { EVP_MD_CTX_free(ctx) }
         guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
@@ -54,7 +54,7 @@ package enum SHA256Signature {
         return Array(sig.prefix(len))
     }
 
-    package static func verify(_ pkey: OpaquePointer, message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool {
+    public static func verify(_ pkey: OpaquePointer, message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool {
         guard !signature.isEmpty, let ctx = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(ctx) }
         guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {

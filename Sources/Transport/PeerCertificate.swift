@@ -1,40 +1,40 @@
 /// The verified client certificate of a TLS connection, decoded once at handshake.
-package struct PeerCertificate: Sendable {
-    package struct NameEntry: Sendable, Equatable {
+public struct PeerCertificate: Sendable {
+    public struct NameEntry: Sendable, Equatable {
         /// Short name where OpenSSL knows one ("CN", "UID", "OU"), else the dotted OID.
-        package let name: String
-        package let oid: String
-        package let value: String
+        public let name: String
+        public let oid: String
+        public let value: String
 
-        package init(name: String, oid: String, value: String) {
+        public init(name: String, oid: String, value: String) {
             self.name = name
             self.oid = oid
             self.value = value
         }
     }
 
-    package struct Extension: Sendable {
-        package let oid: String
-        package let critical: Bool
+    public struct Extension: Sendable {
+        public let oid: String
+        public let critical: Bool
         /// The DER contents of the extension's extnValue OCTET STRING.
-        package let value: [UInt8]
+        public let value: [UInt8]
 
-        package init(oid: String, critical: Bool, value: [UInt8]) {
+        public init(oid: String, critical: Bool, value: [UInt8]) {
             self.oid = oid
             self.critical = critical
             self.value = value
         }
     }
 
-    package let subject: [NameEntry]
-    package let issuer: [NameEntry]
-    package let extensions: [Extension]
+    public let subject: [NameEntry]
+    public let issuer: [NameEntry]
+    public let extensions: [Extension]
     /// Validity in seconds since the epoch.
-    package let notBefore: Int64
-    package let notAfter: Int64
-    package let serialNumberHex: String
+    public let notBefore: Int64
+    public let notAfter: Int64
+    public let serialNumberHex: String
 
-    package init(
+    public init(
         subject: [NameEntry], issuer: [NameEntry], extensions: [Extension],
         notBefore: Int64, notAfter: Int64, serialNumberHex: String
     ) {
@@ -47,20 +47,20 @@ package struct PeerCertificate: Sendable {
     }
 
     /// The first subject value for a short name or OID, e.g. `subjectValue("UID")`.
-    package func subjectValue(_ name: String) -> String? {
+    public func subjectValue(_ name: String) -> String? {
         subject.first { $0.name == name || $0.oid == name }?.value
     }
 
-    package func hasExtension(_ oid: String) -> Bool {
+    public func hasExtension(_ oid: String) -> Bool {
         extensions.contains { $0.oid == oid }
     }
 
-    package func extensionValue(_ oid: String) -> [UInt8]? {
+    public func extensionValue(_ oid: String) -> [UInt8]? {
         extensions.first { $0.oid == oid }?.value
     }
 
     /// The subject as an RFC 2253-like one-line string ("UID=..., CN=...").
-    package var subjectLine: String {
+    public var subjectLine: String {
         subject.map { "\($0.name)=\($0.value)" }.joined(separator: ", ")
     }
 }

@@ -1,26 +1,26 @@
 /// A response a handler gives back. Header names must be lowercase and must not be
 /// connection-specific (`connection`, `transfer-encoding`...): the codecs add framing.
 /// An empty body is sent as a HEADERS frame with END_STREAM and no DATA frame over HTTP/2.
-package struct Response: Sendable {
-    package var status: Int
-    package var headers: HTTPFields
-    package var body: [UInt8]
+public struct Response: Sendable {
+    public var status: Int
+    public var headers: HTTPFields
+    public var body: [UInt8]
 
-    package init(status: Int, headers: HTTPFields = HTTPFields(), body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPFields = HTTPFields(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A response with `content-type: application/json`.
-    package static func json(_ status: Int, _ body: String) -> Response {
+    public static func json(_ status: Int, _ body: String) -> Response {
         var h = HTTPFields()
         h.add(name: "content-type", value: "application/json")
         return Response(status: status, headers: h, body: Array(body.utf8))
     }
 
     /// A response with `content-type: text/plain; charset=utf-8`.
-    package static func text(_ status: Int, _ body: String) -> Response {
+    public static func text(_ status: Int, _ body: String) -> Response {
         var h = HTTPFields()
         h.add(name: "content-type", value: "text/plain; charset=utf-8")
         return Response(status: status, headers: h, body: Array(body.utf8))

@@ -3,14 +3,14 @@ import Glibc
 /// A request handler. It runs on the event loop that owns the connection and answers through
 /// `exchange.respond(_:)`, now or later (from any thread). Throwing resets the stream
 /// (RST_STREAM INTERNAL_ERROR over HTTP/2; a 500 and close over HTTP/1.1).
-package typealias Handler = @Sendable (Exchange) throws -> Void
+public typealias Handler = @Sendable (Exchange) throws -> Void
 
 /// Values captured by `{name}` segments and a trailing `*`, in pattern order, as ranges of the
 /// path. Up to four, held inline: matching a route allocates nothing.
-package struct RouteParameters: Sendable {
+public struct RouteParameters: Sendable {
     static let maxCount = 4
     private var bounds: (Int32, Int32, Int32, Int32, Int32, Int32, Int32, Int32) = (0, 0, 0, 0, 0, 0, 0, 0)
-    package private(set) var count = 0
+    public private(set) var count = 0
 
     init() {}
 
@@ -33,7 +33,7 @@ package struct RouteParameters: Sendable {
     }
 
     /// The i-th captured value as a slice of `path`.
-    package func value(_ i: Int, in path: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+    public func value(_ i: Int, in path: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
         path[range(i)]
     }
 }
@@ -42,44 +42,44 @@ package struct RouteParameters: Sendable {
 ///
 /// Patterns are `/`-separated: a literal segment matches itself, `{name}` matches one non-empty
 /// segment, and a final `*` matches the rest of the path (possibly empty, possibly with `/`).
-package struct Router: Sendable {
-    package struct Route: Sendable {
+public struct Router: Sendable {
+    public struct Route: Sendable {
         enum Segment: Sendable {
             case literal([UInt8])
             case parameter
             case rest
         }
 
-        package let methods: [HTTPMethod]?
-        package let pattern: String
+        public let methods: [HTTPMethod]?
+        public let pattern: String
         /// Largest body accepted; enforced while reading (Content-Length up front, then per chunk).
-        package let maxBodySize: Int
+        public let maxBodySize: Int
         /// What a too-large body gets (default: 413 text); built from the request's head.
-        package let bodyTooLarge: @Sendable (Request) -> Response
-        package let handler: Handler
+        public let bodyTooLarge: @Sendable (Request) -> Response
+        public let handler: Handler
         let segments: [Segment]
     }
 
-    package enum Match {
+    public enum Match {
         case route(Int, RouteParameters)
         case methodNotAllowed([HTTPMethod])
         case notFound
     }
 
-    package private(set) var routes: [Route] = []
+    public private(set) var routes: [Route] = []
     /// Answer for paths no route matches.
-    package var notFound: @Sendable (Request) -> Response = { _ in .text(404, "not found\n") }
+    public var notFound: @Sendable (Request) -> Response = { _ in .text(404, "not found\n") }
     /// Answer for a matched path with a method no route accepts.
-    package var methodNotAllowed: @Sendable (Request, [HTTPMethod]) -> Response = { _, allowed in
+    public var methodNotAllowed: @Sendable (Request, [HTTPMethod]) -> Response = { _, allowed in
         var r = Response.text(405, "method not allowed\n")
         r.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
         return r
     }
 
-    package init() {}
+    public init() {}
 
     /// Adds a route. `methods: nil` accepts every method (the handler decides).
-    package mutating func add(
+    public mutating func add(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
         bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
         handler: @escaping Handler
@@ -105,9 +105,9 @@ package struct Router: Sendable {
                 bodyTooLarge: bodyTooLarge, handler: handler, segments: segments))
     }
 
-    package static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
+    public static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
 
-    package mutating func add(
+    public mutating func add(
         _ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,
         bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
         handler: @escaping Handler
@@ -116,7 +116,7 @@ package struct Router: Sendable {
     }
 
     /// Finds the route for `method` and `path` (a path without query, as in `Request.path`).
-    package func match(method: HTTPMethod, path: ArraySlice<UInt8>) -> Match {
+    public func match(method: HTTPMethod, path: ArraySlice<UInt8>) -> Match {
         var allowed: [HTTPMethod] = []
         var params = RouteParameters()
         for i in routes.indices {

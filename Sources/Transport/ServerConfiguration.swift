@@ -1,66 +1,66 @@
 import CSystem
 
 /// Bounds on everything a client controls.
-package struct ServerLimits: Sendable {
+public struct ServerLimits: Sendable {
     /// Connections per server; split evenly between event loops.
-    package var maxConnections = 10_000
+    public var maxConnections = 10_000
     /// HTTP/2 header list (name + value + 32 per field), advertised in SETTINGS and enforced (431).
-    package var maxHeaderListSize = 16 * 1024
+    public var maxHeaderListSize = 16 * 1024
     /// HTTP/1.1 request line and head limits.
-    package var http1 = HTTP1Limits()
+    public var http1 = HTTP1Limits()
     /// Body limit for requests no route matched (they get 404/405 after the body is read).
-    package var unroutedBodySize = 64 * 1024
+    public var unroutedBodySize = 64 * 1024
     /// Pipelined HTTP/1.1 input buffered behind an unanswered request before reading pauses.
-    package var maxPendingInput = 256 * 1024
+    public var maxPendingInput = 256 * 1024
     /// Output buffered for a slow reader before reading from it pauses.
-    package var outputHighWater = 1024 * 1024
-    package var http2InitialWindowSize = 1024 * 1024
-    package var http2ConnectionWindowSize = 16 * 1024 * 1024
+    public var outputHighWater = 1024 * 1024
+    public var http2InitialWindowSize = 1024 * 1024
+    public var http2ConnectionWindowSize = 16 * 1024 * 1024
 
-    package init() {}
+    public init() {}
 }
 
-package struct ServerTimeouts: Sendable {
+public struct ServerTimeouts: Sendable {
     /// TLS handshake and first bytes.
-    package var handshake: Double = 10
+    public var handshake: Double = 10
     /// Time to send a complete HTTP/1.1 request head once it started (slowloris).
-    package var requestHead: Double = 30
+    public var requestHead: Double = 30
     /// Idle keep-alive (HTTP/1.1) or idle connection with no open stream (HTTP/2).
-    package var idle: Double = 3600
+    public var idle: Double = 3600
 
-    package init() {}
+    public init() {}
 
     var handshakeNanos: UInt64 { UInt64(handshake * 1e9) }
     var requestHeadNanos: UInt64 { UInt64(requestHead * 1e9) }
     var idleNanos: UInt64 { UInt64(idle * 1e9) }
 }
 
-package struct ServerConfiguration: Sendable {
+public struct ServerConfiguration: Sendable {
     /// Address to bind: "127.0.0.1" (default), "::1", "0.0.0.0", "::" or a name that resolves.
-    package var host = "127.0.0.1"
+    public var host = "127.0.0.1"
     /// Cleartext listener (HTTP/1.1, h2c prior knowledge, Upgrade: h2c); 0 picks a free port; nil disables.
-    package var httpPort: Int? = 8080
+    public var httpPort: Int? = 8080
     /// TLS listener (ALPN h2 / http/1.1, or the h2 preface without ALPN); nil disables.
-    package var httpsPort: Int? = 8443
-    package var tls: TLSConfiguration?
+    public var httpsPort: Int? = 8443
+    public var tls: TLSConfiguration?
     /// Event-loop threads.
-    package var threads = Int(csys_cpu_count())
-    package var limits = ServerLimits()
-    package var timeouts = ServerTimeouts()
+    public var threads = Int(csys_cpu_count())
+    public var limits = ServerLimits()
+    public var timeouts = ServerTimeouts()
     /// SETTINGS_MAX_CONCURRENT_STREAMS for new HTTP/2 sessions (a `sessionSetup` may change it per connection).
-    package var maxConcurrentStreams: UInt32 = 1000
+    public var maxConcurrentStreams: UInt32 = 1000
     /// Called on the loop right before a connection's HTTP/2 session starts (SNI, ALPN and the
     /// client certificate are known): adjust `initialMaxConcurrentStreams` or `storage`.
-    package var sessionSetup: (@Sendable (ConnectionContext) -> Void)?
+    public var sessionSetup: (@Sendable (ConnectionContext) -> Void)?
     /// Asked on the loop when a TLS client starts its handshake (its loop index given): false
     /// drops the connection there, as a failed handshake (fault injection).
-    package var acceptTLS: (@Sendable (Int) -> Bool)?
+    public var acceptTLS: (@Sendable (Int) -> Bool)?
     /// GOAWAY debug data sent when an HTTP/2 connection is closed for idleness.
-    package var idleGoAwayDebugData: [UInt8] = []
+    public var idleGoAwayDebugData: [UInt8] = []
     /// GOAWAY debug data sent to HTTP/2 connections on graceful shutdown.
-    package var shutdownGoAwayDebugData: [UInt8] = []
+    public var shutdownGoAwayDebugData: [UInt8] = []
 
-    package init() {}
+    public init() {}
 }
 
 /// What every connection of a server shares, immutable once the server starts.

@@ -2,14 +2,14 @@ import COpenSSL
 import Glibc
 
 /// Certificates and keys for the TLS listener, as PEM bytes.
-package struct TLSConfiguration: Sendable {
+public struct TLSConfiguration: Sendable {
     /// Server certificate first, then any intermediates.
-    package var certificateChainPEM: [UInt8]
-    package var privateKeyPEM: [UInt8]
+    public var certificateChainPEM: [UInt8]
+    public var privateKeyPEM: [UInt8]
     /// When set, a client certificate is requested (not required) and verified against these CAs.
-    package var clientCAPEM: [UInt8]?
+    public var clientCAPEM: [UInt8]?
 
-    package init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil) {
+    public init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil) {
         self.certificateChainPEM = certificateChainPEM
         self.privateKeyPEM = privateKeyPEM
         self.clientCAPEM = clientCAPEM

@@ -1,14 +1,14 @@
 import Glibc
 
 /// Starting a dedicated thread (event loops, tracking lanes, the journal writer).
-package enum Threads {
+public enum Threads {
     private final class Body {
         let run: () -> Void
         init(_ run: @escaping () -> Void) { self.run = run }
     }
 
     /// Runs `body` on a new thread; join it with `pthread_join`.
-    package static func spawn(_ body: @escaping () -> Void) -> pthread_t {
+    public static func spawn(_ body: @escaping () -> Void) -> pthread_t {
         let box = Unmanaged.passRetained(Body(body))
         var tid = pthread_t()
         let rc = pthread_create(

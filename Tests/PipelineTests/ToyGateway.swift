@@ -32,14 +32,14 @@ struct ToyGateway: PushGateway {
 
     func makeConnectionState() -> ConnectionState { ConnectionState() }
 
-    func decide(_ exchange: Exchange, state: ConnectionState, nowMs: Int64, into decision: inout Decision) {
+    func decide(_ request: Request, on exchange: Exchange, state: ConnectionState, nowMs: Int64, into decision: inout Decision) {
         let token = exchange.parameter(0)
         decision.token = token
         let isAlphanumeric = token.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) }
         if !(8...64).contains(token.count) || !isAlphanumeric {
             decision.error = "BadToken"
             decision.status = 400
-        } else if exchange.request.body.first != UInt8(ascii: "{") {
+        } else if request.body.first != UInt8(ascii: "{") {
             decision.error = "BadBody"
             decision.status = 400
         }
@@ -63,11 +63,11 @@ struct ToyGateway: PushGateway {
         _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
         _ body: AcceptedPushSink
     ) {
-        var delivery = Delivery(
+        let delivery = Delivery(
             provider: provider, platform: .android, tokenBytes: decision.token, appBytes: nil,
             environment: "toyland", notificationID: id, messageName: nil, receivedAtMs: nowMs,
             payload: request.body[...])
-        body(&delivery, nil, [], nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true))
+        body(delivery, nil, [], nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true))
     }
 
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response {
