@@ -10,7 +10,8 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-if args.first == "serve" { args.removeFirst() }
+let namedServe = args.first == "serve"
+if namedServe { args.removeFirst() }
 if let first = args.first, CommandSpec.all.contains(where: { $0.words.first == first }) {
     do {
         csys_write_stdout(try Commands.run(args))
@@ -20,7 +21,9 @@ if let first = args.first, CommandSpec.all.contains(where: { $0.words.first == f
     }
 }
 if args.contains("--help") || args.contains("-h") || args.first == "help" {
-    csys_write_stdout(CommandSpec.overview)
+    // `pushemu serve --help`: serve's own usage and options; `pushemu --help`: every command.
+    csys_write_stdout(
+        namedServe ? "usage: pushemu serve [options]\n\nStarts the emulator.\n\n" + ServeOptions.optionsHelp : CommandSpec.overview)
     exit(0)
 }
 if args.contains("--version") || args.first == "version" {

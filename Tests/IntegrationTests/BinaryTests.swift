@@ -286,6 +286,9 @@ extension BinaryTests {
             XCTAssertNotEqual(refused.status, 0)
             XCTAssertTrue(refused.stderr.contains("unknown option '--bogus-option'"), "\(name): \(refused.stderr)")
         }
+        let serve = try runCommand(bin, ["serve", "--help"], timeout: 10).stdout
+        XCTAssertTrue(serve.hasPrefix("usage: pushemu serve [options]") && serve.contains("--apns-token-rate"), serve)
+        XCTAssertFalse(serve.contains("pushemu fleet create"), "serve --help lists serve's options only")
         // The options the issue found out of step: fleet create takes --project and --labels,
         // credentials fcm --data-dir.
         let fleet = try runCommand(bin, ["fleet", "create", "--help"], timeout: 10).stdout
