@@ -108,23 +108,10 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             for: decision, request: request, id: acceptedID ?? UUIDValue(high: 0, low: 0),
             state: state, nowMs: nowMs)
         let outcome = gateway.outcome(of: decision, request: request)
-        let actions = gateway.connectionActions(after: decision)
-        let metrics = services.metrics
-        let provider = self.provider
-        let status = outcome.status
-        let reason = outcome.reason
-        // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions. The answer keeps
-        // only what it uses (it may wait for a commit, and every reference kept costs a retain).
-        commit(exchange, request, subject, outcome, nowMs: nowMs, started: started, id: acceptedID) {
-            let delay = faults.send(
-                response, on: exchange, fired: fired, provider: provider,
-                goAwayDebugData: Gateway.goAwayDebugData(reason:))
-            metrics.record(
-                loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
-                seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
-            // The connection through the exchange: capturing it as well cost a retain per answer.
-            Gateway.perform(actions, on: exchange.connection)
-        }
+        // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions.
+        finish(
+            exchange, request, subject, outcome, response: response, fired: fired,
+            actions: gateway.connectionActions(after: decision), timing: Timing(nowMs: nowMs, started: started), id: acceptedID)
     }
 
     /// Stage 2's other branch: a fault rule answers in the gateway's format; the answer is
@@ -137,18 +124,39 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         var outcome = gateway.outcome(of: decision, request: request)
         outcome.status = response.status
         outcome.reason = reason
-        let actions = gateway.connectionActionsAfterInjectedAnswer()
+        finish(
+            exchange, request, subject, outcome, response: response, fired: fired,
+            actions: gateway.connectionActionsAfterInjectedAnswer(), timing: Timing(nowMs: nowMs, started: started), id: nil)
+    }
+
+    /// When a request arrived: the loop's clock (ms) and the monotonic start (ns) its latency counts from.
+    struct Timing {
+        let nowMs: Int64
+        let started: UInt64
+    }
+
+    /// Stages 7 to 10 for one answer: the journal commit (the answer waits for it under
+    /// `--durability strict` on disk), then shaping, metrics and the connection's actions. The
+    /// deferred answer keeps only what it uses: every reference kept costs a retain.
+    @inline(__always)
+    func finish(
+        _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: Response,
+        fired: FiredFault?, actions: Gateway.ConnectionActions, timing: Timing, id: UUIDValue?
+    ) {
         let faults = services.faults
         let metrics = services.metrics
         let provider = self.provider
-        let status = response.status
-        commit(exchange, request, subject, outcome, nowMs: nowMs, started: started, id: nil) {
+        let status = outcome.status
+        let reason = outcome.reason
+        let started = timing.started
+        commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id) {
             let delay = faults.send(
                 response, on: exchange, fired: fired, provider: provider,
                 goAwayDebugData: Gateway.goAwayDebugData(reason:))
             metrics.record(
                 loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
                 seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+            // The connection through the exchange: capturing it as well cost a retain per answer.
             Gateway.perform(actions, on: exchange.connection)
         }
     }
