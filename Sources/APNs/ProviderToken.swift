@@ -16,7 +16,7 @@ public struct ProviderToken: Sendable {
     }
 
     /// Parses `<header>.<claims>.<signature>` (base64url segments). Checks the shape APNs checks:
-    /// alg ES256, a 10-character kid, a 10-character iss (team id), an integer iat.
+    /// alg ES256, a 10-character kid, a 10-character iss (team id), an iat in seconds.
     public static func parse<C: Collection>(_ jwt: C) -> Result<ProviderToken, ParseError> where C.Element == UInt8 {
         let bytes = Array(jwt)
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
@@ -46,16 +46,32 @@ public struct ProviderToken: Sendable {
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
             let v = JSONView(bytes: raw, tokens: tokens)
             if let i = v.member(0, "iss"), v.tokens[i].kind == .string { iss = v.string(i) }
-            if let i = v.member(0, "iat"), let n = v.integer(i) { iat = Int64(n) }
+            if let i = v.member(0, "iat") { iat = ProviderToken.issuedAt(v, i) }
             return true
         }
         guard claimsOK else { return .failure(.malformed("the JWT claims are not a JSON object")) }
         guard let iss, iss.utf8.count == 10, iss.utf8.allSatisfy({ isAlphanumeric($0) }) else {
             return .failure(.malformed("iss must be a 10-character team id"))
         }
-        guard let iat else { return .failure(.malformed("iat must be an integer")) }
+        guard let iat else { return .failure(.malformed("iat must be a non-negative number of seconds")) }
         let signingInput = Array(bytes[parts[0].startIndex..<parts[1].endIndex])
         return .success(ProviderToken(keyID: kid, teamID: iss, issuedAt: iat, signingInput: signingInput, signature: signature))
+    }
+
+    /// The latest `iat` accepted: year 2286 in seconds (beyond, a value is a mistake, such as
+    /// milliseconds, and arithmetic on it in milliseconds could overflow).
+    static let maxIssuedAt: Int64 = 9_999_999_999
+
+    /// JWT's NumericDate: a JSON number of seconds, which may carry a fraction (the PyAPNs2
+    /// family signs `time.time()`; Apple accepts it). A finite number from 0 to `maxIssuedAt`
+    /// gives its integer part; a string, a negative or out-of-range number, or anything else
+    /// gives nil.
+    static func issuedAt(_ view: JSONView, _ index: Int) -> Int64? {
+        if let whole = view.integer(index) { return whole >= 0 && Int64(whole) <= maxIssuedAt ? Int64(whole) : nil }
+        guard let seconds = view.number(index), seconds.isFinite, seconds >= 0, seconds < Double(maxIssuedAt + 1) else {
+            return nil
+        }
+        return Int64(seconds.rounded(.towardZero))
     }
 
     /// Makes a signed token (for `pushemu token apns` and tests).

@@ -441,3 +441,29 @@ final class APNsProviderTests: XCTestCase {
         XCTAssertEqual(APNsPushType.mdm.bundleID(fromTopic: "com.apple.mgmt.External.1234"), "com.apple.mgmt.External.1234")
     }
 }
+
+extension APNsProviderTests {
+    /// A token signed with a fractional `iat` (as `apns2` and `gobiko-apns` sign `time.time()`)
+    /// is accepted in strict auth, and its time is checked like any other: an hour old, expired.
+    func testFractionalIssuedAtIsAcceptedInStrictAuth() throws {
+        func signed(iat: String) throws -> String {
+            let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(Self.kid)"}"#.utf8))
+            let claims = Base64URL.encode(Array(#"{"iss":"\#(Self.team)","iat":\#(iat)}"#.utf8))
+            let signature = try XCTUnwrap(ES256.sign(privateKey, message: Array("\(header).\(claims)".utf8)))
+            return "\(header).\(claims).\(Base64URL.encode(signature))"
+        }
+        let strict = provider { $0.authMode = .strict }
+        let fresh = try signed(iat: "\(now / 1000 - 5).734218")
+        let accepted = strict.decide(
+            request(auth: fresh), connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
+        XCTAssertNil(accepted.reason, "fractional iat: \(String(describing: accepted.reason))")
+        let old = try signed(iat: "\(now / 1000 - 3601).25")
+        let expired = strict.decide(
+            request(auth: old), connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
+        XCTAssertEqual(expired.reason, .expiredProviderToken)
+        let negative = try signed(iat: "-12.5")
+        let refused = strict.decide(
+            request(auth: negative), connection: .init(serverName: nil, peerCertificate: nil), state: APNsConnectionState(), nowMs: now)
+        XCTAssertEqual(refused.reason, .invalidProviderToken)
+    }
+}

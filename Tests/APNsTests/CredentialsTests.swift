@@ -65,3 +65,27 @@ final class CredentialsTests: XCTestCase {
         XCTAssertNil(APNsKeyStore(directory: dir).lookup(e.keyID))
     }
 }
+
+extension CredentialsTests {
+    /// JWT's NumericDate may carry a fraction (PyAPNs2-family clients sign `iat: time.time()`):
+    /// its integer part is taken; strings, negatives, non-finite and out-of-range values are not.
+    func testIssuedAtMayBeFractionalButNotAnythingElse() throws {
+        func token(_ iat: String) -> [UInt8] {
+            let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"KEY1234567"}"#.utf8))
+            let claims = Base64URL.encode(Array(#"{"iss":"TEAM123456","iat":\#(iat)}"#.utf8))
+            return Array("\(header).\(claims).\(Base64URL.encode([UInt8](repeating: 1, count: 64)))".utf8)
+        }
+        func issuedAt(_ iat: String) -> Int64? {
+            guard case .success(let parsed) = ProviderToken.parse(token(iat)) else { return nil }
+            return parsed.issuedAt
+        }
+        XCTAssertEqual(issuedAt("1800000000"), 1_800_000_000)
+        XCTAssertEqual(issuedAt("1800000000.987654"), 1_800_000_000)
+        XCTAssertEqual(issuedAt("1.8e9"), 1_800_000_000)
+        XCTAssertEqual(issuedAt("0"), 0)
+        XCTAssertEqual(issuedAt("0.5"), 0)
+        for refused in ["\"1800000000\"", "-1", "-0.5", "1e400", "-1e400", "99999999999", "1e300", "null", "true", "[1]"] {
+            XCTAssertNil(issuedAt(refused), "iat \(refused) must be refused")
+        }
+    }
+}

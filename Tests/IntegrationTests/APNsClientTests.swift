@@ -271,3 +271,24 @@ final class APNsClientTests: XCTestCase {
         XCTAssertEqual(push.stdout, "200")
     }
 }
+
+extension APNsClientTests {
+    /// apns2-up (the PyAPNs2 family, on hyper) signs `iat: time.time()`, a float: it works
+    /// against Apple, and so under `--apns-auth strict` here (it was refused as
+    /// InvalidProviderToken before NumericDate fractions were accepted).
+    func testPyAPNs2FamilyClientWithItsFloatIssuedAt() throws {
+        let (team, kid, keyFile) = try credentials()
+        let s = try server(["--apns-auth", "strict"])
+        defer { s.stop() }
+        let r = try runCommand(
+            Self.python,
+            [
+                Self.root + "/Tests/Clients/apns2_send.py", "\(s.httpsPort)", Self.ca, keyFile, kid, team, Self.token,
+                "com.example.app",
+            ], timeout: 60)
+        XCTAssertEqual(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "sent", r.stdout + r.stderr)
+        let log = try runCommand(
+            "curl", ["-sS", "--max-time", "10", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?provider=apns"], timeout: 15)
+        XCTAssertTrue(log.stdout.contains("Hello from apns2"), log.stdout)
+    }
+}
