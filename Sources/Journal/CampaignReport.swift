@@ -143,7 +143,8 @@ public struct CampaignReport: Sendable {
             }
             c.byProvider[r.provider.name] = p
             c.byPlatform[r.provider == .apns ? "ios" : "android"] = f
-            tokens.insert(CampaignReport.hash(r.token))
+            // A request that named no device (MissingDeviceToken, a topic send's own record) counts none.
+            if !r.token.isEmpty { tokens.insert(CampaignReport.hash(r.token)) }
             c.payloadSizes.append(r.payloadSize)
             c.latenciesUs.append(r.latencyUs)
             c.firstMs = min(c.firstMs, r.atMs)

@@ -234,3 +234,25 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(s.stop(), 0)
     }
 }
+
+extension ReportTests {
+    /// A push that names no device (MissingDeviceToken) is counted as sent and rejected, but not
+    /// as a device: one real device and one tokenless push report one unique device.
+    func testUniqueDevicesCountsOnlyRealTokens() throws {
+        let s = try ServerProcess()
+        defer { s.stop() }
+        let token = "f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820"
+        let headers = ["-H", "apns-topic: com.example.app", "-H", "apns-push-type: alert", "-d", #"{"aps":{"alert":"hi"}}"#]
+        for path in ["/3/device/\(token)", "/3/device/", "/3/device/\(token)"] {
+            _ = try runCommand(
+                "curl", ["-sS", "--max-time", "10", "--http2-prior-knowledge"] + headers + ["http://127.0.0.1:\(s.httpPort)\(path)"],
+                timeout: 15)
+        }
+        let (code, body) = try admin(s, "GET", "/emulator/v1/report?format=json")
+        XCTAssertEqual(code, 200, body)
+        let totals = try XCTUnwrap(try json(body)["totals"] as? [String: Any], body)
+        XCTAssertEqual(totals["sent"] as? Int, 3, body)
+        XCTAssertEqual(totals["uniqueDevices"] as? Int, 1, body)
+        XCTAssertEqual((totals["rejected"] as? [String: Any])?["MissingDeviceToken"] as? Int, 1, body)
+    }
+}
