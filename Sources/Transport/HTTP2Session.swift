@@ -176,12 +176,39 @@ final class HTTP2Session: ExchangeOwner {
         if !inReceive { connection.requestFlush() }
     }
 
+    /// A GOAWAY asked for while answers are still going out. nghttp2 sends GOAWAY ahead of queued
+    /// DATA, and clients built on Python's h2 (aioapns, httpx, hyper) stop at GOAWAY and fail on
+    /// the DATA after it, so the answer that ended the connection (a wrong-environment
+    /// certificate, a spent error budget, a fault's `goaway`) would never be read. It waits until
+    /// every answered stream has sent its END_STREAM (its stream closed), then goes out.
+    private struct PendingGoAway {
+        /// nil: the last stream processed when it is sent.
+        var lastStreamID: Int32?
+        var errorCode: UInt32
+        var debugData: [UInt8]
+        var closeAfterSend: Bool
+    }
+    private var pendingGoAway: PendingGoAway?
+
     func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8], closeAfterSend: Bool) {
-        let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
-        _ = debugData.withUnsafeBufferPointer {
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, $0.baseAddress, $0.count)
+        if pendingGoAway != nil {
+            // The first reason stands; a later caller may still ask for the close.
+            if closeAfterSend { pendingGoAway?.closeAfterSend = true }
+            return
         }
-        if closeAfterSend { closeAfterGoAway = true }
+        let waiting = PendingGoAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData, closeAfterSend: closeAfterSend)
+        if answersInFlight { pendingGoAway = waiting } else { submitGoAway(waiting) }
+    }
+
+    /// Whether a stream has its answer submitted but not yet all sent.
+    private var answersInFlight: Bool { live.contains { $0.state == .responded } }
+
+    private func submitGoAway(_ goAway: PendingGoAway) {
+        let last = goAway.lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
+        _ = goAway.debugData.withUnsafeBufferPointer {
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, goAway.errorCode, $0.baseAddress, $0.count)
+        }
+        if goAway.closeAfterSend { closeAfterGoAway = true }
         if !inReceive { connection.requestFlush() }
     }
 
@@ -294,6 +321,11 @@ final class HTTP2Session: ExchangeOwner {
         ex.owner = nil
         // Only an exchange no handler or task still holds can be reused.
         if pool.count < 64 && isKnownUniquelyReferenced(&ex) { pool.append(ex) }
+        // The last answer in flight is out (its END_STREAM sent): a waiting GOAWAY follows it.
+        if let waiting = pendingGoAway, !answersInFlight {
+            pendingGoAway = nil
+            submitGoAway(waiting)
+        }
     }
 }
 

@@ -208,6 +208,10 @@ final class APNsClientTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains(":status: 403"), r.stdout)
         XCTAssertTrue(r.stdout.contains("recv GOAWAY frame"), r.stdout)
         XCTAssertTrue(r.stdout.contains("{\"reason\":\"BadCertificateEnvironment\"}"), r.stdout)
+        // The answer's DATA (with END_STREAM) before the GOAWAY, so every client can read it.
+        let data = try XCTUnwrap(r.stdout.range(of: "recv DATA frame"), r.stdout)
+        let goAway = try XCTUnwrap(r.stdout.range(of: "recv GOAWAY frame"), r.stdout)
+        XCTAssertLessThan(data.lowerBound, goAway.lowerBound, "HEADERS, DATA, then GOAWAY: \(r.stdout)")
     }
 
     func testAdminKeyRegistrationAndStrictMode() throws {
@@ -290,5 +294,36 @@ extension APNsClientTests {
         let log = try runCommand(
             "curl", ["-sS", "--max-time", "10", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?provider=apns"], timeout: 15)
         XCTAssertTrue(log.stdout.contains("Hello from apns2"), log.stdout)
+    }
+}
+
+extension APNsClientTests {
+    /// The answer that ends a connection comes before its GOAWAY. aioapns (on Python's h2) with
+    /// the production certificate against the sandbox host reads 403 BadCertificateEnvironment;
+    /// it used to see GOAWAY ahead of the answer's DATA, retry and give up (MaxAttemptsExceeded).
+    func testAioapnsReadsTheAnswerThatEndsTheConnection() throws {
+        let combined = dir.appendingPathComponent("production-client.pem")
+        let cert = try String(contentsOfFile: Self.root + "/Certs/apns-production-client.pem", encoding: .utf8)
+        let key = try String(contentsOfFile: Self.root + "/Certs/apns-production-client-key.pem", encoding: .utf8)
+        try (cert + key).write(to: combined, atomically: true, encoding: .utf8)
+        let s = try server()
+        defer { s.stop() }
+        let r = try runCommand(
+            Self.python, [Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "cert", combined.path, "1"],
+            timeout: 60)
+        let out = try results(r)
+        XCTAssertEqual(out.count, 1, r.stdout + r.stderr)
+        XCTAssertEqual(out.first?["status"] as? String, "403", r.stdout + r.stderr)
+        XCTAssertEqual(out.first?["description"] as? String, "BadCertificateEnvironment", r.stdout)
+    }
+
+    /// httpx (on h2) reads the answer that spends the connection's error budget, then goes on
+    /// on a new connection; the GOAWAY came after that answer's DATA.
+    func testAnH2ClientReadsTheAnswerThatSpendsTheErrorBudget() throws {
+        let s = try server(["--apns-max-errors", "10"]) // BadDeviceToken weighs 5: the second answer spends it
+        defer { s.stop() }
+        let r = try runCommand(Self.python, [Self.root + "/Tests/Clients/httpx_budget.py", "\(s.httpPort)", "3"], timeout: 60)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines, Array(repeating: #"400 {"reason":"BadDeviceToken"}"#, count: 3), r.stdout + r.stderr)
     }
 }
