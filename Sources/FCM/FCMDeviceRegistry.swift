@@ -44,6 +44,13 @@ public final class FCMDeviceRegistry: Sendable {
     }
 
     private let shards: [Shard]
+    /// Firebase installation id -> the registration token of its device (a token's part before
+    /// the colon), sharded like the devices.
+    private let installations: [InstallationShard]
+
+    private final class InstallationShard: Sendable {
+        let map = Mutex<[TokenKey: String]>([:])
+    }
     private let maxPerShard: Int
     /// topic -> tokens subscribed.
     private let topicIndex = Mutex<[String: Set<String>]>([:])
@@ -55,6 +62,7 @@ public final class FCMDeviceRegistry: Sendable {
 
     public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
+        installations = (0..<shardCount).map { _ in InstallationShard() }
         maxPerShard = max(1, capacity / shardCount)
         self.directory = directory
         self.strict = strict
@@ -72,6 +80,23 @@ public final class FCMDeviceRegistry: Sendable {
     }
 
     private func shard(_ key: TokenKey) -> Shard { shards[key.shard(shards.count)] }
+
+    /// Indexes a registration token under its installation id (its part before the colon).
+    private func indexInstallation(_ token: ArraySlice<UInt8>) {
+        guard let colon = token.firstIndex(of: UInt8(ascii: ":")), colon > token.startIndex else { return }
+        let fid = token[token.startIndex..<colon]
+        let key = TokenKey(fid)
+        let text = String(decoding: token, as: UTF8.self)
+        installations[key.shard(installations.count)].map.withLock { $0[key] = text }
+    }
+
+    /// The registration token of the device with Firebase installation id `fid`: one this
+    /// registry holds, else a device-layer device (a fleet member); nil when there is none.
+    public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? {
+        let key = TokenKey(fid)
+        if let token = installations[key.shard(installations.count)].map.withLock({ $0[key] }) { return token }
+        return directory?.registrationToken(forInstallation: fid)
+    }
 
     /// Checks a send from `project` to `token` and registers the token on first sight.
     public func check(token: ArraySlice<UInt8>, project: String, nowMs: Int64) -> Verdict {
@@ -91,6 +116,7 @@ public final class FCMDeviceRegistry: Sendable {
             if map[key] != nil { return .ok }
             if map.count < maxPerShard {
                 map[key] = Device(token: String(decoding: token, as: UTF8.self), project: project, createdAtMs: nowMs, pushes: 1)
+                indexInstallation(token)
             }
             return .ok
         }
@@ -104,6 +130,7 @@ public final class FCMDeviceRegistry: Sendable {
             map[key] = Device(token: token, project: project, app: app, platform: platform, createdAtMs: nowMs)
             return old
         }
+        indexInstallation(Array(token.utf8)[...])
         if let old, !old.topics.isEmpty {
             topicIndex.withLock { idx in for t in old.topics.keys { idx[t]?.remove(token) } }
         }
@@ -135,7 +162,10 @@ public final class FCMDeviceRegistry: Sendable {
             if map[key] != nil || map.count < maxPerShard { map[key] = d }
             return .ok
         }
-        if r == .ok { _ = topicIndex.withLock { $0[topic, default: []].insert(token) } }
+        if r == .ok {
+            _ = topicIndex.withLock { $0[topic, default: []].insert(token) }
+            indexInstallation(Array(token.utf8)[...])
+        }
         return r
     }
 
@@ -214,6 +244,7 @@ public final class FCMDeviceRegistry: Sendable {
 
     public func removeAll() {
         for s in shards { s.map.withLock { $0.removeAll() } }
+        for s in installations { s.map.withLock { $0.removeAll() } }
         topicIndex.withLock { $0.removeAll() }
     }
 }

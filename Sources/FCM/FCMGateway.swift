@@ -150,7 +150,7 @@ public final class FCMGateway: PushGateway {
     @inlinable @inline(__always)
     public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
         PushSubject(
-            token: decision.tokenRange.map { request.body[$0] } ?? [],
+            token: decision.recipientToken(in: request.body) ?? [],
             topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
     }
 
@@ -180,7 +180,7 @@ public final class FCMGateway: PushGateway {
             delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
             body(delivery, topic, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: tokenSend))
         }
-        if let range = decision.tokenRange { push(request.body[range], id, topic: nil, tokenSend: true) }
+        if let token = decision.recipientToken(in: request.body) { push(token, id, topic: nil, tokenSend: true) }
         let topic = decision.topicLabel.map { Array($0.utf8)[...] }
         for (index, token) in decision.recipients.enumerated() {
             push(Array(token.utf8)[...], UUIDValue(high: id.high, low: id.low &+ UInt64(index)), topic: topic, tokenSend: false)

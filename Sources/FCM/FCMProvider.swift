@@ -7,8 +7,10 @@ public struct FCMSendDecision: Sendable {
     /// The project id the request was for.
     public var project: String = ""
     public var message = FCMParsedMessage()
-    /// A token or fid send that is delivered: where the recipient's token is in the request body.
+    /// A token send that is delivered: where the recipient's token is in the request body.
     public var tokenRange: Range<Int>?
+    /// An `fid` send that is delivered: the registration token of that installation's device.
+    public var resolvedToken: [UInt8]?
     /// The devices a topic or condition send goes to (empty for a dry run or a topic nobody follows).
     public var recipients: [String] = []
     /// The topic name or condition text for topic and condition sends.
@@ -16,6 +18,14 @@ public struct FCMSendDecision: Sendable {
     public var accepted: Bool { error == nil }
 
     public init() {}
+
+    /// The recipient's token for a token or fid send that is delivered (a slice of `body`, or
+    /// the installation's token), nil otherwise.
+    @inlinable
+    public func recipientToken(in body: [UInt8]) -> ArraySlice<UInt8>? {
+        if let range = tokenRange { return body[range] }
+        return resolvedToken.map { $0[...] }
+    }
 }
 
 /// FCM's rules for the send API and its credentials, as pure functions of the request, the
@@ -112,9 +122,23 @@ public struct FCMProvider: Sendable {
             d.message = m
         }
         switch d.message.target {
-        case .token(let r), .fid(let r):
+        case .token(let r):
             switch devices.check(token: request.body[r], project: d.project, nowMs: nowMs) {
             case .ok: if !d.message.validateOnly { d.tokenRange = r }
+            case .unregistered: d.error = .fcm(.unregistered)
+            case .senderMismatch: d.error = .fcm(.senderIDMismatch)
+            case .unknown: d.error = .invalidToken
+            }
+        case .fid(let r):
+            // An installation id reaches its installation's device (the registration token it
+            // prefixes), never a new one: with no such device the installation is unregistered.
+            guard let token = devices.registrationToken(forInstallation: request.body[r]) else {
+                d.error = .fcm(.unregistered)
+                return d
+            }
+            let bytes = Array(token.utf8)
+            switch devices.check(token: bytes[...], project: d.project, nowMs: nowMs) {
+            case .ok: if !d.message.validateOnly { d.resolvedToken = bytes }
             case .unregistered: d.error = .fcm(.unregistered)
             case .senderMismatch: d.error = .fcm(.senderIDMismatch)
             case .unknown: d.error = .invalidToken

@@ -168,6 +168,15 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         return (ref, index)
     }
 
+    /// An Android fleet member's token, from its Firebase installation id (its first 22
+    /// characters), when a fleet has that member.
+    public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? {
+        guard let (n, index) = codec.claim(installation: fid) else { return nil }
+        guard let ref = fleetRef(n), ref.spec.platform == .android, index < ref.spec.count else { return nil }
+        let token = codec.token(.android, fleet: ref.spec.number, secret: ref.spec.secret, index: index)
+        return token.utf8.prefix(22).elementsEqual(fid) ? token : nil
+    }
+
     func materialize(_ ref: FleetRef, index: Int, token: String) -> SimDevice {
         let f = ref.spec
         var d = SimDevice(

@@ -139,6 +139,20 @@ public struct FleetTokens: Sendable {
         }
     }
 
+    /// The (fleet, index) an FCM installation id (a fleet token's first 22 characters) claims.
+    public func claim(installation fid: ArraySlice<UInt8>) -> (fleet: Int, index: Int)? {
+        guard fid.count == 22 else { return nil }
+        var h: UInt64 = 0
+        var groups: [UInt64] = []
+        for c in fid.prefix(11) {
+            guard let v = FleetTokens.b64.firstIndex(of: c) else { return nil }
+            groups.append(UInt64(v))
+        }
+        for g in groups.prefix(10) { h = h << 6 | g }
+        h = h << 4 | (groups[10] >> 2)
+        return open(h)
+    }
+
     /// The (fleet, index) a token claims, before checking it against the fleet's secret.
     public func claim(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (fleet: Int, index: Int)? {
         switch platform {

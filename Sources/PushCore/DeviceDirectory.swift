@@ -14,4 +14,11 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
 /// which know nothing else about it.
 public protocol DeviceDirectory: Sendable {
     func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus?
+    /// The FCM registration token of the device layer's device with this Firebase installation
+    /// id (the part of its token before the colon), or nil.
+    func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String?
+}
+
+extension DeviceDirectory {
+    public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? { nil }
 }

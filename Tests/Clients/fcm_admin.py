@@ -40,6 +40,13 @@ t = [token(i) for i in range(1, 7)]
 out["send"] = messaging.send(messaging.Message(token=t[0], data={"_mId": "12345", "_dId": "67890"},
                                                notification=messaging.Notification(title="Hello", body="World"),
                                                android=messaging.AndroidConfig(priority="high", ttl=3600)))
+# fid (the Firebase installation id, the token's part before the colon) reaches the same device.
+out["fid_send"] = messaging.send(messaging.Message(fid=t[0].split(":")[0], data={"via": "fid"}))
+try:
+    messaging.send(messaging.Message(fid="cAAAAAAAAAAAAAAAAAAAAA", data={"k": "v"}))
+    out["fid_unknown"] = "sent"
+except exceptions.FirebaseError as e:
+    out["fid_unknown"] = err(e)
 out["dry_run"] = messaging.send(messaging.Message(token=t[1], data={"k": "v"}), dry_run=True)
 r = messaging.send_each([messaging.Message(token=x, data={"n": str(i)}) for i, x in enumerate(t[:3])])
 out["send_each"] = {"success": r.success_count, "failure": r.failure_count, "ids": [x.message_id for x in r.responses]}

@@ -202,3 +202,36 @@ final class FCMSendTests: XCTestCase {
         }
     }
 }
+
+extension FCMSendTests {
+    /// `fid` (the Firebase installation id: a registration token's part before the colon)
+    /// reaches the device of that installation, the one its token names; an installation with
+    /// no device is unregistered, and no device is made for it.
+    func testInstallationIDReachesItsDevice() {
+        let t = Self.token(3)
+        let fid = String(t.prefix { $0 != ":" })
+        XCTAssertNil(send(#"{"message":{"token":"\#(t)","data":{"a":"b"}}}"#).error)
+        let d = send(#"{"message":{"fid":"\#(fid)","data":{"via":"fid"}}}"#)
+        XCTAssertNil(d.error, "\(String(describing: d.error))")
+        XCTAssertEqual(d.resolvedToken.map { String(decoding: $0, as: UTF8.self) }, t)
+        XCTAssertEqual(devices.device(token: t)?.pushes, 2, "the same device, twice")
+
+        // Registered by the admin API (no push yet) is known too.
+        let registered = Self.token(4)
+        devices.register(token: registered, project: Self.project, app: "com.example", nowMs: nowMs)
+        let r = send(#"{"message":{"fid":"\#(String(registered.prefix { $0 != ":" }))"}}"#)
+        XCTAssertEqual(r.resolvedToken.map { String(decoding: $0, as: UTF8.self) }, registered)
+
+        // An installation nobody registered: UNREGISTERED, and nothing is created.
+        let count = devices.count
+        let unknown = send(#"{"message":{"fid":"cAAAAAAAAAAAAAAAAAAAAA"}}"#)
+        XCTAssertEqual(unknown.error?.errorCode, .unregistered)
+        XCTAssertEqual(unknown.error?.httpStatus, 404)
+        XCTAssertEqual(devices.count, count)
+        // A malformed one: INVALID_ARGUMENT, as before.
+        XCTAssertEqual(send(#"{"message":{"fid":"short"}}"#).error?.errorCode, .invalidArgument)
+        // Uninstalled: as for its token.
+        devices.uninstall(token: t, atMs: nowMs)
+        XCTAssertEqual(send(#"{"message":{"fid":"\#(fid)"}}"#).error?.errorCode, .unregistered)
+    }
+}

@@ -172,3 +172,24 @@ final class FleetTokensTests: XCTestCase {
                 behavior: nil, tracking: nil, labels: [], nowMs: 1))
     }
 }
+
+extension FleetTokensTests {
+    /// An Android fleet member is found from its Firebase installation id (its token's first 22
+    /// characters) without a record; a forged or other fleet's installation id is not.
+    func testInstallationIDFindsItsFleetMember() throws {
+        let s = store()
+        let fleet = try s.createFleet(
+            platform: .android, app: "com.example", count: 1000, environment: "demo", seed: 7, behavior: nil, tracking: nil,
+            labels: [], nowMs: 0)
+        for index in [0, 1, 499, 999] {
+            let token = s.token(fleet, index: index)
+            let fid = Array(token.utf8.prefix(22))[...]
+            XCTAssertEqual(s.registrationToken(forInstallation: fid), token, "member \(index)")
+        }
+        var forged = Array(s.token(fleet, index: 5).utf8.prefix(22))
+        forged[21] = forged[21] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        XCTAssertNil(s.registrationToken(forInstallation: forged[...]))
+        XCTAssertNil(s.registrationToken(forInstallation: Array("short".utf8)[...]))
+        XCTAssertNil(s.registrationToken(forInstallation: Array("cAAAAAAAAAAAAAAAAAAAAA".utf8)[...]))
+    }
+}

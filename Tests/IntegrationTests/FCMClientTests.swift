@@ -62,6 +62,8 @@ final class FCMClientTests: XCTestCase {
         let name = try XCTUnwrap(out["send"] as? String)
         XCTAssertTrue(name.hasPrefix("projects/demo-proj/messages/0:"), name)
         XCTAssertEqual(out["dry_run"] as? String, "projects/demo-proj/messages/fake_message_id")
+        XCTAssertTrue((out["fid_send"] as? String)?.hasPrefix("projects/demo-proj/messages/0:") == true, "\(out)")
+        XCTAssertEqual((out["fid_unknown"] as? [String: Any])?["type"] as? String, "UnregisteredError", "\(out)")
         let each = try XCTUnwrap(out["send_each"] as? [String: Any])
         XCTAssertEqual(each["success"] as? Int, 3)
         XCTAssertEqual(Set(try XCTUnwrap(each["ids"] as? [String])).count, 3)
@@ -95,7 +97,13 @@ final class FCMClientTests: XCTestCase {
         XCTAssertEqual((payload["data"] as? [String: String])?["_mId"], "12345")
         XCTAssertEqual((payload["android"] as? [String: Any])?["priority"] as? String, "high")
         // Nothing from the dry run or the failures was delivered.
-        XCTAssertEqual(try notifications(s, "provider=fcm&limit=1000").count, 1 + 3 + 1 + 2 + 3)
+        XCTAssertEqual(try notifications(s, "provider=fcm&limit=1000").count, 1 + 1 + 3 + 1 + 2 + 3)
+        // The fid send reached token 1's device, not a new one.
+        let viaFID = try notifications(s, "token=" + Self.token(1)).filter {
+            (($0["payload"] as? [String: Any])?["data"] as? [String: String])?["via"] == "fid"
+        }
+        XCTAssertEqual(viaFID.count, 1)
+        XCTAssertEqual(viaFID.first?["name"] as? String, out["fid_send"] as? String)
         XCTAssertEqual(s.stop(), 0)
     }
 
