@@ -87,11 +87,17 @@ final class APNsClientTests: XCTestCase {
         XCTAssertNotNil(payload["_mId"])
     }
 
-    func testAioapnsWithClientCertificate() throws {
-        let combined = dir.appendingPathComponent("client.pem")
-        let cert = try String(contentsOfFile: Self.root + "/Certs/apns-sandbox-client.pem", encoding: .utf8)
-        let key = try String(contentsOfFile: Self.root + "/Certs/apns-sandbox-client-key.pem", encoding: .utf8)
+    /// `Certs/apns-<environment>-client.pem` and its key in one file, as aioapns takes them.
+    func clientCertificate(_ environment: String) throws -> URL {
+        let combined = dir.appendingPathComponent("\(environment)-client.pem")
+        let cert = try String(contentsOfFile: Self.root + "/Certs/apns-\(environment)-client.pem", encoding: .utf8)
+        let key = try String(contentsOfFile: Self.root + "/Certs/apns-\(environment)-client-key.pem", encoding: .utf8)
         try (cert + key).write(to: combined, atomically: true, encoding: .utf8)
+        return combined
+    }
+
+    func testAioapnsWithClientCertificate() throws {
+        let combined = try clientCertificate("sandbox")
         let s = try server()
         defer { s.stop() }
         let r = try runCommand(
@@ -302,10 +308,7 @@ extension APNsClientTests {
     /// the production certificate against the sandbox host reads 403 BadCertificateEnvironment;
     /// it used to see GOAWAY ahead of the answer's DATA, retry and give up (MaxAttemptsExceeded).
     func testAioapnsReadsTheAnswerThatEndsTheConnection() throws {
-        let combined = dir.appendingPathComponent("production-client.pem")
-        let cert = try String(contentsOfFile: Self.root + "/Certs/apns-production-client.pem", encoding: .utf8)
-        let key = try String(contentsOfFile: Self.root + "/Certs/apns-production-client-key.pem", encoding: .utf8)
-        try (cert + key).write(to: combined, atomically: true, encoding: .utf8)
+        let combined = try clientCertificate("production")
         let s = try server()
         defer { s.stop() }
         let r = try runCommand(
