@@ -20,20 +20,7 @@ final class DevicesTrackingTests: XCTestCase {
 
     /// A provider token from a fresh key (accepted by the default lenient APNs auth).
     func jwt() throws -> String {
-        let c = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
-                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
-            ], timeout: 10)
-        XCTAssertEqual(c.status, 0, c.stderr)
-        let t = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
-            ], timeout: 10)
-        return t.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try makeProviderToken(in: dir.path, keyStore: dir.path + "/keys")
     }
 
     func json(_ s: String) throws -> [String: Any] {

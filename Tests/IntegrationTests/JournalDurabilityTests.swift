@@ -9,20 +9,7 @@ final class JournalDurabilityTests: XCTestCase {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let data = dir.path + "/data"
-        _ = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
-                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
-            ], timeout: 10)
-        let jwt = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
-            ], timeout: 10
-        )
-        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let jwt = try makeProviderToken(in: dir.path, keyStore: dir.path + "/k")
         let payload = dir.path + "/p.json"
         try #"{"aps":{"alert":"durable"},"_dId":"camp-d"}"#.write(toFile: payload, atomically: true, encoding: .utf8)
 
@@ -94,20 +81,7 @@ final class JournalDurabilityTests: XCTestCase {
             .write(toFile: payload, atomically: true, encoding: .utf8)
         var uris = ""
         for i in 0..<4_000 { uris += "http://127.0.0.1:PORT/3/device/\(String(format: "%064x", i * 7919 + 1))\n" }
-        _ = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
-                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
-            ], timeout: 10)
-        let jwt = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
-            ], timeout: 10
-        )
-        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let jwt = try makeProviderToken(in: dir.path, keyStore: dir.path + "/k")
         let s = try ServerProcess(["--in-memory=false", "--data-dir", dir.path + "/data", "--durability", "strict"])
         try uris.replacingOccurrences(of: "PORT", with: "\(s.httpPort)").write(
             toFile: dir.path + "/uris.txt", atomically: true, encoding: .utf8)

@@ -11,20 +11,7 @@ final class MetricsTests: XCTestCase {
         let s = try ServerProcess(["--tracking-preset", "adobe-campaign", "--tracking-url", sink.url, "--allow-override-header"])
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-metrics-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        _ = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/k",
-                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
-            ], timeout: 10)
-        let jwt = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
-            ], timeout: 10
-        )
-        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let jwt = try makeProviderToken(in: dir.path, keyStore: dir.path + "/k")
         func push(_ token: String) throws -> String {
             try runCommand(
                 "curl",

@@ -19,20 +19,7 @@ final class ReportTests: XCTestCase {
     }
 
     func jwt() throws -> String {
-        _ = try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "credentials", "apns", "--out", dir.path, "--data-dir", dir.path + "/keys",
-                "--team-id", "TEAM123456", "--key-id", "KEY1234567",
-            ], timeout: 10)
-        return try runCommand(
-            ServerProcess.binaryPath,
-            [
-                "token", "apns", "--key", dir.path + "/AuthKey_KEY1234567.p8",
-                "--key-id", "KEY1234567", "--team-id", "TEAM123456",
-            ], timeout: 10
-        )
-        .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try makeProviderToken(in: dir.path, keyStore: dir.path + "/keys")
     }
 
     func json(_ s: String) throws -> [String: Any] {
