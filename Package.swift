@@ -49,7 +49,8 @@ let package = Package(
         .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
         // The one request path every gateway runs through (PushPipeline<G: PushGateway>) and its metrics.
         .target(
-            name: "Pipeline", dependencies: ["PushCore", "Transport", "Faults", "Fleet", "Journal", "Tracking"], swiftSettings: hotPath),
+            name: "Pipeline", dependencies: ["PushCore", "Transport", "Faults", "Fleet", "Journal", "Tracking", "CSystem"],
+            swiftSettings: hotPath),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(
             name: "Admin", dependencies: ["PushCore", "Transport", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),

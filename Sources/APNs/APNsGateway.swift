@@ -22,12 +22,67 @@ public final class APNsGateway: PushGateway {
 
     public func routes() -> [GatewayRoute] {
         let configuration = rules.configuration
+        let rules = self.rules
+        let manage: @Sendable (Exchange) -> Void = { exchange in
+            let connection = exchange.connection
+            let answer = rules.manageChannels(
+                exchange.request,
+                connection: APNsConnectionInfo(
+                    serverName: connection.serverName, peerCertificate: connection.peerCertificate, localPort: connection.localPort),
+                state: APNsGateway.connectionState(connection), nowMs: Clock.nowMs())
+            exchange.respond(answer.response)
+            if let reason = answer.goAwayReason {
+                connection.goAway(lastStreamID: nil, errorCode: 0, debugData: APNsGateway.goAwayDebugData(reason: reason))
+            }
+        }
+        let gateway = self
         return [
             GatewayRoute(
                 nil, "/3/*", maxBodySize: APNsPushType.voip.maxPayloadSize,
                 bodyTooLarge: { APNsProvider.errorResponse(.payloadTooLarge, request: $0, configuration: configuration) },
-                handling: .push)
+                handling: .push),
+            // Live Activity broadcasts: pushes like any other (faults, journal, delivery), fanned out.
+            GatewayRoute(
+                nil, "/4/*", maxBodySize: APNsProvider.maxBroadcastPayload,
+                bodyTooLarge: { APNsProvider.broadcastError(.payloadTooLarge, request: $0, configuration: configuration) },
+                handling: .push),
+            // Channel management: answered here, unless a fault rule on its path answers.
+            GatewayRoute(
+                nil, "/1/*", maxBodySize: 64 * 1024,
+                bodyTooLarge: { APNsProvider.broadcastError(.payloadTooLarge, request: $0, configuration: configuration) },
+                handling: .faultable(
+                    manage,
+                    injected: { answer, request in
+                        var response = gateway.injectedAnswer(answer, request: request).response
+                        APNsGateway.useRequestID(&response, request: request)
+                        return response
+                    })),
         ]
+    }
+
+    /// The connection's APNs state, for the routes outside the pipeline (channel management
+    /// shares its provider-token cache). Same slot as the pipeline's.
+    static func connectionState(_ connection: ConnectionContext) -> APNsConnectionState {
+        if let state = connection[slot: PushProvider.apns.index] { return unsafeDowncast(state, to: APNsConnectionState.self) }
+        let state = APNsConnectionState()
+        connection[slot: PushProvider.apns.index] = state
+        return state
+    }
+
+    /// An injected answer on the broadcast APIs: `apns-request-id` in place of `apns-id`.
+    static func useRequestID(_ response: inout Response, request: Request) {
+        var headers = HTTPFields()
+        let sent = request.headers.first("apns-request-id").flatMap(APNsProvider.parseRequestID)
+        var rng = FastRandom()
+        (sent ?? UUIDValue.random(&rng)).withBytes { headers.add(name: "apns-request-id", value: $0) }
+        for i in 0..<response.headers.count {
+            let name = response.headers.name(at: i)
+            if !name.equals("apns-id") && !name.equals("apns-unique-id") {
+                headers.add(
+                    name: String(decoding: name, as: UTF8.self), value: String(decoding: response.headers.value(at: i), as: UTF8.self))
+            }
+        }
+        response.headers = headers
     }
 
     public func makeConnectionState() -> APNsConnectionState { APNsConnectionState() }
@@ -53,17 +108,24 @@ public final class APNsGateway: PushGateway {
         _ request: Request, on exchange: Exchange, state: APNsConnectionState, nowMs: Int64, into decision: inout APNsDecision
     ) {
         let connection = exchange.connection
-        rules.decide(
-            request,
-            connection: APNsConnectionInfo(
-                serverName: connection.serverName,
-                peerCertificate: connection.peerCertificate),
-            state: state, nowMs: nowMs, into: &decision)
+        if request.path.hasPrefix("/4/") {
+            let info = APNsConnectionInfo(
+                serverName: connection.serverName, peerCertificate: connection.peerCertificate, localPort: connection.localPort)
+            rules.decideBroadcast(request, connection: info, state: state, nowMs: nowMs, into: &decision)
+        } else {
+            let info = APNsConnectionInfo(serverName: connection.serverName, peerCertificate: connection.peerCertificate)
+            rules.decide(request, connection: info, state: state, nowMs: nowMs, into: &decision)
+        }
     }
 
     /// The token from the decision, or from the path for a request rejected before its token was read.
     @inlinable @inline(__always)
     public func subject(of decision: APNsDecision, request: Request) -> PushSubject {
+        // A broadcast names no device: its channel is the subject's topic.
+        if decision.isBroadcast {
+            return PushSubject(
+                token: [], topic: decision.topic ?? request.headers.first("apns-channel-id"), scope: decision.environment.rawValue)
+        }
         var token = decision.token
         if token.isEmpty, request.path.starts(with: APNsGateway.devicePrefix) {
             token = request.path.dropFirst(APNsGateway.devicePrefix.count)
@@ -77,7 +139,8 @@ public final class APNsGateway: PushGateway {
     /// The sender's `apns-id` when valid, else the one generated for the answer.
     @inlinable @inline(__always)
     public func notificationID(for decision: APNsDecision, request: Request, state: APNsConnectionState) -> UUIDValue {
-        decision.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
+        if decision.isBroadcast { return decision.requestID ?? UUIDValue.random(&state.rng) }
+        return decision.generatedID ?? request.headers.first("apns-id").flatMap { UUIDValue.parseCanonicalLowercase($0) }
             ?? UUIDValue.random(&state.rng)
     }
 
@@ -86,6 +149,7 @@ public final class APNsGateway: PushGateway {
         _ decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
+        guard !decision.isBroadcast else { return }
         var delivery = Delivery(
             provider: .apns, platform: .ios, tokenBytes: decision.token, appBytes: decision.bundle,
             environment: decision.environment.rawValue, notificationID: id, messageName: nil,
@@ -101,11 +165,46 @@ public final class APNsGateway: PushGateway {
     }
 
     @inlinable @inline(__always)
+    public func fansOut(_ decision: APNsDecision) -> Bool { decision.broadcast != nil }
+
+    /// A broadcast: kept on a Most Recent Message channel, then delivered by the fan-out worker
+    /// to every Live Activity subscribed to the channel, each once.
+    public func fanOut(_ decision: APNsDecision, request: Request, id: UUIDValue, nowMs: Int64) -> FanOutJob? {
+        guard let target = decision.broadcast else { return nil }
+        let payload = request.body
+        let environment = decision.environment
+        let expiresAtMs = decision.expiration.map { $0 == 0 ? 0 : $0 * 1000 }
+        rules.channels.recordBroadcast(
+            target.channelID, bundle: target.bundleID, environment: environment,
+            message: APNsChannelRegistry.StoredMessage(
+                payload: payload, notificationID: id, receivedAtMs: nowMs,
+                expiresAtMs: min(nowMs + APNsChannelRegistry.storedMessageLifetimeMs, expiresAtMs.flatMap { $0 == 0 ? nil : $0 } ?? .max),
+                priority: target.priority))
+        let directory = rules.devices.directory
+        return FanOutJob(
+            provider: .apns, notificationID: id, topic: Array(target.channelID.utf8), headers: request.headers,
+            warnings: decision.warnings, payloadIsJSON: decision.summary.isJSON,
+            recipients: {
+                directory?.liveActivityTokens(subscribedTo: target.channelID, bundleID: target.bundleID, environment: environment.rawValue)
+                    ?? []
+            },
+            delivery: { token, index in
+                var delivery = Delivery(
+                    provider: .apns, platform: .ios, token: token, app: target.bundleID, environment: environment.rawValue,
+                    notificationID: FanOutJob.recipientID(id, index), messageName: nil, receivedAtMs: nowMs, payload: payload)
+                delivery.expiresAtMs = expiresAtMs
+                delivery.channelID = target.channelID
+                return delivery
+            })
+    }
+
+    @inlinable @inline(__always)
     public func response(
         for decision: APNsDecision, request: Request, id: UUIDValue, state: APNsConnectionState,
         nowMs: Int64
     ) -> Response {
-        rules.response(decision, request: request, state: state)
+        if decision.isBroadcast { return rules.broadcastResponse(decision, id: id, state: state) }
+        return rules.response(decision, request: request, state: state)
     }
 
     @inlinable @inline(__always)
@@ -130,6 +229,7 @@ public final class APNsGateway: PushGateway {
             response.body = Array("{\"reason\":\"\(answer.reason ?? "Unregistered")\",\"timestamp\":\(Clock.nowMs())}".utf8)
         }
         if let retryAfter = answer.retryAfter { response.headers.add(name: "retry-after", value: String(retryAfter)) }
+        if request.path.hasPrefix("/4/") { APNsGateway.useRequestID(&response, request: request) }
         return (response, answer.reason ?? APNsGateway.impliedReason(response.status).rawValue)
     }
 

@@ -5,9 +5,12 @@ import Transport
 public struct APNsConnectionInfo: Sendable {
     public var serverName: String?
     public var peerCertificate: PeerCertificate?
-    public init(serverName: String?, peerCertificate: PeerCertificate?) {
+    /// The port the connection came in on (`--apns-manage-ports` name an environment each).
+    public var localPort: Int
+    public init(serverName: String?, peerCertificate: PeerCertificate?, localPort: Int = 0) {
         self.serverName = serverName
         self.peerCertificate = peerCertificate
+        self.localPort = localPort
     }
 }
 
@@ -38,6 +41,12 @@ public struct APNsDecision: Sendable {
     public var raiseStreamsTo: UInt32?
     /// Send GOAWAY with `{"reason": goAwayReason}` after the response.
     public var goAwayReason: String?
+    /// A Live Activity broadcast (`/4/broadcasts`): the channel it goes to, once accepted.
+    public var broadcast: APNsBroadcastTarget?
+    /// The request was for the broadcast API (its answers carry `apns-request-id`).
+    public var isBroadcast = false
+    /// The sender's valid `apns-request-id` (broadcast and channel APIs).
+    public var requestID: UUIDValue?
 
     public var accepted: Bool { reason == nil }
 
@@ -67,11 +76,17 @@ public struct APNsProvider: Sendable {
     public let configuration: APNsConfiguration
     public let keys: APNsKeyStore
     public let devices: APNsDeviceRegistry
+    /// Live Activity broadcast channels (`APNsProvider+Broadcast.swift`).
+    public let channels: APNsChannelRegistry
 
-    public init(configuration: APNsConfiguration, keys: APNsKeyStore, devices: APNsDeviceRegistry) {
+    public init(
+        configuration: APNsConfiguration, keys: APNsKeyStore, devices: APNsDeviceRegistry,
+        channels: APNsChannelRegistry = APNsChannelRegistry()
+    ) {
         self.configuration = configuration
         self.keys = keys
         self.devices = devices
+        self.channels = channels
     }
 
     /// The environment a request addresses: `:authority`, else `host`, else SNI, else the default.
@@ -82,6 +97,7 @@ public struct APNsProvider: Sendable {
     func environment(_ h: HTTPFields, _ idx: APNsHeaders, _ conn: APNsConnectionInfo) -> APNsEnvironment {
         if let a = APNsHeaders.value(h, idx.authority >= 0 ? idx.authority : idx.host), let e = APNsEnvironment.forHost(a) { return e }
         if let sni = conn.serverName, let e = APNsEnvironment.forHost(sni) { return e }
+        if conn.localPort != 0, let e = configuration.managePorts[conn.localPort] { return e }
         return configuration.defaultEnvironment
     }
 
@@ -152,37 +168,9 @@ public struct APNsProvider: Sendable {
 
         // 5. Authentication
         let topicHeader = APNsHeaders.value(h, idx.topic)
-        var certInfo: APNsConnectionState.CertificateInfo? = nil
-        var keyTopics: [String]? = nil
-        if let cert = conn.peerCertificate {
-            if !state.certificateChecked {
-                state.certificate = APNsProvider.certificateInfo(cert)
-                state.certificateChecked = true
-            }
-            certInfo = state.certificate
-            guard let info = certInfo, info.usable else {
-                d.goAwayReason = APNsReason.badCertificate.rawValue
-                reject(&d, .badCertificate, state)
-                return
-            }
-            guard info.environments.contains(env) else {
-                d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
-                reject(&d, .badCertificateEnvironment, state)
-                return
-            }
-        } else {
-            switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
-            case .failure(let r):
-                reject(&d, r, state)
-                return
-            case .success(let topics):
-                keyTopics = topics
-                if !state.authenticated {
-                    state.authenticated = true
-                    d.raiseStreamsTo = configuration.streamsAfterAuth
-                }
-            }
-        }
+        guard let credentials = authorize(h, idx, conn, env: env, state: state, nowMs: nowMs, &d) else { return }
+        let certInfo = credentials.certificate
+        let keyTopics = credentials.keyTopics
 
         // 6. MissingTopic
         var topic: ArraySlice<UInt8>
@@ -308,14 +296,59 @@ public struct APNsProvider: Sendable {
         account(&d, state)
     }
 
+    /// What a connection's credentials allow: the certificate's topics, or a topic-specific
+    /// key's topics (nil: any of its team's).
+    struct Credentials {
+        var certificate: APNsConnectionState.CertificateInfo?
+        var keyTopics: [String]?
+    }
+
+    /// Authentication, for every APNs API: the connection's certificate (BadCertificate,
+    /// BadCertificateEnvironment, each ending the connection) or the request's provider token.
+    /// nil when `d` was rejected.
     @inline(__always)
-    private func reject(_ d: inout APNsDecision, _ r: APNsReason, _ state: APNsConnectionState) {
+    func authorize(
+        _ h: HTTPFields, _ idx: APNsHeaders, _ conn: APNsConnectionInfo, env: APNsEnvironment, state: APNsConnectionState,
+        nowMs: Int64, _ d: inout APNsDecision
+    ) -> Credentials? {
+        if let cert = conn.peerCertificate {
+            if !state.certificateChecked {
+                state.certificate = APNsProvider.certificateInfo(cert)
+                state.certificateChecked = true
+            }
+            guard let info = state.certificate, info.usable else {
+                d.goAwayReason = APNsReason.badCertificate.rawValue
+                reject(&d, .badCertificate, state)
+                return nil
+            }
+            guard info.environments.contains(env) else {
+                d.goAwayReason = APNsReason.badCertificateEnvironment.rawValue
+                reject(&d, .badCertificateEnvironment, state)
+                return nil
+            }
+            return Credentials(certificate: info, keyTopics: nil)
+        }
+        switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
+        case .failure(let r):
+            reject(&d, r, state)
+            return nil
+        case .success(let topics):
+            if !state.authenticated {
+                state.authenticated = true
+                d.raiseStreamsTo = configuration.streamsAfterAuth
+            }
+            return Credentials(certificate: nil, keyTopics: topics)
+        }
+    }
+
+    @inline(__always)
+    func reject(_ d: inout APNsDecision, _ r: APNsReason, _ state: APNsConnectionState) {
         d.reason = r
         account(&d, state)
     }
 
     /// Counts errors toward the connection's budget; past it, GOAWAY.
-    private func account(_ d: inout APNsDecision, _ state: APNsConnectionState) {
+    func account(_ d: inout APNsDecision, _ state: APNsConnectionState) {
         if let r = d.reason {
             state.errorBudgetUsed += r.errorWeight
             if state.errorBudgetUsed >= configuration.maxConnectionErrors && d.goAwayReason == nil && !state.wentAway {

@@ -98,7 +98,16 @@ public enum APNsEnvironment: String, Sendable {
             if i >= 0 && i < n - 1 && raw[i] == UInt8(ascii: ":") { n = i }
             while n > 0 && raw[n - 1] == UInt8(ascii: ".") { n -= 1 }
             let h = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-            if Bytes.equalIgnoringCase(h, "api.push.apple.com") { return .production }
+            if Bytes.equalIgnoringCase(h, "api.push.apple.com") || Bytes.equalIgnoringCase(h, "api-broadcast.push.apple.com")
+                || Bytes.equalIgnoringCase(h, "api-manage-broadcast.push.apple.com")
+            {
+                return .production
+            }
+            if Bytes.equalIgnoringCase(h, "api-broadcast.sandbox.push.apple.com")
+                || Bytes.equalIgnoringCase(h, "api-manage-broadcast.sandbox.push.apple.com")
+            {
+                return .sandbox
+            }
             if Bytes.equalIgnoringCase(h, "api.sandbox.push.apple.com") || Bytes.equalIgnoringCase(h, "api.development.push.apple.com") {
                 return .sandbox
             }
@@ -118,6 +127,12 @@ public struct APNsConfiguration: Sendable {
     public var authMode: AuthMode = .lenient
     /// Payload problems become 400 BadPayload instead of warnings.
     public var strictPayload = false
+    /// `--apns-broadcast-apps`: the apps with the Broadcast capability (nil: every app); the
+    /// broadcast and channel APIs answer FeatureNotEnabled for the others.
+    public var broadcastApps: Set<String>?
+    /// `--apns-manage-ports`: the channel-management listeners and the environment each serves
+    /// (2195 sandbox, 2196 production by default).
+    public var managePorts: [Int: APNsEnvironment] = [:]
     /// Accepted device token lengths in hex characters.
     public var tokenLength: ClosedRange<Int> = 64...200
     /// SETTINGS_MAX_CONCURRENT_STREAMS before a valid token (token connections) and after.

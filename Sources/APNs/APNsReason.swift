@@ -1,4 +1,5 @@
-/// Every reason APNs answers for device pushes (`/3/device`), with its HTTP status (RESP).
+/// Every reason APNs answers for device pushes (`/3/device`, RESP) and for broadcasts and channel
+/// management (`/4/broadcasts`, `/1/apps`, ERRB), with its HTTP status.
 public enum APNsReason: String, Sendable, CaseIterable, Error {
     case badCollapseId = "BadCollapseId"
     case badDeviceToken = "BadDeviceToken"
@@ -35,15 +36,26 @@ public enum APNsReason: String, Sendable, CaseIterable, Error {
     case internalServerError = "InternalServerError"
     case serviceUnavailable = "ServiceUnavailable"
     case shutdown = "Shutdown"
+    // Broadcast and channel management only (ERRB).
+    case featureNotEnabled = "FeatureNotEnabled"
+    case missingChannelId = "MissingChannelId"
+    case badChannelId = "BadChannelId"
+    case channelNotRegistered = "ChannelNotRegistered"
+    case badRequestParams = "BadRequestParams"
+    case badRequestPayload = "BadRequestPayload"
+    case missingPushType = "MissingPushType"
+    case cannotCreateChannelConfig = "CannotCreateChannelConfig"
+    case topicMismatch = "TopicMismatch"
 
     public var status: Int {
         switch self {
         case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
             .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
-            .missingTopic, .payloadEmpty, .topicDisallowed, .badPayload:
+            .missingTopic, .payloadEmpty, .topicDisallowed, .badPayload, .featureNotEnabled, .missingChannelId, .badChannelId,
+            .channelNotRegistered, .badRequestParams, .badRequestPayload, .missingPushType, .cannotCreateChannelConfig:
             400
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden, .invalidProviderToken,
-            .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken:
+            .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .topicMismatch:
             403
         case .badPath: 404
         case .methodNotAllowed: 405

@@ -20,16 +20,18 @@ package struct AdminAPI: Sendable {
     package struct Gateways: Sendable {
         package let apnsKeys: APNsKeyStore
         package let apnsDevices: APNsDeviceRegistry
+        package let apnsChannels: APNsChannelRegistry
         package let fcmAccounts: FCMServiceAccounts
         package let fcmDevices: FCMDeviceRegistry
         package let fcmQuota: FCMQuota
 
         package init(
-            apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, fcmAccounts: FCMServiceAccounts,
-            fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota
+            apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, apnsChannels: APNsChannelRegistry = APNsChannelRegistry(),
+            fcmAccounts: FCMServiceAccounts, fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota
         ) {
             self.apnsKeys = apnsKeys
             self.apnsDevices = apnsDevices
+            self.apnsChannels = apnsChannels
             self.fcmAccounts = fcmAccounts
             self.fcmDevices = fcmDevices
             self.fcmQuota = fcmQuota
@@ -56,8 +58,11 @@ package struct AdminAPI: Sendable {
         package let metrics: Metrics
         /// `--campaign-key`: extra payload paths that name a campaign.
         package let campaignKeys: [String]
+        /// Topic, condition and broadcast deliveries still to make (`stats.fanOut`).
+        package let fanOut: FanOutWorker?
 
-        package init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String]) {
+        package init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String], fanOut: FanOutWorker? = nil) {
+            self.fanOut = fanOut
             self.log = log
             self.journal = journal
             self.metrics = metrics
@@ -170,7 +175,16 @@ package struct AdminAPI: Sendable {
         let faultEngine = self.faults
         let scenarioList = self.scenarios
         let journalRef = self.journal
+        let fanOutWorker = records.fanOut
         deviceAdmin.extraStats = { object in
+            if let counters = fanOutWorker?.counters {
+                var fan = JSONObjectWriter()
+                fan.add("pending", counters.pending)
+                fan.add("completed", counters.completed)
+                fan.add("delivered", counters.delivered)
+                fan.add("lastRatePerSecond", Int(counters.lastRate))
+                object.add("fanOut", json: fan.text)
+            }
             let rules = faultEngine.all
             var faults = JSONObjectWriter()
             faults.add("rules", rules.count)
@@ -182,6 +196,7 @@ package struct AdminAPI: Sendable {
         }
         if let journal { deviceAdmin.journal = JournalAdminAPI(journal: journal) }
         deviceAdmin.register(&r)
+        LiveActivityAdminAPI(store: devicesLayer.lifecycle.store, channels: gateways.apnsChannels, log: log).register(&r)
         if let journal { JournalAdminAPI(journal: journal).register(&r) }
         FaultAdminAPI(engine: faults, scenarios: scenarios).register(&r)
         r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
@@ -194,6 +209,7 @@ package struct AdminAPI: Sendable {
             log.removeAll()
             devices.removeAll()
             fcmDevices.removeAll()
+            gateways.apnsChannels.removeAll()
             fcmQuota.reset()
             store.removeAll()
             tracking.removeAll()
@@ -221,9 +237,19 @@ package struct AdminAPI: Sendable {
     }
 
     /// Answers with the matching notifications now, or polls until some exist or `waitSeconds` pass.
+    /// Answers `query` once it finds something or `waitSeconds` pass. It first waits (up to
+    /// 10 s) for the topic and broadcast sends answered before the request to be delivered, so
+    /// a test that sends and then asks sees every device it reached.
     func longPoll(_ ex: Exchange, waitSeconds: Int, _ query: @escaping @Sendable () -> [PushNotification]) {
-        let deadline = Clock.nowMs() + Int64(waitSeconds) * 1000
+        let started = Clock.nowMs()
+        let deadline = started + Int64(waitSeconds) * 1000
+        let fanOut = records.fanOut
+        let mark = fanOut?.submittedMark ?? 0
         @Sendable func attempt() {
+            if let fanOut, !fanOut.hasFinished(mark), Clock.nowMs() < started + 10_000 {
+                ex.eventLoop.schedule(afterNanoseconds: 2_000_000) { attempt() }
+                return
+            }
             let found = query()
             if !found.isEmpty || Clock.nowMs() >= deadline {
                 ex.respond(.json(200, JSONObjectWriter.list("notifications", found.map(\.json))))

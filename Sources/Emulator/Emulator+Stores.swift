@@ -11,6 +11,8 @@ extension Emulator {
     package struct Stores: Sendable {
         package let apnsKeys: APNsKeyStore
         package let apnsDevices: APNsDeviceRegistry
+        /// Live Activity broadcast channels, shared by the APNs gateway and the admin API.
+        package let apnsChannels = APNsChannelRegistry()
         package let fcmAccounts: FCMServiceAccounts
         package let fcmDevices: FCMDeviceRegistry
         /// FCM's rules with their stores (access tokens, quota), shared by its gateway and admin.
@@ -33,7 +35,8 @@ extension Emulator {
             devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher)
             let strict = configuration.devices.policy == .strict
             apnsDevices = APNsDeviceRegistry(directory: devices, strict: strict)
-            notifications = NotificationLog(shards: configuration.threads, capacity: configuration.notificationLogSize)
+            // One shard per event loop, and the last for the fan-out worker.
+            notifications = NotificationLog(shards: configuration.threads + 1, capacity: configuration.notificationLogSize)
             let fcmDirectory = dataDirectory.map { $0 + "/fcm" }
             fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
             fcmDevices = FCMDeviceRegistry(directory: devices, strict: strict)

@@ -18,7 +18,7 @@ import Transport
 /// configuration -> stores (keys, accounts, registries, devices, log)   Emulator+Stores.swift
 ///               -> journal, faults (rules and scenarios from files)   Emulator+Journal/+Faults
 ///               -> gateways -> pipelines -> router (+ admin)            here
-///               -> services: journal, tracking dispatcher, HTTP server (started in order, stopped in reverse)
+///               -> services: journal, tracking dispatcher, fan-out worker, HTTP server (started in order, stopped in reverse)
 /// ```
 package final class Emulator: Sendable {
     package let configuration: EmulatorConfiguration
@@ -26,6 +26,8 @@ package final class Emulator: Sendable {
     package let stores: Stores
     package let faults: FaultEngine
     package let journal: Journal?
+    /// Topic, condition and broadcast deliveries (tests wait on it).
+    package let fanOut: FanOutWorker
     let server: HTTPServer
     let services: [any EmulatorService]
 
@@ -53,9 +55,11 @@ package final class Emulator: Sendable {
         let pipelineServices = PipelineServices(
             log: stores.notifications, lifecycle: lifecycle, faults: faults, journal: journal,
             metrics: metrics)
+        fanOut = pipelineServices.fanOut
 
         // The gateways, each in its own pipeline: one line each.
-        let apnsRules = APNsProvider(configuration: configuration.apns, keys: stores.apnsKeys, devices: stores.apnsDevices)
+        let apnsRules = APNsProvider(
+            configuration: configuration.apns, keys: stores.apnsKeys, devices: stores.apnsDevices, channels: stores.apnsChannels)
         let gateways =
             [
                 GatewayPlugin(
@@ -67,10 +71,13 @@ package final class Emulator: Sendable {
         let gauges = ServerGauges()
         let admin = AdminAPI(
             gateways: .init(
-                apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, fcmAccounts: stores.fcmAccounts,
+                apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, apnsChannels: stores.apnsChannels,
+                fcmAccounts: stores.fcmAccounts,
                 fcmDevices: stores.fcmDevices, fcmQuota: stores.fcmProvider.quota),
             devices: .init(lifecycle: lifecycle, tracking: stores.trackingLog, dispatcher: stores.dispatcher),
-            records: .init(log: stores.notifications, journal: journal, metrics: metrics, campaignKeys: configuration.campaignKeys),
+            records: .init(
+                log: stores.notifications, journal: journal, metrics: metrics, campaignKeys: configuration.campaignKeys,
+                fanOut: pipelineServices.fanOut),
             faults: faults, scenarios: scenarios,
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }))
 
@@ -101,7 +108,7 @@ package final class Emulator: Sendable {
         gauges.server = server
         services = [
             JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
-            ServerService(server: server, configuration: configuration),
+            FanOutService(worker: pipelineServices.fanOut), ServerService(server: server, configuration: configuration),
         ]
     }
 
@@ -131,6 +138,7 @@ package final class Emulator: Sendable {
         server.host = configuration.host
         server.httpPort = configuration.httpPort
         server.httpsPort = configuration.httpsPort
+        server.extraTLSPorts = configuration.apns.managePorts.keys.sorted()
         server.threads = configuration.threads
         server.tls = try Emulator.tlsConfiguration(configuration)
         server.maxConcurrentStreams = configuration.maxConcurrentStreams

@@ -1,4 +1,5 @@
 import Journal
+import Pipeline
 import Tracking
 import Transport
 
@@ -21,6 +22,14 @@ struct DispatcherService: EmulatorService {
     let dispatcher: TrackingDispatcher
     func start() throws { dispatcher.start() }
     func stop() { dispatcher.stop() }
+}
+
+/// The fan-out worker (topic, condition and broadcast deliveries); stopping delivers what it
+/// accepted first.
+struct FanOutService: EmulatorService {
+    let worker: FanOutWorker
+    func start() throws { worker.start() }
+    func stop() { worker.stop() }
 }
 
 /// The HTTP server: binds and serves; stops with GOAWAY and a drain.

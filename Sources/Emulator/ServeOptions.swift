@@ -235,6 +235,30 @@ package enum ServeOptions {
             c.fcmOverloadPercent = p
         },
         Option(
+            name: "apns-manage-ports", valueName: nil,
+            help: "also serve APNs channel management on TLS ports 2195 (sandbox) and 2196 (production); =S,P for others"
+        ) { c, v in
+            switch v.lowercased() {
+            case "true", "yes", "1", "on": c.apns.managePorts = [2195: .sandbox, 2196: .production]
+            case "false", "no", "0", "off": c.apns.managePorts = [:]
+            default:
+                let parts = v.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
+                guard parts.count == 2, let s = parts[0], let p = parts[1], (1...65535).contains(s), (1...65535).contains(p), s != p else {
+                    throw ConfigurationError(
+                        "--apns-manage-ports takes no value, or SANDBOX,PRODUCTION ports (1-65535, different), got '\(v)'")
+                }
+                c.apns.managePorts = [s: .sandbox, p: .production]
+            }
+        },
+        Option(
+            name: "apns-broadcast-apps", valueName: "LIST",
+            help: "bundle ids with the Broadcast capability (default: every app); others get FeatureNotEnabled"
+        ) { c, v in
+            let apps = v.split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
+            guard !apps.isEmpty else { throw ConfigurationError("--apns-broadcast-apps needs at least one bundle id") }
+            c.apns.broadcastApps = Set(apps)
+        },
+        Option(
             name: "apns-adaptive-streams", valueName: nil,
             help: "halve a connection's stream limit after an error, raise it after successes"
         ) { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },

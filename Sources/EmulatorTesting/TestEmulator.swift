@@ -73,6 +73,9 @@ package final class TestEmulator {
 
     deinit { stop() }
 
+    /// The emulator itself, in process (nil for `.live`): its registries, for a test's set-up.
+    package var inProcess: Emulator? { emulator }
+
     /// Stops the emulator (drains, as on SIGTERM).
     package func stop() {
         guard !stopped else { return }

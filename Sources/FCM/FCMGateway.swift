@@ -154,37 +154,68 @@ public final class FCMGateway: PushGateway {
             topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
     }
 
-    /// FCM has no per-token limit (its per-project quota is part of `decide`).
+    /// FCM has no per-token limit (its per-project quota is part of `decide`): this is asked only
+    /// when the fan-out worker has no room for another topic or condition send (FCM allows 1,000
+    /// concurrent fan-outs per project), answered as FCM's quota error.
     @inlinable @inline(__always)
-    public func rateLimited(_ decision: inout FCMSendDecision) {}
+    public func rateLimited(_ decision: inout FCMSendDecision) {
+        decision.error = .quota(project: decision.project, retryAfterSeconds: 1)
+        decision.fanOut = nil
+    }
 
     @inlinable @inline(__always)
     public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
     }
 
-    /// A token send reaches its device; a topic or condition send each subscriber, one record
-    /// per device, all under the message's name.
+    /// A token (or fid) send reaches its device here; a topic or condition send is a fan-out.
     @inlinable @inline(__always)
     public func forEachAcceptedPush(
         _ decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
-        let payload = request.body[decision.message.messageRange]
-        func push(_ token: ArraySlice<UInt8>, _ id: UUIDValue, topic: ArraySlice<UInt8>?, tokenSend: Bool) {
-            var delivery = Delivery(
-                provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
-                notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
-            delivery.hasData = decision.message.hasData
-            delivery.collapseID = decision.message.collapseKey
-            delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
-            body(delivery, topic, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: tokenSend))
-        }
-        if let token = decision.recipientToken(in: request.body) { push(token, id, topic: nil, tokenSend: true) }
-        let topic = decision.topicLabel.map { Array($0.utf8)[...] }
-        for (index, token) in decision.recipients.enumerated() {
-            push(Array(token.utf8)[...], UUIDValue(high: id.high, low: id.low &+ UInt64(index)), topic: topic, tokenSend: false)
-        }
+        guard let token = decision.recipientToken(in: request.body) else { return }
+        let delivery = FCMGateway.delivery(
+            decision.message, project: decision.project, token: token, id: id, payload: request.body[decision.message.messageRange],
+            nowMs: nowMs)
+        body(delivery, nil, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true))
+    }
+
+    @inlinable @inline(__always)
+    public func fansOut(_ decision: FCMSendDecision) -> Bool { decision.fanOut != nil }
+
+    /// A topic or condition send: every subscriber, one record per device under the message's
+    /// name, resolved and delivered by the fan-out worker after the answer.
+    public func fanOut(_ decision: FCMSendDecision, request: Request, id: UUIDValue, nowMs: Int64) -> FanOutJob? {
+        guard let target = decision.fanOut else { return nil }
+        let rules = self.rules
+        let project = decision.project
+        let message = decision.message
+        let payload = Array(request.body[decision.message.messageRange])
+        return FanOutJob(
+            provider: .fcm, notificationID: id, topic: decision.topicLabel.map { Array($0.utf8) }, headers: request.headers,
+            warnings: message.warnings, payloadIsJSON: true,
+            recipients: { rules.recipients(of: target, project: project) },
+            delivery: { token, index in
+                FCMGateway.delivery(
+                    message, project: project, token: Array(token.utf8)[...], id: FanOutJob.recipientID(id, index),
+                    payload: payload[...], nowMs: nowMs)
+            })
+    }
+
+    /// What the device layer receives for one recipient of `message`.
+    @inlinable @inline(__always)
+    static func delivery(
+        _ message: FCMParsedMessage, project: String, token: ArraySlice<UInt8>, id: UUIDValue, payload: ArraySlice<UInt8>,
+        nowMs: Int64
+    ) -> Delivery {
+        var delivery = Delivery(
+            provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: project,
+            notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
+        delivery.hasData = message.hasData
+        delivery.collapseID = message.collapseKey
+        delivery.expiresAtMs = nowMs + message.ttlSeconds * 1000
+        return delivery
     }
 
     @inlinable @inline(__always)

@@ -11,8 +11,9 @@ public struct FCMSendDecision: Sendable {
     public var tokenRange: Range<Int>?
     /// An `fid` send that is delivered: the registration token of that installation's device.
     public var resolvedToken: [UInt8]?
-    /// The devices a topic or condition send goes to (empty for a dry run or a topic nobody follows).
-    public var recipients: [String] = []
+    /// A topic or condition send that is delivered: whom it goes to, resolved after the answer
+    /// (`FCMProvider.recipients(of:project:)`, on the fan-out worker). nil for a dry run.
+    public var fanOut: FCMFanOut?
     /// The topic name or condition text for topic and condition sends.
     public var topicLabel: String?
     public var accepted: Bool { error == nil }
@@ -26,6 +27,12 @@ public struct FCMSendDecision: Sendable {
         if let range = tokenRange { return body[range] }
         return resolvedToken.map { $0[...] }
     }
+}
+
+/// Whom a topic or condition send goes to.
+public enum FCMFanOut: Sendable, Equatable {
+    case topic(String)
+    case condition(FCMCondition)
 }
 
 /// FCM's rules for the send API and its credentials, as pure functions of the request, the
@@ -146,12 +153,21 @@ public struct FCMProvider: Sendable {
         case .topic(let r):
             let topic = String(decoding: request.body[r], as: UTF8.self)
             d.topicLabel = topic
-            if !d.message.validateOnly { d.recipients = devices.fanOut(topic: topic, project: d.project) }
+            if !d.message.validateOnly { d.fanOut = .topic(topic) }
         case .condition(let c, let text):
             d.topicLabel = text
-            if !d.message.validateOnly { d.recipients = devices.fanOut(condition: c, project: d.project) }
+            if !d.message.validateOnly { d.fanOut = .condition(c) }
         }
         return d
+    }
+
+    /// The devices a topic or condition send reaches in `project` (and counts a push for each):
+    /// the installed subscribers, sorted. Runs on the fan-out worker.
+    public func recipients(of fanOut: FCMFanOut, project: String) -> [String] {
+        switch fanOut {
+        case .topic(let topic): devices.fanOut(topic: topic, project: project)
+        case .condition(let condition): devices.fanOut(condition: condition, project: project)
+        }
     }
 
     /// FCM's message id: `0:<microseconds>%<16 hex>` (clients treat it as opaque).

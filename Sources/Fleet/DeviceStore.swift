@@ -86,26 +86,29 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
     private let fleets = Mutex<[FleetRef]>([])
+    /// Live Activity push tokens and push-to-start tokens, and channel subscriptions
+    /// (`DeviceStore+LiveActivities.swift`).
+    let live = LiveActivityIndex()
 
-    private func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
-    private final class Shard: Sendable {
+    func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
+    final class Shard: Sendable {
         let map = Mutex<[TokenKey: SimDevice]>([:])
         /// The last fleet member this shard's `status` recognised and had no record for: the
         /// provider asks for the status, then delivers, so the delivery that follows finds the
         /// member here instead of rebuilding its token a second time.
         let verified = Mutex<Verified?>(nil)
     }
-    private struct Verified: Sendable {
+    struct Verified: Sendable {
         let key: TokenKey
         let ref: FleetRef
         let index: Int
     }
-    private let shards: [Shard]
-    private final class AtomicCounters: Sendable {
+    let shards: [Shard]
+    final class AtomicCounters: Sendable {
         let delivered = Atomic<UInt64>(0), heldOffline = Atomic<UInt64>(0), droppedOffline = Atomic<UInt64>(0)
         let trackingSkipped = Atomic<UInt64>(0), trackingScheduled = Atomic<UInt64>(0), unstored = Atomic<UInt64>(0)
     }
-    private let counters = AtomicCounters()
+    let counters = AtomicCounters()
 
     public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
         self.configuration = configuration
@@ -116,7 +119,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         shards = (0..<64).map { _ in Shard() }
     }
 
-    private func shard(_ k: TokenKey) -> Shard { shards[k.shard(shards.count)] }
+    func shard(_ k: TokenKey) -> Shard { shards[k.shard(shards.count)] }
 
     // MARK: fleets
 
@@ -263,6 +266,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             s.verified.withLock { $0 = nil }
         }
         fleets.withLock { $0.removeAll() }
+        live.removeAll()
         counters.delivered.store(0, ordering: .relaxed)
         counters.heldOffline.store(0, ordering: .relaxed)
         counters.droppedOffline.store(0, ordering: .relaxed)
@@ -287,7 +291,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             return fields(&m.values[i])
         }
         if let recorded, let status = recorded { return status }
-        guard let (ref, i) = member(token, platform: platform) else { return nil }
+        guard let (ref, i) = member(token, platform: platform) else {
+            return platform == .ios ? liveTokenStatus(token) : nil
+        }
         shard(k).verified.withLock { $0 = Verified(key: k, ref: ref, index: i) }
         let f = ref.spec
         if f.startsUninstalled(i) { return .uninstalled(atMs: f.createdAtMs) }
@@ -363,6 +369,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             if let (f, i) = known.map({ ($0.ref, $0.index) }) ?? member(d.tokenBytes, platform: d.platform) {
                 dev = materialize(f, index: i, token: d.token)
                 fleetSpec = f
+            } else if d.platform == .ios, let owner = live.owner(of: k) {
+                // A Live Activity's token, or a push-to-start token: the push is the activity's.
+                deliverLive(d, owner: owner)
+                return
             } else {
                 dev = SimDevice(
                     token: d.token, platform: d.platform, app: d.app, environment: d.environment,
@@ -408,7 +418,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
         let entry = SimDevice.InboxEntry(
             notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
-            displayed: dev.appState == .foreground)
+            displayed: dev.appState == .foreground, channelID: d.channelID)
         if dev.inbox.count < inboxSize {
             dev.normalizeInbox()
             dev.inbox.append(entry)

@@ -11,6 +11,11 @@ public struct SimDevice: Sendable {
         public var receivedAtMs: Int64
         public var collapseID: String?
         public var displayed: Bool
+        /// A Live Activity push: the activity it started, updated or ended, and the event.
+        public var activityID: String?
+        public var activityEvent: String?
+        /// A broadcast: its channel.
+        public var channelID: String?
     }
 
     /// A notification held for an offline device.
@@ -71,6 +76,10 @@ public struct SimDevice: Sendable {
     public var dropped: UInt64 = 0
     public var received: UInt64 = 0
     public var opened: UInt64 = 0
+    /// iOS: the Live Activities the app started (locally or by push-to-start), oldest first.
+    public var activities: [LiveActivity] = []
+    /// iOS: push-to-start tokens, one per ActivityKit attributes type.
+    public var pushToStartTokens: [PushToStartToken] = []
 
     public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
         self.token = token
@@ -107,8 +116,12 @@ public struct SimDevice: Sendable {
         s += ",\"tracking\":" + (tracking?.json ?? "null") + ",\"behavior\":" + (behavior?.json ?? "null")
         s += ",\"fleet\":" + (fleetID.map(JSONWriter.quote) ?? "null")
         s += ",\"createdAt\":\(createdAtMs),\"received\":\(received),\"opened\":\(opened),\"inbox\":\(inbox.count)"
-        s += ",\"evicted\":\(evicted),\"collapsed\":\(collapsed),\"pending\":\(pending.count),\"dropped\":\(dropped)}"
-        return s
+        s += ",\"evicted\":\(evicted),\"collapsed\":\(collapsed),\"pending\":\(pending.count),\"dropped\":\(dropped)"
+        if platform == .ios {
+            s += ",\"activities\":[" + activities.map(\.json).joined(separator: ",") + "]"
+            s += ",\"pushToStartTokens\":[" + pushToStartTokens.map(\.json).joined(separator: ",") + "]"
+        }
+        return s + "}"
     }
 }
 

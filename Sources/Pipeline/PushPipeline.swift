@@ -15,6 +15,8 @@ import Transport
 ///  3. rate limit      tokenRate.allow(token) or G.rateLimited(&decision)     (--apns-token-rate)
 ///  4. accepted only:  for each G.forEachAcceptedPush:
 ///       notification log (append)  ->  Fleet delivery (never awaited; tracking runs on its lanes)
+///     a many-device push (G.fansOut): room reserved on the fan-out worker (else G.rateLimited),
+///       then G.fanOut's job is queued there: resolved and delivered after the answer, off the loop
 ///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
 ///  6. response        G.response(decision), G.outcome(decision)
 ///  7. journal commit  the answer waits for it under --durability strict (relaxed / off: none)
@@ -78,8 +80,14 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         }
 
         // 3. rate limit
-        if deciding.accepted, let limiter = tokenRate, !limiter.allow(subject.token, nowMs: nowMs) {
+        if deciding.accepted, let limiter = tokenRate, !subject.token.isEmpty, !limiter.allow(subject.token, nowMs: nowMs) {
             gateway.rateLimited(&deciding)
+        }
+        // A many-device push needs room on the fan-out worker, else it is too many requests.
+        var reserved = false
+        if deciding.accepted && gateway.fansOut(deciding) {
+            reserved = services.fanOut.reserve()
+            if !reserved { gateway.rateLimited(&deciding) }
         }
         // From here the decision only is read (moved, not copied).
         let decision = consume deciding
@@ -101,6 +109,15 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
                     services.lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
                 }
             }
+            if reserved {
+                if let job = gateway.fanOut(decision, request: request, id: id, nowMs: nowMs) {
+                    services.fanOut.submit(job)
+                } else {
+                    services.fanOut.release()
+                }
+            }
+        } else if reserved {
+            services.fanOut.release()
         }
 
         // 6. response
@@ -187,13 +204,21 @@ public final class PipelineServices: Sendable {
     public let faults: FaultEngine
     public let journal: Journal?
     public let metrics: Metrics
+    /// Topic, condition and broadcast deliveries, off the event loops.
+    public let fanOut: FanOutWorker
 
-    public init(log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics) {
+    /// `fanOut`: the worker for many-device pushes (by default one that appends to the log's
+    /// last shard and runs each job on the caller until it is started).
+    public init(
+        log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics,
+        fanOut: FanOutWorker? = nil
+    ) {
         self.log = log
         self.devices = lifecycle.store
         self.lifecycle = lifecycle
         self.faults = faults
         self.journal = journal
         self.metrics = metrics
+        self.fanOut = fanOut ?? FanOutWorker(log: log, devices: lifecycle.store, logShard: log.shardCount - 1)
     }
 }

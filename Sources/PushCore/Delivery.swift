@@ -29,6 +29,8 @@ public struct Delivery: Sendable {
     public var collapseID: String?
     /// APNs `apns-expiration` (ms; 0: deliver now or never) or FCM TTL end; nil: none.
     public var expiresAtMs: Int64?
+    /// A Live Activity broadcast: the channel it came on.
+    public var channelID: String?
 
     @inlinable
     public init(

@@ -17,8 +17,12 @@ public protocol DeviceDirectory: Sendable {
     /// The FCM registration token of the device layer's device with this Firebase installation
     /// id (the part of its token before the colon), or nil.
     func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String?
+    /// The push tokens of the Live Activities subscribed to broadcast channel `channelID` (of
+    /// app `bundleID` in `environment`), each once.
+    func liveActivityTokens(subscribedTo channelID: String, bundleID: String, environment: String) -> [String]
 }
 
 extension DeviceDirectory {
     public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? { nil }
+    public func liveActivityTokens(subscribedTo channelID: String, bundleID: String, environment: String) -> [String] { [] }
 }

@@ -40,6 +40,8 @@ public final class NotificationLog: Sendable {
         self.shards = (0..<n).map { _ in Shard(bytes: max(256 * 1024, perShard * 1024), records: perShard) }
     }
 
+    public var shardCount: Int { shards.count }
+
     /// Records an accepted notification on the caller's shard (its event loop index).
     public func append(
         shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,

@@ -14,6 +14,7 @@ import Transport
 ///   -> injectedAnswer(_:request:)         when a fault rule answers instead
 ///   -> rateLimited(_:)                    when the pipeline's per-token limit refuses
 ///   -> notificationID + forEachAcceptedPush   accepted: log, deliver, device effects
+///   -> fanOut                             many devices: a job for the fan-out worker (off the loop)
 ///   -> response(for:...) + outcome(of:request:)  the answer and how it is recorded
 ///   -> connectionActions(after:)          what the connection does once the answer is out
 /// ```
@@ -71,6 +72,15 @@ public protocol PushGateway: Sendable {
         _ decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64,
         _ body: AcceptedPushSink)
 
+    /// The many-device part of an accepted push (an FCM topic or condition, an APNs broadcast):
+    /// a job the pipeline's fan-out worker resolves and delivers after the answer, off the event
+    /// loop. nil (the default) when `forEachAcceptedPush` delivers the push in full.
+    func fanOut(_ decision: Decision, request: Request, id: UUIDValue, nowMs: Int64) -> FanOutJob?
+
+    /// Whether an accepted `decision` has a fan-out (asked before it is accepted for good, to
+    /// reserve room on the worker). False by default.
+    func fansOut(_ decision: Decision) -> Bool
+
     /// The answer to a request the provider decided (accepted or rejected).
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response
 
@@ -96,6 +106,10 @@ public protocol PushGateway: Sendable {
 extension PushGateway {
     public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
     public func notFound(_ request: Request) -> Response? { nil }
+    @inlinable @inline(__always)
+    public func fanOut(_ decision: Decision, request: Request, id: UUIDValue, nowMs: Int64) -> FanOutJob? { nil }
+    @inlinable @inline(__always)
+    public func fansOut(_ decision: Decision) -> Bool { false }
 }
 
 /// A gateway's verdict type.

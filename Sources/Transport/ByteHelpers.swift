@@ -102,6 +102,14 @@ extension Collection where Element == UInt8 {
         }
     }
 
+    /// True when the bytes end with `literal`.
+    @inlinable
+    public func hasSuffix(_ literal: StaticString) -> Bool {
+        let n = literal.utf8CodeUnitCount
+        guard count >= n else { return false }
+        return literal.withUTF8Buffer { lit in self.suffix(n).elementsEqual(lit) }
+    }
+
     /// The bytes decoded as UTF-8 (invalid sequences repaired). For logs and admin paths, not hot paths.
     public var utf8String: String { String(decoding: self, as: UTF8.self) }
 }

@@ -17,12 +17,14 @@ public final class HTTPServer: @unchecked Sendable {
     private var listeners: [(fd: Int32, tls: Bool, port: Int)] = []
     public private(set) var httpAddress: BoundAddress?
     public private(set) var httpsAddress: BoundAddress?
+    /// The `extraTLSPorts` listeners, in that order, once started.
+    public private(set) var extraTLSAddresses: [BoundAddress] = []
     private var started = false
 
     /// Validates the configuration (TLS material included) without binding anything.
     public init(configuration: ServerConfiguration, router: Router) throws {
         self.configuration = configuration
-        if configuration.httpsPort != nil && configuration.tls == nil {
+        if (configuration.httpsPort != nil || !configuration.extraTLSPorts.isEmpty) && configuration.tls == nil {
             throw TransportError.tls("a TLS port was configured without a certificate")
         }
         core = try ServerCore(configuration: configuration, router: router)
@@ -36,16 +38,21 @@ public final class HTTPServer: @unchecked Sendable {
             listeners.append((fd, false, bound.port))
             httpAddress = bound
         }
-        if let port = configuration.httpsPort {
-            do {
+        do {
+            if let port = configuration.httpsPort {
                 let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
                 listeners.append((fd, true, bound.port))
                 httpsAddress = bound
-            } catch {
-                for listener in listeners { Glibc.close(listener.fd) }
-                listeners = []
-                throw error
             }
+            for port in configuration.extraTLSPorts {
+                let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
+                listeners.append((fd, true, bound.port))
+                extraTLSAddresses.append(bound)
+            }
+        } catch {
+            for listener in listeners { Glibc.close(listener.fd) }
+            listeners = []
+            throw error
         }
         let n = max(1, configuration.threads)
         let perLoop = max(1, configuration.limits.maxConnections / n)

@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var httpPort: Int? = 8080
     /// TLS listener (ALPN h2 / http/1.1, or the h2 preface without ALPN); nil disables.
     public var httpsPort: Int? = 8443
+    /// More TLS listeners, the same as `httpsPort`'s (APNs's channel-management ports, say).
+    public var extraTLSPorts: [Int] = []
     public var tls: TLSConfiguration?
     /// Event-loop threads.
     public var threads = Int(csys_cpu_count())

@@ -30,6 +30,15 @@ final class FCMSendTests: XCTestCase {
         return Request(version: .http2, method: .post, headers: f, body: Array(body.utf8))
     }
 
+    /// Whom a topic or condition send reaches (what the fan-out worker resolves after the answer).
+    func recipients(_ body: String, project: String = FCMSendTests.project) -> [String] {
+        let p = provider()
+        let d = send(body, project: project, provider: p)
+        XCTAssertNil(d.error)
+        guard let target = d.fanOut else { return [] }
+        return p.recipients(of: target, project: project)
+    }
+
     func send(_ body: String, project: String = FCMSendTests.project, provider p: FCMProvider? = nil, at: Int64? = nil) -> FCMSendDecision {
         (p ?? provider()).send(request(body), projectSegment: Array(project.utf8)[...], state: FCMConnectionState(), nowMs: at ?? nowMs)
     }
@@ -62,7 +71,7 @@ final class FCMSendTests: XCTestCase {
         let p = provider()
         let d = send(#"{"validate_only":true,"message":{"token":"\#(Self.token(2))"}}"#, provider: p)
         XCTAssertNil(d.error)
-        XCTAssertTrue(d.recipients.isEmpty)
+        XCTAssertNil(d.fanOut)
         XCTAssertNil(d.tokenRange)
         let r = p.response(d, id: UUIDValue(high: 1, low: 2), nowMs: nowMs)
         XCTAssertEqual(r.status, 200)
@@ -85,23 +94,23 @@ final class FCMSendTests: XCTestCase {
         XCTAssertEqual(devices.subscribe(token: c, topic: "sports", project: Self.project, nowMs: nowMs), .ok)
         XCTAssertEqual(devices.subscribe(token: d, topic: "news", project: "other-project", nowMs: nowMs), .ok)
 
-        XCTAssertEqual(Set(send(#"{"message":{"topic":"news"}}"#).recipients), [a, b])
+        XCTAssertEqual(Set(recipients(#"{"message":{"topic":"news"}}"#)), [a, b])
         XCTAssertEqual(send(#"{"message":{"topic":"/topics/news"}}"#).topicLabel, "news")
-        XCTAssertEqual(send(#"{"message":{"topic":"nobody"}}"#).recipients, [])
-        XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics && 'sports' in topics"}}"#).recipients), [b])
-        XCTAssertEqual(Set(send(#"{"message":{"condition":"'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
-        XCTAssertEqual(Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics"}}"#).recipients), [a, b, c])
+        XCTAssertEqual(recipients(#"{"message":{"topic":"nobody"}}"#), [])
+        XCTAssertEqual(Set(recipients(#"{"message":{"condition":"'news' in topics && 'sports' in topics"}}"#)), [b])
+        XCTAssertEqual(Set(recipients(#"{"message":{"condition":"'sports' in topics && !('news' in topics)"}}"#)), [c])
+        XCTAssertEqual(Set(recipients(#"{"message":{"condition":"'news' in topics || 'sports' in topics"}}"#)), [a, b, c])
         // Left to right: ('news' || 'sports') && !'news'.
         XCTAssertEqual(
-            Set(send(#"{"message":{"condition":"'news' in topics || 'sports' in topics && !('news' in topics)"}}"#).recipients), [c])
+            Set(recipients(#"{"message":{"condition":"'news' in topics || 'sports' in topics && !('news' in topics)"}}"#)), [c])
         // b was unbound until demo-project's sends reached it; now only d is other-project's.
         XCTAssertEqual(devices.device(token: b)?.project, Self.project)
-        XCTAssertEqual(Set(send(#"{"message":{"topic":"news"}}"#, project: "other-project").recipients), [d])
+        XCTAssertEqual(Set(recipients(#"{"message":{"topic":"news"}}"#, project: "other-project")), [d])
 
         XCTAssertEqual(devices.unsubscribe(token: a, topic: "news"), .ok)
         XCTAssertEqual(devices.unsubscribe(token: a, topic: "news"), .notSubscribed)
         devices.uninstall(token: b, atMs: nowMs)
-        XCTAssertEqual(send(#"{"message":{"topic":"news"}}"#).recipients, [])
+        XCTAssertEqual(recipients(#"{"message":{"topic":"news"}}"#), [])
     }
 
     func testTooManyTopics() {

@@ -1,0 +1,172 @@
+import CSystem
+import Fleet
+import Glibc
+import PushCore
+import Synchronization
+import Transport
+
+/// Delivers the many-device pushes (FCM topic and condition sends, APNs broadcasts) off the
+/// event loops. The pipeline answers such a push at once and hands its `FanOutJob` here; this
+/// worker's thread resolves the recipients, then logs and delivers to each in batches of
+/// `batchSize`, jobs in the order they came.
+///
+/// Bounds: at most `maxJobs` jobs wait or run (FCM allows 1,000 concurrent fan-outs per
+/// project); the pipeline asks `reserve()` before it accepts such a push, and answers "too many
+/// requests" when there is no room, so nothing accepted is ever dropped. The worker appends to
+/// the notification log's last shard, which no event loop uses. `stop()` delivers every job
+/// already accepted before it returns.
+public final class FanOutWorker: @unchecked Sendable { // the thread handle is set by start/stop only
+    public static let maxJobs = 1_000
+    public static let batchSize = 1_024
+
+    public struct Counters: Sendable {
+        /// Jobs accepted and not yet finished (waiting or running).
+        public var pending: Int
+        public var completed: UInt64
+        public var delivered: UInt64
+        /// Deliveries per second of the last job that reached at least 1,000 devices (0 before one).
+        public var lastRate: Double
+    }
+
+    let log: NotificationLog
+    let devices: DeviceStore
+    let logShard: Int
+    private let queue = Mutex<[FanOutJob]>([])
+    private let pending = Atomic<Int>(0)
+    private let completed = Atomic<UInt64>(0)
+    private let delivered = Atomic<UInt64>(0)
+    private let lastRateBits = Atomic<UInt64>(0)
+    /// Jobs submitted, and jobs finished (in submission order: finished >= n means the first n are done).
+    private let submitted = Atomic<UInt64>(0)
+    private let finished = Atomic<UInt64>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let wakeFD: Int32
+    private var thread: pthread_t?
+
+    /// `logShard`: the notification log shard the worker appends to (one no loop uses).
+    public init(log: NotificationLog, devices: DeviceStore, logShard: Int) {
+        self.log = log
+        self.devices = devices
+        self.logShard = logShard
+        wakeFD = csys_eventfd()
+    }
+
+    deinit { if wakeFD >= 0 { close(wakeFD) } }
+
+    public func start() {
+        guard thread == nil else { return }
+        stopping.store(false, ordering: .relaxed)
+        thread = Threads.spawn { [self] in run() }
+    }
+
+    /// Finishes every accepted job, then stops the thread.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        wake()
+        if let thread { pthread_join(thread, nil) }
+        thread = nil
+    }
+
+    /// Claims room for one job; false when `maxJobs` are pending.
+    public func reserve() -> Bool {
+        var current = pending.load(ordering: .relaxed)
+        while current < FanOutWorker.maxJobs {
+            let (exchanged, original) = pending.compareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Gives back a reservation no job came of.
+    public func release() { pending.subtract(1, ordering: .relaxed) }
+
+    /// Queues a job (after `reserve()`). Without a running thread (a unit test's services), the
+    /// job runs on the caller.
+    public func submit(_ job: FanOutJob) {
+        submitted.add(1, ordering: .relaxed)
+        guard thread != nil else {
+            run(job)
+            return
+        }
+        queue.withLock { $0.append(job) }
+        wake()
+    }
+
+    public var counters: Counters {
+        Counters(
+            pending: pending.load(ordering: .relaxed), completed: completed.load(ordering: .relaxed),
+            delivered: delivered.load(ordering: .relaxed),
+            lastRate: Double(bitPattern: lastRateBits.load(ordering: .relaxed)))
+    }
+
+    /// A mark for "every job submitted so far" (see `hasFinished`).
+    public var submittedMark: UInt64 { submitted.load(ordering: .acquiring) }
+
+    /// Whether every job submitted before `mark` was taken has been delivered: a query that
+    /// waits for this sees every topic or broadcast send answered before it began.
+    public func hasFinished(_ mark: UInt64) -> Bool { finished.load(ordering: .acquiring) >= mark }
+
+    /// Waits (polling) until no job is pending; false when `timeoutMs` passed first.
+    public func waitUntilIdle(timeoutMs: Int) -> Bool {
+        let deadline = Clock.monotonicNanoseconds() + UInt64(max(0, timeoutMs)) * 1_000_000
+        while pending.load(ordering: .acquiring) > 0 {
+            if Clock.monotonicNanoseconds() >= deadline { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+
+    private func wake() {
+        guard wakeFD >= 0 else { return }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func run() {
+        while true {
+            let jobs = queue.withLock { q -> [FanOutJob] in
+                let all = q
+                q.removeAll(keepingCapacity: true)
+                return all
+            }
+            for job in jobs { run(job) }
+            if jobs.isEmpty {
+                if stopping.load(ordering: .acquiring) && queue.withLock({ $0.isEmpty }) { return }
+                var fds = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+                _ = poll(&fds, 1, 100)
+                var drained: UInt64 = 0
+                _ = read(wakeFD, &drained, 8)
+            }
+        }
+    }
+
+    /// One job: its recipients, then a log record and a delivery each, a batch at a time.
+    func run(_ job: FanOutJob) {
+        let started = Clock.monotonicNanoseconds()
+        let tokens = job.recipients()
+        var index = 0
+        while index < tokens.count {
+            let end = min(tokens.count, index + FanOutWorker.batchSize)
+            for i in index..<end {
+                let delivery = job.delivery(tokens[i], i)
+                log.append(
+                    shard: logShard, id: delivery.notificationID, provider: delivery.provider,
+                    receivedAtMs: delivery.receivedAtMs, environment: delivery.environment ?? "", token: delivery.tokenBytes,
+                    topic: job.topic?[...], headers: job.headers, payload: delivery.payload, payloadIsJSON: job.payloadIsJSON,
+                    warnings: job.warnings)
+                devices.deliver(delivery)
+            }
+            delivered.add(UInt64(end - index), ordering: .relaxed)
+            index = end
+        }
+        if tokens.count >= 1_000 {
+            let seconds = Double(Clock.monotonicNanoseconds() - started) / 1e9
+            lastRateBits.store((Double(tokens.count) / max(seconds, 1e-9)).bitPattern, ordering: .relaxed)
+        }
+        completed.add(1, ordering: .relaxed)
+        finished.add(1, ordering: .releasing)
+        pending.subtract(1, ordering: .releasing)
+    }
+}
