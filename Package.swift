@@ -78,7 +78,8 @@ let package = Package(
         .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
-        .testTarget(name: "PipelineTests", dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet"]),
+        .testTarget(
+            name: "PipelineTests", dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -214,6 +214,9 @@ struct DeviceAdminAPI: Sendable {
         var app: String?
         var token: String?
         var env: String?
+        var project: String?
+        var fcmToken: String?
+        var wantsFCMToken = false
         var err: String?
         var topics: [String]?
         let ok = req.body.withUnsafeBytes { raw -> Bool in
@@ -231,7 +234,15 @@ struct DeviceAdminAPI: Sendable {
                     }
                 case "app": if isString { app = v.string(val) } else { err = "app must be a string" }
                 case "token": if isString { token = v.string(val) } else { err = "token must be a string" }
-                case "environment", "project": if isString { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
+                case "environment": if isString { env = v.string(val) } else { err = "environment must be a string" }
+                case "project": if isString { project = v.string(val) } else { err = "project must be a string" }
+                case "fcmToken":
+                    switch v.tokens[val].kind {
+                    case .string: fcmToken = v.string(val)
+                    case .true: wantsFCMToken = true
+                    case .false: break
+                    default: err = "fcmToken must be an FCM registration token, or true for a new one"
+                    }
                 case "topics":
                     switch DeviceAdminAPI.topics(v, val) {
                     case .success(let list): topics = list
@@ -242,13 +253,24 @@ struct DeviceAdminAPI: Sendable {
             }
             return true
         }
+        // Android: the project is the device's; iOS: the environment is APNs's, the project FCM's.
+        if platform != .ios, env == nil { env = project }
         guard ok else {
             return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\"}")
         }
         if let err { return AdminAPI.error(400, err) }
         guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
         guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
-        if platform == .ios && topics != nil { return AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs) }
+        if platform == .ios && fcmToken == nil && !wantsFCMToken {
+            if topics != nil { return AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs) }
+            if project != nil { return AdminAPI.error(400, "project is FCM's: an iOS device has one with \"fcmToken\"") }
+        }
+        if platform == .android && (fcmToken != nil || wantsFCMToken) {
+            return AdminAPI.error(400, "fcmToken is for iOS devices with the Firebase SDK; an android device's token is its FCM token")
+        }
+        if let fcmToken, !FCMFormats.isRegistrationToken(fcmToken.utf8) {
+            return AdminAPI.error(400, "an FCM token is 100 to 4096 characters of [A-Za-z0-9_:-]")
+        }
         if platform == .ios {
             env = env ?? "sandbox"
             guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
@@ -268,10 +290,19 @@ struct DeviceAdminAPI: Sendable {
             }
         }
         var d = SimDevice(token: tok, platform: platform, app: app, environment: env, createdAtMs: now, seed: r.next())
+        if platform == .ios, fcmToken != nil || wantsFCMToken {
+            d.fcmToken = fcmToken ?? DeviceLifecycle.randomToken(.android, &r)
+            d.fcmProject = project
+        }
         if let e = DeviceAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
         do { try store.register(d) } catch { return AdminAPI.error(400, "\(error)") }
         if platform == .ios, let e = APNsEnvironment(rawValue: env ?? "sandbox") {
             apnsDevices.register(token: tok, environment: e, bundleID: app)
+            if let fcm = d.fcmToken {
+                // The Firebase iOS SDK's token: FCM knows it as an iOS app's.
+                fcmDevices.register(token: fcm, project: project, app: app, platform: "ios", nowMs: now)
+                if let topics, let e = setTopics(fcm, topics, project: project, now) { return AdminAPI.error(400, e) }
+            }
         } else if platform == .android {
             fcmDevices.register(token: tok, project: env, app: app, nowMs: now)
             if let topics, let e = setTopics(tok, topics, project: env, now) { return AdminAPI.error(400, e) }
@@ -331,7 +362,7 @@ struct DeviceAdminAPI: Sendable {
             v.forEachMember(0) { k, val in
                 let kind = v.tokens[val].kind
                 switch v.string(k) {
-                case "platform", "app", "token", "environment", "project", "topics": break // the callers' (topics: FCM's registry)
+                case "platform", "app", "token", "environment", "project", "topics", "fcmToken": break // the callers' (topics: FCM's registry)
                 case "tracking":
                     if kind == .null {
                         d.tracking = nil

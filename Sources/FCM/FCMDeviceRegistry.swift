@@ -24,6 +24,8 @@ public final class FCMDeviceRegistry: Sendable {
 
     public enum Verdict: Equatable, Sendable {
         case ok
+        /// An iOS app's registration token: FCM delivers through APNs (`FCMAPNsMapping`).
+        case okIOS
         case unregistered
         case senderMismatch
         /// `--devices strict`: a token nobody issued.
@@ -108,7 +110,7 @@ public final class FCMDeviceRegistry: Sendable {
             if let p = d.project, p != project { return .senderMismatch }
             if d.project == nil { map.values[i].project = project }
             map.values[i].pushes &+= 1
-            return .ok
+            return d.platform == "ios" ? .okIOS : .ok
         }
         if let known { return known }
         if let v = external(token, project: project) { return v }
@@ -232,6 +234,12 @@ public final class FCMDeviceRegistry: Sendable {
             if map[key]!.uninstalledAtMs == nil { map[key]!.uninstalledAtMs = atMs }
             return true
         }
+    }
+
+    /// Whether `token` is an iOS app's registration token (delivered through APNs).
+    public func isIOS(token: String) -> Bool {
+        let key = TokenKey(token)
+        return shard(key).map.withLock { $0[key]?.platform == "ios" }
     }
 
     public func device(token: String) -> Device? {

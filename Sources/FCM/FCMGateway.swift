@@ -177,7 +177,7 @@ public final class FCMGateway: PushGateway {
         guard let token = decision.recipientToken(in: request.body) else { return }
         let delivery = FCMGateway.delivery(
             decision.message, project: decision.project, token: token, id: id, payload: request.body[decision.message.messageRange],
-            nowMs: nowMs)
+            nowMs: nowMs, toIOS: decision.recipientIsIOS)
         body(delivery, nil, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true))
     }
 
@@ -192,6 +192,7 @@ public final class FCMGateway: PushGateway {
         let project = decision.project
         let message = decision.message
         let payload = Array(request.body[decision.message.messageRange])
+        let devices = rules.devices
         return FanOutJob(
             provider: .fcm, notificationID: id, topic: decision.topicLabel.map { Array($0.utf8) }, headers: request.headers,
             warnings: message.warnings, payloadIsJSON: true,
@@ -199,22 +200,40 @@ public final class FCMGateway: PushGateway {
             delivery: { token, index in
                 FCMGateway.delivery(
                     message, project: project, token: Array(token.utf8)[...], id: FanOutJob.recipientID(id, index),
-                    payload: payload[...], nowMs: nowMs)
+                    payload: payload[...], nowMs: nowMs, toIOS: devices.isIOS(token: token))
             })
     }
 
-    /// What the device layer receives for one recipient of `message`.
+    /// What the device layer receives for one recipient of `message`: the message itself for
+    /// an Android app, the APNs notification FCM makes of it for an iOS app.
     @inlinable @inline(__always)
     static func delivery(
         _ message: FCMParsedMessage, project: String, token: ArraySlice<UInt8>, id: UUIDValue, payload: ArraySlice<UInt8>,
-        nowMs: Int64
+        nowMs: Int64, toIOS: Bool
     ) -> Delivery {
+        if toIOS { return iOSDelivery(project: project, token: token, id: id, message: payload, nowMs: nowMs) }
         var delivery = Delivery(
             provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: project,
             notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
         delivery.hasData = message.hasData
         delivery.collapseID = message.collapseKey
         delivery.expiresAtMs = nowMs + message.ttlSeconds * 1000
+        return delivery
+    }
+
+    /// An iOS app's recipient: the APNs notification (`FCMAPNsMapping`), to the app's device,
+    /// or to the Live Activity `apns.live_activity_token` names.
+    @usableFromInline
+    static func iOSDelivery(project: String, token: ArraySlice<UInt8>, id: UUIDValue, message: ArraySlice<UInt8>, nowMs: Int64) -> Delivery
+    {
+        let mapped = FCMAPNsMapping.map(message: message, messageID: PushNotification.fcmMessageID(id, receivedAtMs: nowMs))
+        var delivery = Delivery(
+            provider: .fcm, platform: .ios, tokenBytes: mapped.liveActivityToken.map { Array($0.utf8)[...] } ?? token, appBytes: nil,
+            environment: project, notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: mapped.payload[...])
+        delivery.mutableContent = mapped.mutableContent
+        delivery.contentAvailable = mapped.contentAvailable
+        delivery.collapseID = mapped.collapseID
+        delivery.expiresAtMs = mapped.expiration.map { $0 * 1000 }
         return delivery
     }
 

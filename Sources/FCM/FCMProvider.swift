@@ -11,6 +11,8 @@ public struct FCMSendDecision: Sendable {
     public var tokenRange: Range<Int>?
     /// An `fid` send that is delivered: the registration token of that installation's device.
     public var resolvedToken: [UInt8]?
+    /// The recipient of a token or fid send is an iOS app (delivered through APNs).
+    public var recipientIsIOS = false
     /// A topic or condition send that is delivered: whom it goes to, resolved after the answer
     /// (`FCMProvider.recipients(of:project:)`, on the fan-out worker). nil for a dry run.
     public var fanOut: FCMFanOut?
@@ -132,6 +134,9 @@ public struct FCMProvider: Sendable {
         case .token(let r):
             switch devices.check(token: request.body[r], project: d.project, nowMs: nowMs) {
             case .ok: if !d.message.validateOnly { d.tokenRange = r }
+            case .okIOS:
+                d.recipientIsIOS = true
+                if !d.message.validateOnly { d.tokenRange = r }
             case .unregistered: d.error = .fcm(.unregistered)
             case .senderMismatch: d.error = .fcm(.senderIDMismatch)
             case .unknown: d.error = .invalidToken
@@ -146,6 +151,9 @@ public struct FCMProvider: Sendable {
             let bytes = Array(token.utf8)
             switch devices.check(token: bytes[...], project: d.project, nowMs: nowMs) {
             case .ok: if !d.message.validateOnly { d.resolvedToken = bytes }
+            case .okIOS:
+                d.recipientIsIOS = true
+                if !d.message.validateOnly { d.resolvedToken = bytes }
             case .unregistered: d.error = .fcm(.unregistered)
             case .senderMismatch: d.error = .fcm(.senderIDMismatch)
             case .unknown: d.error = .invalidToken

@@ -89,6 +89,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// Live Activity push tokens and push-to-start tokens, and channel subscriptions
     /// (`DeviceStore+LiveActivities.swift`).
     let live = LiveActivityIndex()
+    /// iOS devices' FCM registration tokens (the Firebase iOS SDK's), to their APNs tokens.
+    let fcmTokens = Mutex<[TokenKey: String]>([:])
 
     func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
     final class Shard: Sendable {
@@ -206,13 +208,14 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public func fleetID(_ d: SimDevice) -> String? { d.fleet.map { "fleet-\($0)" } }
 
-    /// Registers a device (replacing one with the same token).
+    /// Registers a device (replacing one with the same token), and its FCM token if it has one.
     public func register(_ d: SimDevice) throws {
         let k = TokenKey(d.token)
         try shard(k).map.withLock { m in
             if m[k] == nil && m.count >= configuration.maxDevices / shards.count { throw StoreError(description: "device limit reached") }
             m[k] = d
         }
+        if let fcm = d.fcmToken { fcmTokens.withLock { $0[TokenKey(fcm)] = d.token } }
     }
 
     /// Changes a device (materializing a fleet member). nil if unknown.
@@ -267,6 +270,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
         fleets.withLock { $0.removeAll() }
         live.removeAll()
+        fcmTokens.withLock { $0.removeAll() }
         counters.delivered.store(0, ordering: .relaxed)
         counters.heldOffline.store(0, ordering: .relaxed)
         counters.droppedOffline.store(0, ordering: .relaxed)
@@ -329,7 +333,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         func onRecord(_ dev: inout SimDevice, fleetTracks: Bool) -> Outcome {
             if dev.uninstalledAtMs != nil { return .uninstalled }
             if dev.appState == .offline {
-                if d.provider == .apns {
+                if d.platform == .ios { // APNs holds it (FCM to an iOS app goes through APNs too)
                     if d.expiresAtMs == 0 {
                         dev.dropped += 1
                         return .droppedOffline
@@ -372,6 +376,13 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             } else if d.platform == .ios, let owner = live.owner(of: k) {
                 // A Live Activity's token, or a push-to-start token: the push is the activity's.
                 deliverLive(d, owner: owner)
+                return
+            } else if d.platform == .ios, d.provider == .fcm, let device = fcmTokens.withLock({ $0[k] }) {
+                // FCM to an iOS app: the notification APNs carries to the app's device.
+                var onDevice = d
+                onDevice.tokenBytes = Array(device.utf8)[...]
+                onDevice.tokenKey = nil
+                deliver(onDevice, parsedPayload: nil)
                 return
             } else {
                 dev = SimDevice(

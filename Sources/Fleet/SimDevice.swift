@@ -80,6 +80,9 @@ public struct SimDevice: Sendable {
     public var activities: [LiveActivity] = []
     /// iOS: push-to-start tokens, one per ActivityKit attributes type.
     public var pushToStartTokens: [PushToStartToken] = []
+    /// iOS with the Firebase SDK: the app's FCM registration token, and its FCM project.
+    public var fcmToken: String?
+    public var fcmProject: String?
 
     public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
         self.token = token
@@ -118,6 +121,8 @@ public struct SimDevice: Sendable {
         s += ",\"createdAt\":\(createdAtMs),\"received\":\(received),\"opened\":\(opened),\"inbox\":\(inbox.count)"
         s += ",\"evicted\":\(evicted),\"collapsed\":\(collapsed),\"pending\":\(pending.count),\"dropped\":\(dropped)"
         if platform == .ios {
+            s += ",\"fcmToken\":" + (fcmToken.map(JSONWriter.quote) ?? "null")
+            s += ",\"fcmProject\":" + (fcmProject.map(JSONWriter.quote) ?? "null")
             s += ",\"activities\":[" + activities.map(\.json).joined(separator: ",") + "]"
             s += ",\"pushToStartTokens\":[" + pushToStartTokens.map(\.json).joined(separator: ",") + "]"
         }

@@ -3,6 +3,7 @@ import EmulatorTesting
 import Fleet
 import Foundation
 import PushCore
+import TestSupport
 import XCTest
 
 /// Live Activity broadcast and channel management over HTTP/2 with token auth, in process:
@@ -341,5 +342,77 @@ final class BroadcastTests: XCTestCase {
             XCTAssertEqual(device.received, 1, token)
             XCTAssertEqual(device.activities.first?.updates, 1, token)
         }
+    }
+}
+
+/// FCM to an iOS app: the message reaches the app's device as the APNs notification FCM makes
+/// of it, and `apns.live_activity_token` reaches the same Live Activity an APNs update would.
+final class FCMToIOSTests: XCTestCase {
+    func object(_ response: TestResponse) throws -> [String: Any] {
+        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], response.text)
+    }
+
+    func testFCMReachesIOSDevicesAndTheirLiveActivities() throws {
+        let emulator = try TestEmulator(.inProcess)
+        defer { emulator.stop() }
+        let sink = try TrackingSink()
+        defer { sink.stop() }
+        // The device's SDK reports what it sees: the APNs payload (data keys at the top level,
+        // FCM's image attachment), not the FCM message.
+        let tracking =
+            #"{"preset":"webhook","method":"GET","url":"\#(sink.url)/e/{event}?m={payload._mId}&img={payload.fcm_options.image|urlencode}"}"#
+        var r = try emulator.http1(
+            TestRequest(
+                "POST", "/emulator/v1/devices",
+                body:
+                    #"{"platform":"ios","app":"com.example.app","fcmToken":true,"project":"demo-project","topics":["news"],"tracking":\#(tracking),"behavior":{"openRate":0}}"#
+            ))
+        XCTAssertEqual(r.status, 201, r.text)
+        let device = try object(r)
+        let apnsToken = try XCTUnwrap(device["token"] as? String)
+        let fcmToken = try XCTUnwrap(device["fcmToken"] as? String)
+        XCTAssertEqual(device["fcmProject"] as? String, "demo-project")
+        let headers = [("authorization", "Bearer ya29.ios-test"), ("content-type", "application/json")]
+        let send = "/v1/projects/demo-project/messages:send"
+        r = try emulator.h2([
+            TestRequest(
+                "POST", send, headers: headers,
+                body:
+                    #"{"message":{"token":"\#(fcmToken)","notification":{"title":"Hi","image":"https://example.com/i.png"},"data":{"_mId":"42"}}}"#
+            )
+        ])[0]
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertEqual(sink.wait(for: 1), 1)
+        let url = try XCTUnwrap(sink.requests.first?.target)
+        XCTAssertTrue(url.hasPrefix("/e/receive?m=42&img=https%3A%2F%2Fexample.com%2Fi.png"), url)
+        // A topic the iOS app subscribed to reaches it too.
+        r = try emulator.h2([TestRequest("POST", send, headers: headers, body: #"{"message":{"topic":"news","data":{"k":"topic"}}}"#)])[0]
+        XCTAssertEqual(r.status, 200, r.text)
+        _ = try emulator.get("/emulator/v1/notifications?limit=1")
+        let shown = try object(try emulator.get("/emulator/v1/devices/\(apnsToken)"))
+        XCTAssertEqual(shown["received"] as? Int, 2)
+        XCTAssertEqual(shown["platform"] as? String, "ios")
+
+        // A Live Activity updated through FCM.
+        r = try emulator.http1(
+            TestRequest(
+                "POST", "/emulator/v1/devices/\(apnsToken)/activities",
+                body: #"{"attributesType":"ScoreAttributes","contentState":{"score":0}}"#))
+        let activityToken = try XCTUnwrap(try object(r)["pushToken"] as? String)
+        let now = Int(Date().timeIntervalSince1970)
+        r = try emulator.h2([
+            TestRequest(
+                "POST", send, headers: headers,
+                body: #"""
+                    {"message":{"token":"\#(fcmToken)","apns":{"live_activity_token":"\#(activityToken)",
+                     "headers":{"apns-push-type":"liveactivity"},
+                     "payload":{"aps":{"timestamp":\#(now),"event":"update","content-state":{"score":4}}}}}}
+                    """#)
+        ])[0]
+        XCTAssertEqual(r.status, 200, r.text)
+        let activities = try XCTUnwrap(
+            try object(try emulator.get("/emulator/v1/devices/\(apnsToken)/activities"))["activities"] as? [[String: Any]])
+        XCTAssertEqual((activities.first?["contentState"] as? [String: Any])?["score"] as? Int, 4)
+        XCTAssertEqual(activities.first?["updates"] as? Int, 1)
     }
 }

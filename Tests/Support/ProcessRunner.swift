@@ -70,3 +70,20 @@ public struct TestSupportError: Error, CustomStringConvertible {
     public let description: String
     public init(_ d: String) { description = d }
 }
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+public func freeLocalPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSupportError("socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw TestSupportError("bind failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
