@@ -362,7 +362,8 @@ struct DeviceAdminAPI: Sendable {
             v.forEachMember(0) { k, val in
                 let kind = v.tokens[val].kind
                 switch v.string(k) {
-                case "platform", "app", "token", "environment", "project", "topics", "fcmToken": break // the callers' (topics: FCM's registry)
+                // The callers' (topics: FCM's registry).
+                case "platform", "app", "token", "environment", "project", "topics", "fcmToken": break
                 case "tracking":
                     if kind == .null {
                         d.tracking = nil

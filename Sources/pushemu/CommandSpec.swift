@@ -82,11 +82,12 @@ struct CommandSpec {
                 Option(name: "app", value: "APP", help: "bundle id or package name", required: true),
                 Option(name: "token", value: "T", help: "its token (default: generated)"),
                 Option(name: "environment", value: "E", help: "iOS: sandbox or production"),
-                Option(name: "project", value: "P", help: "Android: the Firebase project"),
+                Option(name: "project", value: "P", help: "the Firebase project (Android, or iOS with --fcm-token)"),
                 Option(name: "tracking", value: "JSON", help: "its SDK tracking, e.g. {\"preset\":\"braze\",\"url\":...}"),
                 Option(name: "behavior", value: "JSON", help: "its behaviour, e.g. {\"openRate\":0.1}"),
                 Option(name: "labels", value: "a,b", help: "labels fault rules and queries can select"),
-                Option(name: "topics", value: "a,b", help: "Android: FCM topic subscriptions"),
+                Option(name: "topics", value: "a,b", help: "FCM topic subscriptions (Android, or iOS with --fcm-token)"),
+                Option(name: "fcm-token", value: "T|new", help: "iOS with the Firebase SDK: its FCM registration token (new: generated)"),
             ]),
         CommandSpec(
             words: ["devices", "list"], operand: nil, summary: "Lists the devices a running emulator holds as records.",
@@ -98,6 +99,32 @@ struct CommandSpec {
         CommandSpec(
             words: ["devices", "uninstall"], operand: "TOKEN", summary: "Uninstalls the device's app (its next push is unregistered).",
             options: [server]),
+        CommandSpec(
+            words: ["activity", "start"], operand: "TOKEN",
+            summary: "Starts a Live Activity on an iOS device (as the app would) and prints it with its push token.",
+            options: [
+                server,
+                Option(name: "type", value: "NAME", help: "its ActivityKit attributes type", required: true),
+                Option(name: "attributes", value: "JSON", help: "its static attributes (default {})"),
+                Option(name: "content-state", value: "JSON", help: "its first content state (default {})"),
+                Option(name: "channel", value: "ID", help: "a broadcast channel it listens to"),
+            ]),
+        CommandSpec(
+            words: ["activity", "subscribe"], operand: "TOKEN",
+            summary: "Subscribes a device's Live Activity to a broadcast channel (it gets the channel's stored message).",
+            options: [
+                server, Option(name: "activity", value: "ID", help: "the activity's id", required: true),
+                Option(name: "channel", value: "ID", help: "the channel id", required: true),
+            ]),
+        CommandSpec(
+            words: ["activity", "end"], operand: "TOKEN", summary: "Ends a device's Live Activity (the user dismissed it).",
+            options: [server, Option(name: "activity", value: "ID", help: "the activity's id", required: true)]),
+        CommandSpec(
+            words: ["activity", "list"], operand: "TOKEN", summary: "Prints a device's Live Activities.", options: [server]),
+        CommandSpec(
+            words: ["activity", "push-to-start"], operand: "TOKEN",
+            summary: "Prints the device's push-to-start token for an attributes type (made on first request).",
+            options: [server, Option(name: "type", value: "NAME", help: "the ActivityKit attributes type", required: true)]),
         CommandSpec(
             words: ["fleet", "create"], operand: nil, summary: "Creates a fleet of simulated devices in a running emulator.",
             options: [

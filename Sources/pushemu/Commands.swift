@@ -38,6 +38,8 @@ enum Commands {
             return try call("GET", server(f) + "/emulator/v1/devices" + query)
         case "devices show": return try call("GET", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
         case "devices uninstall": return try call("DELETE", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
+        case "activity start", "activity subscribe", "activity end", "activity list", "activity push-to-start":
+            return try activity(spec.words[1], device: operand, f)
         case "fleet create": return try createFleet(f)
         case "fleet tokens": return try fleetTokens(operand, f)
         case "export": return try JournalCommands.export(f)
@@ -59,7 +61,29 @@ enum Commands {
         }
         for key in ["tracking", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
         for key in ["labels", "topics"] { if let list = f[key] { fields.append(JSONWriter.quote(key) + ":" + jsonList(list)) } }
+        if let fcm = f["fcm-token"] { fields.append("\"fcmToken\":" + (fcm == "new" ? "true" : JSONWriter.quote(fcm))) }
         return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
+    }
+
+    /// `pushemu activity ...`: the Live Activity admin endpoints of one device.
+    static func activity(_ command: String, device: String, _ f: [String: String]) throws -> String {
+        let base = server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(device)
+        let activityID = f["activity"].map { PercentEncoding.encode($0) } ?? ""
+        switch command {
+        case "start":
+            var fields = ["\"attributesType\":" + JSONWriter.quote(f["type"] ?? "")]
+            if let value = f["attributes"] { fields.append("\"attributes\":" + value) }
+            if let value = f["content-state"] { fields.append("\"contentState\":" + value) }
+            if let value = f["channel"] { fields.append("\"channel\":" + JSONWriter.quote(value)) }
+            return try call("POST", base + "/activities", body: "{" + fields.joined(separator: ",") + "}")
+        case "subscribe":
+            return try call(
+                "POST", base + "/activities/\(activityID)/channel", body: "{\"channel\":" + JSONWriter.quote(f["channel"] ?? "") + "}")
+        case "end": return try call("DELETE", base + "/activities/\(activityID)")
+        case "push-to-start":
+            return try call("POST", base + "/push-to-start", body: "{\"attributesType\":" + JSONWriter.quote(f["type"] ?? "") + "}")
+        default: return try call("GET", base + "/activities")
+        }
     }
 
     /// `pushemu fleet create`: `POST /emulator/v1/fleets`.

@@ -82,4 +82,33 @@ final class BroadcastClientTests: XCTestCase {
         let activities = try adminRequest(s, "GET", "/emulator/v1/devices/\(token)/activities")
         XCTAssertTrue(activities.1.contains(#""contentState":{"score":3}"#), activities.1)
     }
+
+    func testActivityCommands() throws {
+        let s = try ServerProcess()
+        defer { s.stop() }
+        let server = ["--server", "http://127.0.0.1:\(s.httpPort)"]
+        func pushemu(_ args: [String]) throws -> [String: Any] {
+            let r = try runCommand(ServerProcess.binaryPath, args + server, timeout: 10)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
+        }
+        let device = try pushemu([
+            "devices", "add", "--platform", "ios", "--app", "com.example.app", "--fcm-token", "new", "--project", "p1",
+        ])
+        let token = try XCTUnwrap(device["token"] as? String)
+        XCTAssertNotNil(device["fcmToken"] as? String)
+        let started = try pushemu(["activity", "start", token, "--type", "ScoreAttributes", "--content-state", #"{"score":1}"#])
+        XCTAssertEqual((started["pushToken"] as? String)?.count, 160)
+        let id = try XCTUnwrap(started["id"] as? String)
+        let start = try pushemu(["activity", "push-to-start", token, "--type", "ScoreAttributes"])
+        XCTAssertEqual(start["attributesType"] as? String, "ScoreAttributes")
+        XCTAssertEqual((try pushemu(["activity", "list", token])["activities"] as? [Any])?.count, 1)
+        XCTAssertEqual(try pushemu(["activity", "end", token, "--activity", id])["state"] as? String, "ended")
+        // A channel that does not exist is refused.
+        let r = try runCommand(
+            ServerProcess.binaryPath, ["activity", "subscribe", token, "--activity", id, "--channel", "AAAAAAAAAAAAAAAAAAAAAA=="] + server,
+            timeout: 10)
+        XCTAssertNotEqual(r.status, 0)
+        XCTAssertTrue(r.stderr.contains("404"), r.stderr)
+    }
 }
