@@ -276,7 +276,8 @@ extension APNsProvider {
         }
     }
 
-    /// `{"message-storage-policy":0|1,"push-type":"LiveActivity"}` (both required; nothing else).
+    /// `{"message-storage-policy":0|1,"push-type":"LiveActivity"}` (both required; nothing else;
+    /// the push type in any case).
     static func channelSettings(_ body: [UInt8]) -> Result<APNsChannelRegistry.StoragePolicy, APNsReason> {
         if body.isEmpty { return .failure(.payloadEmpty) }
         return body.withUnsafeBytes { raw -> Result<APNsChannelRegistry.StoragePolicy, APNsReason> in
@@ -290,7 +291,8 @@ extension APNsProvider {
                 switch v.string(k) {
                 case "message-storage-policy":
                     if let n = v.integer(val), v.tokens[val].kind == .number { policy = APNsChannelRegistry.StoragePolicy(rawValue: n) }
-                case "push-type": pushType = v.tokens[val].kind == .string && v.string(val) == "LiveActivity"
+                // Apple's spelling is LiveActivity; clients that lowercase it (as the header's value) work too.
+                case "push-type": pushType = v.tokens[val].kind == .string && v.string(val).lowercased() == "liveactivity"
                 default: unknown = true
                 }
             }

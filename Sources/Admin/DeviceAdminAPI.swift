@@ -347,6 +347,7 @@ struct DeviceAdminAPI: Sendable {
             case .notFound: return "the device is uninstalled: its token subscribes to nothing"
             case .senderMismatch: return "SENDER_ID_MISMATCH: the device belongs to another project"
             case .invalidArgument: return "not an FCM registration token"
+            case .full: return "the FCM registry is full (--max-devices)"
             }
         }
         return nil

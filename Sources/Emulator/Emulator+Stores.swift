@@ -34,12 +34,12 @@ extension Emulator {
             dispatcher = TrackingDispatcher(options: configuration.tracking, log: trackingLog)
             devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher)
             let strict = configuration.devices.policy == .strict
-            apnsDevices = APNsDeviceRegistry(directory: devices, strict: strict)
+            apnsDevices = APNsDeviceRegistry(capacity: configuration.devices.maxDevices, directory: devices, strict: strict)
             // One shard per event loop, and the last for the fan-out worker.
             notifications = NotificationLog(shards: configuration.threads + 1, capacity: configuration.notificationLogSize)
             let fcmDirectory = dataDirectory.map { $0 + "/fcm" }
             fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
-            fcmDevices = FCMDeviceRegistry(directory: devices, strict: strict)
+            fcmDevices = FCMDeviceRegistry(capacity: configuration.devices.maxDevices, directory: devices, strict: strict)
             fcmProvider = FCMProvider(
                 configuration: configuration.fcm, accounts: fcmAccounts,
                 tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,

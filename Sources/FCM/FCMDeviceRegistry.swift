@@ -39,6 +39,9 @@ public final class FCMDeviceRegistry: Sendable {
         case tooManyTopics = "TOO_MANY_TOPICS"
         case notSubscribed
         case senderMismatch = "SENDER_ID_MISMATCH"
+        /// The registry holds as many devices as it may (`capacity`): the subscription is refused
+        /// rather than kept in the topic index for a device nobody records.
+        case full = "RESOURCE_EXHAUSTED"
     }
 
     private final class Shard: Sendable {
@@ -161,7 +164,8 @@ public final class FCMDeviceRegistry: Sendable {
                 if d.topics.count >= FCMDeviceRegistry.maxTopicsPerDevice { return .tooManyTopics }
                 d.topics[topic] = day
             }
-            if map[key] != nil || map.count < maxPerShard { map[key] = d }
+            guard map[key] != nil || map.count < maxPerShard else { return .full }
+            map[key] = d
             return .ok
         }
         if r == .ok {

@@ -112,6 +112,7 @@ public struct FCMTopicManagement: Sendable {
         case .notFound: return FCMTopicManagement.iidError(404, "NOT_FOUND")
         case .tooManyTopics: return FCMTopicManagement.iidError(400, "TOO_MANY_TOPICS")
         case .senderMismatch: return FCMTopicManagement.iidError(403, "PERMISSION_DENIED")
+        case .full: return FCMTopicManagement.iidError(429, "RESOURCE_EXHAUSTED")
         }
     }
 
@@ -167,6 +168,11 @@ public struct FCMTopicManagement: Sendable {
             return FCMError(
                 httpStatus: 400, status: "FAILED_PRECONDITION",
                 message: "TOO_MANY_TOPICS: the app instance is subscribed to the maximum of \(FCMDeviceRegistry.maxTopicsPerDevice) topics."
+            ).response
+        case .full:
+            return FCMError(
+                httpStatus: 429, status: "RESOURCE_EXHAUSTED",
+                message: "pushemu holds as many FCM devices as --max-devices allows; this subscription is not kept."
             ).response
         }
     }

@@ -81,6 +81,29 @@ final class BroadcastClientTests: XCTestCase {
         XCTAssertEqual(inbox.0, 200)
         let activities = try adminRequest(s, "GET", "/emulator/v1/devices/\(token)/activities")
         XCTAssertTrue(activities.1.contains(#""contentState":{"score":3}"#), activities.1)
+
+        // Push-to-start is a liveactivity push: token auth only, so a certificate is refused.
+        let start = try adminRequest(s, "POST", "/emulator/v1/devices/\(token)/push-to-start", #"{"attributesType":"ScoreAttributes"}"#)
+        let startToken = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: Data(start.1.utf8)) as? [String: Any])?["token"] as? String, start.1)
+        let pushHost = "api.sandbox.push.apple.com"
+        r = try curl(
+            "https://\(pushHost):\(s.httpsPort)/3/device/\(startToken)", host: pushHost, port: s.httpsPort,
+            [
+                "-H", "apns-push-type: liveactivity", "-H", "apns-topic: com.example.app.push-type.liveactivity",
+                "-d",
+                #"{"aps":{"timestamp":\#(now),"event":"start","attributes-type":"ScoreAttributes","attributes":{},"content-state":{}}}"#,
+            ])
+        XCTAssertTrue(r.hasPrefix("HTTP/2 400") && r.contains(#"{"reason":"TopicDisallowed"}"#), r)
+
+        // Read and delete with the certificate.
+        let channelURL = "https://\(Self.manageHost):\(sandboxPort)/1/apps/com.example.app/channels"
+        r = try curl(channelURL, host: Self.manageHost, port: sandboxPort, ["-H", "apns-channel-id: \(channel)"])
+        XCTAssertTrue(r.hasPrefix("HTTP/2 200") && r.contains(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#), r)
+        r = try curl(channelURL, host: Self.manageHost, port: sandboxPort, ["-X", "DELETE", "-H", "apns-channel-id: \(channel)"])
+        XCTAssertTrue(r.hasPrefix("HTTP/2 204"), r)
+        r = try curl(channelURL, host: Self.manageHost, port: sandboxPort, ["-H", "apns-channel-id: \(channel)"])
+        XCTAssertTrue(r.hasPrefix("HTTP/2 400") && r.contains("ChannelNotRegistered"), r)
     }
 
     func testActivityCommands() throws {
