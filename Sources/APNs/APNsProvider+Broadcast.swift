@@ -2,11 +2,19 @@ import PushCore
 import Transport
 
 /// Where an accepted broadcast goes: its channel, and the app and environment it belongs to.
-public struct APNsBroadcastTarget: Sendable {
-    public var channelID: String
-    public var bundleID: String
-    public var policy: APNsChannelRegistry.StoragePolicy
-    public var priority: Int
+/// A reference, so a device push's decision carries one nil word for it.
+public final class APNsBroadcastTarget: Sendable {
+    public let channelID: String
+    public let bundleID: String
+    public let policy: APNsChannelRegistry.StoragePolicy
+    public let priority: Int
+
+    init(channelID: String, bundleID: String, policy: APNsChannelRegistry.StoragePolicy, priority: Int) {
+        self.channelID = channelID
+        self.bundleID = bundleID
+        self.policy = policy
+        self.priority = priority
+    }
 }
 
 /// The Live Activity broadcast API (`POST /4/broadcasts/apps/<bundleId>`, BCAST) and channel
@@ -16,10 +24,12 @@ public struct APNsBroadcastTarget: Sendable {
 /// `apns-request-id` (the client's, when it is a UUID, else a new one) instead of `apns-id`.
 ///
 /// Checks run in this order; the first failure decides (Apple documents the reasons, ERRB, but
-/// no order; this follows the device push's order where the checks correspond):
+/// no order; this follows the device push's order where the checks correspond). A broadcast
+/// first passes the device push's steps 1 and 2 (DuplicateHeaders, BadMessageId for `apns-id`),
+/// which `APNsProvider.decide` runs before it reads the path.
 ///
-///  1. MethodNotAllowed   (broadcast: not POST; channels: not POST, GET or DELETE; all-channels: not GET)
-///  2. BadPath            (no such path, or a bundle id with characters a bundle id cannot have)
+///  1. BadPath            (no such path, or a bundle id with characters a bundle id cannot have)
+///  2. MethodNotAllowed   (broadcast: not POST; channels: not POST, GET or DELETE; all-channels: not GET)
 ///  3. TopicDisallowed    (the bundle id carries a push type's suffix, `.push-type.liveactivity` say)
 ///  4. BadMessageId       (apns-request-id not a UUID)
 ///  5. authentication     (as for device pushes: BadCertificate, BadCertificateEnvironment, the token reasons)
@@ -58,13 +68,9 @@ extension APNsProvider {
         into d: inout APNsDecision
     ) -> Bool {
         let h = request.headers
-        if let sent = h.first("apns-request-id") {
-            if let id = APNsProvider.parseRequestID(sent) {
-                d.requestID = id
-            } else {
-                reject(&d, .badMessageId, state)
-                return false
-            }
+        if let sent = h.first("apns-request-id"), APNsProvider.parseRequestID(sent) == nil {
+            reject(&d, .badMessageId, state)
+            return false
         }
         let idx = APNsHeaders(h)
         guard let credentials = authorize(h, idx, conn, env: d.environment, state: state, nowMs: nowMs, &d) else { return false }
@@ -114,9 +120,13 @@ extension APNsProvider {
     ) {
         d = APNsDecision(environment: environment(request, conn))
         d.isBroadcast = true
+        // The answer's apns-request-id: the sender's valid one, else a new one.
+        d.generatedID = request.headers.first("apns-request-id").flatMap(APNsProvider.parseRequestID) ?? UUIDValue.random(&state.rng)
+        let named = APNsProvider.broadcastBundle(request.path, prefix: APNsProvider.broadcastPrefix)
+        if case .failure(.badPath) = named { return reject(&d, .badPath, state) }
         guard request.method == .post else { return reject(&d, .methodNotAllowed, state) }
         let bundleBytes: ArraySlice<UInt8>
-        switch APNsProvider.broadcastBundle(request.path, prefix: APNsProvider.broadcastPrefix) {
+        switch named {
         case .failure(let reason): return reject(&d, reason, state)
         case .success(let b): bundleBytes = b
         }
@@ -132,22 +142,12 @@ extension APNsProvider {
         guard APNsPushType(bytes: pushType) == .liveactivity else { return reject(&d, .invalidPushType, state) }
         var priority = 10
         if let p = h.first("apns-priority") {
-            if p.equals("10") {
-                priority = 10
-            } else if p.equals("5") {
-                priority = 5
-            } else if p.equals("1") {
-                priority = 1
-            } else {
-                return reject(&d, .badPriority, state)
-            }
+            guard let value = APNsProvider.priority(p) else { return reject(&d, .badPriority, state) }
+            priority = value
         }
-        let expiration = h.first("apns-expiration")
-        if let e = expiration {
-            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                return reject(&d, .badExpirationDate, state)
-            }
-            d.expiration = e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+        if let e = h.first("apns-expiration") {
+            guard let seconds = APNsProvider.expiration(e) else { return reject(&d, .badExpirationDate, state) }
+            d.expiration = seconds
         }
         if channel.policy == .noMessageStored && d.expiration != 0 { return reject(&d, .badExpirationDate, state) }
         let body = request.body
@@ -170,7 +170,7 @@ extension APNsProvider {
     /// reason with `apns-request-id`.
     public func broadcastResponse(_ d: APNsDecision, id: UUIDValue, state: APNsConnectionState) -> Response {
         var h = HTTPFields()
-        (d.requestID ?? id).withBytes { h.add(name: "apns-request-id", value: $0) }
+        (d.generatedID ?? id).withBytes { h.add(name: "apns-request-id", value: $0) }
         guard let reason = d.reason else {
             UUIDValue.random(&state.rng).withBytes { h.add(name: "apns-unique-id", value: $0) }
             return Response(status: 200, headers: h)
@@ -205,16 +205,17 @@ extension APNsProvider {
     ) -> ChannelAnswer {
         var d = APNsDecision(environment: environment(request, conn))
         d.isBroadcast = true
-        var requestID = UUIDValue.random(&state.rng)
+        // The answer's apns-request-id: the sender's valid one, else a new one.
+        let requestID = request.headers.first("apns-request-id").flatMap(APNsProvider.parseRequestID) ?? UUIDValue.random(&state.rng)
+        d.generatedID = requestID
         func answer(_ reason: APNsReason) -> ChannelAnswer {
             reject(&d, reason, state)
-            return ChannelAnswer(
-                response: broadcastResponse(d, id: d.requestID ?? requestID, state: state), goAwayReason: d.goAwayReason)
+            return ChannelAnswer(response: broadcastResponse(d, id: requestID, state: state), goAwayReason: d.goAwayReason)
         }
         func success(_ status: Int, _ body: String?, channelID: String? = nil) -> ChannelAnswer {
             account(&d, state)
             var h = HTTPFields()
-            (d.requestID ?? requestID).withBytes { h.add(name: "apns-request-id", value: $0) }
+            (d.generatedID ?? requestID).withBytes { h.add(name: "apns-request-id", value: $0) }
             if let channelID { h.add(name: "apns-channel-id", value: channelID) }
             if body != nil { h.add(name: "content-type", value: "application/json") }
             return ChannelAnswer(
@@ -242,9 +243,8 @@ extension APNsProvider {
         }
         let bundle = String(decoding: bundleBytesOnly, as: UTF8.self)
         guard admitBroadcastRequest(request, bundle: bundle, connection: conn, state: state, nowMs: nowMs, into: &d) else {
-            return ChannelAnswer(response: broadcastResponse(d, id: d.requestID ?? requestID, state: state), goAwayReason: d.goAwayReason)
+            return ChannelAnswer(response: broadcastResponse(d, id: requestID, state: state), goAwayReason: d.goAwayReason)
         }
-        if let id = d.requestID { requestID = id }
         let env = d.environment
         if listing {
             let ids = channels.list(bundle: bundle, environment: env)

@@ -22,7 +22,8 @@ public struct APNsDecision: Sendable {
     /// 410 responses: when the token stopped being valid (ms).
     public var timestampMs: Int64?
     public var environment: APNsEnvironment
-    /// Generated when the request carried no valid `apns-id`.
+    /// Generated when the request carried no valid `apns-id`. For the broadcast APIs: the
+    /// answer's `apns-request-id` (the sender's when valid, else generated).
     public var generatedID: UUIDValue?
     /// Accepted pushes.
     public var token: ArraySlice<UInt8> = []
@@ -45,8 +46,6 @@ public struct APNsDecision: Sendable {
     public var broadcast: APNsBroadcastTarget?
     /// The request was for the broadcast API (its answers carry `apns-request-id`).
     public var isBroadcast = false
-    /// The sender's valid `apns-request-id` (broadcast and channel APIs).
-    public var requestID: UUIDValue?
 
     public var accepted: Bool { reason == nil }
 
@@ -72,6 +71,8 @@ public struct APNsDecision: Sendable {
 /// 11. BadTopic, TopicDisallowed (suffix for the push type; certificate or key topics; token-only types)
 /// 12. BadDeviceToken (other environment), Unregistered (410), DeviceTokenNotForTopic
 /// 13. PayloadEmpty, PayloadTooLarge (4096, 5120 for voip), BadPayload (--strict-payload only)
+///
+/// A path under `/4/` is the broadcast API: from step 4 on, `decideBroadcast` decides it.
 public struct APNsProvider: Sendable {
     public let configuration: APNsConfiguration
     public let keys: APNsKeyStore
@@ -138,8 +139,9 @@ public struct APNsProvider: Sendable {
             return
         }
 
-        // 3. MethodNotAllowed
+        // 3. MethodNotAllowed (the broadcast API's paths are its own: `decideBroadcast`)
         guard request.method == .post else {
+            if request.path.hasPrefix("/4/") { return decideBroadcast(request, connection: conn, state: state, nowMs: nowMs, into: &d) }
             reject(&d, .methodNotAllowed, state)
             return
         }
@@ -148,6 +150,10 @@ public struct APNsProvider: Sendable {
         let path = request.path
         let prefix: StaticString = "/3/device/"
         guard path.hasPrefix(prefix) else {
+            // The broadcast API (`/4/broadcasts/apps/...`) has rules of its own.
+            if path.count > 3, path[path.startIndex &+ 1] == UInt8(ascii: "4"), path[path.startIndex &+ 2] == UInt8(ascii: "/") {
+                return decideBroadcast(request, connection: conn, state: state, nowMs: nowMs, into: &d)
+            }
             reject(&d, path.equals("/3/device") ? .missingDeviceToken : .badPath, state)
             return
         }
@@ -196,16 +202,11 @@ public struct APNsProvider: Sendable {
         var priority = 10
         let priorityHeader = APNsHeaders.value(h, idx.priority)
         if let p = priorityHeader {
-            if p.equals("10") {
-                priority = 10
-            } else if p.equals("5") {
-                priority = 5
-            } else if p.equals("1") {
-                priority = 1
-            } else {
+            guard let value = APNsProvider.priority(p) else {
                 reject(&d, .badPriority, state)
                 return
             }
+            priority = value
         }
         var pushType = APNsPushType.alert
         if let pt = APNsHeaders.value(h, idx.pushType) {
@@ -225,11 +226,11 @@ public struct APNsProvider: Sendable {
 
         // 10. BadExpirationDate
         if let e = APNsHeaders.value(h, idx.expiration) {
-            guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            guard let seconds = APNsProvider.expiration(e) else {
                 reject(&d, .badExpirationDate, state)
                 return
             }
-            d.expiration = e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+            d.expiration = seconds
         }
 
         // 11. Topic rules
@@ -464,6 +465,23 @@ public struct APNsProvider: Sendable {
                 return t
             })
         return .init(environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty)
+    }
+
+    /// `apns-priority`: 10, 5 or 1; nil for anything else (BadPriority).
+    @inline(__always)
+    static func priority(_ p: ArraySlice<UInt8>) -> Int? {
+        if p.equals("10") { return 10 }
+        if p.equals("5") { return 5 }
+        if p.equals("1") { return 1 }
+        return nil
+    }
+
+    /// `apns-expiration`: a non-negative integer of at most 12 digits (seconds since 1970);
+    /// nil otherwise (BadExpirationDate).
+    @inline(__always)
+    static func expiration(_ e: ArraySlice<UInt8>) -> Int64? {
+        guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
     }
 
     /// Bundle ids: letters, digits, '-' and '.', not empty.

@@ -98,20 +98,17 @@ public enum APNsEnvironment: String, Sendable {
             if i >= 0 && i < n - 1 && raw[i] == UInt8(ascii: ":") { n = i }
             while n > 0 && raw[n - 1] == UInt8(ascii: ".") { n -= 1 }
             let h = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-            if Bytes.equalIgnoringCase(h, "api.push.apple.com") || Bytes.equalIgnoringCase(h, "api-broadcast.push.apple.com")
-                || Bytes.equalIgnoringCase(h, "api-manage-broadcast.push.apple.com")
-            {
-                return .production
+            // By length first: one comparison at most (an IP or localhost costs none).
+            switch n {
+            case 18: return Bytes.equalIgnoringCase(h, "api.push.apple.com") ? .production : nil
+            case 26: return Bytes.equalIgnoringCase(h, "api.sandbox.push.apple.com") ? .sandbox : nil
+            case 30: return Bytes.equalIgnoringCase(h, "api.development.push.apple.com") ? .sandbox : nil
+            case 28: return Bytes.equalIgnoringCase(h, "api-broadcast.push.apple.com") ? .production : nil
+            case 36: return Bytes.equalIgnoringCase(h, "api-broadcast.sandbox.push.apple.com") ? .sandbox : nil
+            case 35: return Bytes.equalIgnoringCase(h, "api-manage-broadcast.push.apple.com") ? .production : nil
+            case 43: return Bytes.equalIgnoringCase(h, "api-manage-broadcast.sandbox.push.apple.com") ? .sandbox : nil
+            default: return nil
             }
-            if Bytes.equalIgnoringCase(h, "api-broadcast.sandbox.push.apple.com")
-                || Bytes.equalIgnoringCase(h, "api-manage-broadcast.sandbox.push.apple.com")
-            {
-                return .sandbox
-            }
-            if Bytes.equalIgnoringCase(h, "api.sandbox.push.apple.com") || Bytes.equalIgnoringCase(h, "api.development.push.apple.com") {
-                return .sandbox
-            }
-            return nil
         }
     }
 

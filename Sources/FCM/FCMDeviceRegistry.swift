@@ -14,7 +14,11 @@ public final class FCMDeviceRegistry: Sendable {
         /// The project the token was issued for; nil until a project sends to it or subscribes it.
         public var project: String?
         public var app: String?
-        public var platform: String = "android"
+        public var platform: String = "android" {
+            didSet { isIOS = platform == "ios" }
+        }
+        /// `platform == "ios"`, kept so the send path compares no strings.
+        public private(set) var isIOS = false
         public var createdAtMs: Int64
         public var uninstalledAtMs: Int64?
         /// Topic name -> day subscribed (days since 1970-01-01).
@@ -113,7 +117,7 @@ public final class FCMDeviceRegistry: Sendable {
             if let p = d.project, p != project { return .senderMismatch }
             if d.project == nil { map.values[i].project = project }
             map.values[i].pushes &+= 1
-            return d.platform == "ios" ? .okIOS : .ok
+            return d.isIOS ? .okIOS : .ok
         }
         if let known { return known }
         if let v = external(token, project: project) { return v }
@@ -132,7 +136,9 @@ public final class FCMDeviceRegistry: Sendable {
         let key = TokenKey(token)
         let old = shard(key).map.withLock { map -> Device? in
             let old = map[key]
-            map[key] = Device(token: token, project: project, app: app, platform: platform, createdAtMs: nowMs)
+            var device = Device(token: token, project: project, app: app, createdAtMs: nowMs)
+            device.platform = platform // (didSet keeps isIOS; an initializer would not run it)
+            map[key] = device
             return old
         }
         indexInstallation(Array(token.utf8)[...])
@@ -243,7 +249,7 @@ public final class FCMDeviceRegistry: Sendable {
     /// Whether `token` is an iOS app's registration token (delivered through APNs).
     public func isIOS(token: String) -> Bool {
         let key = TokenKey(token)
-        return shard(key).map.withLock { $0[key]?.platform == "ios" }
+        return shard(key).map.withLock { $0[key]?.isIOS ?? false }
     }
 
     public func device(token: String) -> Device? {

@@ -157,7 +157,8 @@ public final class FCMGateway: PushGateway {
     /// FCM has no per-token limit (its per-project quota is part of `decide`): this is asked only
     /// when the fan-out worker has no room for another topic or condition send (FCM allows 1,000
     /// concurrent fan-outs per project), answered as FCM's quota error.
-    @inlinable @inline(__always)
+    /// Out of line: inlined, its error construction made the request path copy the decision.
+    @inline(never)
     public func rateLimited(_ decision: inout FCMSendDecision) {
         decision.error = .quota(project: decision.project, retryAfterSeconds: 1)
         decision.fanOut = nil
@@ -175,10 +176,20 @@ public final class FCMGateway: PushGateway {
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
         guard let token = decision.recipientToken(in: request.body) else { return }
-        let delivery = FCMGateway.delivery(
-            decision.message, project: decision.project, token: token, id: id, payload: request.body[decision.message.messageRange],
-            nowMs: nowMs, toIOS: decision.recipientIsIOS)
-        body(delivery, nil, decision.message.warnings, nil, AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true))
+        let flags = AcceptedPushFlags(payloadIsJSON: true, appliesDeviceEffects: true)
+        let payload = request.body[decision.message.messageRange]
+        if decision.recipientIsIOS {
+            let delivery = FCMGateway.iOSDelivery(project: decision.project, token: token, id: id, message: payload, nowMs: nowMs)
+            return body(delivery, nil, decision.message.warnings, nil, flags)
+        }
+        // Built here, in place (a Delivery returned from a helper was copied once more per push).
+        var delivery = Delivery(
+            provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
+            notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
+        delivery.hasData = decision.message.hasData
+        delivery.collapseID = decision.message.collapseKey
+        delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
+        body(delivery, nil, decision.message.warnings, nil, flags)
     }
 
     @inlinable @inline(__always)
@@ -204,11 +215,10 @@ public final class FCMGateway: PushGateway {
             })
     }
 
-    /// What the device layer receives for one recipient of `message`: the message itself for
+    /// What the device layer receives for one recipient of a fan-out: the message itself for
     /// an Android app, the APNs notification FCM makes of it for an iOS app.
-    @inlinable @inline(__always)
     static func delivery(
-        _ message: FCMParsedMessage, project: String, token: ArraySlice<UInt8>, id: UUIDValue, payload: ArraySlice<UInt8>,
+        _ message: borrowing FCMParsedMessage, project: String, token: ArraySlice<UInt8>, id: UUIDValue, payload: ArraySlice<UInt8>,
         nowMs: Int64, toIOS: Bool
     ) -> Delivery {
         if toIOS { return iOSDelivery(project: project, token: token, id: id, message: payload, nowMs: nowMs) }

@@ -31,10 +31,15 @@ public struct FCMSendDecision: Sendable {
     }
 }
 
-/// Whom a topic or condition send goes to.
-public enum FCMFanOut: Sendable, Equatable {
-    case topic(String)
-    case condition(FCMCondition)
+/// Whom a topic or condition send goes to. A reference, so a token send's decision carries one
+/// nil word for it (an optional enum of a string or a condition tree cost a copy per request).
+public final class FCMFanOut: Sendable {
+    public enum Target: Sendable, Equatable {
+        case topic(String)
+        case condition(FCMCondition)
+    }
+    public let target: Target
+    public init(_ target: Target) { self.target = target }
 }
 
 /// FCM's rules for the send API and its credentials, as pure functions of the request, the
@@ -161,10 +166,10 @@ public struct FCMProvider: Sendable {
         case .topic(let r):
             let topic = String(decoding: request.body[r], as: UTF8.self)
             d.topicLabel = topic
-            if !d.message.validateOnly { d.fanOut = .topic(topic) }
+            if !d.message.validateOnly { d.fanOut = FCMFanOut(.topic(topic)) }
         case .condition(let c, let text):
             d.topicLabel = text
-            if !d.message.validateOnly { d.fanOut = .condition(c) }
+            if !d.message.validateOnly { d.fanOut = FCMFanOut(.condition(c)) }
         }
         return d
     }
@@ -172,7 +177,7 @@ public struct FCMProvider: Sendable {
     /// The devices a topic or condition send reaches in `project` (and counts a push for each):
     /// the installed subscribers, sorted. Runs on the fan-out worker.
     public func recipients(of fanOut: FCMFanOut, project: String) -> [String] {
-        switch fanOut {
+        switch fanOut.target {
         case .topic(let topic): devices.fanOut(topic: topic, project: project)
         case .condition(let condition): devices.fanOut(condition: condition, project: project)
         }

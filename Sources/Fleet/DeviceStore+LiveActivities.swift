@@ -220,10 +220,8 @@ extension DeviceStore {
         var endedKey: LiveActivityIndex.ChannelKey?
         var view: SDKView?
         var fleet: Int?
-        let applied = shard(k).map.withLock { m -> Bool in
-            guard let i = m.index(forKey: k) else { return false }
-            var dev = m.values[i]
-            defer { m.values[i] = dev }
+        // On the record in place: a copy of a device with its activities costs a retain per field.
+        func apply(_ dev: inout SimDevice) -> Bool {
             guard dev.uninstalledAtMs == nil else { return false }
             var activityID: String?
             if let id = owner.activityID {
@@ -266,12 +264,16 @@ extension DeviceStore {
             DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
             dev.normalizeInbox()
             if !dev.inbox.isEmpty {
-                dev.inbox[dev.inbox.count - 1].activityID = activityID
-                dev.inbox[dev.inbox.count - 1].activityEvent = push.event
+                dev.inbox[dev.inbox.count - 1].live = SimDevice.InboxEntry.LiveFacts(
+                    activityID: activityID, activityEvent: push.event, channelID: d.channelID)
             }
             if push.hasAlert { view = SDKView(dev) }
             fleet = dev.fleet
             return true
+        }
+        let applied = shard(k).map.withLock { m -> Bool in
+            guard let i = m.index(forKey: k) else { return false }
+            return apply(&m.values[i])
         }
         // Not applied (an ended activity, a push-to-start token sent anything but a start of its
         // type): ActivityKit shows nothing, and nothing is recorded on the device.

@@ -378,12 +378,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 deliverLive(d, owner: owner)
                 return
             } else if d.platform == .ios, d.provider == .fcm, let device = fcmTokens.withLock({ $0[k] }) {
-                // FCM to an iOS app: the notification APNs carries to the app's device.
-                var onDevice = d
-                onDevice.tokenBytes = Array(device.utf8)[...]
-                onDevice.tokenKey = nil
-                deliver(onDevice, parsedPayload: nil)
-                return
+                return deliverToAppDevice(d, device: device)
             } else {
                 dev = SimDevice(
                     token: d.token, platform: d.platform, app: d.app, environment: d.environment,
@@ -419,6 +414,16 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
     }
 
+    /// FCM to an iOS app: the notification APNs carries, to the app's device (out of line: the
+    /// copy of the delivery it makes is this path's alone).
+    @inline(never)
+    func deliverToAppDevice(_ d: Delivery, device: String) {
+        var onDevice = d
+        onDevice.tokenBytes = Array(device.utf8)[...]
+        onDevice.tokenKey = nil
+        deliver(onDevice, parsedPayload: nil)
+    }
+
     static func addToInbox(_ dev: inout SimDevice, _ d: Delivery, inboxSize: Int) {
         dev.received += 1
         if let c = d.collapseID, dev.inbox.contains(where: { $0.collapseID == c && !$0.displayed }) {
@@ -427,9 +432,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             if let i = dev.inbox.lastIndex(where: { $0.collapseID == c && !$0.displayed }) { dev.inbox.remove(at: i) }
             dev.collapsed += 1
         }
-        let entry = SimDevice.InboxEntry(
+        var entry = SimDevice.InboxEntry(
             notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
-            displayed: dev.appState == .foreground, channelID: d.channelID)
+            displayed: dev.appState == .foreground)
+        if let channel = d.channelID {
+            entry.live = SimDevice.InboxEntry.LiveFacts(activityID: nil, activityEvent: nil, channelID: channel)
+        }
         if dev.inbox.count < inboxSize {
             dev.normalizeInbox()
             dev.inbox.append(entry)

@@ -11,11 +11,33 @@ public struct SimDevice: Sendable {
         public var receivedAtMs: Int64
         public var collapseID: String?
         public var displayed: Bool
+        /// A Live Activity push's facts, out of line (nil for every other entry: inboxes hold
+        /// up to `--inbox-size` entries per device).
+        var live: LiveFacts?
+
+        public init(notificationID: UUIDValue, receivedAtMs: Int64, collapseID: String?, displayed: Bool) {
+            self.notificationID = notificationID
+            self.receivedAtMs = receivedAtMs
+            self.collapseID = collapseID
+            self.displayed = displayed
+        }
+
         /// A Live Activity push: the activity it started, updated or ended, and the event.
-        public var activityID: String?
-        public var activityEvent: String?
+        public var activityID: String? { live?.activityID }
+        public var activityEvent: String? { live?.activityEvent }
         /// A broadcast: its channel.
-        public var channelID: String?
+        public var channelID: String? { live?.channelID }
+
+        final class LiveFacts: Sendable {
+            let activityID: String?
+            let activityEvent: String?
+            let channelID: String?
+            init(activityID: String?, activityEvent: String?, channelID: String?) {
+                self.activityID = activityID
+                self.activityEvent = activityEvent
+                self.channelID = channelID
+            }
+        }
     }
 
     /// A notification held for an offline device.
@@ -77,12 +99,42 @@ public struct SimDevice: Sendable {
     public var received: UInt64 = 0
     public var opened: UInt64 = 0
     /// iOS: the Live Activities the app started (locally or by push-to-start), oldest first.
-    public var activities: [LiveActivity] = []
+    public var activities: [LiveActivity] {
+        get { apple?.activities ?? [] }
+        set { apple = AppleExtras.make(newValue, pushToStartTokens, fcmToken, fcmProject) }
+    }
     /// iOS: push-to-start tokens, one per ActivityKit attributes type.
-    public var pushToStartTokens: [PushToStartToken] = []
+    public var pushToStartTokens: [PushToStartToken] {
+        get { apple?.pushToStartTokens ?? [] }
+        set { apple = AppleExtras.make(activities, newValue, fcmToken, fcmProject) }
+    }
     /// iOS with the Firebase SDK: the app's FCM registration token, and its FCM project.
-    public var fcmToken: String?
-    public var fcmProject: String?
+    public var fcmToken: String? {
+        get { apple?.fcmToken }
+        set { apple = AppleExtras.make(activities, pushToStartTokens, newValue, fcmProject) }
+    }
+    public var fcmProject: String? {
+        get { apple?.fcmProject }
+        set { apple = AppleExtras.make(activities, pushToStartTokens, fcmToken, newValue) }
+    }
+    /// The four above, out of line and nil for nearly every device (one word in the record,
+    /// not six). Never mutated: a change stores a new box, so records keep value semantics.
+    private var apple: AppleExtras?
+    final class AppleExtras: Sendable {
+        let activities: [LiveActivity]
+        let pushToStartTokens: [PushToStartToken]
+        let fcmToken: String?
+        let fcmProject: String?
+        private init(_ a: [LiveActivity], _ p: [PushToStartToken], _ t: String?, _ j: String?) {
+            activities = a
+            pushToStartTokens = p
+            fcmToken = t
+            fcmProject = j
+        }
+        static func make(_ a: [LiveActivity], _ p: [PushToStartToken], _ t: String?, _ j: String?) -> AppleExtras? {
+            a.isEmpty && p.isEmpty && t == nil && j == nil ? nil : AppleExtras(a, p, t, j)
+        }
+    }
 
     public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
         self.token = token

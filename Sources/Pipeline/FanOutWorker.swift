@@ -10,6 +10,8 @@ import Transport
 /// worker's thread resolves the recipients, then logs and delivers to each in batches of
 /// `batchSize`, jobs in the order they came.
 ///
+/// The thread runs at nice 10, below the event loops.
+///
 /// Bounds: at most `maxJobs` jobs wait or run (FCM allows 1,000 concurrent fan-outs per
 /// project); the pipeline asks `reserve()` before it accepts such a push, and answers "too many
 /// requests" when there is no room, so nothing accepted is ever dropped. The worker appends to
@@ -124,7 +126,12 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
         _ = write(wakeFD, &one, 8)
     }
 
+    /// The worker's nice value: it yields the CPU to the event loops (its deliveries are behind
+    /// an answer already sent; a loop's requests are not).
+    static let nice: Int32 = 10
+
     private func run() {
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, FanOutWorker.nice) // 0: this thread, on Linux
         while true {
             let jobs = queue.withLock { q -> [FanOutJob] in
                 let all = q

@@ -83,12 +83,9 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         if deciding.accepted, let limiter = tokenRate, !subject.token.isEmpty, !limiter.allow(subject.token, nowMs: nowMs) {
             gateway.rateLimited(&deciding)
         }
-        // A many-device push needs room on the fan-out worker, else it is too many requests.
-        var reserved = false
-        if deciding.accepted && gateway.fansOut(deciding) {
-            reserved = services.fanOut.reserve()
-            if !reserved { gateway.rateLimited(&deciding) }
-        }
+        // A many-device push needs room on the fan-out worker, else it is too many requests (which
+        // makes it not accepted: an accepted one that fans out holds a reservation).
+        if deciding.accepted && gateway.fansOut(deciding) && !services.fanOut.reserve() { gateway.rateLimited(&deciding) }
         // From here the decision only is read (moved, not copied).
         let decision = consume deciding
 
@@ -109,15 +106,13 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
                     services.lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
                 }
             }
-            if reserved {
+            if gateway.fansOut(decision) {
                 if let job = gateway.fanOut(decision, request: request, id: id, nowMs: nowMs) {
                     services.fanOut.submit(job)
                 } else {
                     services.fanOut.release()
                 }
             }
-        } else if reserved {
-            services.fanOut.release()
         }
 
         // 6. response

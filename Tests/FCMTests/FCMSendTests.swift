@@ -86,6 +86,18 @@ final class FCMSendTests: XCTestCase {
             body.contains("\"name\": \"projects/demo-project/messages/0:\(nowMs * 1000 + 0xabcdef % 1000)%0000000000abcdef\""), body)
     }
 
+    /// A full registry refuses a subscription instead of indexing a device it does not keep
+    /// (which a fan-out would then silently miss).
+    func testFullRegistryRefusesSubscriptions() {
+        let small = FCMDeviceRegistry(shardCount: 4, capacity: 8)
+        var results: [FCMDeviceRegistry.SubscriptionResult] = []
+        for i in 0..<40 { results.append(small.subscribe(token: Self.token(i) + "\(i)", topic: "t", project: nil, nowMs: nowMs)) }
+        let kept = results.filter { $0 == .ok }.count
+        XCTAssertEqual(kept, 8)
+        XCTAssertEqual(results.filter { $0 == .full }.count, 32)
+        XCTAssertEqual(small.fanOut(topic: "t", project: Self.project).count, kept)
+    }
+
     func testTopicAndConditionFanOut() {
         let (a, b, c, d) = (Self.token(1), Self.token(2), Self.token(3), Self.token(4))
         XCTAssertEqual(devices.subscribe(token: a, topic: "news", project: Self.project, nowMs: nowMs), .ok)
