@@ -9,6 +9,10 @@ import Transport
 /// token is refused (TopicMismatch). One mutex, held for a dictionary operation.
 public final class APNsChannelRegistry: Sendable {
     public static let maxChannelsPerApp = 10_000
+    /// Bounds on what clients can make the registry hold: channels in all, and apps (an app is
+    /// remembered once a team manages its channels).
+    public static let maxChannels = 1_000_000
+    public static let maxApps = 100_000
     /// How long a Most Recent Message channel keeps its message.
     public static let storedMessageLifetimeMs: Int64 = 8 * 3600 * 1000
 
@@ -50,7 +54,12 @@ public final class APNsChannelRegistry: Sendable {
         var order: [String] = []
     }
 
-    private let apps = Mutex<[AppKey: App]>([:])
+    /// Every app's channels, and the channel count over all of them.
+    struct Apps {
+        var byKey: [AppKey: App] = [:]
+        var total = 0
+    }
+    private let state = Mutex(Apps())
     private let random = Mutex(FastRandom())
 
     public init() {}
@@ -70,48 +79,54 @@ public final class APNsChannelRegistry: Sendable {
         bundle: String, environment: APNsEnvironment, policy: StoragePolicy, nowMs: Int64
     ) -> Result<Channel, APNsReason> {
         let id = newID()
-        return apps.withLock { apps -> Result<Channel, APNsReason> in
+        return state.withLock { s -> Result<Channel, APNsReason> in
             let key = AppKey(bundle: bundle, environment: environment)
-            var app = apps[key] ?? App()
-            guard app.channels.count < APNsChannelRegistry.maxChannelsPerApp else { return .failure(.cannotCreateChannelConfig) }
+            guard s.byKey[key] != nil || s.byKey.count < APNsChannelRegistry.maxApps else { return .failure(.cannotCreateChannelConfig) }
+            var app = s.byKey[key] ?? App()
+            guard app.channels.count < APNsChannelRegistry.maxChannelsPerApp, s.total < APNsChannelRegistry.maxChannels else {
+                return .failure(.cannotCreateChannelConfig)
+            }
+            s.total += 1
             let channel = Channel(id: id, bundleID: bundle, environment: environment, policy: policy, createdAtMs: nowMs)
             app.channels[id] = channel
             app.order.append(id)
-            apps[key] = app
+            s.byKey[key] = app
             return .success(channel)
         }
     }
 
     public func channel(_ id: String, bundle: String, environment: APNsEnvironment) -> Channel? {
-        apps.withLock { $0[AppKey(bundle: bundle, environment: environment)]?.channels[id] }
+        state.withLock { $0.byKey[AppKey(bundle: bundle, environment: environment)]?.channels[id] }
     }
 
     /// Deletes a channel (and its stored message); false when it was not there.
     @discardableResult
     public func delete(_ id: String, bundle: String, environment: APNsEnvironment) -> Bool {
-        apps.withLock { apps -> Bool in
+        state.withLock { s -> Bool in
             let key = AppKey(bundle: bundle, environment: environment)
-            guard apps[key]?.channels.removeValue(forKey: id) != nil else { return false }
-            apps[key]?.order.removeAll { $0 == id }
+            guard s.byKey[key]?.channels.removeValue(forKey: id) != nil else { return false }
+            s.byKey[key]?.order.removeAll { $0 == id }
+            s.total -= 1
             return true
         }
     }
 
     /// The app's channel ids, oldest first.
     public func list(bundle: String, environment: APNsEnvironment) -> [String] {
-        apps.withLock { $0[AppKey(bundle: bundle, environment: environment)]?.order ?? [] }
+        state.withLock { $0.byKey[AppKey(bundle: bundle, environment: environment)]?.order ?? [] }
     }
 
     /// Whether `team` may manage the app's channels, binding the app to it on first use (nil:
     /// certificate auth, which the certificate's topics already decided).
     public func admits(team: String?, bundle: String, environment: APNsEnvironment) -> Bool {
         guard let team else { return true }
-        return apps.withLock { apps -> Bool in
+        return state.withLock { s -> Bool in
             let key = AppKey(bundle: bundle, environment: environment)
-            var app = apps[key] ?? App()
-            if let owner = app.team { return owner == team }
+            if let owner = s.byKey[key]?.team { return owner == team }
+            guard s.byKey[key] != nil || s.byKey.count < APNsChannelRegistry.maxApps else { return true } // not remembered
+            var app = s.byKey[key] ?? App()
             app.team = team
-            apps[key] = app
+            s.byKey[key] = app
             return true
         }
     }
@@ -119,12 +134,12 @@ public final class APNsChannelRegistry: Sendable {
     /// Counts a broadcast on the channel and, under Most Recent Message, keeps it (replacing the
     /// last one) until `expiresAtMs` or 8 hours, whichever is first.
     public func recordBroadcast(_ id: String, bundle: String, environment: APNsEnvironment, message: StoredMessage) {
-        apps.withLock { apps in
+        state.withLock { s in
             let key = AppKey(bundle: bundle, environment: environment)
-            guard var channel = apps[key]?.channels[id] else { return }
+            guard var channel = s.byKey[key]?.channels[id] else { return }
             channel.broadcasts &+= 1
             if channel.policy == .mostRecentMessage { channel.stored = message }
-            apps[key]?.channels[id] = channel
+            s.byKey[key]?.channels[id] = channel
         }
     }
 
@@ -134,9 +149,9 @@ public final class APNsChannelRegistry: Sendable {
         return stored
     }
 
-    public var count: Int { apps.withLock { $0.values.reduce(0) { $0 + $1.channels.count } } }
+    public var count: Int { state.withLock { $0.total } }
 
-    public func removeAll() { apps.withLock { $0.removeAll() } }
+    public func removeAll() { state.withLock { $0 = Apps() } }
 
     /// Standard base64 with padding (RFC 4648 section 4).
     static func base64(_ bytes: [UInt8]) -> String {

@@ -101,39 +101,51 @@ public struct SimDevice: Sendable {
     /// iOS: the Live Activities the app started (locally or by push-to-start), oldest first.
     public var activities: [LiveActivity] {
         get { apple?.activities ?? [] }
-        set { apple = AppleExtras.make(newValue, pushToStartTokens, fcmToken, fcmProject) }
+        _modify { yield &appleForWriting().activities }
+        set { appleForWriting().activities = newValue }
     }
     /// iOS: push-to-start tokens, one per ActivityKit attributes type.
     public var pushToStartTokens: [PushToStartToken] {
         get { apple?.pushToStartTokens ?? [] }
-        set { apple = AppleExtras.make(activities, newValue, fcmToken, fcmProject) }
+        _modify { yield &appleForWriting().pushToStartTokens }
+        set { appleForWriting().pushToStartTokens = newValue }
     }
     /// iOS with the Firebase SDK: the app's FCM registration token, and its FCM project.
     public var fcmToken: String? {
         get { apple?.fcmToken }
-        set { apple = AppleExtras.make(activities, pushToStartTokens, newValue, fcmProject) }
+        set { appleForWriting().fcmToken = newValue }
     }
     public var fcmProject: String? {
         get { apple?.fcmProject }
-        set { apple = AppleExtras.make(activities, pushToStartTokens, fcmToken, newValue) }
+        set { appleForWriting().fcmProject = newValue }
     }
-    /// The four above, out of line and nil for nearly every device (one word in the record,
-    /// not six). Never mutated: a change stores a new box, so records keep value semantics.
+    /// The four above, out of line and nil for nearly every device (one word in the record, not
+    /// six). Copied on write: a record that shares its box with a copy gets its own before a
+    /// change, so records keep value semantics, and a change to a record's own box (an activity
+    /// updated by a push) happens in place, without copying its activities.
     private var apple: AppleExtras?
-    final class AppleExtras: Sendable {
-        let activities: [LiveActivity]
-        let pushToStartTokens: [PushToStartToken]
-        let fcmToken: String?
-        let fcmProject: String?
-        private init(_ a: [LiveActivity], _ p: [PushToStartToken], _ t: String?, _ j: String?) {
-            activities = a
-            pushToStartTokens = p
-            fcmToken = t
-            fcmProject = j
+    final class AppleExtras: @unchecked Sendable { // mutated only through a uniquely referenced record (CoW)
+        var activities: [LiveActivity] = []
+        var pushToStartTokens: [PushToStartToken] = []
+        var fcmToken: String?
+        var fcmProject: String?
+
+        init() {}
+
+        func copy() -> AppleExtras {
+            let c = AppleExtras()
+            c.activities = activities
+            c.pushToStartTokens = pushToStartTokens
+            c.fcmToken = fcmToken
+            c.fcmProject = fcmProject
+            return c
         }
-        static func make(_ a: [LiveActivity], _ p: [PushToStartToken], _ t: String?, _ j: String?) -> AppleExtras? {
-            a.isEmpty && p.isEmpty && t == nil && j == nil ? nil : AppleExtras(a, p, t, j)
-        }
+    }
+
+    /// The record's own box, made or copied first when it has none or shares it.
+    private mutating func appleForWriting() -> AppleExtras {
+        if apple == nil || !isKnownUniquelyReferenced(&apple!) { apple = apple?.copy() ?? AppleExtras() }
+        return apple!
     }
 
     public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
