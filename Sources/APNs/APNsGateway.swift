@@ -31,6 +31,7 @@ public final class APNsGateway: PushGateway {
                     serverName: connection.serverName, peerCertificate: connection.peerCertificate, localPort: connection.localPort),
                 state: APNsGateway.connectionState(connection), nowMs: Clock.nowMs())
             exchange.respond(answer.response)
+            if let limit = answer.raiseStreamsTo, connection.maxConcurrentStreams < limit { connection.setMaxConcurrentStreams(limit) }
             if let reason = answer.goAwayReason {
                 connection.goAway(lastStreamID: nil, errorCode: 0, debugData: APNsGateway.goAwayDebugData(reason: reason))
             }

@@ -197,6 +197,8 @@ extension APNsProvider {
     public struct ChannelAnswer {
         public var response: Response
         public var goAwayReason: String?
+        /// The first valid provider token on the connection: raise its stream limit to this.
+        public var raiseStreamsTo: UInt32?
     }
 
     /// `POST`/`GET`/`DELETE /1/apps/<bundleId>/channels`, `GET /1/apps/<bundleId>/all-channels`.
@@ -210,7 +212,9 @@ extension APNsProvider {
         d.generatedID = requestID
         func answer(_ reason: APNsReason) -> ChannelAnswer {
             reject(&d, reason, state)
-            return ChannelAnswer(response: broadcastResponse(d, id: requestID, state: state), goAwayReason: d.goAwayReason)
+            return ChannelAnswer(
+                response: broadcastResponse(d, id: requestID, state: state), goAwayReason: d.goAwayReason,
+                raiseStreamsTo: d.raiseStreamsTo)
         }
         func success(_ status: Int, _ body: String?, channelID: String? = nil) -> ChannelAnswer {
             account(&d, state)
@@ -219,7 +223,8 @@ extension APNsProvider {
             if let channelID { h.add(name: "apns-channel-id", value: channelID) }
             if body != nil { h.add(name: "content-type", value: "application/json") }
             return ChannelAnswer(
-                response: Response(status: status, headers: h, body: body.map { Array($0.utf8) } ?? []), goAwayReason: d.goAwayReason)
+                response: Response(status: status, headers: h, body: body.map { Array($0.utf8) } ?? []), goAwayReason: d.goAwayReason,
+                raiseStreamsTo: d.raiseStreamsTo)
         }
         // 1-3: the path names the operation, then the method must be one it takes.
         let path = request.path
@@ -243,7 +248,9 @@ extension APNsProvider {
         }
         let bundle = String(decoding: bundleBytesOnly, as: UTF8.self)
         guard admitBroadcastRequest(request, bundle: bundle, connection: conn, state: state, nowMs: nowMs, into: &d) else {
-            return ChannelAnswer(response: broadcastResponse(d, id: requestID, state: state), goAwayReason: d.goAwayReason)
+            return ChannelAnswer(
+                response: broadcastResponse(d, id: requestID, state: state), goAwayReason: d.goAwayReason,
+                raiseStreamsTo: d.raiseStreamsTo)
         }
         let env = d.environment
         if listing {

@@ -106,6 +106,25 @@ final class BroadcastClientTests: XCTestCase {
         XCTAssertTrue(r.hasPrefix("HTTP/2 400") && r.contains("ChannelNotRegistered"), r)
     }
 
+    /// A token connection to the management host starts with one stream (as APNs does for
+    /// token connections) and gets the full limit after its first valid token, read by Python's h2.
+    func testTokenConnectionToTheManagementHostGetsItsStreams() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-manage-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let jwt = try makeProviderToken(in: dir, keyStore: dir + "/data")
+        let s = try ServerProcess(["--data-dir", dir + "/data", "--in-memory=false", "--apns-auth", "strict"])
+        defer { s.stop() }
+        let python = ServerProcess.repositoryRoot + "/.venv/bin/python"
+        let r = try runCommand(
+            python,
+            [
+                ServerProcess.repositoryRoot + "/Tests/Clients/manage_streams.py", "\(s.httpsPort)", Self.certs + "/ca.pem",
+                Self.manageHost, "com.example.app", jwt,
+            ], timeout: 20)
+        XCTAssertEqual(
+            r.stdout.trimmingCharacters(in: .whitespacesAndNewlines), #"limits=1,1000 status=200 body={"channels":[]}"#, r.stderr)
+    }
+
     func testActivityCommands() throws {
         let s = try ServerProcess()
         defer { s.stop() }
