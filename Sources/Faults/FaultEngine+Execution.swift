@@ -39,7 +39,8 @@ extension FaultEngine {
         if let distribution = latency { delayMs += distribution.draw(&random) }
         if let distribution = effect?.delay { delayMs += distribution.draw(&random) }
         if let stall = effect?.stallMs { delayMs += Double(stall) }
-        delayMs = min(delayMs, FaultEngine.maxDelayMs)
+        // Held to an hour, infinity included; a NaN (no parsed rule makes one) is no delay.
+        if delayMs.isNaN || delayMs < 0 { delayMs = 0 } else if delayMs > FaultEngine.maxDelayMs { delayMs = FaultEngine.maxDelayMs }
         let goAway = effect?.goaway.map(goAwayDebugData)
         let act: @Sendable () -> Void = {
             guard let effect else { return exchange.respond(response) }

@@ -1,3 +1,4 @@
+import Glibc
 import PushCore
 
 /// Reads fault rules: the admin API's `{"match": {...}, "effect": {...}, "seed": N}`, a file
@@ -150,14 +151,19 @@ public enum FaultParser {
                 if let n = v.integer(val), (100...599).contains(n) { e.status = n } else { err = "effect.status must be an HTTP status" }
             case "reason": if kind == .string { e.reason = v.string(val) } else { err = "effect.reason must be a string" }
             case "errorCode": if kind == .string { e.errorCode = v.string(val) } else { err = "effect.errorCode must be a string" }
-            case "retryAfter": if let n = v.integer(val), n >= 0 { e.retryAfter = n } else { err = "effect.retryAfter must be seconds" }
+            case "retryAfter":
+                if let n = v.integer(val), n >= 0, n <= maxRetryAfter {
+                    e.retryAfter = n
+                } else {
+                    err = "effect.retryAfter must be seconds (at most a year)"
+                }
             case "delayMs", "delay":
-                if let d = duration(v, val) {
+                if let d = duration(v, val, limit: maxDelayMs) {
                     e.delay = .fixed(Double(d))
                 } else if kind == .object {
                     do { e.delay = try distribution(v, val) } catch { err = "\(error)" }
                 } else {
-                    err = "effect.delayMs must be milliseconds or {\"dist\": ...}"
+                    err = "effect.delayMs must be milliseconds (at most an hour) or {\"dist\": ...}"
                 }
             case "goaway":
                 if kind == .string {
@@ -169,7 +175,12 @@ public enum FaultParser {
                 }
             case "rst": e.rst = bool()
             case "close": e.close = bool()
-            case "stallMs", "stall": if let d = duration(v, val) { e.stallMs = d } else { err = "effect.stallMs must be milliseconds" }
+            case "stallMs", "stall":
+                if let d = duration(v, val, limit: maxDelayMs) {
+                    e.stallMs = d
+                } else {
+                    err = "effect.stallMs must be milliseconds (at most an hour)"
+                }
             case "uninstall": e.uninstall = bool()
             case "rotate": e.rotate = bool()
             case "dropHandshake": e.dropHandshake = bool()
@@ -180,12 +191,28 @@ public enum FaultParser {
         return e
     }
 
+    /// A delay distribution; every parameter finite and within an hour (lognormal: `mu` at most
+    /// ln of an hour, `sigma` at most 10), so no draw is anything but a finite delay.
     static func distribution(_ v: JSONView, _ o: Int) throws -> DelayDistribution {
         var dist: String?
         var nums: [String: Double] = [:]
+        var bad: String?
         v.forEachMember(o) { k, val in
-            if v.keyEquals(k, "dist") { dist = v.string(val) } else if let n = v.number(val) { nums[v.string(k)] = n }
+            if v.keyEquals(k, "dist") {
+                dist = v.string(val)
+            } else if let n = v.number(val), n.isFinite {
+                nums[v.string(k)] = n
+            } else {
+                bad = "delay.\(v.string(k)) must be a finite number"
+            }
         }
+        if let bad { throw ParseError(bad) }
+        let hour = Double(maxDelayMs)
+        if let out = nums.first(where: { ["min", "max", "mean", "stddev", "ms", "value"].contains($0.key) && $0.value > hour }) {
+            throw ParseError("delay.\(out.key) must be at most \(maxDelayMs) ms (an hour)")
+        }
+        if let mu = nums["mu"], mu > log(hour) || mu < -50 { throw ParseError("lognormal mu must be from -50 to ln(3600000) = 15.1") }
+        if let sigma = nums["sigma"], sigma > 10 { throw ParseError("lognormal sigma must be at most 10") }
         switch dist {
         case "uniform"?:
             guard let a = nums["min"], let b = nums["max"], a >= 0, b >= a else { throw ParseError("uniform needs min <= max (ms)") }
@@ -206,14 +233,23 @@ public enum FaultParser {
         }
     }
 
-    /// Milliseconds from a number or a string such as "250ms", "30s", "2m".
-    static func duration(_ v: JSONView, _ i: Int) -> Int64? {
-        if let n = v.integer(i), n >= 0 { return Int64(n) }
-        if v.tokens[i].kind == .string { return duration(v.string(i)) }
+    /// The longest duration a rule, a scenario or the override header may name (a window's
+    /// start or length, a step's offset): ten years, in milliseconds. Longer ones are refused
+    /// before any arithmetic (a time plus 2^63 ms traps).
+    public static let maxDurationMs: Int64 = 10 * 365 * 86_400_000
+    /// The longest delay or stall: an hour, in milliseconds (what `FaultEngine.send` carries out).
+    public static let maxDelayMs: Int64 = 3_600_000
+    /// The largest `retryAfter`: a year, in seconds.
+    public static let maxRetryAfter = 31_536_000
+
+    /// Milliseconds from a number or a string such as "250ms", "30s", "2m", at most `limit`.
+    static func duration(_ v: JSONView, _ i: Int, limit: Int64 = maxDurationMs) -> Int64? {
+        if let n = v.integer(i) { return n >= 0 && Int64(n) <= limit ? Int64(n) : nil }
+        if v.tokens[i].kind == .string { return duration(v.string(i), limit: limit) }
         return nil
     }
 
-    public static func duration(_ s: String) -> Int64? {
+    public static func duration(_ s: String, limit: Int64 = maxDurationMs) -> Int64? {
         var digits = s
         var scale: Double = 1
         if s.hasSuffix("ms") {
@@ -225,7 +261,8 @@ public enum FaultParser {
             digits = String(s.dropLast())
             scale = 60_000
         }
-        guard let d = Double(digits), d >= 0, d.isFinite else { return nil }
+        // Compared as a Double first: a product past Int64's range must never be converted.
+        guard let d = Double(digits), d >= 0, d.isFinite, d * scale <= Double(limit) else { return nil }
         return Int64(d * scale)
     }
 
@@ -244,16 +281,16 @@ public enum FaultParser {
             case "reason": e.reason = val
             case "errorCode": e.errorCode = val
             case "retryAfter", "retry-after":
-                guard let n = Int(val), n >= 0 else { throw ParseError("retryAfter") }
+                guard let n = Int(val), n >= 0, n <= maxRetryAfter else { throw ParseError("retryAfter (seconds, at most a year)") }
                 e.retryAfter = n
             case "delay":
-                guard let d = duration(val) else { throw ParseError("delay") }
+                guard let d = duration(val, limit: maxDelayMs) else { throw ParseError("delay (at most an hour)") }
                 e.delay = .fixed(Double(d))
             case "goaway": e.goaway = val
             case "rst": e.rst = true
             case "close": e.close = true
             case "stall":
-                guard let d = duration(val) else { throw ParseError("stall") }
+                guard let d = duration(val, limit: maxDelayMs) else { throw ParseError("stall (at most an hour)") }
                 e.stallMs = d
             case "uninstall": e.uninstall = true
             case "": continue

@@ -23,6 +23,42 @@ final class FaultRuleTests: XCTestCase {
         return e
     }
 
+    /// Numbers a client sends are range-checked before any arithmetic: every one of these used
+    /// to reach an Int64 conversion or a time sum and trap (the process died with SIGILL).
+    func testHugeNumbersAreRefusedNotTrapped() {
+        let hostile = [
+            #"{"match":{"after":"99999999999999999999s"},"effect":{"status":500}}"#,
+            #"{"match":{"after":9223372036854775807},"effect":{"status":500}}"#,
+            #"{"match":{"for":"1e300m"},"effect":{"status":500}}"#,
+            #"{"match":{"after":"11y"},"effect":{"status":500}}"#,
+            #"{"effect":{"stallMs":9000000000000000000}}"#,
+            #"{"effect":{"stall":"4000000s"}}"#,
+            #"{"effect":{"delayMs":3600001}}"#,
+            #"{"effect":{"delay":{"dist":"uniform","min":0,"max":1e300}}}"#,
+            #"{"effect":{"delay":{"dist":"normal","mean":1e308,"stddev":1}}}"#,
+            #"{"effect":{"delay":{"dist":"lognormal","mu":1000,"sigma":1}}}"#,
+            #"{"effect":{"delay":{"dist":"lognormal","mu":1,"sigma":1e9}}}"#,
+            #"{"effect":{"delay":{"dist":"fixed","ms":1e19}}}"#,
+            #"{"effect":{"retryAfter":9223372036854775807}}"#,
+        ]
+        for json in hostile {
+            XCTAssertThrowsError(try FaultParser.rule(Array(json.utf8), id: "r", nowMs: 1_700_000_000_000), json)
+        }
+        for header in ["stall=99999999999999999999s", "delay=1e300ms", "delay=3601s", "retryAfter=9223372036854775807"] {
+            XCTAssertThrowsError(try FaultParser.overrideEffect(header), header)
+        }
+        // The largest accepted values still work, and their arithmetic holds.
+        let longest = try? FaultParser.rule(
+            Array(#"{"match":{"after":"3650d","for":"3650d"},"effect":{"stall":"3600s","retryAfter":31536000}}"#.utf8), id: "r",
+            nowMs: 1_700_000_000_000)
+        XCTAssertNil(longest, "days are not a unit")
+        let ok = try? FaultParser.rule(
+            Array(#"{"match":{"after":"5256000m","for":315360000000},"effect":{"stall":"3600s","retryAfter":31536000}}"#.utf8),
+            id: "r", nowMs: 1_700_000_000_000)
+        XCTAssertEqual(ok?.match.afterMs, 315_360_000_000)
+        XCTAssertEqual(ok?.effect.stallMs, 3_600_000)
+    }
+
     func testParsing() throws {
         let r = try rule(
             #"{"match":{"provider":"fcm","tokens":["a","b"],"topic":"news","header":{"X-Env":"ci"},"percent":12.5,"every":3,"first":10,"after":"2s","for":500},"effect":{"status":503,"errorCode":"UNAVAILABLE","retryAfter":7,"delayMs":{"dist":"uniform","min":5,"max":9},"goaway":"Shutdown","stallMs":"1s","uninstall":true},"seed":42}"#
