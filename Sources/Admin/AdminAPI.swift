@@ -87,11 +87,14 @@ package struct AdminAPI: Sendable {
     let faults: FaultEngine
     let scenarios: ScenarioRegistry
     let gauges: ServerGauges
+    /// Admin work too slow for an event loop (RSA-2048 key generation: about 180 ms).
+    let slowWork: BackgroundWorker
 
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
-        gauges: ServerGauges
+        gauges: ServerGauges, slowWork: BackgroundWorker = BackgroundWorker()
     ) {
+        self.slowWork = slowWork
         self.gateways = gateways
         self.devicesLayer = devices
         self.records = records
@@ -200,7 +203,16 @@ package struct AdminAPI: Sendable {
         if let journal { JournalAdminAPI(journal: journal).register(&r) }
         FaultAdminAPI(engine: faults, scenarios: scenarios).register(&r)
         r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
-            ex.respond(createServiceAccount(ex))
+            // What the answer needs is read here, on the loop; the key is made on the slow-work thread.
+            let body = ex.request.body
+            let scheme = ex.connection.transport == .tls ? "https" : "http"
+            let host = ex.request.authority.map { String(decoding: $0, as: UTF8.self) } ?? "127.0.0.1:\(ex.connection.localPort)"
+            let accepted = slowWork.submit { ex.respond(createServiceAccount(body, tokenURI: "\(scheme)://\(host)/token")) }
+            if !accepted {
+                var busy = AdminAPI.error(503, "\(slowWork.capacity) key generations are waiting already; retry shortly")
+                busy.headers.add(name: "retry-after", value: "1")
+                ex.respond(busy)
+            }
         }
         r.add(.get, "/emulator/v1/fcm/service-accounts") { ex in
             ex.respond(.json(200, JSONObjectWriter.list("serviceAccounts", fcmAccounts.all.map(AdminAPI.serviceAccountJSON))))
@@ -337,10 +349,11 @@ package struct AdminAPI: Sendable {
     /// `{"projectId": P}` generates an account; adding `clientEmail`, `privateKeyId` and
     /// `publicKeyPem` registers an existing one. Answers 201 with the service-account JSON
     /// (for a generated account, the complete key file, `token_uri` pointing at this emulator).
-    func createServiceAccount(_ ex: Exchange) -> Response {
+    /// `POST /emulator/v1/fcm/service-accounts` (run on the slow-work thread: it reads only its arguments).
+    func createServiceAccount(_ body: [UInt8], tokenURI: String) -> Response {
         var fields: [String: String] = [:]
         var bad: String?
-        let ok = ex.request.body.withUnsafeBytes { raw -> Bool in
+        let ok = body.withUnsafeBytes { raw -> Bool in
             var tokens: [JSONToken] = []
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
             let v = JSONView(bytes: raw, tokens: tokens)
@@ -372,9 +385,7 @@ package struct AdminAPI: Sendable {
             if fields["clientEmail"] != nil || fields["privateKeyId"] != nil {
                 return AdminAPI.error(400, "clientEmail and privateKeyId are only accepted with publicKeyPem")
             }
-            let scheme = ex.connection.transport == .tls ? "https" : "http"
-            let host = ex.request.authority.map { String(decoding: $0, as: UTF8.self) } ?? "127.0.0.1:\(ex.connection.localPort)"
-            let (_, json) = try fcmAccounts.generate(projectID: project, tokenURI: "\(scheme)://\(host)/token")
+            let (_, json) = try fcmAccounts.generate(projectID: project, tokenURI: tokenURI)
             return .json(201, json)
         } catch {
             return AdminAPI.error(400, "\(error)")

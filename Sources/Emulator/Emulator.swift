@@ -69,6 +69,7 @@ package final class Emulator: Sendable {
             ] + extraGateways
 
         let gauges = ServerGauges()
+        let slowWork = BackgroundWorker(capacity: 64)
         let admin = AdminAPI(
             gateways: .init(
                 apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, apnsChannels: stores.apnsChannels,
@@ -79,7 +80,8 @@ package final class Emulator: Sendable {
                 log: stores.notifications, journal: journal, metrics: metrics, campaignKeys: configuration.campaignKeys,
                 fanOut: pipelineServices.fanOut),
             faults: faults, scenarios: scenarios,
-            gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }))
+            gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
+            slowWork: slowWork)
 
         // One router: the push routes first (they are matched before the admin ones).
         var router = Router()
@@ -108,7 +110,8 @@ package final class Emulator: Sendable {
         gauges.server = server
         services = [
             JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
-            FanOutService(worker: pipelineServices.fanOut), ServerService(server: server, configuration: configuration),
+            FanOutService(worker: pipelineServices.fanOut), SlowWorkService(worker: slowWork),
+            ServerService(server: server, configuration: configuration),
         ]
     }
 

@@ -32,6 +32,13 @@ struct FanOutService: EmulatorService {
     func stop() { worker.stop() }
 }
 
+/// The admin API's slow-work thread (key generation).
+struct SlowWorkService: EmulatorService {
+    let worker: BackgroundWorker
+    func start() throws { worker.start() }
+    func stop() { worker.stop() }
+}
+
 /// The HTTP server: binds and serves; stops with GOAWAY and a drain.
 struct ServerService: EmulatorService {
     let server: HTTPServer

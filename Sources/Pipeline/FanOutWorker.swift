@@ -1,4 +1,3 @@
-import CSystem
 import Fleet
 import Glibc
 import PushCore
@@ -33,7 +32,8 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     let log: NotificationLog
     let devices: DeviceStore
     let logShard: Int
-    private let queue = Mutex<[FanOutJob]>([])
+    /// The thread the jobs run on (nice 10), with room for every reservation.
+    private let worker = BackgroundWorker(capacity: FanOutWorker.maxJobs, nice: FanOutWorker.nice)
     private let pending = Atomic<Int>(0)
     private let completed = Atomic<UInt64>(0)
     private let delivered = Atomic<UInt64>(0)
@@ -41,33 +41,18 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     /// Jobs submitted, and jobs finished (in submission order: finished >= n means the first n are done).
     private let submitted = Atomic<UInt64>(0)
     private let finished = Atomic<UInt64>(0)
-    private let stopping = Atomic<Bool>(false)
-    private let wakeFD: Int32
-    private var thread: pthread_t?
 
     /// `logShard`: the notification log shard the worker appends to (one no loop uses).
     public init(log: NotificationLog, devices: DeviceStore, logShard: Int) {
         self.log = log
         self.devices = devices
         self.logShard = logShard
-        wakeFD = csys_eventfd()
     }
 
-    deinit { if wakeFD >= 0 { close(wakeFD) } }
-
-    public func start() {
-        guard thread == nil else { return }
-        stopping.store(false, ordering: .relaxed)
-        thread = Threads.spawn { [self] in run() }
-    }
+    public func start() { worker.start() }
 
     /// Finishes every accepted job, then stops the thread.
-    public func stop() {
-        stopping.store(true, ordering: .releasing)
-        wake()
-        if let thread { pthread_join(thread, nil) }
-        thread = nil
-    }
+    public func stop() { worker.stop() }
 
     /// Claims room for one job; false when `maxJobs` are pending.
     public func reserve() -> Bool {
@@ -88,12 +73,8 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     /// job runs on the caller.
     public func submit(_ job: FanOutJob) {
         submitted.add(1, ordering: .relaxed)
-        guard thread != nil else {
-            run(job)
-            return
-        }
-        queue.withLock { $0.append(job) }
-        wake()
+        // Room is certain: the worker holds as many jobs as can be reserved.
+        _ = worker.submit { [self] in run(job) }
     }
 
     public var counters: Counters {
@@ -120,34 +101,9 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
         return true
     }
 
-    private func wake() {
-        guard wakeFD >= 0 else { return }
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-    }
-
     /// The worker's nice value: it yields the CPU to the event loops (its deliveries are behind
     /// an answer already sent; a loop's requests are not).
     static let nice: Int32 = 10
-
-    private func run() {
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, FanOutWorker.nice) // 0: this thread, on Linux
-        while true {
-            let jobs = queue.withLock { q -> [FanOutJob] in
-                let all = q
-                q.removeAll(keepingCapacity: true)
-                return all
-            }
-            for job in jobs { run(job) }
-            if jobs.isEmpty {
-                if stopping.load(ordering: .acquiring) && queue.withLock({ $0.isEmpty }) { return }
-                var fds = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-                _ = poll(&fds, 1, 100)
-                var drained: UInt64 = 0
-                _ = read(wakeFD, &drained, 8)
-            }
-        }
-    }
 
     /// One job: its recipients, then a log record and a delivery each, a batch at a time.
     func run(_ job: FanOutJob) {
