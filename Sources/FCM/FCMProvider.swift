@@ -137,14 +137,10 @@ public struct FCMProvider: Sendable {
         }
         switch d.message.target {
         case .token(let r):
-            switch devices.check(token: request.body[r], project: d.project, nowMs: nowMs) {
-            case .ok: if !d.message.validateOnly { d.tokenRange = r }
-            case .okIOS:
-                d.recipientIsIOS = true
-                if !d.message.validateOnly { d.tokenRange = r }
-            case .unregistered: d.error = .fcm(.unregistered)
-            case .senderMismatch: d.error = .fcm(.senderIDMismatch)
-            case .unknown: d.error = .invalidToken
+            if FCMProvider.admit(devices.check(token: request.body[r], project: d.project, nowMs: nowMs), into: &d),
+                !d.message.validateOnly
+            {
+                d.tokenRange = r
             }
         case .fid(let r):
             // An installation id reaches its installation's device (the registration token it
@@ -154,14 +150,8 @@ public struct FCMProvider: Sendable {
                 return d
             }
             let bytes = Array(token.utf8)
-            switch devices.check(token: bytes[...], project: d.project, nowMs: nowMs) {
-            case .ok: if !d.message.validateOnly { d.resolvedToken = bytes }
-            case .okIOS:
-                d.recipientIsIOS = true
-                if !d.message.validateOnly { d.resolvedToken = bytes }
-            case .unregistered: d.error = .fcm(.unregistered)
-            case .senderMismatch: d.error = .fcm(.senderIDMismatch)
-            case .unknown: d.error = .invalidToken
+            if FCMProvider.admit(devices.check(token: bytes[...], project: d.project, nowMs: nowMs), into: &d), !d.message.validateOnly {
+                d.resolvedToken = bytes
             }
         case .topic(let r):
             let topic = String(decoding: request.body[r], as: UTF8.self)
@@ -172,6 +162,22 @@ public struct FCMProvider: Sendable {
             if !d.message.validateOnly { d.fanOut = FCMFanOut(.condition(c)) }
         }
         return d
+    }
+
+    /// A token check's verdict, written into `d`: true when the token is delivered to (an iOS
+    /// app's through APNs), else `d.error` says why not.
+    @inline(__always)
+    static func admit(_ verdict: FCMDeviceRegistry.Verdict, into d: inout FCMSendDecision) -> Bool {
+        switch verdict {
+        case .ok: return true
+        case .okIOS:
+            d.recipientIsIOS = true
+            return true
+        case .unregistered: d.error = .fcm(.unregistered)
+        case .senderMismatch: d.error = .fcm(.senderIDMismatch)
+        case .unknown: d.error = .invalidToken
+        }
+        return false
     }
 
     /// The devices a topic or condition send reaches in `project` (and counts a push for each):
