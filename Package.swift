@@ -81,6 +81,7 @@ let package = Package(
         .testTarget(
             name: "PipelineTests", dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
+        .testTarget(name: "HardeningTests", dependencies: ["pushemu", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -41,16 +41,19 @@ public final class APNsGateway: PushGateway {
             GatewayRoute(
                 nil, "/3/*", maxBodySize: APNsPushType.voip.maxPayloadSize,
                 bodyTooLarge: { APNsProvider.errorResponse(.payloadTooLarge, request: $0, configuration: configuration) },
+                unavailable: { APNsProvider.errorResponse(.serviceUnavailable, request: $0, configuration: configuration) },
                 handling: .push),
             // Live Activity broadcasts: pushes like any other (faults, journal, delivery), fanned out.
             GatewayRoute(
                 nil, "/4/*", maxBodySize: APNsProvider.maxBroadcastPayload,
                 bodyTooLarge: { APNsProvider.broadcastError(.payloadTooLarge, request: $0, configuration: configuration) },
+                unavailable: { APNsProvider.broadcastError(.serviceUnavailable, request: $0, configuration: configuration) },
                 handling: .push),
             // Channel management: answered here, unless a fault rule on its path answers.
             GatewayRoute(
                 nil, "/1/*", maxBodySize: 64 * 1024,
                 bodyTooLarge: { APNsProvider.broadcastError(.payloadTooLarge, request: $0, configuration: configuration) },
+                unavailable: { APNsProvider.broadcastError(.serviceUnavailable, request: $0, configuration: configuration) },
                 handling: .faultable(
                     manage,
                     injected: { answer, request in

@@ -426,6 +426,7 @@ extension AdminAPI {
         object.add("lastCommitUs", stats.lastCommitUs)
         object.add("dropped", stats.dropped)
         object.add("failedCommits", stats.failedCommits)
+        object.add("withheldAnswers", stats.withheldAnswers)
         object.add("pruned", stats.pruned)
         object.add("storedRequests", stats.storedRequests)
         object.add("storedTracking", stats.storedTracking)

@@ -28,5 +28,8 @@ static inline nghttp2_nv pushemu_nv_no_index(const uint8_t *name, size_t namelen
 static inline uint8_t pushemu_frame_type(const nghttp2_frame *f) { return f->hd.type; }
 static inline uint8_t pushemu_frame_flags(const nghttp2_frame *f) { return f->hd.flags; }
 static inline int32_t pushemu_frame_stream_id(const nghttp2_frame *f) { return f->hd.stream_id; }
+static inline uint8_t pushemu_hd_type(const nghttp2_frame_hd *hd) { return hd->type; }
+static inline uint8_t pushemu_hd_flags(const nghttp2_frame_hd *hd) { return hd->flags; }
+static inline size_t pushemu_hd_length(const nghttp2_frame_hd *hd) { return hd->length; }
 static inline int pushemu_frame_headers_category(const nghttp2_frame *f) { return (int)f->headers.cat; }
 #endif

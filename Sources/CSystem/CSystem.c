@@ -113,6 +113,8 @@ void csys_tune_malloc(void) {
     mallopt(M_TOP_PAD, 16 * 1024 * 1024);
 }
 
+void csys_trim_heap(void) { malloc_trim(0); }
+
 long csys_raise_nofile_limit(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;

@@ -91,6 +91,13 @@ package final class Emulator: Sendable {
             for gateway in gateways { if let response = gateway.notFound(request) { return response } }
             return AdminAPI.error(404, "no route for \(request.method.name) \(request.path.utf8String)")
         }
+        router.bodyTooLarge = { request in AdminAPI.error(413, "the body of \(request.method.name) \(request.path.utf8String) is too large")
+        }
+        router.unavailable = { _ in
+            var response = AdminAPI.error(503, "pushemu is shedding load (its buffer budget is spent); retry shortly")
+            response.headers.add(name: "retry-after", value: "1")
+            return response
+        }
         router.methodNotAllowed = { request, allowed in
             var response = AdminAPI.error(405, "\(request.method.name) is not allowed on \(request.path.utf8String)")
             response.headers.add(name: "allow", value: allowed.map(\.name).joined(separator: ", "))
@@ -147,7 +154,11 @@ package final class Emulator: Sendable {
         server.maxConcurrentStreams = configuration.maxConcurrentStreams
         server.limits.maxConnections = configuration.maxConnections
         server.limits.maxHeaderListSize = configuration.maxHeaderListSize
+        server.limits.maxBufferedBytes = configuration.maxBufferedBytes
         server.timeouts.idle = configuration.idleTimeout
+        server.timeouts.requestHead = configuration.headTimeout
+        server.timeouts.requestBody = configuration.bodyTimeout
+        server.timeouts.send = configuration.bodyTimeout
         server.idleGoAwayDebugData = Array("{\"reason\":\"IdleTimeout\"}".utf8)
         server.shutdownGoAwayDebugData = Array("{\"reason\":\"Shutdown\"}".utf8)
         return server

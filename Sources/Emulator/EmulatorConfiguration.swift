@@ -28,6 +28,12 @@ package struct EmulatorConfiguration: Sendable {
     package var maxConcurrentStreams: UInt32 = 1000
     package var maxHeaderListSize = 16 * 1024
     package var idleTimeout: Double = 3600
+    /// Deadlines of a request head (from its first byte) and body (from the end of its head;
+    /// also how long an answer may wait for a client that does not read it).
+    package var headTimeout: Double = 30
+    package var bodyTimeout: Double = 60
+    /// Bytes all connections may hold in buffers (`--max-memory`).
+    package var maxBufferedBytes = 128 << 20
     /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).
     package var notificationLogSize = 10_000
     package var apns = APNsConfiguration()

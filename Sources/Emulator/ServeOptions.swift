@@ -47,9 +47,20 @@ package enum ServeOptions {
         Option(name: "idle-timeout", valueName: "SECONDS", help: "close connections idle this long (default 3600)") { c, v in
             c.idleTimeout = try double(v, "idle-timeout")
         },
-        Option(name: "max-connections", valueName: "N", help: "open connections at most (default 10000)") { c, v in
+        Option(name: "head-timeout", valueName: "SECONDS", help: "time to send a request head, from its first byte (default 30)") {
+            c, v in c.headTimeout = try double(v, "head-timeout")
+        },
+        Option(
+            name: "body-timeout", valueName: "SECONDS",
+            help: "time to send a request body, from the end of its head; and for a client to take an answer (default 60)"
+        ) { c, v in c.bodyTimeout = try double(v, "body-timeout") },
+        Option(name: "max-connections", valueName: "N", help: "open connections at most, process-wide (default 10000)") { c, v in
             c.maxConnections = try int(v, "max-connections", 1...1_000_000)
         },
+        Option(
+            name: "max-memory", valueName: "SIZE",
+            help: "bytes all connections may hold in buffers before new requests get 503 (default 128MiB; k/m/g suffixes)"
+        ) { c, v in c.maxBufferedBytes = try size(v, "max-memory", (16 << 20)...(1 << 40)) },
         Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in
             c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000))
         },
@@ -388,6 +399,28 @@ package enum ServeOptions {
             throw ConfigurationError("--\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), got '\(v)'")
         }
         return n
+    }
+
+    /// `64MiB`, `512m`, `2g`, `1048576`: a byte count with an optional binary suffix.
+    static func size(_ v: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
+        let lower = v.lowercased()
+        let digits = lower.prefix { $0.isNumber }
+        let unit = lower.dropFirst(digits.count)
+        let shift: Int? =
+            switch unit {
+            case "", "b": 0
+            case "k", "kb", "kib": 10
+            case "m", "mb", "mib": 20
+            case "g", "gb", "gib": 30
+            case "t", "tb", "tib": 40
+            default: nil
+            }
+        // 2^40 at most before the shift: nothing here can overflow.
+        guard let shift, digits.count <= 13, let n = Int(digits), n <= 1 << 40, range.contains(n << shift) else {
+            throw ConfigurationError(
+                "--\(name) must be a size from \(range.lowerBound >> 20)MiB to \(range.upperBound >> 30)GiB (such as 256MiB), got '\(v)'")
+        }
+        return n << shift
     }
 
     static func double(_ v: String, _ name: String) throws -> Double {

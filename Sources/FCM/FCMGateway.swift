@@ -52,12 +52,16 @@ public final class FCMGateway: PushGateway {
                     allowMissing: request.queryParameter("allow_missing") == "true",
                     state: FCMGateway.connectionState(exchange.connection), nowMs: Clock.nowMs()))
         }
-        return [
+        let routes = [
             GatewayRoute(
                 [.post], "/v1/projects/{project}/messages:send", maxBodySize: FCMGateway.maxBody,
                 bodyTooLarge: { _ in FCMError.tooLarge.response }, handling: .push),
-            GatewayRoute([.post], "/token", maxBodySize: 64 * 1024, handling: .faultable(token, injected: oauthError)),
-            GatewayRoute([.post], "/oauth2/v4/token", maxBodySize: 64 * 1024, handling: .faultable(token, injected: oauthError)),
+            GatewayRoute(
+                [.post], "/token", maxBodySize: 64 * 1024, bodyTooLarge: FCMGateway.oauthTooLarge,
+                unavailable: FCMGateway.oauthUnavailable, handling: .faultable(token, injected: oauthError)),
+            GatewayRoute(
+                [.post], "/oauth2/v4/token", maxBodySize: 64 * 1024, bodyTooLarge: FCMGateway.oauthTooLarge,
+                unavailable: FCMGateway.oauthUnavailable, handling: .faultable(token, injected: oauthError)),
             GatewayRoute(
                 [.post], "/iid/v1:batchAdd", maxBodySize: 1 << 20,
                 handling: .direct { exchange in
@@ -114,6 +118,29 @@ public final class FCMGateway: PushGateway {
                         ))
                 }),
         ]
+        // Shedding load (the server's buffer budget spent): Google's retryable 503.
+        return routes.map { route in
+            var route = route
+            if route.unavailable == nil {
+                route.unavailable = { _ in
+                    var response = FCMError.fcm(.unavailable).response
+                    response.headers.add(name: "retry-after", value: "1")
+                    return response
+                }
+            }
+            if route.bodyTooLarge == nil { route.bodyTooLarge = { _ in FCMError.tooLarge.response } }
+            return route
+        }
+    }
+
+    static let oauthTooLarge: @Sendable (Request) -> Response = { _ in
+        FCMOAuth.error("invalid_request", "The request body is too large.", status: 413)
+    }
+
+    static let oauthUnavailable: @Sendable (Request) -> Response = { _ in
+        var response = FCMOAuth.error("temporarily_unavailable", "The server is overloaded; retry later.", status: 503)
+        response.headers.add(name: "retry-after", value: "1")
+        return response
     }
 
     static func retired(_ message: String) -> Response {

@@ -36,6 +36,8 @@ public final class Journal: @unchecked Sendable {
         public var lastCommitUs: UInt64 = 0
         public var dropped: UInt64 = 0
         public var failedCommits: UInt64 = 0
+        /// Strict answers not acknowledged because their record's commit failed (answered 503).
+        public var withheldAnswers: UInt64 = 0
         public var pruned: UInt64 = 0
         /// The writer thread's nice value (-10 with strict durability where raising it is allowed).
         public var writerNice = 0
@@ -57,7 +59,7 @@ public final class Journal: @unchecked Sendable {
     /// An answer waiting for its commit. Wrapped: a bare closure stored in an array is converted
     /// to the array's generic representation through a heap-allocated thunk, one per answer.
     struct Answer: Sendable {
-        let run: @Sendable () -> Void
+        let run: @Sendable (Bool) -> Void
     }
 
     /// What one producer (an event loop; or every other thread together) has waiting for the writer.
@@ -157,9 +159,11 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// Records a request; `completion` (the answer) runs on `loop` (or, without one, on the writer
-    /// thread) once the record is committed (`.strict` on disk), or at once, on the caller's
-    /// thread (`.relaxed`, and in memory). Called on `loop`'s thread.
-    public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable () -> Void) {
+    /// thread) once the record's commit is over (`.strict` on disk), told whether it was stored:
+    /// false when the commit failed (a full disk, a file-size limit), and the answer must not
+    /// acknowledge the request. With `.relaxed`, and in memory, it runs at once, on the caller's
+    /// thread, told true. Called on `loop`'s thread.
+    public func append(_ r: RequestRecord, loop: EventLoop?, completion: @escaping @Sendable (Bool) -> Void) {
         appendRequest(
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
@@ -172,7 +176,7 @@ public final class Journal: @unchecked Sendable {
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
         headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
-        loop: EventLoop?, completion: @escaping @Sendable () -> Void
+        loop: EventLoop?, completion: @escaping @Sendable (Bool) -> Void
     ) {
         let strict = holdsAnswers
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
@@ -192,7 +196,7 @@ public final class Journal: @unchecked Sendable {
             }
             return true
         }
-        if !strict { completion() }
+        if !strict { completion(true) }
         appended(kept: kept)
     }
 
@@ -324,15 +328,19 @@ public final class Journal: @unchecked Sendable {
                 continue
             }
             sleeping.store(false, ordering: .releasing)
-            if !segments.isEmpty { commit(segments) }
+            let stored = segments.isEmpty || commit(segments)
             for w in flushing { w.signal() }
             lastBatch = segments.reduce(0) { $0 + $1.count }
             if !resetting.isEmpty {
                 atDefaultPriority { try? store.removeAll() }
                 for done in resetting { done() }
             }
+            if !stored {
+                let withheld = released.reduce(0) { $0 + $1.1.count }
+                stats.withLock { $0.withheldAnswers &+= UInt64(withheld) }
+            }
             for (loop, answers) in released {
-                if let loop { loop.execute { for a in answers { a.run() } } } else { for a in answers { a.run() } }
+                if let loop { loop.execute { for a in answers { a.run(stored) } } } else { for a in answers { a.run(stored) } }
             }
             prune(&lastPrune)
         }
@@ -371,23 +379,26 @@ public final class Journal: @unchecked Sendable {
         }
     }
 
-    /// One group commit: every shard's segment in one transaction.
-    private func commit(_ segments: [SegmentEncoder]) {
+    /// One group commit: every shard's segment in one transaction. False when it failed.
+    private func commit(_ segments: [SegmentEncoder]) -> Bool {
         let t0 = Clock.monotonicNanoseconds()
         let records = segments.reduce(0) { $0 + $1.count }
         var ok = true
         do {
             try store.append(segments)
         } catch {
-            // The answers still go (a failing disk must not hang clients); the failure is counted
-            // in /stats and /metrics and said on stderr, at most once a second.
+            // The answers still go (a failing disk must not hang clients), told the record was
+            // not stored: under strict they are the service's retryable 503, not an
+            // acknowledgement. The failure is counted in /stats and /metrics and said on stderr,
+            // at most once a second.
             ok = false
             stats.withLock { $0.failedCommits += 1 }
             failures.count += 1
             failures.records += records
             if t0 &- failures.reportedAt >= 1_000_000_000 || failures.reportedAt == 0 {
+                let answered = holdsAnswers ? "; their requests were answered 503, not acknowledged" : ""
                 csys_write_stderr(
-                    "pushemu: journal commit failed: \(error) (\(failures.count) failed commit(s), \(failures.records) record(s) not stored since the last message)\n"
+                    "pushemu: journal commit failed: \(error) (\(failures.count) failed commit(s), \(failures.records) record(s) not stored since the last message\(answered))\n"
                 )
                 failures = (t0, 0, 0)
             }
@@ -403,6 +414,7 @@ public final class Journal: @unchecked Sendable {
             s.batchRecords[Journal.bucket(Double(records), Journal.batchBounds)] += 1
             s.batchRecordsSum &+= UInt64(records)
         }
+        return ok
     }
 
     /// Retention, at most once a second, at the default priority (a large delete must not

@@ -145,8 +145,12 @@ public final class Metrics: Sendable {
         out += "pushemu_journal_last_commit_seconds \(Double(journal.lastCommitUs) / 1e6)\n"
         help("pushemu_journal_dropped_total", "counter", "Journal records dropped because the queue was full (relaxed records only).")
         out += "pushemu_journal_dropped_total \(journal.dropped)\n"
-        help("pushemu_journal_failed_commits_total", "counter", "Group commits that failed (the answers were still released).")
+        help("pushemu_journal_failed_commits_total", "counter", "Group commits that failed.")
         out += "pushemu_journal_failed_commits_total \(journal.failedCommits)\n"
+        help(
+            "pushemu_journal_withheld_answers_total", "counter",
+            "Strict answers not acknowledged because their record could not be stored (answered 503).")
+        out += "pushemu_journal_withheld_answers_total \(journal.withheldAnswers)\n"
         help("pushemu_journal_pruned_total", "counter", "Journal records removed by retention.")
         out += "pushemu_journal_pruned_total \(journal.pruned)\n"
         help("pushemu_journal_stored_records", "gauge", "Journal records stored, by kind.")

@@ -10,18 +10,27 @@ extension PushPipeline {
         for route in gateway.routes() {
             switch route.handling {
             case .push:
-                router.add(route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge) { exchange in
+                router.add(
+                    route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
+                    unavailable: route.unavailable
+                ) { exchange in
                     handle(exchange)
                 }
             case .direct(let handler):
-                router.add(route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge) { exchange in
+                router.add(
+                    route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
+                    unavailable: route.unavailable
+                ) { exchange in
                     handler(exchange)
                 }
             case .faultable(let handler, let injected):
                 let faults = services.faults
                 let lifecycle = services.lifecycle
                 let provider = self.provider
-                router.add(route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge) { exchange in
+                router.add(
+                    route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
+                    unavailable: route.unavailable
+                ) { exchange in
                     let request = exchange.request
                     let context = FaultContext(
                         provider: provider, token: [], topic: nil, project: nil, path: request.path,

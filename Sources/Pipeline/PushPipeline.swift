@@ -161,26 +161,30 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let status = outcome.status
         let reason = outcome.reason
         let started = timing.started
-        commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id) {
+        commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id) { stored in
+            // A record strict durability could not store (a full disk) is not acknowledged: the
+            // client gets the service's retryable 503 and sends it again.
             let delay = faults.send(
-                response, on: exchange, fired: fired, provider: provider,
+                stored ? response : exchange.unavailableAnswer, on: exchange, fired: fired, provider: provider,
                 goAwayDebugData: Gateway.goAwayDebugData(reason:))
             metrics.record(
-                loop: exchange.eventLoop.index, provider: provider, status: status, reason: reason,
+                loop: exchange.eventLoop.index, provider: provider, status: stored ? status : 503,
+                reason: stored ? reason : "JournalCommitFailed",
                 seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
             // The connection through the exchange: capturing it as well cost a retain per answer.
             Gateway.perform(actions, on: exchange.connection)
         }
     }
 
-    /// Runs `answer` now, or once the journal holds the request's record (`--durability strict`).
+    /// Runs `answer` now, or once the journal's commit of the request's record is over
+    /// (`--durability strict`), told whether the record was stored.
     /// The record's fields are passed as they lie (see `Journal.appendRequest`).
     @inline(__always)
     func commit(
         _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-        started: UInt64, id: UUIDValue?, _ answer: @escaping @Sendable () -> Void
+        started: UInt64, id: UUIDValue?, _ answer: @escaping @Sendable (_ stored: Bool) -> Void
     ) {
-        guard let journal = services.journal else { return answer() }
+        guard let journal = services.journal else { return answer(true) }
         journal.appendRequest(
             atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,

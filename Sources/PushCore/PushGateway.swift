@@ -136,17 +136,22 @@ public struct GatewayRoute: Sendable {
     public var methods: [HTTPMethod]?
     public var pattern: String
     public var maxBodySize: Int
-    public var bodyTooLarge: @Sendable (Request) -> Response
+    /// The 413 in the gateway's format (nil: the router's).
+    public var bodyTooLarge: (@Sendable (Request) -> Response)?
+    /// The 503 while the server sheds load, in the gateway's format (nil: the router's).
+    public var unavailable: (@Sendable (Request) -> Response)?
     public var handling: Handling
 
     public init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
-        bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge, handling: Handling
+        bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
+        unavailable: (@Sendable (Request) -> Response)? = nil, handling: Handling
     ) {
         self.methods = methods
         self.pattern = pattern
         self.maxBodySize = maxBodySize
         self.bodyTooLarge = bodyTooLarge
+        self.unavailable = unavailable
         self.handling = handling
     }
 }

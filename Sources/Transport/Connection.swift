@@ -24,15 +24,24 @@ final class Connection: EventHandler {
     private var outputPaused = false
     private var inputPaused = false
     private var peerClosed = false
+    /// The HTTP/2 session is ending (it queued a GOAWAY for a flood or an error): read no more.
+    private var inputEnded = false
     private var closeWhenFlushed = false
     private var flushQueued = false
     private(set) var isDraining = false
     private let createdAt: UInt64
     private var lastActivity: UInt64
+    /// When output last moved (or there was none): a peer that stops reading is closed after
+    /// the send timeout.
+    private var lastWriteProgress: UInt64
+    private var readQueued = false
+    /// Whether this connection holds one of the server's `maxConnections` slots (false: it was
+    /// admitted past the limit only to be answered 503 / GOAWAY).
+    private let holdsSlot: Bool
 
     private var handshakeAdmitted = false
 
-    init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int) {
+    init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int, holdsSlot: Bool = true) {
         self.fd = fd
         self.loop = loop
         self.core = core
@@ -47,6 +56,9 @@ final class Connection: EventHandler {
             maxConcurrentStreams: core.configuration.maxConcurrentStreams)
         createdAt = csys_monotonic_ns()
         lastActivity = createdAt
+        lastWriteProgress = createdAt
+        self.holdsSlot = holdsSlot
+        context.isShedding = !holdsSlot
         if let tls {
             ssl = SSL_new(tls.ctx)
             phase = .handshake
@@ -60,25 +72,21 @@ final class Connection: EventHandler {
         if let ssl { SSL_free(ssl) }
     }
 
-    /// Registers with the loop. Returns false (and closes) when that fails.
+    /// Registers with the loop. Returns false (and closes, giving its slot back) when that fails.
     func start() -> Bool {
+        loop.openConnections.add(1, ordering: .relaxed)
         if let ssl {
             guard SSL_set_fd(ssl, fd) == 1 else {
-                Glibc.close(fd)
-                phase = .closed
-                context.control = nil
+                close()
                 return false
             }
             SSL_set_accept_state(ssl)
         }
         interest = CSYS_EPOLLIN | CSYS_EPOLLRDHUP
         guard loop.register(fd: fd, handler: self, events: interest) else {
-            Glibc.close(fd)
-            context.control = nil
-            phase = .closed
+            close()
             return false
         }
-        loop.openConnections.add(1, ordering: .relaxed)
         return true
     }
 
@@ -121,11 +129,31 @@ final class Connection: EventHandler {
         flush()
     }
 
-    private var readBlocked: Bool { outputPaused || inputPaused || peerClosed }
+    private var readBlocked: Bool { outputPaused || inputPaused || peerClosed || inputEnded }
 
+    /// Reads again after the loop served its other connections (see `readLoop`).
+    func resumeReading() {
+        readQueued = false
+        guard phase != .closed, phase != .lingering, phase != .handshake else { return }
+        readLoop()
+        flush()
+    }
+
+    /// Reads and processes input, at most `readPerTurn` bytes: a peer that keeps the socket
+    /// full gets one turn's worth, then the loop serves its other connections (and this one's
+    /// output, GOAWAY included) before reading more. Cleartext input left in the socket is
+    /// reported again by epoll; decrypted input TLS holds is queued for the next iteration.
     private func readLoop() {
         let buf = loop.readBuffer
+        var budget = core.configuration.limits.readPerTurn
         while phase != .closed && !readBlocked {
+            if budget <= 0 {
+                if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0, !readQueued {
+                    readQueued = true
+                    loop.pendingRead.append(self)
+                }
+                break
+            }
             var n: Int
             if let ssl {
                 n = Int(SSL_read(ssl, buf.baseAddress, Int32(buf.count)))
@@ -159,7 +187,20 @@ final class Connection: EventHandler {
                     break
                 }
             }
+            budget -= n
             deliver(UnsafeRawBufferPointer(rebasing: buf[0..<n]))
+            if phase == .http2, let h2 = http2 {
+                if !h2.wantsRead {
+                    // The session is ending (a GOAWAY it queued, a flood it detected): read no more.
+                    inputEnded = true
+                    closeWhenFlushed = true
+                    updateInterest()
+                    break
+                }
+                // More to read: send what this read produced first (ACKs, answers, a GOAWAY).
+                if n == buf.count { flush() }
+            }
+            loop.noteInput(n)
             if out.count > core.configuration.limits.outputHighWater {
                 outputPaused = true
                 updateInterest()
@@ -178,7 +219,9 @@ final class Connection: EventHandler {
         peerClosed = true
         switch phase {
         case .http1:
-            if http1?.isBusy == true { closeWhenFlushed = true } else { close() }
+            // A request still being read can never complete: close now (its buffer goes with
+            // it). One already dispatched is still owed its answer.
+            if http1?.isAnswering == true { closeWhenFlushed = true } else { close() }
         case .http2:
             closeWhenFlushed = true
         default:
@@ -192,7 +235,7 @@ final class Connection: EventHandler {
         case .http2:
             if !http2!.receive(bytes) {
                 closeWhenFlushed = true
-                peerClosed = true
+                inputEnded = true
             }
         case .http1:
             http1!.receive(bytes)
@@ -337,7 +380,10 @@ final class Connection: EventHandler {
             out.withUnconsumed { raw in
                 if let ssl {
                     let n = SSL_write(ssl, raw.baseAddress, Int32(min(raw.count, Int(Int32.max))))
-                    if n > 0 { return Int(n) }
+                    if n > 0 {
+                        lastWriteProgress = loop.nowNs
+                        return Int(n)
+                    }
                     let err = SSL_get_error(ssl, n)
                     if err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ {
                         blocked = true
@@ -347,7 +393,8 @@ final class Connection: EventHandler {
                     }
                     return 0
                 } else {
-                    let n = Glibc.write(fd, raw.baseAddress, raw.count)
+                    let n = Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                    if n > 0 { lastWriteProgress = loop.nowNs }
                     if n >= 0 { return n }
                     if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { blocked = true } else { failed = true }
                     return 0
@@ -365,16 +412,18 @@ final class Connection: EventHandler {
                 return
             }
         }
+        lastWriteProgress = loop.nowNs
         if wantWrite && !readWantsWrite { wantWrite = false }
         if phase == .http2, let h2 = http2 {
             if h2.closeAfterGoAway || !h2.wantsIO {
-                close()
+                // Closing with unread input would send RST and could destroy the GOAWAY.
+                if peerClosed { close() } else { linger() }
                 return
             }
         }
         // A client that half-closed after its request still gets the response it is owed.
         if closeWhenFlushed && !(phase == .http1 && peerClosed && http1?.isBusy == true) {
-            if phase == .http1 && !peerClosed { linger() } else { close() }
+            if (phase == .http1 || phase == .http2) && !peerClosed { linger() } else { close() }
             return
         }
         if outputPaused {
@@ -418,6 +467,7 @@ final class Connection: EventHandler {
         inputPaused = false
         wantWrite = false
         peerClosed = false
+        inputEnded = false
         updateInterest()
     }
 
@@ -457,8 +507,28 @@ final class Connection: EventHandler {
         http2?.abandonAll()
         http1?.abandon()
         out.removeAll()
+        sniffed = []
         loop.openConnections.subtract(1, ordering: .relaxed)
+        if holdsSlot { core.budget.releaseConnection() } else { loop.sheddingConnections -= 1 }
     }
+
+    /// Bytes this connection holds in buffers: output not yet written, sniffed bytes, and
+    /// its session's request bodies, pipelined input and unsent answers.
+    var bufferedBytes: Int {
+        out.count + sniffed.count + (http1?.bufferedBytes ?? 0) + (http2?.bufferedBytes ?? 0)
+    }
+
+    /// Idle: no request being read or answered, nothing buffered (closed first to admit a
+    /// new client at the connection limit).
+    var isIdle: Bool {
+        switch phase {
+        case .http1: return http1?.isBusy == false && out.isEmpty
+        case .http2: return http2?.activeStreams == 0 && out.isEmpty
+        case .handshake, .sniff, .lingering, .closed: return false
+        }
+    }
+
+    var lastActive: UInt64 { lastActivity }
 
     func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8], closeAfterSend: Bool) {
         switch phase {
@@ -486,22 +556,30 @@ final class Connection: EventHandler {
         requestFlush()
     }
 
-    /// Closes a connection that overstayed: handshake/first bytes, idle, or an unfinished head.
+    /// Closes a connection that overstayed: the handshake or first bytes, a request head or
+    /// body past its deadline (each counted from its start), an answer the peer does not read,
+    /// idleness. Over HTTP/2 a stream past its deadline is reset, and the connection times out
+    /// as idle once no stream is left. A connection admitted past the limit gets five seconds.
     func checkTimeout(now: UInt64) {
         let t = core.configuration.timeouts
+        if !holdsSlot && now &- createdAt > 5_000_000_000 { return close() }
+        if !out.isEmpty && now &- lastWriteProgress > t.sendNanos && phase != .lingering { return close() }
         switch phase {
         case .handshake, .sniff:
             if now &- createdAt > t.handshakeNanos { close() }
         case .http1:
             guard let h1 = http1 else { return }
-            if h1.isWaitingForHead {
-                let limit = h1.isBusy ? t.requestHeadNanos : t.idleNanos
-                if now &- lastActivity > limit { close() }
+            if h1.deadlinePassed(now: now, timeouts: t) {
+                close()
+            } else if !h1.isBusy && now &- lastActivity > t.idleNanos {
+                close()
             }
         case .lingering:
             if now > lingerUntil { close() }
         case .http2:
-            if let h2 = http2, h2.activeStreams == 0, now &- lastActivity > t.idleNanos {
+            guard let h2 = http2 else { return }
+            if h2.expireStreams(now: now, timeouts: t) { requestFlush() }
+            if h2.activeStreams == 0, now &- lastActivity > t.idleNanos {
                 h2.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.idleGoAwayDebugData, closeAfterSend: true)
                 flush()
             }

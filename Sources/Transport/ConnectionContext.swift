@@ -60,6 +60,8 @@ public final class ConnectionContext: @unchecked Sendable {
 
     /// Cleared when the connection closes.
     var control: Connection?
+    /// Admitted past the connection limit: its first request is answered 503, then it closes.
+    var isShedding = false
 
     init(
         id: UInt64, transport: Transport, remoteAddress: String, localPort: Int, eventLoop: EventLoop,

@@ -4,15 +4,29 @@
 struct Dispatcher: Sendable {
     let router: Router
     let limits: ServerLimits
+    let budget: ConnectionBudget
 
     /// Called when the request head is complete. Returns false when the exchange was answered
-    /// already (no route, too-large headers or body), so the codec stops buffering its body.
+    /// already (no route, too-large headers or body, load shed), so the codec stops buffering
+    /// its body.
     func headersComplete(_ ex: Exchange) -> Bool {
         if ex.headersTooLarge {
             ex.respond(.text(431, "request header fields too large\n"))
             return false
         }
-        switch router.match(method: ex.request.method, path: ex.request.path) {
+        let match = router.match(method: ex.request.method, path: ex.request.path)
+        if budget.overBudget || ex.connection.isShedding {
+            // A route that reads no body (`/healthz`) is still answered: it costs nothing to keep.
+            guard case .route(let i, _) = match, router.routes[i].maxBodySize == 0 else {
+                let route: Int
+                if case .route(let i, _) = match { route = i } else { route = -1 }
+                ex.respond(router.unavailable(route: route, ex.request))
+                // GOAWAY after the answer: clients built on Python's h2 stop reading at GOAWAY.
+                if ex.connection.isShedding { ex.connection.goAway(closeAfterSend: true) }
+                return false
+            }
+        }
+        switch match {
         case .notFound, .methodNotAllowed:
             ex.maxBodySize = limits.unroutedBodySize
             ex.routeIndex = -1
@@ -23,7 +37,7 @@ struct Dispatcher: Sendable {
             let maxBody = router.routes[i].maxBodySize
             ex.maxBodySize = maxBody
             if let cl = ex.request.headers.first("content-length"), let n = HTTP1Parser.parseDecimal(cl), n > maxBody {
-                ex.respond(router.routes[i].bodyTooLarge(ex.request))
+                ex.respond(router.bodyTooLarge(route: i, ex.request))
                 return false
             }
             return true
@@ -32,7 +46,7 @@ struct Dispatcher: Sendable {
 
     /// The answer for a body that went past the exchange's limit while being read.
     func bodyTooLarge(_ ex: Exchange) -> Response {
-        (ex.routeIndex >= 0 ? router.routes[ex.routeIndex].bodyTooLarge : Router.defaultBodyTooLarge)(ex.request)
+        router.bodyTooLarge(route: ex.routeIndex, ex.request)
     }
 
     /// Called when the whole request is in: runs the handler (or the router's 404/405).

@@ -43,8 +43,31 @@ public final class EventLoop: @unchecked Sendable {
     let openStreams = Atomic<Int>(0)
     /// Wall-clock milliseconds, refreshed once per loop iteration (for per-request timestamps).
     public private(set) var nowMs: Int64 = csys_wall_ms()
+    /// Monotonic nanoseconds, refreshed once per loop iteration (deadlines of streams and heads).
+    private(set) var nowNs: UInt64 = csys_monotonic_ns()
+    /// Connections that stopped reading at their per-turn budget with input still decrypted
+    /// (TLS holds it where epoll cannot see it): they read again next iteration.
+    var pendingRead: [Connection] = []
     /// Called once per loop iteration after events: connections that asked for a deferred flush.
     var pendingFlush: [Connection] = []
+    /// Input read since the buffers were last measured; past `pressureThreshold` they are
+    /// measured at once (`measureNow`) instead of at the next 100 ms sweep, so a fast peer
+    /// cannot outrun the buffer budget between sweeps.
+    private var inputSinceMeasure = 0
+    var pressureThreshold = Int.max
+    var measureNow: (() -> Void)?
+
+    @inline(__always)
+    func noteInput(_ n: Int) {
+        inputSinceMeasure &+= n
+        if inputSinceMeasure > pressureThreshold {
+            inputSinceMeasure = 0
+            measureNow?()
+        }
+    }
+
+    /// Connections admitted past the server's limit, to be answered 503 / GOAWAY (loop only).
+    var sheddingConnections = 0
     /// This loop's acceptors, one per listening socket.
     var acceptors: [Acceptor] = []
 
@@ -135,6 +158,7 @@ public final class EventLoop: @unchecked Sendable {
             let timeout = nextTimeoutMs()
             let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, 256, timeout) }
             nowMs = csys_wall_ms()
+            nowNs = csys_monotonic_ns()
             if n > 0 {
                 for i in 0..<Int(n) {
                     let fd = Int(truncatingIfNeeded: events[i].data)
@@ -152,7 +176,16 @@ public final class EventLoop: @unchecked Sendable {
             runTimers()
             runInbox()
             runFlushes()
+            runPendingReads()
         }
+    }
+
+    private func runPendingReads() {
+        guard !pendingRead.isEmpty else { return }
+        let list = pendingRead
+        pendingRead.removeAll(keepingCapacity: true)
+        for c in list { c.resumeReading() }
+        runFlushes()
     }
 
     private func runInbox() {
@@ -174,7 +207,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func nextTimeoutMs() -> Int32 {
-        if !inbox.withLock({ $0.isEmpty }) { return 0 }
+        if !pendingRead.isEmpty || !inbox.withLock({ $0.isEmpty }) { return 0 }
         guard let first = timers.first else { return 1000 }
         let now = csys_monotonic_ns()
         if first.deadline <= now { return 0 }

@@ -37,6 +37,11 @@ public final class Exchange: @unchecked Sendable {
     // HTTP/2 response body being sent through the data provider.
     var responseBody: [UInt8] = []
     var responseOffset = 0
+    /// HTTP/2 body bytes received but not yet given back to the peer's flow-control window.
+    var unconsumed = 0
+    /// HTTP/2: when the stream's current phase began (head, body, answer), for its deadline.
+    var phaseNs: UInt64 = 0
+    var headComplete = false
 
     init(request: Request, connection: ConnectionContext, streamID: Int32, owner: any ExchangeOwner) {
         self.request = request
@@ -52,7 +57,12 @@ public final class Exchange: @unchecked Sendable {
         request.method = .get
         request.pathIndex = -1
         request.headers.removeAll()
-        if !request.body.isEmpty { request.body.removeAll(keepingCapacity: true) }
+        // Keep a small body's capacity for the next stream; a large one goes back to the heap.
+        if request.body.capacity > 64 * 1024 {
+            request.body = []
+        } else if !request.body.isEmpty {
+            request.body.removeAll(keepingCapacity: true)
+        }
         if parameters.count > 0 { parameters = RouteParameters() }
         routeIndex = -1
         state = .reading
@@ -61,12 +71,22 @@ public final class Exchange: @unchecked Sendable {
         headersTooLarge = false
         if !responseBody.isEmpty { responseBody = [] }
         responseOffset = 0
+        unconsumed = 0
+        headComplete = false
         liveIndex = -1
     }
 
     /// The captured path parameter `i` as bytes.
     public func parameter(_ i: Int) -> ArraySlice<UInt8> {
         parameters.value(i, in: request.path)
+    }
+
+    /// The route's answer for a request the server cannot take now (503 in the route's format:
+    /// APNs's ServiceUnavailable, FCM's UNAVAILABLE, the admin API's error), for a handler
+    /// that must not acknowledge a request (its record could not be stored, say).
+    public var unavailableAnswer: Response {
+        guard let core = connection.control?.core else { return .text(503, "service unavailable\n") }
+        return core.dispatcher.router.unavailable(route: routeIndex, request)
     }
 
     /// True once a response was given or the stream is gone.

@@ -37,6 +37,7 @@ public enum HTTP1ParseError: Error, Equatable, Sendable {
     case badChunkSize
     case badChunkFraming
     case trailersTooLarge
+    case chunkExtensionTooLong
 
     /// The status the error is answered with.
     public var status: Int {
@@ -332,7 +333,8 @@ public enum HTTP1Parser {
 }
 
 /// Decodes a chunked request body (RFC 9112 section 7.1), strictly: hex sizes without
-/// whitespace, CRLF everywhere, bounded trailers. Chunk extensions are accepted and ignored.
+/// whitespace, CRLF everywhere, bounded trailers. Chunk extensions are accepted and ignored,
+/// up to `maxExtensionBytes` per chunk line.
 public struct ChunkedDecoder: Sendable {
     enum State: Sendable {
         case size, ext, sizeLF
@@ -354,9 +356,14 @@ public struct ChunkedDecoder: Sendable {
     var size = 0
     var sizeDigits = 0
     var trailerBytes = 0
+    var extensionBytes = 0
     let maxTrailerBytes: Int
+    let maxExtensionBytes: Int
 
-    public init(maxTrailerBytes: Int = 8 * 1024) { self.maxTrailerBytes = maxTrailerBytes }
+    public init(maxTrailerBytes: Int = 8 * 1024, maxExtensionBytes: Int = 1024) {
+        self.maxTrailerBytes = maxTrailerBytes
+        self.maxExtensionBytes = maxExtensionBytes
+    }
 
     public var isDone: Bool { if case .done = state { return true } else { return false } }
 
@@ -389,10 +396,13 @@ public struct ChunkedDecoder: Sendable {
             case .ext:
                 if b == cr {
                     state = .sizeLF
+                    extensionBytes = 0
                     i += 1
                 } else if b == lf || (b < 0x20 && b != HTTP1Parser.ht) || b == 0x7F {
                     return .failure(.badChunkSize)
                 } else {
+                    extensionBytes += 1
+                    if extensionBytes > maxExtensionBytes { return .failure(.chunkExtensionTooLong) }
                     i += 1
                 }
             case .sizeLF:

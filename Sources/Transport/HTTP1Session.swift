@@ -25,6 +25,10 @@ final class HTTP1Session: ExchangeOwner {
 
     /// Set when an h2c upgrade was accepted: the bytes after the request go to HTTP/2.
     private var pendingUpgrade: (Exchange, [UInt8])? = nil
+    /// When the head being read got its first byte, and when the body being read began
+    /// (monotonic ns; 0: none). Their deadlines count from there, not from the last byte.
+    private var headStartedNs: UInt64 = 0
+    private var bodyStartedNs: UInt64 = 0
 
     init(connection: Connection, dispatcher: Dispatcher, limits: ServerLimits, allowH2CUpgrade: Bool) {
         self.connection = connection
@@ -47,8 +51,32 @@ final class HTTP1Session: ExchangeOwner {
         return false
     }
 
+    /// True once the request in progress was read whole and handed to its handler.
+    var isAnswering: Bool {
+        if case .waiting = state { return true }
+        return false
+    }
+
+    /// Request bytes held: pipelined or partial input, and the body being read.
+    var bufferedBytes: Int {
+        switch state {
+        case .body(let ex, _, _), .chunkedBody(let ex, _): return pending.count + ex.request.body.count
+        default: return pending.count
+        }
+    }
+
+    /// True when the head being read, or the body, is past its deadline.
+    func deadlinePassed(now: UInt64, timeouts: ServerTimeouts) -> Bool {
+        switch state {
+        case .head: return headStartedNs != 0 && now &- headStartedNs > timeouts.requestHeadNanos
+        case .body, .chunkedBody: return now &- bodyStartedNs > timeouts.requestBodyNanos
+        case .waiting, .closing: return false
+        }
+    }
+
     func receive(_ bytes: UnsafeRawBufferPointer) {
         if isClosing { return }
+        if headStartedNs == 0, case .head = state { headStartedNs = connection.loop.nowNs }
         if pending.isEmpty {
             let used = process(bytes)
             afterProcess(UnsafeRawBufferPointer(rebasing: bytes[used...]))
@@ -107,6 +135,9 @@ final class HTTP1Session: ExchangeOwner {
                     return buf.count
                 case .complete(let head, let consumed):
                     pos += consumed
+                    // The next head (pipelined) starts now, if any of it is here.
+                    headStartedNs = pos < buf.count ? connection.loop.nowNs : 0
+                    bodyStartedNs = connection.loop.nowNs
                     startRequest(head)
                 }
             case .body(let ex, let head, let remaining):
@@ -224,6 +255,7 @@ final class HTTP1Session: ExchangeOwner {
             connection.closeAfterFlush()
         } else {
             state = .head
+            headStartedNs = pending.isEmpty ? 0 : connection.loop.nowNs
         }
         if !processing {
             resumePending()

@@ -1,9 +1,18 @@
 import CH2Memory
 import CNghttp2
 
-/// HTTP/2 over nghttp2 for one connection. Stream state is owned here, in `streams`: nghttp2
+/// HTTP/2 over nghttp2 for one connection. Stream state is owned here, in `live`: nghttp2
 /// only ever holds unretained pointers, so `nghttp2_session_del` (which does not call
 /// on_stream_close) leaks nothing.
+///
+/// What a peer can make it hold is bounded: request bodies by the connection's flow-control
+/// window (credit is given back only when a request is dispatched or dropped, never just for
+/// arriving), unsent answers by `maxUnsentPerConnection` (new streams are refused past it),
+/// header lists by the advertised limit (a list four times over it resets its stream before
+/// more of it is validated), streams by their deadlines (head, body, answer). Floods end in
+/// GOAWAY: nghttp2's own rapid-reset and outbound-ACK limits, and a credit of cheap frames
+/// (WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, empty DATA, unknown types) earned by
+/// requests, answers and time, past which the session ends with ENHANCE_YOUR_CALM.
 final class HTTP2Session: ExchangeOwner {
     /// The connection owns this session; `close()` detaches every exchange before it goes.
     unowned(unsafe) let connection: Connection
@@ -23,13 +32,21 @@ final class HTTP2Session: ExchangeOwner {
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
     var closeAfterGoAway = false
+    /// Response body bytes submitted but not yet handed to nghttp2's framing.
+    private var unsentBytes = 0
+    /// Request body bytes received and not yet given back to the flow-control window.
+    private var bodyBytes = 0
+    /// Cheap frames the peer may still send (see the type's comment).
+    private var controlCredit: Int
 
     init(connection: Connection, dispatcher: Dispatcher, limits: ServerLimits, maxConcurrentStreams: UInt32) {
         self.connection = connection
         self.dispatcher = dispatcher
         self.limits = limits
+        controlCredit = limits.http2ControlFrameAllowance
         var cbs: OpaquePointer?
         nghttp2_session_callbacks_new(&cbs)
+        nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, h2OnBeginFrame)
         nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2OnBeginHeaders)
         nghttp2_session_callbacks_set_on_header_callback(cbs, h2OnHeader)
         nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2OnFrameRecv)
@@ -41,6 +58,12 @@ final class HTTP2Session: ExchangeOwner {
         nghttp2_option_set_max_send_header_block_length(opt, 64 * 1024)
         // No RFC 7540 priority tree: closed streams need not be kept around for it.
         nghttp2_option_set_no_closed_streams(opt, 1)
+        // Body credit goes back when a request is dispatched, not when its bytes arrive: the
+        // connection window bounds what a peer can make this session buffer.
+        nghttp2_option_set_no_auto_window_update(opt, 1)
+        // Rapid reset (CVE-2023-44487): a burst of 1,000 resets, then 33 a second, as nghttpd.
+        nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33)
+        nghttp2_option_set_max_continuations(opt, 8)
         guard let m = pushemu_h2_memory_new() else { fatalError("out of memory") }
         memory = m
         var s: OpaquePointer?
@@ -87,6 +110,11 @@ final class HTTP2Session: ExchangeOwner {
         inReceive = true
         let rv = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
         inReceive = false
+        if rv == Int(NGHTTP2_ERR_FLOODED.rawValue) || rv == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
+            // Too many ACKs owed to a peer that sends faster than it reads, or a header block
+            // split into too many CONTINUATION frames: say so before closing.
+            nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        }
         return rv >= 0
     }
 
@@ -104,7 +132,53 @@ final class HTTP2Session: ExchangeOwner {
         nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
     }
 
+    /// False once the session is ending (GOAWAY queued for a flood or a protocol error).
+    var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
+
     var activeStreams: Int { live.count }
+
+    /// Request bodies not yet dispatched and answers not yet framed.
+    var bufferedBytes: Int { bodyBytes + unsentBytes }
+
+    /// Gives a stream's received body bytes back to the peer's windows.
+    private func giveBack(_ ex: Exchange) {
+        guard ex.unconsumed > 0 else { return }
+        nghttp2_session_consume(session, ex.streamID, ex.unconsumed)
+        bodyBytes -= ex.unconsumed
+        ex.unconsumed = 0
+    }
+
+    /// Resets streams past their deadline: a head or body not finished in time (counted from
+    /// its start), an answer the peer has not taken (its window kept shut). Also earns the
+    /// second's share of cheap-frame credit. Returns true when something was submitted.
+    func expireStreams(now: UInt64, timeouts: ServerTimeouts) -> Bool {
+        controlCredit = min(controlCredit + 100, 10 * limits.http2ControlFrameAllowance)
+        var reset = false
+        for ex in live {
+            let limit: UInt64
+            switch ex.state {
+            case .reading: limit = ex.headComplete ? timeouts.requestBodyNanos : timeouts.requestHeadNanos
+            case .responded: limit = timeouts.sendNanos
+            case .dispatched, .closed: continue
+            }
+            if now &- ex.phaseNs > limit {
+                ex.phaseNs = now // once per deadline
+                nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_CANCEL.rawValue)
+                reset = true
+            }
+        }
+        return reset
+    }
+
+    /// Charges one cheap frame; past the credit, ends the session (GOAWAY ENHANCE_YOUR_CALM).
+    fileprivate func chargeControlFrame() {
+        controlCredit -= 1
+        if controlCredit == -1 {
+            nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        }
+    }
+
+    fileprivate func framed(_ n: Int) { unsentBytes -= n }
 
     private func adopt(_ ex: Exchange) {
         ex.liveIndex = live.count
@@ -146,6 +220,9 @@ final class HTTP2Session: ExchangeOwner {
                             k += 1
                         }
                         if hasBody {
+                            unsentBytes += response.body.count
+                            controlCredit = min(
+                                controlCredit + 1 + response.body.count >> 13, 10 * limits.http2ControlFrameAllowance)
                             ex.responseBody = response.body
                             ex.responseOffset = 0
                             var provider = nghttp2_data_provider(
@@ -160,6 +237,8 @@ final class HTTP2Session: ExchangeOwner {
             }
         }
         firstResponseSent = true
+        ex.phaseNs = connection.loop.nowNs
+        giveBack(ex)
         if rv != 0 { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue) }
         if !inReceive { connection.requestFlush() }
     }
@@ -221,12 +300,21 @@ final class HTTP2Session: ExchangeOwner {
         }
         if !live.isEmpty { connection.loop.openStreams.subtract(live.count, ordering: .relaxed) }
         live.removeAll()
+        pool.removeAll()
         last = nil
+        unsentBytes = 0
+        bodyBytes = 0
     }
 
     // MARK: callbacks
 
     fileprivate func beginStream(_ id: Int32) {
+        // A peer that does not take its answers gets no new streams until it does.
+        if unsentBytes > limits.maxUnsentPerConnection {
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_REFUSED_STREAM.rawValue)
+            return
+        }
+        controlCredit = min(controlCredit + 100, 10 * limits.http2ControlFrameAllowance)
         let ex: Exchange
         if let reused = pool.popLast() {
             reused.recycle(streamID: id, owner: self)
@@ -236,6 +324,7 @@ final class HTTP2Session: ExchangeOwner {
             ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
             ex.request.headers.reserveCapacity(bytes: 512, fields: 12)
         }
+        ex.phaseNs = connection.loop.nowNs
         adopt(ex)
         last = ex
         lastID = id
@@ -251,23 +340,25 @@ final class HTTP2Session: ExchangeOwner {
         return ex
     }
 
-    fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+    fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Int32 {
         // The live list keeps the exchange alive: use it without retaining (this runs per header).
         guard
             let p = id == lastID && last != nil
                 ? Unmanaged.passUnretained(last!).toOpaque()
                 : nghttp2_session_get_stream_user_data(session, id)
-        else { return }
-        Unmanaged<Exchange>.fromOpaque(p)._withUnsafeGuaranteedRef { ex in header(ex, name, value) }
+        else { return 0 }
+        return Unmanaged<Exchange>.fromOpaque(p)._withUnsafeGuaranteedRef { ex in header(ex, name, value) }
     }
 
     @inline(__always)
-    private func header(_ ex: Exchange, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        guard ex.state == .reading else { return }
+    private func header(_ ex: Exchange, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Int32 {
+        guard ex.state == .reading else { return 0 }
         ex.headerListSize += name.count + value.count + 32
         if ex.headerListSize > limits.maxHeaderListSize {
             ex.headersTooLarge = true
-            return
+            // Four times over what SETTINGS allows (an HPACK reference bomb, say): reset the
+            // stream, so nghttp2 decodes the rest of the block without validating each field.
+            return ex.headerListSize > 4 * limits.maxHeaderListSize ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue : 0
         }
         if name.count == 5 && name.equals(":path") {
             ex.request.pathIndex = Int32(ex.request.headers.count)
@@ -276,27 +367,38 @@ final class HTTP2Session: ExchangeOwner {
             ex.request.method = HTTPMethod(bytes: value)
         }
         ex.request.headers.addLowercase(name: name, value: value)
+        return 0
     }
 
     fileprivate func headersDone(_ id: Int32, endStream: Bool, isRequest: Bool) {
         guard let ex = exchange(id) else { return }
         if isRequest {
+            ex.headComplete = true
+            ex.phaseNs = connection.loop.nowNs
             guard dispatcher.headersComplete(ex) else { return }
         }
         if endStream { dispatcher.dispatch(ex) }
     }
 
     fileprivate func data(_ id: Int32, _ bytes: UnsafeRawBufferPointer) {
-        guard let ex = exchange(id), ex.state == .reading else { return }
+        guard let ex = exchange(id), ex.state == .reading else {
+            // Not kept (the stream was answered already, or is unknown): credit goes back now.
+            nghttp2_session_consume(session, id, bytes.count)
+            return
+        }
         if ex.request.body.count + bytes.count > ex.maxBodySize {
+            nghttp2_session_consume(session, id, bytes.count)
             ex.respond(dispatcher.bodyTooLarge(ex))
             return
         }
         ex.request.body.append(contentsOf: bytes.typedBytes)
+        ex.unconsumed += bytes.count
+        bodyBytes += bytes.count
     }
 
     fileprivate func dataDone(_ id: Int32) {
         guard let ex = exchange(id) else { return }
+        giveBack(ex)
         dispatcher.dispatch(ex)
     }
 
@@ -319,6 +421,16 @@ final class HTTP2Session: ExchangeOwner {
         ex.liveIndex = -1
         ex.state = .closed
         ex.owner = nil
+        if ex.unconsumed > 0 {
+            // The stream is gone: its bytes are given back to the connection's window only.
+            nghttp2_session_consume_connection(session, ex.unconsumed)
+            bodyBytes -= ex.unconsumed
+            ex.unconsumed = 0
+        }
+        if !ex.responseBody.isEmpty {
+            unsentBytes -= ex.responseBody.count - ex.responseOffset
+            ex.responseBody = []
+        }
         // Only an exchange no handler or task still holds can be reused.
         if pool.count < 64 && isKnownUniquelyReferenced(&ex) { pool.append(ex) }
         // The last answer in flight is out (its END_STREAM sent): a waiting GOAWAY follows it.
@@ -355,12 +467,11 @@ private let h2OnBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud
 
 private let h2OnHeader: nghttp2_on_header_callback = { _, frame, name, namelen, value, valuelen, _, ud in
     guard let frame else { return 0 }
-    h2(ud) {
+    return h2(ud) {
         $0.header(
             pushemu_frame_stream_id(frame), UnsafeRawBufferPointer(start: name, count: namelen),
             UnsafeRawBufferPointer(start: value, count: valuelen))
     }
-    return 0
 }
 
 private let h2OnFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, ud in
@@ -376,6 +487,25 @@ private let h2OnFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, ud in
     return 0
 }
 
+/// Every frame header, before its payload: the cheap ones are charged (nghttp2 reports no
+/// PRIORITY without RFC 7540 priorities, nor unknown frame types, to on_frame_recv).
+private let h2OnBeginFrame: nghttp2_on_begin_frame_callback = { _, hd, ud in
+    guard let hd else { return 0 }
+    let type = UInt32(pushemu_hd_type(hd))
+    let cheap: Bool
+    switch type {
+    case NGHTTP2_HEADERS.rawValue, NGHTTP2_CONTINUATION.rawValue, NGHTTP2_GOAWAY.rawValue, NGHTTP2_PUSH_PROMISE.rawValue:
+        cheap = false
+    case NGHTTP2_DATA.rawValue:
+        cheap = pushemu_hd_length(hd) == 0 && UInt32(pushemu_hd_flags(hd)) & NGHTTP2_FLAG_END_STREAM.rawValue == 0
+    default:
+        // WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, and types nghttp2 ignores.
+        cheap = true
+    }
+    if cheap { h2(ud) { $0.chargeControlFrame() } }
+    return 0
+}
+
 private let h2OnDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, len, ud in
     h2(ud) { $0.data(streamID, UnsafeRawBufferPointer(start: data, count: len)) }
     return 0
@@ -386,7 +516,7 @@ private let h2OnStreamClose: nghttp2_on_stream_close_callback = { _, streamID, _
     return 0
 }
 
-private let h2ReadBody: nghttp2_data_source_read_callback = { _, _, buf, length, flags, source, _ in
+private let h2ReadBody: nghttp2_data_source_read_callback = { _, _, buf, length, flags, source, ud in
     guard let source, let ptr = source.pointee.ptr, let buf, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
     let ex = Unmanaged<Exchange>.fromOpaque(ptr).takeUnretainedValue()
     let remaining = ex.responseBody.count - ex.responseOffset
@@ -395,6 +525,7 @@ private let h2ReadBody: nghttp2_data_source_read_callback = { _, _, buf, length,
         UnsafeMutableRawPointer(buf).copyMemory(from: raw.baseAddress! + ex.responseOffset, byteCount: n)
     }
     ex.responseOffset += n
+    h2(ud) { $0.framed(n) }
     if ex.responseOffset == ex.responseBody.count {
         flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         ex.responseBody = []

@@ -31,8 +31,11 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds the listeners and starts the event loops. Throws on a port in use or a bad host.
+    /// Ignores SIGPIPE for the process: TLS writes to a peer that reset its connection must fail
+    /// with EPIPE, not kill an embedding process (a test running the server in process).
     public func start() throws {
         precondition(!started)
+        signal(SIGPIPE, SIG_IGN)
         if let port = configuration.httpPort {
             let (fd, bound) = try HTTPServer.listen(host: configuration.host, port: port)
             listeners.append((fd, false, bound.port))
@@ -55,19 +58,18 @@ public final class HTTPServer: @unchecked Sendable {
             throw error
         }
         let n = max(1, configuration.threads)
-        let perLoop = max(1, configuration.limits.maxConnections / n)
         for i in 0..<n {
             let loop = try EventLoop(index: i)
             loops.append(loop)
             for l in listeners {
                 let acceptor = Acceptor(
                     fd: l.fd, loop: loop, core: core, tls: l.tls ? core.tls : nil,
-                    localPort: l.port, maxConnections: perLoop)
+                    localPort: l.port)
                 _ = loop.register(fd: l.fd, handler: acceptor, events: CSYS_EPOLLIN, exclusive: true)
                 loop.acceptors.append(acceptor)
             }
-            let timeouts = Sweeper(loop: loop)
-            loop.schedule(afterNanoseconds: 1_000_000_000, timeouts.tick)
+            let sweeper = Sweeper(loop: loop, budget: core.budget)
+            loop.schedule(afterNanoseconds: 100_000_000, sweeper.tick)
             loop.start()
         }
         started = true
@@ -160,15 +162,15 @@ final class Acceptor: EventHandler {
     let core: ServerCore
     let tls: TLSContext?
     let localPort: Int
-    let maxConnections: Int
+    /// Clients admitted past the limit per loop, only to be told so (beyond: closed unanswered).
+    static let maxShedding = 256
 
-    init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int, maxConnections: Int) {
+    init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int) {
         self.fd = fd
         self.loop = loop
         self.core = core
         self.tls = tls
         self.localPort = localPort
-        self.maxConnections = maxConnections
     }
 
     fileprivate var paused = false
@@ -189,15 +191,32 @@ final class Acceptor: EventHandler {
                 }
                 break
             }
-            if loop.openConnections.load(ordering: .relaxed) >= maxConnections {
-                Glibc.close(cfd)
-                continue
+            var holdsSlot = core.budget.admitConnection()
+            if !holdsSlot, evictIdle() { holdsSlot = core.budget.admitConnection() }
+            if !holdsSlot {
+                guard loop.sheddingConnections < Acceptor.maxShedding else {
+                    Glibc.close(cfd)
+                    continue
+                }
+                loop.sheddingConnections += 1
             }
             var one: Int32 = 1
             setsockopt(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort)
+            let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort, holdsSlot: holdsSlot)
             _ = conn.start()
         }
+    }
+
+    /// At the connection limit: closes this loop's longest-idle connection (nothing read or
+    /// answered, nothing buffered) so a new client can have its slot. False when none is idle.
+    private func evictIdle() -> Bool {
+        var oldest: Connection?
+        for c in loop.connections where c.isIdle {
+            if oldest == nil || c.lastActive < oldest!.lastActive { oldest = c }
+        }
+        guard let oldest else { return false }
+        oldest.close()
+        return true
     }
 }
 
@@ -216,14 +235,55 @@ extension Acceptor {
     }
 }
 
-/// Once a second, closes connections that overstayed their timeouts.
+/// Every 100 ms, measures this loop's buffers against the server's budget (closing the
+/// largest holders while it is exceeded, and trimming the heap once an excess is gone); every
+/// second, closes connections that overstayed their timeouts.
 final class Sweeper {
     unowned let loop: EventLoop
-    init(loop: EventLoop) { self.loop = loop }
+    let budget: ConnectionBudget
+    private var ticks = 0
+    /// The most this loop held since the heap was last trimmed.
+    private var peak = 0
+    private var lastTrim: UInt64 = 0
+
+    init(loop: EventLoop, budget: ConnectionBudget) {
+        self.loop = loop
+        self.budget = budget
+        loop.pressureThreshold = max(1 << 20, budget.perLoopShare / 8)
+        loop.measureNow = { [unowned self] in
+            self.measure(self.loop.connections.filter { $0.phase != .closed }, now: csys_monotonic_ns())
+        }
+    }
 
     func tick() {
         let now = csys_monotonic_ns()
-        for c in loop.connections { c.checkTimeout(now: now) }
-        loop.schedule(afterNanoseconds: 1_000_000_000, tick)
+        let connections = loop.connections
+        ticks &+= 1
+        if ticks % 10 == 0 {
+            for c in connections { c.checkTimeout(now: now) }
+        }
+        measure(connections.filter { $0.phase != .closed }, now: now)
+        loop.schedule(afterNanoseconds: 100_000_000, tick)
+    }
+
+    private func measure(_ connections: [Connection], now: UInt64) {
+        var held = 0
+        for c in connections { held += c.bufferedBytes }
+        let total = budget.publish(loop: loop.index, bytes: held)
+        if total > budget.maxBufferedBytes && held > budget.perLoopShare {
+            // Over budget: this loop sheds its largest holders until its share fits.
+            for c in connections.sorted(by: { $0.bufferedBytes > $1.bufferedBytes }) where held > budget.perLoopShare {
+                held -= c.bufferedBytes
+                c.close()
+            }
+            _ = budget.publish(loop: loop.index, bytes: held)
+        }
+        peak = max(peak, held)
+        // Buffers went from large to small: give the memory back (at most once every 5 s).
+        if peak > 16 << 20 && held < peak / 4 && now &- lastTrim > 5_000_000_000 {
+            lastTrim = now
+            peak = held
+            csys_trim_heap()
+        }
     }
 }

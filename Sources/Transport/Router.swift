@@ -54,8 +54,10 @@ public struct Router: Sendable {
         public let pattern: String
         /// Largest body accepted; enforced while reading (Content-Length up front, then per chunk).
         public let maxBodySize: Int
-        /// What a too-large body gets (default: 413 text); built from the request's head.
-        public let bodyTooLarge: @Sendable (Request) -> Response
+        /// What a too-large body gets, built from the request's head (nil: the router's).
+        public let bodyTooLarge: (@Sendable (Request) -> Response)?
+        /// What a request gets while the server sheds load (nil: the router's).
+        public let unavailable: (@Sendable (Request) -> Response)?
         public let handler: Handler
         let segments: [Segment]
     }
@@ -76,12 +78,29 @@ public struct Router: Sendable {
         return r
     }
 
+    /// Answer for a body past its route's limit, for routes that give none.
+    public var bodyTooLarge: @Sendable (Request) -> Response = Router.defaultBodyTooLarge
+    /// Answer while the server sheds load (its buffer budget spent, or a client admitted past
+    /// the connection limit), for routes that give none.
+    public var unavailable: @Sendable (Request) -> Response = { _ in .text(503, "service unavailable\n") }
+
     public init() {}
+
+    /// The too-large answer for route `i` (-1: no route).
+    func bodyTooLarge(route i: Int, _ request: Request) -> Response {
+        (i >= 0 ? routes[i].bodyTooLarge ?? bodyTooLarge : bodyTooLarge)(request)
+    }
+
+    /// The shedding answer for route `i` (-1: no route).
+    func unavailable(route i: Int, _ request: Request) -> Response {
+        (i >= 0 ? routes[i].unavailable ?? unavailable : unavailable)(request)
+    }
 
     /// Adds a route. `methods: nil` accepts every method (the handler decides).
     public mutating func add(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
-        bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
+        bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
+        unavailable: (@Sendable (Request) -> Response)? = nil,
         handler: @escaping Handler
     ) {
         var segments: [Route.Segment] = []
@@ -102,17 +121,18 @@ public struct Router: Sendable {
         routes.append(
             Route(
                 methods: methods, pattern: pattern, maxBodySize: maxBodySize,
-                bodyTooLarge: bodyTooLarge, handler: handler, segments: segments))
+                bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler, segments: segments))
     }
 
     public static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
 
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,
-        bodyTooLarge: @escaping @Sendable (Request) -> Response = Router.defaultBodyTooLarge,
+        bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
+        unavailable: (@Sendable (Request) -> Response)? = nil,
         handler: @escaping Handler
     ) {
-        add([method], pattern, maxBodySize: maxBodySize, bodyTooLarge: bodyTooLarge, handler: handler)
+        add([method], pattern, maxBodySize: maxBodySize, bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler)
     }
 
     /// Finds the route for `method` and `path` (a path without query, as in `Request.path`).

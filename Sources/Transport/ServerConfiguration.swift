@@ -2,8 +2,22 @@ import CSystem
 
 /// Bounds on everything a client controls.
 public struct ServerLimits: Sendable {
-    /// Connections per server; split evenly between event loops.
+    /// Open connections, process-wide. At the limit an idle connection is closed to admit a new
+    /// client; when none is idle, the new client is answered 503 (HTTP/1.1) or GOAWAY (HTTP/2).
     public var maxConnections = 10_000
+    /// Bytes all connections together may hold in buffers (request bodies being read, answers
+    /// not yet sent, pipelined input). Past it new requests are answered 503 in their route's
+    /// format and the connections holding the most are closed until it fits again.
+    public var maxBufferedBytes = 128 * 1024 * 1024
+    /// Answers one HTTP/2 connection may hold unsent (a peer that stops reading, or keeps its
+    /// window shut); past it its new streams are refused (RST_STREAM REFUSED_STREAM).
+    public var maxUnsentPerConnection = 16 * 1024 * 1024
+    /// Bytes read from one connection per loop turn before the loop serves its others.
+    public var readPerTurn = 256 * 1024
+    /// Cheap HTTP/2 frames (WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, empty DATA) a
+    /// connection may send beyond what its requests and answers earn, before GOAWAY
+    /// ENHANCE_YOUR_CALM.
+    public var http2ControlFrameAllowance = 10_000
     /// HTTP/2 header list (name + value + 32 per field), advertised in SETTINGS and enforced (431).
     public var maxHeaderListSize = 16 * 1024
     /// HTTP/1.1 request line and head limits.
@@ -15,7 +29,9 @@ public struct ServerLimits: Sendable {
     /// Output buffered for a slow reader before reading from it pauses.
     public var outputHighWater = 1024 * 1024
     public var http2InitialWindowSize = 1024 * 1024
-    public var http2ConnectionWindowSize = 16 * 1024 * 1024
+    /// Request body bytes one HTTP/2 connection may have unread by a handler (the connection
+    /// flow-control window; credit is given back when a request is dispatched or dropped).
+    public var http2ConnectionWindowSize = 8 * 1024 * 1024
 
     public init() {}
 }
@@ -23,16 +39,29 @@ public struct ServerLimits: Sendable {
 public struct ServerTimeouts: Sendable {
     /// TLS handshake and first bytes.
     public var handshake: Double = 10
-    /// Time to send a complete HTTP/1.1 request head once it started (slowloris).
+    /// Time to send a complete request head, counted from its first byte (slowloris).
     public var requestHead: Double = 30
+    /// Time to send a complete request body, counted from the end of its head.
+    public var requestBody: Double = 60
+    /// Time an answer may wait for a peer that does not read it (HTTP/1.1 output, an HTTP/2
+    /// stream's DATA behind a shut window), counted from when it was given.
+    public var send: Double = 60
     /// Idle keep-alive (HTTP/1.1) or idle connection with no open stream (HTTP/2).
     public var idle: Double = 3600
 
     public init() {}
 
-    var handshakeNanos: UInt64 { UInt64(handshake * 1e9) }
-    var requestHeadNanos: UInt64 { UInt64(requestHead * 1e9) }
-    var idleNanos: UInt64 { UInt64(idle * 1e9) }
+    var handshakeNanos: UInt64 { nanos(handshake) }
+    var requestHeadNanos: UInt64 { nanos(requestHead) }
+    var requestBodyNanos: UInt64 { nanos(requestBody) }
+    var sendNanos: UInt64 { nanos(send) }
+    var idleNanos: UInt64 { nanos(idle) }
+
+    /// Seconds as nanoseconds, clamped to [1 ms, 100 years] (a NaN or huge value never traps).
+    private func nanos(_ seconds: Double) -> UInt64 {
+        guard seconds.isFinite, seconds > 0.001 else { return 1_000_000 }
+        return UInt64(min(seconds, 3.15e9) * 1e9)
+    }
 }
 
 public struct ServerConfiguration: Sendable {
@@ -70,10 +99,14 @@ final class ServerCore: Sendable {
     let configuration: ServerConfiguration
     let dispatcher: Dispatcher
     let tls: TLSContext?
+    let budget: ConnectionBudget
 
     init(configuration: ServerConfiguration, router: Router) throws {
         self.configuration = configuration
-        dispatcher = Dispatcher(router: router, limits: configuration.limits)
+        budget = ConnectionBudget(
+            maxConnections: max(1, configuration.limits.maxConnections),
+            maxBufferedBytes: max(1 << 20, configuration.limits.maxBufferedBytes), loops: max(1, configuration.threads))
+        dispatcher = Dispatcher(router: router, limits: configuration.limits, budget: budget)
         tls = try configuration.tls.map { try TLSContext($0) }
     }
 }

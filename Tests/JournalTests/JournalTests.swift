@@ -29,7 +29,9 @@ final class JournalTests: XCTestCase {
                 return s.contains("\"c1\"") ? "c1" : nil
             })
         j.start()
-        for i in 0..<500 { j.append(record(i, status: i % 10 == 0 ? 410 : 200, reason: i % 10 == 0 ? "Unregistered" : ""), loop: nil) {} }
+        for i in 0..<500 {
+            j.append(record(i, status: i % 10 == 0 ? 410 : 200, reason: i % 10 == 0 ? "Unregistered" : ""), loop: nil) { _ in }
+        }
         j.append(
             TrackingRecord(
                 atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1", notificationID: "n1",
@@ -112,7 +114,7 @@ extension JournalTests {
             payload[40] = UInt8(ascii: "a") + UInt8(i % 26)
             payload[41] = UInt8(ascii: "a") + UInt8(i / 26 % 26)
             r.payload = payload[...]
-            j.append(r, loop: nil) {
+            j.append(r, loop: nil) { _ in
                 box.lock.lock()
                 box.answered += 1
                 box.lock.unlock()
@@ -165,7 +167,7 @@ extension JournalTests {
         }
         let box = Box()
         for i in 0..<50 {
-            j.append(record(i), loop: nil) {
+            j.append(record(i), loop: nil) { _ in
                 box.lock.lock()
                 box.done += 1
                 box.lock.unlock()
@@ -196,7 +198,7 @@ extension JournalTests {
             let lock = NSLock()
         }
         let box = Box()
-        j.append(record(0), loop: nil) {
+        j.append(record(0), loop: nil) { _ in
             box.lock.lock()
             box.done += 1
             box.lock.unlock()
@@ -209,7 +211,7 @@ extension JournalTests {
         var answered = 1
         for round in 0..<20 {
             for i in 0..<(round * 7 + 1) {
-                j.append(record(answered + i), loop: nil) {
+                j.append(record(answered + i), loop: nil) { _ in
                     box.lock.lock()
                     box.done += 1
                     box.lock.unlock()
@@ -381,7 +383,7 @@ extension JournalTests {
             for k in 0..<300 {
                 var r = record(k)
                 r.atMs = i == 0 ? now - 7_200_000 : now
-                j.append(r, loop: nil) {}
+                j.append(r, loop: nil) { _ in }
             }
             usleep(30_000)
         }
@@ -408,7 +410,9 @@ extension JournalTests {
                 return s.contains("\"c1\"") ? "c1" : (s.contains("\"c2\"") ? "c2" : nil)
             })
         j.start()
-        for i in 0..<30 { j.append(record(i, status: i % 5 == 0 ? 410 : 200, reason: i % 5 == 0 ? "Unregistered" : ""), loop: nil) {} }
+        for i in 0..<30 {
+            j.append(record(i, status: i % 5 == 0 ? 410 : 200, reason: i % 5 == 0 ? "Unregistered" : ""), loop: nil) { _ in }
+        }
         j.append(
             TrackingRecord(
                 atMs: 2_000, preset: "adobe-campaign", event: "receive", token: "tok1",

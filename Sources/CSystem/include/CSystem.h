@@ -38,6 +38,8 @@ int64_t csys_wall_ms(void);
 /* Keep freed memory in the allocator instead of trimming and regrowing thread arenas
    (each regrow is an mprotect plus page faults on the request path). */
 void csys_tune_malloc(void);
+/* Gives free heap memory back to the kernel (malloc_trim) after buffers shrank. */
+void csys_trim_heap(void);
 /* Raises the soft open-file limit to the hard limit; returns the new soft limit. */
 long csys_raise_nofile_limit(void);
 /* 64 random bits from the kernel (getrandom). */

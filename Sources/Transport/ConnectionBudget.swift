@@ -1,0 +1,63 @@
+import Synchronization
+
+/// The process-wide limits every event loop shares: one count of open connections (the
+/// `maxConnections` limit is the server's, not a per-loop share) and one budget of buffered
+/// bytes (request bodies being read, answers not yet sent, pipelined input).
+///
+/// Each loop measures its own connections' buffers on its memory sweep and publishes the total
+/// in its slot; whichever loop sums the slots past the budget raises `overBudget`, which the
+/// dispatcher reads (one relaxed load of a value that rarely changes) to answer new requests
+/// 503 in the route's format, and each loop then closes its largest buffer holders until its
+/// share fits. Nothing here is touched per byte or per frame.
+final class ConnectionBudget: Sendable {
+    let maxConnections: Int
+    let maxBufferedBytes: Int
+    private let open = Atomic<Int>(0)
+    private let over = Atomic<Bool>(false)
+    private let slots: [PaddedCounter]
+
+    init(maxConnections: Int, maxBufferedBytes: Int, loops: Int) {
+        self.maxConnections = maxConnections
+        self.maxBufferedBytes = maxBufferedBytes
+        slots = (0..<max(1, loops)).map { _ in PaddedCounter() }
+    }
+
+    var openConnections: Int { open.load(ordering: .relaxed) }
+
+    /// Takes a connection slot; false at the limit.
+    func admitConnection() -> Bool {
+        var current = open.load(ordering: .relaxed)
+        while current < maxConnections {
+            let (exchanged, original) = open.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    func releaseConnection() { open.subtract(1, ordering: .relaxed) }
+
+    /// True while the buffered bytes of all loops are over the budget.
+    @inline(__always)
+    var overBudget: Bool { over.load(ordering: .relaxed) }
+
+    /// Publishes loop `index`'s buffered bytes and returns the process total (updating `overBudget`).
+    func publish(loop index: Int, bytes: Int) -> Int {
+        slots[index].value.store(bytes, ordering: .relaxed)
+        let total = slots.reduce(0) { $0 + $1.value.load(ordering: .relaxed) }
+        let isOver = total > maxBufferedBytes
+        if isOver != over.load(ordering: .relaxed) { over.store(isOver, ordering: .relaxed) }
+        return total
+    }
+
+    /// What one loop may hold once the budget is exceeded.
+    var perLoopShare: Int { maxBufferedBytes / slots.count }
+}
+
+/// A counter on a cache line of its own (one loop writes it, the others read it rarely).
+private final class PaddedCounter: Sendable {
+    private let padding0 = (0, 0, 0, 0, 0, 0, 0)
+    let value = Atomic<Int>(0)
+    private let padding1 = (0, 0, 0, 0, 0, 0, 0)
+}

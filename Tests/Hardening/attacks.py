@@ -1,0 +1,859 @@
+#!/usr/bin/env python3
+"""pushemu's attack suite: each case starts the binary, attacks it the way a broken or hostile
+client would, and checks, during and after the attack, that
+
+  - the process is alive,
+  - /healthz answers on a NEW connection within 1 s (probed every 200 ms, on its own thread),
+  - RSS stays under the case's bound, and after the attack comes back near the baseline,
+  - the attack itself was ended the way it should be (GOAWAY with the right code, 503, a
+    close within the timeout, ...).
+
+Standard library only; talks to 127.0.0.1 only; every case bounded in time.
+
+usage: attacks.py --binary PATH [--list] [CASE ...]
+Exit status 0 when every case passed. Prints one line per check.
+"""
+import argparse, json, os, random, re, socket, ssl, struct, subprocess, sys, tempfile, threading, time
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
+END_STREAM, END_HEADERS, PADDED = 0x1, 0x4, 0x8
+ENHANCE_YOUR_CALM, REFUSED_STREAM = 0xB, 0x7
+MiB = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP/2 bytes
+
+def frame(ftype, flags, stream, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def lit(name_index, value):
+    """HPACK literal without indexing, indexed name (values < 127 bytes)."""
+    v = value.encode() if isinstance(value, str) else value
+    assert len(v) < 127
+    return bytes([name_index, len(v)]) + v
+
+
+def lit_new(name, value):
+    """HPACK literal without indexing, new name."""
+    n, v = name.encode(), value.encode()
+    assert len(n) < 127 and len(v) < 127
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+def hpack_int(value, prefix_bits, first):
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first | value])
+    out = bytearray([first | limit])
+    value -= limit
+    while value >= 128:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def request_block(method="GET", path="/healthz", authority="localhost"):
+    block = b"\x82" if method == "GET" else b"\x83"  # :method GET / POST
+    block += b"\x86"                                  # :scheme http
+    block += lit(0x04, path)                          # :path
+    block += lit(0x01, authority)                     # :authority
+    return block
+
+
+def settings(**values):
+    ids = {"header_table_size": 1, "enable_push": 2, "max_concurrent_streams": 3, "initial_window_size": 4,
+           "max_frame_size": 5, "max_header_list_size": 6}
+    payload = b"".join(struct.pack(">HI", ids[k], v) for k, v in values.items())
+    return frame(SETTINGS, 0, 0, payload)
+
+
+class H2Reader:
+    """Reads frames from a socket on a thread: counts them, keeps GOAWAYs and RSTs."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.goaway = None
+        self.rst = {}
+        self.headers = 0
+        self.closed = False
+        self.bytes = 0
+        self.statuses = []
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        buf = b""
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    break
+                self.bytes += len(chunk)
+                buf += chunk
+                while len(buf) >= 9:
+                    n = int.from_bytes(buf[:3], "big")
+                    if len(buf) < 9 + n:
+                        break
+                    t, flags, sid, payload = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + n]
+                    buf = buf[9 + n:]
+                    if t == GOAWAY and self.goaway is None:
+                        last, code = struct.unpack(">II", payload[:8])
+                        self.goaway = (last & 0x7FFFFFFF, code, payload[8:])
+                    elif t == RST_STREAM:
+                        self.rst[sid] = struct.unpack(">I", payload[:4])[0]
+                    elif t == HEADERS:
+                        self.headers += 1
+                        if payload[:1] and payload[0] & 0x80:
+                            self.statuses.append(payload[0])
+        except OSError:
+            pass
+        self.closed = True
+
+
+def h2_connect(port, window=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    init = settings(initial_window_size=window) if window is not None else settings()
+    s.sendall(PREFACE + init + frame(SETTINGS, 1, 0))
+    return s
+
+
+def send_until_closed(sock, data, seconds, reader=None, stop=None):
+    """Writes `data` repeatedly until the peer closes, `seconds` pass, or `stop()` is true.
+    Returns the bytes written."""
+    sent = 0
+    deadline = time.time() + seconds
+    sock.settimeout(1)
+    while time.time() < deadline:
+        if reader is not None and reader.closed:
+            break
+        if stop is not None and stop():
+            break
+        try:
+            sock.sendall(data)
+            sent += len(data)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout, OSError):
+            break
+    return sent
+
+
+# ---------------------------------------------------------------------------------------------
+# The server, and the probes every case runs
+
+class Server:
+    def __init__(self, binary, extra):
+        self.out = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".out", delete=False)
+        self.err = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".err", delete=False)
+        args = [binary, "serve", "--http-port", "0", "--https-port", "0", "--in-memory"] + extra
+        self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        self.http = self.https = None
+        while time.time() < deadline:
+            text = open(self.out.name).read()
+            m = re.search(r"http=[^ ]*:(\d+) https=[^ ]*:(\d+)", text)
+            if m:
+                self.http, self.https = int(m.group(1)), int(m.group(2))
+                break
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        if self.http is None:
+            raise SystemExit("pushemu did not start: " + open(self.err.name).read())
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def rss_mib(self):
+        try:
+            for line in open(f"/proc/{self.proc.pid}/status"):
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return -1
+
+    def open_connections(self):
+        status, body = http1(self.http, "GET", "/metrics", timeout=5)
+        m = re.search(r"^pushemu_open_connections (\d+)", body.decode(errors="replace"), re.M)
+        return int(m.group(1)) if m else -1
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for f in (self.out, self.err):
+            try:
+                os.unlink(f.name)
+            except OSError:
+                pass
+
+    def stderr(self):
+        try:
+            return open(self.err.name).read()
+        except OSError:
+            return ""
+
+
+def http1(port, method, path, body=b"", headers=None, timeout=5.0):
+    """One HTTP/1.1 request on a new connection; returns (status, body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        head = f"{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-length: {len(body)}\r\n"
+        for k, v in (headers or {}).items():
+            head += f"{k}: {v}\r\n"
+        s.sendall(head.encode() + b"\r\n" + body)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        if not data:
+            return 0, b""
+        status = int(data.split(b" ", 2)[1])
+        return status, data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
+    finally:
+        s.close()
+
+
+class Prober:
+    """Probes /healthz on a new connection every 200 ms; keeps the worst latency and RSS."""
+
+    def __init__(self, server):
+        self.server = server
+        self.worst = 0.0
+        self.failures = []
+        self.peak_rss = server.rss_mib()
+        self.running = True
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def probe(self):
+        start = time.time()
+        try:
+            status, _ = http1(self.server.http, "GET", "/healthz", timeout=1.0)
+            took = time.time() - start
+            if status != 200:
+                self.failures.append(f"/healthz answered {status}")
+            return took
+        except OSError as e:
+            self.failures.append(f"/healthz failed after {time.time() - start:.2f}s: {e}")
+            return time.time() - start
+
+    def run(self):
+        while self.running:
+            self.worst = max(self.worst, self.probe())
+            self.peak_rss = max(self.peak_rss, self.server.rss_mib())
+            time.sleep(0.2)
+
+    def stop(self):
+        self.running = False
+        self.thread.join(5)
+
+
+class Case:
+    def __init__(self, name, server, rss_bound):
+        self.name = name
+        self.server = server
+        self.rss_bound = rss_bound
+        self.ok = True
+        self.lines = []
+
+    def check(self, condition, what):
+        self.lines.append(("ok  " if condition else "FAIL") + f" {self.name}: {what}")
+        if not condition:
+            self.ok = False
+        return condition
+
+
+def settle(server, baseline, seconds=6):
+    """Waits for RSS to come back near the baseline; returns the last reading."""
+    deadline = time.time() + seconds
+    rss = server.rss_mib()
+    while time.time() < deadline and rss > baseline + 40:
+        time.sleep(0.25)
+        rss = server.rss_mib()
+    return rss
+
+
+# ---------------------------------------------------------------------------------------------
+# The cases. Each returns nothing and records its checks on `case`.
+
+def rapid_reset(case):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    padded = bytes([200]) + request_block() + b"\x00" * 200
+    burst = b"".join(frame(HEADERS, END_HEADERS | PADDED, sid, padded) + frame(RST_STREAM, 0, sid, struct.pack(">I", 8))
+                     for sid in range(1, 4001, 2))
+    send_until_closed(s, burst, 4, r, stop=lambda: r.goaway is not None)
+    wait(lambda: r.closed, 3)
+    case.check(r.goaway is not None, f"rapid reset ended with GOAWAY (code {r.goaway and r.goaway[1]}) after {len(r.rst)} resets")
+    case.check(r.closed, "the connection was closed after it")
+
+
+def control_flood(case, kind):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    if kind == "window-update":
+        unit = frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1))
+    elif kind == "ping":
+        unit = frame(PING, 0, 0, b"12345678")
+    elif kind == "settings":
+        unit = frame(SETTINGS, 0, 0, b"")
+    elif kind == "priority":
+        unit = frame(PRIORITY, 0, 3, struct.pack(">IB", 0, 16))
+    else:  # empty DATA on an open stream
+        s.sendall(frame(HEADERS, END_HEADERS, 1, request_block("POST", "/emulator/v1/devices")))
+        unit = frame(DATA, 0, 1, b"")
+    send_until_closed(s, unit * 2000, 5, r, stop=lambda: r.goaway is not None)
+    wait(lambda: r.closed, 3)
+    code = r.goaway and r.goaway[1]
+    case.check(code == ENHANCE_YOUR_CALM, f"{kind} flood ended with GOAWAY ENHANCE_YOUR_CALM (code {code})")
+    case.check(r.closed, "the connection was closed after it")
+
+
+def continuation_flood(case):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    s.sendall(frame(HEADERS, 0, 1, request_block()))
+    send_until_closed(s, frame(CONTINUATION, 0, 1, lit_new("x-flood", "x" * 100)) * 500, 4, r)
+    wait(lambda: r.closed, 3)
+    case.check(r.goaway is not None and r.goaway[1] == ENHANCE_YOUR_CALM,
+               f"CONTINUATION flood ended with GOAWAY (code {r.goaway and r.goaway[1]})")
+
+
+def hpack_bomb(case):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    value = b"v" * 4000
+    # First stream: add a 4 KB entry to the dynamic table (literal with incremental indexing).
+    entry = b"\x40" + bytes([6]) + b"x-bomb" + hpack_int(len(value), 7, 0) + value
+    s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 1, request_block() + entry))
+    refs = b"\xbe" * 16000  # index 62: the entry, 16,000 times (64 MB decoded per stream)
+    sid = 3
+    deadline = time.time() + 5
+    while time.time() < deadline and not r.closed:
+        try:
+            s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block() + refs))
+        except OSError:
+            break
+        sid += 2
+    case.check(len(r.rst) + r.headers > 0, f"the bomb's streams were answered or reset ({r.headers} answers, {len(r.rst)} resets)")
+
+
+def oversized_headers(case):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    block = request_block() + b"".join(lit_new("x-big", "y" * 120) for _ in range(300))  # 45 KB of header list
+    parts = [block[i:i + 16000] for i in range(0, len(block), 16000)]
+    for sid in range(1, 200, 2):
+        frames = frame(HEADERS, END_STREAM | (END_HEADERS if len(parts) == 1 else 0), sid, parts[0])
+        for k, part in enumerate(parts[1:], 1):
+            frames += frame(CONTINUATION, END_HEADERS if k == len(parts) - 1 else 0, sid, part)
+        s.sendall(frames)
+    wait(lambda: r.headers + len(r.rst) >= 100 or r.closed, 5)
+    case.check(r.headers + len(r.rst) >= 100, f"every oversized stream answered 431 or reset ({r.headers} + {len(r.rst)})")
+
+
+def stream_overrun(case):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    block = request_block("POST", "/emulator/v1/devices")
+    s.sendall(b"".join(frame(HEADERS, END_HEADERS, sid, block) for sid in range(1, 2 * 1500, 2)))
+    wait(lambda: r.closed or len(r.rst) > 0 or r.goaway is not None, 5)
+    case.check(len(r.rst) > 0 or r.goaway is not None, f"streams past the limit refused ({len(r.rst)} resets, goaway={r.goaway is not None})")
+
+
+def half_open_bodies(case):
+    conns = []
+    for _ in range(4):
+        s = h2_connect(case.server.http)
+        r = H2Reader(s)
+        chunk = frame(DATA, 0, 0, b"")  # placeholder
+        for sid in range(1, 2 * 250, 2):
+            s.sendall(frame(HEADERS, END_HEADERS, sid, request_block("POST", "/iid/v1:batchAdd")))
+        payload = b"z" * 16384
+        data = b"".join(frame(DATA, 0, sid, payload) for sid in range(1, 2 * 250, 2))
+        s.settimeout(0.5)
+        t_end = time.time() + 3
+        while time.time() < t_end:
+            try:
+                s.sendall(data)
+            except (socket.timeout, OSError):
+                break
+        conns.append((s, r))
+    rss = case.server.rss_mib()
+    case.check(rss < case.rss_bound, f"RSS with 1,000 half-open streams holding bodies: {rss:.0f} MiB (< {case.rss_bound})")
+    for s, _ in conns:
+        s.close()
+
+
+def zero_window_pages(case):
+    status, body = http1(case.server.http, "POST", "/emulator/v1/fleets",
+                         json.dumps({"platform": "ios", "app": "com.example.attack", "count": 100000}).encode())
+    fleet = json.loads(body).get("id") if status == 201 else None
+    if not case.check(fleet is not None, f"fleet created ({status})"):
+        return
+    s = h2_connect(case.server.http, window=0)
+    r = H2Reader(s)
+    path = f"/emulator/v1/fleets/{fleet}/tokens?limit=100000"
+    s.sendall(b"".join(frame(HEADERS, END_HEADERS | END_STREAM, sid, request_block("GET", path)) for sid in range(1, 301, 2)))
+    time.sleep(3)
+    rss = case.server.rss_mib()
+    case.check(rss < case.rss_bound, f"RSS with 150 unread 6.7 MB pages asked for: {rss:.0f} MiB (< {case.rss_bound})")
+    case.check(len(r.rst) > 0, f"streams past the unsent-answer cap refused ({len(r.rst)} REFUSED_STREAM)")
+    s.close()
+
+
+def http1_abandoned_bodies(case):
+    base = case.server.open_connections()
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", case.server.http), timeout=5)
+        s.sendall(b"POST /iid/v1:batchAdd HTTP/1.1\r\nhost: x\r\ncontent-length: 1000000\r\n\r\n" + b"a" * 500000)
+        s.close()
+    ok = wait(lambda: case.server.open_connections() <= base + 1, 5)
+    case.check(ok, f"50 abandoned bodies: open connections back to {case.server.open_connections()} (baseline {base})")
+
+
+def http1_large_bodies(case):
+    socks = []
+    for _ in range(300):
+        try:
+            s = socket.create_connection(("127.0.0.1", case.server.http), timeout=5)
+            s.sendall(b"POST /iid/v1:batchAdd HTTP/1.1\r\nhost: x\r\ncontent-length: 1048575\r\n\r\n" + b"a" * 1048574)
+            socks.append(s)
+        except OSError:
+            pass
+    time.sleep(0.5)
+    rss = case.server.rss_mib()
+    case.check(rss < case.rss_bound, f"RSS with 300 unfinished 1 MiB bodies: {rss:.0f} MiB (< {case.rss_bound})")
+    status, _ = http1(case.server.http, "POST", "/iid/v1:batchAdd", b"{}", timeout=5)
+    case.check(status in (503, 401, 400), f"a new request with a body while over budget gets an answer ({status})")
+    for s in socks:
+        s.close()
+
+
+def slowloris(case):
+    s = socket.create_connection(("127.0.0.1", case.server.http), timeout=10)
+    start = time.time()
+    closed_after = None
+    for b in b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: " + b"a" * 100:
+        try:
+            s.send(bytes([b]))
+        except OSError:
+            closed_after = time.time() - start
+            break
+        s.settimeout(0.4)
+        try:
+            if s.recv(1) == b"":
+                closed_after = time.time() - start
+                break
+        except socket.timeout:
+            pass
+        except OSError:
+            closed_after = time.time() - start
+            break
+        if time.time() - start > 8:
+            break
+    case.check(closed_after is not None and closed_after < 4.5,
+               f"a head sent a byte at a time was closed {closed_after and round(closed_after, 1)} s after its start (--head-timeout 2)")
+
+
+def http1_body_timeout(case):
+    s = socket.create_connection(("127.0.0.1", case.server.http), timeout=10)
+    start = time.time()
+    s.sendall(b"POST /iid/v1:batchAdd HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nabc")
+    closed = wait_closed(s, 8)
+    took = time.time() - start
+    case.check(closed and took < 4.5, f"an unfinished body was closed after {took:.1f} s (--body-timeout 2)")
+
+
+def h2_open_stream_timeout(case):
+    s = h2_connect(case.server.http)
+    r = H2Reader(s)
+    start = time.time()
+    s.sendall(frame(HEADERS, END_HEADERS, 1, request_block("POST", "/emulator/v1/devices")))
+    wait(lambda: 1 in r.rst, 6)
+    took = time.time() - start
+    case.check(1 in r.rst and took < 4.5, f"a half-open stream was reset after {took:.1f} s (--body-timeout 2)")
+    wait(lambda: r.closed, 6)
+    took = time.time() - start
+    case.check(r.closed and took < 8, f"then the idle connection was closed after {took:.1f} s (--idle-timeout 2)")
+
+
+def zero_window_send_timeout(case):
+    s = h2_connect(case.server.http, window=0)
+    r = H2Reader(s)
+    start = time.time()
+    s.sendall(frame(HEADERS, END_HEADERS | END_STREAM, 1, request_block("GET", "/metrics")))
+    wait(lambda: 1 in r.rst, 6)
+    took = time.time() - start
+    case.check(1 in r.rst and took < 4.5, f"an answer the client never took was reset after {took:.1f} s (--body-timeout 2)")
+
+
+def connection_limit(case):
+    idle = [socket.create_connection(("127.0.0.1", case.server.http), timeout=5) for _ in range(40)]
+    time.sleep(0.3)
+    status, _ = http1(case.server.http, "GET", "/healthz", timeout=2)
+    case.check(status == 200, f"at the limit with idle connections, a new client is served ({status})")
+    for s in idle:
+        s.close()
+    time.sleep(0.5)
+    busy = []
+    for _ in range(40):
+        s = socket.create_connection(("127.0.0.1", case.server.http), timeout=5)
+        s.sendall(b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+        busy.append(s)
+    time.sleep(0.3)
+    status, body = http1(case.server.http, "POST", "/emulator/v1/devices", b"{}", timeout=2)
+    case.check(status == 503, f"at the limit with every connection busy, a new client is answered 503 ({status})")
+    status, _ = http1(case.server.http, "GET", "/healthz", timeout=2)
+    case.check(status == 200, f"and /healthz is still answered ({status})")
+    for s in busy:
+        s.close()
+    ok = wait(lambda: case.server.open_connections() <= 3, 5)
+    case.check(ok, f"connections given back ({case.server.open_connections()} open)")
+
+
+def tls_handshake_stalls(case):
+    socks = []
+    for i in range(200):
+        s = socket.create_connection(("127.0.0.1", case.server.https), timeout=5)
+        if i % 2:
+            s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # the start of a ClientHello
+        socks.append(s)
+    time.sleep(1)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    start = time.time()
+    with socket.create_connection(("127.0.0.1", case.server.https), timeout=2) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as t:
+            t.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            data = t.recv(100)
+    case.check(data.startswith(b"HTTP/1.1 200") and time.time() - start < 1,
+               f"with 200 stalled TLS handshakes, a new TLS client is served in {time.time() - start:.2f} s")
+    for s in socks:
+        s.close()
+
+
+MALFORMED = {
+    "CL+TE": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+    "duplicate CL": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ncontent-length: 4\r\ncontent-length: 5\r\n\r\nabcd",
+    "chunk-size overflow": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffffff1\r\n",
+    "bare LF": b"GET /healthz HTTP/1.1\nhost: x\n\n",
+    "obs-fold": b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-a: b\r\n c\r\n\r\n",
+    "NUL": b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-a: b\x00c\r\n\r\n",
+    "long chunk extension": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n1;" + b"e" * 5000 + b"\r\n",
+    "TE not chunked": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ntransfer-encoding: gzip\r\n\r\n",
+    "space before colon": b"GET /healthz HTTP/1.1\r\nhost : x\r\n\r\n",
+    "negative CL": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ncontent-length: -1\r\n\r\n",
+    "huge CL": b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ncontent-length: 99999999999999999999999\r\n\r\n",
+}
+
+
+def http1_malformed(case):
+    for name, raw in MALFORMED.items():
+        s = socket.create_connection(("127.0.0.1", case.server.http), timeout=3)
+        s.sendall(raw)
+        data = b""
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        s.close()
+        status = data.split(b" ", 2)[1] if data.startswith(b"HTTP/1.1 ") else b"none"
+        case.check(status in (b"400", b"413", b"501"), f"{name}: {status.decode()} and closed")
+
+
+def fuzzed_bodies(case):
+    rng = random.Random(22)
+    seeds = {
+        "/emulator/v1/faults": b'{"match":{"provider":"apns","after":"5s"},"respond":{"status":429,"reason":"TooManyRequests"},"count":3}',
+        "/emulator/v1/scenarios": b'{"name":"s","steps":[{"at":"1s","rule":{"respond":{"status":503}}}]}',
+        "/emulator/v1/devices": b'{"platform":"ios","app":"com.example","behavior":{"receiveRate":0.5,"openRate":0.1,"openDelayMs":100}}',
+        "/emulator/v1/fleets": b'{"platform":"android","app":"com.example","count":10,"seed":1}',
+        "/v1/projects/demo/messages:send": b'{"message":{"token":"abc","notification":{"title":"t","body":"b"},"android":{"ttl":"10s"}}}',
+        "/3/device/" + "a" * 64: b'{"aps":{"alert":{"title":"t","body":"b"},"badge":1}}',
+    }
+    specials = [b"1e300", b"-1e300", b"9223372036854775807", b"99999999999999999999", b"NaN", b"\"99999999999999999999s\"",
+                b"null", b"[]", b"{}", b"\"\\ud800\"", b"-0", b"1e-400", b"\"\x00\"", b"[" * 200]
+    bad5xx = 0
+    for i in range(600):
+        path, seed = rng.choice(list(seeds.items()))
+        body = bytearray(seed)
+        for _ in range(rng.randint(1, 4)):
+            op = rng.random()
+            pos = rng.randrange(len(body) + 1)
+            if op < 0.3:
+                body[pos:pos] = rng.choice(specials)
+            elif op < 0.5 and body:
+                del body[pos:pos + rng.randint(1, 8)]
+            elif op < 0.7:
+                body[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 6)))
+            else:
+                m = re.search(rb"\d+(\.\d+)?", bytes(body[pos:]))
+                if m:
+                    s, e = pos + m.start(), pos + m.end()
+                    body[s:e] = rng.choice(specials)
+        try:
+            status, _ = http1(case.server.http, "POST", path, bytes(body),
+                              headers={"content-type": "application/json", "authorization": "Bearer x"}, timeout=5)
+        except OSError as e:
+            case.check(False, f"fuzz #{i} on {path}: {e}")
+            break
+        if status >= 500 and status != 503:
+            bad5xx += 1
+        if not case.server.alive():
+            case.check(False, f"fuzz #{i} on {path} killed the process: {bytes(body)[:200]!r}")
+            return
+    case.check(bad5xx == 0, f"600 fuzzed admin and provider bodies: no 500 ({bad5xx})")
+
+
+def service_account_flood(case):
+    stop = time.time() + 3
+    def flood():
+        while time.time() < stop:
+            try:
+                http1(case.server.http, "POST", "/emulator/v1/fcm/service-accounts", b'{"projectId":"p"}', timeout=5)
+            except OSError:
+                pass
+    threads = [threading.Thread(target=flood) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def wait(predicate, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def wait_closed(sock, seconds):
+    sock.settimeout(seconds)
+    try:
+        while True:
+            if sock.recv(4096) == b"":
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def lit_long(name, value):
+    """HPACK literal without indexing, new name, any length."""
+    n, v = name.encode(), value.encode()
+    return b"\x00" + hpack_int(len(n), 7, 0) + n + hpack_int(len(v), 7, 0) + v
+
+
+class PushClient(threading.Thread):
+    """Sends APNs pushes with apns-ids of its own over one h2c connection, 32 in flight, and
+    keeps the ids answered 200 (status 200 is HPACK static index 8: first byte 0x88)."""
+
+    def __init__(self, port, jwt, seed):
+        super().__init__(daemon=True)
+        self.port, self.jwt, self.seed = port, jwt, seed
+        self.acked = []
+        self.stop = False
+        self.error = None
+
+    def run(self):
+        try:
+            s = h2_connect(self.port)
+        except OSError:
+            return
+        s.settimeout(5)
+        inflight = {}
+        sid = 1
+        buf = b""
+        token = "ab" * 32
+        payload = b'{"aps":{"alert":"durable"}}'
+        window = 1  # one stream until the token is accepted (APNs), then more
+        n = 0
+        settings_seen = False
+        try:
+            while not self.stop:
+                while len(inflight) < window:
+                    apns_id = "%08x-0000-4000-8000-%012x" % (self.seed, n)
+                    n += 1
+                    block = (b"\x83\x86" + lit(0x04, "/3/device/" + token) + lit(0x01, "localhost")
+                             + lit_long("apns-topic", "com.example.app") + lit_long("apns-id", apns_id)
+                             + lit_long("authorization", "bearer " + self.jwt))
+                    s.sendall(frame(HEADERS, END_HEADERS, sid, block) + frame(DATA, END_STREAM, sid, payload))
+                    inflight[sid] = apns_id
+                    sid += 2
+                chunk = s.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while len(buf) >= 9:
+                    ln = int.from_bytes(buf[:3], "big")
+                    if len(buf) < 9 + ln:
+                        break
+                    t, fl, fsid, pl = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + ln]
+                    buf = buf[9 + ln:]
+                    if t == HEADERS and fsid in inflight:
+                        if pl[:1] == b"\x88":
+                            self.acked.append(inflight[fsid])
+                        if fl & END_STREAM:
+                            del inflight[fsid]
+                    elif t == DATA and fl & END_STREAM and fsid in inflight:
+                        del inflight[fsid]
+                    elif t == GOAWAY:
+                        self.error = "GOAWAY %r" % pl
+                    elif t == RST_STREAM and fsid in inflight:
+                        del inflight[fsid]
+                    elif t == SETTINGS and not fl & 1:
+                        # The stream limit the server grants (1 until a token is accepted).
+                        for k in range(0, len(pl) - 5, 6):
+                            ident, value = struct.unpack(">HI", pl[k:k + 6])
+                            if ident == 3:
+                                window = max(1, min(32, value))
+                        if settings_seen:  # h2_connect acknowledged the first one already
+                            s.sendall(frame(SETTINGS, 1, 0))
+                        settings_seen = True
+        except OSError as e:
+            self.error = e
+            return
+
+
+def kill_nine_three_times(binary):
+    """kill -9 under load, three times in a row on one data directory: every apns-id a client
+    got a 200 for is in `pushemu export` afterwards."""
+    case = Case("kill-nine-three-times", None, 0)
+    work = tempfile.mkdtemp(prefix="pushemu-kill9-")
+    data = work + "/data"
+    subprocess.run([binary, "credentials", "apns", "--out", work, "--data-dir", work + "/k", "--team-id", "TEAM123456",
+                    "--key-id", "KEY1234567"], check=True, capture_output=True, timeout=30)
+    jwt = subprocess.run([binary, "token", "apns", "--key", work + "/AuthKey_KEY1234567.p8", "--key-id", "KEY1234567",
+                          "--team-id", "TEAM123456"], check=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    acked = []
+    for round in range(3):
+        server = Server(binary, ["--in-memory=false", "--data-dir", data, "--durability", "strict", "--threads", "2"])
+        clients = [PushClient(server.http, jwt, round * 16 + k) for k in range(4)]
+        for c in clients:
+            c.start()
+        time.sleep(1.5)
+        server.proc.kill()
+        server.proc.wait()
+        for c in clients:
+            c.stop = True
+            c.join(5)
+        got = sum(len(c.acked) for c in clients)
+        case.check(got > 500, f"round {round + 1}: {got} pushes answered 200 before kill -9")
+        acked += [i for c in clients for i in c.acked]
+        server.stop()
+    export = subprocess.run([binary, "export", "--data-dir", data], capture_output=True, text=True, timeout=120)
+    stored = set(re.findall(r'"notificationId":"([0-9a-fA-F-]{36})"', export.stdout))
+    stored = {i.lower() for i in stored}
+    missing = [i for i in acked if i.lower() not in stored]
+    case.check(export.returncode == 0 and not missing,
+               f"all {len(acked)} acknowledged apns-ids are in the journal after three kills ({len(missing)} missing)")
+    subprocess.run(["rm", "-rf", work])
+    return case
+
+
+# name: (function, extra serve flags, RSS bound in MiB during the attack); flags None: the
+# function runs its own servers, given the binary.
+CASES = {
+    "rapid-reset": (rapid_reset, ["--threads", "1"], 200),
+    "window-update-flood": (lambda c: control_flood(c, "window-update"), ["--threads", "1"], 200),
+    "ping-flood": (lambda c: control_flood(c, "ping"), ["--threads", "1"], 200),
+    "settings-flood": (lambda c: control_flood(c, "settings"), ["--threads", "1"], 200),
+    "priority-flood": (lambda c: control_flood(c, "priority"), ["--threads", "1"], 200),
+    "empty-data-flood": (lambda c: control_flood(c, "empty-data"), ["--threads", "1"], 200),
+    "continuation-flood": (continuation_flood, ["--threads", "1"], 200),
+    "hpack-bomb": (hpack_bomb, ["--threads", "1"], 200),
+    "oversized-headers": (oversized_headers, ["--threads", "1"], 200),
+    "stream-overrun": (stream_overrun, ["--threads", "1"], 200),
+    "half-open-bodies": (half_open_bodies, ["--threads", "2"], 200),
+    "zero-window-pages": (zero_window_pages, ["--threads", "2"], 200),
+    "http1-abandoned-bodies": (http1_abandoned_bodies, ["--threads", "2"], 200),
+    "http1-large-bodies": (http1_large_bodies, ["--threads", "2"], 200),
+    "slowloris": (slowloris, ["--threads", "1", "--head-timeout", "2"], 200),
+    "http1-body-timeout": (http1_body_timeout, ["--threads", "1", "--body-timeout", "2"], 200),
+    "h2-open-stream-timeout": (h2_open_stream_timeout, ["--threads", "1", "--body-timeout", "2", "--idle-timeout", "2"], 200),
+    "zero-window-send-timeout": (zero_window_send_timeout, ["--threads", "1", "--body-timeout", "2"], 200),
+    "connection-limit": (connection_limit, ["--threads", "2", "--max-connections", "40"], 200),
+    "tls-handshake-stalls": (tls_handshake_stalls, ["--threads", "1"], 200),
+    "http1-malformed": (http1_malformed, ["--threads", "1"], 200),
+    "fuzzed-bodies": (fuzzed_bodies, ["--threads", "2", "--allow-override-header"], 200),
+    "service-account-flood": (service_account_flood, ["--threads", "1"], 200),
+    "kill-nine-three-times": (kill_nine_three_times, None, 0),
+}
+
+
+def run_case(binary, name):
+    fn, flags, bound = CASES[name]
+    if flags is None:
+        return fn(binary)
+    server = Server(binary, flags)
+    case = Case(name, server, bound)
+    try:
+        time.sleep(0.2)
+        baseline = server.rss_mib()
+        prober = Prober(server)
+        start = time.time()
+        try:
+            fn(case)
+        except Exception as e:  # an attack that could not run is a failure, not a pass
+            case.check(False, f"the attack raised {type(e).__name__}: {e}")
+        time.sleep(0.5)
+        prober.stop()
+        case.check(server.alive(), f"the process is alive after {time.time() - start:.1f} s")
+        case.check(not prober.failures and prober.worst < 1.0,
+                   f"/healthz on a new connection answered within {prober.worst * 1000:.0f} ms at worst"
+                   + (f"; {prober.failures[:3]}" if prober.failures else ""))
+        case.check(prober.peak_rss < bound, f"peak RSS {prober.peak_rss:.0f} MiB (< {bound}; baseline {baseline:.0f})")
+        after = settle(server, baseline)
+        case.check(after < baseline + 40, f"RSS after the attack {after:.0f} MiB (baseline {baseline:.0f})")
+    finally:
+        server.stop()
+        if not case.ok:
+            tail = server.stderr()[-2000:]
+            if tail:
+                case.lines.append("stderr: " + tail)
+    return case
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("cases", nargs="*")
+    a = ap.parse_args()
+    if a.list:
+        print("\n".join(CASES))
+        return 0
+    names = a.cases or list(CASES)
+    failed = 0
+    for name in names:
+        if name not in CASES:
+            print(f"unknown case {name}", file=sys.stderr)
+            return 2
+        case = run_case(a.binary, name)
+        print("\n".join(case.lines), flush=True)
+        failed += 0 if case.ok else 1
+    print(f"{len(names) - failed} of {len(names)} cases passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
