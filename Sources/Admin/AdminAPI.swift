@@ -89,12 +89,20 @@ package struct AdminAPI: Sendable {
     let gauges: ServerGauges
     /// Admin work too slow for an event loop (RSA-2048 key generation: about 180 ms).
     let slowWork: BackgroundWorker
+    /// Journal reads (reports, notification queries reaching into the journal): a worker of
+    /// their own, so a report over millions of records delays no key generation, and a flood
+    /// of them queues at most its capacity (then 503).
+    let journalReads: BackgroundWorker
+    let rateLimit: AdminRateLimit
 
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
-        gauges: ServerGauges, slowWork: BackgroundWorker = BackgroundWorker()
+        gauges: ServerGauges, slowWork: BackgroundWorker = BackgroundWorker(),
+        journalReads: BackgroundWorker = BackgroundWorker(), rate: (perSecond: Int, loops: Int) = (0, 1)
     ) {
         self.slowWork = slowWork
+        self.journalReads = journalReads
+        self.rateLimit = AdminRateLimit(perSecond: rate.perSecond, loops: rate.loops)
         self.gateways = gateways
         self.devicesLayer = devices
         self.records = records
@@ -117,6 +125,18 @@ package struct AdminAPI: Sendable {
     var campaignKeys: [String] { records.campaignKeys }
 
     package func register(_ r: inout Router) {
+        let first = r.routes.count
+        defer {
+            let limit = rateLimit
+            if limit.perSecond > 0 {
+                r.wrapHandlers(from: first, except: ["/healthz", "/metrics"]) { handler in
+                    { ex in
+                        guard limit.admit(loop: ex.eventLoop.index) else { return ex.respond(AdminRateLimit.tooMany(limit.perSecond)) }
+                        try handler(ex)
+                    }
+                }
+            }
+        }
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
             ex.respond(.json(200, "{\"status\":\"ok\"}"))
         }
@@ -197,10 +217,10 @@ package struct AdminAPI: Sendable {
             let now = Clock.nowMs()
             object.add("scenarios", jsonArray: scenarioList.all.map { $0.json(nowMs: now) })
         }
-        if let journal { deviceAdmin.journal = JournalAdminAPI(journal: journal) }
+        if let journal { deviceAdmin.journal = JournalAdminAPI(journal: journal, reads: journalReads) }
         deviceAdmin.register(&r)
         LiveActivityAdminAPI(store: devicesLayer.lifecycle.store, channels: gateways.apnsChannels, log: log).register(&r)
-        if let journal { JournalAdminAPI(journal: journal).register(&r) }
+        if let journal { JournalAdminAPI(journal: journal, reads: journalReads).register(&r) }
         FaultAdminAPI(engine: faults, scenarios: scenarios).register(&r)
         r.add(.post, "/emulator/v1/fcm/service-accounts", maxBodySize: 64 * 1024) { ex in
             // What the answer needs is read here, on the loop; the key is made on the slow-work thread.
@@ -242,7 +262,7 @@ package struct AdminAPI: Sendable {
     /// the log has evicted anything.
     func withJournal(_ found: [PushNotification], _ filter: NotificationLog.Filter) -> [PushNotification] {
         guard let journal, found.count < filter.limit, log.evicted > 0 else { return found }
-        let older = JournalAdminAPI(journal: journal).notifications(
+        let older = JournalAdminAPI(journal: journal, reads: journalReads).notifications(
             filter, campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
             limit: filter.limit - found.count)
         return older.reversed() + found
@@ -262,14 +282,36 @@ package struct AdminAPI: Sendable {
                 ex.eventLoop.schedule(afterNanoseconds: 2_000_000) { attempt() }
                 return
             }
-            let found = query()
-            if !found.isEmpty || Clock.nowMs() >= deadline {
-                ex.respond(.json(200, JSONObjectWriter.list("notifications", found.map(\.json))))
-            } else {
-                ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
+            runQuery(ex, query) { found in
+                if !found.isEmpty || Clock.nowMs() >= deadline {
+                    ex.respond(.json(200, JSONObjectWriter.list("notifications", found.map(\.json))))
+                } else {
+                    ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
+                }
             }
         }
         attempt()
+    }
+
+    /// Runs a notification query and hands its result to `then` on the exchange's loop: at once
+    /// without a journal, else on the journal-read worker (a query can reach into the journal).
+    func runQuery(
+        _ ex: Exchange, _ query: @escaping @Sendable () -> [PushNotification],
+        then: @escaping @Sendable ([PushNotification]) -> Void
+    ) {
+        guard journal != nil else { return then(query()) }
+        let accepted = journalReads.submit {
+            let found = query()
+            ex.eventLoop.execute { then(found) }
+        }
+        if !accepted { ex.respond(AdminAPI.busy(journalReads, "journal reads")) }
+    }
+
+    /// 503 with `retry-after` for a worker whose queue is full.
+    static func busy(_ worker: BackgroundWorker, _ what: String) -> Response {
+        var response = AdminAPI.error(503, "\(worker.capacity) \(what) are waiting already; retry shortly")
+        response.headers.add(name: "retry-after", value: "1")
+        return response
     }
 
     func createKey(_ req: Request) -> Response {

@@ -133,17 +133,23 @@ struct DeviceAdminAPI: Sendable {
             let filter = f
             let deadline = Clock.nowMs() + Int64(wait) * 1000
             let journal = self.journal
-            @Sendable func attempt() {
-                var found = tracking.query(filter)
-                if let journal, found.count < filter.limit, tracking.counters.evicted > 0 {
-                    let before = found.first?.atMs ?? Int64.max
-                    found = journal.tracking(filter, beforeMs: before, limit: filter.limit - found.count).reversed() + found
-                }
+            @Sendable func answer(_ found: [TrackingAttempt]) {
                 if !found.isEmpty || Clock.nowMs() >= deadline {
                     ex.respond(.json(200, JSONObjectWriter.list("tracking", found.map(\.json))))
                 } else {
                     ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
                 }
+            }
+            @Sendable func attempt() {
+                let found = tracking.query(filter)
+                guard let journal, found.count < filter.limit, tracking.counters.evicted > 0 else { return answer(found) }
+                // Reaching into the journal: on the journal-read worker, the answer back on the loop.
+                let accepted = journal.reads.submit {
+                    let before = found.first?.atMs ?? Int64.max
+                    let all = journal.tracking(filter, beforeMs: before, limit: filter.limit - found.count).reversed() + found
+                    ex.eventLoop.execute { answer(all) }
+                }
+                if !accepted { ex.respond(AdminAPI.busy(journal.reads, "journal reads")) }
             }
             attempt()
         }

@@ -6,13 +6,16 @@ import Transport
 
 /// The journal's endpoints: `GET /emulator/v1/report`, and the inspection endpoints' reach into
 /// the journal for notifications and tracking attempts the in-memory logs no longer hold.
-/// Journal reads run on a thread of their own (a report over millions of records never stalls a
-/// loop); the answer is sent from there.
+/// Journal reads run on the journal-read worker (a report over millions of records never
+/// stalls a loop, and a flood of them queues at most its capacity, then 503); the answer is
+/// sent from there.
 struct JournalAdminAPI: Sendable {
     let journal: Journal
+    let reads: BackgroundWorker
 
     func register(_ r: inout Router) {
         let journal = self.journal
+        let reads = self.reads
         r.add(.get, "/emulator/v1/report") { ex in
             let q = ex.request
             let format = q.queryParameter("format").flatMap { $0.isEmpty ? nil : $0 } ?? "json"
@@ -30,12 +33,13 @@ struct JournalAdminAPI: Sendable {
             }
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
             let sinceMs = since
-            JournalAdminAPI.offLoop {
+            let accepted = reads.submit {
                 let text = journal.report(sinceMs: sinceMs, campaign: campaign).render(f)
                 var h = HTTPFields()
                 h.add(name: "content-type", value: JournalAdminAPI.contentType(f))
                 ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
             }
+            if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
         }
     }
 
@@ -45,12 +49,6 @@ struct JournalAdminAPI: Sendable {
         case .text: "text/plain; charset=utf-8"
         case .html: "text/html; charset=utf-8"
         }
-    }
-
-    /// Runs `body` on a new detached thread.
-    static func offLoop(_ body: @escaping @Sendable () -> Void) {
-        let t = Threads.spawn(body)
-        pthread_detach(t)
     }
 
     /// Accepted notifications from the journal matching `filter` that the in-memory log no longer

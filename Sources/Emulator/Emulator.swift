@@ -70,6 +70,7 @@ package final class Emulator: Sendable {
 
         let gauges = ServerGauges()
         let slowWork = BackgroundWorker(capacity: 64)
+        let journalReads = BackgroundWorker(capacity: 64, nice: 5)
         let admin = AdminAPI(
             gateways: .init(
                 apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, apnsChannels: stores.apnsChannels,
@@ -81,7 +82,8 @@ package final class Emulator: Sendable {
                 fanOut: pipelineServices.fanOut),
             faults: faults, scenarios: scenarios,
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
-            slowWork: slowWork)
+            slowWork: slowWork, journalReads: journalReads,
+            rate: (configuration.adminRate, max(1, configuration.threads)))
 
         // One router: the push routes first (they are matched before the admin ones).
         var router = Router()
@@ -118,6 +120,7 @@ package final class Emulator: Sendable {
         services = [
             JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
             FanOutService(worker: pipelineServices.fanOut), SlowWorkService(worker: slowWork),
+            SlowWorkService(worker: journalReads),
             ServerService(server: server, configuration: configuration),
         ]
     }

@@ -32,6 +32,8 @@ package struct EmulatorConfiguration: Sendable {
     /// also how long an answer may wait for a client that does not read it).
     package var headTimeout: Double = 30
     package var bodyTimeout: Double = 60
+    /// Admin requests a second over all loops (`--admin-rate`; 0: no limit).
+    package var adminRate = 10_000
     /// Bytes all connections may hold in buffers (`--max-memory`).
     package var maxBufferedBytes = 128 << 20
     /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).

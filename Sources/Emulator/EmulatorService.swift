@@ -32,7 +32,7 @@ struct FanOutService: EmulatorService {
     func stop() { worker.stop() }
 }
 
-/// The admin API's slow-work thread (key generation).
+/// A worker thread of the admin API (key generation; journal reads).
 struct SlowWorkService: EmulatorService {
     let worker: BackgroundWorker
     func start() throws { worker.start() }

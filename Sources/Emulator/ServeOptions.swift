@@ -58,6 +58,10 @@ package enum ServeOptions {
             c.maxConnections = try int(v, "max-connections", 1...1_000_000)
         },
         Option(
+            name: "admin-rate", valueName: "N",
+            help: "admin requests a second before 429 (default 10000; 0: no limit; /healthz and /metrics are never limited)"
+        ) { c, v in c.adminRate = try int(v, "admin-rate", 0...10_000_000) },
+        Option(
             name: "max-memory", valueName: "SIZE",
             help: "bytes all connections may hold in buffers before new requests get 503 (default 128MiB; k/m/g suffixes)"
         ) { c, v in c.maxBufferedBytes = try size(v, "max-memory", (16 << 20)...(1 << 40)) },

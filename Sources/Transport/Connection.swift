@@ -9,7 +9,9 @@ final class Connection: EventHandler {
     enum Phase { case handshake, sniff, http1, http2, lingering, closed }
 
     let fd: Int32
-    unowned let loop: EventLoop
+    /// The loop outlives its connections (it closes them all before it stops): no reference
+    /// counting on the hot path's every `loop` access.
+    unowned(unsafe) let loop: EventLoop
     let core: ServerCore
     let context: ConnectionContext
     private var ssl: OpaquePointer?

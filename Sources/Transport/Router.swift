@@ -58,7 +58,7 @@ public struct Router: Sendable {
         public let bodyTooLarge: (@Sendable (Request) -> Response)?
         /// What a request gets while the server sheds load (nil: the router's).
         public let unavailable: (@Sendable (Request) -> Response)?
-        public let handler: Handler
+        public fileprivate(set) var handler: Handler
         let segments: [Segment]
     }
 
@@ -133,6 +133,14 @@ public struct Router: Sendable {
         handler: @escaping Handler
     ) {
         add([method], pattern, maxBodySize: maxBodySize, bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler)
+    }
+
+    /// Wraps the handlers of the routes added from `index` on, except those whose pattern is in
+    /// `except` (a rate limit over one group of routes, say).
+    public mutating func wrapHandlers(from index: Int, except: Set<String> = [], _ wrap: (@escaping Handler) -> Handler) {
+        for i in index..<routes.count where !except.contains(routes[i].pattern) {
+            routes[i].handler = wrap(routes[i].handler)
+        }
     }
 
     /// Finds the route for `method` and `path` (a path without query, as in `Request.path`).

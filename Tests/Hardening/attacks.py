@@ -636,6 +636,41 @@ def service_account_flood(case):
         t.join()
 
 
+def threads_of(server):
+    for line in open(f"/proc/{server.proc.pid}/status"):
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return -1
+
+
+def admin_flood(case):
+    """Admin requests from eight clients at once, past --admin-rate 500: 429s, and the loops stay free."""
+    statuses = {}
+    peak_threads = [threads_of(case.server)]
+    stop = time.time() + 3
+    lock = threading.Lock()
+
+    def flood(path):
+        while time.time() < stop:
+            try:
+                st, _ = http1(case.server.http, "GET", path, timeout=5)
+            except OSError:
+                st = 0
+            with lock:
+                statuses[st] = statuses.get(st, 0) + 1
+            peak_threads[0] = max(peak_threads[0], threads_of(case.server))
+
+    paths = ["/emulator/v1/devices", "/emulator/v1/report", "/emulator/v1/notifications?limit=10000", "/emulator/v1/stats"] * 2
+    workers = [threading.Thread(target=flood, args=(p,)) for p in paths]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    case.check(statuses.get(429, 0) > 0, f"admin requests past the rate got 429 ({statuses})")
+    case.check(0 not in statuses, "every admin request was answered")
+    case.check(peak_threads[0] < 30, f"reports ran on the journal-read worker, not a thread each ({peak_threads[0]} threads at most)")
+
+
 def wait(predicate, seconds):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -796,6 +831,7 @@ CASES = {
     "http1-malformed": (http1_malformed, ["--threads", "1"], 200),
     "fuzzed-bodies": (fuzzed_bodies, ["--threads", "2", "--allow-override-header"], 200),
     "service-account-flood": (service_account_flood, ["--threads", "1"], 200),
+    "admin-flood": (admin_flood, ["--threads", "1", "--admin-rate", "500"], 200),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }
 

@@ -39,5 +39,6 @@ final class AttackSuiteTests: XCTestCase {
     func testHttp1Malformed() throws { try attack("http1-malformed") }
     func testFuzzedBodies() throws { try attack("fuzzed-bodies") }
     func testServiceAccountFlood() throws { try attack("service-account-flood") }
+    func testAdminFlood() throws { try attack("admin-flood") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
 }
