@@ -64,6 +64,8 @@ let package = Package(
             name: "pushemu", dependencies: ["Emulator", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
+        // The parsers' fuzz targets: a corpus replayer here, libFuzzer with Scripts/fuzz.
+        .executableTarget(name: "pushemu-fuzz", dependencies: ["APNs", "FCM", "Faults", "PushCore", "Transport"]),
 
         // An emulator in process on port 0 (or the spawned binary) with small h2c and HTTP/1.1
         // clients, for the tests of any module.

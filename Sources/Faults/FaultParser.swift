@@ -271,7 +271,8 @@ public enum FaultParser {
     public static func overrideEffect(_ header: String) throws -> FaultEffect {
         var e = FaultEffect()
         for part in header.split(separator: ";") {
-            let kv = part.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters() }
+            // Empty sides kept: "=" or "=5" is a part with an empty name, never a missing one.
+            let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map { String($0).trimmingCharacters() }
             let k = kv[0]
             let val = kv.count > 1 ? kv[1] : ""
             switch k {
@@ -293,8 +294,8 @@ public enum FaultParser {
                 guard let d = duration(val, limit: maxDelayMs) else { throw ParseError("stall (at most an hour)") }
                 e.stallMs = d
             case "uninstall": e.uninstall = true
-            case "": continue
-            default: throw ParseError("unknown override \(k)")
+            case "" where val.isEmpty: continue
+            default: throw ParseError("unknown override '\(k)'")
             }
         }
         return e

@@ -74,6 +74,28 @@ final class ServeOptionsTests: XCTestCase {
         XCTAssertEqual(message(["serve"]), "unexpected argument 'serve' (see pushemu --help)")
     }
 
+    func testHardeningFlags() throws {
+        let d = try ServeOptions.parse([])
+        XCTAssertEqual(d.maxBufferedBytes, 128 << 20)
+        XCTAssertEqual(d.headTimeout, 30)
+        XCTAssertEqual(d.bodyTimeout, 60)
+        XCTAssertEqual(d.adminRate, 10_000)
+        let c = try ServeOptions.parse(["--max-memory", "256MiB", "--head-timeout", "2", "--body-timeout=5", "--admin-rate", "0"])
+        XCTAssertEqual(c.maxBufferedBytes, 256 << 20)
+        XCTAssertEqual(c.headTimeout, 2)
+        XCTAssertEqual(c.bodyTimeout, 5)
+        XCTAssertEqual(c.adminRate, 0)
+        XCTAssertEqual(try ServeOptions.parse(["--max-memory", "2g"]).maxBufferedBytes, 2 << 30)
+        XCTAssertEqual(try ServeOptions.parse(["--max-memory", "33554432"]).maxBufferedBytes, 32 << 20)
+        // Sizes that overflow, or are out of range, or are not sizes: one clear error, no trap.
+        for bad in ["99999999999999999999", "9223372036854775807k", "1e9", "1MiB", "2T", "-5m", "5 m", "m", ""] {
+            XCTAssertThrowsError(try ServeOptions.parse(["--max-memory", bad]), bad)
+        }
+        // Timeouts as huge or tiny numbers are clamped where they become nanoseconds, not trapped.
+        let huge = try ServeOptions.parse(["--idle-timeout", "1e300", "--head-timeout", "1e300"])
+        XCTAssertEqual(huge.idleTimeout, 1e300)
+    }
+
     func testConfigFileWithFlagsWinning() throws {
         let file = """
             # pushemu.conf

@@ -148,6 +148,7 @@ class Server:
         self.out = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".out", delete=False)
         self.err = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".err", delete=False)
         args = [binary, "serve", "--http-port", "0", "--https-port", "0", "--in-memory"] + extra
+        self.binary = binary
         self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err, stdin=subprocess.DEVNULL)
         deadline = time.time() + 20
         self.http = self.https = None
@@ -586,11 +587,19 @@ def fuzzed_bodies(case):
         "/emulator/v1/fleets": b'{"platform":"android","app":"com.example","count":10,"seed":1}',
         "/v1/projects/demo/messages:send": b'{"message":{"token":"abc","notification":{"title":"t","body":"b"},"android":{"ttl":"10s"}}}',
         "/3/device/" + "a" * 64: b'{"aps":{"alert":{"title":"t","body":"b"},"badge":1}}',
+        "/4/broadcasts/apps/com.example": b'{"aps":{"event":"update","timestamp":1700000000,"content-state":{"x":1}}}',
+        "/1/apps/com.example/channels": b'{"message-storage-policy":1,"push-type":"LiveActivity"}',
+        "/iid/v1:batchAdd": b'{"to":"/topics/news","registration_tokens":["a","b"]}',
+        "/token": b'grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=a.b.c',
+        "/emulator/v1/devices/" + "b" * 64 + "/activities": b'{"attributesType":"T","contentState":{"a":1},"staleDate":1e300}',
+        "/emulator/v1/devices/" + "c" * 64 + "/push-to-start": b'{"attributesType":"T"}',
+        "/emulator/v1/apns/keys": b'{"teamId":"TEAM123456","keyId":"KEY1234567","environment":"sandbox","topics":["a"]}',
     }
     specials = [b"1e300", b"-1e300", b"9223372036854775807", b"99999999999999999999", b"NaN", b"\"99999999999999999999s\"",
                 b"null", b"[]", b"{}", b"\"\\ud800\"", b"-0", b"1e-400", b"\"\x00\"", b"[" * 200]
+    jwt = provider_token(case.server.binary)
     bad5xx = 0
-    for i in range(600):
+    for i in range(3000):
         path, seed = rng.choice(list(seeds.items()))
         body = bytearray(seed)
         for _ in range(rng.randint(1, 4)):
@@ -608,8 +617,15 @@ def fuzzed_bodies(case):
                     s, e = pos + m.start(), pos + m.end()
                     body[s:e] = rng.choice(specials)
         try:
-            status, _ = http1(case.server.http, "POST", path, bytes(body),
-                              headers={"content-type": "application/json", "authorization": "Bearer x"}, timeout=5)
+            auth = "bearer " + jwt if path.startswith(("/3/", "/4/", "/1/")) else "Bearer ya29.fuzz"
+            headers = {"content-type": "application/json", "authorization": auth, "apns-topic": "com.example",
+                       "apns-push-type": rng.choice(["alert", "background", "liveactivity", "voip", "bogus"]),
+                       "apns-expiration": rng.choice(["0", "1e300", "99999999999999999999", "-1", "1700000000"]),
+                       "apns-priority": rng.choice(["10", "5", "1", "99999999999999999999"]),
+                       "apns-channel-id": rng.choice(["dHVuZWQ=", "%%%", ""])}
+            if path == "/token":
+                headers["content-type"] = "application/x-www-form-urlencoded"
+            status, _ = http1(case.server.http, "POST", path, bytes(body), headers=headers, timeout=5)
         except OSError as e:
             case.check(False, f"fuzz #{i} on {path}: {e}")
             break
@@ -618,7 +634,58 @@ def fuzzed_bodies(case):
         if not case.server.alive():
             case.check(False, f"fuzz #{i} on {path} killed the process: {bytes(body)[:200]!r}")
             return
-    case.check(bad5xx == 0, f"600 fuzzed admin and provider bodies: no 500 ({bad5xx})")
+    case.check(bad5xx == 0, f"3,000 fuzzed admin and provider bodies and headers: no 500 ({bad5xx})")
+    # Query strings and path segments with hostile numbers and bytes.
+    queries = ["/emulator/v1/notifications?limit={}", "/emulator/v1/notifications?wait={}", "/emulator/v1/tracking?limit={}&wait={}",
+               "/emulator/v1/devices?limit={}", "/emulator/v1/fleets/fleet-1/tokens?offset={}&limit={}",
+               "/emulator/v1/report?since={}", "/emulator/v1/devices/{}/notifications?wait={}", "/iid/info/{}?details=true"]
+    values = ["1e300", "-1", "9223372036854775807", "99999999999999999999", "NaN", "%00", "%ff%fe", "0x10", "", "3.5", "-0",
+              "99999999999999999999s", "%2e%2e%2f"]
+    bad = 0
+    for i in range(300):
+        q = rng.choice(queries)
+        path = q.format(*[rng.choice(values) for _ in range(q.count("{}"))])
+        try:
+            status, _ = http1(case.server.http, "GET", path, timeout=5)
+        except OSError as e:
+            case.check(False, f"query {path}: {e}")
+            return
+        if status >= 500 and status != 503 or not case.server.alive():
+            bad += 1
+            case.lines.append(f"     {path} -> {status}")
+        if not case.server.alive():
+            break
+    case.check(bad == 0, f"300 hostile query strings: no 500 and no crash ({bad})")
+
+
+def h2_frame_fuzz(case):
+    """Random frames (types, flags, stream ids, lengths, payloads) on 300 h2c connections."""
+    rng = random.Random(2222)
+    for n in range(300):
+        try:
+            s = h2_connect(case.server.http)
+        except OSError as e:
+            case.check(False, f"connection {n}: {e}")
+            return
+        out = b""
+        for _ in range(rng.randint(1, 30)):
+            t = rng.choice([DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE,
+                            CONTINUATION, 10, 0xFF])
+            payload = bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 4, 5, 8, 9, 30, 200])))
+            if t == HEADERS and rng.random() < 0.5:
+                payload = request_block(rng.choice(["GET", "POST"]), rng.choice(["/healthz", "/3/device/ab", "/x"])) + payload[:10]
+            out += frame(t, rng.randrange(256), rng.choice([0, 1, 2, 3, 5, 0x7FFFFFFF]), payload)
+        try:
+            s.sendall(out)
+            s.settimeout(0.05)
+            s.recv(65536)
+        except OSError:
+            pass
+        s.close()
+        if not case.server.alive():
+            case.check(False, f"connection {n} killed the process")
+            return
+    case.check(True, "300 connections of random frames")
 
 
 def service_account_flood(case):
@@ -769,16 +836,25 @@ class PushClient(threading.Thread):
             return
 
 
+def provider_token(binary):
+    """A provider token signed by a key `pushemu credentials apns` made (lenient auth accepts it)."""
+    work = tempfile.mkdtemp(prefix="pushemu-jwt-")
+    try:
+        subprocess.run([binary, "credentials", "apns", "--out", work, "--data-dir", work + "/k", "--team-id", "TEAM123456",
+                        "--key-id", "KEY1234567"], check=True, capture_output=True, timeout=30)
+        return subprocess.run([binary, "token", "apns", "--key", work + "/AuthKey_KEY1234567.p8", "--key-id", "KEY1234567",
+                               "--team-id", "TEAM123456"], check=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    finally:
+        subprocess.run(["rm", "-rf", work])
+
+
 def kill_nine_three_times(binary):
     """kill -9 under load, three times in a row on one data directory: every apns-id a client
     got a 200 for is in `pushemu export` afterwards."""
     case = Case("kill-nine-three-times", None, 0)
     work = tempfile.mkdtemp(prefix="pushemu-kill9-")
     data = work + "/data"
-    subprocess.run([binary, "credentials", "apns", "--out", work, "--data-dir", work + "/k", "--team-id", "TEAM123456",
-                    "--key-id", "KEY1234567"], check=True, capture_output=True, timeout=30)
-    jwt = subprocess.run([binary, "token", "apns", "--key", work + "/AuthKey_KEY1234567.p8", "--key-id", "KEY1234567",
-                          "--team-id", "TEAM123456"], check=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    jwt = provider_token(binary)
     acked = []
     for round in range(3):
         server = Server(binary, ["--in-memory=false", "--data-dir", data, "--durability", "strict", "--threads", "2"])
@@ -831,6 +907,7 @@ CASES = {
     "http1-malformed": (http1_malformed, ["--threads", "1"], 200),
     "fuzzed-bodies": (fuzzed_bodies, ["--threads", "2", "--allow-override-header"], 200),
     "service-account-flood": (service_account_flood, ["--threads", "1"], 200),
+    "h2-frame-fuzz": (h2_frame_fuzz, ["--threads", "1"], 200),
     "admin-flood": (admin_flood, ["--threads", "1", "--admin-rate", "500"], 200),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }

@@ -29,6 +29,15 @@ final class ChunkedDecoderTests: XCTestCase {
         XCTAssertEqual(decode(s).0, .done(consumed: s.utf8.count))
     }
 
+    func testChunkExtensionsAreBounded() {
+        let fine = "1;" + String(repeating: "e", count: 1024) + "\r\na\r\n0\r\n\r\n"
+        XCTAssertEqual(decode(fine).0, .done(consumed: fine.utf8.count))
+        XCTAssertEqual(decode("1;" + String(repeating: "e", count: 1025) + "\r\na\r\n").0, .failure(.chunkExtensionTooLong))
+        // The bound is per chunk line: many lines, each under it, are fine.
+        let many = String(repeating: "1;" + String(repeating: "x", count: 1000) + "\r\na\r\n", count: 5) + "0\r\n\r\n"
+        XCTAssertEqual(decode(many).0, .done(consumed: many.utf8.count))
+    }
+
     func testMalformedRefused() {
         XCTAssertEqual(decode("\r\nabc").0, .failure(.badChunkSize))
         XCTAssertEqual(decode("g\r\n").0, .failure(.badChunkSize))

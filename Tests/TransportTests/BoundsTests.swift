@@ -1,0 +1,58 @@
+import XCTest
+
+@testable import Transport
+
+/// The transport's process-wide bounds, as values: timeouts that can never trap, the one
+/// connection count, the buffer budget's verdict, and route handler wrapping.
+final class BoundsTests: XCTestCase {
+    func testTimeoutsAreClampedNeverTrapped() {
+        var t = ServerTimeouts()
+        t.idle = 1e300
+        t.requestHead = .infinity
+        t.requestBody = .nan
+        t.send = -5
+        XCTAssertEqual(t.idleNanos, UInt64(3.15e18))
+        XCTAssertEqual(t.requestHeadNanos, 1_000_000, "infinity is not finite: the floor, never a trap")
+        XCTAssertEqual(t.requestBodyNanos, 1_000_000)
+        XCTAssertEqual(t.sendNanos, 1_000_000)
+        t.requestHead = 2.5
+        XCTAssertEqual(t.requestHeadNanos, 2_500_000_000)
+    }
+
+    func testOneConnectionCountForTheWholeServer() {
+        let budget = ConnectionBudget(maxConnections: 3, maxBufferedBytes: 1 << 20, loops: 4)
+        XCTAssertTrue(budget.admitConnection())
+        XCTAssertTrue(budget.admitConnection())
+        XCTAssertTrue(budget.admitConnection())
+        XCTAssertFalse(budget.admitConnection(), "the limit is the server's, whichever loop asks")
+        budget.releaseConnection()
+        XCTAssertTrue(budget.admitConnection())
+        XCTAssertEqual(budget.openConnections, 3)
+    }
+
+    func testBudgetSumsEveryLoop() {
+        let budget = ConnectionBudget(maxConnections: 10, maxBufferedBytes: 100 << 20, loops: 2)
+        XCTAssertEqual(budget.perLoopShare, 50 << 20)
+        XCTAssertEqual(budget.publish(loop: 0, bytes: 60 << 20), 60 << 20)
+        XCTAssertFalse(budget.overBudget)
+        XCTAssertEqual(budget.publish(loop: 1, bytes: 50 << 20), 110 << 20)
+        XCTAssertTrue(budget.overBudget, "over once the loops together hold more than the budget")
+        _ = budget.publish(loop: 0, bytes: 10 << 20)
+        XCTAssertFalse(budget.overBudget, "and no longer once a loop gave enough back")
+    }
+
+    func testWrappingHandlersLeavesTheExemptOnes() throws {
+        var router = Router()
+        router.add(.get, "/before") { _ in }
+        let first = router.routes.count
+        router.add(.get, "/healthz") { _ in }
+        router.add(.get, "/limited") { _ in }
+        final class Count: @unchecked Sendable { var n = 0 }
+        let wrapped = Count()
+        router.wrapHandlers(from: first, except: ["/healthz"]) { handler in
+            wrapped.n += 1
+            return handler
+        }
+        XCTAssertEqual(wrapped.n, 1, "only /limited: /before came earlier and /healthz is exempt")
+    }
+}
