@@ -39,7 +39,7 @@ final class Connection: EventHandler {
     private var readQueued = false
     /// Whether this connection holds one of the server's `maxConnections` slots (false: it was
     /// admitted past the limit only to be answered 503 / GOAWAY).
-    private let holdsSlot: Bool
+    private(set) var holdsSlot: Bool
 
     private var handshakeAdmitted = false
 
@@ -148,7 +148,7 @@ final class Connection: EventHandler {
     private func readLoop() {
         let buf = loop.readBuffer
         var budget = core.configuration.limits.readPerTurn
-        while phase != .closed && !readBlocked {
+        while phase != .closed && phase != .lingering && !readBlocked {
             if budget <= 0 {
                 if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0, !readQueued {
                     readQueued = true
@@ -514,19 +514,33 @@ final class Connection: EventHandler {
         if holdsSlot { core.budget.releaseConnection() } else { loop.sheddingConnections -= 1 }
     }
 
+    /// A connection admitted past the limit takes a slot that was given back meanwhile (an
+    /// idle connection another loop closed for it): it is then served as any other.
+    func takeSlotIfFree() -> Bool {
+        guard !holdsSlot else { return true }
+        guard core.budget.admitConnection() else { return false }
+        holdsSlot = true
+        context.isShedding = false
+        loop.sheddingConnections -= 1
+        return true
+    }
+
     /// Bytes this connection holds in buffers: output not yet written, sniffed bytes, and
     /// its session's request bodies, pipelined input and unsent answers.
     var bufferedBytes: Int {
         out.count + sniffed.count + (http1?.bufferedBytes ?? 0) + (http2?.bufferedBytes ?? 0)
     }
 
-    /// Idle: no request being read or answered, nothing buffered (closed first to admit a
-    /// new client at the connection limit).
+    /// Idle for a second at least: no request being read or answered, nothing buffered; or
+    /// connected and silent (closed first to admit a new client at the connection limit). A
+    /// connection that just connected, or was just answered, is not idle yet.
     var isIdle: Bool {
+        guard loop.nowNs &- lastActivity > 1_000_000_000 else { return false }
         switch phase {
         case .http1: return http1?.isBusy == false && out.isEmpty
         case .http2: return http2?.activeStreams == 0 && out.isEmpty
-        case .handshake, .sniff, .lingering, .closed: return false
+        case .sniff: return sniffed.isEmpty
+        case .handshake, .lingering, .closed: return false
         }
     }
 

@@ -15,6 +15,7 @@ struct Dispatcher: Sendable {
             return false
         }
         let match = router.match(method: ex.request.method, path: ex.request.path)
+        if ex.connection.isShedding, let connection = ex.connection.control { _ = connection.takeSlotIfFree() }
         if budget.overBudget || ex.connection.isShedding {
             // A route that reads no body (`/healthz`) is still answered: it costs nothing to keep.
             guard case .route(let i, _) = match, router.routes[i].maxBodySize == 0 else {

@@ -131,6 +131,19 @@ public final class EventLoop: @unchecked Sendable {
         if Int(fd) < handlers.count { handlers[Int(fd)] = nil }
     }
 
+    /// At the connection limit: closes this loop's longest-idle connection that holds a slot
+    /// (nothing read or answered, nothing buffered; or connected and silent) so a new client
+    /// can have it. False when none is idle.
+    func evictIdleConnection() -> Bool {
+        var oldest: Connection?
+        for c in connections where c.holdsSlot && c.isIdle {
+            if oldest == nil || c.lastActive < oldest!.lastActive { oldest = c }
+        }
+        guard let oldest else { return false }
+        oldest.close()
+        return true
+    }
+
     /// Every open connection of this loop.
     var connections: [Connection] {
         handlers.compactMap { $0 as? Connection }

@@ -61,6 +61,7 @@ public final class HTTPServer: @unchecked Sendable {
         for i in 0..<n {
             let loop = try EventLoop(index: i)
             loops.append(loop)
+            core.loops.append(loop)
             for l in listeners {
                 let acceptor = Acceptor(
                     fd: l.fd, loop: loop, core: core, tls: l.tls ? core.tls : nil,
@@ -192,8 +193,15 @@ final class Acceptor: EventHandler {
                 break
             }
             var holdsSlot = core.budget.admitConnection()
-            if !holdsSlot, evictIdle() { holdsSlot = core.budget.admitConnection() }
+            if !holdsSlot, loop.evictIdleConnection() { holdsSlot = core.budget.admitConnection() }
             if !holdsSlot {
+                // None idle here: the busiest other loop closes its idlest, and this client
+                // takes that slot when its first request arrives (else it is answered 503).
+                if let other = core.loops.filter({ $0 !== loop }).max(by: {
+                    $0.openConnections.load(ordering: .relaxed) < $1.openConnections.load(ordering: .relaxed)
+                }) {
+                    other.execute { _ = other.evictIdleConnection() }
+                }
                 guard loop.sheddingConnections < Acceptor.maxShedding else {
                     Glibc.close(cfd)
                     continue
@@ -207,17 +215,6 @@ final class Acceptor: EventHandler {
         }
     }
 
-    /// At the connection limit: closes this loop's longest-idle connection (nothing read or
-    /// answered, nothing buffered) so a new client can have its slot. False when none is idle.
-    private func evictIdle() -> Bool {
-        var oldest: Connection?
-        for c in loop.connections where c.isIdle {
-            if oldest == nil || c.lastActive < oldest!.lastActive { oldest = c }
-        }
-        guard let oldest else { return false }
-        oldest.close()
-        return true
-    }
 }
 
 extension Acceptor {

@@ -95,11 +95,13 @@ public struct ServerConfiguration: Sendable {
 }
 
 /// What every connection of a server shares, immutable once the server starts.
-final class ServerCore: Sendable {
+final class ServerCore: @unchecked Sendable { // `loops` is filled before any loop runs, then only read
     let configuration: ServerConfiguration
     let dispatcher: Dispatcher
     let tls: TLSContext?
     let budget: ConnectionBudget
+    /// The server's event loops (set while starting, before any of them runs).
+    var loops: [EventLoop] = []
 
     init(configuration: ServerConfiguration, router: Router) throws {
         self.configuration = configuration

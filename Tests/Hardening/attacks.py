@@ -501,10 +501,17 @@ def zero_window_send_timeout(case):
 
 def connection_limit(case):
     idle = [socket.create_connection(("127.0.0.1", case.server.http), timeout=5) for _ in range(40)]
-    time.sleep(0.3)
-    status, _ = http1(case.server.http, "GET", "/healthz", timeout=2)
-    case.check(status == 200, f"at the limit with idle connections, a new client is served ({status})")
-    for s in idle:
+    kept = []
+    for _ in range(5):  # idle keep-alive connections too, after an answer
+        k = socket.create_connection(("127.0.0.1", case.server.http), timeout=5)
+        k.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        k.recv(4096)
+        kept.append(k)
+    time.sleep(1.3)  # idle means idle for a second
+    status, _ = http1(case.server.http, "POST", "/emulator/v1/devices",
+                      b'{"platform":"ios","app":"com.example.limit"}', timeout=2)
+    case.check(status == 201, f"at the limit with idle connections, the idlest is closed and a new client served ({status})")
+    for s in idle + kept:
         s.close()
     time.sleep(0.5)
     busy = []
