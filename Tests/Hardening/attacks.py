@@ -71,6 +71,18 @@ def settings(**values):
     return frame(SETTINGS, 0, 0, payload)
 
 
+def split_frames(buf):
+    """The whole frames at the start of `buf` as (type, flags, stream, payload), and the rest."""
+    frames = []
+    while len(buf) >= 9:
+        n = int.from_bytes(buf[:3], "big")
+        if len(buf) < 9 + n:
+            break
+        frames.append((buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + n]))
+        buf = buf[9 + n:]
+    return frames, buf
+
+
 class H2Reader:
     """Reads frames from a socket on a thread: counts them, keeps GOAWAYs and RSTs."""
 
@@ -93,12 +105,8 @@ class H2Reader:
                     break
                 self.bytes += len(chunk)
                 buf += chunk
-                while len(buf) >= 9:
-                    n = int.from_bytes(buf[:3], "big")
-                    if len(buf) < 9 + n:
-                        break
-                    t, flags, sid, payload = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + n]
-                    buf = buf[9 + n:]
+                frames, buf = split_frames(buf)
+                for t, flags, sid, payload in frames:
                     if t == GOAWAY and self.goaway is None:
                         last, code = struct.unpack(">II", payload[:8])
                         self.goaway = (last & 0x7FFFFFFF, code, payload[8:])
@@ -812,12 +820,8 @@ class PushClient(threading.Thread):
                 if not chunk:
                     return
                 buf += chunk
-                while len(buf) >= 9:
-                    ln = int.from_bytes(buf[:3], "big")
-                    if len(buf) < 9 + ln:
-                        break
-                    t, fl, fsid, pl = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, buf[9:9 + ln]
-                    buf = buf[9 + ln:]
+                frames, buf = split_frames(buf)
+                for t, fl, fsid, pl in frames:
                     if t == HEADERS and fsid in inflight:
                         if pl[:1] == b"\x88":
                             self.acked.append(inflight[fsid])
