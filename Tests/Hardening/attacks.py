@@ -575,6 +575,20 @@ MALFORMED = {
 }
 
 
+def too_large_shapes(case):
+    """A too-large body gets its route's own answer (413, or FCM's 400), never text/plain."""
+    big = b"x" * 300_000
+    status, body = http1(case.server.http, "POST", "/emulator/v1/faults", big)
+    case.check(status == 413 and json.loads(body)["error"]["code"] == 413, f"admin route: 413 {body[:80]!r}")
+    status, body = http1(case.server.http, "POST", "/token", big, headers={"content-type": "application/x-www-form-urlencoded"})
+    case.check(status == 413 and "error" in json.loads(body), f"OAuth token route: 413 {body[:80]!r}")
+    status, body = http1(case.server.http, "POST", "/v1/projects/p/messages:send", big)
+    # FCM answers an oversized message 400 INVALID_ARGUMENT, as Google does (no 413).
+    case.check(status == 400 and json.loads(body)["error"]["status"] == "INVALID_ARGUMENT", f"FCM send: {status} {body[:80]!r}")
+    status, body = http1(case.server.http, "POST", "/3/device/" + "a" * 64, big)
+    case.check(status == 413 and json.loads(body)["reason"] == "PayloadTooLarge", f"APNs push: 413 {body[:80]!r}")
+
+
 def http1_malformed(case):
     for name, raw in MALFORMED.items():
         s = socket.create_connection(("127.0.0.1", case.server.http), timeout=3)
@@ -916,6 +930,7 @@ CASES = {
     "connection-limit": (connection_limit, ["--threads", "2", "--max-connections", "40"], 200),
     "tls-handshake-stalls": (tls_handshake_stalls, ["--threads", "1"], 200),
     "http1-malformed": (http1_malformed, ["--threads", "1"], 200),
+    "too-large-shapes": (too_large_shapes, ["--threads", "1"], 200),
     "fuzzed-bodies": (fuzzed_bodies, ["--threads", "2", "--allow-override-header"], 200),
     "service-account-flood": (service_account_flood, ["--threads", "1"], 200),
     "h2-frame-fuzz": (h2_frame_fuzz, ["--threads", "1"], 200),

@@ -39,6 +39,7 @@ final class AttackSuiteTests: XCTestCase {
     func testHttp1Malformed() throws { try attack("http1-malformed") }
     func testFuzzedBodies() throws { try attack("fuzzed-bodies") }
     func testServiceAccountFlood() throws { try attack("service-account-flood") }
+    func testTooLargeShapes() throws { try attack("too-large-shapes") }
     func testH2FrameFuzz() throws { try attack("h2-frame-fuzz") }
     func testAdminFlood() throws { try attack("admin-flood") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
