@@ -535,7 +535,10 @@ final class Connection: EventHandler {
     /// connected and silent (closed first to admit a new client at the connection limit). A
     /// connection that just connected, or was just answered, is not idle yet.
     var isIdle: Bool {
-        guard loop.nowNs &- lastActivity > 1_000_000_000 else { return false }
+        // The clock read now: the loop's cached one can be older than a connection accepted
+        // in this very iteration, and a wrapped difference would call it idle.
+        let now = csys_monotonic_ns()
+        guard now > lastActivity, now - lastActivity > 1_000_000_000 else { return false }
         switch phase {
         case .http1: return http1?.isBusy == false && out.isEmpty
         case .http2: return http2?.activeStreams == 0 && out.isEmpty
