@@ -8,29 +8,17 @@ extension PushPipeline {
     /// the gateway's alone.
     public func register(_ router: inout Router) {
         for route in gateway.routes() {
+            let handler: Handler
             switch route.handling {
             case .push:
-                router.add(
-                    route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
-                    unavailable: route.unavailable
-                ) { exchange in
-                    handle(exchange)
-                }
-            case .direct(let handler):
-                router.add(
-                    route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
-                    unavailable: route.unavailable
-                ) { exchange in
-                    handler(exchange)
-                }
-            case .faultable(let handler, let injected):
+                handler = { exchange in handle(exchange) }
+            case .direct(let direct):
+                handler = { exchange in direct(exchange) }
+            case .faultable(let direct, let injected):
                 let faults = services.faults
                 let lifecycle = services.lifecycle
                 let provider = self.provider
-                router.add(
-                    route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
-                    unavailable: route.unavailable
-                ) { exchange in
+                handler = { exchange in
                     let request = exchange.request
                     let context = FaultContext(
                         provider: provider, token: [], topic: nil, project: nil, path: request.path,
@@ -42,10 +30,13 @@ extension PushPipeline {
                             injected(fired.effect.injectedAnswer, request), on: exchange, fired: fired, provider: provider,
                             goAwayDebugData: Gateway.goAwayDebugData(reason:))
                     } else {
-                        handler(exchange)
+                        direct(exchange)
                     }
                 }
             }
+            router.add(
+                route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
+                unavailable: route.unavailable, handler: handler)
         }
     }
 }

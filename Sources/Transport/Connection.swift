@@ -32,7 +32,7 @@ final class Connection: EventHandler {
     private var flushQueued = false
     private(set) var isDraining = false
     private let createdAt: UInt64
-    private var lastActivity: UInt64
+    private(set) var lastActivity: UInt64
     /// When output last moved (or there was none): a peer that stops reading is closed after
     /// the send timeout.
     private var lastWriteProgress: UInt64
@@ -546,8 +546,6 @@ final class Connection: EventHandler {
         case .handshake, .lingering, .closed: return false
         }
     }
-
-    var lastActive: UInt64 { lastActivity }
 
     func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8], closeAfterSend: Bool) {
         switch phase {

@@ -14,12 +14,12 @@ final class ConnectionBudget: Sendable {
     let maxBufferedBytes: Int
     private let open = Atomic<Int>(0)
     private let over = Atomic<Bool>(false)
-    private let slots: [PaddedCounter]
+    private let slots: [LoopTotal]
 
     init(maxConnections: Int, maxBufferedBytes: Int, loops: Int) {
         self.maxConnections = maxConnections
         self.maxBufferedBytes = maxBufferedBytes
-        slots = (0..<max(1, loops)).map { _ in PaddedCounter() }
+        slots = (0..<max(1, loops)).map { _ in LoopTotal() }
     }
 
     var openConnections: Int { open.load(ordering: .relaxed) }
@@ -55,9 +55,8 @@ final class ConnectionBudget: Sendable {
     var perLoopShare: Int { maxBufferedBytes / slots.count }
 }
 
-/// A counter on a cache line of its own (one loop writes it, the others read it rarely).
-private final class PaddedCounter: Sendable {
-    private let padding0 = (0, 0, 0, 0, 0, 0, 0)
+/// One loop's published total: written by that loop on its sweep (every 100 ms at most), read
+/// by the others then. Too rare for false sharing to matter.
+private final class LoopTotal: Sendable {
     let value = Atomic<Int>(0)
-    private let padding1 = (0, 0, 0, 0, 0, 0, 0)
 }

@@ -137,7 +137,7 @@ public final class EventLoop: @unchecked Sendable {
     func evictIdleConnection() -> Bool {
         var oldest: Connection?
         for c in connections where c.holdsSlot && c.isIdle {
-            if oldest == nil || c.lastActive < oldest!.lastActive { oldest = c }
+            if oldest == nil || c.lastActivity < oldest!.lastActivity { oldest = c }
         }
         guard let oldest else { return false }
         oldest.close()

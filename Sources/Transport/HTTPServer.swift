@@ -247,23 +247,21 @@ final class Sweeper {
         self.loop = loop
         self.budget = budget
         loop.pressureThreshold = max(1 << 20, budget.perLoopShare / 8)
-        loop.measureNow = { [unowned self] in
-            self.measure(self.loop.connections.filter { $0.phase != .closed }, now: csys_monotonic_ns())
-        }
+        loop.measureNow = { [unowned self] in self.measure(now: csys_monotonic_ns()) }
     }
 
     func tick() {
         let now = csys_monotonic_ns()
-        let connections = loop.connections
         ticks &+= 1
         if ticks % 10 == 0 {
-            for c in connections { c.checkTimeout(now: now) }
+            for c in loop.connections { c.checkTimeout(now: now) }
         }
-        measure(connections.filter { $0.phase != .closed }, now: now)
+        measure(now: now)
         loop.schedule(afterNanoseconds: 100_000_000, tick)
     }
 
-    private func measure(_ connections: [Connection], now: UInt64) {
+    private func measure(now: UInt64) {
+        let connections = loop.connections // closed ones are unregistered, so not listed
         var held = 0
         for c in connections { held += c.bufferedBytes }
         let total = budget.publish(loop: loop.index, bytes: held)

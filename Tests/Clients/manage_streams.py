@@ -4,16 +4,12 @@ SETTINGS_MAX_CONCURRENT_STREAMS before and after the first valid token, and the 
 
 usage: manage_streams.py PORT CAFILE SNI BUNDLE JWT
 """
-import socket, ssl, sys, time
-import h2.config, h2.connection, h2.events, h2.settings
+import socket, sys, time
+import h2.events, h2.settings
+import h2_tls
 
 port, cafile, sni, bundle, jwt = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-ctx = ssl.create_default_context(cafile=cafile)
-ctx.set_alpn_protocols(["h2"])
-sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname=sni)
-c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
-c.initiate_connection()
-sock.sendall(c.data_to_send())
+sock, c = h2_tls.connect(port, cafile, sni)
 limits, status, body, sent, done = [], None, b"", False, False
 deadline = time.time() + 10
 while time.time() < deadline and not (done and len(limits) >= 2):
