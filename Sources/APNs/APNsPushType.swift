@@ -113,6 +113,12 @@ public enum APNsEnvironment: String, Sendable {
     }
 
     public static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
+
+    /// Every APNs host name `forHost` knows (what the proxy intercepts).
+    public static let hostNames = [
+        "api.push.apple.com", "api.sandbox.push.apple.com", "api.development.push.apple.com", "api-broadcast.push.apple.com",
+        "api-broadcast.sandbox.push.apple.com", "api-manage-broadcast.push.apple.com", "api-manage-broadcast.sandbox.push.apple.com",
+    ]
 }
 
 public struct APNsConfiguration: Sendable {

@@ -38,6 +38,18 @@ static inline long pushemu_ssl_ctx_set_read_ahead(SSL_CTX *ctx, long on) {
 static inline EVP_PKEY *pushemu_ec_p256_generate(void) { return EVP_EC_gen("P-256"); }
 /* A new RSA key pair (EVP_RSA_gen is a macro over a variadic function). */
 static inline EVP_PKEY *pushemu_rsa_generate(unsigned int bits) { return EVP_RSA_gen(bits); }
+/* Adds a v3 extension given in openssl's config syntax ("critical,CA:FALSE", "DNS:host"),
+   with the issuer for authorityKeyIdentifier (X509V3_CTX is a stack struct Swift cannot fill). */
+static inline int pushemu_x509_add_ext(X509 *cert, X509 *issuer, int nid, const char *value) {
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, issuer, cert, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+    if (!ext) return 0;
+    int ok = X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+    return ok;
+}
 /* The bytes held by a memory BIO. */
 static inline long pushemu_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_data(b, p); }
 #endif

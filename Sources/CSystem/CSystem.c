@@ -131,3 +131,12 @@ uint64_t csys_random_u64(void) {
     while (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {}
     return v;
 }
+
+/* The commit a packaged build was made from: Scripts/package passes -DPUSHEMU_COMMIT="\"<sha>\"". */
+const char *csys_build_commit(void) {
+#ifdef PUSHEMU_COMMIT
+    return PUSHEMU_COMMIT;
+#else
+    return "";
+#endif
+}

@@ -1,3 +1,5 @@
+import APNs
+import FCM
 import Glibc
 import Transport
 
@@ -23,6 +25,16 @@ extension Emulator {
             try configuration.clientCAPath.map { try readFile($0, what: "client CA") }
             ?? Array(DevelopmentCredentials.certificateAuthority.utf8)
         return TLSConfiguration(certificateChainPEM: certificate, privateKeyPEM: key, clientCAPEM: clientCA)
+    }
+
+    /// The proxy: the APNs and FCM host names and `--intercept-host`'s, each tunnel's certificate
+    /// signed by the development CA (the one `pushemu ca` writes and `pushemu env` trusts).
+    static func interceptConfiguration(_ configuration: EmulatorConfiguration, clientCA: [UInt8]?) -> InterceptConfiguration {
+        InterceptConfiguration(
+            hosts: Set(APNsEnvironment.hostNames + FCMGateway.hostNames + configuration.interceptHosts),
+            caCertificatePEM: Array(DevelopmentCredentials.certificateAuthority.utf8),
+            caKeyPEM: Array(DevelopmentCredentials.certificateAuthorityKey.utf8), clientCAPEM: clientCA,
+            refusalHint: "Add a host with --intercept-host HOST (repeatable).")
     }
 
     /// A whole file (at most 16 MiB), or a `ConfigurationError` naming what it was for.

@@ -154,6 +154,7 @@ package final class Emulator: Sendable {
         server.extraTLSPorts = configuration.apns.managePorts.keys.sorted()
         server.threads = configuration.threads
         server.tls = try Emulator.tlsConfiguration(configuration)
+        server.intercept = Emulator.interceptConfiguration(configuration, clientCA: server.tls?.clientCAPEM)
         server.maxConcurrentStreams = configuration.maxConcurrentStreams
         server.limits.maxConnections = configuration.maxConnections
         server.limits.maxHeaderListSize = configuration.maxHeaderListSize

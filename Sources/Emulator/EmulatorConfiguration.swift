@@ -22,6 +22,9 @@ package struct EmulatorConfiguration: Sendable {
     package var keyPath: String?
     /// CA(s) that client certificates are verified against (default: the development CA).
     package var clientCAPath: String?
+    /// Host names the cleartext listener intercepts as a proxy beyond the APNs and FCM ones
+    /// (`--intercept-host`).
+    package var interceptHosts: [String] = []
     /// Seconds to finish in-flight requests on SIGINT/SIGTERM.
     package var drainTimeout: Double = 10
     package var maxConnections = 10_000

@@ -2,11 +2,14 @@
 ///
 /// Every flag is a long `--kebab-case` name taking `--name VALUE` or `--name=VALUE`; boolean
 /// flags take no value. A config file holds the same names, one `name = value` per line
-/// (`#` starts a comment; booleans are `true`/`false`). Command-line flags win over the file.
+/// (`#` starts a comment; booleans are `true`/`false`). Each option can also come from the
+/// environment (`PUSHEMU_HTTP_PORT` for `--http-port`: `environmentName`); a flag wins over the
+/// environment, which wins over the file.
 import APNs
 import FCM
 import Faults
 import Fleet
+import Glibc
 import Journal
 import PushCore
 import Tracking
@@ -40,6 +43,16 @@ package enum ServeOptions {
         Option(name: "key", valueName: "FILE", help: "TLS private key, PEM") { c, v in c.keyPath = v },
         Option(name: "client-ca", valueName: "FILE", help: "CA(s) for client certificates, PEM (default: the development CA)") { c, v in
             c.clientCAPath = v
+        },
+        Option(
+            name: "intercept-host", valueName: "HOST",
+            help: "another host name the cleartext port intercepts as a proxy (CONNECT), beyond the APNs and FCM ones (repeatable)"
+        ) { c, v in
+            let hosts = v.split(separator: ",").map { String($0.filter { $0 != " " }).lowercased() }
+            guard !hosts.isEmpty, hosts.allSatisfy(ServeOptions.isHostName) else {
+                throw ConfigurationError("--intercept-host takes DNS host names such as push.example.com, got '\(v)'")
+            }
+            c.interceptHosts += hosts
         },
         Option(name: "drain-timeout", valueName: "SECONDS", help: "time to finish in-flight requests on SIGINT/SIGTERM (default 10)") {
             c, v in c.drainTimeout = try double(v, "drain-timeout")
@@ -322,8 +335,10 @@ package enum ServeOptions {
 
     /// `serve`'s options, as `pushemu --help` lists them.
     package static var optionsHelp: String {
-        var s = "Options of serve:\n"
-        s += "  --config FILE                        read options from FILE (name = value lines)\n"
+        var s =
+            "Options of serve (each also from the environment: --http-port is PUSHEMU_HTTP_PORT; flag > environment > config file > default):\n"
+        s += "  --config FILE                        read options from FILE (name = value lines; or PUSHEMU_CONFIG)\n"
+        s += "  --print-config                       print the configuration in effect, with each value's source, and exit\n"
         for o in options {
             let left = "  --\(o.name)" + (o.valueName.map { " \($0)" } ?? "")
             s += left + String(repeating: " ", count: max(1, 39 - left.count)) + o.help + "\n"
@@ -331,10 +346,47 @@ package enum ServeOptions {
         return s
     }
 
-    /// Parses arguments after the command name.
-    package static func parse(_ args: [String], readFile: (String) throws -> String = defaultReadFile) throws -> EmulatorConfiguration {
-        var config = EmulatorConfiguration()
-        var pairs: [(String, String?)] = []
+    /// Where a setting came from, highest precedence first.
+    package enum Source: Equatable, Sendable {
+        case flag
+        case environment(String)
+        case configFile(String)
+
+        var description: String {
+            switch self {
+            case .flag: "flag"
+            case .environment(let name): "environment \(name)"
+            case .configFile(let path): "config file \(path)"
+            }
+        }
+    }
+
+    /// The environment variable of option `name`: `PUSHEMU_` and the name in upper case with
+    /// `-` as `_` (`--http-port` is `PUSHEMU_HTTP_PORT`; `PUSHEMU_CONFIG` names a config file).
+    package static func environmentName(_ name: String) -> String {
+        "PUSHEMU_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 })
+    }
+
+    /// This process's environment.
+    package static func processEnvironment() -> [String: String] {
+        var out: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            if let eq = text.firstIndex(of: "=") { out[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+            p += 1
+        }
+        return out
+    }
+
+    /// Every setting given, each option from its highest-precedence source only: flag >
+    /// environment > config file (an option given twice by the winning source, such as a
+    /// repeatable one, keeps both values in order). `--print-config` is dropped.
+    package static func settings(
+        _ args: [String], environment: [String: String], readFile: (String) throws -> String = defaultReadFile
+    ) throws -> [(name: String, value: String, source: Source)] {
+        var flags: [(String, String)] = []
+        var configFiles: [(String, Source)] = []
         var i = 0
         while i < args.count {
             let a = args[i]
@@ -345,6 +397,10 @@ package enum ServeOptions {
                 value = String(name[name.index(after: eq)...])
                 name = String(name[..<eq])
             }
+            if name == "print-config" {
+                i += 1
+                continue
+            }
             let takesValue = name == "config" || option(name)?.valueName != nil
             if option(name) == nil && name != "config" { throw ConfigurationError("unknown option '--\(name)' (see pushemu --help)") }
             if takesValue && value == nil {
@@ -352,26 +408,82 @@ package enum ServeOptions {
                 value = args[i + 1]
                 i += 1
             }
-            pairs.append((name, value))
+            if name == "config" { configFiles.append((value!, .flag)) } else { flags.append((name, value ?? "true")) }
             i += 1
         }
-        // The config file first, so flags override it.
-        for (name, value) in pairs where name == "config" {
-            for (n, v) in try parseConfigFile(try readFile(value!), path: value!) {
-                try apply(n, v, to: &config, source: "config file '\(value!)'")
+        if configFiles.isEmpty, let path = environment[environmentName("config")], !path.isEmpty {
+            configFiles.append((path, .environment(environmentName("config"))))
+        }
+        var fromFiles: [(String, String, Source)] = []
+        for (path, _) in configFiles {
+            for (n, v) in try parseConfigFile(try readFile(path), path: path) {
+                guard option(n) != nil else { throw ConfigurationError("unknown option '\(n)' in config file '\(path)'") }
+                fromFiles.append((n, v, .configFile(path)))
             }
         }
-        for (name, value) in pairs where name != "config" {
-            try apply(name, value ?? "true", to: &config, source: "command line")
+        let flagged = Set(flags.map(\.0))
+        var out: [(name: String, value: String, source: Source)] = []
+        var fromEnvironment = Set<String>()
+        for o in options where !flagged.contains(o.name) {
+            let variable = environmentName(o.name)
+            guard let value = environment[variable], !value.isEmpty else { continue }
+            fromEnvironment.insert(o.name)
+            out.append((o.name, value, .environment(variable)))
+        }
+        let fileEntries = fromFiles.filter { !flagged.contains($0.0) && !fromEnvironment.contains($0.0) }
+        return fileEntries.map { (name: $0.0, value: $0.1, source: $0.2) } + out + flags.map { (name: $0.0, value: $0.1, source: .flag) }
+    }
+
+    /// Parses arguments after the command name, with `PUSHEMU_*` variables and config files.
+    package static func parse(
+        _ args: [String], environment: [String: String] = [:], readFile: (String) throws -> String = defaultReadFile
+    ) throws -> EmulatorConfiguration {
+        var config = EmulatorConfiguration()
+        for setting in try settings(args, environment: environment, readFile: readFile) {
+            try apply(setting.name, setting.value, to: &config, source: setting.source.description)
         }
         return config
+    }
+
+    /// `pushemu serve --print-config`: every option as a config file line with where its value
+    /// came from, options left at their defaults commented out. The settings are validated first.
+    package static func printConfig(
+        _ args: [String], environment: [String: String], readFile: (String) throws -> String = defaultReadFile
+    ) throws -> String {
+        let given = try settings(args, environment: environment, readFile: readFile)
+        _ = try parse(args, environment: environment, readFile: readFile)
+        var text = "# pushemu serve: the configuration in effect (flag > environment PUSHEMU_* > config file > default)\n"
+        for o in options {
+            let mine = given.filter { $0.name == o.name }
+            if mine.isEmpty {
+                text += "# \(o.name): default\(defaultText(o.help).map { " (\($0))" } ?? "")\n"
+                continue
+            }
+            for setting in mine {
+                let value = setting.value.contains(where: { $0 == "#" || $0 == " " }) ? "\"\(setting.value)\"" : setting.value
+                text += "\(o.name) = \(value)    # \(setting.source.description)\n"
+            }
+        }
+        return text
+    }
+
+    /// "default X" from an option's help text, for `--print-config`.
+    static func defaultText(_ help: String) -> String? {
+        guard let range = help.firstRange(of: "default") else { return nil }
+        var rest = help[range.lowerBound...]
+        if let end = rest.firstIndex(where: { $0 == ")" || $0 == ";" }) { rest = rest[..<end] }
+        return String(rest)
     }
 
     static func option(_ name: String) -> Option? { options.first { $0.name == name } }
 
     static func apply(_ name: String, _ value: String, to config: inout EmulatorConfiguration, source: String) throws {
         guard let o = option(name) else { throw ConfigurationError("unknown option '\(name)' in \(source)") }
-        try o.apply(&config, value)
+        do {
+            try o.apply(&config, value)
+        } catch let error as ConfigurationError where source != Source.flag.description {
+            throw ConfigurationError("\(error.description) (from \(source))")
+        }
     }
 
     static func parseConfigFile(_ text: String, path: String) throws -> [(String, String)] {
@@ -394,6 +506,15 @@ package enum ServeOptions {
 
     package static func defaultReadFile(_ path: String) throws -> String {
         String(decoding: try Emulator.readFile(path, what: "config"), as: UTF8.self)
+    }
+
+    /// A DNS name: dot-separated labels of letters, digits and hyphens (1-63 each, 253 in all).
+    static func isHostName(_ s: String) -> Bool {
+        guard !s.isEmpty, s.utf8.count <= 253 else { return false }
+        return s.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            !label.isEmpty && label.utf8.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+        }
     }
 
     static func port(_ v: String, _ name: String) throws -> Int { try int(v, name, 0...65535) }

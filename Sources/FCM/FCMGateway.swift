@@ -14,6 +14,9 @@ public final class FCMGateway: PushGateway {
 
     /// The largest `messages:send` body read (FCM's limit is on the message's fields, checked after).
     static let maxBody = 64 * 1024
+    /// Google's host names a sender reaches for FCM: send, OAuth tokens (both token URIs),
+    /// Instance ID topic management (what the proxy intercepts).
+    public static let hostNames = ["fcm.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com", "iid.googleapis.com"]
 
     public init(rules: FCMProvider) {
         self.rules = rules

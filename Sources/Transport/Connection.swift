@@ -32,6 +32,8 @@ final class Connection: EventHandler {
     private var flushQueued = false
     private(set) var isDraining = false
     private let createdAt: UInt64
+    /// When the handshake (or protocol sniffing) began: at accept, or when a tunnel's TLS starts.
+    private var handshakeStartedAt: UInt64
     private(set) var lastActivity: UInt64
     /// When output last moved (or there was none): a peer that stops reading is closed after
     /// the send timeout.
@@ -57,6 +59,7 @@ final class Connection: EventHandler {
             localPort: localPort, eventLoop: loop,
             maxConcurrentStreams: core.configuration.maxConcurrentStreams)
         createdAt = csys_monotonic_ns()
+        handshakeStartedAt = createdAt
         lastActivity = createdAt
         lastWriteProgress = createdAt
         self.holdsSlot = holdsSlot
@@ -191,6 +194,8 @@ final class Connection: EventHandler {
             }
             budget -= n
             deliver(UnsafeRawBufferPointer(rebasing: buf[0..<n]))
+            // A CONNECT was accepted: what follows is TLS, read when the handshake starts.
+            if phase == .handshake { break }
             if phase == .http2, let h2 = http2 {
                 if !h2.wantsRead {
                     // The session is ending (a GOAWAY it queued, a flood it detected): read no more.
@@ -340,6 +345,106 @@ final class Connection: EventHandler {
             return
         }
         if !remainder.isEmpty { remainder.withUnsafeBytes { deliver($0) } }
+    }
+
+    // MARK: proxy tunnels
+
+    enum TunnelDecision {
+        case accept(TLSContext)
+        case refuse(Response)
+    }
+
+    /// Whether `CONNECT target` opens a tunnel: only on the cleartext listener, only to an
+    /// intercepted host. Nothing is ever forwarded: the tunnel ends in this server.
+    func tunnelDecision(_ target: ArraySlice<UInt8>) -> TunnelDecision {
+        let text = String(decoding: target, as: UTF8.self)
+        guard ssl == nil, let intercept = core.intercept else {
+            return .refuse(.text(405, "CONNECT is not served on this listener\n"))
+        }
+        guard let (host, port) = Connection.splitAuthority(text), port != nil else {
+            return .refuse(.text(400, "CONNECT needs host:port, got '\(text)'\n"))
+        }
+        guard intercept.intercepts(host) else { return .refuse(Connection.notIntercepted(host, intercept)) }
+        do {
+            return .accept(try intercept.context(for: host))
+        } catch {
+            return .refuse(.text(502, "no certificate for \(host): \(error)\n"))
+        }
+    }
+
+    /// An absolute-form request (`GET http://host/...`) through the proxy: served when the host
+    /// is intercepted or names this machine; any other host is refused, never forwarded.
+    func absoluteFormRefusal(_ authority: ArraySlice<UInt8>) -> Response? {
+        guard ssl == nil, let intercept = core.intercept else { return nil }
+        let text = String(decoding: authority, as: UTF8.self)
+        guard let (host, _) = Connection.splitAuthority(text) else { return .text(400, "bad authority '\(text)'\n") }
+        if intercept.intercepts(host) { return nil }
+        switch InterceptAuthority.normalized(host) {
+        case "localhost", "127.0.0.1", "::1", InterceptAuthority.normalized(core.configuration.host): return nil
+        default: return Connection.notIntercepted(host, intercept)
+        }
+    }
+
+    private static func notIntercepted(_ host: String, _ intercept: InterceptAuthority) -> Response {
+        var response = Response.text(
+            403,
+            "pushemu does not intercept \(host) and never forwards to the internet. It intercepts: "
+                + intercept.configuration.hosts.sorted().joined(separator: ", ") + ". " + intercept.configuration.refusalHint + "\n")
+        response.headers.add(name: "x-pushemu-proxy", value: "refused")
+        return response
+    }
+
+    /// `host[:port]` or `[v6]:port` into the host (brackets removed) and the port when given.
+    static func splitAuthority(_ text: String) -> (String, Int?)? {
+        var host = Substring(text)
+        var port: Int? = nil
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return nil }
+            let after = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let p = Int(after.dropFirst()), (1...65535).contains(p) else { return nil }
+                port = p
+            }
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let p = Int(host[host.index(after: colon)...]), (1...65535).contains(p) else { return nil }
+            port = p
+            host = host[..<colon]
+        }
+        guard !host.isEmpty, host.utf8.count <= 253 else { return nil }
+        return (String(host), port)
+    }
+
+    /// After `200 Connection Established`: that answer goes out in cleartext, then the socket
+    /// speaks TLS as an accepted TLS connection does (handshake, ALPN, SNI, h2 or HTTP/1.1).
+    /// Bytes the client sent before it saw the 200 cannot be TLS it meant for us: close.
+    func startTunnel(_ tls: TLSContext, remainder: [UInt8]) {
+        guard remainder.isEmpty else { return close() }
+        while !out.isEmpty {
+            var failed = false
+            out.withUnconsumed { raw in
+                let n = Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                if n > 0 { return n }
+                if n < 0 && errno == EINTR { return 0 }
+                failed = true // a 39-byte answer that does not fit an empty socket buffer: give up
+                return 0
+            }
+            if failed { return close() }
+        }
+        guard let made = SSL_new(tls.ctx) else { return close() }
+        guard SSL_set_fd(made, fd) == 1 else {
+            SSL_free(made)
+            return close()
+        }
+        SSL_set_accept_state(made)
+        ssl = made
+        context.transport = .tls
+        context.httpVersion = nil
+        handshakeAdmitted = false
+        handshakeStartedAt = csys_monotonic_ns()
+        phase = .handshake
+        wantWrite = false
+        updateInterest()
     }
 
     // MARK: output
@@ -583,7 +688,7 @@ final class Connection: EventHandler {
         if !out.isEmpty && now &- lastWriteProgress > t.sendNanos && phase != .lingering { return close() }
         switch phase {
         case .handshake, .sniff:
-            if now &- createdAt > t.handshakeNanos { close() }
+            if now &- handshakeStartedAt > t.handshakeNanos { close() }
         case .http1:
             guard let h1 = http1 else { return }
             if h1.deadlinePassed(now: now, timeouts: t) {

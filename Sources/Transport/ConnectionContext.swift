@@ -9,7 +9,8 @@ public final class ConnectionContext: @unchecked Sendable {
     public enum Transport: Sendable { case cleartext, tls }
 
     public let id: UInt64
-    public let transport: Transport
+    /// `.tls` also for a proxy tunnel once its TLS starts (`CONNECT` on the cleartext listener).
+    public internal(set) var transport: Transport
     public let remoteAddress: String
     public let localPort: Int
     /// Loops outlive every connection they own.

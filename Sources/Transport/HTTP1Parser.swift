@@ -83,6 +83,16 @@ public enum HTTP1Parser {
         return t
     }()
 
+    /// What an authority-form target may hold: a reg-name or IP literal and a port.
+    static let authorityChar: [Bool] = {
+        var t = [Bool](repeating: false, count: 256)
+        for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
+        for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
+        for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
+        for c in "-._~:[]".utf8 { t[Int(c)] = true }
+        return t
+    }()
+
     /// Parses a request head from the start of `buf`.
     public static func parseHead(_ buf: UnsafeRawBufferPointer, limits: HTTP1Limits = HTTP1Limits()) -> HTTP1HeadResult {
         let n = buf.count
@@ -160,6 +170,10 @@ public enum HTTP1Parser {
             } else {
                 fields.add(name: ":path", value: UnsafeRawBufferPointer(rebasing: target[authEnd...]))
             }
+        } else if method == .connect {
+            // authority-form (RFC 9112 3.2.3): host:port, nothing else.
+            guard target.allSatisfy({ authorityChar[Int($0)] }), target.contains(colon) else { return .failure(.badTarget) }
+            fields.add(name: ":authority", value: target)
         } else {
             return .failure(.badTarget)
         }

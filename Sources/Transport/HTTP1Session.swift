@@ -25,6 +25,8 @@ final class HTTP1Session: ExchangeOwner {
 
     /// Set when an h2c upgrade was accepted: the bytes after the request go to HTTP/2.
     private var pendingUpgrade: (Exchange, [UInt8])? = nil
+    /// Set when a CONNECT was accepted: the bytes after it are the tunnel's (TLS).
+    private var pendingTunnel: TLSContext? = nil
     /// When the head being read got its first byte, and when the body being read began
     /// (monotonic ns; 0: none). Their deadlines count from there, not from the last byte.
     private var headStartedNs: UInt64 = 0
@@ -105,6 +107,11 @@ final class HTTP1Session: ExchangeOwner {
             connection.switchToHTTP2(upgrading: ex, settings: settings, remainder: Array(rest))
             return
         }
+        if let tls = pendingTunnel {
+            pendingTunnel = nil
+            connection.startTunnel(tls, remainder: Array(rest))
+            return
+        }
         if isClosing {
             pending = []
             return
@@ -167,12 +174,16 @@ final class HTTP1Session: ExchangeOwner {
                     return buf.count
                 }
             }
-            if pendingUpgrade != nil { break loop }
+            if pendingUpgrade != nil || pendingTunnel != nil { break loop }
         }
         return pos
     }
 
     private func startRequest(_ head: HTTP1RequestHead) {
+        if head.method == .connect { return connect(head) }
+        if let authority = head.fields.first(":authority"), let refusal = connection.absoluteFormRefusal(authority) {
+            return refuse(refusal)
+        }
         var req = Request(version: head.version, method: head.method, headers: head.fields)
         req.pathIndex = head.fields.first(":authority") == nil ? 0 : 1
         let ex = Exchange(request: req, connection: connection.context, streamID: 0, owner: self)
@@ -206,6 +217,30 @@ final class HTTP1Session: ExchangeOwner {
             return
         }
         dispatcher.dispatch(ex)
+    }
+
+    /// `CONNECT host:port`: a tunnel to an intercepted host (200, then TLS as that host), or a
+    /// refusal. A CONNECT carries no body; one that announces one is refused.
+    private func connect(_ head: HTTP1RequestHead) {
+        guard head.framing == .none || head.framing == .contentLength(0) else {
+            return refuse(.text(400, "a CONNECT request has no body\n"))
+        }
+        switch connection.tunnelDecision(head.fields.first(":authority") ?? []) {
+        case .refuse(let response):
+            refuse(response)
+        case .accept(let tls):
+            connection.enqueue("HTTP/1.1 200 Connection Established\r\n\r\n")
+            state = .closing
+            pendingTunnel = tls
+        }
+    }
+
+    /// Answers `response` and closes: the request is not served.
+    private func refuse(_ response: Response) {
+        state = .closing
+        pending = []
+        connection.write { HTTP1Session.serialize(response, method: .get, closing: true, into: &$0) }
+        connection.closeAfterFlush()
     }
 
     private func fail(_ error: HTTP1ParseError) {

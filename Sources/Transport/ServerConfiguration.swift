@@ -74,6 +74,10 @@ public struct ServerConfiguration: Sendable {
     /// More TLS listeners, the same as `httpsPort`'s (APNs's channel-management ports, say).
     public var extraTLSPorts: [Int] = []
     public var tls: TLSConfiguration?
+    /// Host names the cleartext listener intercepts as an HTTP proxy (`CONNECT`, absolute-form
+    /// requests): each tunnel is served as the TLS listener would serve that host; every other
+    /// host is refused (403). Nil: CONNECT answers 405 and absolute-form targets are served as is.
+    public var intercept: InterceptConfiguration?
     /// Event-loop threads.
     public var threads = Int(csys_cpu_count())
     public var limits = ServerLimits()
@@ -99,6 +103,7 @@ final class ServerCore: @unchecked Sendable { // `loops` is filled before any lo
     let configuration: ServerConfiguration
     let dispatcher: Dispatcher
     let tls: TLSContext?
+    let intercept: InterceptAuthority?
     let budget: ConnectionBudget
     /// The server's event loops (set while starting, before any of them runs).
     var loops: [EventLoop] = []
@@ -110,5 +115,6 @@ final class ServerCore: @unchecked Sendable { // `loops` is filled before any lo
             maxBufferedBytes: max(1 << 20, configuration.limits.maxBufferedBytes), loops: max(1, configuration.threads))
         dispatcher = Dispatcher(router: router, limits: configuration.limits, budget: budget)
         tls = try configuration.tls.map { try TLSContext($0) }
+        intercept = try configuration.intercept.map { try InterceptAuthority($0) }
     }
 }

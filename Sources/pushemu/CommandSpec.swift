@@ -9,6 +9,8 @@ struct CommandSpec {
         let value: String
         let help: String
         var required = false
+        /// A switch that takes no value (`--bundle`).
+        var isSwitch: Bool { value.isEmpty }
     }
 
     let words: [String]
@@ -23,7 +25,10 @@ struct CommandSpec {
     var usageLine: String {
         var line = "pushemu " + words.joined(separator: " ")
         if let operand { line += " " + operand }
-        for option in options { line += option.required ? " --\(option.name) \(option.value)" : " [--\(option.name) \(option.value)]" }
+        for option in options {
+            let text = option.isSwitch ? "--\(option.name)" : "--\(option.name) \(option.value)"
+            line += option.required ? " " + text : " [\(text)]"
+        }
         return line
     }
 
@@ -33,7 +38,7 @@ struct CommandSpec {
         if !options.isEmpty {
             text += "\nOptions:\n"
             for option in options {
-                let left = "  --\(option.name) \(option.value)"
+                let left = option.isSwitch ? "  --\(option.name)" : "  --\(option.name) \(option.value)"
                 text += left + String(repeating: " ", count: max(1, 30 - left.count)) + option.help + "\n"
             }
         }
@@ -63,8 +68,29 @@ struct CommandSpec {
             options: [
                 Option(name: "project", value: "P", help: "the Firebase project id", required: true),
                 Option(name: "out", value: "FILE", help: "where the key file is written (default: standard output)"),
-                Option(name: "token-uri", value: "URL", help: "the file's token_uri (default http://127.0.0.1:8080/token)"),
+                Option(
+                    name: "token-uri", value: "URL|google",
+                    help: "the file's token_uri (default http://127.0.0.1:8080/token; google: Google's own, for the proxy)"),
                 dataDirectory,
+            ]),
+        CommandSpec(
+            words: ["env"], operand: nil,
+            summary:
+                "Prints the variables that point unmodified senders at the emulator's proxy: eval \"$(pushemu env)\" (writes the CA files first).",
+            options: [
+                Option(name: "shell", value: "sh|fish|powershell", help: "the syntax (default sh)"),
+                Option(name: "host", value: "ADDR", help: "the emulator's address (default 127.0.0.1, or PUSHEMU_HOST)"),
+                Option(name: "http-port", value: "PORT", help: "its cleartext port, the proxy (default 8080, or PUSHEMU_HTTP_PORT)"),
+                Option(name: "no-proxy", value: "a,b", help: "more hosts that bypass the proxy (localhost and loopback always do)"),
+                Option(
+                    name: "data-dir", value: "DIR",
+                    help: "where the CA files are written, under ca/ (default ./.pushemu, or PUSHEMU_DATA_DIR)"),
+            ]),
+        CommandSpec(
+            words: ["ca"], operand: nil, summary: "Writes the development CA (or the system's CAs plus it, with --bundle) as PEM.",
+            options: [
+                Option(name: "out", value: "FILE", help: "where (default: standard output)"),
+                Option(name: "bundle", value: "", help: "the system's trusted CAs followed by the development CA"),
             ]),
         CommandSpec(
             words: ["token", "apns"], operand: nil, summary: "Prints a provider token (JWT) signed with a .p8 key.",

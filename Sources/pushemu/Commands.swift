@@ -26,11 +26,13 @@ enum Commands {
             operand = value
             rest.removeFirst()
         }
-        let f = try flags(rest, allowed: spec.allowed)
+        let f = try flags(rest, allowed: spec.allowed, switches: Set(spec.options.filter(\.isSwitch).map(\.name)))
         switch spec.words.joined(separator: " ") {
         case "credentials apns": return try apnsCredentials(f)
         case "credentials fcm": return try fcmCredentials(f)
         case "token apns": return try apnsToken(f)
+        case "env": return try ProxyCommands.env(f, environment: ServeOptions.processEnvironment())
+        case "ca": return try ProxyCommands.ca(f)
         case "devices add": return try addDevice(f)
         case "devices list":
             var query = "?limit=" + (f["limit"] ?? "100")
@@ -158,7 +160,7 @@ enum Commands {
         return r.body + "\n"
     }
 
-    static func flags(_ args: [String], allowed: Set<String>) throws -> [String: String] {
+    static func flags(_ args: [String], allowed: Set<String>, switches: Set<String> = []) throws -> [String: String] {
         var out: [String: String] = [:]
         var i = 0
         while i < args.count {
@@ -171,6 +173,7 @@ enum Commands {
                 name = String(name[..<eq])
             }
             guard allowed.contains(name) else { throw ConfigurationError("unknown option '--\(name)'") }
+            if value == nil && switches.contains(name) { value = "true" }
             if value == nil {
                 guard i + 1 < args.count else { throw ConfigurationError("option '--\(name)' needs a value") }
                 value = args[i + 1]
@@ -209,12 +212,15 @@ enum Commands {
 
     /// Generates a service account for `--project`, registers its public key under `--data-dir`
     /// (default ./.pushemu), where a running emulator finds it, and writes the key file to
-    /// `--out` (default: stdout). `token_uri` defaults to http://127.0.0.1:8080/token.
+    /// `--out` (default: stdout). `token_uri` defaults to http://127.0.0.1:8080/token; `google`
+    /// writes Google's own (https://oauth2.googleapis.com/token), served through the proxy.
     static func fcmCredentials(_ f: [String: String]) throws -> String {
         guard let project = f["project"] else {
             throw ConfigurationError("usage: pushemu credentials fcm --project P [--out FILE] [--token-uri URL]")
         }
-        let tokenURI = f["token-uri"] ?? "http://127.0.0.1:8080/token"
+        var tokenURI = f["token-uri"] ?? "http://127.0.0.1:8080/token"
+        // Google's own token endpoint, as a production key file names it: reached through the proxy.
+        if tokenURI == "google" { tokenURI = "https://oauth2.googleapis.com/token" }
         guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else {
             throw ConfigurationError("--token-uri must be an http(s) URL")
         }

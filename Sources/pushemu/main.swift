@@ -27,16 +27,26 @@ if args.contains("--help") || args.contains("-h") || args.first == "help" {
     exit(0)
 }
 if args.contains("--version") || args.first == "version" {
-    csys_write_stdout("pushemu \(ServeOptions.version)\n")
+    let commit = String(cString: csys_build_commit())
+    csys_write_stdout("pushemu \(ServeOptions.version) (\(commit.isEmpty ? "commit unknown: not built by Scripts/package" : "commit " + commit))\n")
     exit(0)
 }
 if let first = args.first, !first.hasPrefix("-") {
     fail("unknown command '\(first)' (see pushemu --help)")
 }
 
+let environment = ServeOptions.processEnvironment()
+if args.contains("--print-config") {
+    do {
+        csys_write_stdout(try ServeOptions.printConfig(args, environment: environment))
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
 let configuration: EmulatorConfiguration
 do {
-    configuration = try ServeOptions.parse(args)
+    configuration = try ServeOptions.parse(args, environment: environment)
 } catch {
     fail("\(error)")
 }

@@ -132,4 +132,70 @@ final class ServeOptionsTests: XCTestCase {
         c.keyPath = nil
         XCTAssertThrowsError(try Emulator(configuration: c)) { e in XCTAssertEqual("\(e)", "--cert needs --key") }
     }
+
+    func testEveryOptionComesFromTheEnvironmentBelowFlags() throws {
+        XCTAssertEqual(ServeOptions.environmentName("http-port"), "PUSHEMU_HTTP_PORT")
+        XCTAssertEqual(ServeOptions.environmentName("apns-bad-environment-reason"), "PUSHEMU_APNS_BAD_ENVIRONMENT_REASON")
+        let env = [
+            "PUSHEMU_HTTP_PORT": "9001", "PUSHEMU_THREADS": "5", "PUSHEMU_IN_MEMORY": "true", "PUSHEMU_DATA_DIR": "", "PUSHEMU_BIN": "/x",
+        ]
+        let c = try ServeOptions.parse(["--threads", "3"], environment: env)
+        XCTAssertEqual(c.httpPort, 9001)
+        XCTAssertEqual(c.threads, 3, "a flag wins over the environment")
+        XCTAssertTrue(c.inMemory)
+        XCTAssertEqual(c.dataDirectory, "./.pushemu", "an empty variable is unset; unknown PUSHEMU_ variables are ignored")
+        // environment > config file > default
+        let file = "http-port = 7000\nhttps-port = 7443\n"
+        let d = try ServeOptions.parse(["--config", "f"], environment: env) { _ in file }
+        XCTAssertEqual(d.httpPort, 9001)
+        XCTAssertEqual(d.httpsPort, 7443)
+        let e = try ServeOptions.parse([], environment: ["PUSHEMU_CONFIG": "f"]) { _ in file }
+        XCTAssertEqual(e.httpPort, 7000, "PUSHEMU_CONFIG names the config file")
+        // A repeatable option is taken whole from its winning source.
+        let keys = try ServeOptions.parse(["--campaign-key", "data.a"], environment: ["PUSHEMU_CAMPAIGN_KEY": "data.b"])
+        XCTAssertEqual(keys.campaignKeys, ["data.a"])
+        XCTAssertThrowsError(try ServeOptions.parse([], environment: ["PUSHEMU_HTTP_PORT": "abc"])) { e in
+            XCTAssertTrue("\(e)".contains("(from environment PUSHEMU_HTTP_PORT)"), "\(e)")
+        }
+    }
+
+    func testPrintConfigNamesEachValuesSource() throws {
+        let text = try ServeOptions.printConfig(
+            ["--threads", "3", "--config", "f", "--print-config"], environment: ["PUSHEMU_HTTP_PORT": "9001"]
+        ) { _ in "https-port = 7443\nthreads = 9\n" }
+        XCTAssertTrue(text.contains("threads = 3    # flag\n"), text)
+        XCTAssertTrue(text.contains("http-port = 9001    # environment PUSHEMU_HTTP_PORT\n"), text)
+        XCTAssertTrue(text.contains("https-port = 7443    # config file f\n"), text)
+        XCTAssertTrue(text.contains("# host: default (default 127.0.0.1)\n"), text)
+        XCTAssertFalse(text.contains("threads = 9"), text)
+        for o in ServeOptions.options { XCTAssertTrue(text.contains(o.name), o.name) }
+        XCTAssertThrowsError(try ServeOptions.printConfig([], environment: ["PUSHEMU_THREADS": "0"]))
+    }
+
+    func testInterceptHosts() throws {
+        let c = try ServeOptions.parse(["--intercept-host", "Push.Example.com", "--intercept-host", "a.b,c-d.e"])
+        XCTAssertEqual(c.interceptHosts, ["push.example.com", "a.b", "c-d.e"])
+        for bad in ["", "a..b", "-a.b", "a_b.c", "a:443", String(repeating: "a", count: 64) + ".com"] {
+            XCTAssertThrowsError(try ServeOptions.parse(["--intercept-host", bad]), bad)
+        }
+        let intercept = Emulator.interceptConfiguration(c, clientCA: nil)
+        XCTAssertTrue(
+            intercept.hosts.isSuperset(of: [
+                "api.sandbox.push.apple.com", "fcm.googleapis.com", "oauth2.googleapis.com", "push.example.com",
+            ]))
+    }
+
+    func testEnvScriptsQuoteForEachShell() {
+        let vars = ProxyEnvironment.variables(
+            proxy: "http://127.0.0.1:8080", noProxy: ["internal.example"], ca: "/a/ca.pem", bundle: "/a/it's.pem")
+        XCTAssertEqual(vars.first { $0.0 == "NO_PROXY" }?.1, "localhost,127.0.0.1,::1,internal.example")
+        let sh = ProxyEnvironment.script(vars, shell: .sh, comment: "c")
+        XCTAssertTrue(sh.contains("export SSL_CERT_FILE='/a/it'\\''s.pem'\n"), sh)
+        let fish = ProxyEnvironment.script(vars, shell: .fish, comment: "c")
+        XCTAssertTrue(fish.contains("set -gx SSL_CERT_FILE '/a/it\\'s.pem'\n"), fish)
+        let ps = ProxyEnvironment.script(vars, shell: .powershell, comment: "c")
+        XCTAssertTrue(ps.contains("$env:SSL_CERT_FILE = '/a/it''s.pem'\n"), ps)
+        XCTAssertTrue(ProxyEnvironment.absolute("./x").hasPrefix("/"))
+        XCTAssertEqual(ProxyEnvironment.absolute("/abs"), "/abs")
+    }
 }

@@ -279,6 +279,30 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertNil(Base64URL.decode(Array("A!".utf8)))
         XCTAssertNil(Base64URL.decode(Array("A".utf8)))
     }
+
+    func testConnectTakesAuthorityFormOnly() throws {
+        let (h, _) = try XCTUnwrap(head("CONNECT fcm.googleapis.com:443 HTTP/1.1\r\n\r\n"))
+        XCTAssertEqual(h.method, .connect)
+        XCTAssertEqual(h.fields.first(":authority")?.utf8String, "fcm.googleapis.com:443")
+        XCTAssertNil(h.fields.first(":path"))
+        XCTAssertNotNil(head("CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\n\r\n"))
+        XCTAssertEqual(error("CONNECT fcm.googleapis.com HTTP/1.1\r\n\r\n"), .badTarget, "no port")
+        XCTAssertEqual(error("CONNECT a@b:443 HTTP/1.1\r\n\r\n"), .badTarget, "userinfo")
+        XCTAssertEqual(error("CONNECT a/b:443 HTTP/1.1\r\n\r\n"), .badTarget)
+        XCTAssertEqual(error("GET fcm.googleapis.com:443 HTTP/1.1\r\nHost: a\r\n\r\n"), .badTarget, "authority-form is CONNECT's alone")
+    }
+
+    func testAuthoritySplitting() {
+        XCTAssertEqual(Connection.splitAuthority("api.push.apple.com:443").map { "\($0.0)|\($0.1 ?? -1)" }, "api.push.apple.com|443")
+        XCTAssertEqual(Connection.splitAuthority("[::1]:8443").map { "\($0.0)|\($0.1 ?? -1)" }, "::1|8443")
+        XCTAssertEqual(Connection.splitAuthority("localhost").map { "\($0.0)|\($0.1 ?? -1)" }, "localhost|-1")
+        XCTAssertNil(Connection.splitAuthority("host:0"))
+        XCTAssertNil(Connection.splitAuthority("host:65536"))
+        XCTAssertNil(Connection.splitAuthority("host:99999999999999999999999"))
+        XCTAssertNil(Connection.splitAuthority(":443"))
+        XCTAssertNil(Connection.splitAuthority("[::1"))
+        XCTAssertEqual(InterceptAuthority.normalized("FCM.GoogleAPIs.com.."), "fcm.googleapis.com")
+    }
 }
 
 /// A small deterministic generator for property-style tests.
@@ -292,4 +316,5 @@ struct SplitMix {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+
 }

@@ -48,4 +48,6 @@ uint64_t csys_random_u64(void);
 int csys_cpu_count(void);
 /* Peer address of a socket as text "host:port", written into buf. */
 int csys_peer_name(int fd, char *buf, size_t len);
+/* The commit of a packaged build (Scripts/package), or "" for a plain build. */
+const char *csys_build_commit(void);
 #endif

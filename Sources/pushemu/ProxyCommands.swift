@@ -1,0 +1,48 @@
+import Emulator
+import Glibc
+import PushCore
+
+/// `pushemu env` and `pushemu ca`: what a sender's process needs to reach the emulator through
+/// its proxy with its code unchanged.
+enum ProxyCommands {
+    /// Writes the CA files under `<data-dir>/ca/` and prints the variables for `--shell`.
+    static func env(_ f: [String: String], environment: [String: String]) throws -> String {
+        let shellName = f["shell"] ?? "sh"
+        guard let shell = ProxyEnvironment.Shell(rawValue: shellName) else {
+            throw ConfigurationError("--shell must be sh, fish or powershell, got '\(shellName)'")
+        }
+        let host = f["host"] ?? environment[ServeOptions.environmentName("host")].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1"
+        let portText = f["http-port"] ?? environment[ServeOptions.environmentName("http-port")].flatMap { $0.isEmpty ? nil : $0 } ?? "8080"
+        guard let port = Int(portText), (1...65535).contains(port) else {
+            throw ConfigurationError("--http-port must be a port number (1-65535), got '\(portText)'")
+        }
+        // A wildcard bind is reached on loopback.
+        let address =
+            switch host {
+            case "0.0.0.0": "127.0.0.1"
+            case "::": "[::1]"
+            default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            }
+        let dataDir =
+            f["data-dir"] ?? environment[ServeOptions.environmentName("data-dir")].flatMap { $0.isEmpty ? nil : $0 } ?? "./.pushemu"
+        let files = try ProxyEnvironment.writeFiles(under: dataDir + "/ca")
+        let noProxy = (f["no-proxy"] ?? "").split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
+        let variables = ProxyEnvironment.variables(proxy: "http://\(address):\(port)", noProxy: noProxy, ca: files.ca, bundle: files.bundle)
+        var comment = "pushemu's proxy: APNs and FCM hosts are answered by the emulator; CONNECT to any other host is refused.\n"
+        comment += "Evaluate in the shell that runs the sender (other HTTPS hosts need NO_PROXY: pushemu env --no-proxy a,b)."
+        if files.systemFile == nil { comment += "\nNo system CA bundle was found: the bundle holds the development CA alone." }
+        return ProxyEnvironment.script(variables, shell: shell, comment: comment)
+    }
+
+    /// The development CA, or the bundle, to `--out` or standard output.
+    static func ca(_ f: [String: String]) throws -> String {
+        let pem = f["bundle"] == "true" ? ProxyEnvironment.bundle().pem : ProxyEnvironment.developmentCA
+        guard let path = f["out"] else { return pem }
+        do {
+            try Files.writeAtomically(path, Array(pem.utf8))
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
+        return "{\"file\":" + JSONWriter.quote(path) + "}\n"
+    }
+}
