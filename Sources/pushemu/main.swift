@@ -9,6 +9,9 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
     exit(code)
 }
 
+// The Swift runtime reads the command line from /proc/self/cmdline when linked statically: with
+// no /proc (a bare chroot) there is none, and serving on defaults would ignore every flag given.
+guard !CommandLine.arguments.isEmpty else { fail("cannot read the command line: is /proc mounted?") }
 var args = Array(CommandLine.arguments.dropFirst())
 let namedServe = args.first == "serve"
 if namedServe { args.removeFirst() }
@@ -28,7 +31,8 @@ if args.contains("--help") || args.contains("-h") || args.first == "help" {
 }
 if args.contains("--version") || args.first == "version" {
     let commit = String(cString: csys_build_commit())
-    csys_write_stdout("pushemu \(ServeOptions.version) (\(commit.isEmpty ? "commit unknown: not built by Scripts/package" : "commit " + commit))\n")
+    let built = commit.isEmpty ? "commit unknown: not built by Scripts/package" : "commit " + commit
+    csys_write_stdout("pushemu \(ServeOptions.version) (\(built))\n")
     exit(0)
 }
 if let first = args.first, !first.hasPrefix("-") {
