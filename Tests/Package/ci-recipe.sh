@@ -6,7 +6,8 @@
 # Usage: Tests/Package/ci-recipe.sh TARBALL [PYTHON]   (PYTHON default .venv/bin/python)
 set -euo pipefail
 tarball=$(realpath "${1:?usage: ci-recipe.sh TARBALL [PYTHON]}")
-python=$(realpath "${2:-.venv/bin/python}")
+python=${2:-.venv/bin/python}
+python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"   # absolute, the venv's link kept
 work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill -KILL "$server" 2>/dev/null; rm -rf "$work"' EXIT
@@ -40,7 +41,7 @@ warnings.simplefilter("ignore")
 import firebase_admin
 from firebase_admin import messaging
 firebase_admin.initialize_app()
-token = "c" + "0" * 21 + ":APA91b" + "CiRecipe" * 17
+token = "c" + "0" * 20 + "1" + ":APA91b" + "Tok001" * 19 + "x"
 print(messaging.send(messaging.Message(token=token, notification=messaging.Notification(title="ci", body="recipe"))))
 if len(sys.argv) > 1:  # one message FCM rejects: an invalid token
     try:
