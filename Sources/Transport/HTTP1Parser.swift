@@ -74,24 +74,20 @@ public enum HTTP1Parser {
     static let cr: UInt8 = 13, lf: UInt8 = 10, sp: UInt8 = 32, ht: UInt8 = 9, colon: UInt8 = 58
 
     /// RFC 9110 tchar.
-    static let tchar: [Bool] = {
-        var t = [Bool](repeating: false, count: 256)
-        for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
-        for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
-        for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
-        for c in "!#$%&'*+-.^_`|~".utf8 { t[Int(c)] = true }
-        return t
-    }()
+    static let tchar = alphanumericTable(plus: "!#$%&'*+-.^_`|~")
 
     /// What an authority-form target may hold: a reg-name or IP literal and a port.
-    static let authorityChar: [Bool] = {
+    static let authorityChar = alphanumericTable(plus: "-._~:[]")
+
+    /// A byte table: true for ASCII letters, digits and `extra`.
+    static func alphanumericTable(plus extra: String) -> [Bool] {
         var t = [Bool](repeating: false, count: 256)
         for c in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(c)] = true }
         for c in UInt8(ascii: "a")...UInt8(ascii: "z") { t[Int(c)] = true }
         for c in UInt8(ascii: "A")...UInt8(ascii: "Z") { t[Int(c)] = true }
-        for c in "-._~:[]".utf8 { t[Int(c)] = true }
+        for c in extra.utf8 { t[Int(c)] = true }
         return t
-    }()
+    }
 
     /// Parses a request head from the start of `buf`.
     public static func parseHead(_ buf: UnsafeRawBufferPointer, limits: HTTP1Limits = HTTP1Limits()) -> HTTP1HeadResult {

@@ -42,15 +42,7 @@ final class InterceptAuthority: Sendable {
         let certs = try TLSContext.readCertificates(configuration.caCertificatePEM, what: "intercept CA")
         for extra in certs.dropFirst() { X509_free(extra) }
         caCertificate = OpaquePointerBox(certs[0]) { X509_free($0) }
-        let key = try configuration.caKeyPEM.withUnsafeBytes { raw -> OpaquePointer in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw TransportError.tls("BIO_new_mem_buf") }
-            defer { BIO_free(bio) }
-            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
-                throw TransportError.tls("intercept CA key is not a readable PEM key: \(tlsErrors())")
-            }
-            return k
-        }
-        caKey = OpaquePointerBox(key) { EVP_PKEY_free($0) }
+        caKey = OpaquePointerBox(try TLSContext.readPrivateKey(configuration.caKeyPEM, what: "intercept CA key")) { EVP_PKEY_free($0) }
         guard X509_check_private_key(caCertificate.pointer, caKey.pointer) == 1 else {
             throw TransportError.tls("intercept CA key does not match its certificate: \(tlsErrors())")
         }

@@ -42,14 +42,7 @@ final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_use_certificate(ctx, certs[0]) == 1 else { throw TransportError.tls("certificate rejected: \(tlsErrors())") }
         for extra in certs.dropFirst() { _ = pushemu_ssl_ctx_add1_chain_cert(ctx, extra) }
 
-        let key = try config.privateKeyPEM.withUnsafeBytes { raw -> OpaquePointer in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw TransportError.tls("BIO_new_mem_buf") }
-            defer { BIO_free(bio) }
-            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
-                throw TransportError.tls("private key is not a readable PEM key: \(tlsErrors())")
-            }
-            return k
-        }
+        let key = try TLSContext.readPrivateKey(config.privateKeyPEM, what: "private key")
         defer { EVP_PKEY_free(key) }
         guard SSL_CTX_use_PrivateKey(ctx, key) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
             throw TransportError.tls("private key does not match the certificate: \(tlsErrors())")
@@ -93,6 +86,18 @@ final class TLSContext: @unchecked Sendable {
     }
 
     deinit { SSL_CTX_free(ctx) }
+
+    /// The private key in `pem` (the caller frees it with EVP_PKEY_free).
+    static func readPrivateKey(_ pem: [UInt8], what: String) throws -> OpaquePointer {
+        try pem.withUnsafeBytes { raw -> OpaquePointer in
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { throw TransportError.tls("BIO_new_mem_buf") }
+            defer { BIO_free(bio) }
+            guard let k = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+                throw TransportError.tls("\(what) is not a readable PEM key: \(tlsErrors())")
+            }
+            return k
+        }
+    }
 
     static func readCertificates(_ pem: [UInt8], what: String) throws -> [OpaquePointer] {
         var out: [OpaquePointer] = []

@@ -109,6 +109,11 @@ final class ProxyTests: XCTestCase {
             ], timeout: 20)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(r.stdout, "200 2", r.stderr)
+        // curl -x to Apple's sandbox host: answered by the APNs emulation, environment sandbox.
+        let (status, body) = try adminRequest(s, "GET", "/emulator/v1/notifications?provider=apns&limit=1")
+        XCTAssertEqual(status, 200)
+        XCTAssertTrue(body.contains("\"environment\":\"sandbox\""), body)
+        XCTAssertTrue(body.contains("\"token\":\"\(token)\""), body)
     }
 
     func testOnlyInterceptedHostsAreTunnelled() throws {
