@@ -75,8 +75,12 @@ struct DeviceAdminAPI: Sendable {
                 }
                 if let err { return ex.respond(AdminAPI.error(400, err)) }
                 if topics != nil && dev.platform != .android { return ex.respond(AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs)) }
-                store.update(token: token) { d in err = DeviceAdminAPI.apply(ex.request.body, to: &d) }
+                var registrationGiven = false
+                store.update(token: token) { d in err = DeviceAdminAPI.apply(ex.request.body, to: &d, registrationGiven: &registrationGiven)
+                }
                 if let err { return ex.respond(AdminAPI.error(400, err)) }
+                // A registration given anew: the SDK registers (Adobe's skips it when nothing changed).
+                if registrationGiven && dev.uninstalledAtMs == nil { store.sendRegistration(token: token, event: .register, nowMs: now) }
                 if let topics, let e = setTopics(token, topics, project: fcmDevices.device(token: token)?.project ?? dev.environment, now) {
                     return ex.respond(AdminAPI.error(400, e))
                 }
@@ -89,8 +93,27 @@ struct DeviceAdminAPI: Sendable {
         r.add(.get, "/emulator/v1/fleets") { ex in
             ex.respond(.json(200, JSONObjectWriter.list("fleets", store.allFleets.map(\.json))))
         }
-        r.add(.get, "/emulator/v1/fleets/{id}") { ex in
-            guard let f = store.fleet(id: ex.parameter(0).utf8String) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+        // GET: the fleet (with its registration's progress). POST `{id}:pauseRegistration` and
+        // `{id}:resumeRegistration`: the bulk registration stops where it is and goes on from there.
+        r.add([.get, .post], "/emulator/v1/fleets/{id}") { ex in
+            var id = ex.parameter(0).utf8String
+            if ex.request.method == .get {
+                guard let f = store.fleet(id: id) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+                return ex.respond(.json(200, f.json))
+            }
+            let pause: Bool
+            if id.hasSuffix(":pauseRegistration") {
+                pause = true
+                id.removeLast(":pauseRegistration".count)
+            } else if id.hasSuffix(":resumeRegistration") {
+                pause = false
+                id.removeLast(":resumeRegistration".count)
+            } else {
+                return ex.respond(AdminAPI.error(404, "POST /emulator/v1/fleets/{id}:pauseRegistration or :resumeRegistration"))
+            }
+            guard let f = store.fleet(id: id) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+            guard let progress = f.registrationProgress else { return ex.respond(AdminAPI.error(409, "fleet \(id) has no registration")) }
+            store.registrar.setPaused(progress, pause)
             ex.respond(.json(200, f.json))
         }
         r.add(.get, "/emulator/v1/fleets/{id}/tokens") { ex in
@@ -120,7 +143,9 @@ struct DeviceAdminAPI: Sendable {
             let q = ex.request
             f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
             if let e = q.queryParameter("event"), !e.isEmpty {
-                guard let ev = TrackingEvent(rawValue: e) else { return ex.respond(AdminAPI.error(400, "event must be receive or open")) }
+                guard let ev = TrackingEvent(rawValue: e) else {
+                    return ex.respond(AdminAPI.error(400, "event must be receive, open, register, unregister or appOpen"))
+                }
                 f.event = ev
             }
             f.status = q.queryParameter("status").flatMap { $0.isEmpty ? nil : $0 }
@@ -313,6 +338,8 @@ struct DeviceAdminAPI: Sendable {
             fcmDevices.register(token: tok, project: env, app: app, nowMs: now)
             if let topics, let e = setTopics(tok, topics, project: env, now) { return AdminAPI.error(400, e) }
         }
+        // The app is installed: its SDK registers the token with the campaign platform.
+        store.sendRegistration(token: tok, event: .register, nowMs: now)
         return .json(201, deviceJSON(tok) ?? d.json(fleetID: nil))
     }
 
@@ -361,7 +388,15 @@ struct DeviceAdminAPI: Sendable {
 
     /// Applies the mutable fields of a device body; returns an error message or nil.
     static func apply(_ body: [UInt8], to d: inout SimDevice) -> String? {
+        var registrationGiven = false
+        return apply(body, to: &d, registrationGiven: &registrationGiven)
+    }
+
+    /// Applies the body's device fields; `registrationGiven` says whether it set `registration`.
+    static func apply(_ body: [UInt8], to d: inout SimDevice, registrationGiven: inout Bool) -> String? {
         var err: String?
+        var given = false
+        defer { registrationGiven = given }
         let ok = body.withUnsafeBytes { raw -> Bool in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
@@ -377,6 +412,13 @@ struct DeviceAdminAPI: Sendable {
                         return
                     }
                     do { d.tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
+                case "registration":
+                    given = true
+                    if kind == .null {
+                        d.registration = nil
+                        return
+                    }
+                    do { d.registration = try RegistrationConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
                 case "behavior":
                     if kind == .null {
                         d.behavior = nil
@@ -421,7 +463,7 @@ struct DeviceAdminAPI: Sendable {
     // MARK: fleets
 
     /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
-    /// "seed","behavior","tracking","labels"}`.
+    /// "seed","behavior","tracking","registration","registerRate","labels"}`.
     func createFleet(_ req: Request) -> Response {
         var platform: DevicePlatform?
         var app: String?
@@ -430,6 +472,8 @@ struct DeviceAdminAPI: Sendable {
         var seed: UInt64?
         var behavior: Behavior?
         var tracking: TrackingConfig?
+        var registration: RegistrationConfig?
+        var registerRate = 10_000
         var labels: [String] = []
         var err: String?
         var topLevel: [(Int, Int)] = []
@@ -452,6 +496,13 @@ struct DeviceAdminAPI: Sendable {
                 case "seed": if let n = v.integer(val), n >= 0 { seed = UInt64(n) } else { err = "seed must be a non-negative integer" }
                 case "behavior": do { behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
                 case "tracking": do { tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
+                case "registration": do { registration = try RegistrationConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
+                case "registerRate":
+                    if let n = v.integer(val), (1...1_000_000).contains(n) {
+                        registerRate = n
+                    } else {
+                        err = "registerRate must be 1 to 1000000 a second"
+                    }
                 case "labels":
                     v.forEachElement(val) {
                         if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" }
@@ -483,7 +534,8 @@ struct DeviceAdminAPI: Sendable {
         do {
             let f = try store.createFleet(
                 platform: platform, app: app, count: count, environment: env, seed: seed,
-                behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs())
+                behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs(), registration: registration,
+                registerRate: registerRate)
             return .json(201, f.json)
         } catch {
             return AdminAPI.error(400, "\(error)")

@@ -119,6 +119,7 @@ package final class Emulator: Sendable {
         gauges.server = server
         services = [
             JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
+            RegistrarService(registrar: stores.devices.registrar),
             FanOutService(worker: pipelineServices.fanOut), SlowWorkService(worker: slowWork),
             SlowWorkService(worker: journalReads),
             ServerService(server: server, configuration: configuration),

@@ -68,6 +68,9 @@ package struct EmulatorConfiguration: Sendable {
     package var campaignKeys: [String] = []
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     package var trackingLogSize = 100_000
+    /// `--registration-preset` and `--registration-url`, resolved into `devices.defaultRegistration`.
+    package var registrationPreset: String?
+    package var registrationURL: String?
 
     package init() {}
 }

@@ -1,3 +1,4 @@
+import Fleet
 import Journal
 import Pipeline
 import Tracking
@@ -22,6 +23,13 @@ struct DispatcherService: EmulatorService {
     let dispatcher: TrackingDispatcher
     func start() throws { dispatcher.start() }
     func stop() { dispatcher.stop() }
+}
+
+/// The fleets' bulk registration: stopped before the dispatcher it feeds.
+struct RegistrarService: EmulatorService {
+    let registrar: FleetRegistrar
+    func start() throws { registrar.start() }
+    func stop() { registrar.stop() }
 }
 
 /// The fan-out worker (topic, condition and broadcast deliveries); stopping delivers what it

@@ -185,6 +185,24 @@ package enum ServeOptions {
                 throw ConfigurationError("--tracking: \(error)")
             }
         },
+        Option(
+            name: "registration", valueName: "JSON",
+            help: "how devices' apps register their tokens, e.g. {\"preset\":\"adobe-campaign\",\"url\":...,\"integrationKey\":...}"
+        ) { c, v in
+            do { c.devices.defaultRegistration = try RegistrationConfig.parse(Array(v.utf8)) } catch {
+                throw ConfigurationError("--registration: \(error)")
+            }
+        },
+        Option(
+            name: "registration-preset", valueName: "NAME",
+            help: "the registration preset alone: adobe-campaign, pushwoosh (with --registration-url)"
+        ) {
+            c, v in c.registrationPreset = v
+        },
+        Option(name: "registration-url", valueName: "URL", help: "the platform's registration base URL (with --registration-preset)") {
+            c, v in
+            c.registrationURL = v
+        },
         Option(name: "behavior", valueName: "JSON", help: "default device behaviour, e.g. {\"openRate\":0.1,\"receiveDelayMs\":[50,500]}") {
             c, v in
             let bytes = Array(v.utf8)
@@ -442,7 +460,30 @@ package enum ServeOptions {
         for setting in try settings(args, environment: environment, readFile: readFile) {
             try apply(setting.name, setting.value, to: &config, source: setting.source.description)
         }
+        try resolveRegistration(&config)
         return config
+    }
+
+    /// `--registration-preset` and `--registration-url` over `--registration`'s object (or alone),
+    /// validated once every setting is in.
+    static func resolveRegistration(_ c: inout EmulatorConfiguration) throws {
+        guard c.registrationPreset != nil || c.registrationURL != nil else { return }
+        let base = c.devices.defaultRegistration
+        guard let preset = c.registrationPreset ?? base?.preset else {
+            throw ConfigurationError("--registration-url needs --registration-preset")
+        }
+        let url = c.registrationURL ?? base?.url ?? ""
+        do {
+            var merged = try RegistrationConfig.parse(
+                Array(("{\"preset\":" + JSONWriter.quote(preset) + ",\"url\":" + JSONWriter.quote(url) + "}").utf8))
+            if let base, base.preset == preset {
+                merged.options = base.options
+                merged.additionalParams = base.additionalParams
+            }
+            c.devices.defaultRegistration = merged
+        } catch {
+            throw ConfigurationError("--registration-preset \(preset): \(error)")
+        }
     }
 
     /// `pushemu serve --print-config`: every option as a config file line with where its value

@@ -2,7 +2,7 @@ import PushCore
 
 /// The device layer's lifecycle API: a device record for any token a gateway or fleet knows
 /// (`ensure`), its app uninstalled (`uninstall`), its token rotated (`rotate`), and what is
-/// known of it (`describe`). The request pipeline (a fault's `uninstall` / `rotate` effect) and
+/// known of it (`describe`); each change makes the SDK's registration call where it makes one. The request pipeline (a fault's `uninstall` / `rotate` effect) and
 /// the admin API (`DELETE /emulator/v1/devices/{token}`, `:rotate`) both go through it, so a
 /// device changes the same way whoever asks, and nothing on the request path calls admin code.
 ///
@@ -50,8 +50,18 @@ public struct DeviceLifecycle: Sendable {
     }
 
     /// Uninstalls the app everywhere the token is known; a well-formed token nobody knows is
-    /// recorded as an uninstalled app (its next push gets 410 / 404 UNREGISTERED).
+    /// recorded as an uninstalled app (its next push gets 410 / 404 UNREGISTERED). An installed
+    /// app's SDK unregisters first where it does (Pushwoosh).
     public func uninstall(_ token: String, nowMs: Int64) {
+        if let device = store.device(token: token), device.uninstalledAtMs == nil {
+            store.sendRegistration(token: token, event: .unregister, nowMs: nowMs)
+        }
+        markUninstalled(token, nowMs: nowMs)
+    }
+
+    /// The uninstall itself, with no SDK call (a rotated token's old one is not unregistered:
+    /// the SDK registers the new one in its place).
+    private func markUninstalled(_ token: String, nowMs: Int64) {
         for gateway in records { gateway.uninstall(token: token, atMs: nowMs) }
         if ensure(token, nowMs: nowMs) == nil, let platform = records.first(where: { $0.recognizes(token: token) })?.platform {
             try? store.register(
@@ -72,7 +82,12 @@ public struct DeviceLifecycle: Sendable {
         let fresh = DeviceLifecycle.randomToken(old.platform, &random)
         var device = old
         device.token = fresh
+        device.hardwareID = old.hardwareID
         device.createdAtMs = nowMs
+        // Out of its fleet, the app keeps registering as the fleet's did.
+        if device.registration == nil, let n = old.fleet, let fleetRegistration = store.fleetRef(n)?.spec.registration {
+            device.registration = fleetRegistration
+        }
         device.fleet = nil
         device.fleetIndex = nil
         device.inbox = []
@@ -80,9 +95,11 @@ public struct DeviceLifecycle: Sendable {
         device.seed = random.next()
         do { try store.register(device) } catch { return .failure(.invalid("\(error)")) }
         records.first { $0.platform == old.platform }?.register(token: fresh, app: old.app, environment: old.environment, nowMs: nowMs)
-        uninstall(token, nowMs: nowMs)
+        markUninstalled(token, nowMs: nowMs)
         _ = store.update(token: token) { $0.rotatedTo = fresh }
-        return .success(device)
+        // The SDK registers the refreshed token (the platform sees the old one go).
+        store.sendRegistration(token: fresh, event: .register, previousToken: token, nowMs: nowMs)
+        return .success(store.device(token: fresh) ?? device)
     }
 
     /// What the device layer and the gateways know of `token`, or nil.

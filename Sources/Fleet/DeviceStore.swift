@@ -15,6 +15,11 @@ public struct FleetSpec: Sendable {
     public var seed: UInt64
     public var behavior: Behavior
     public var tracking: TrackingConfig?
+    /// How its apps register their tokens (its own, or the server's when it was created), and
+    /// how far the bulk registration is.
+    public var registration: RegistrationConfig? = nil
+    public var registerRate = 10_000
+    public var registrationProgress: FleetRegistration? = nil
     public var labels: [String]
     public var createdAtMs: Int64
     public var uninstalledCount: Int?
@@ -31,6 +36,8 @@ public struct FleetSpec: Sendable {
         s += platform == .ios ? ",\"environment\":" : ",\"project\":"
         s += environment.map(JSONWriter.quote) ?? "null"
         s += ",\"seed\":\(seed),\"behavior\":\(behavior.json),\"tracking\":" + (tracking?.json ?? "null")
+        s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registerRate\":\(registerRate)"
+        s += ",\"registrationProgress\":" + (registrationProgress?.json ?? "null")
         s += ",\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "],\"createdAt\":\(createdAtMs)}"
         return s
     }
@@ -48,6 +55,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var policy = Policy.auto
         public var defaultTracking: TrackingConfig?
+        /// How devices register with the campaign platform when neither they nor their fleet say (`--registration`).
+        public var defaultRegistration: RegistrationConfig?
         public var defaultBehavior = Behavior()
         public var inboxSize = 100
         /// Notifications kept for an offline FCM device.
@@ -72,6 +81,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public let configuration: Configuration
     /// `configuration.defaultTracking != nil`, computed once (asking copies the configuration).
     private let hasDefaultTracking: Bool
+    private let hasDefaultRegistration: Bool
     public let dispatcher: TrackingDispatcher?
     private let codec: FleetTokens
     /// A fleet never changes once created: the hot path holds it by reference (a `FleetSpec`
@@ -112,13 +122,18 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
     let counters = AtomicCounters()
 
+    /// Registers fleets' devices in bulk (started and stopped with the dispatcher's service).
+    public let registrar = FleetRegistrar()
+
     public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
         self.configuration = configuration
         hasDefaultTracking = configuration.defaultTracking != nil
+        hasDefaultRegistration = configuration.defaultRegistration != nil
         self.dispatcher = dispatcher
         var r = FastRandom()
         codec = FleetTokens(secret: (r.next(), r.next() | 1))
         shards = (0..<64).map { _ in Shard() }
+        registrar.store = self
     }
 
     func shard(_ k: TokenKey) -> Shard { shards[k.shard(shards.count)] }
@@ -131,22 +146,32 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public func createFleet(
         platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
-        behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64
+        behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64,
+        registration: RegistrationConfig? = nil, registerRate: Int = 10_000
     ) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
+        guard (1...1_000_000).contains(registerRate) else { throw StoreError(description: "registerRate must be 1 to 1000000 a second") }
         var r = FastRandom()
-        return try fleets.withLock { f in
+        let spec = try fleets.withLock { f in
             // The fleet number has 24 bits in a token's header; each fleet costs a little memory.
             guard f.count < DeviceStore.maxFleets else {
                 throw StoreError(description: "fleet limit reached (\(DeviceStore.maxFleets) fleets; POST /emulator/v1/reset removes them)")
             }
-            let spec = FleetSpec(
+            var spec = FleetSpec(
                 number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
                 secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
                 tracking: tracking, labels: labels, createdAtMs: nowMs)
+            spec.registerRate = registerRate
+            // Its apps register as they install: with the fleet's registration, else the server's.
+            if let config = registration ?? configuration.defaultRegistration, dispatcher != nil {
+                spec.registration = config
+                spec.registrationProgress = FleetRegistration(config: config, rate: registerRate, total: count, nowMs: nowMs)
+            }
             f.append(FleetRef(spec))
             return spec
         }
+        if let progress = spec.registrationProgress { registrar.add(spec, progress) }
+        return spec
     }
 
     public func fleet(id: String) -> FleetSpec? {
@@ -269,6 +294,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             s.verified.withLock { $0 = nil }
         }
         fleets.withLock { $0.removeAll() }
+        registrar.removeAll()
         live.removeAll()
         fcmTokens.withLock { $0.removeAll() }
         counters.delivered.store(0, ordering: .relaxed)
@@ -542,6 +568,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                     // The device record exists (it was just delivered to); no copy comes back.
                     let k = TokenKey(dev.token)
                     shard(k).map.withLock { m in if let i = m.index(forKey: k) { m.values[i].opened += 1 } }
+                    if hasDefaultRegistration || dev.overrides?.registration != nil || fleet?.spec.registration != nil {
+                        appOpened(dev, fleet: fleet, atMs: at)
+                    }
                 }
             case .skip:
                 counters.trackingSkipped.add(1, ordering: .relaxed)

@@ -63,28 +63,58 @@ public struct SimDevice: Sendable {
     public var labels: [String] = []
     /// The device's own tracking, when it has one (most use their fleet's or the server's).
     public var tracking: TrackingConfig? {
-        get { overrides?.tracking }
-        set { overrides = Overrides.make(tracking: newValue, behavior: behavior) }
+        get { overrides?.fields.tracking }
+        set { change { $0.tracking = newValue } }
     }
     /// The device's own behaviour profile, when it has one.
     public var behavior: Behavior? {
-        get { overrides?.behavior }
-        set { overrides = Overrides.make(tracking: tracking, behavior: newValue) }
+        get { overrides?.fields.behavior }
+        set { change { $0.behavior = newValue } }
     }
-    /// `tracking` and `behavior`, out of line: inline they were 153 of a record's 376 bytes, and
-    /// nil for nearly every device (a campaign's devices are records too). Never mutated: a
-    /// change stores a new box, so records keep value semantics.
+    /// How the device's app registers its token with the campaign platform, when it has its own
+    /// (else its fleet's or the server's).
+    public var registration: RegistrationConfig? {
+        get { overrides?.fields.registration }
+        set { change { $0.registration = newValue } }
+    }
+    /// The fingerprint of the last registration sent (Adobe's SDK skips an unchanged one).
+    public var registrationFingerprint: String? {
+        get { overrides?.fields.fingerprint }
+        set { change { $0.fingerprint = newValue } }
+    }
+    /// The SDKs' hardware id (Pushwoosh's hwid): derived from the first token the device had,
+    /// and kept across token refreshes.
+    public var hardwareID: String {
+        get { overrides?.fields.hardwareID ?? TrackingContext.hardwareID(token) }
+        set {
+            let kept = newValue == TrackingContext.hardwareID(token) ? nil : newValue
+            change { $0.hardwareID = kept }
+        }
+    }
+    /// The fields above, out of line: inline they were 153 of a record's 376 bytes, and nil for
+    /// nearly every device (a campaign's devices are records too). Never mutated: a change
+    /// stores a new box, so records keep value semantics.
     private(set) var overrides: Overrides?
     final class Overrides: Sendable {
-        let tracking: TrackingConfig?
-        let behavior: Behavior?
-        private init(tracking: TrackingConfig?, behavior: Behavior?) {
-            self.tracking = tracking
-            self.behavior = behavior
+        struct Fields: Sendable {
+            var tracking: TrackingConfig?
+            var behavior: Behavior?
+            var registration: RegistrationConfig?
+            var fingerprint: String?
+            var hardwareID: String?
+            var isEmpty: Bool { tracking == nil && behavior == nil && registration == nil && fingerprint == nil && hardwareID == nil }
         }
-        static func make(tracking: TrackingConfig?, behavior: Behavior?) -> Overrides? {
-            tracking == nil && behavior == nil ? nil : Overrides(tracking: tracking, behavior: behavior)
-        }
+        let fields: Fields
+        var tracking: TrackingConfig? { fields.tracking }
+        var behavior: Behavior? { fields.behavior }
+        var registration: RegistrationConfig? { fields.registration }
+        private init(_ fields: Fields) { self.fields = fields }
+        static func make(_ fields: Fields) -> Overrides? { fields.isEmpty ? nil : Overrides(fields) }
+    }
+    private mutating func change(_ body: (inout Overrides.Fields) -> Void) {
+        var fields = overrides?.fields ?? Overrides.Fields()
+        body(&fields)
+        overrides = Overrides.make(fields)
     }
     public var fleet: Int?
     public var fleetIndex: Int?
@@ -181,6 +211,7 @@ public struct SimDevice: Sendable {
         s += ",\"appState\":\"\(appState.rawValue)\",\"permission\":\"\(permission.rawValue)\",\"nseInstalled\":\(nseInstalled)"
         s += ",\"privacyOptOut\":\(privacyOptOut),\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "]"
         s += ",\"tracking\":" + (tracking?.json ?? "null") + ",\"behavior\":" + (behavior?.json ?? "null")
+        s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registered\":\(registrationFingerprint != nil)"
         s += ",\"fleet\":" + (fleetID.map(JSONWriter.quote) ?? "null")
         s += ",\"createdAt\":\(createdAtMs),\"received\":\(received),\"opened\":\(opened),\"inbox\":\(inbox.count)"
         s += ",\"evicted\":\(evicted),\"collapsed\":\(collapsed),\"pending\":\(pending.count),\"dropped\":\(dropped)"

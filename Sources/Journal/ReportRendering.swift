@@ -235,16 +235,4 @@ extension CampaignReport {
 }
 
 /// HTML-escapes text.
-func esc(_ s: String) -> String {
-    var out = ""
-    for c in s {
-        switch c {
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "&": out += "&amp;"
-        case "\"": out += "&quot;"
-        default: out.append(c)
-        }
-    }
-    return out
-}
+func esc(_ s: String) -> String { MarkupEscaping.escape(s) }

@@ -2,7 +2,7 @@ import COpenSSL
 import PushCore
 
 /// `{placeholder|transform|...}` templates for webhooks. Sources: `payload.PATH` (or `$.PATH`),
-/// `device.token|platform|app|hwid|userId|locale|model`, `message.id|name`, `event`,
+/// `device.token|previousToken|platform|app|hwid|userId|locale|model`, `message.id|name`, `event`,
 /// `time.epochSeconds|epochMs|iso|moengage`, `received.epochMs|iso`, `uuid`, `options.NAME`.
 /// Transforms: `dec2hex`, `urlencode`, `base64`, `sha256`, `lower`, `upper`, `json` (a quoted
 /// JSON string). `{{` is a literal brace. A placeholder whose value is absent renders empty.
@@ -49,6 +49,7 @@ public enum Templates {
         if s.hasPrefix("options.") { return options[String(s.dropFirst(8))] }
         switch s {
         case "device.token": return ctx.token
+        case "device.previousToken": return ctx.previousToken
         case "device.platform": return ctx.platform
         case "device.app": return ctx.app
         case "device.hwid": return ctx.hwid

@@ -12,7 +12,7 @@ public struct TrackingConfig: Sendable, Equatable {
     public var method = "GET"
     public var headers: [(String, String)] = []
     public var body: String?
-    public var events: Set<TrackingEvent> = Set(TrackingEvent.allCases)
+    public var events: Set<TrackingEvent> = TrackingEvent.notificationEvents
     public var when: String?
 
     public static var presets: [String] { TrackingPresets.names }
@@ -75,7 +75,9 @@ public struct TrackingConfig: Sendable, Equatable {
                     }
                     var set = Set<TrackingEvent>()
                     v.forEachElement(val) { e in
-                        if v.tokens[e].kind == .string, let ev = TrackingEvent(rawValue: v.string(e)) {
+                        if v.tokens[e].kind == .string, let ev = TrackingEvent(rawValue: v.string(e)),
+                            TrackingEvent.notificationEvents.contains(ev)
+                        {
                             set.insert(ev)
                         } else {
                             bad = "tracking.events holds receive and/or open"
@@ -83,10 +85,10 @@ public struct TrackingConfig: Sendable, Equatable {
                     }
                     events = set
                 default:
-                    switch kind {
-                    case .string: options[key] = v.string(val)
-                    case .number, .true, .false: options[key] = String(decoding: v.raw(val), as: UTF8.self)
-                    default: bad = "tracking.\(key) must be a string, number or boolean"
+                    if let text = TrackingConfig.optionText(v, val) {
+                        options[key] = text
+                    } else {
+                        bad = "tracking.\(key) must be a string, number or boolean"
                     }
                 }
             }
@@ -116,6 +118,16 @@ public struct TrackingConfig: Sendable, Equatable {
         }
         if let events { c.events = events }
         return c
+    }
+
+    /// A preset option's value as text: a string as is, a number or boolean as written; nil for
+    /// anything else.
+    static func optionText(_ v: JSONView, _ val: Int) -> String? {
+        switch v.tokens[val].kind {
+        case .string: return v.string(val)
+        case .number, .true, .false: return String(decoding: v.raw(val), as: UTF8.self)
+        default: return nil
+        }
     }
 
     /// The object as admin-API JSON.

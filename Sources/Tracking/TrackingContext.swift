@@ -19,6 +19,8 @@ public struct TrackingContext: Sendable {
     public var userID: String?
     public var locale = "en-US"
     public var model: String
+    /// A registration after a token refresh: the token the app had before.
+    public var previousToken: String?
 
     public init(
         event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,
@@ -38,7 +40,12 @@ public struct TrackingContext: Sendable {
     }
 
     /// A stable hardware id for the device (the SDKs' hwid / device_id): a UUID from the token.
-    public var hwid: String {
+    public var hwid: String { hardwareIDOverride ?? TrackingContext.hardwareID(token) }
+    /// The device's hardware id when it is not its token's (after a token refresh).
+    public var hardwareIDOverride: String?
+
+    /// The hardware id of the device that first had `token`: a UUID from it.
+    public static func hardwareID(_ token: String) -> String {
         let k = TokenKey(token)
         return UUIDValue(high: k.a, low: k.b).description
     }

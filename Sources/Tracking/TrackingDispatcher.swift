@@ -147,9 +147,13 @@ final class TrackingLane: @unchecked Sendable {
 
     /// Queues a job; false (and counted as dropped) when the queue is full.
     @discardableResult
-    public func submit(_ job: TrackingJob) -> Bool {
-        if queued.load(ordering: .relaxed) >= options.queueCapacity {
-            log.countDropped()
+    public func submit(_ job: TrackingJob) -> Bool { submit(job, leaving: 0) }
+
+    /// Queues `job` while more than `reserve` places are free; otherwise false, counted as a
+    /// drop only when no reserve was asked for (a bulk producer waits and offers it again).
+    func submit(_ job: TrackingJob, leaving reserve: Int) -> Bool {
+        if queued.load(ordering: .relaxed) >= options.queueCapacity - reserve {
+            if reserve == 0 { log.countDropped() }
             return false
         }
         queued.add(1, ordering: .relaxed)

@@ -50,4 +50,12 @@ public final class TrackingDispatcher: @unchecked Sendable {
         // One device, one lane: its calls keep their order and its batches meet.
         return lanes[TokenKey(job.token).shard(lanes.count)].submit(job)
     }
+
+    /// Queues a bulk job (a fleet's registration) only while its lane's queue keeps a tenth of
+    /// its room free for pushes' tracking; false, and nothing dropped or counted, otherwise:
+    /// the caller offers it again later.
+    public func offer(_ job: TrackingJob) -> Bool {
+        let lane = lanes.count == 1 ? lanes[0] : lanes[TokenKey(job.token).shard(lanes.count)]
+        return lane.submit(job, leaving: max(1, lane.options.queueCapacity / 10))
+    }
 }

@@ -18,8 +18,16 @@ public struct TrackingRequest: Sendable, Equatable {
     }
 }
 
-/// The events an SDK reports.
+/// The events an SDK reports: a notification received or opened, and the app's token
+/// registered with (or unregistered from) the campaign platform, and the app opening.
 public enum TrackingEvent: String, Sendable, CaseIterable {
     case receive
     case open
+    case register
+    case unregister
+    /// The app opened from a push (Pushwoosh's `applicationOpen`), apart from the push's open.
+    case appOpen
+
+    /// The events a tracking configuration reports (registration has its own configuration).
+    public static let notificationEvents: Set<TrackingEvent> = [.receive, .open]
 }
