@@ -94,7 +94,15 @@ public struct CampaignReport: Sendable {
                 // A tracking attempt can be committed before its request (the device fired while
                 // the answer waited for the commit): resolved once everything is read.
                 guard let i = campaignIndex(t) else {
-                    unresolved.append(t)
+                    // A registration names no notification: no campaign, nothing to wait for
+                    // (a fleet's million registrations are not held until the end).
+                    if t.notificationID.isEmpty {
+                        let n = builder(nil)
+                        if only == nil { builders[n].add(t) }
+                        total.add(t)
+                    } else {
+                        unresolved.append(t)
+                    }
                     return true
                 }
                 if only == nil || builders[i].c.campaign == only { builders[i].add(t) }

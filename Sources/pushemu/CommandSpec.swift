@@ -110,6 +110,8 @@ struct CommandSpec {
                 Option(name: "environment", value: "E", help: "iOS: sandbox or production"),
                 Option(name: "project", value: "P", help: "the Firebase project (Android, or iOS with --fcm-token)"),
                 Option(name: "tracking", value: "JSON", help: "its SDK tracking, e.g. {\"preset\":\"braze\",\"url\":...}"),
+                Option(
+                    name: "registration", value: "JSON", help: "how its app registers, e.g. {\"preset\":\"adobe-campaign\",\"url\":...}"),
                 Option(name: "behavior", value: "JSON", help: "its behaviour, e.g. {\"openRate\":0.1}"),
                 Option(name: "labels", value: "a,b", help: "labels fault rules and queries can select"),
                 Option(name: "topics", value: "a,b", help: "FCM topic subscriptions (Android, or iOS with --fcm-token)"),
@@ -162,6 +164,8 @@ struct CommandSpec {
                 Option(name: "project", value: "P", help: "Android: the Firebase project"),
                 Option(name: "seed", value: "S", help: "the seed of its tokens and behaviour"),
                 Option(name: "tracking", value: "JSON", help: "the devices' SDK tracking"),
+                Option(name: "registration", value: "JSON", help: "how the devices' apps register (in bulk, at --register-rate)"),
+                Option(name: "register-rate", value: "N", help: "registrations a second (default 10000)"),
                 Option(name: "behavior", value: "JSON", help: "the devices' behaviour"),
                 Option(name: "labels", value: "a,b", help: "labels of every device in the fleet"),
             ]),

@@ -61,7 +61,7 @@ enum Commands {
         for key in ["platform", "app", "token", "environment", "project"] {
             if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + JSONWriter.quote(value)) }
         }
-        for key in ["tracking", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
+        for key in ["tracking", "registration", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
         for key in ["labels", "topics"] { if let list = f[key] { fields.append(JSONWriter.quote(key) + ":" + jsonList(list)) } }
         if let fcm = f["fcm-token"] { fields.append("\"fcmToken\":" + (fcm == "new" ? "true" : JSONWriter.quote(fcm))) }
         return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
@@ -94,13 +94,13 @@ enum Commands {
         for key in ["platform", "app", "environment", "project"] {
             if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + JSONWriter.quote(value)) }
         }
-        for key in ["count", "seed"] {
+        for (key, field) in [("count", "count"), ("seed", "seed"), ("register-rate", "registerRate")] {
             if let value = f[key] {
                 guard Int(value) != nil else { throw ConfigurationError("--\(key) must be an integer") }
-                fields.append(JSONWriter.quote(key) + ":" + value)
+                fields.append(JSONWriter.quote(field) + ":" + value)
             }
         }
-        for key in ["tracking", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
+        for key in ["tracking", "registration", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
         if let labels = f["labels"] { fields.append("\"labels\":" + jsonList(labels)) }
         return try call("POST", server(f) + "/emulator/v1/fleets", body: "{" + fields.joined(separator: ",") + "}")
     }
