@@ -456,10 +456,13 @@ package enum ServeOptions {
     package static func parse(
         _ args: [String], environment: [String: String] = [:], readFile: (String) throws -> String = defaultReadFile
     ) throws -> EmulatorConfiguration {
+        try configuration(from: settings(args, environment: environment, readFile: readFile))
+    }
+
+    /// The configuration `settings` make.
+    static func configuration(from settings: [(name: String, value: String, source: Source)]) throws -> EmulatorConfiguration {
         var config = EmulatorConfiguration()
-        for setting in try settings(args, environment: environment, readFile: readFile) {
-            try apply(setting.name, setting.value, to: &config, source: setting.source.description)
-        }
+        for setting in settings { try apply(setting.name, setting.value, to: &config, source: setting.source.description) }
         try resolveRegistration(&config)
         return config
     }
@@ -492,7 +495,7 @@ package enum ServeOptions {
         _ args: [String], environment: [String: String], readFile: (String) throws -> String = defaultReadFile
     ) throws -> String {
         let given = try settings(args, environment: environment, readFile: readFile)
-        _ = try parse(args, environment: environment, readFile: readFile)
+        _ = try configuration(from: given)
         var text = "# pushemu serve: the configuration in effect (flag > environment PUSHEMU_* > config file > default)\n"
         for o in options {
             let mine = given.filter { $0.name == o.name }

@@ -2,9 +2,10 @@ import PushCore
 
 /// The device layer's lifecycle API: a device record for any token a gateway or fleet knows
 /// (`ensure`), its app uninstalled (`uninstall`), its token rotated (`rotate`), and what is
-/// known of it (`describe`); each change makes the SDK's registration call where it makes one. The request pipeline (a fault's `uninstall` / `rotate` effect) and
-/// the admin API (`DELETE /emulator/v1/devices/{token}`, `:rotate`) both go through it, so a
-/// device changes the same way whoever asks, and nothing on the request path calls admin code.
+/// known of it (`describe`); each change makes the SDK's registration call where it makes one.
+/// The request pipeline (a fault's `uninstall` / `rotate` effect) and the admin API (`DELETE
+/// /emulator/v1/devices/{token}`, `:rotate`) both go through it, so a device changes the same
+/// way whoever asks, and nothing on the request path calls admin code.
 ///
 /// It sees the gateways only through their `GatewayDeviceRecords`. Thread-safe (the store and
 /// the records are); called from the event loops and the admin API.

@@ -81,7 +81,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public let configuration: Configuration
     /// `configuration.defaultTracking != nil`, computed once (asking copies the configuration).
     private let hasDefaultTracking: Bool
-    private let hasDefaultRegistration: Bool
+    /// `configuration.defaultRegistration != nil` (`DeviceStore+Registration`).
+    let hasDefaultRegistration: Bool
     public let dispatcher: TrackingDispatcher?
     private let codec: FleetTokens
     /// A fleet never changes once created: the hot path holds it by reference (a `FleetSpec`
@@ -568,9 +569,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                     // The device record exists (it was just delivered to); no copy comes back.
                     let k = TokenKey(dev.token)
                     shard(k).map.withLock { m in if let i = m.index(forKey: k) { m.values[i].opened += 1 } }
-                    if hasDefaultRegistration || dev.overrides?.registration != nil || fleet?.spec.registration != nil {
-                        appOpened(dev, fleet: fleet, atMs: at)
-                    }
+                    appOpened(dev, fleet: fleet, atMs: at)
                 }
             case .skip:
                 counters.trackingSkipped.add(1, ordering: .relaxed)

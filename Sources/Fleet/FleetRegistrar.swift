@@ -105,10 +105,8 @@ public final class FleetRegistrar: @unchecked Sendable { // `thread` is touched 
             }
             if running.isEmpty {
                 // Asleep until a fleet is added or resumed.
-                var pfd = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-                _ = poll(&pfd, 1, 1000)
-                var drained: UInt64 = 0
-                _ = Glibc.read(wakeFD, &drained, 8)
+                credit.removeAll()
+                sleep(ms: 1000)
                 last = Clock.nowMs()
                 continue
             }
@@ -117,7 +115,7 @@ public final class FleetRegistrar: @unchecked Sendable { // `thread` is touched 
             last = now
             for (spec, registration) in running {
                 let id = ObjectIdentifier(registration)
-                // Credit for the time passed, capped at one tick's worth past a second (no burst).
+                // Credit for the time passed, capped at a tenth of a second's worth (no burst).
                 var allowance = min((credit[id] ?? 0) + Double(registration.rate) * elapsed / 1000, Double(registration.rate) / 10 + 1)
                 while allowance >= 1, registration.state == .running {
                     guard let store else { return }
@@ -128,17 +126,23 @@ public final class FleetRegistrar: @unchecked Sendable { // `thread` is touched 
                     allowance -= 1
                 }
                 credit[id] = allowance
-                if registration.state == .done, registration.finishedAtMs.load(ordering: .relaxed) == 0 {
-                    registration.finishedAtMs.store(Clock.nowMs(), ordering: .relaxed)
+                if registration.state == .done {
+                    credit[id] = nil
+                    if registration.finishedAtMs.load(ordering: .relaxed) == 0 {
+                        registration.finishedAtMs.store(Clock.nowMs(), ordering: .relaxed)
+                    }
                 }
             }
-            var pfd = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, Int32(FleetRegistrar.tickMs))
-            if pfd.revents != 0 {
-                var drained: UInt64 = 0
-                _ = Glibc.read(wakeFD, &drained, 8)
-            }
+            sleep(ms: Int32(FleetRegistrar.tickMs))
         }
+    }
+
+    /// Waits `ms` or until `wake()`, then clears the wake-up.
+    private func sleep(ms: Int32) {
+        var pfd = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, ms) > 0 else { return }
+        var drained: UInt64 = 0
+        _ = Glibc.read(wakeFD, &drained, 8)
     }
 
     /// Registers member `next` (or skips it when it starts uninstalled); false when the

@@ -105,9 +105,6 @@ public struct SimDevice: Sendable {
             var isEmpty: Bool { tracking == nil && behavior == nil && registration == nil && fingerprint == nil && hardwareID == nil }
         }
         let fields: Fields
-        var tracking: TrackingConfig? { fields.tracking }
-        var behavior: Behavior? { fields.behavior }
-        var registration: RegistrationConfig? { fields.registration }
         private init(_ fields: Fields) { self.fields = fields }
         static func make(_ fields: Fields) -> Overrides? { fields.isEmpty ? nil : Overrides(fields) }
     }
@@ -237,8 +234,10 @@ struct SDKView {
     var privacyOptOut: Bool
     /// The record's box (a retain), not copies of the structs (a retain per field).
     var overrides: SimDevice.Overrides?
-    var tracking: TrackingConfig? { overrides?.tracking }
-    var behavior: Behavior? { overrides?.behavior }
+    var tracking: TrackingConfig? { overrides?.fields.tracking }
+    var behavior: Behavior? { overrides?.fields.behavior }
+    var registration: RegistrationConfig? { overrides?.fields.registration }
+    var hardwareID: String { overrides?.fields.hardwareID ?? TrackingContext.hardwareID(token) }
     var seed: UInt64
 
     init(_ d: SimDevice) {

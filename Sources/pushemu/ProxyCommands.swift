@@ -11,8 +11,12 @@ enum ProxyCommands {
         guard let shell = ProxyEnvironment.Shell(rawValue: shellName) else {
             throw ConfigurationError("--shell must be sh, fish or powershell, got '\(shellName)'")
         }
-        let host = f["host"] ?? environment[ServeOptions.environmentName("host")].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1"
-        let portText = f["http-port"] ?? environment[ServeOptions.environmentName("http-port")].flatMap { $0.isEmpty ? nil : $0 } ?? "8080"
+        // As `serve` reads them: the flag, else its PUSHEMU_ variable (empty is unset), else the default.
+        func setting(_ name: String, default value: String) -> String {
+            f[name] ?? environment[ServeOptions.environmentName(name)].flatMap { $0.isEmpty ? nil : $0 } ?? value
+        }
+        let host = setting("host", default: "127.0.0.1")
+        let portText = setting("http-port", default: "8080")
         guard let port = Int(portText), (1...65535).contains(port) else {
             throw ConfigurationError("--http-port must be a port number (1-65535), got '\(portText)'")
         }
@@ -23,8 +27,7 @@ enum ProxyCommands {
             case "::": "[::1]"
             default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
             }
-        let dataDir =
-            f["data-dir"] ?? environment[ServeOptions.environmentName("data-dir")].flatMap { $0.isEmpty ? nil : $0 } ?? "./.pushemu"
+        let dataDir = setting("data-dir", default: "./.pushemu")
         let files = try ProxyEnvironment.writeFiles(under: dataDir + "/ca")
         let noProxy = (f["no-proxy"] ?? "").split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
         let variables = ProxyEnvironment.variables(proxy: "http://\(address):\(port)", noProxy: noProxy, ca: files.ca, bundle: files.bundle)
