@@ -157,6 +157,7 @@ public final class APNsGateway: PushGateway {
         delivery.tokenKey = decision.tokenKey
         delivery.mutableContent = decision.summary.mutableContent
         delivery.contentAvailable = decision.summary.contentAvailable
+        delivery.alerts = decision.summary.alerts
         delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
         delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
         body(

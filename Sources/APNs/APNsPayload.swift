@@ -11,6 +11,8 @@ public struct APNsPayloadSummary: Sendable, Equatable {
     public var bodyRange: Range<Int>?
     /// Top-level keys besides `aps` (where SDKs put `_mId`, `_dId`, ...).
     public var customKeyCount = 0
+    /// What it shows: alert, sound, badge, a passive interruption level, a Live Activity.
+    public var alerts: AlertFacts = []
 
     public func title(in payload: [UInt8]) -> String? { decode(titleRange, payload) }
     public func body(in payload: [UInt8]) -> String? { decode(bodyRange, payload) }
@@ -224,6 +226,7 @@ public enum APNsPayload {
                     if !s.mutableContent { w.append("aps.mutable-content must be 1") }
                 }
             case .interruptionLevel:
+                if v.tokens[val].kind == .string && v.rawEquals(val, "passive") { s.alerts.insert(.passive) }
                 if expect(val, .string, k: k),
                     !(v.rawEquals(val, "passive") || v.rawEquals(val, "active") || v.rawEquals(val, "time-sensitive")
                         || v.rawEquals(val, "critical"))
@@ -253,6 +256,10 @@ public enum APNsPayload {
                 w.append("aps.\(v.string(k)) is not a key APNs knows (custom keys belong outside aps)")
             }
         }
+        if hasAlert { s.alerts.insert(.alert) }
+        if hasSound { s.alerts.insert(.sound) }
+        if hasBadge { s.alerts.insert(.badge) }
+        if pushType == .liveactivity { s.alerts.insert(.liveActivity) }
         switch pushType {
         case .liveactivity:
             if !la.contains(.timestamp) { w.append("a liveactivity push needs aps.timestamp") }

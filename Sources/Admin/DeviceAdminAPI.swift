@@ -239,7 +239,7 @@ struct DeviceAdminAPI: Sendable {
 
     /// `POST /emulator/v1/devices` with `{"platform","app", optional "token","environment"|"project",
     /// "tracking","behavior","labels","appState","permission","nseInstalled","privacyOptOut",
-    /// "topics" (android: FCM topic subscriptions)}`.
+    /// "urlSchemes","sounds" (`AppProfile`), "topics" (android: FCM topic subscriptions)}`.
     func create(_ req: Request) -> Response {
         var platform: DevicePlatform?
         var app: String?
@@ -439,7 +439,7 @@ struct DeviceAdminAPI: Sendable {
                     if kind == .string, let s = SimDevice.AppState(rawValue: v.string(val)) {
                         d.appState = s
                     } else {
-                        err = "appState must be foreground, background or offline"
+                        err = "appState must be foreground, background, killed or offline"
                     }
                 case "permission":
                     if kind == .string, let p = SimDevice.Permission(rawValue: v.string(val)) {
@@ -451,6 +451,10 @@ struct DeviceAdminAPI: Sendable {
                     if kind == .true || kind == .false { d.nseInstalled = kind == .true } else { err = "nseInstalled must be a boolean" }
                 case "privacyOptOut":
                     if kind == .true || kind == .false { d.privacyOptOut = kind == .true } else { err = "privacyOptOut must be a boolean" }
+                case "urlSchemes", "sounds":
+                    var profile = d.profile ?? AppProfile()
+                    do { try profile.set(v, key: k, value: val) } catch { err = "\(error)" }
+                    d.profile = profile
                 default: err = "unknown device field \(v.string(k))"
                 }
             }
@@ -463,7 +467,8 @@ struct DeviceAdminAPI: Sendable {
     // MARK: fleets
 
     /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
-    /// "seed","behavior","tracking","registration","registerRate","labels"}`.
+    /// "seed","behavior","tracking","registration","registerRate","labels", the members' start
+    /// "permission","appState","nseInstalled" (`FleetDeviceStates`) and their app's "urlSchemes","sounds"}`.
     func createFleet(_ req: Request) -> Response {
         var platform: DevicePlatform?
         var app: String?
@@ -475,6 +480,8 @@ struct DeviceAdminAPI: Sendable {
         var registration: RegistrationConfig?
         var registerRate = 10_000
         var labels: [String] = []
+        var states = FleetDeviceStates()
+        var profile = AppProfile()
         var err: String?
         var topLevel: [(Int, Int)] = []
         let ok = req.body.withUnsafeBytes { raw -> Bool in
@@ -508,6 +515,10 @@ struct DeviceAdminAPI: Sendable {
                         if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" }
                     }
                 case let name where Behavior.fields.contains(name): topLevel.append((k, val))
+                case let name where FleetDeviceStates.fields.contains(name):
+                    do { try states.set(v, key: k, value: val) } catch { err = "\(error)" }
+                case let name where AppProfile.fields.contains(name):
+                    do { try profile.set(v, key: k, value: val) } catch { err = "\(error)" }
                 default: err = "unknown fleet field \(v.string(k))"
                 }
             }
@@ -535,7 +546,7 @@ struct DeviceAdminAPI: Sendable {
             let f = try store.createFleet(
                 platform: platform, app: app, count: count, environment: env, seed: seed,
                 behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs(), registration: registration,
-                registerRate: registerRate)
+                registerRate: registerRate, states: states, profile: profile)
             return .json(201, f.json)
         } catch {
             return AdminAPI.error(400, "\(error)")

@@ -72,10 +72,12 @@ struct JournalAdminAPI: Sendable {
                 var tokens: [JSONToken] = []
                 return !raw.isEmpty && JSONParser.parse(raw, into: &tokens) == nil
             }
-            let n = PushNotification(
+            var n = PushNotification(
                 id: id, provider: r.provider, receivedAtMs: r.atMs, environment: r.environment,
                 token: Array(r.token.utf8)[...], topic: r.topic.map { Array($0.utf8)[...] }, headers: headers,
                 payload: r.payload, payloadIsJSON: isJSON, warnings: r.warnings)
+            n.display = r.display
+            n.lint = r.lint
             if let m = filter.matches, !m(n) { return true }
             out.append(n)
             return out.count < limit

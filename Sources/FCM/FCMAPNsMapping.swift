@@ -24,6 +24,8 @@ public struct FCMAPNsMapping: Sendable {
     public var payload: [UInt8] = []
     public var mutableContent = false
     public var contentAvailable = false
+    /// What the mapped `aps` shows (alert, sound, badge, passive).
+    public var alerts: AlertFacts = []
     public var collapseID: String?
     /// `apns-expiration` in seconds since 1970 (0: now or never).
     public var expiration: Int64?
@@ -82,6 +84,10 @@ public struct FCMAPNsMapping: Sendable {
             for (name, value) in aps {
                 if name == "mutable-content" { out.mutableContent = value == "1" }
                 if name == "content-available" { out.contentAvailable = value == "1" }
+                if name == "alert" { out.alerts.insert(.alert) }
+                if name == "sound" { out.alerts.insert(.sound) }
+                if name == "badge" { out.alerts.insert(.badge) }
+                if name == "interruption-level" && value == "\"passive\"" { out.alerts.insert(.passive) }
             }
             var text = "{\"aps\":{" + aps.map { JSONWriter.quote($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
             var keys: Set<String> = ["aps"]

@@ -217,6 +217,7 @@ public final class FCMGateway: PushGateway {
             provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
             notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
         delivery.hasData = decision.message.hasData
+        if decision.message.hasNotification { delivery.alerts = .notification }
         delivery.collapseID = decision.message.collapseKey
         delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
         body(delivery, nil, decision.message.warnings, nil, flags)
@@ -256,6 +257,7 @@ public final class FCMGateway: PushGateway {
             provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: project,
             notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
         delivery.hasData = message.hasData
+        if message.hasNotification { delivery.alerts = .notification }
         delivery.collapseID = message.collapseKey
         delivery.expiresAtMs = nowMs + message.ttlSeconds * 1000
         return delivery
@@ -272,6 +274,7 @@ public final class FCMGateway: PushGateway {
             environment: project, notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: mapped.payload[...])
         delivery.mutableContent = mapped.mutableContent
         delivery.contentAvailable = mapped.contentAvailable
+        delivery.alerts = mapped.alerts
         delivery.collapseID = mapped.collapseID
         delivery.expiresAtMs = mapped.expiration.map { $0 * 1000 }
         return delivery

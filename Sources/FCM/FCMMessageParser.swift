@@ -21,6 +21,8 @@ public struct FCMParsedMessage: Sendable {
     public var warnings: [String] = []
     /// The message carries `data` (its own or the android override's).
     public var hasData = false
+    /// The message has `notification` (its own or the android override's): a notification message.
+    public var hasNotification = false
     /// `android.collapse_key`, and the TTL in seconds (FCM's default: 4 weeks).
     public var collapseKey: String?
     public var ttlSeconds: Int64 = 2_419_200
@@ -361,6 +363,7 @@ public struct FCMMessageParser {
             return .failure(e)
         }
 
+        m.hasNotification = at(.notification) != nil || at(.androidNotification) != nil
         m.hasData = at(.data).map { v.tokens[$0].count > 0 } == true || at(.androidData).map { v.tokens[$0].count > 0 } == true
         if let i = at(.androidTTL), let secs = FCMFormats.durationSeconds(v.raw(i)) { m.ttlSeconds = secs }
         if let i = at(.androidCollapseKey) { m.collapseKey = v.string(i) }

@@ -286,6 +286,6 @@ extension DeviceStore {
         // The ended activity's token is the one this push came to.
         if let endedKey { live.unsubscribe(d.token, from: endedKey) }
         // An alert on the activity's push shows a banner the user may tap (the app's SDK sees the open).
-        if let view { track(view, d, fleet: fleet.flatMap { fleetRef($0) }, atMs: d.receivedAtMs) }
+        if let view { _ = track(view, d, fleet: fleet.flatMap { fleetRef($0) }, atMs: d.receivedAtMs) }
     }
 }

@@ -20,6 +20,10 @@ public struct FleetSpec: Sendable {
     public var registration: RegistrationConfig? = nil
     public var registerRate = 10_000
     public var registrationProgress: FleetRegistration? = nil
+    /// How its members start: permission, app state, extension (`FleetDeviceStates`).
+    public var states = FleetDeviceStates()
+    /// The URL schemes and sounds its app declares.
+    public var profile: AppProfile? = nil
     public var labels: [String]
     public var createdAtMs: Int64
     public var uninstalledCount: Int?
@@ -38,6 +42,7 @@ public struct FleetSpec: Sendable {
         s += ",\"seed\":\(seed),\"behavior\":\(behavior.json),\"tracking\":" + (tracking?.json ?? "null")
         s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registerRate\":\(registerRate)"
         s += ",\"registrationProgress\":" + (registrationProgress?.json ?? "null")
+        s += ",\"states\":" + states.json + ",\"profile\":" + (profile?.json ?? "null")
         s += ",\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "],\"createdAt\":\(createdAtMs)}"
         return s
     }
@@ -91,9 +96,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let spec: FleetSpec
         /// `spec.tracking != nil`, without copying the configuration to find out.
         let tracks: Bool
+        /// Its members start as any device does (authorized, background, extension installed).
+        let defaultStates: Bool
         init(_ spec: FleetSpec) {
             self.spec = spec
             tracks = spec.tracking != nil
+            defaultStates = spec.states.isDefault
         }
     }
     private let fleets = Mutex<[FleetRef]>([])
@@ -148,7 +156,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     public func createFleet(
         platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
         behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64,
-        registration: RegistrationConfig? = nil, registerRate: Int = 10_000
+        registration: RegistrationConfig? = nil, registerRate: Int = 10_000, states: FleetDeviceStates = FleetDeviceStates(),
+        profile: AppProfile? = nil
     ) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
         guard (1...1_000_000).contains(registerRate) else { throw StoreError(description: "registerRate must be 1 to 1000000 a second") }
@@ -163,6 +172,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
                 tracking: tracking, labels: labels, createdAtMs: nowMs)
             spec.registerRate = registerRate
+            spec.states = states
+            spec.profile = profile.flatMap { $0.isEmpty ? nil : $0 }
             // Its apps register as they install: with the fleet's registration, else the server's.
             if let config = registration ?? configuration.defaultRegistration, dispatcher != nil {
                 spec.registration = config
@@ -217,6 +228,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         d.fleetIndex = index
         d.labels = f.labels
         if f.startsUninstalled(index) { d.uninstalledAtMs = f.createdAtMs }
+        if !ref.defaultStates { f.states.apply(to: &d, seed: d.seed) }
         return d
     }
 
@@ -334,11 +346,13 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     // MARK: delivery
 
     /// Hands an accepted notification to its device: inbox (or the offline queue), then the
-    /// SDK's tracking calls. A token never seen becomes a device (`--devices auto`).
+    /// SDK's tracking calls. A token never seen becomes a device (`--devices auto`). Returns
+    /// what the device made of it: displayed or not, and the SDK's lint of the payload.
     ///
     /// `parsedPayload`: the provider's tokenization of `d.payload` when it has one (read during
     /// this call only; the SDKs then read the payload without parsing it again).
-    public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) {
+    @discardableResult
+    public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) -> DeviceOutcome {
         let k = d.tokenKey ?? TokenKey(d.tokenBytes)
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
@@ -354,7 +368,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         }
         enum Outcome {
             case absent, uninstalled, held, droppedOffline
-            case delivered(Copied?, fleet: Int?)
+            case delivered(Copied?, fleet: Int?, state: DisplayRules.DeviceState)
         }
         // One in-place access to the record (no copies of the device struct).
         func onRecord(_ dev: inout SimDevice, fleetTracks: Bool) -> Outcome {
@@ -377,7 +391,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
             // Copy the device out only when some SDK could report.
             let track = tracks && (dev.tracking != nil || fleetTracks || defaultTracking || dev.fleet != nil)
-            return .delivered(track ? Copied(SDKView(dev)) : nil, fleet: dev.fleet)
+            return .delivered(track ? Copied(SDKView(dev)) : nil, fleet: dev.fleet, state: DisplayRules.DeviceState(dev))
         }
         // One dictionary lookup: everything happens on the record found at that index.
         func work(_ m: inout [TokenKey: SimDevice], _ i: Dictionary<TokenKey, SimDevice>.Index, fleetTracks: Bool) -> Outcome {
@@ -403,7 +417,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             } else if d.platform == .ios, let owner = live.owner(of: k) {
                 // A Live Activity's token, or a push-to-start token: the push is the activity's.
                 deliverLive(d, owner: owner)
-                return
+                return DeviceOutcome(display: Display(.shown, .liveActivity))
             } else if d.platform == .ios, d.provider == .fcm, let device = fcmTokens.withLock({ $0[k] }) {
                 return deliverToAppDevice(d, device: device)
             } else {
@@ -430,25 +444,30 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             }
         }
         switch outcome {
-        case .held: counters.heldOffline.add(1, ordering: .relaxed)
-        case .droppedOffline: counters.droppedOffline.add(1, ordering: .relaxed)
-        case .delivered(let dev, let fleet):
+        case .held:
+            counters.heldOffline.add(1, ordering: .relaxed)
+            return DeviceOutcome(display: Display(.notShown, .heldOffline))
+        case .droppedOffline:
+            counters.droppedOffline.add(1, ordering: .relaxed)
+            return DeviceOutcome(display: Display(.notShown, .droppedOffline))
+        case .delivered(let dev, let fleet, let state):
             counters.delivered.add(1, ordering: .relaxed)
-            guard let dev else { return }
+            guard let dev else { return DeviceOutcome(display: DisplayRules.display(state, d, sdk: nil)) }
             if fleetSpec == nil, let n = fleet { fleetSpec = fleetRef(n) }
-            track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs, parsedPayload: parsedPayload)
-        default: break
+            return track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs, parsedPayload: parsedPayload)
+        case .uninstalled, .absent:
+            return DeviceOutcome(display: Display(.notShown, .uninstalled))
         }
     }
 
     /// FCM to an iOS app: the notification APNs carries, to the app's device (out of line: the
     /// copy of the delivery it makes is this path's alone).
     @inline(never)
-    func deliverToAppDevice(_ d: Delivery, device: String) {
+    func deliverToAppDevice(_ d: Delivery, device: String) -> DeviceOutcome {
         var onDevice = d
         onDevice.tokenBytes = Array(device.utf8)[...]
         onDevice.tokenKey = nil
-        deliver(onDevice, parsedPayload: nil)
+        return deliver(onDevice, parsedPayload: nil)
     }
 
     static func addToInbox(_ dev: inout SimDevice, _ d: Delivery, inboxSize: Int) {
@@ -503,51 +522,58 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 }
             }
             counters.delivered.add(1, ordering: .relaxed)
-            track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
+            _ = track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
         }
         return device(token: token)
     }
 
-    /// Whether the SDK's receive hook runs for this notification (tracking.md §8).
+    /// Whether the SDK's receive hook runs for this notification (tracking.md §8): on iOS the
+    /// notification service extension (`mutable-content`, installed, a notification it may show)
+    /// or the app woken by `content-available` (never once the user force-quit it); on Android
+    /// `onMessageReceived`, for a data message in any state and for anything in the foreground.
     static func receiveHookRuns(_ dev: SDKView, _ d: Delivery) -> Bool {
         switch dev.platform {
-        case .ios: return (d.mutableContent && dev.nseInstalled && dev.permission != .denied) || d.contentAvailable
-        case .android: return d.hasData || dev.appState == .foreground
+        case .ios:
+            return (d.mutableContent && dev.nseInstalled && dev.permission != .denied && d.alerts.contains(.alert))
+                || (d.contentAvailable && dev.appState != .killed)
+        case .android: return dev.appState == .foreground || (d.hasData && !d.alerts.contains(.notification))
         }
     }
 
-    /// Whether the user can see, and so tap, the notification.
-    static func visible(_ dev: SDKView, _ d: Delivery, _ p: PayloadReader) -> Bool {
-        switch dev.platform {
-        case .ios: return dev.permission != .denied && !(d.contentAvailable && !d.mutableContent && !p.has("aps.alert"))
-        case .android:
-            return p.has("notification") || p.has("android.notification") || d.hasData
-        }
-    }
-
-    func track(_ dev: SDKView, _ d: Delivery, fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil) {
-        guard let dispatcher, !dev.privacyOptOut else { return }
+    /// The SDK's side of a delivery: its lint of the payload, whether it is displayed, and the
+    /// tracking calls it makes (receive when its hook runs, open when the simulated user taps a
+    /// displayed notification). An app without an SDK configuration is only displayed or not.
+    func track(_ dev: SDKView, _ d: Delivery, fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil) -> DeviceOutcome {
         // The device's tracking, else its fleet's, else the server's, each passed where it is
         // stored (a `??` chain copies the configuration: a retain per field).
         if let t = dev.tracking {
-            track(dev, d, config: t, dispatcher, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+            return track(dev, d, config: t, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
         } else if let f = fleet, f.tracks {
-            track(dev, d, config: f.spec.tracking!, dispatcher, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+            return track(dev, d, config: f.spec.tracking!, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
         } else if hasDefaultTracking {
-            track(dev, d, config: configuration.defaultTracking!, dispatcher, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+            return track(dev, d, config: configuration.defaultTracking!, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
         }
+        return DeviceOutcome(display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: nil))
     }
 
     private func track(
-        _ dev: SDKView, _ d: Delivery, config: borrowing TrackingConfig, _ dispatcher: TrackingDispatcher,
-        fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer?
-    ) {
+        _ dev: SDKView, _ d: Delivery, config: borrowing TrackingConfig, fleet: FleetRef?, atMs: Int64,
+        parsedPayload: JSONTokenBuffer?
+    ) -> DeviceOutcome {
+        let payload = parsedPayload.map { PayloadReader(Array(d.payload), parsed: $0) } ?? PayloadReader(Array(d.payload))
+        let input = LintInput(
+            preset: config.preset, ios: dev.platform == .ios, payload: payload, size: d.payload.count, mutableContent: d.mutableContent,
+            contentAvailable: d.contentAvailable, profile: dev.profile ?? fleet?.spec.profile)
+        let preset = input.preset
+        let outcome = DeviceOutcome(
+            display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: (preset, input)),
+            lint: SDKLint.check(preset: preset, input))
+        guard let dispatcher, !dev.privacyOptOut else { return outcome }
         let behavior = dev.behavior ?? fleet?.spec.behavior ?? configuration.defaultBehavior
         var rng = FastRandom(seed: dev.seed ^ d.notificationID.low ^ 0x5851_F42D_4C95_7F2D)
         let receiveDelay = behavior.receiveDelayMs.draw(&rng)
         let opens = rng.nextDouble() < behavior.openRate
         let openDelay = behavior.openDelayMs.draw(&rng)
-        let payload = parsedPayload.map { PayloadReader(Array(d.payload), parsed: $0) } ?? PayloadReader(Array(d.payload))
         // The name the sender got: the apns-id, or FCM's projects/{p}/messages/{id}.
         let id = d.notificationID.description
         let name =
@@ -576,6 +602,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             }
         }
         if DeviceStore.receiveHookRuns(dev, d) { report(.receive, at: atMs + receiveDelay) }
-        if opens && DeviceStore.visible(dev, d, payload) { report(.open, at: atMs + receiveDelay + openDelay) }
+        if opens && outcome.display.tappable { report(.open, at: atMs + receiveDelay + openDelay) }
+        return outcome
     }
 }

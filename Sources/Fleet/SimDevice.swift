@@ -3,8 +3,10 @@ import Tracking
 
 /// One simulated device: an app with a marketing SDK inside.
 public struct SimDevice: Sendable {
-    public enum AppState: String, Sendable { case foreground, background, offline }
-    public enum Permission: String, Sendable { case authorized, provisional, denied }
+    /// `killed`: the user force-quit the app (iOS then launches it for no background push).
+    /// `offline`: the device has no network (the service holds its notifications).
+    public enum AppState: String, Sendable, CaseIterable { case foreground, background, killed, offline }
+    public enum Permission: String, Sendable, CaseIterable { case authorized, provisional, denied }
 
     public struct InboxEntry: Sendable {
         public var notificationID: UUIDValue
@@ -77,6 +79,11 @@ public struct SimDevice: Sendable {
         get { overrides?.fields.registration }
         set { change { $0.registration = newValue } }
     }
+    /// The URL schemes and sounds the device's app declares, when it has its own (else its fleet's).
+    public var profile: AppProfile? {
+        get { overrides?.fields.profile }
+        set { change { $0.profile = newValue.flatMap { $0.isEmpty ? nil : $0 } } }
+    }
     /// The fingerprint of the last registration sent (Adobe's SDK skips an unchanged one).
     public var registrationFingerprint: String? {
         get { overrides?.fields.fingerprint }
@@ -102,7 +109,10 @@ public struct SimDevice: Sendable {
             var registration: RegistrationConfig?
             var fingerprint: String?
             var hardwareID: String?
-            var isEmpty: Bool { tracking == nil && behavior == nil && registration == nil && fingerprint == nil && hardwareID == nil }
+            var profile: AppProfile?
+            var isEmpty: Bool {
+                tracking == nil && behavior == nil && registration == nil && fingerprint == nil && hardwareID == nil && profile == nil
+            }
         }
         let fields: Fields
         private init(_ fields: Fields) { self.fields = fields }
@@ -195,6 +205,7 @@ public struct SimDevice: Sendable {
     }
 
     public func json(fleetID: String?) -> String {
+        func list(_ l: [String]?) -> String { l.map { "[" + $0.map(JSONWriter.quote).joined(separator: ",") + "]" } ?? "null" }
         var s =
             "{\"token\":" + JSONWriter.quote(token) + ",\"platform\":\"\(platform.rawValue)\",\"app\":"
             + (app.map(JSONWriter.quote) ?? "null")
@@ -209,6 +220,7 @@ public struct SimDevice: Sendable {
         s += ",\"privacyOptOut\":\(privacyOptOut),\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "]"
         s += ",\"tracking\":" + (tracking?.json ?? "null") + ",\"behavior\":" + (behavior?.json ?? "null")
         s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registered\":\(registrationFingerprint != nil)"
+        s += ",\"urlSchemes\":" + list(profile?.urlSchemes) + ",\"sounds\":" + list(profile?.sounds)
         s += ",\"fleet\":" + (fleetID.map(JSONWriter.quote) ?? "null")
         s += ",\"createdAt\":\(createdAtMs),\"received\":\(received),\"opened\":\(opened),\"inbox\":\(inbox.count)"
         s += ",\"evicted\":\(evicted),\"collapsed\":\(collapsed),\"pending\":\(pending.count),\"dropped\":\(dropped)"
@@ -237,6 +249,7 @@ struct SDKView {
     var tracking: TrackingConfig? { overrides?.fields.tracking }
     var behavior: Behavior? { overrides?.fields.behavior }
     var registration: RegistrationConfig? { overrides?.fields.registration }
+    var profile: AppProfile? { overrides?.fields.profile }
     var hardwareID: String { overrides?.fields.hardwareID ?? TrackingContext.hardwareID(token) }
     var seed: UInt64
 

@@ -41,6 +41,13 @@ public struct CampaignReport: Sendable {
         public var payloadSizes: [Int] = []
         public var latenciesUs: [Int64] = []
         public var tracking: [String: TrackingCounts] = [:]
+        /// Delivered notifications by display outcome ("shown", "quiet", "not-shown"), and by
+        /// outcome and reason ("not-shown permission-denied").
+        public var display: [String: Int] = [:]
+        public var displayReasons: [String: Int] = [:]
+        /// SDK lint findings by code, and each code's severity.
+        public var lint: [String: Int] = [:]
+        public var lintSeverity: [String: String] = [:]
         public var firstMs: Int64 = .max
         public var lastMs: Int64 = .min
         public var timeline = Timeline()
@@ -153,6 +160,14 @@ public struct CampaignReport: Sendable {
             c.byPlatform[r.provider == .apns ? "ios" : "android"] = f
             // A request that named no device (MissingDeviceToken, a topic send's own record) counts none.
             if !r.token.isEmpty { tokens.insert(CampaignReport.hash(r.token)) }
+            if let d = r.display {
+                c.display[d.outcome.name, default: 0] += 1
+                c.displayReasons[d.outcome.name + " " + d.reason.code, default: 0] += 1
+            }
+            for f in r.lint {
+                c.lint[f.code, default: 0] += 1
+                c.lintSeverity[f.code] = f.severity.rawValue
+            }
             c.payloadSizes.append(r.payloadSize)
             c.latenciesUs.append(r.latencyUs)
             c.firstMs = min(c.firstMs, r.atMs)

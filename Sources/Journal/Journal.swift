@@ -167,7 +167,8 @@ public final class Journal: @unchecked Sendable {
         appendRequest(
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
-            payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, loop: loop, completion: completion)
+            payload: r.payload, warnings: r.warnings, device: r.device, notificationID: r.notificationID, loop: loop,
+            completion: completion)
     }
 
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
@@ -175,8 +176,8 @@ public final class Journal: @unchecked Sendable {
     public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
-        loop: EventLoop?, completion: @escaping @Sendable (Bool) -> Void
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil,
+        notificationID: UUIDValue?, loop: EventLoop?, completion: @escaping @Sendable (Bool) -> Void
     ) {
         let strict = holdsAnswers
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
@@ -188,7 +189,7 @@ public final class Journal: @unchecked Sendable {
             p.encoder!.appendRequest(
                 atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
-                payload: payload, warnings: warnings, notificationID: notificationID,
+                payload: payload, warnings: warnings, device: device, notificationID: notificationID,
                 maxPayload: Journal.maxPayload, campaignOf: campaignOf)
             if strict {
                 p.answers.append(Answer(run: completion))

@@ -20,12 +20,15 @@ public struct RequestRecord: Sendable {
     public var warnings: [String]
     /// The notification's id (APNs apns-id; FCM: the UUID its message name derives from), nil when rejected.
     public var notificationID: UUIDValue?
+    /// What the device made of it (a token send that was delivered; nil otherwise).
+    public var device: DeviceOutcome?
 
     public init(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
         topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        warnings: [String], notificationID: UUIDValue?
+        warnings: [String], notificationID: UUIDValue?, device: DeviceOutcome? = nil
     ) {
+        self.device = device
         self.atMs = atMs
         self.provider = provider
         self.connection = connection

@@ -48,6 +48,8 @@ extension CampaignReport {
             + map(c.tracking) {
                 "{\"fired\":\($0.fired),\"succeeded\":\($0.succeeded),\"failed\":\($0.failed),\"retried\":\($0.retried),\"attempts\":\($0.attempts)}"
             }
+        s += ",\"display\":" + map(c.display) { String($0) } + ",\"displayReasons\":" + map(c.displayReasons) { String($0) }
+        s += ",\"lint\":" + map(c.lint) { String($0) } + ",\"lintSeverity\":" + map(c.lintSeverity, JSONWriter.quote)
         s += ",\"receiveRate\":\(c.rate("receive")),\"openRate\":\(c.rate("open"))"
         s +=
             ",\"firstAt\":" + (c.totals.sent > 0 ? String(c.firstMs) : "null") + ",\"lastAt\":"
@@ -99,6 +101,19 @@ extension CampaignReport {
         s += "  payload bytes: min \(p.first ?? 0), p50 \(p.percentile(50)), p90 \(p.percentile(90)), max \(p.last ?? 0)\n"
         s +=
             "  answer latency: p50 \(format1(Double(l.percentile(50)) / 1000)) ms, p99 \(format1(Double(l.percentile(99)) / 1000)) ms, max \(format1(Double(l.last ?? 0) / 1000)) ms\n"
+        if !c.display.isEmpty {
+            let shown = ["shown", "quiet", "not-shown"].map { "\($0) \(c.display[$0] ?? 0)" }.joined(separator: ", ")
+            s += "  display: \(shown)\n"
+            for (reason, n) in c.displayReasons.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
+                s += "    \(reason): \(n)\n"
+            }
+        }
+        if !c.lint.isEmpty {
+            s += "  SDK lint:\n"
+            for (code, n) in c.lint.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
+                s += "    \(code) (\(c.lintSeverity[code] ?? "")): \(n)\n"
+            }
+        }
         if c.tracking.isEmpty { s += "  tracking: none\n" }
         for (event, k) in c.tracking.sorted(by: { $0.key > $1.key }) {
             s += "  tracking \(event): fired \(k.fired), succeeded \(k.succeeded), failed \(k.failed), retried \(k.retried)"
@@ -162,6 +177,23 @@ extension CampaignReport {
         let l = c.latenciesUs
         s +=
             "<p class=\"muted\">Answer latency: p50 \(CampaignReport.format1(Double(l.percentile(50)) / 1000)) ms, p90 \(CampaignReport.format1(Double(l.percentile(90)) / 1000)) ms, p99 \(CampaignReport.format1(Double(l.percentile(99)) / 1000)) ms, max \(CampaignReport.format1(Double(l.last ?? 0) / 1000)) ms.</p>"
+        if !c.display.isEmpty {
+            let colors = ["shown": "#2f9e44", "quiet": "#f08c00", "not-shown": "#868e96"]
+            s += "<h3>Display on the devices</h3>"
+            s += CampaignReport.bars(
+                c.displayReasons.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map {
+                    ($0.key, $0.value, colors[String($0.key.split(separator: " ").first ?? "")] ?? "#868e96")
+                })
+        }
+        if !c.lint.isEmpty {
+            let colors = ["error": "#e03131", "warning": "#f08c00", "info": "#1971c2"]
+            s += "<h3>SDK lint</h3><table><tr><th>Code</th><th>Severity</th><th>Notifications</th></tr>"
+            for (code, n) in c.lint.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
+                let sev = c.lintSeverity[code] ?? ""
+                s += "<tr><td>\(esc(code))</td><td style=\"color:\(colors[sev] ?? "#1d2330")\">\(esc(sev))</td><td>\(n)</td></tr>"
+            }
+            s += "</table>"
+        }
         s += "<h3>Tracking</h3>"
         if c.tracking.isEmpty { return s + "<p class=\"muted\">No tracking calls.</p>\n" }
         s += "<table><tr><th>Event</th><th>Fired</th><th>Succeeded</th><th>Failed</th><th>Retried</th><th>Rate</th></tr>"

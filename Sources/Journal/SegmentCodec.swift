@@ -9,18 +9,20 @@ import Transport
 /// token, so a record shrinks from ~500 bytes to ~70, and the write cost, which is dominated by
 /// bytes through SQLite's WAL, shrinks with it.
 ///
-/// Segment: `"PJ"`, the format version (2; version 1 is still read), varint base time, then
+/// Segment: `"PJ"`, the format version (3; versions 1 and 2 are still read), varint base time, then
 /// records. Record: tag (1 request, 2 tracking), zigzag varint of the time since the record
 /// before, then the fields in a fixed order.
 /// Repeatable fields: varint 0 = same as before, 1 = absent, n >= 2 = n - 2 bytes follow.
 /// Literal fields: varint length then bytes. Tokens (version 2): varint `length << 1 | hex`; with
-/// `hex` set, `length` lowercase hex characters follow as `length / 2` bytes.
+/// `hex` set, `length` lowercase hex characters follow as `length / 2` bytes. Version 3 adds the
+/// device outcome to a request, after its campaign: a repeatable field of the display's two
+/// bytes, then the lint findings' stored lines, newline-separated (absent: not delivered).
 ///
 /// Encoding runs on the event loop for every request, so it writes through a pointer into storage
 /// allocated without zeroing (one `Array.append(contentsOf:)` per field cost ~50 instructions a
 /// call; measured with callgrind, the encoder fell from 3.8k to about 3k per APNs request).
 struct SegmentEncoder {
-    static let version: UInt8 = 2
+    static let version: UInt8 = 3
     /// Storage; only the first `byteCount` bytes are the segment.
     private var storage: [UInt8] = []
     private(set) var byteCount = 0
@@ -35,7 +37,7 @@ struct SegmentEncoder {
     private var lastProvider: PushProvider?
 
     enum Slot: Int, CaseIterable {
-        case environment, topic, reason, headers, payload, warnings, campaign
+        case environment, topic, reason, headers, payload, warnings, campaign, device
         case preset, event, method, outcome, error
         static let count = allCases.count
     }
@@ -65,16 +67,16 @@ struct SegmentEncoder {
         appendRequest(
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
-            payload: r.payload, warnings: r.warnings, notificationID: r.notificationID, maxPayload: maxPayload,
-            campaignOf: campaignOf)
+            payload: r.payload, warnings: r.warnings, device: r.device, notificationID: r.notificationID,
+            maxPayload: maxPayload, campaignOf: campaignOf)
     }
 
     /// A request record from its fields, read where they are (no record built and destroyed).
     mutating func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], notificationID: UUIDValue?,
-        maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome?,
+        notificationID: UUIDValue?, maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?
     ) {
         header(tag: 1, atMs: atMs)
         put(provider.storedByte)
@@ -92,6 +94,7 @@ struct SegmentEncoder {
         if !samePayload || lastProvider != provider { lastCampaign = campaignOf(provider, payload) }
         lastProvider = provider
         repeatable(.campaign, string: lastCampaign)
+        deviceOutcome(device)
         token.withUnsafeBytes { self.token($0) }
         if let id = notificationID {
             room(17)
@@ -209,6 +212,22 @@ struct SegmentEncoder {
             kept.append(0)
         }
         kept.withUnsafeBytes { _ = repeatable(.headers, $0) }
+    }
+
+    /// The device outcome's field: two bytes when the payload is clean (the common case: no String).
+    private mutating func deviceOutcome(_ o: DeviceOutcome?) {
+        guard let o else {
+            repeatable(.device, nil)
+            return
+        }
+        var display = o.display.storedBytes
+        if o.lint.isEmpty {
+            withUnsafeBytes(of: &display) { _ = repeatable(.device, $0) }
+            return
+        }
+        var bytes = [display.0, display.1]
+        bytes.append(contentsOf: o.lint.map(\.storedLine).joined(separator: "\n").utf8)
+        bytes.withUnsafeBytes { _ = repeatable(.device, $0) }
     }
 
     private mutating func header(tag: UInt8, atMs: Int64) {
@@ -387,6 +406,9 @@ public struct StoredRequest: Sendable {
     public var payloadSize: Int
     public var warnings: [String]
     public var notificationID: String?
+    /// What the device made of it (format 3; nil for older records and undelivered requests).
+    public var display: Display? = nil
+    public var lint: [LintFinding] = []
 }
 
 public enum JournalEntry: Sendable {
@@ -406,7 +428,7 @@ struct SegmentDecoder {
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
-        guard bytes.count >= 4, bytes[0] == UInt8(ascii: "P"), bytes[1] == UInt8(ascii: "J"), bytes[2] == 1 || bytes[2] == 2 else {
+        guard bytes.count >= 4, bytes[0] == UInt8(ascii: "P"), bytes[1] == UInt8(ascii: "J"), (1...3).contains(bytes[2]) else {
             i = bytes.count
             malformed = !bytes.isEmpty
             return
@@ -441,6 +463,7 @@ struct SegmentDecoder {
             let payload = field(.payload) ?? []
             let warnings = string(.warnings).map { $0.split(separator: "\n").map(String.init) } ?? []
             let campaign = string(.campaign)
+            let device = version >= 3 ? field(.device) : nil
             let token = self.token()
             let idBytes = literal()
             guard !malformed else { return nil }
@@ -454,13 +477,19 @@ struct SegmentDecoder {
                 }
                 id = UUIDValue(high: high, low: low).description
             }
-            return .request(
-                StoredRequest(
-                    atMs: lastMs, provider: provider, connection: connection, environment: environment,
-                    token: token, topic: topic, campaign: campaign, status: status, reason: reason,
-                    latencyUs: latency, headers: SegmentDecoder.headers(headerBytes), payload: payload,
-                    payloadSize: size, warnings: warnings,
-                    notificationID: id))
+            var r = StoredRequest(
+                atMs: lastMs, provider: provider, connection: connection, environment: environment,
+                token: token, topic: topic, campaign: campaign, status: status, reason: reason,
+                latencyUs: latency, headers: SegmentDecoder.headers(headerBytes), payload: payload,
+                payloadSize: size, warnings: warnings,
+                notificationID: id)
+            if let device, device.count >= 2 {
+                r.display = Display(stored: (device[0], device[1]))
+                r.lint = device[2...].split(separator: UInt8(ascii: "\n")).compactMap {
+                    LintFinding(storedLine: String(decoding: $0, as: UTF8.self)[...])
+                }
+            }
+            return .request(r)
         case 2:
             let status = Int(varint())
             let attempt = Int(varint())

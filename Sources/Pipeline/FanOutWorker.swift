@@ -105,7 +105,7 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     /// an answer already sent; a loop's requests are not).
     static let nice: Int32 = 10
 
-    /// One job: its recipients, then a log record and a delivery each, a batch at a time.
+    /// One job: its recipients, then a delivery and a log record (with the device's outcome) each, a batch at a time.
     func run(_ job: FanOutJob) {
         let started = Clock.monotonicNanoseconds()
         let tokens = job.recipients()
@@ -114,12 +114,12 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
             let end = min(tokens.count, index + FanOutWorker.batchSize)
             for i in index..<end {
                 let delivery = job.delivery(tokens[i], i)
+                let outcome = devices.deliver(delivery)
                 log.append(
                     shard: logShard, id: delivery.notificationID, provider: delivery.provider,
                     receivedAtMs: delivery.receivedAtMs, environment: delivery.environment ?? "", token: delivery.tokenBytes,
                     topic: job.topic?[...], headers: job.headers, payload: delivery.payload, payloadIsJSON: job.payloadIsJSON,
-                    warnings: job.warnings)
-                devices.deliver(delivery)
+                    warnings: job.warnings, outcome: outcome)
             }
             delivered.add(UInt64(end - index), ordering: .relaxed)
             index = end

@@ -14,7 +14,8 @@ import Transport
 ///       a rule that answers:  G.injectedAnswer -> journal commit -> shaping -> metrics   (stop)
 ///  3. rate limit      tokenRate.allow(token) or G.rateLimited(&decision)     (--apns-token-rate)
 ///  4. accepted only:  for each G.forEachAcceptedPush:
-///       notification log (append)  ->  Fleet delivery (never awaited; tracking runs on its lanes)
+///       Fleet delivery (display and SDK lint decided; tracking runs on its lanes, never awaited)
+///       ->  notification log (append, with the device's outcome)
 ///     a many-device push (G.fansOut): room reserved on the fan-out worker (else G.rateLimited),
 ///       then G.fanOut's job is queued there: resolved and delivered after the answer, off the loop
 ///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
@@ -91,17 +92,19 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
 
         // 4. notification log and delivery; 5. device effects
         var acceptedID: UUIDValue?
+        var deviceOutcome: DeviceOutcome?
         if decision.accepted {
             let id = gateway.notificationID(for: decision, request: request, state: state)
             acceptedID = id
             let shard = exchange.eventLoop.index
             gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) {
                 delivery, topic, warnings, parsedPayload, flags in
+                let outcome = services.devices.deliver(delivery, parsedPayload: parsedPayload)
                 services.log.append(
                     shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
                     environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: topic, headers: request.headers,
-                    payload: delivery.payload, payloadIsJSON: flags.payloadIsJSON, warnings: warnings)
-                services.devices.deliver(delivery, parsedPayload: parsedPayload)
+                    payload: delivery.payload, payloadIsJSON: flags.payloadIsJSON, warnings: warnings, outcome: outcome)
+                if flags.appliesDeviceEffects { deviceOutcome = outcome }
                 if flags.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
                     services.lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
                 }
@@ -123,7 +126,8 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions.
         finish(
             exchange, request, subject, outcome, response: response, fired: fired,
-            actions: gateway.connectionActions(after: decision), timing: Timing(nowMs: nowMs, started: started), id: acceptedID)
+            actions: gateway.connectionActions(after: decision), timing: Timing(nowMs: nowMs, started: started), id: acceptedID,
+            device: deviceOutcome)
     }
 
     /// Stage 2's other branch: a fault rule answers in the gateway's format; the answer is
@@ -153,7 +157,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     @inline(__always)
     func finish(
         _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: Response,
-        fired: FiredFault?, actions: Gateway.ConnectionActions, timing: Timing, id: UUIDValue?
+        fired: FiredFault?, actions: Gateway.ConnectionActions, timing: Timing, id: UUIDValue?, device: DeviceOutcome? = nil
     ) {
         let faults = services.faults
         let metrics = services.metrics
@@ -161,7 +165,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let status = outcome.status
         let reason = outcome.reason
         let started = timing.started
-        commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id) { stored in
+        commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device) { stored in
             // A record strict durability could not store (a full disk) is not acknowledged: the
             // client gets the service's retryable 503 and sends it again.
             let delay = faults.send(
@@ -182,14 +186,14 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     @inline(__always)
     func commit(
         _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-        started: UInt64, id: UUIDValue?, _ answer: @escaping @Sendable (_ stored: Bool) -> Void
+        started: UInt64, id: UUIDValue?, device: DeviceOutcome?, _ answer: @escaping @Sendable (_ stored: Bool) -> Void
     ) {
         guard let journal = services.journal else { return answer(true) }
         journal.appendRequest(
             atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
             latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
-            payload: outcome.payload, warnings: outcome.warnings, notificationID: id,
+            payload: outcome.payload, warnings: outcome.warnings, device: device, notificationID: id,
             loop: exchange.eventLoop, completion: answer)
     }
 }

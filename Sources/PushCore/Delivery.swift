@@ -26,6 +26,8 @@ public struct Delivery: Sendable {
     public var contentAvailable = false
     /// FCM: the message carries `data` (so `onMessageReceived` runs in the background too).
     public var hasData = false
+    /// What the payload shows (alert, sound, badge, passive; FCM: a notification message).
+    public var alerts: AlertFacts = []
     public var collapseID: String?
     /// APNs `apns-expiration` (ms; 0: deliver now or never) or FCM TTL end; nil: none.
     public var expiresAtMs: Int64?

@@ -46,7 +46,7 @@ public final class NotificationLog: Sendable {
     public func append(
         shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        payloadIsJSON: Bool, warnings: [String]
+        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome? = nil
     ) {
         shards[shard % shards.count].arena.withLock { a in
             var env = environment
@@ -54,7 +54,7 @@ public final class NotificationLog: Sendable {
                 a.append(
                     id: id, provider: provider, receivedAtMs: receivedAtMs, environment: UnsafeRawBufferPointer(envBytes),
                     token: token, topic: topic, headers: headers, payload: payload, payloadIsJSON: payloadIsJSON,
-                    warnings: warnings)
+                    warnings: warnings, outcome: outcome)
             }
         }
     }
@@ -80,9 +80,10 @@ public final class NotificationLog: Sendable {
 /// A ring of records in one byte buffer. Record layout (native byte order):
 /// u32 length, u64 sequence, i64 receivedAt, u64 idHigh, u64 idLow, u8 provider, u8 flags,
 /// u16 envLen, u16 tokenLen, u16 topicLen, u32 headersLen, u32 payloadLen, u32 warningsLen,
-/// then the bytes of each (headers and warnings as u16-length-prefixed strings).
+/// u8 display outcome, u8 display reason (0: none), u32 lintLen, then the bytes of each (headers,
+/// warnings and lint findings as u16-length-prefixed strings).
 struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
-    static let fixed = 4 + 8 + 8 + 8 + 8 + 1 + 1 + 2 + 2 + 2 + 4 + 4 + 4
+    static let fixed = 4 + 8 + 8 + 8 + 8 + 1 + 1 + 2 + 2 + 2 + 4 + 4 + 4 + 1 + 1 + 4
     let capacity: Int
     let maxRecords: Int
     var buffer: UnsafeMutableRawPointer
@@ -151,7 +152,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     mutating func append(
         id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        payloadIsJSON: Bool, warnings: [String]
+        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome?
     ) {
         // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
         var headersLen = 0
@@ -164,8 +165,12 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         }
         var warningsLen = 0
         for w in warnings { warningsLen += 2 + min(w.utf8.count, 65535) }
+        let lint = outcome?.lint.map(\.storedLine) ?? []
+        var lintLen = 0
+        for l in lint { lintLen += 2 + min(l.utf8.count, 65535) }
         let topicLen = topic?.count ?? 0
-        let total = Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen
+        let total =
+            Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen + lintLen
         guard total < Int(UInt32.max), let at = reserve(total) else { return }
         sequence &+= 1
         var p = buffer + at
@@ -190,6 +195,10 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         put(UInt32(headersLen))
         put(UInt32(payload.count))
         put(UInt32(warningsLen))
+        let display = outcome?.display.storedBytes ?? (0, 0)
+        put(display.0)
+        put(display.1)
+        put(UInt32(lintLen))
         bytes(environment)
         token.withUnsafeBytes { bytes($0) }
         topic?.withUnsafeBytes { bytes($0) }
@@ -205,8 +214,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
             }
         }
         payload.withUnsafeBytes { bytes($0) }
-        for w in warnings {
-            var w = w
+        for var w in warnings + lint {
             w.withUTF8 { u in
                 let n = min(u.count, 65535)
                 put(UInt16(n))
@@ -257,6 +265,8 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         let headersLen = Int(get(UInt32.self))
         let payloadLen = Int(get(UInt32.self))
         let warningsLen = Int(get(UInt32.self))
+        let display = Display(stored: (get(UInt8.self), get(UInt8.self)))
+        let lintLen = Int(get(UInt32.self))
         if let want = f.provider, want != provider { return nil }
         let env = take(envLen)
         let token = take(tokenLen)
@@ -273,18 +283,25 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
             headers.add(name: name, value: value)
         }
         let payload = Array(take(payloadLen))
-        var warnings: [String] = []
-        let wEnd = p + warningsLen
-        while p < wEnd {
-            let n = Int(get(UInt16.self))
-            warnings.append(String(decoding: take(n), as: UTF8.self))
+        func strings(_ length: Int) -> [String] {
+            var out: [String] = []
+            let end = p + length
+            while p < end {
+                let n = Int(get(UInt16.self))
+                out.append(String(decoding: take(n), as: UTF8.self))
+            }
+            return out
         }
+        let warnings = strings(warningsLen)
+        let lint = strings(lintLen).compactMap { LintFinding(storedLine: $0[...]) }
         var n = PushNotification(
             id: UUIDValue(high: hi, low: lo), provider: provider, receivedAtMs: at,
             environment: String(decoding: env, as: UTF8.self), token: ArraySlice(token),
             topic: flags & 2 == 0 ? nil : ArraySlice(topic), headers: headers, payload: payload,
             payloadIsJSON: flags & 1 != 0, warnings: warnings)
         n.sequence = seq
+        n.display = display
+        n.lint = lint
         return n
     }
 }

@@ -16,6 +16,10 @@ public struct PushNotification: Sendable {
     public var payload: [UInt8]
     public var payloadIsJSON: Bool
     public var warnings: [String]
+    /// What the device made of it (nil: not decided, as for a record of an older journal).
+    public var display: Display?
+    /// What the device's SDK found wrong with the payload.
+    public var lint: [LintFinding] = []
 
     public init(
         id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
@@ -57,7 +61,8 @@ public struct PushNotification: Sendable {
         } else {
             s += ",\"payload\":null,\"payloadText\":" + JSONWriter.quote(String(decoding: payload, as: UTF8.self))
         }
-        s += ",\"warnings\":[" + warnings.map(JSONWriter.quote).joined(separator: ",") + "]}"
+        s += ",\"warnings\":[" + warnings.map(JSONWriter.quote).joined(separator: ",") + "]"
+        s += ",\"display\":" + (display?.json ?? "null") + ",\"lint\":[" + lint.map(\.json).joined(separator: ",") + "]}"
         return s
     }
 }

@@ -38,10 +38,67 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
 
     public func has(_ path: String) -> Bool { value(path) != nil }
 
+    /// `value`, for a path relative to the object at token `object` (from `objectIndex`): an SDK
+    /// reading many keys of `data` finds `data` once.
+    public func value(_ path: String, in object: Int) -> String? {
+        guard valid, object >= 0, object < tokens.tokens.count else { return nil }
+        var path = path
+        return path.withUTF8 { p in
+            bytes.withUnsafeBytes { raw in
+                PayloadReader.lookup(JSONView(bytes: raw, buffer: tokens), UnsafeRawBufferPointer(p), from: object)
+            }
+        }
+    }
+
+    /// The values of `keys` among the members of the object at token `object`, as `value` gives
+    /// them, in one pass over its members (an SDK reading ten keys of `data` walks it once).
+    public func values(of keys: [String], in object: Int) -> [String?] {
+        var out = [String?](repeating: nil, count: keys.count)
+        guard valid, object >= 0, object < tokens.tokens.count else { return out }
+        bytes.withUnsafeBytes { raw in
+            let v = JSONView(bytes: raw, buffer: tokens)
+            guard v.tokens[object].kind == .object else { return }
+            v.forEachMember(object) { k, val in
+                let name = v.raw(k)
+                for (n, key) in keys.enumerated() where out[n] == nil {
+                    var key = key
+                    let same = key.withUTF8 { u in
+                        v.tokens[k].escaped
+                            ? v.string(k).utf8.elementsEqual(u)
+                            : u.count == name.count && (u.isEmpty || sameBytes(name.baseAddress!, u.baseAddress!, u.count))
+                    }
+                    if same { out[n] = PayloadReader.text(v, val) }
+                }
+            }
+        }
+        return out
+    }
+
+    /// The token index of the object at `path` (dot-separated object keys), or nil.
+    public func objectIndex(_ path: String) -> Int? {
+        guard valid else { return nil }
+        return bytes.withUnsafeBytes { raw -> Int? in
+            let v = JSONView(bytes: raw, buffer: tokens)
+            var i = 0
+            for key in path.split(separator: ".", omittingEmptySubsequences: false) {
+                guard v.tokens[i].kind == .object else { return nil }
+                var found: Int?
+                v.forEachMember(i) { k, val in if found == nil && v.string(k) == key { found = val } }
+                guard let f = found else { return nil }
+                i = f
+            }
+            return v.tokens[i].kind == .object ? i : nil
+        }
+    }
+
+    /// Whether the bytes are one JSON document, and whether that is an object.
+    public var isJSON: Bool { valid }
+    public var isObject: Bool { valid && tokens.tokens[0].kind == .object }
+
     /// Walks `path` (dot-separated, empty segments kept, as `split(omittingEmptySubsequences:
     /// false)` would give them) over the bytes: no segment array, no `String` per key.
-    static func lookup(_ v: JSONView, _ path: UnsafeRawBufferPointer) -> String? {
-        var i = 0
+    static func lookup(_ v: JSONView, _ path: UnsafeRawBufferPointer, from root: Int = 0) -> String? {
+        var i = root
         var start = 0
         while start <= path.count {
             var end = start
@@ -79,6 +136,11 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
             }
             start = end + 1
         }
+        return text(v, i)
+    }
+
+    /// A value as `value` gives it: a string decoded, nil for null, anything else as written.
+    static func text(_ v: JSONView, _ i: Int) -> String? {
         switch v.tokens[i].kind {
         case .null: return nil
         case .string: return v.string(i)

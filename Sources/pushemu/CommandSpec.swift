@@ -113,6 +113,10 @@ struct CommandSpec {
                 Option(
                     name: "registration", value: "JSON", help: "how its app registers, e.g. {\"preset\":\"adobe-campaign\",\"url\":...}"),
                 Option(name: "behavior", value: "JSON", help: "its behaviour, e.g. {\"openRate\":0.1}"),
+                Option(name: "permission", value: "P", help: "notification permission: authorized, provisional or denied"),
+                Option(name: "app-state", value: "S", help: "foreground, background, killed or offline"),
+                Option(name: "url-schemes", value: "a,b", help: "the URL schemes its app declares (links are linted against them)"),
+                Option(name: "sounds", value: "a,b", help: "the sound files in its app bundle"),
                 Option(name: "labels", value: "a,b", help: "labels fault rules and queries can select"),
                 Option(name: "topics", value: "a,b", help: "FCM topic subscriptions (Android, or iOS with --fcm-token)"),
                 Option(name: "fcm-token", value: "T|new", help: "iOS with the Firebase SDK: its FCM registration token (new: generated)"),
@@ -167,6 +171,10 @@ struct CommandSpec {
                 Option(name: "registration", value: "JSON", help: "how the devices' apps register (in bulk, at --register-rate)"),
                 Option(name: "register-rate", value: "N", help: "registrations a second (default 10000)"),
                 Option(name: "behavior", value: "JSON", help: "the devices' behaviour"),
+                Option(name: "permission", value: "P|JSON", help: "one permission, or shares: {\"authorized\":0.8,\"denied\":0.2}"),
+                Option(name: "app-state", value: "S|JSON", help: "one app state, or shares of foreground, background, killed, offline"),
+                Option(name: "url-schemes", value: "a,b", help: "the URL schemes its app declares"),
+                Option(name: "sounds", value: "a,b", help: "the sound files in its app bundle"),
                 Option(name: "labels", value: "a,b", help: "labels of every device in the fleet"),
             ]),
         CommandSpec(

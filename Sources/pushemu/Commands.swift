@@ -55,6 +55,21 @@ enum Commands {
         "[" + list.split(separator: ",").map { JSONWriter.quote(String($0)) }.joined(separator: ",") + "]"
     }
 
+    /// `--permission`, `--app-state` (a name, or a JSON object of shares for a fleet),
+    /// `--url-schemes`, `--sounds`, as the admin API's fields (it validates them).
+    static func stateFields(_ f: [String: String]) -> [String] {
+        var fields: [String] = []
+        for (key, field) in [("permission", "permission"), ("app-state", "appState")] {
+            if let value = f[key] {
+                fields.append(JSONWriter.quote(field) + ":" + (value.hasPrefix("{") ? value : JSONWriter.quote(value)))
+            }
+        }
+        for (key, field) in [("url-schemes", "urlSchemes"), ("sounds", "sounds")] {
+            if let list = f[key] { fields.append(JSONWriter.quote(field) + ":" + jsonList(list)) }
+        }
+        return fields
+    }
+
     /// `pushemu devices add`: `POST /emulator/v1/devices`.
     static func addDevice(_ f: [String: String]) throws -> String {
         var fields: [String] = []
@@ -63,6 +78,7 @@ enum Commands {
         }
         for key in ["tracking", "registration", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
         for key in ["labels", "topics"] { if let list = f[key] { fields.append(JSONWriter.quote(key) + ":" + jsonList(list)) } }
+        fields += stateFields(f)
         if let fcm = f["fcm-token"] { fields.append("\"fcmToken\":" + (fcm == "new" ? "true" : JSONWriter.quote(fcm))) }
         return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
     }
@@ -102,6 +118,7 @@ enum Commands {
         }
         for key in ["tracking", "registration", "behavior"] { if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + value) } }
         if let labels = f["labels"] { fields.append("\"labels\":" + jsonList(labels)) }
+        fields += stateFields(f)
         return try call("POST", server(f) + "/emulator/v1/fleets", body: "{" + fields.joined(separator: ",") + "}")
     }
 

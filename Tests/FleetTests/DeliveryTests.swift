@@ -49,6 +49,11 @@ final class DeliveryTests: XCTestCase {
         let p = PayloadReader(Array(d.payload))
         d.mutableContent = p.value("aps.mutable-content") == "1"
         d.contentAvailable = p.value("aps.content-available") == "1"
+        // What the APNs gateway's parse finds.
+        if p.has("aps.alert") { d.alerts.insert(.alert) }
+        if p.has("aps.sound") { d.alerts.insert(.sound) }
+        if p.has("aps.badge") { d.alerts.insert(.badge) }
+        if p.value("aps.interruption-level") == "passive" { d.alerts.insert(.passive) }
         d.collapseID = collapse
         return d
     }
@@ -58,7 +63,9 @@ final class DeliveryTests: XCTestCase {
             provider: .fcm, platform: .android, token: Self.androidToken, app: nil, environment: "proj",
             notificationID: UUIDValue(high: n, low: n), messageName: "projects/proj/messages/\(n)", receivedAtMs: Clock.nowMs(),
             payload: Array(message.utf8))
-        d.hasData = PayloadReader(Array(d.payload)).has("data")
+        let p = PayloadReader(Array(d.payload))
+        d.hasData = p.has("data")
+        if p.has("notification") || p.has("android.notification") { d.alerts = .notification }
         return d
     }
 

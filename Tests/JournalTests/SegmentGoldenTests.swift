@@ -5,9 +5,10 @@ import XCTest
 @testable import Journal
 
 /// The journal's on-disk bytes do not move: a fixed sequence of request and tracking records
-/// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v2.golden`, written by the
-/// build before the push pipeline existed. Set `PUSHEMU_WRITE_GOLDEN=1` to rewrite it (only for
-/// a deliberate format change, with a new format version).
+/// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v3.golden` (format 3: the
+/// device outcome). `segment-v2.golden`, written by the build before the push pipeline existed
+/// from the same records less their outcomes, still reads. Set `PUSHEMU_WRITE_GOLDEN=1` to
+/// rewrite the v3 file (only for a deliberate format change, with a new format version).
 final class SegmentGoldenTests: XCTestCase {
     static let fixtures =
         String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/"))
@@ -35,6 +36,7 @@ final class SegmentGoldenTests: XCTestCase {
                 topic: isAPNs ? Array("com.example.app".utf8)[...] : nil, status: index == 5 ? 410 : 200,
                 reason: index == 5 ? "Unregistered" : "", latencyUs: Int64(40 + index), headers: headers,
                 payload: Array(payload.utf8)[...], warnings: index == 1 ? ["aps.alert: a warning"] : [],
+                device: index == 5 ? nil : outcome(index),
                 notificationID: index == 5 ? nil : UUIDValue(high: 0x1234_5678_9abc_def0, low: UInt64(index)),
                 maxPayload: Journal.maxPayload,
                 campaignOf: { provider, _ in provider == .apns ? "m\(index % 2)" : "c9" })
@@ -49,9 +51,43 @@ final class SegmentGoldenTests: XCTestCase {
         return encoder.bytes
     }
 
+    /// Shown for most (repeated), quiet and not-shown for some, lint findings on two.
+    static func outcome(_ index: Int) -> DeviceOutcome {
+        switch index {
+        case 3: return DeviceOutcome(display: Display(.quiet, .provisional))
+        case 7:
+            return DeviceOutcome(
+                display: Display(.notShown, .permissionDenied),
+                lint: [
+                    LintFinding("adobe.missing-ids", .error, "_dId missing: no tracking", path: "_dId"),
+                    LintFinding("link.not-https", .warning, "'http://x' is http", path: "url"),
+                ])
+        case 8, 9:
+            return DeviceOutcome(
+                display: Display(.shown, .alert),
+                lint: [LintFinding("braze.delivery-tracking-off", .info, "no bz_p_e", path: "data.bz_p_e")])
+        default: return DeviceOutcome(display: Display(.shown, .alert))
+        }
+    }
+
+    /// A segment's request records and its count of tracking records (failing on a malformed one).
+    static func decode(_ bytes: [UInt8]) throws -> ([StoredRequest], Int) {
+        var decoder = SegmentDecoder(bytes)
+        var requests: [StoredRequest] = []
+        var tracking = 0
+        while let entry = decoder.next() {
+            switch entry {
+            case .request(let r): requests.append(r)
+            case .tracking: tracking += 1
+            }
+        }
+        XCTAssertFalse(decoder.malformed)
+        return (requests, tracking)
+    }
+
     func testSegmentBytesAreUnchanged() throws {
         let bytes = Self.goldenSegment()
-        let path = Self.fixtures + "/segment-v2.golden"
+        let path = Self.fixtures + "/segment-v3.golden"
         if getenv("PUSHEMU_WRITE_GOLDEN") != nil {
             let file = try XCTUnwrap(fopen(path, "wb"))
             XCTAssertEqual(fwrite(bytes, 1, bytes.count, file), bytes.count)
@@ -60,18 +96,27 @@ final class SegmentGoldenTests: XCTestCase {
         let golden = try XCTUnwrap(Files.read(path), "missing \(path)")
         XCTAssertEqual(bytes.count, golden.count)
         XCTAssertEqual(bytes, golden, "the journal's segment encoding changed")
-        var decoder = SegmentDecoder(golden)
-        var requests = 0
-        var tracking = 0
-        while let entry = decoder.next() {
-            switch entry {
-            case .request: requests += 1
-            case .tracking: tracking += 1
-            }
-        }
-        XCTAssertFalse(decoder.malformed)
-        XCTAssertEqual(requests, 12)
+        let (requests, tracking) = try Self.decode(golden)
+        XCTAssertEqual(requests.count, 12)
         XCTAssertEqual(tracking, 3)
+        for (index, r) in requests.enumerated() {
+            let expected = index == 5 ? nil : Self.outcome(index)
+            XCTAssertEqual(r.display, expected?.display, "request \(index)")
+            XCTAssertEqual(r.lint, expected?.lint ?? [], "request \(index)")
+        }
+    }
+
+    /// Format 2 (no device outcome) reads as it did: the same records, with no display.
+    func testVersion2SegmentStillReads() throws {
+        let golden = try XCTUnwrap(Files.read(Self.fixtures + "/segment-v2.golden"))
+        XCTAssertEqual(golden[2], 2)
+        let (requests, tracking) = try Self.decode(golden)
+        XCTAssertEqual(requests.count, 12)
+        XCTAssertEqual(tracking, 3)
+        XCTAssertTrue(requests.allSatisfy { $0.display == nil && $0.lint.isEmpty })
+        XCTAssertEqual(requests[4].token, "f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820".uppercased())
+        XCTAssertEqual(requests[5].reason, "Unregistered")
+        XCTAssertEqual(requests[2].campaign, "c9")
     }
 }
 

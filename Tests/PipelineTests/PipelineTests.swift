@@ -38,7 +38,9 @@ final class PipelineTests: XCTestCase {
     }
 
     /// A provider token signed with a key registered through the admin API.
-    func apnsAuthorization(_ emulator: TestEmulator) throws -> String {
+    func apnsAuthorization(_ emulator: TestEmulator) throws -> String { try Self.apnsAuthorization(emulator) }
+
+    static func apnsAuthorization(_ emulator: TestEmulator) throws -> String {
         let key = try XCTUnwrap(ES256.Key.generate())
         let body = "{\"teamId\":\"TEAM123456\",\"keyId\":\"KEY1234567\",\"publicKeyPem\":" + JSONWriter.quote(key.publicKeyPEM) + "}"
         let created = try emulator.http1(TestRequest("POST", "/emulator/v1/apns/keys", body: body))
