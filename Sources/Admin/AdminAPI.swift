@@ -94,6 +94,8 @@ package struct AdminAPI: Sendable {
     /// of them queues at most its capacity (then 503).
     let journalReads: BackgroundWorker
     let rateLimit: AdminRateLimit
+    /// What `DELETE /emulator/v1/notifications` removed, for the reads that reach into the journal.
+    let deletions = NotificationDeletions()
 
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
@@ -158,30 +160,7 @@ package struct AdminAPI: Sendable {
         r.add(.get, "/emulator/v1/apns/keys") { ex in
             ex.respond(.json(200, JSONObjectWriter.list("keys", keys.all.map(keyJSON))))
         }
-        r.add(.get, "/emulator/v1/notifications") { ex in
-            var f = NotificationLog.Filter()
-            let q = ex.request
-            if let p = q.queryParameter("provider"), !p.isEmpty {
-                guard let provider = PushProvider.named(p) else {
-                    return ex.respond(AdminAPI.error(400, "provider must be \(PushProvider.namesForMessages)"))
-                }
-                f.provider = provider
-            }
-            f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
-            f.topic = q.queryParameter("topic").flatMap { $0.isEmpty ? nil : percentDecode($0) }
-            if let c = q.queryParameter("campaign").flatMap({ $0.isEmpty ? nil : percentDecode($0) }) {
-                let keys = campaignKeys
-                f.matches = { CampaignID.matches($0, c, extra: keys) }
-            }
-            guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
-                let wait = intParameter(q, "wait", default: 0, range: 0...300)
-            else {
-                return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
-            }
-            f.limit = limit
-            let filter = f
-            longPoll(ex, waitSeconds: wait) { withJournal(log.query(filter), filter) }
-        }
+        registerNotifications(&r)
         r.add(.get, "/emulator/v1/devices/{token}/notifications") { ex in
             var f = NotificationLog.Filter()
             f.token = ex.parameter(0).utf8String
@@ -239,6 +218,7 @@ package struct AdminAPI: Sendable {
         }
         r.add(.post, "/emulator/v1/reset", maxBodySize: 1024) { ex in
             log.removeAll()
+            deletions.removeAll()
             devices.removeAll()
             fcmDevices.removeAll()
             gateways.apnsChannels.removeAll()
@@ -263,7 +243,7 @@ package struct AdminAPI: Sendable {
     func withJournal(_ found: [PushNotification], _ filter: NotificationLog.Filter) -> [PushNotification] {
         guard let journal, found.count < filter.limit, log.evicted > 0 else { return found }
         let older = JournalAdminAPI(journal: journal, reads: journalReads).notifications(
-            filter, campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
+            deletions.excluding(filter), campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
             limit: filter.limit - found.count)
         return older.reversed() + found
     }

@@ -60,29 +60,62 @@ struct JournalAdminAPI: Sendable {
         var out: [PushNotification] = []
         guard limit > 0 else { return out }
         journal.scan(newestFirst: true) { e in
-            guard case .request(let r) = e, r.status == 200, let idText = r.notificationID,
-                let id = UUIDValue.parseCanonicalLowercase(Array(idText.utf8)), !known.contains(id)
-            else { return true }
-            if let p = filter.provider, p != r.provider { return true }
-            if let t = filter.token, t != r.token { return true }
-            if let t = filter.topic, t != r.topic { return true }
-            var headers = HTTPFields()
-            for (n, v) in r.headers { headers.add(name: n, value: v) }
-            let isJSON = r.payload.withUnsafeBytes { raw -> Bool in
-                var tokens: [JSONToken] = []
-                return !raw.isEmpty && JSONParser.parse(raw, into: &tokens) == nil
-            }
-            var n = PushNotification(
-                id: id, provider: r.provider, receivedAtMs: r.atMs, environment: r.environment,
-                token: Array(r.token.utf8)[...], topic: r.topic.map { Array($0.utf8)[...] }, headers: headers,
-                payload: r.payload, payloadIsJSON: isJSON, warnings: r.warnings)
-            n.display = r.display
-            n.lint = r.lint
-            if let m = filter.matches, !m(n) { return true }
+            guard let n = JournalAdminAPI.notification(e, filter), !known.contains(n.id) else { return true }
             out.append(n)
             return out.count < limit
         }
         return out
+    }
+
+    /// `NotificationLog.page` over the journal: the matching notifications strictly between the
+    /// bounds, the first or last `filter.limit` in (receive time, id) order, ascending. The scan
+    /// starts at the end it needs and stops once it has enough (and the records of the last
+    /// millisecond it took, which the order may put on either side).
+    func page(
+        _ filter: NotificationLog.Filter, after: NotificationLog.PageKey?, before: NotificationLog.PageKey?, newest: Bool
+    ) -> [PushNotification] {
+        var out: [PushNotification] = []
+        let limit = max(0, filter.limit)
+        guard limit > 0 else { return out }
+        journal.scan(sinceMs: newest ? 0 : (after?.atMs ?? 0), newestFirst: newest) { e in
+            guard case .request(let r) = e else { return true }
+            if out.count >= limit, let last = out.last?.receivedAtMs, r.atMs != last { return false }
+            if newest, let before, r.atMs > before.atMs { return true }
+            if !newest, let after, r.atMs < after.atMs { return true }
+            guard let n = JournalAdminAPI.notification(e, filter) else { return true }
+            let key = NotificationLog.PageKey(n)
+            if let after, !(after < key) { return true }
+            if let before, !(key < before) { return true }
+            out.append(n)
+            return true
+        }
+        out.sort { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }
+        return newest ? Array(out.suffix(limit)) : Array(out.prefix(limit))
+    }
+
+    /// A journal record as the notification the log kept, when it is an accepted one `filter` matches.
+    static func notification(_ e: JournalEntry, _ filter: NotificationLog.Filter) -> PushNotification? {
+        guard case .request(let r) = e, r.status == 200, let idText = r.notificationID,
+            let id = UUIDValue.parseCanonicalLowercase(Array(idText.utf8))
+        else { return nil }
+        if let want = filter.id, want != id { return nil }
+        if let p = filter.provider, p != r.provider { return nil }
+        if let t = filter.token, t != r.token { return nil }
+        if let t = filter.topic, t != r.topic { return nil }
+        var headers = HTTPFields()
+        for (n, v) in r.headers { headers.add(name: n, value: v) }
+        let isJSON = r.payload.withUnsafeBytes { raw -> Bool in
+            var tokens: [JSONToken] = []
+            return !raw.isEmpty && JSONParser.parse(raw, into: &tokens) == nil
+        }
+        var n = PushNotification(
+            id: id, provider: r.provider, receivedAtMs: r.atMs, environment: r.environment,
+            token: Array(r.token.utf8)[...], topic: r.topic.map { Array($0.utf8)[...] }, headers: headers,
+            payload: r.payload, payloadIsJSON: isJSON, warnings: r.warnings)
+        n.display = r.display
+        n.lint = r.lint
+        if let m = filter.matches, !m(n) { return nil }
+        return n
     }
 
     /// Tracking attempts from the journal matching `filter`, newest first, at most `limit`, older

@@ -14,10 +14,24 @@ public final class NotificationLog: Sendable {
         public var provider: PushProvider?
         public var token: String?
         public var topic: String?
+        /// One notification only.
+        public var id: UUIDValue?
         /// Any further condition (the admin API's campaign filter).
         public var matches: (@Sendable (PushNotification) -> Bool)?
         public var limit: Int = 100
         public init() {}
+    }
+
+    /// A page bound: a receive time and an id (pages are in that order).
+    public struct PageKey: Sendable, Comparable {
+        public var atMs: Int64
+        public var id: UUIDValue
+        public init(atMs: Int64, id: UUIDValue) {
+            self.atMs = atMs
+            self.id = id
+        }
+        public init(_ n: PushNotification) { self.init(atMs: n.receivedAtMs, id: n.id) }
+        public static func < (a: PageKey, b: PageKey) -> Bool { (a.atMs, a.id.high, a.id.low) < (b.atMs, b.id.high, b.id.low) }
     }
 
     private final class Shard: Sendable {
@@ -69,7 +83,34 @@ public final class NotificationLog: Sendable {
         return out.suffix(max(0, filter.limit)).map(\.1)
     }
 
-    public var count: Int { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.count } } }
+    /// Matching notifications strictly after `after` and before `before`, in (receive time, id)
+    /// order: the first `filter.limit` of them (`newest` false), or the last (`newest` true),
+    /// ascending either way.
+    public func page(_ filter: Filter, after: PageKey?, before: PageKey?, newest: Bool) -> [PushNotification] {
+        var out: [PushNotification] = []
+        for s in shards {
+            s.arena.withLock { a in
+                a.forEach(filter) { n in
+                    let key = PageKey(n)
+                    if let after, !(after < key) { return }
+                    if let before, !(key < before) { return }
+                    if filter.matches?(n) ?? true { out.append(n) }
+                }
+            }
+        }
+        out.sort { PageKey($0) < PageKey($1) }
+        let n = max(0, filter.limit)
+        return newest ? Array(out.suffix(n)) : Array(out.prefix(n))
+    }
+
+    /// Forgets the notifications `filter` matches (all of them: its limit does not apply), and
+    /// says how many. Their space comes back as they age out.
+    @discardableResult
+    public func remove(_ filter: Filter) -> Int {
+        shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.remove(filter) } }
+    }
+
+    public var count: Int { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.count - $0.removed } } }
     public var evicted: UInt64 { shards.reduce(0) { acc, s in acc + s.arena.withLock { $0.evicted } } }
 
     public func removeAll() {
@@ -94,8 +135,12 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     var head = 0, tail = 0, wrapEnd = 0
     var wrapped = false
     var count = 0
+    /// Records among `count` that were removed (flag 4: skipped by every read).
+    var removed = 0
     var sequence: UInt64 = 0
     var evicted: UInt64 = 0
+    /// Where a record's flags byte is (after length, sequence, time, id, provider).
+    static let flagsOffset = 4 + 8 + 8 + 8 + 8 + 1
 
     init(capacity: Int, maxRecords: Int) {
         self.capacity = capacity
@@ -110,12 +155,14 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         wrapEnd = 0
         wrapped = false
         count = 0
+        removed = 0
         first = 0
     }
 
     private func length(at offset: Int) -> Int { Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
 
     private mutating func evictOldest() {
+        if buffer.load(fromByteOffset: head + Arena.flagsOffset, as: UInt8.self) & 4 != 0 { removed -= 1 }
         head += Int(lengths[first])
         first = first + 1 == maxRecords ? 0 : first + 1
         count -= 1
@@ -226,6 +273,27 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         count += 1
     }
 
+    /// Marks the records `f` matches removed.
+    mutating func remove(_ f: NotificationLog.Filter) -> Int {
+        var off = head
+        var inFirst = wrapped
+        var n = 0
+        for _ in 0..<count {
+            if inFirst && off >= wrapEnd {
+                off = 0
+                inFirst = false
+            }
+            if let record = decode(at: off, f), f.matches?(record) ?? true {
+                let flags = buffer.load(fromByteOffset: off + Arena.flagsOffset, as: UInt8.self)
+                buffer.storeBytes(of: flags | 4, toByteOffset: off + Arena.flagsOffset, as: UInt8.self)
+                n += 1
+            }
+            off += length(at: off)
+        }
+        removed += n
+        return n
+    }
+
     /// Decodes each record that matches, oldest first.
     func forEach(_ f: NotificationLog.Filter, _ body: (PushNotification) -> Void) {
         var off = head
@@ -259,6 +327,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         let lo = get(UInt64.self)
         let provider = PushProvider.stored(get(UInt8.self))
         let flags = get(UInt8.self)
+        if flags & 4 != 0 { return nil }
         let envLen = Int(get(UInt16.self))
         let tokenLen = Int(get(UInt16.self))
         let topicLen = Int(get(UInt16.self))
@@ -268,6 +337,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         let display = Display(stored: (get(UInt8.self), get(UInt8.self)))
         let lintLen = Int(get(UInt32.self))
         if let want = f.provider, want != provider { return nil }
+        if let want = f.id, want.high != hi || want.low != lo { return nil }
         let env = take(envLen)
         let token = take(tokenLen)
         let topic = take(topicLen)

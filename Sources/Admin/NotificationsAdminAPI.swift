@@ -1,0 +1,168 @@
+import Fleet
+import PushCore
+import Tracking
+import Transport
+
+/// The notification inspection endpoints:
+///
+/// - `GET /emulator/v1/notifications?provider=&token=&topic=&campaign=&q=&limit=&wait=`: the
+///   matching notifications, oldest first, at most `limit` (1-10,000; 100) of the newest.
+///   With `order=asc|desc` or `cursor=`, a page instead: `{"notifications":[...],"next":CURSOR}`
+///   in (receive time, id) order, from the oldest (`asc`) or the newest (`desc`, the default
+///   with a cursor); `next` (null on the last page) continues after the page's last one, and
+///   stays valid while new pushes arrive.
+/// - `GET /emulator/v1/notifications/latest?...`: the newest match, whole (404 when none; `wait=`
+///   long-polls for one).
+/// - `GET /emulator/v1/notifications/{id}`: one notification, whole: the record, the device it
+///   reached, and the tracking calls it caused with their outcomes.
+/// - `DELETE /emulator/v1/notifications?...`: forgets the matches (`{"deleted": N}`, N counted in
+///   memory); the journal keeps its records for export and the report, and its reads here skip them.
+///
+/// `q` is `NotificationQuery`'s search. Answers come from the in-memory log, completed from the
+/// journal once the log has evicted anything (journal reads run on the journal-read worker).
+extension AdminAPI {
+    func registerNotifications(_ r: inout Router) {
+        let api = self
+        r.add(.get, "/emulator/v1/notifications") { ex in
+            let q = ex.request
+            let query: NotificationQuery
+            do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs()) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
+                let wait = intParameter(q, "wait", default: 0, range: 0...300)
+            else {
+                return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
+            }
+            let filter = query.filter(campaignKeys: api.campaignKeys, limit: limit)
+            let order = q.queryParameter("order").flatMap { $0.isEmpty ? nil : $0 }
+            let cursorText = q.queryParameter("cursor").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            guard order != nil || cursorText != nil else {
+                return api.longPoll(ex, waitSeconds: wait) { api.withJournal(api.log.query(filter), filter) }
+            }
+            guard order == nil || order == "asc" || order == "desc" else {
+                return ex.respond(AdminAPI.error(400, "order must be asc or desc"))
+            }
+            var cursor: NotificationLog.PageKey?
+            if let cursorText {
+                guard let c = NotificationCursor(text: cursorText) else {
+                    return ex.respond(
+                        AdminAPI.error(400, "cursor is not one this server gave (pass the \"next\" of a page back unchanged)"))
+                }
+                cursor = c.key
+            }
+            let newest = order != "asc"
+            api.page(ex, filter, cursor: cursor, newest: newest)
+        }
+        r.add(.delete, "/emulator/v1/notifications") { ex in
+            let query: NotificationQuery
+            do { query = try NotificationQuery.parse(ex.request, nowMs: Clock.nowMs()) } catch {
+                return ex.respond(AdminAPI.error(400, "\(error)"))
+            }
+            let filter = query.filter(campaignKeys: api.campaignKeys, limit: Int.max)
+            if api.journal != nil {
+                guard
+                    api.deletions.add(
+                        filter, upToMs: Clock.nowMs(),
+                        everything: query.isPlain && query.token == nil
+                            && query.topic == nil && query.provider == nil)
+                else {
+                    return ex.respond(
+                        AdminAPI.error(
+                            409,
+                            "\(NotificationDeletions.capacity) filtered deletions are kept already: DELETE without filters, or POST /emulator/v1/reset"
+                        ))
+                }
+            }
+            ex.respond(.json(200, "{\"deleted\":\(api.log.remove(filter))}"))
+        }
+        r.add(.get, "/emulator/v1/notifications/{id}") { ex in
+            let id = ex.parameter(0).utf8String
+            if id == "latest" { return api.latest(ex) }
+            guard let uuid = UUIDValue.parseCanonicalLowercase(Array(id.lowercased().utf8)) else {
+                return ex.respond(
+                    AdminAPI.error(404, "no notification \(id) (ids are UUIDs: an apns-id, or the id an FCM message name ends in)"))
+            }
+            var one = NotificationLog.Filter()
+            one.id = uuid
+            one.limit = 1
+            let filter = one
+            let query: @Sendable () -> [PushNotification] = { api.withJournal(api.log.query(filter), filter) }
+            api.runQuery(ex, query) { found in
+                guard let n = found.first else { return ex.respond(AdminAPI.error(404, "no notification \(id) is recorded")) }
+                ex.respond(.json(200, api.whole(n)))
+            }
+        }
+    }
+
+    /// A page of `filter`'s matches after (ascending) or before (descending) `cursor`.
+    func page(_ ex: Exchange, _ filter: NotificationLog.Filter, cursor: NotificationLog.PageKey?, newest: Bool) {
+        var wider = filter
+        wider.limit = filter.limit + 1 // one more tells whether there is a next page
+        let probe = wider
+        let after = newest ? nil : cursor
+        let before = newest ? cursor : nil
+        let api = self
+        let query: @Sendable () -> [PushNotification] = {
+            var found = api.log.page(probe, after: after, before: before, newest: newest)
+            if let journal = api.journal, api.log.evicted > 0 {
+                let older = JournalAdminAPI(journal: journal, reads: api.journalReads).page(
+                    api.deletions.excluding(probe), after: after, before: before, newest: newest)
+                var seen = Set(found.map(\.id))
+                found += older.filter { seen.insert($0.id).inserted }
+                found.sort { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }
+                found = newest ? Array(found.suffix(probe.limit)) : Array(found.prefix(probe.limit))
+            }
+            return found
+        }
+        runQuery(ex, query) { found in
+            var list = newest ? Array(found.reversed()) : found
+            let more = list.count > filter.limit
+            if more { list.removeLast() }
+            let next = more ? list.last.map { NotificationCursor(key: NotificationLog.PageKey($0)).text } : nil
+            var out = JSONObjectWriter()
+            out.add("notifications", jsonArray: list.map(\.json))
+            out.add("next", json: next.map(JSONWriter.quote) ?? "null")
+            ex.respond(.json(200, out.text))
+        }
+    }
+
+    /// `GET /emulator/v1/notifications/latest`: the newest match, whole.
+    func latest(_ ex: Exchange) {
+        let q = ex.request
+        let query: NotificationQuery
+        do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs()) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+        guard let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
+            return ex.respond(AdminAPI.error(400, "wait must be 0...300 seconds"))
+        }
+        let filter = query.filter(campaignKeys: campaignKeys, limit: 1)
+        let api = self
+        let deadline = Clock.nowMs() + Int64(wait) * 1000
+        let newestMatch: @Sendable () -> [PushNotification] = {
+            api.withJournal(api.log.page(filter, after: nil, before: nil, newest: true), filter)
+        }
+        @Sendable func attempt() {
+            api.runQuery(ex, newestMatch) { found in
+                if let n = found.max(by: { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }) {
+                    return ex.respond(.json(200, api.whole(n)))
+                }
+                guard Clock.nowMs() < deadline else { return ex.respond(AdminAPI.error(404, "no notification matches")) }
+                ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
+            }
+        }
+        attempt()
+    }
+
+    /// A notification with the device it reached and the tracking calls it caused.
+    func whole(_ n: PushNotification) -> String {
+        let token = String(decoding: n.token, as: UTF8.self)
+        var attempts = TrackingLog.Filter()
+        attempts.token = token
+        attempts.limit = 10_000
+        let id = n.id.description
+        let calls = tracking.query(attempts).filter { $0.notificationID == id }
+        let device = store.device(token: token)
+        var s = String(n.json.dropLast())
+        s += ",\"device\":" + (device.map { $0.json(fleetID: store.fleetID($0)) } ?? "null")
+        s += ",\"tracking\":[" + calls.map(\.json).joined(separator: ",") + "]}"
+        return s
+    }
+}
