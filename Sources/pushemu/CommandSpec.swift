@@ -47,6 +47,14 @@ struct CommandSpec {
 
     static let timeHelp = "milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d"
     static let server = Option(name: "server", value: "URL", help: "the running emulator (default http://127.0.0.1:8080)")
+    /// What the notification commands search by (the admin API's parameters and `q`).
+    static let searchOptions = [
+        server,
+        Option(name: "q", value: "TERMS", help: "search terms, e.g. \"campaign:spring display:not-shown sale\""),
+        Option(name: "provider", value: "apns|fcm", help: "only this provider's"),
+        Option(name: "token", value: "T", help: "only this device's"),
+        Option(name: "campaign", value: "ID", help: "only this campaign's"),
+    ]
     static let dataDirectory = Option(name: "data-dir", value: "DIR", help: "the emulator's data directory (default ./.pushemu)")
 
     /// Every command, in the order `pushemu --help` lists them.
@@ -128,6 +136,24 @@ struct CommandSpec {
                 Option(name: "limit", value: "N", help: "at most N (1-10000, default 100)"),
             ]),
         CommandSpec(words: ["devices", "show"], operand: "TOKEN", summary: "Prints one device.", options: [server]),
+        CommandSpec(
+            words: ["notifications", "list"], operand: nil,
+            summary: "Prints the notifications a running emulator recorded (a page with --order or --cursor).",
+            options: searchOptions + [
+                Option(name: "limit", value: "N", help: "at most N (1-10000, default 100)"),
+                Option(name: "order", value: "asc|desc", help: "a page in (receive time, id) order, with its \"next\" cursor"),
+                Option(name: "cursor", value: "C", help: "the page after this \"next\""),
+            ]),
+        CommandSpec(
+            words: ["notifications", "latest"], operand: nil,
+            summary: "Prints the newest matching notification, whole; fails when none matches (a one-line CI assertion).",
+            options: searchOptions + [Option(name: "wait", value: "SECONDS", help: "wait up to this long for one (0-300)")]),
+        CommandSpec(
+            words: ["notifications", "show"], operand: "ID", summary: "Prints one notification, whole (device, tracking calls).",
+            options: [server]),
+        CommandSpec(
+            words: ["notifications", "delete"], operand: nil, summary: "Forgets the matching notifications (all, without filters).",
+            options: searchOptions),
         CommandSpec(
             words: ["devices", "uninstall"], operand: "TOKEN", summary: "Uninstalls the device's app (its next push is unregistered).",
             options: [server]),

@@ -42,12 +42,26 @@ enum Commands {
         case "devices uninstall": return try call("DELETE", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
         case "activity start", "activity subscribe", "activity end", "activity list", "activity push-to-start":
             return try activity(spec.words[1], device: operand, f)
+        case "notifications list":
+            return try call("GET", server(f) + "/emulator/v1/notifications" + search(f, extra: ["limit", "order", "cursor"]))
+        case "notifications latest":
+            return try call("GET", server(f) + "/emulator/v1/notifications/latest" + search(f, extra: ["wait"]))
+        case "notifications show":
+            return try call("GET", server(f) + "/emulator/v1/notifications/" + PercentEncoding.encode(operand))
+        case "notifications delete": return try call("DELETE", server(f) + "/emulator/v1/notifications" + search(f, extra: []))
         case "fleet create": return try createFleet(f)
         case "fleet tokens": return try fleetTokens(operand, f)
         case "export": return try JournalCommands.export(f)
         case "report": return try JournalCommands.report(f)
         default: throw ConfigurationError("unknown command '\(first)' (see pushemu --help)")
         }
+    }
+
+    /// The search flags (and `extra` ones) as a query string.
+    static func search(_ f: [String: String], extra: [String]) -> String {
+        let names = ["q", "provider", "token", "campaign"] + extra
+        let pairs = names.compactMap { name in f[name].map { name + "=" + PercentEncoding.encode($0) } }
+        return pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")
     }
 
     /// A JSON array of the comma-separated `list`.

@@ -256,7 +256,8 @@ extension BinaryTests {
         let commands: [[String]] = [
             ["credentials", "apns"], ["credentials", "fcm"], ["token", "apns"], ["devices", "add"], ["devices", "list"],
             ["devices", "show", "T"], ["devices", "uninstall", "T"], ["fleet", "create"], ["fleet", "tokens", "fleet-1"], ["export"],
-            ["report"],
+            ["report"], ["notifications", "list"], ["notifications", "latest"], ["notifications", "show", "T"],
+            ["notifications", "delete"],
         ]
         for words in commands {
             let name = words.filter { $0 != "T" && $0 != "fleet-1" }.joined(separator: " ")

@@ -213,6 +213,47 @@ final class DevicesTrackingTests: XCTestCase {
         XCTAssertEqual(try json(r.stdout)["project"] as? String, "p-one")
     }
 
+    /// `pushemu notifications ...`: a CI job's assertions from the shell.
+    func testNotificationCommands() throws {
+        let s = try ServerProcess()
+        let server = "http://127.0.0.1:\(s.httpPort)"
+        let jwt = try jwt()
+        let cli = { (args: [String]) in try runCommand(ServerProcess.binaryPath, args + ["--server", server], timeout: 15) }
+        var r = try cli(["notifications", "latest"])
+        XCTAssertEqual(r.status, 1, "nothing matches yet")
+        XCTAssertTrue(r.stderr.contains("404"), r.stderr)
+        for title in ["Spring sale", "Winter news"] {
+            let push = try runCommand(
+                "curl",
+                [
+                    "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                    "-H", "authorization: bearer \(jwt)", "-d", #"{"aps":{"alert":{"title":"\#(title)"}}}"#,
+                    "http://127.0.0.1:\(s.httpPort)/3/device/f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820",
+                ], timeout: 10)
+            XCTAssertEqual(push.stdout, "200")
+        }
+        r = try cli(["notifications", "latest", "--q", "spring sale"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let latest = try json(r.stdout)
+        let id = try XCTUnwrap(latest["id"] as? String)
+        r = try cli(["notifications", "show", id])
+        XCTAssertEqual(try json(r.stdout)["id"] as? String, id)
+        r = try cli(["notifications", "list", "--order", "desc", "--limit", "1"])
+        let page = try json(r.stdout)
+        XCTAssertEqual((page["notifications"] as? [[String: Any]])?.count, 1)
+        let next = try XCTUnwrap(page["next"] as? String)
+        r = try cli(["notifications", "list", "--order", "desc", "--limit", "1", "--cursor", next])
+        XCTAssertEqual(((try json(r.stdout)["notifications"] as? [[String: Any]])?.first?["id"] as? String), id)
+        r = try cli(["notifications", "delete", "--q", "winter"])
+        XCTAssertEqual(try json(r.stdout)["deleted"] as? Int, 1)
+        r = try cli(["notifications", "list", "--q", "provider:apns"])
+        XCTAssertEqual((try json(r.stdout)["notifications"] as? [[String: Any]])?.count, 1)
+        r = try cli(["notifications", "list", "--q", "colour:red"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("unknown search term colour:"), r.stderr)
+        XCTAssertEqual(s.stop(), 0)
+    }
+
     func testStrictRegistryRotationAndCampaignFilter() throws {
         let s = try ServerProcess(["--devices", "strict"])
         let jwt = try jwt()
