@@ -68,29 +68,32 @@ struct JournalAdminAPI: Sendable {
     }
 
     /// `NotificationLog.page` over the journal: the matching notifications strictly between the
-    /// bounds, the first or last `filter.limit` in (receive time, id) order, ascending. The scan
-    /// starts at the end it needs and stops once it has enough (and the records of the last
-    /// millisecond it took, which the order may put on either side).
+    /// bounds, the first or last `filter.limit` in (receive time, id) order, ascending. The
+    /// journal is in write order, which several loops' segments interleave, so every record in
+    /// the range is read (not only until `limit` are found); at most twice `limit` are held.
     func page(
         _ filter: NotificationLog.Filter, after: NotificationLog.PageKey?, before: NotificationLog.PageKey?, newest: Bool
     ) -> [PushNotification] {
         var out: [PushNotification] = []
         let limit = max(0, filter.limit)
         guard limit > 0 else { return out }
-        journal.scan(sinceMs: newest ? 0 : (after?.atMs ?? 0), newestFirst: newest) { e in
+        func trim() {
+            out.sort { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }
+            out = newest ? Array(out.suffix(limit)) : Array(out.prefix(limit))
+        }
+        journal.scan(sinceMs: after?.atMs ?? 0) { e in
             guard case .request(let r) = e else { return true }
-            if out.count >= limit, let last = out.last?.receivedAtMs, r.atMs != last { return false }
-            if newest, let before, r.atMs > before.atMs { return true }
-            if !newest, let after, r.atMs < after.atMs { return true }
+            if let before, r.atMs > before.atMs { return true }
             guard let n = JournalAdminAPI.notification(e, filter) else { return true }
             let key = NotificationLog.PageKey(n)
             if let after, !(after < key) { return true }
             if let before, !(key < before) { return true }
             out.append(n)
+            if out.count >= 2 * limit { trim() }
             return true
         }
-        out.sort { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }
-        return newest ? Array(out.suffix(limit)) : Array(out.prefix(limit))
+        trim()
+        return out
     }
 
     /// A journal record as the notification the log kept, when it is an accepted one `filter` matches.

@@ -159,11 +159,12 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(try emulator.get("/emulator/v1/notifications/latest?q=winter").status, 404)
     }
 
-    /// Once memory has evicted, pages and single lookups come from the journal, the same way.
+    /// Once memory has evicted, pages and single lookups come from the journal, the same way;
+    /// with two event loops, whose segments interleave in the journal.
     func testPagingReachesIntoTheJournal() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-inspect-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let emulator = try TestEmulator(.inProcess, arguments: ["--data-dir", dir, "--notification-log-size", "5"])
+        let emulator = try TestEmulator(.inProcess, arguments: ["--data-dir", dir, "--notification-log-size", "5", "--threads", "2"])
         defer { emulator.stop() }
         let p = try pusher(emulator)
         for i in 0..<30 {
