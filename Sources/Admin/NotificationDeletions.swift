@@ -35,7 +35,7 @@ final class NotificationDeletions: Sendable {
     func removes(_ n: PushNotification) -> Bool {
         let k = kept.withLock { $0 }
         if let all = k.all, n.receivedAtMs <= all { return true }
-        for d in k.filtered where n.receivedAtMs <= d.upToMs && NotificationDeletions.matches(d.filter, n) { return true }
+        for d in k.filtered where n.receivedAtMs <= d.upToMs && NotificationLog.admits(d.filter, n) { return true }
         return false
     }
 
@@ -46,13 +46,5 @@ final class NotificationDeletions: Sendable {
         let previous = filter.matches
         f.matches = { [self] n in !self.removes(n) && (previous?(n) ?? true) }
         return f
-    }
-
-    static func matches(_ f: NotificationLog.Filter, _ n: PushNotification) -> Bool {
-        if let p = f.provider, n.provider != p { return false }
-        if let t = f.token, !n.token.elementsEqual(t.utf8) { return false }
-        if let t = f.topic, !(n.topic?.elementsEqual(t.utf8) ?? false) { return false }
-        if let id = f.id, n.id != id { return false }
-        return f.matches?(n) ?? true
     }
 }

@@ -48,7 +48,7 @@ struct NotificationQuery: Sendable {
         if let c = parameter("campaign") { query.campaigns.append(c) }
         if let q = parameter("q") {
             for term in try terms(q) {
-                if let colon = term.firstIndex(of: ":"), !term.quoted {
+                if let colon = term.text.firstIndex(of: ":"), !term.quoted {
                     try query.add(String(term.text[..<colon]), String(term.text[term.text.index(after: colon)...]), nowMs: nowMs)
                 } else {
                     query.words.append(term.text.lowercased())
@@ -61,7 +61,6 @@ struct NotificationQuery: Sendable {
     struct Term {
         var text: String
         var quoted: Bool
-        func firstIndex(of c: Character) -> String.Index? { text.firstIndex(of: c) }
     }
 
     /// Splits `q` on spaces; `"..."` keeps a phrase (or a term's value: `topic:"a b"`) whole.
@@ -156,11 +155,9 @@ struct NotificationQuery: Sendable {
             && !hasWarnings && !hasLint && display == nil && lintCodes.isEmpty && words.isEmpty
     }
 
+    /// The conditions beyond provider, token and topic, which the filter's reader checks first.
     func matches(_ n: PushNotification, campaignKeys: [String]) -> Bool {
         guard satisfiable else { return false }
-        if let p = provider, n.provider != p { return false }
-        if let t = token, !n.token.elementsEqual(t.utf8) { return false }
-        if let t = topic, !(n.topic?.elementsEqual(t.utf8) ?? false) { return false }
         if let a = afterMs, n.receivedAtMs < a { return false }
         if let b = beforeMs, n.receivedAtMs >= b { return false }
         if hasWarnings && n.warnings.isEmpty { return false }

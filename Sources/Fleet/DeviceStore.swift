@@ -564,10 +564,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let input = LintInput(
             preset: config.preset, ios: dev.platform == .ios, payload: payload, size: d.payload.count, mutableContent: d.mutableContent,
             contentAvailable: d.contentAvailable, profile: dev.profile ?? fleet?.spec.profile)
-        let preset = input.preset
         let outcome = DeviceOutcome(
-            display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: (preset, input)),
-            lint: SDKLint.check(preset: preset, input))
+            display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: input), lint: SDKLint.check(input))
         guard let dispatcher, !dev.privacyOptOut else { return outcome }
         let behavior = dev.behavior ?? fleet?.spec.behavior ?? configuration.defaultBehavior
         var rng = FastRandom(seed: dev.seed ^ d.notificationID.low ^ 0x5851_F42D_4C95_7F2D)

@@ -43,15 +43,15 @@ enum DisplayRules {
         }
     }
 
-    /// `sdk`: the app's SDK (its tracking preset) and the payload as it reads it; nil for an app without one.
-    static func display(_ s: DeviceState, _ d: borrowing Delivery, sdk: (preset: String, input: LintInput)?) -> Display {
+    /// `sdk`: the payload as the app's SDK (its tracking preset) reads it; nil for an app without one.
+    static func display(_ s: DeviceState, _ d: borrowing Delivery, sdk: LintInput?) -> Display {
         switch s.platform {
-        case .ios: return ios(s, d, sdk: sdk?.preset)
+        case .ios: return ios(s, d, sdk: sdk)
         case .android: return android(s, d, sdk: sdk)
         }
     }
 
-    static func ios(_ s: DeviceState, _ d: borrowing Delivery, sdk: String?) -> Display {
+    static func ios(_ s: DeviceState, _ d: borrowing Delivery, sdk: LintInput?) -> Display {
         let a = d.alerts
         if a.contains(.liveActivity) { return Display(.shown, .liveActivity) }
         guard a.contains(.alert) else {
@@ -68,12 +68,12 @@ enum DisplayRules {
         return Display(.shown, .alert)
     }
 
-    static func android(_ s: DeviceState, _ d: borrowing Delivery, sdk: (preset: String, input: LintInput)?) -> Display {
+    static func android(_ s: DeviceState, _ d: borrowing Delivery, sdk: LintInput?) -> Display {
         if d.alerts.contains(.notification) {
             if s.appState == .foreground { return Display(.notShown, .foregroundNotificationMessage) }
             return s.permission == .denied ? Display(.notShown, .permissionDenied) : Display(.shown, .tray)
         }
-        guard let sdk, let reason = SDKLint.dataMessageDisplay(preset: sdk.preset, sdk.input) else {
+        guard let sdk, let reason = SDKLint.dataMessageDisplay(sdk) else {
             return Display(.notShown, .dataMessage)
         }
         if reason == .sdkRendered && s.permission == .denied { return Display(.notShown, .permissionDenied) }

@@ -22,6 +22,16 @@ public final class NotificationLog: Sendable {
         public init() {}
     }
 
+    /// Whether `n` passes `filter` (its provider, token, topic, id and condition), as the log's
+    /// reads check a record: for filters kept outside the log.
+    public static func admits(_ filter: Filter, _ n: PushNotification) -> Bool {
+        if let p = filter.provider, n.provider != p { return false }
+        if let t = filter.token, !n.token.elementsEqual(t.utf8) { return false }
+        if let t = filter.topic, !(n.topic?.elementsEqual(t.utf8) ?? false) { return false }
+        if let id = filter.id, n.id != id { return false }
+        return filter.matches?(n) ?? true
+    }
+
     /// A page bound: a receive time and an id (pages are in that order).
     public struct PageKey: Sendable, Comparable {
         public var atMs: Int64
@@ -261,13 +271,17 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
             }
         }
         payload.withUnsafeBytes { bytes($0) }
-        for var w in warnings + lint {
-            w.withUTF8 { u in
-                let n = min(u.count, 65535)
-                put(UInt16(n))
-                bytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(u)[0..<n]))
+        func strings(_ list: [String]) {
+            for var w in list {
+                w.withUTF8 { u in
+                    let n = min(u.count, 65535)
+                    put(UInt16(n))
+                    bytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(u)[0..<n]))
+                }
             }
         }
+        strings(warnings)
+        strings(lint)
         tail = at + total
         lengths[(first + count) % maxRecords] = UInt32(total)
         count += 1

@@ -28,14 +28,10 @@ final class DisplayRulesTests: XCTestCase {
     }
 
     /// The app's SDK as the device layer hands it to the rules: its preset, and the payload as it reads it.
-    func sdk(_ preset: String, _ d: Delivery) -> (preset: String, input: LintInput) {
-        let reader = PayloadReader(Array(d.payload))
-        return (
-            preset,
-            LintInput(
-                preset: preset, ios: d.platform == .ios, payload: reader, size: d.payload.count, mutableContent: false,
-                contentAvailable: false, profile: nil)
-        )
+    func sdk(_ preset: String, _ d: Delivery) -> LintInput {
+        LintInput(
+            preset: preset, ios: d.platform == .ios, payload: PayloadReader(Array(d.payload)), size: d.payload.count,
+            mutableContent: false, contentAvailable: false, profile: nil)
     }
 
     func android(_ message: String) -> Delivery {

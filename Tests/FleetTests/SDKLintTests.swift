@@ -173,7 +173,6 @@ final class SDKLintTests: XCTestCase {
         let reader = PayloadReader(bytes)
         XCTAssertTrue(reader.isObject, "not JSON: \(payload)")
         return SDKLint.check(
-            preset: c.preset,
             LintInput(
                 preset: c.preset, ios: c.ios, payload: reader, size: bytes.count,
                 mutableContent: reader.value("aps.mutable-content") == "1",

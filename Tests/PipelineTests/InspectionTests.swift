@@ -38,6 +38,15 @@ final class InspectionTests: XCTestCase {
         }
     }
 
+    /// `prefix0` ... `prefix{count-1}`, a millisecond apart: pages are in (receive time, id)
+    /// order, and the tests read arrival order.
+    func pushSeries(_ p: Pusher, _ prefix: String, count: Int) throws {
+        for i in 0..<count {
+            try p.push("\(prefix)\(i)")
+            usleep(1_500)
+        }
+    }
+
     func pusher(_ emulator: TestEmulator) throws -> Pusher {
         Pusher(
             emulator: emulator,
@@ -98,11 +107,7 @@ final class InspectionTests: XCTestCase {
         let emulator = try TestEmulator(.inProcess)
         defer { emulator.stop() }
         let p = try pusher(emulator)
-        // A millisecond apart: pages are in (receive time, id) order, and the test reads arrival order.
-        for i in 0..<25 {
-            try p.push("n\(i)")
-            usleep(1_500)
-        }
+        try pushSeries(p, "n", count: 25)
         let original = (0..<25).map { "n\($0)" }
         let desc = try pageThrough(emulator, order: "desc", limit: 10) { for i in 0..<3 { try p.push("late\(i)") } }
         XCTAssertEqual(desc.filter { !$0.hasPrefix("late") }, original.reversed(), "newest first, each once")
@@ -167,10 +172,7 @@ final class InspectionTests: XCTestCase {
         let emulator = try TestEmulator(.inProcess, arguments: ["--data-dir", dir, "--notification-log-size", "5", "--threads", "2"])
         defer { emulator.stop() }
         let p = try pusher(emulator)
-        for i in 0..<30 {
-            try p.push("j\(i)")
-            usleep(1_500)
-        }
+        try pushSeries(p, "j", count: 30)
         var desc: [String] = []
         for _ in 0..<40 {
             desc = try pageThrough(emulator, order: "desc", limit: 7) {}
@@ -214,10 +216,7 @@ final class InspectionTests: XCTestCase {
         let emulator = try TestEmulator(.inProcess, arguments: ["--data-dir", dir, "--notification-log-size", "3"])
         defer { emulator.stop() }
         let p = try pusher(emulator)
-        for i in 0..<12 {
-            try p.push("d\(i)")
-            usleep(1_500)
-        }
+        try pushSeries(p, "d", count: 12)
         var all: [String] = []
         for _ in 0..<40 {
             all = try list(emulator, "limit=100").titles

@@ -22,7 +22,7 @@ struct OneSignalLint: SDKConventions {
                     path: p.appPath("custom.i")))
             return
         }
-        if !LintText.isUUID(id.value) {
+        if !AdobeIDs.isUUID(id.value) {
             out.append(LintFinding("onesignal.malformed-id", .warning, "custom.i '\(id.value)' is not a UUID", path: id.path))
         }
     }

@@ -15,26 +15,23 @@ public enum SDKLint {
 
     static func named(_ preset: String) -> (any SDKConventions)? { all.first { $0.preset == preset } }
 
-    /// The findings for `input` as `preset`'s SDK reads it (none for a preset with no SDK
+    /// The findings for `input` as its preset's SDK reads it (none for a preset with no SDK
     /// conventions, such as `webhook`, beyond the shared link and sound rules).
-    public static func check(preset: String, _ input: LintInput) -> [LintFinding] {
+    public static func check(_ input: LintInput) -> [LintFinding] {
         var out: [LintFinding] = []
-        let sdk = named(preset)
-        sdk?.lint(input, &out)
-        LinkAndSoundLint.check(input, links: sdk?.linkPaths(ios: input.ios) ?? [], &out)
+        input.sdk?.lint(input, &out)
+        LinkAndSoundLint.check(input, links: input.sdk?.linkPaths(ios: input.ios) ?? [], &out)
         return out
     }
 
-    /// An Android data message as `preset`'s SDK handles it: `.sdkRendered` when it builds a
+    /// An Android data message as the input's SDK handles it: `.sdkRendered` when it builds a
     /// notification, `.sdkSilent` when it reads it as its silent push, nil when it is not the
     /// SDK's push (nothing displays it).
-    public static func dataMessageDisplay(preset: String, _ input: LintInput) -> Display.Reason? {
-        named(preset)?.dataMessageDisplay(input)
-    }
+    public static func dataMessageDisplay(_ input: LintInput) -> Display.Reason? { input.sdk?.dataMessageDisplay(input) }
 
-    /// Whether `preset`'s iOS SDK presents a notification that arrives while its app is in the
+    /// Whether the input's iOS SDK presents a notification that arrives while its app is in the
     /// foreground (its `userNotificationCenter(_:willPresent:)` asks for a banner).
-    public static func presentsInForeground(preset: String) -> Bool { named(preset)?.presentsInForeground ?? false }
+    public static func presentsInForeground(_ input: LintInput) -> Bool { input.sdk?.presentsInForeground ?? false }
 }
 
 /// One SDK's conventions (see `SDKLint`).
@@ -53,8 +50,10 @@ protocol SDKConventions: Sendable {
 /// The notification as the SDK sees it: its payload (the APNs payload, or the FCM `message`
 /// object), its size, the delivery's APNs flags, and what the app declares.
 public struct LintInput: Sendable {
-    /// The SDK's preset, which the keys read up front are for.
+    /// The SDK's preset, which the keys read up front are for, and its conventions (nil: a preset
+    /// with none, such as `webhook`).
     public let preset: String
+    let sdk: (any SDKConventions)?
     public var ios: Bool
     public var payload: PayloadReader
     public var size: Int
@@ -77,13 +76,14 @@ public struct LintInput: Sendable {
         profile: AppProfile?
     ) {
         self.preset = preset
+        sdk = SDKLint.named(preset)
         self.ios = ios
         self.payload = payload
         self.size = size
         self.mutableContent = mutableContent
         self.contentAvailable = contentAvailable
         self.profile = profile
-        let keys = SDKLint.named(preset)?.appKeys(ios: ios) ?? []
+        let keys = sdk?.appKeys(ios: ios) ?? []
         self.keys = keys
         if ios {
             androidData = nil
@@ -140,9 +140,6 @@ public struct LintInput: Sendable {
 
 /// Helpers the rules share.
 enum LintText {
-    /// Whether `s` is a canonical UUID (either case).
-    static func isUUID(_ s: String) -> Bool { AdobeIDs.isUUID(s) }
-
     /// Whether `s` reads as a JSON object (a PayloadReader gives objects as their JSON text).
     static func isObject(_ s: String?) -> Bool { s?.utf8.first == UInt8(ascii: "{") }
 
