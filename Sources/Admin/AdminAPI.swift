@@ -129,6 +129,13 @@ package struct AdminAPI: Sendable {
     package func register(_ r: inout Router) {
         let first = r.routes.count
         defer {
+            // A browser on another site cannot drive it (BrowserGuard), on every admin route.
+            r.wrapHandlers(from: first) { handler in
+                { ex in
+                    if let refusal = BrowserGuard.refusal(ex.request) { return ex.respond(refusal) }
+                    try handler(ex)
+                }
+            }
             let limit = rateLimit
             if limit.perSecond > 0 {
                 r.wrapHandlers(from: first, except: ["/healthz", "/metrics"]) { handler in
@@ -161,6 +168,7 @@ package struct AdminAPI: Sendable {
             ex.respond(.json(200, JSONObjectWriter.list("keys", keys.all.map(keyJSON))))
         }
         registerNotifications(&r)
+        registerEvents(&r)
         r.add(.get, "/emulator/v1/devices/{token}/notifications") { ex in
             var f = NotificationLog.Filter()
             f.token = ex.parameter(0).utf8String
@@ -178,7 +186,9 @@ package struct AdminAPI: Sendable {
         let scenarioList = self.scenarios
         let journalRef = self.journal
         let fanOutWorker = records.fanOut
+        let bus = store.events
         deviceAdmin.extraStats = { object in
+            object.add("events", json: "{\"subscribers\":\(bus.subscriberCount)}")
             if let counters = fanOutWorker?.counters {
                 var fan = JSONObjectWriter()
                 fan.add("pending", counters.pending)

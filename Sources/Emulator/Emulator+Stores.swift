@@ -30,9 +30,11 @@ extension Emulator {
             }
             let dataDirectory: String? = configuration.inMemory ? nil : configuration.dataDirectory
             apnsKeys = APNsKeyStore(directory: dataDirectory.map { $0 + "/apns/keys" })
-            trackingLog = TrackingLog(capacity: configuration.trackingLogSize)
+            // One bus for the event stream: the device layer, its tracking and the pipelines publish to it.
+            let events = EventBus()
+            trackingLog = TrackingLog(capacity: configuration.trackingLogSize, events: events)
             dispatcher = TrackingDispatcher(options: configuration.tracking, log: trackingLog)
-            devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher)
+            devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events)
             let strict = configuration.devices.policy == .strict
             apnsDevices = APNsDeviceRegistry(capacity: configuration.devices.maxDevices, directory: devices, strict: strict)
             // One shard per event loop, and the last for the fan-out worker.

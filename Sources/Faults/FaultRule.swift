@@ -83,7 +83,12 @@ public struct FaultEffect: Sendable {
 /// instructions per request, callgrind).
 public final class FiredFault: Sendable {
     public let effect: FaultEffect
-    public init(_ effect: FaultEffect) { self.effect = effect }
+    /// The rule that fired ("override" for the override header's effect).
+    public let ruleID: String
+    public init(_ effect: FaultEffect, ruleID: String = "override") {
+        self.effect = effect
+        self.ruleID = ruleID
+    }
 }
 
 /// One fault rule, with its own deterministic selector state and counters.
@@ -119,7 +124,7 @@ public final class FaultRule: Sendable {
         self.id = id
         self.match = match
         self.effect = effect
-        firedEffect = FiredFault(effect)
+        firedEffect = FiredFault(effect, ruleID: id)
         self.seed = seed
         self.createdAtMs = createdAtMs
         self.matchJSON = matchJSON

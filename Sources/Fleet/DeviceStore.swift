@@ -134,8 +134,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// Registers fleets' devices in bulk (started and stopped with the dispatcher's service).
     public let registrar = FleetRegistrar()
 
-    public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?) {
+    /// Device changes and late deliveries go to the event stream through it.
+    public let events: EventBus
+
+    public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?, events: EventBus = EventBus()) {
         self.configuration = configuration
+        self.events = events
         hasDefaultTracking = configuration.defaultTracking != nil
         hasDefaultRegistration = configuration.defaultRegistration != nil
         self.dispatcher = dispatcher
@@ -183,6 +187,19 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             return spec
         }
         if let progress = spec.registrationProgress { registrar.add(spec, progress) }
+        if events.isActive {
+            var w = JSONObjectWriter()
+            w.add("at", nowMs)
+            w.add("change", "fleet-created")
+            w.add("fleet", "fleet-\(spec.number)")
+            w.add("platform", platform.rawValue)
+            w.add("app", app)
+            w.add("count", count)
+            events.publish(
+                EmulatorEvent(
+                    kind: .device, provider: platform == .ios ? .apns : .fcm, environment: environment ?? "", reason: "fleet-created",
+                    json: w.text))
+        }
         return spec
     }
 
@@ -254,6 +271,24 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             m[k] = d
         }
         if let fcm = d.fcmToken { fcmTokens.withLock { $0[TokenKey(fcm)] = d.token } }
+        if events.isActive { publishChange("registered", d) }
+    }
+
+    /// A `device` event for the stream (call only while `events.isActive`).
+    public func publishChange(_ change: String, _ d: SimDevice, atMs: Int64 = Clock.nowMs()) {
+        var w = JSONObjectWriter()
+        w.add("at", atMs)
+        w.add("change", change)
+        w.add("token", d.token)
+        w.add("platform", d.platform.rawValue)
+        w.add("app", d.app)
+        w.add("fleet", fleetID(d))
+        w.add("appState", d.appState.rawValue)
+        w.add("installed", d.uninstalledAtMs == nil)
+        events.publish(
+            EmulatorEvent(
+                kind: .device, provider: d.platform == .ios ? .apns : .fcm, token: d.token, environment: d.environment ?? "",
+                reason: change, json: w.text))
     }
 
     /// Changes a device (materializing a fleet member). nil if unknown.
@@ -276,7 +311,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     public func uninstall(token: String, atMs: Int64) -> SimDevice? {
-        update(token: token) { d in if d.uninstalledAtMs == nil { d.uninstalledAtMs = atMs } }
+        let d = update(token: token) { d in if d.uninstalledAtMs == nil { d.uninstalledAtMs = atMs } }
+        if let d, events.isActive { publishChange("uninstalled", d, atMs: atMs) }
+        return d
     }
 
     /// Devices held as records (registered, auto-created, deviated fleet members).
@@ -316,6 +353,25 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         counters.trackingSkipped.store(0, ordering: .relaxed)
         counters.trackingScheduled.store(0, ordering: .relaxed)
         counters.unstored.store(0, ordering: .relaxed)
+        if events.isActive {
+            events.publish(
+                EmulatorEvent(kind: .device, provider: nil, reason: "reset", json: "{\"at\":\(Clock.nowMs()),\"change\":\"reset\"}"))
+        }
+    }
+
+    /// A `delivered` event: a notification reached a device after its answer.
+    public func publishDelivered(_ d: Delivery, _ outcome: DeviceOutcome, atMs: Int64) {
+        let token = d.tokenBytes.utf8String
+        var w = JSONObjectWriter()
+        w.add("at", atMs)
+        w.add("provider", d.provider.name)
+        w.add("id", d.notificationID.description)
+        w.add("token", token)
+        w.add("environment", d.environment)
+        w.add("display", json: outcome.display.json)
+        w.add("lint", outcome.lint.count)
+        events.publish(
+            EmulatorEvent(kind: .delivered, provider: d.provider, token: token, environment: d.environment ?? "", json: w.text))
     }
 
     // MARK: DeviceDirectory
@@ -442,6 +498,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 counters.unstored.add(1, ordering: .relaxed)
                 outcome = onRecord(&dev, fleetTracks: fleetTracks)
             }
+            // A token never seen became a device (a fleet member's record is not a new device).
+            if fleetSpec == nil, events.isActive { publishChange("created", dev, atMs: d.receivedAtMs) }
         }
         switch outcome {
         case .held:
@@ -522,8 +580,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 }
             }
             counters.delivered.add(1, ordering: .relaxed)
-            _ = track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
+            let outcome = track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
+            if events.isActive { publishDelivered(p.delivery, outcome, atMs: nowMs) }
         }
+        if events.isActive { publishChange(online ? "online" : "offline", current, atMs: nowMs) }
         return device(token: token)
     }
 

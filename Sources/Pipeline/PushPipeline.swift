@@ -20,6 +20,7 @@ import Transport
 ///       then G.fanOut's job is queued there: resolved and delivered after the answer, off the loop
 ///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
 ///  6. response        G.response(decision), G.outcome(decision)
+///     (while the event stream has subscribers: the answer's `accepted`/`rejected` and `fault` events)
 ///  7. journal commit  the answer waits for it under --durability strict (relaxed / off: none)
 ///  8. shaping         faults.send: latency profile, delay, stall, RST_STREAM, close, GOAWAY
 ///  9. metrics         status, reason and time per provider (the loop's own shard)
@@ -165,6 +166,9 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let status = outcome.status
         let reason = outcome.reason
         let started = timing.started
+        if services.events.isActive {
+            publishAnswer(subject, outcome, stored: true, fired: fired, id: id, device: device, nowMs: timing.nowMs)
+        }
         commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device) { stored in
             // A record strict durability could not store (a full disk) is not acknowledged: the
             // client gets the service's retryable 503 and sends it again.
@@ -209,6 +213,8 @@ public final class PipelineServices: Sendable {
     public let metrics: Metrics
     /// Topic, condition and broadcast deliveries, off the event loops.
     public let fanOut: FanOutWorker
+    /// The event stream's subscribers (the device layer's bus).
+    public let events: EventBus
 
     /// `fanOut`: the worker for many-device pushes (by default one that appends to the log's
     /// last shard and runs each job on the caller until it is started).
@@ -216,6 +222,7 @@ public final class PipelineServices: Sendable {
         log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics,
         fanOut: FanOutWorker? = nil
     ) {
+        self.events = lifecycle.store.events
         self.log = log
         self.devices = lifecycle.store
         self.lifecycle = lifecycle

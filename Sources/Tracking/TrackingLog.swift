@@ -145,10 +145,21 @@ public final class TrackingLog: Sendable {
     /// Called with every attempt (the journal's hook), on the dispatcher's thread. Set before start.
     public nonisolated(unsafe) var onRecord: (@Sendable (TrackingAttempt) -> Void)?
 
-    public init(capacity: Int = 100_000) { self.capacity = max(1, capacity) }
+    /// Each attempt goes to the event stream through it.
+    let events: EventBus?
+
+    public init(capacity: Int = 100_000, events: EventBus? = nil) {
+        self.capacity = max(1, capacity)
+        self.events = events
+    }
 
     func record(_ a: TrackingAttempt) {
         onRecord?(a)
+        if let events, events.isActive {
+            events.publish(
+                EmulatorEvent(
+                    kind: .tracking, provider: nil, token: a.token, status: a.status, reason: a.outcome, json: a.json))
+        }
         state.withLock { s in
             s.sequence += 1
             s.counters.attempts += 1

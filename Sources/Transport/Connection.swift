@@ -670,6 +670,7 @@ final class Connection: EventHandler {
         isDraining = true
         switch phase {
         case .http2:
+            http2?.finishStreams()
             http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
         case .http1: http1?.beginDrain()
         case .handshake, .sniff, .lingering: close()

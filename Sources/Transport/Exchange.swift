@@ -2,6 +2,11 @@
 protocol ExchangeOwner: AnyObject {
     func respond(_ exchange: Exchange, _ response: Response)
     func reset(_ exchange: Exchange)
+    /// Sends `head` and keeps the body open (see `ResponseStream`).
+    func startStream(_ exchange: Exchange, _ head: Response)
+    func streamWrite(_ exchange: Exchange, _ bytes: [UInt8])
+    func streamFinish(_ exchange: Exchange)
+    func streamUnsent(_ exchange: Exchange) -> Int
 }
 
 /// One request and its (future) response: what a handler receives.
@@ -42,6 +47,8 @@ public final class Exchange: @unchecked Sendable {
     /// HTTP/2: when the stream's current phase began (head, body, answer), for its deadline.
     var phaseNs: UInt64 = 0
     var headComplete = false
+    /// Set when the answer is a stream (`respondStreaming`).
+    var stream: ResponseStream?
 
     init(request: Request, connection: ConnectionContext, streamID: Int32, owner: any ExchangeOwner) {
         self.request = request
@@ -74,6 +81,7 @@ public final class Exchange: @unchecked Sendable {
         unconsumed = 0
         headComplete = false
         liveIndex = -1
+        stream = nil
     }
 
     /// The captured path parameter `i` as bytes.
@@ -101,6 +109,26 @@ public final class Exchange: @unchecked Sendable {
         guard state == .reading || state == .dispatched, let owner else { return }
         state = .responded
         owner.respond(self, response)
+    }
+
+    /// Sends `head` (its body is ignored) and answers with a body written as it is produced.
+    /// Must be called on the exchange's event loop; nil when the exchange was answered already
+    /// or the peer is gone.
+    public func respondStreaming(_ head: Response) -> ResponseStream? {
+        precondition(eventLoop.inEventLoop, "respondStreaming off the exchange's event loop")
+        guard state == .reading || state == .dispatched, let owner else { return nil }
+        state = .responded
+        let stream = ResponseStream(exchange: self, owner: owner)
+        self.stream = stream
+        owner.startStream(self, head)
+        return stream.owner == nil ? nil : stream
+    }
+
+    /// The stream is over: its close handlers run.
+    func endStream() {
+        guard let stream else { return }
+        self.stream = nil
+        stream.closed()
     }
 
     /// Abandons the exchange: RST_STREAM (HTTP/2) or closing the connection (HTTP/1.1).

@@ -13,6 +13,8 @@ final class HTTP1Session: ExchangeOwner {
         case body(Exchange, HTTP1RequestHead, remaining: Int)
         case chunkedBody(Exchange, HTTP1RequestHead)
         case waiting(Exchange, HTTP1RequestHead)
+        /// An event stream is being sent; the connection closes when it ends.
+        case streaming(Exchange)
         case closing
     }
     private var state: State = .head
@@ -72,7 +74,7 @@ final class HTTP1Session: ExchangeOwner {
         switch state {
         case .head: return headStartedNs != 0 && now &- headStartedNs > timeouts.requestHeadNanos
         case .body, .chunkedBody: return now &- bodyStartedNs > timeouts.requestBodyNanos
-        case .waiting, .closing: return false
+        case .waiting, .streaming, .closing: return false
         }
     }
 
@@ -88,7 +90,13 @@ final class HTTP1Session: ExchangeOwner {
         }
     }
 
-    private var isClosing: Bool { if case .closing = state { return true } else { return false } }
+    /// Closing, or sending an event stream: input is ignored from there on.
+    private var isClosing: Bool {
+        switch state {
+        case .closing, .streaming: return true
+        default: return false
+        }
+    }
 
     private func resumePending() {
         guard !pending.isEmpty, !processing, !isClosing else { return }
@@ -128,7 +136,7 @@ final class HTTP1Session: ExchangeOwner {
         var pos = 0
         loop: while pos < buf.count {
             switch state {
-            case .closing:
+            case .closing, .streaming:
                 return buf.count
             case .waiting:
                 break loop
@@ -298,7 +306,45 @@ final class HTTP1Session: ExchangeOwner {
         }
     }
 
+    func startStream(_ ex: Exchange, _ head: Response) {
+        pending = []
+        state = .streaming(ex)
+        connection.write { out in
+            out.append("HTTP/1.1 ")
+            out.appendDecimal(head.status)
+            out.append(" ")
+            out.append(reasonPhrase(head.status))
+            out.append("\r\n")
+            head.headers.forEachField { name, value in
+                out.append(name)
+                out.append(": ")
+                out.append(value)
+                out.append("\r\n")
+            }
+            // No length: the body ends when the connection does.
+            out.append("connection: close\r\n\r\n")
+        }
+        if !processing { connection.requestFlush() }
+    }
+
+    func streamWrite(_ ex: Exchange, _ bytes: [UInt8]) {
+        guard case .streaming(let s) = state, s === ex else { return }
+        connection.write { $0.append(bytes) }
+        connection.requestFlush()
+    }
+
+    func streamFinish(_ ex: Exchange) {
+        guard case .streaming(let s) = state, s === ex else { return }
+        state = .closing
+        ex.owner = nil
+        ex.endStream()
+        connection.closeAfterFlush()
+    }
+
+    func streamUnsent(_ ex: Exchange) -> Int { connection.bufferedBytes }
+
     func reset(_ ex: Exchange) {
+        if case .streaming(let s) = state, s === ex { return streamFinish(ex) }
         respond(ex, .text(500, "internal error\n"))
         state = .closing
         connection.closeAfterFlush()
@@ -307,9 +353,10 @@ final class HTTP1Session: ExchangeOwner {
     /// The connection closed: detach whatever exchange is in progress.
     func abandon() {
         switch state {
-        case .body(let ex, _, _), .chunkedBody(let ex, _), .waiting(let ex, _):
+        case .body(let ex, _, _), .chunkedBody(let ex, _), .waiting(let ex, _), .streaming(let ex):
             ex.state = .closed
             ex.owner = nil
+            ex.endStream()
         default:
             break
         }
@@ -319,6 +366,7 @@ final class HTTP1Session: ExchangeOwner {
 
     /// Graceful shutdown: close now if idle, else after the current response.
     func beginDrain() {
+        if case .streaming(let ex) = state { return ex.stream?.finish() ?? () }
         if !isBusy {
             state = .closing
             connection.closeAfterFlush()

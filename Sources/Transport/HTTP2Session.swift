@@ -158,7 +158,10 @@ final class HTTP2Session: ExchangeOwner {
             let limit: UInt64
             switch ex.state {
             case .reading: limit = ex.headComplete ? timeouts.requestBodyNanos : timeouts.requestHeadNanos
-            case .responded: limit = timeouts.sendNanos
+            case .responded:
+                // An event stream may stay quiet; what it holds is bounded by its producer.
+                if ex.stream != nil { continue }
+                limit = timeouts.sendNanos
             case .dispatched, .closed: continue
             }
             if now &- ex.phaseNs > limit {
@@ -189,7 +192,42 @@ final class HTTP2Session: ExchangeOwner {
 
     // MARK: handler-facing operations
 
-    func respond(_ ex: Exchange, _ response: Response) {
+    func respond(_ ex: Exchange, _ response: Response) { submit(ex, response, streaming: false) }
+
+    func startStream(_ ex: Exchange, _ head: Response) {
+        var head = head
+        head.body = []
+        submit(ex, head, streaming: true)
+        if ex.liveIndex < 0 { ex.endStream() }
+    }
+
+    func streamWrite(_ ex: Exchange, _ bytes: [UInt8]) {
+        guard ex.liveIndex >= 0 else { return }
+        if ex.responseOffset > 0 && ex.responseOffset == ex.responseBody.count {
+            ex.responseBody.removeAll(keepingCapacity: true)
+            ex.responseOffset = 0
+        }
+        ex.responseBody.append(contentsOf: bytes)
+        unsentBytes += bytes.count
+        controlCredit = min(controlCredit + 1 + bytes.count >> 13, 10 * limits.http2ControlFrameAllowance)
+        nghttp2_session_resume_data(session, ex.streamID)
+        if !inReceive { connection.requestFlush() }
+    }
+
+    func streamFinish(_ ex: Exchange) {
+        guard ex.liveIndex >= 0 else { return }
+        nghttp2_session_resume_data(session, ex.streamID)
+        if !inReceive { connection.requestFlush() }
+    }
+
+    func streamUnsent(_ ex: Exchange) -> Int { ex.responseBody.count - ex.responseOffset }
+
+    /// Ends every event stream (the server is draining).
+    func finishStreams() {
+        for ex in live { ex.stream?.finish() }
+    }
+
+    private func submit(_ ex: Exchange, _ response: Response, streaming: Bool) {
         guard ex.streamID > 0, ex.owner === self, ex.liveIndex >= 0 else { return }
         let statusCode = (response.status >= 100 && response.status < 600) ? response.status : 500
         let hasBody = !response.body.isEmpty && ex.request.method != .head
@@ -219,7 +257,12 @@ final class HTTP2Session: ExchangeOwner {
                             nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count)
                             k += 1
                         }
-                        if hasBody {
+                        if streaming {
+                            var provider = nghttp2_data_provider(
+                                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(ex).toOpaque()),
+                                read_callback: h2ReadStream)
+                            rv = nghttp2_submit_response(session, ex.streamID, nva.baseAddress, k, &provider)
+                        } else if hasBody {
                             unsentBytes += response.body.count
                             controlCredit = min(
                                 controlCredit + 1 + response.body.count >> 13, 10 * limits.http2ControlFrameAllowance)
@@ -280,7 +323,7 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     /// Whether a stream has its answer submitted but not yet all sent.
-    private var answersInFlight: Bool { live.contains { $0.state == .responded } }
+    private var answersInFlight: Bool { live.contains { $0.state == .responded && $0.stream == nil } }
 
     private func submitGoAway(_ goAway: PendingGoAway) {
         let last = goAway.lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
@@ -297,6 +340,7 @@ final class HTTP2Session: ExchangeOwner {
             ex.state = .closed
             ex.owner = nil
             ex.liveIndex = -1
+            ex.endStream()
         }
         if !live.isEmpty { connection.loop.openStreams.subtract(live.count, ordering: .relaxed) }
         live.removeAll()
@@ -431,6 +475,7 @@ final class HTTP2Session: ExchangeOwner {
             unsentBytes -= ex.responseBody.count - ex.responseOffset
             ex.responseBody = []
         }
+        ex.endStream()
         // Only an exchange no handler or task still holds can be reused.
         if pool.count < 64 && isKnownUniquelyReferenced(&ex) { pool.append(ex) }
         // The last answer in flight is out (its END_STREAM sent): a waiting GOAWAY follows it.
@@ -529,6 +574,32 @@ private let h2ReadBody: nghttp2_data_source_read_callback = { _, _, buf, length,
     if ex.responseOffset == ex.responseBody.count {
         flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
         ex.responseBody = []
+    }
+    return n
+}
+
+/// An event stream's body: what was written so far, then DEFERRED until more is (or EOF once
+/// `finish` was called and all of it is sent).
+private let h2ReadStream: nghttp2_data_source_read_callback = { _, _, buf, length, flags, source, ud in
+    guard let source, let ptr = source.pointee.ptr, let buf, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    let ex = Unmanaged<Exchange>.fromOpaque(ptr).takeUnretainedValue()
+    let remaining = ex.responseBody.count - ex.responseOffset
+    let n = min(remaining, length)
+    if n > 0 {
+        ex.responseBody.withUnsafeBytes { raw in
+            UnsafeMutableRawPointer(buf).copyMemory(from: raw.baseAddress! + ex.responseOffset, byteCount: n)
+        }
+        ex.responseOffset += n
+        h2(ud) { $0.framed(n) }
+    }
+    if ex.responseOffset == ex.responseBody.count {
+        if ex.stream?.finishing ?? true {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            ex.responseBody = []
+            ex.responseOffset = 0
+        } else if n == 0 {
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
     }
     return n
 }
