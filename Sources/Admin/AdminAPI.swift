@@ -96,12 +96,15 @@ package struct AdminAPI: Sendable {
     let rateLimit: AdminRateLimit
     /// What `DELETE /emulator/v1/notifications` removed, for the reads that reach into the journal.
     let deletions = NotificationDeletions()
+    /// The development CA, PEM (`GET /emulator/v1/ca.pem`; empty: none).
+    let developmentCA: String
 
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
         gauges: ServerGauges, slowWork: BackgroundWorker = BackgroundWorker(),
-        journalReads: BackgroundWorker = BackgroundWorker(), rate: (perSecond: Int, loops: Int) = (0, 1)
+        journalReads: BackgroundWorker = BackgroundWorker(), rate: (perSecond: Int, loops: Int) = (0, 1), developmentCA: String = ""
     ) {
+        self.developmentCA = developmentCA
         self.slowWork = slowWork
         self.journalReads = journalReads
         self.rateLimit = AdminRateLimit(perSecond: rate.perSecond, loops: rate.loops)
@@ -169,6 +172,16 @@ package struct AdminAPI: Sendable {
         }
         registerNotifications(&r)
         registerEvents(&r)
+        WebUI().register(&r)
+        let ca = developmentCA
+        r.add(.get, "/emulator/v1/ca.pem", maxBodySize: 0) { ex in
+            var h = HTTPFields()
+            h.add(name: "content-type", value: "application/x-pem-file")
+            h.add(name: "content-disposition", value: "attachment; filename=\"pushemu-development-ca.pem\"")
+            ex.respond(
+                ca.isEmpty
+                    ? AdminAPI.error(404, "this server has no development CA") : Response(status: 200, headers: h, body: Array(ca.utf8)))
+        }
         r.add(.get, "/emulator/v1/devices/{token}/notifications") { ex in
             var f = NotificationLog.Filter()
             f.token = ex.parameter(0).utf8String

@@ -27,9 +27,22 @@ struct DeviceAdminAPI: Sendable {
             guard let limit = intParameter(ex.request, "limit", default: 100, range: 1...10_000) else {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...10000"))
             }
-            let label = ex.request.queryParameter("label").map(percentDecode)
-            let list = store.list(limit: limit, label: label).map { $0.json(fleetID: store.fleetID($0)) }
-            ex.respond(.json(200, JSONObjectWriter.list("devices", list)))
+            let label = ex.request.queryParameter("label").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            var after: DeviceStore.PageKey?
+            if let text = ex.request.queryParameter("cursor"), !text.isEmpty {
+                guard let key = DeviceCursor.key(percentDecode(text)) else {
+                    return ex.respond(
+                        AdminAPI.error(400, "cursor is not one this server gave (pass the \"next\" of a page back unchanged)"))
+                }
+                after = key
+            }
+            let (devices, more) = store.page(after: after, limit: limit, label: label)
+            var object = JSONObjectWriter()
+            object.add("devices", jsonArray: devices.map { $0.json(fleetID: store.fleetID($0)) })
+            object.add(
+                "next",
+                more ? devices.last.map { DeviceCursor.text(DeviceStore.PageKey(createdAtMs: $0.createdAtMs, token: $0.token)) } : nil)
+            ex.respond(.json(200, object.text))
         }
         r.add([.get, .delete, .post, .patch], "/emulator/v1/devices/{token}", maxBodySize: 64 * 1024) { ex in
             var token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
@@ -590,5 +603,19 @@ struct DeviceAdminAPI: Sendable {
         object.add("tracking", json: tracked.text)
         extraStats(&object)
         return object.text
+    }
+}
+
+/// A devices page's `next`: base64url of "createdAtMs.token", opaque to clients.
+enum DeviceCursor {
+    static func text(_ k: DeviceStore.PageKey) -> String { Base64URL.encode(Array("\(k.createdAtMs).\(k.token)".utf8)) }
+
+    static func key(_ text: String) -> DeviceStore.PageKey? {
+        guard text.utf8.count <= 1024, let bytes = Base64URL.decode(text.utf8) else { return nil }
+        let s = String(decoding: bytes, as: UTF8.self)
+        guard let dot = s.firstIndex(of: "."), let ms = Int64(s[..<dot]) else { return nil }
+        let token = String(s[s.index(after: dot)...])
+        guard !token.isEmpty else { return nil }
+        return DeviceStore.PageKey(createdAtMs: ms, token: token)
     }
 }

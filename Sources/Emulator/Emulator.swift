@@ -83,7 +83,7 @@ package final class Emulator: Sendable {
             faults: faults, scenarios: scenarios,
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
             slowWork: slowWork, journalReads: journalReads,
-            rate: (configuration.adminRate, max(1, configuration.threads)))
+            rate: (configuration.adminRate, max(1, configuration.threads)), developmentCA: ProxyEnvironment.developmentCA)
 
         // One router: the push routes first (they are matched before the admin ones).
         var router = Router()

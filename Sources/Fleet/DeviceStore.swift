@@ -329,6 +329,46 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         return out.sorted { $0.createdAtMs < $1.createdAtMs }
     }
 
+    /// Where a page of devices ends: the last one's creation time and token.
+    public struct PageKey: Sendable, Comparable {
+        public var createdAtMs: Int64
+        public var token: String
+        public init(createdAtMs: Int64, token: String) {
+            self.createdAtMs = createdAtMs
+            self.token = token
+        }
+        public static func < (a: PageKey, b: PageKey) -> Bool {
+            a.createdAtMs != b.createdAtMs ? a.createdAtMs < b.createdAtMs : a.token < b.token
+        }
+    }
+
+    /// The devices held as records in (creation time, token) order after `after`, at most
+    /// `limit`, and whether more follow. One pass over the records, holding at most a few
+    /// pages of keys at a time; the devices themselves are read at the end.
+    public func page(after: PageKey?, limit: Int, label: String? = nil) -> (devices: [SimDevice], more: Bool) {
+        let limit = max(1, limit)
+        var keys: [PageKey] = []
+        for s in shards {
+            s.map.withLock { m in
+                for d in m.values where label == nil || d.labels.contains(label!) {
+                    let k = PageKey(createdAtMs: d.createdAtMs, token: d.token)
+                    if let after, !(after < k) { continue }
+                    keys.append(k)
+                }
+            }
+            if keys.count > 4 * (limit + 1) {
+                keys.sort()
+                keys.removeLast(keys.count - (limit + 1))
+            }
+        }
+        keys.sort()
+        let more = keys.count > limit
+        let devices = keys.prefix(limit).compactMap { k in
+            shard(TokenKey(k.token)).map.withLock { $0[TokenKey(k.token)] }
+        }
+        return (devices, more)
+    }
+
     public var stats: Counters {
         Counters(
             delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),

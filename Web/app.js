@@ -1,0 +1,47 @@
+// The dashboard's router: #/page/rest?query -> the page module's render(main, {rest, query}),
+// which may give back a function that stops what it started (an event stream, a timer).
+import { notice, put, status } from "./lib.js";
+import * as live from "./pages/live.js";
+import * as notifications from "./pages/notifications.js";
+import * as detail from "./pages/detail.js";
+import * as devices from "./pages/devices.js";
+import * as campaigns from "./pages/campaigns.js";
+import * as faults from "./pages/faults.js";
+import * as credentials from "./pages/credentials.js";
+
+const pages = { live, notifications, devices, campaigns, faults, credentials };
+let stop = null;
+let generation = 0;
+
+function parse() {
+  const hash = location.hash.replace(/^#\/?/, "");
+  const [path, query = ""] = hash.split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return { page: parts[0] || "live", rest: parts.slice(1), query: new URLSearchParams(query) };
+}
+
+async function route() {
+  const { page, rest, query } = parse();
+  if (stop) { try { stop(); } catch {} stop = null; }
+  const main = document.getElementById("main");
+  const mine = ++generation;
+  for (const a of document.querySelectorAll("nav a")) {
+    if (a.dataset.page === page) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  const module = page === "notifications" && rest.length ? detail : pages[page];
+  if (!module) {
+    put(main, notice(`No page “${page}”.`, "error"));
+    return;
+  }
+  document.title = `pushemu · ${page[0].toUpperCase()}${page.slice(1)}`;
+  try {
+    const cleanup = await module.render(main, { rest, query, isCurrent: () => mine === generation });
+    if (mine === generation) stop = cleanup || null; else if (cleanup) cleanup();
+  } catch (e) {
+    if (mine === generation) put(main, notice(e.message || String(e), "error"));
+  }
+}
+
+window.addEventListener("hashchange", () => { route(); document.getElementById("main").focus({ preventScroll: true }); });
+status("");
+route();

@@ -1,0 +1,84 @@
+// Campaigns: the journal's report (GET /emulator/v1/report) per campaign, with its charts.
+import { h, s, put, api, notice, dateTime } from "../lib.js";
+
+const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44", failed: "#e03131", retried: "#e8590c", shown: "#2f9e44", quiet: "#1971c2", "not-shown": "#e8590c" };
+
+/** Horizontal bars, one per [label, value]; an SVG with a <rect> per bar. */
+export function bars(rows, { id, title, color = "#2563eb" } = {}) {
+  if (!rows.length) return notice("None.");
+  const max = Math.max(1, ...rows.map((r) => r[1]));
+  const rowH = 26, left = 120, width = 440;
+  const svg = s("svg", { class: "chart", id, role: "img", "aria-label": title, viewBox: `0 0 ${width} ${rows.length * rowH + 6}`, width: "100%", preserveAspectRatio: "xMinYMin meet" });
+  rows.forEach(([label, value], i) => {
+    const w = Math.round((value / max) * (width - left - 70));
+    const y = i * rowH + 4;
+    svg.append(
+      s("text", { x: left - 8, y: y + 15, "text-anchor": "end" }, String(label).slice(0, 18)),
+      s("rect", { x: left, y: y + 2, width: Math.max(value > 0 ? 2 : 0, w), height: 18, rx: 3, fill: COLORS[label] || color }, s("title", {}, `${label}: ${value}`)),
+      s("text", { x: left + w + 6, y: y + 15 }, String(value)));
+  });
+  return h("figure", {}, title ? h("figcaption", { class: "muted" }, title) : "", svg);
+}
+
+/** The timeline: accepted and rejected per bucket, stacked. */
+function timeline(t) {
+  const n = (t.sent || []).length;
+  if (!n) return notice("No requests.");
+  const width = 640, height = 200, left = 40, bottom = 20;
+  const max = Math.max(1, ...t.sent);
+  const bw = (width - left - 10) / n;
+  const y = (v) => height - bottom - (v / max) * (height - bottom - 10);
+  const svg = s("svg", { class: "chart", id: "chart-timeline", role: "img", "aria-label": "Requests over time", viewBox: `0 0 ${width} ${height}`, width: "100%" },
+    s("line", { class: "axis", x1: left, y1: height - bottom, x2: width - 10, y2: height - bottom }),
+    s("text", { x: left - 6, y: 16, "text-anchor": "end" }, String(max)), s("text", { x: left - 6, y: height - bottom, "text-anchor": "end" }, "0"),
+    s("text", { x: left, y: height - 4 }, dateTime(t.start)), s("text", { x: width - 10, y: height - 4, "text-anchor": "end" }, `${(t.bucketMs / 1000).toFixed(1)} s buckets`));
+  for (let i = 0; i < n; i++) {
+    const a = t.accepted[i] || 0, r = t.rejected[i] || 0, x = left + i * bw;
+    if (a) svg.append(s("rect", { x, y: y(a), width: Math.max(1, bw - 1), height: height - bottom - y(a), fill: COLORS.accepted }, s("title", {}, `accepted ${a}`)));
+    if (r) svg.append(s("rect", { x, y: y(a + r), width: Math.max(1, bw - 1), height: y(a) - y(a + r), fill: COLORS.rejected }, s("title", {}, `rejected ${r}`)));
+  }
+  return h("figure", {}, h("figcaption", { class: "muted" }, "Requests over time (green accepted, red rejected)"), svg);
+}
+
+const nameOf = (c) => (c.campaign === null ? "-" : c.campaign);
+
+export async function render(main, { rest, isCurrent }) {
+  put(main, h("h1", {}, "Campaigns"), notice("Loading the report from the journal…"));
+  let report;
+  try {
+    report = await api("/emulator/v1/report?format=json");
+  } catch (e) {
+    put(main, h("h1", {}, "Campaigns"), notice(e.status === 404 ? "The journal is off (--journal off): the campaign report needs it." : e.message, "error"));
+    return;
+  }
+  if (!isCurrent()) return;
+  const campaigns = report.campaigns || [];
+  const chosen = rest.length ? campaigns.find((c) => nameOf(c) === rest[0]) : campaigns[0];
+  const list = h("div", { class: "scroll" }, h("table", { id: "campaigns" },
+    h("thead", {}, h("tr", {}, ["Campaign", "Sent", "Accepted", "Rejected", "Devices", "Receive", "Open", "First", "Last"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, campaigns.map((c) => h("tr", { class: c === chosen ? "clickable selected" : "clickable" },
+      h("td", {}, h("a", { href: `#/campaigns/${encodeURIComponent(nameOf(c))}` }, c.campaign === null ? "(no campaign id)" : c.campaign)),
+      h("td", {}, String(c.sent)), h("td", {}, String(c.accepted)), h("td", {}, String(c.rejectedTotal)), h("td", {}, String(c.uniqueDevices)),
+      h("td", {}, pct(c.receiveRate)), h("td", {}, pct(c.openRate)), h("td", {}, dateTime(c.firstAt)), h("td", {}, dateTime(c.lastAt)))))));
+  put(main, h("h1", {}, "Campaigns"), h("p", { class: "muted" }, `Report generated ${dateTime(report.generatedAt)} from the journal. `, h("a", { href: "/emulator/v1/report?format=html", target: "_blank", rel: "noopener" }, "HTML report")),
+    campaigns.length ? list : notice("No requests recorded yet."), chosen ? detail(chosen) : "");
+}
+
+const pct = (r) => (typeof r === "number" ? `${(r * 100).toFixed(1)}%` : "—");
+
+function detail(c) {
+  const tracking = Object.entries(c.tracking || {});
+  const q = c.campaign === null ? "" : `campaign:${c.campaign.includes(" ") ? JSON.stringify(c.campaign) : c.campaign}`;
+  return h("section", { id: "campaign-detail", "aria-label": "Campaign detail" },
+    h("h2", {}, c.campaign === null ? "Requests with no campaign id" : `Campaign ${c.campaign}`),
+    q ? h("p", {}, h("a", { href: "#/notifications?q=" + encodeURIComponent(q) }, "Its notifications →")) : "",
+    h("div", { class: "grid" },
+      ...[["Sent", c.sent], ["Accepted", c.accepted], ["Rejected", c.rejectedTotal], ["Unique devices", c.uniqueDevices], ["Receive rate", pct(c.receiveRate)], ["Open rate", pct(c.openRate)]]
+        .map(([k, v]) => h("div", { class: "card" }, h("div", { class: "muted" }, k), h("div", { class: "big" }, String(v))))),
+    h("div", { class: "two" },
+      h("div", { class: "panel" }, bars([["accepted", c.accepted], ["rejected", c.rejectedTotal]], { id: "chart-outcomes", title: "Outcomes" })),
+      h("div", { class: "panel" }, bars(Object.entries(c.rejected || {}).sort((a, b) => b[1] - a[1]), { id: "chart-rejections", title: "Rejections by reason", color: COLORS.rejected })),
+      h("div", { class: "panel" }, tracking.length ? tracking.map(([event, t]) => bars([["succeeded", t.succeeded], ["failed", t.failed], ["retried", t.retried]], { id: `chart-tracking-${event}`, title: `Tracking: ${event} (${t.fired} fired)` })) : notice("No tracking calls.")),
+      h("div", { class: "panel" }, bars(Object.entries(c.display || {}), { id: "chart-display", title: "Display on the devices" }))),
+    h("div", { class: "panel" }, timeline(c.timeline || {})));
+}
