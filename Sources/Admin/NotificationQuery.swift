@@ -197,12 +197,7 @@ struct NotificationQuery: Sendable {
 
 /// The app an `apns-topic` names (`com.example.app.voip` and the rest are the app's).
 enum APNsTopics {
-    static let suffixes = [".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity", ".location-query"]
-
-    static func bundle(_ topic: String) -> String {
-        for s in suffixes where topic.hasSuffix(s) { return String(topic.dropLast(s.count)) }
-        return topic
-    }
+    static func bundle(_ topic: String) -> String { EventSelector.bundle(ofTopic: topic) }
 }
 
 /// Where a page of notifications ends: the last one's receive time and id, opaque to clients

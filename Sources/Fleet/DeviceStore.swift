@@ -187,18 +187,17 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             return spec
         }
         if let progress = spec.registrationProgress { registrar.add(spec, progress) }
-        if events.isActive {
-            var w = JSONObjectWriter()
-            w.add("at", nowMs)
-            w.add("change", "fleet-created")
-            w.add("fleet", "fleet-\(spec.number)")
-            w.add("platform", platform.rawValue)
-            w.add("app", app)
-            w.add("count", count)
-            events.publish(
-                EmulatorEvent(
-                    kind: .device, provider: platform == .ios ? .apns : .fcm, environment: environment ?? "", reason: "fleet-created",
-                    json: w.text))
+        if events.wants(.device) {
+            let event = EmulatorEvent(
+                kind: .device, provider: platform == .ios ? .apns : .fcm, environment: environment ?? "", reason: "fleet-created")
+            events.publish(event) { w in
+                w.add("at", nowMs)
+                w.add("change", "fleet-created")
+                w.add("fleet", "fleet-\(spec.number)")
+                w.add("platform", platform.rawValue)
+                w.add("app", app)
+                w.add("count", count)
+            }
         }
         return spec
     }
@@ -271,24 +270,24 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             m[k] = d
         }
         if let fcm = d.fcmToken { fcmTokens.withLock { $0[TokenKey(fcm)] = d.token } }
-        if events.isActive { publishChange("registered", d) }
+        if events.wants(.device) { publishChange("registered", d) }
     }
 
-    /// A `device` event for the stream (call only while `events.isActive`).
+    /// A `device` event for the stream (call only while `events.wants(.device)`).
     public func publishChange(_ change: String, _ d: SimDevice, atMs: Int64 = Clock.nowMs()) {
-        var w = JSONObjectWriter()
-        w.add("at", atMs)
-        w.add("change", change)
-        w.add("token", d.token)
-        w.add("platform", d.platform.rawValue)
-        w.add("app", d.app)
-        w.add("fleet", fleetID(d))
-        w.add("appState", d.appState.rawValue)
-        w.add("installed", d.uninstalledAtMs == nil)
-        events.publish(
-            EmulatorEvent(
-                kind: .device, provider: d.platform == .ios ? .apns : .fcm, token: d.token, environment: d.environment ?? "",
-                reason: change, json: w.text))
+        let event = EmulatorEvent(
+            kind: .device, provider: d.platform == .ios ? .apns : .fcm, token: d.token, environment: d.environment ?? "",
+            reason: change)
+        events.publish(event) { w in
+            w.add("at", atMs)
+            w.add("change", change)
+            w.add("token", d.token)
+            w.add("platform", d.platform.rawValue)
+            w.add("app", d.app)
+            w.add("fleet", fleetID(d))
+            w.add("appState", d.appState.rawValue)
+            w.add("installed", d.uninstalledAtMs == nil)
+        }
     }
 
     /// Changes a device (materializing a fleet member). nil if unknown.
@@ -312,7 +311,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public func uninstall(token: String, atMs: Int64) -> SimDevice? {
         let d = update(token: token) { d in if d.uninstalledAtMs == nil { d.uninstalledAtMs = atMs } }
-        if let d, events.isActive { publishChange("uninstalled", d, atMs: atMs) }
+        if let d, events.wants(.device) { publishChange("uninstalled", d, atMs: atMs) }
         return d
     }
 
@@ -393,25 +392,26 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         counters.trackingSkipped.store(0, ordering: .relaxed)
         counters.trackingScheduled.store(0, ordering: .relaxed)
         counters.unstored.store(0, ordering: .relaxed)
-        if events.isActive {
-            events.publish(
-                EmulatorEvent(kind: .device, provider: nil, reason: "reset", json: "{\"at\":\(Clock.nowMs()),\"change\":\"reset\"}"))
+        if events.wants(.device) {
+            events.publish(EmulatorEvent(kind: .device, provider: nil, reason: "reset")) { w in
+                w.add("at", Clock.nowMs())
+                w.add("change", "reset")
+            }
         }
     }
 
     /// A `delivered` event: a notification reached a device after its answer.
     public func publishDelivered(_ d: Delivery, _ outcome: DeviceOutcome, atMs: Int64) {
         let token = d.tokenBytes.utf8String
-        var w = JSONObjectWriter()
-        w.add("at", atMs)
-        w.add("provider", d.provider.name)
-        w.add("id", d.notificationID.description)
-        w.add("token", token)
-        w.add("environment", d.environment)
-        w.add("display", json: outcome.display.json)
-        w.add("lint", outcome.lint.count)
-        events.publish(
-            EmulatorEvent(kind: .delivered, provider: d.provider, token: token, environment: d.environment ?? "", json: w.text))
+        events.publish(EmulatorEvent(kind: .delivered, provider: d.provider, token: token, environment: d.environment ?? "")) { w in
+            w.add("at", atMs)
+            w.add("provider", d.provider.name)
+            w.add("id", id: d.notificationID)
+            w.add("token", token)
+            w.add("environment", d.environment)
+            w.add("display", json: EventJSON.display(outcome.display))
+            w.add("lint", outcome.lint.count)
+        }
     }
 
     // MARK: DeviceDirectory
@@ -539,7 +539,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 outcome = onRecord(&dev, fleetTracks: fleetTracks)
             }
             // A token never seen became a device (a fleet member's record is not a new device).
-            if fleetSpec == nil, events.isActive { publishChange("created", dev, atMs: d.receivedAtMs) }
+            if fleetSpec == nil, events.wants(.device) { publishChange("created", dev, atMs: d.receivedAtMs) }
         }
         switch outcome {
         case .held:
@@ -621,9 +621,9 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             }
             counters.delivered.add(1, ordering: .relaxed)
             let outcome = track(SDKView(current), p.delivery, fleet: fleetSpec, atMs: nowMs)
-            if events.isActive { publishDelivered(p.delivery, outcome, atMs: nowMs) }
+            if events.wants(.delivered) { publishDelivered(p.delivery, outcome, atMs: nowMs) }
         }
-        if events.isActive { publishChange(online ? "online" : "offline", current, atMs: nowMs) }
+        if events.wants(.device) { publishChange(online ? "online" : "offline", current, atMs: nowMs) }
         return device(token: token)
     }
 

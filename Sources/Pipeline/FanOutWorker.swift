@@ -120,7 +120,7 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
                     receivedAtMs: delivery.receivedAtMs, environment: delivery.environment ?? "", token: delivery.tokenBytes,
                     topic: job.topic?[...], headers: job.headers, payload: delivery.payload, payloadIsJSON: job.payloadIsJSON,
                     warnings: job.warnings, outcome: outcome)
-                if devices.events.isActive { devices.publishDelivered(delivery, outcome, atMs: Clock.nowMs()) }
+                if devices.events.wants(.delivered) { devices.publishDelivered(delivery, outcome, atMs: Clock.nowMs()) }
             }
             delivered.add(UInt64(end - index), ordering: .relaxed)
             index = end

@@ -166,8 +166,8 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let status = outcome.status
         let reason = outcome.reason
         let started = timing.started
-        if services.events.isActive {
-            publishAnswer(subject, outcome, stored: true, fired: fired, id: id, device: device, nowMs: timing.nowMs)
+        if services.events.wants(outcome.status == 200 ? .accepted : .rejected) || (fired != nil && services.events.wants(.fault)) {
+            publishAnswer(subject, outcome, fired: fired, id: id, device: device, nowMs: timing.nowMs)
         }
         commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device) { stored in
             // A record strict durability could not store (a full disk) is not acknowledged: the

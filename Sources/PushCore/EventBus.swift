@@ -1,9 +1,8 @@
 import Synchronization
 import Transport
 
-/// One thing that happened, as the event stream (`GET /emulator/v1/events`) sends it: its
-/// kind, the fields a subscriber's filter reads, and its `data:` JSON, written once however
-/// many subscribers take it.
+/// One thing that happened, as a subscriber's filter sees it: its kind and the fields filters
+/// read. Its `data:` JSON is made only once some subscriber takes it (see `EventBus.publish`).
 public struct EmulatorEvent: Sendable {
     /// The `event:` name of each kind.
     public enum Kind: String, Sendable, CaseIterable {
@@ -32,12 +31,10 @@ public struct EmulatorEvent: Sendable {
     public var status: Int
     /// The provider's reason, the fault's name, the tracking outcome, the device change.
     public var reason: String
-    /// The JSON object sent as the event's data (one line).
-    public var json: String
 
     public init(
         kind: Kind, provider: PushProvider?, token: String = "", topic: String = "", environment: String = "", status: Int = 0,
-        reason: String = "", json: String
+        reason: String = ""
     ) {
         self.kind = kind
         self.provider = provider
@@ -46,25 +43,138 @@ public struct EmulatorEvent: Sendable {
         self.environment = environment
         self.status = status
         self.reason = reason
-        self.json = json
+    }
+}
+
+/// An event as it goes out: the fields filters read, and its whole `id:`/`event:`/`data:`
+/// block, written once and shared by every subscriber that takes it.
+final class EventFrame: Sendable {
+    let event: EmulatorEvent
+    let bytes: [UInt8]
+    init(event: EmulatorEvent, bytes: [UInt8]) {
+        self.event = event
+        self.bytes = bytes
+    }
+}
+
+/// An event's `data:` object written straight into its frame's bytes (no intermediate
+/// `String`s): names are static, values escaped as JSON strings only where a byte needs it.
+public struct EventJSON {
+    var bytes: [UInt8]
+    private var empty = true
+
+    init(id: UInt64, kind: EmulatorEvent.Kind) {
+        bytes = []
+        bytes.reserveCapacity(320)
+        bytes.append(contentsOf: "id: ".utf8)
+        bytes.append(contentsOf: String(id).utf8)
+        bytes.append(contentsOf: "\nevent: ".utf8)
+        bytes.append(contentsOf: kind.rawValue.utf8)
+        bytes.append(contentsOf: "\ndata: {".utf8)
+    }
+
+    private mutating func key(_ name: StaticString) {
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: "\":".utf8)
+    }
+
+    /// A string value (null for nil).
+    public mutating func add(_ name: StaticString, _ value: String?) {
+        key(name)
+        guard var value else { return bytes.append(contentsOf: "null".utf8) }
+        value.withUTF8 { appendQuoted($0) }
+    }
+
+    /// A UUID in its canonical form.
+    public mutating func add(_ name: StaticString, id value: UUIDValue?) {
+        key(name)
+        guard let value else { return bytes.append(contentsOf: "null".utf8) }
+        bytes.append(UInt8(ascii: "\""))
+        value.withBytes { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A string value from bytes (a token as received).
+    public mutating func add(_ name: StaticString, bytes value: ArraySlice<UInt8>) {
+        key(name)
+        value.withUnsafeBufferPointer { appendQuoted($0) }
+    }
+
+    public mutating func add(_ name: StaticString, _ value: Int64) {
+        key(name)
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    public mutating func add(_ name: StaticString, _ value: Int) { add(name, Int64(value)) }
+
+    public mutating func add(_ name: StaticString, _ value: Bool) {
+        key(name)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// A value that is JSON already (null for nil).
+    public mutating func add(_ name: StaticString, json: String?) {
+        key(name)
+        bytes.append(contentsOf: (json ?? "null").utf8)
+    }
+
+    /// The members of a JSON object that is written already (`{...}` without its braces are added).
+    public mutating func addMembers(ofObject json: String) {
+        let inner = json.utf8.dropFirst().dropLast()
+        guard json.utf8.first == UInt8(ascii: "{"), !inner.isEmpty else { return }
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        bytes.append(contentsOf: inner)
+    }
+
+    private mutating func appendQuoted(_ b: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        var start = 0
+        for i in 0..<b.count {
+            let c = b[i]
+            guard c == 0x22 || c == 0x5C || c < 0x20 else { continue }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
+            switch c {
+            case 0x22: bytes.append(contentsOf: "\\\"".utf8)
+            case 0x5C: bytes.append(contentsOf: "\\\\".utf8)
+            case 0x0A: bytes.append(contentsOf: "\\n".utf8)
+            case 0x0D: bytes.append(contentsOf: "\\r".utf8)
+            case 0x09: bytes.append(contentsOf: "\\t".utf8)
+            default:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: "\\u00".utf8)
+                bytes.append(hex[Int(c >> 4)])
+                bytes.append(hex[Int(c & 15)])
+            }
+            start = i + 1
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<b.count]))
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    mutating func finish() -> [UInt8] {
+        bytes.append(contentsOf: "}\n\n".utf8)
+        return bytes
     }
 }
 
 /// Where a subscriber's events go: an event stream (`ResponseStream`), or a test's sink.
-/// Every member but `run` is used on the sink's own thread, which `run` hops to.
+/// Every member is used on the sink's own thread (the stream's event loop).
 public protocol EventSink: AnyObject, Sendable {
     var isOpen: Bool { get }
     var unsentBytes: Int { get }
     @discardableResult func write(_ bytes: [UInt8]) -> Bool
+    /// `chunks` in order, as one write.
+    @discardableResult func write(chunks: [[UInt8]]) -> Bool
     func onClose(_ handler: @escaping @Sendable () -> Void)
-    /// Runs `task` on the sink's thread (from any thread).
-    func run(_ task: @escaping @Sendable () -> Void)
     /// Runs `task` on the sink's thread after a while; the answer cancels it.
     func runLater(afterNanoseconds: UInt64, _ task: @escaping () -> Void) -> () -> Void
 }
 
 extension ResponseStream: EventSink {
-    public func run(_ task: @escaping @Sendable () -> Void) { eventLoop.execute(task) }
     public func runLater(afterNanoseconds n: UInt64, _ task: @escaping () -> Void) -> () -> Void {
         let timer = eventLoop.schedule(afterNanoseconds: n, task)
         return { timer.cancel() }
@@ -72,29 +182,37 @@ extension ResponseStream: EventSink {
 }
 
 /// Fans events out to the event-stream subscribers. Publishing costs one relaxed atomic load
-/// while nobody listens (`isActive`): callers build an event only when it is true.
+/// while nobody wants the event's kind (`wants`): callers build an event only when it is true.
 ///
-/// With subscribers, each event is offered to each subscriber's inbox (a short lock of that
-/// subscriber's own; the list itself is copied out under its lock). An inbox holds at most
-/// `inboxLimit` events and is drained on the subscriber's own event loop, which writes them
-/// to its stream while the stream holds less than `unsentLimit` unsent bytes. Past either
-/// bound an event is dropped and counted, and the subscriber is told how many it lost in a
-/// `dropped` event: a slow reader never slows the publishers or their loops.
+/// With subscribers, the filters read the event's fields first; only when one takes it is its
+/// JSON written, once, into a frame that goes into one ring of the last `ringCapacity` frames
+/// (a short lock; no per-subscriber work on the publisher's side). Each subscriber reads the
+/// ring from its own position on its own event loop every `drainNanos`, filters, and writes
+/// what it takes to its stream in one write while the stream holds less than `unsentLimit`
+/// unsent bytes. A frame that does not fit is dropped and counted; so are frames the ring
+/// overwrote before a reader reached them (counted whether or not its filter would have taken
+/// them). The count goes to the stream as a `dropped` event before the next one written: a slow
+/// reader never slows the publishers or their loops, and costs at most the ring and its limit.
 public final class EventBus: Sendable {
     /// At most this many streams at once (one more gets a 503).
     public static let maxSubscribers = 64
-    let inboxLimit: Int
     let unsentLimit: Int
-    /// A comment line this often keeps proxies and idle timers from closing a quiet stream.
+    let ring: EventRing
+    /// A comment line after this long without a write keeps proxies and idle timers from
+    /// closing a quiet stream.
     static let heartbeatNanos: UInt64 = 15_000_000_000
+    /// How often a subscriber reads the ring (a batch per read: one write, not one per event).
+    static let drainNanos: UInt64 = 10_000_000
 
     private let active = Atomic<Int>(0)
+    /// The kinds some subscriber takes (the union of their selectors' bits).
+    private let wanted = Atomic<UInt8>(0)
     private let sequence = Atomic<UInt64>(0)
     private let subscribers = Mutex<[EventSubscriber]>([])
 
-    /// `inboxLimit` events wait per subscriber; `unsentLimit` bytes may wait in its stream.
-    public init(inboxLimit: Int = 4096, unsentLimit: Int = 1 << 20) {
-        self.inboxLimit = max(1, inboxLimit)
+    /// `ringCapacity` frames are kept for the readers; `unsentLimit` bytes may wait in a stream.
+    public init(ringCapacity: Int = 16_384, unsentLimit: Int = 1 << 20) {
+        ring = EventRing(capacity: max(1, ringCapacity))
         self.unsentLimit = max(1, unsentLimit)
     }
 
@@ -104,21 +222,29 @@ public final class EventBus: Sendable {
 
     public var subscriberCount: Int { active.load(ordering: .relaxed) }
 
-    /// Offers an event to every subscriber (from any thread). Build it only when `isActive`.
-    public func publish(_ event: EmulatorEvent) {
-        let list = subscribers.withLock { $0 }
-        guard !list.isEmpty else { return }
-        let id = sequence.add(1, ordering: .relaxed).newValue
-        for s in list { s.offer(event, id: id) }
+    /// True while some subscriber may take events of `kind`: one relaxed atomic load, for the
+    /// publishers to check before they build anything.
+    @inline(__always)
+    public func wants(_ kind: EmulatorEvent.Kind) -> Bool { wanted.load(ordering: .relaxed) & kind.bit != 0 }
+
+    /// Offers an event to the subscribers (from any thread); `write` (its data's members) is
+    /// called once, and only when a subscriber's selector takes the event. Call only when
+    /// `wants(event.kind)`.
+    public func publish(_ event: EmulatorEvent, _ write: (inout EventJSON) -> Void) {
+        guard subscribers.withLock({ list in list.contains { $0.selector.matches(event) } }) else { return }
+        var w = EventJSON(id: sequence.add(1, ordering: .relaxed).newValue, kind: event.kind)
+        write(&w)
+        ring.append(EventFrame(event: event, bytes: w.finish()))
     }
 
-    /// Streams events that `accepts` takes to `stream` until it closes. False (nothing
-    /// subscribed) when `maxSubscribers` are already listening.
-    public func subscribe(_ stream: any EventSink, accepts: @escaping @Sendable (EmulatorEvent) -> Bool) -> Bool {
-        let subscriber = EventSubscriber(stream: stream, accepts: accepts, inboxLimit: inboxLimit, unsentLimit: unsentLimit)
+    /// Streams events that `selector` takes to `stream` until it closes, from the next one
+    /// published. False (nothing subscribed) when `maxSubscribers` are already listening.
+    public func subscribe(_ stream: any EventSink, selector: EventSelector) -> Bool {
+        let subscriber = EventSubscriber(stream: stream, selector: selector, ring: ring, unsentLimit: unsentLimit)
         let added = subscribers.withLock { list -> Bool in
             guard list.count < EventBus.maxSubscribers else { return false }
             list.append(subscriber)
+            wanted.store(list.reduce(0) { $0 | $1.selector.kinds }, ordering: .relaxed)
             return true
         }
         guard added else { return false }
@@ -130,6 +256,7 @@ public final class EventBus: Sendable {
             let removed = self.subscribers.withLock { list -> Bool in
                 guard let i = list.firstIndex(where: { $0 === subscriber }) else { return false }
                 list.remove(at: i)
+                self.wanted.store(list.reduce(0) { $0 | $1.selector.kinds }, ordering: .relaxed)
                 return true
             }
             if removed { self.active.subtract(1, ordering: .relaxed) }
@@ -138,103 +265,150 @@ public final class EventBus: Sendable {
     }
 }
 
-/// One stream's inbox and writer (see `EventBus`).
+/// The last `capacity` frames published, for every reader at its own position.
+final class EventRing: Sendable {
+    private struct State {
+        var slots: [EventFrame?]
+        /// Frames ever appended; the next goes at `head % capacity`.
+        var head: UInt64 = 0
+    }
+    let capacity: Int
+    private let state: Mutex<State>
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        state = Mutex(State(slots: [EventFrame?](repeating: nil, count: capacity)))
+    }
+
+    var head: UInt64 { state.withLock { $0.head } }
+
+    func append(_ frame: EventFrame) {
+        state.withLock { s in
+            s.slots[Int(s.head % UInt64(capacity))] = frame
+            s.head += 1
+        }
+    }
+
+    /// Up to `limit` frames from position `from`: the frames, how many were overwritten before
+    /// they could be read, and the position after the last one returned.
+    func read(from: UInt64, limit: Int) -> (frames: [EventFrame], lost: UInt64, next: UInt64) {
+        state.withLock { s in
+            var start = from
+            var lost: UInt64 = 0
+            if s.head > UInt64(capacity), start < s.head - UInt64(capacity) {
+                lost = s.head - UInt64(capacity) - start
+                start = s.head - UInt64(capacity)
+            }
+            let end = min(s.head, start + UInt64(max(0, limit)))
+            var frames: [EventFrame] = []
+            frames.reserveCapacity(Int(end - start))
+            var i = start
+            while i < end {
+                if let f = s.slots[Int(i % UInt64(capacity))] { frames.append(f) }
+                i += 1
+            }
+            return (frames, lost, end)
+        }
+    }
+}
+
+/// One stream's reader (see `EventBus`). Its state is touched on the stream's thread only.
 final class EventSubscriber: @unchecked Sendable {
-    /// Touched on the stream's thread only.
     private let stream: any EventSink
-    private let accepts: @Sendable (EmulatorEvent) -> Bool
-    private let inboxLimit: Int
+    let selector: EventSelector
+    private let ring: EventRing
     private let unsentLimit: Int
+    private var position: UInt64
+    /// Events lost and not yet reported.
+    private var lost: UInt64 = 0
+    private var lastWriteNs: UInt64 = 0
+    private var cancelTimer: (() -> Void)?
+    private var stopped = false
+    /// Frames read at most per drain (more wait for the next, right after).
+    static let batch = 4096
 
-    private struct Inbox {
-        var events: [(UInt64, EmulatorEvent)] = []
-        var dropped = 0
-        var scheduled = false
-    }
-    private let inbox = Mutex(Inbox())
-    /// Loop-confined: events lost and not yet reported, the heartbeat timer.
-    private var lost = 0
-    private var cancelHeartbeat: (() -> Void)?
-
-    init(stream: any EventSink, accepts: @escaping @Sendable (EmulatorEvent) -> Bool, inboxLimit: Int, unsentLimit: Int) {
+    init(stream: any EventSink, selector: EventSelector, ring: EventRing, unsentLimit: Int) {
         self.stream = stream
-        self.accepts = accepts
-        self.inboxLimit = inboxLimit
+        self.selector = selector
+        self.ring = ring
         self.unsentLimit = unsentLimit
+        position = ring.head
     }
 
-    /// On the loop: the opening comment and the heartbeat.
+    /// On the loop: the opening comment, then a drain every `EventBus.drainNanos`.
     func start() {
-        stream.write(Array(": pushemu event stream\nretry: 2000\n\n".utf8))
-        scheduleHeartbeat()
+        write(Array(": pushemu event stream\nretry: 2000\n\n".utf8))
+        schedule(EventBus.drainNanos)
     }
 
     func stop() {
-        cancelHeartbeat?()
-        cancelHeartbeat = nil
+        stopped = true
+        cancelTimer?()
+        cancelTimer = nil
     }
 
-    private func scheduleHeartbeat() {
-        cancelHeartbeat = stream.runLater(afterNanoseconds: EventBus.heartbeatNanos) { [weak self] in
-            guard let self, self.stream.isOpen else { return }
-            var out: [UInt8] = []
-            self.appendLost(&out)
-            out.append(contentsOf: ": heartbeat\n\n".utf8)
-            self.stream.write(out)
-            self.scheduleHeartbeat()
-        }
+    private func schedule(_ nanos: UInt64) {
+        guard !stopped else { return }
+        cancelTimer = stream.runLater(afterNanoseconds: nanos) { [weak self] in self?.drain() }
     }
 
-    /// From any thread.
-    func offer(_ event: EmulatorEvent, id: UInt64) {
-        guard accepts(event) else { return }
-        let wake = inbox.withLock { box -> Bool in
-            if box.events.count >= inboxLimit {
-                box.dropped += 1
-            } else {
-                box.events.append((id, event))
-            }
-            if box.scheduled { return false }
-            box.scheduled = true
-            return true
-        }
-        if wake { stream.run { self.drain() } }
+    private func write(_ bytes: [UInt8]) {
+        stream.write(bytes)
+        lastWriteNs = Clock.monotonicNanoseconds()
     }
 
-    private func drain() {
-        let (events, dropped) = inbox.withLock { box -> ([(UInt64, EmulatorEvent)], Int) in
-            let taken = (box.events, box.dropped)
-            box.events = []
-            box.dropped = 0
-            box.scheduled = false
-            return taken
-        }
-        guard stream.isOpen else { return }
-        lost += dropped
-        var out: [UInt8] = []
-        out.reserveCapacity(events.count * 256)
+    /// Reads what was published since the last drain and writes what the filter takes.
+    func drain() {
+        guard stream.isOpen, !stopped else { return }
+        let (frames, overwritten, next) = ring.read(from: position, limit: EventSubscriber.batch)
+        position = next
+        lost += overwritten
+        // The frames are handed over as they are (one copy, into the connection's output).
+        var out: [[UInt8]] = []
+        out.reserveCapacity(frames.count + 1)
+        var size = 0
         let room = unsentLimit - stream.unsentBytes
-        for (id, event) in events {
-            if out.count >= room {
+        for frame in frames where selector.matches(frame.event) {
+            if size + frame.bytes.count > room {
                 lost += 1
                 continue
             }
-            appendLost(&out)
-            out.append(contentsOf: "id: ".utf8)
-            out.append(contentsOf: String(id).utf8)
-            out.append(contentsOf: "\nevent: ".utf8)
-            out.append(contentsOf: event.kind.rawValue.utf8)
-            out.append(contentsOf: "\ndata: ".utf8)
-            out.append(contentsOf: event.json.utf8)
-            out.append(contentsOf: "\n\n".utf8)
+            if lost > 0 { out.append(lostNotice()) }
+            out.append(frame.bytes)
+            size += frame.bytes.count
         }
-        if !out.isEmpty { stream.write(out) }
+        if out.isEmpty && lost > 0 && room > 64 { out.append(lostNotice()) }
+        if out.isEmpty && Clock.monotonicNanoseconds() &- lastWriteNs > EventBus.heartbeatNanos {
+            out.append(Array(": heartbeat\n\n".utf8))
+        }
+        if !out.isEmpty {
+            stream.write(chunks: out)
+            lastWriteNs = Clock.monotonicNanoseconds()
+        }
+        // A full batch: more are waiting, read them now.
+        schedule(frames.count + Int(overwritten) >= EventSubscriber.batch ? 0 : EventBus.drainNanos)
     }
 
     /// The `dropped` event for what was lost since the last one.
-    private func appendLost(_ out: inout [UInt8]) {
-        guard lost > 0 else { return }
-        out.append(contentsOf: "event: dropped\ndata: {\"dropped\":\(lost)}\n\n".utf8)
-        lost = 0
+    private func lostNotice() -> [UInt8] {
+        defer { lost = 0 }
+        return Array("event: dropped\ndata: {\"dropped\":\(lost)}\n\n".utf8)
+    }
+}
+
+extension EventJSON {
+    /// Every display outcome's JSON, made once (indexed by raw values).
+    private static let displays: [[String?]] = {
+        var table = [[String?]](
+            repeating: [String?](repeating: nil, count: 256), count: Int(Display.Outcome.allCases.map(\.rawValue).max() ?? 0) + 1)
+        for o in Display.Outcome.allCases {
+            for r in Display.Reason.allCases { table[Int(o.rawValue)][Int(r.rawValue)] = Display(o, r).json }
+        }
+        return table
+    }()
+
+    /// `display.json`, without building it per event.
+    public static func display(_ d: Display) -> String {
+        displays[Int(d.outcome.rawValue)][Int(d.reason.rawValue)] ?? d.json
     }
 }

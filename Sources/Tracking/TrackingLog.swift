@@ -155,10 +155,10 @@ public final class TrackingLog: Sendable {
 
     func record(_ a: TrackingAttempt) {
         onRecord?(a)
-        if let events, events.isActive {
-            events.publish(
-                EmulatorEvent(
-                    kind: .tracking, provider: nil, token: a.token, status: a.status, reason: a.outcome, json: a.json))
+        if let events, events.wants(.tracking) {
+            events.publish(EmulatorEvent(kind: .tracking, provider: nil, token: a.token, status: a.status, reason: a.outcome)) {
+                $0.addMembers(ofObject: a.json)
+            }
         }
         state.withLock { s in
             s.sequence += 1

@@ -201,15 +201,17 @@ final class HTTP2Session: ExchangeOwner {
         if ex.liveIndex < 0 { ex.endStream() }
     }
 
-    func streamWrite(_ ex: Exchange, _ bytes: [UInt8]) {
+    func streamWrite(_ ex: Exchange, _ chunks: [[UInt8]]) {
         guard ex.liveIndex >= 0 else { return }
         if ex.responseOffset > 0 && ex.responseOffset == ex.responseBody.count {
             ex.responseBody.removeAll(keepingCapacity: true)
             ex.responseOffset = 0
         }
-        ex.responseBody.append(contentsOf: bytes)
-        unsentBytes += bytes.count
-        controlCredit = min(controlCredit + 1 + bytes.count >> 13, 10 * limits.http2ControlFrameAllowance)
+        let n = chunks.reduce(0) { $0 + $1.count }
+        ex.responseBody.reserveCapacity(ex.responseBody.count + n)
+        for c in chunks { ex.responseBody.append(contentsOf: c) }
+        unsentBytes += n
+        controlCredit = min(controlCredit + 1 + n >> 13, 10 * limits.http2ControlFrameAllowance)
         nghttp2_session_resume_data(session, ex.streamID)
         if !inReceive { connection.requestFlush() }
     }

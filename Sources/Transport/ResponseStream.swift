@@ -35,10 +35,14 @@ public final class ResponseStream: @unchecked Sendable {
 
     /// Adds `bytes` to the body. Returns false (and drops them) once the stream is closed.
     @discardableResult
-    public func write(_ bytes: [UInt8]) -> Bool {
+    public func write(_ bytes: [UInt8]) -> Bool { write(chunks: [bytes]) }
+
+    /// Adds `chunks` to the body, in order, each copied once into the connection's output.
+    @discardableResult
+    public func write(chunks: [[UInt8]]) -> Bool {
         precondition(eventLoop.inEventLoop, "ResponseStream.write off its event loop")
-        guard isOpen, let owner, !bytes.isEmpty else { return isOpen }
-        owner.streamWrite(exchange, bytes)
+        guard isOpen, let owner, !chunks.isEmpty else { return isOpen }
+        owner.streamWrite(exchange, chunks)
         return true
     }
 

@@ -1,15 +1,15 @@
+import Foundation
 import PushCore
-import Synchronization
 import XCTest
 
-/// `EventBus`'s bounds: a subscriber that does not keep up loses events, is told how many, and
-/// never holds more than its inbox and unsent limits.
+/// `EventBus`'s bounds: a reader that does not keep up loses events, is told how many, and
+/// never makes the bus hold more than its ring and the stream's unsent limit.
 final class EventBusTests: XCTestCase {
-    /// A sink whose thread is the test: tasks wait in `tasks` until `runAll`.
+    /// A sink whose thread is the test: timers wait in `timers` until `tick`.
     final class Sink: EventSink, @unchecked Sendable {
         var written: [UInt8] = []
         var unsent = 0
-        var tasks: [@Sendable () -> Void] = []
+        var timers: [() -> Void] = []
         var closers: [@Sendable () -> Void] = []
         var open = true
         var isOpen: Bool { open }
@@ -18,11 +18,20 @@ final class EventBusTests: XCTestCase {
             written += bytes
             return open
         }
+        func write(chunks: [[UInt8]]) -> Bool {
+            for c in chunks { written += c }
+            return open
+        }
         func onClose(_ handler: @escaping @Sendable () -> Void) { closers.append(handler) }
-        func run(_ task: @escaping @Sendable () -> Void) { tasks.append(task) }
-        func runLater(afterNanoseconds: UInt64, _ task: @escaping () -> Void) -> () -> Void { {} }
-        func runAll() {
-            while !tasks.isEmpty { tasks.removeFirst()() }
+        func runLater(afterNanoseconds: UInt64, _ task: @escaping () -> Void) -> () -> Void {
+            timers.append(task)
+            return {}
+        }
+        /// Runs the timers due now (the drain reschedules itself for the next tick).
+        func tick() {
+            let due = timers
+            timers = []
+            for t in due { t() }
         }
         func close() {
             open = false
@@ -31,65 +40,121 @@ final class EventBusTests: XCTestCase {
         var text: String { String(decoding: written, as: UTF8.self) }
     }
 
-    func event(_ n: Int, token: String = "t") -> EmulatorEvent {
-        EmulatorEvent(kind: .accepted, provider: .apns, token: token, status: 200, json: "{\"n\":\(n)}")
+    static func selector(token: String) -> EventSelector {
+        var s = EventSelector()
+        s.token = token
+        return s
+    }
+
+    func publish(_ bus: EventBus, _ n: Int, token: String = "t") {
+        bus.publish(EmulatorEvent(kind: .accepted, provider: .apns, token: token, status: 200)) { $0.add("n", n) }
     }
 
     func testQuietWithoutSubscribers() {
         let bus = EventBus()
         XCTAssertFalse(bus.isActive)
-        bus.publish(event(1)) // nobody to take it: nothing happens
+        publish(bus, 1) // nobody to take it: nothing happens
         let sink = Sink()
-        XCTAssertTrue(bus.subscribe(sink) { _ in true })
+        XCTAssertTrue(bus.subscribe(sink, selector: EventSelector()))
         XCTAssertTrue(bus.isActive)
+        XCTAssertTrue(bus.wants(.accepted))
+        XCTAssertEqual(sink.text, ": pushemu event stream\nretry: 2000\n\n")
         sink.close()
         XCTAssertFalse(bus.isActive)
+        XCTAssertFalse(bus.wants(.accepted))
         XCTAssertEqual(bus.subscriberCount, 0)
+        // A stream of rejected pushes only: accepted ones are not wanted, so not even built.
+        var rejectedOnly = EventSelector()
+        rejectedOnly.take(.rejected, first: true)
+        XCTAssertTrue(bus.subscribe(Sink(), selector: rejectedOnly))
+        XCTAssertTrue(bus.wants(.rejected))
+        XCTAssertFalse(bus.wants(.accepted))
     }
 
-    func testFullInboxDropsAndSaysHowMany() {
-        let bus = EventBus(inboxLimit: 10)
+    func testOverwrittenRingDropsAndSaysHowMany() {
+        let bus = EventBus(ringCapacity: 10)
         let sink = Sink()
-        XCTAssertTrue(bus.subscribe(sink) { $0.token == "t" })
-        for n in 0..<25 { bus.publish(event(n)) }
-        bus.publish(event(99, token: "other")) // filtered out: not counted as lost
-        XCTAssertEqual(sink.tasks.count, 1, "one drain scheduled, however many events")
-        sink.runAll()
-        let text = sink.text
-        XCTAssertTrue(text.contains("event: dropped\ndata: {\"dropped\":15}\n\n"), text)
-        XCTAssertEqual(text.components(separatedBy: "event: accepted\n").count - 1, 10, text)
-        XCTAssertTrue(text.contains("data: {\"n\":9}\n\n"), text)
-        XCTAssertFalse(text.contains("{\"n\":10}"), text)
-        XCTAssertFalse(text.contains("{\"n\":99}"), text)
-        // Once it drains, events flow again, with no further notice.
+        XCTAssertTrue(bus.subscribe(sink, selector: Self.selector(token: "t")))
         sink.written = []
-        bus.publish(event(30))
-        sink.runAll()
-        XCTAssertEqual(sink.text.components(separatedBy: "\n\n").filter { $0.contains("event:") }.count, 1, sink.text)
-        XCTAssertTrue(sink.text.contains("id: 27\nevent: accepted\ndata: {\"n\":30}\n\n"), sink.text)
+        for n in 0..<25 { publish(bus, n) }
+        // Filtered out by every subscriber: its JSON is never made, nothing is stored.
+        var built = false
+        bus.publish(EmulatorEvent(kind: .accepted, provider: .apns, token: "other", status: 200)) { _ in built = true }
+        XCTAssertFalse(built)
+        sink.tick()
+        let text = sink.text
+        // The ring kept the newest ten; the fifteen before them are reported lost, first.
+        XCTAssertTrue(text.hasPrefix("event: dropped\ndata: {\"dropped\":15}\n\nid: 16\nevent: accepted\ndata: {\"n\":15}\n\n"), text)
+        XCTAssertEqual(text.components(separatedBy: "event: accepted\n").count - 1, 10, text)
+        XCTAssertTrue(text.hasSuffix("id: 25\nevent: accepted\ndata: {\"n\":24}\n\n"), text)
+        // Once read, events flow again with no further notice, a batch per tick.
+        sink.written = []
+        publish(bus, 30)
+        publish(bus, 31)
+        XCTAssertEqual(sink.text, "", "nothing is written between ticks")
+        sink.tick()
+        XCTAssertEqual(sink.text, "id: 26\nevent: accepted\ndata: {\"n\":30}\n\nid: 27\nevent: accepted\ndata: {\"n\":31}\n\n")
     }
 
     func testUnreadStreamDropsUntilItCatchesUp() {
         let bus = EventBus(unsentLimit: 4096)
         let sink = Sink()
-        XCTAssertTrue(bus.subscribe(sink) { _ in true })
+        XCTAssertTrue(bus.subscribe(sink, selector: EventSelector()))
         sink.written = []
         sink.unsent = 4096 // the peer has not read: the stream is at its limit
-        for n in 0..<5 { bus.publish(event(n)) }
-        sink.runAll()
+        for n in 0..<5 { publish(bus, n) }
+        sink.tick()
         XCTAssertEqual(sink.text, "", "nothing more is buffered for a reader that does not read")
         sink.unsent = 0
-        bus.publish(event(5))
-        sink.runAll()
+        publish(bus, 5)
+        sink.tick()
         XCTAssertEqual(sink.text, "event: dropped\ndata: {\"dropped\":5}\n\nid: 6\nevent: accepted\ndata: {\"n\":5}\n\n")
+    }
+
+    func testEachReaderFiltersFromItsOwnPosition() {
+        let bus = EventBus()
+        let early = Sink()
+        XCTAssertTrue(bus.subscribe(early, selector: EventSelector()))
+        publish(bus, 1)
+        let late = Sink()
+        XCTAssertTrue(bus.subscribe(late, selector: Self.selector(token: "u")))
+        publish(bus, 2, token: "u")
+        publish(bus, 3)
+        early.tick()
+        late.tick()
+        XCTAssertEqual(early.text.components(separatedBy: "event: accepted").count - 1, 3, early.text)
+        // The late one starts after what was published before it, and takes only its token's.
+        XCTAssertTrue(late.text.hasSuffix("id: 2\nevent: accepted\ndata: {\"n\":2}\n\n"), late.text)
+        XCTAssertEqual(late.text.components(separatedBy: "event: accepted").count - 1, 1, late.text)
+    }
+
+    func testDataIsEscapedJSON() {
+        let bus = EventBus()
+        let sink = Sink()
+        XCTAssertTrue(bus.subscribe(sink, selector: EventSelector()))
+        sink.written = []
+        bus.publish(EmulatorEvent(kind: .device, provider: nil)) { w in
+            w.add("s", "quote \" backslash \\ line\nfeed\u{1} é")
+            w.add("n", nil)
+            w.add("b", true)
+            w.add("t", bytes: Array("ab".utf8)[...])
+            w.addMembers(ofObject: #"{"x":1,"y":[2]}"#)
+        }
+        sink.tick()
+        XCTAssertEqual(
+            sink.text,
+            #"id: 1\#nevent: device\#ndata: {"s":"quote \" backslash \\ line\nfeed\u0001 é","n":null,"b":true,"t":"ab","x":1,"y":[2]}\#n\#n"#
+        )
+        let data = sink.text.split(separator: "\n")[2].dropFirst(6)
+        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(data.utf8)))
     }
 
     func testSubscriberLimit() {
         let bus = EventBus()
         let sinks = (0..<EventBus.maxSubscribers).map { _ in Sink() }
-        for s in sinks { XCTAssertTrue(bus.subscribe(s) { _ in true }) }
-        XCTAssertFalse(bus.subscribe(Sink()) { _ in true })
+        for s in sinks { XCTAssertTrue(bus.subscribe(s, selector: EventSelector())) }
+        XCTAssertFalse(bus.subscribe(Sink(), selector: EventSelector()))
         sinks[0].close()
-        XCTAssertTrue(bus.subscribe(Sink()) { _ in true })
+        XCTAssertTrue(bus.subscribe(Sink(), selector: EventSelector()))
     }
 }
