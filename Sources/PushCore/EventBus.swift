@@ -59,42 +59,104 @@ final class EventFrame: Sendable {
 
 /// An event's `data:` object written straight into its frame's bytes (no intermediate
 /// `String`s): names are static, values escaped as JSON strings only where a byte needs it.
-public struct EventJSON {
-    var bytes: [UInt8]
+public struct EventJSON: ~Copyable {
+    /// The frame being written: a heap buffer of its own, appended to by memcpy and byte stores.
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var count = 0
     private var empty = true
 
     init(id: UInt64, kind: EmulatorEvent.Kind) {
-        bytes = []
-        bytes.reserveCapacity(320)
-        bytes.append(contentsOf: "id: ".utf8)
-        bytes.append(contentsOf: String(id).utf8)
-        bytes.append(contentsOf: "\nevent: ".utf8)
-        bytes.append(contentsOf: kind.rawValue.utf8)
-        bytes.append(contentsOf: "\ndata: {".utf8)
+        capacity = 512
+        base = .allocate(capacity: capacity)
+        append("id: ")
+        appendDecimal(Int64(truncatingIfNeeded: id))
+        append("\nevent: ")
+        var name = kind.rawValue
+        name.withUTF8 { append($0) }
+        append("\ndata: {")
+    }
+
+    deinit { base.deallocate() }
+
+    private mutating func reserve(_ n: Int) {
+        guard count + n > capacity else { return }
+        let grown = max(capacity * 2, count + n)
+        let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        fresh.update(from: base, count: count)
+        base.deallocate()
+        base = fresh
+        capacity = grown
+    }
+
+    @inline(__always)
+    private mutating func byte(_ b: UInt8) {
+        reserve(1)
+        base[count] = b
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func append(_ b: UnsafeBufferPointer<UInt8>) {
+        guard let src = b.baseAddress, b.count > 0 else { return }
+        reserve(b.count)
+        (base + count).update(from: src, count: b.count)
+        count += b.count
+    }
+
+    @inline(__always)
+    private mutating func append(_ raw: UnsafeRawBufferPointer) {
+        append(raw.bindMemory(to: UInt8.self))
+    }
+
+    /// Bytes of a literal.
+    @inline(__always)
+    private mutating func append(_ s: StaticString) {
+        s.withUTF8Buffer { append($0) }
+    }
+
+    private mutating func appendDecimal(_ value: Int64) {
+        reserve(20)
+        if value == 0 { return byte(UInt8(ascii: "0")) }
+        var v = value.magnitude
+        if value < 0 { byte(UInt8(ascii: "-")) }
+        var digits = 0
+        var t = v
+        while t > 0 {
+            digits += 1
+            t /= 10
+        }
+        var i = count + digits - 1
+        while v > 0 {
+            base[i] = UInt8(ascii: "0") + UInt8(v % 10)
+            v /= 10
+            i -= 1
+        }
+        count += digits
     }
 
     private mutating func key(_ name: StaticString) {
-        if !empty { bytes.append(UInt8(ascii: ",")) }
+        if !empty { byte(UInt8(ascii: ",")) }
         empty = false
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: "\":".utf8)
+        byte(UInt8(ascii: "\""))
+        append(name)
+        append("\":")
     }
 
     /// A string value (null for nil).
     public mutating func add(_ name: StaticString, _ value: String?) {
         key(name)
-        guard var value else { return bytes.append(contentsOf: "null".utf8) }
+        guard var value else { return append("null") }
         value.withUTF8 { appendQuoted($0) }
     }
 
     /// A UUID in its canonical form.
     public mutating func add(_ name: StaticString, id value: UUIDValue?) {
         key(name)
-        guard let value else { return bytes.append(contentsOf: "null".utf8) }
-        bytes.append(UInt8(ascii: "\""))
-        value.withBytes { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
+        guard let value else { return append("null") }
+        byte(UInt8(ascii: "\""))
+        value.withBytes { append($0) }
+        byte(UInt8(ascii: "\""))
     }
 
     /// A string value from bytes (a token as received).
@@ -105,59 +167,62 @@ public struct EventJSON {
 
     public mutating func add(_ name: StaticString, _ value: Int64) {
         key(name)
-        bytes.append(contentsOf: String(value).utf8)
+        appendDecimal(value)
     }
 
     public mutating func add(_ name: StaticString, _ value: Int) { add(name, Int64(value)) }
 
     public mutating func add(_ name: StaticString, _ value: Bool) {
         key(name)
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        value ? append("true") : append("false")
     }
 
     /// A value that is JSON already (null for nil).
     public mutating func add(_ name: StaticString, json: String?) {
         key(name)
-        bytes.append(contentsOf: (json ?? "null").utf8)
+        guard var json else { return append("null") }
+        json.withUTF8 { append($0) }
     }
 
     /// The members of a JSON object that is written already (`{...}` without its braces are added).
     public mutating func addMembers(ofObject json: String) {
-        let inner = json.utf8.dropFirst().dropLast()
-        guard json.utf8.first == UInt8(ascii: "{"), !inner.isEmpty else { return }
-        if !empty { bytes.append(UInt8(ascii: ",")) }
-        empty = false
-        bytes.append(contentsOf: inner)
+        var json = json
+        json.withUTF8 { b in
+            guard b.count > 2, b[0] == UInt8(ascii: "{"), b[b.count - 1] == UInt8(ascii: "}") else { return }
+            if !empty { byte(UInt8(ascii: ",")) }
+            empty = false
+            append(UnsafeBufferPointer(rebasing: b[1..<(b.count - 1)]))
+        }
     }
 
     private mutating func appendQuoted(_ b: UnsafeBufferPointer<UInt8>) {
-        bytes.append(UInt8(ascii: "\""))
+        byte(UInt8(ascii: "\""))
         var start = 0
         for i in 0..<b.count {
             let c = b[i]
             guard c == 0x22 || c == 0x5C || c < 0x20 else { continue }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
+            append(UnsafeBufferPointer(rebasing: b[start..<i]))
             switch c {
-            case 0x22: bytes.append(contentsOf: "\\\"".utf8)
-            case 0x5C: bytes.append(contentsOf: "\\\\".utf8)
-            case 0x0A: bytes.append(contentsOf: "\\n".utf8)
-            case 0x0D: bytes.append(contentsOf: "\\r".utf8)
-            case 0x09: bytes.append(contentsOf: "\\t".utf8)
+            case 0x22: append("\\\"")
+            case 0x5C: append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
             default:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(hex[Int(c >> 4)])
-                bytes.append(hex[Int(c & 15)])
+                append("\\u00")
+                byte(c >> 4 < 10 ? UInt8(ascii: "0") + (c >> 4) : UInt8(ascii: "a") + (c >> 4) - 10)
+                byte(c & 15 < 10 ? UInt8(ascii: "0") + (c & 15) : UInt8(ascii: "a") + (c & 15) - 10)
             }
             start = i + 1
         }
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<b.count]))
-        bytes.append(UInt8(ascii: "\""))
+        append(UnsafeBufferPointer(rebasing: b[start..<b.count]))
+        byte(UInt8(ascii: "\""))
     }
 
+    /// The frame's bytes, closed.
     mutating func finish() -> [UInt8] {
-        bytes.append(contentsOf: "}\n\n".utf8)
-        return bytes
+        append("}\n\n")
+        return Array(UnsafeBufferPointer(start: base, count: count))
     }
 }
 

@@ -137,13 +137,16 @@ final class EventBusTests: XCTestCase {
             w.add("s", "quote \" backslash \\ line\nfeed\u{1} é")
             w.add("n", nil)
             w.add("b", true)
+            w.add("z", 0)
+            w.add("m", -120)
+            w.add("big", Int64.min)
             w.add("t", bytes: Array("ab".utf8)[...])
             w.addMembers(ofObject: #"{"x":1,"y":[2]}"#)
         }
         sink.tick()
         XCTAssertEqual(
             sink.text,
-            #"id: 1\#nevent: device\#ndata: {"s":"quote \" backslash \\ line\nfeed\u0001 é","n":null,"b":true,"t":"ab","x":1,"y":[2]}\#n\#n"#
+            #"id: 1\#nevent: device\#ndata: {"s":"quote \" backslash \\ line\nfeed\u0001 é","n":null,"b":true,"z":0,"m":-120,"big":-9223372036854775808,"t":"ab","x":1,"y":[2]}\#n\#n"#
         )
         let data = sink.text.split(separator: "\n")[2].dropFirst(6)
         XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(data.utf8)))
