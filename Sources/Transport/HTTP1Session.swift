@@ -258,8 +258,8 @@ final class HTTP1Session: ExchangeOwner {
         connection.closeAfterFlush()
     }
 
-    /// Appends the response as HTTP/1.1 bytes: status line, headers, framing, body.
-    static func serialize(_ response: Response, method: HTTPMethod, closing: Bool, into out: inout OutputBuffer) {
+    /// The status line and the handler's header fields.
+    static func serializeHead(_ response: Response, into out: inout OutputBuffer) {
         out.append("HTTP/1.1 ")
         out.appendDecimal(response.status)
         out.append(" ")
@@ -271,6 +271,11 @@ final class HTTP1Session: ExchangeOwner {
             out.append(value)
             out.append("\r\n")
         }
+    }
+
+    /// Appends the response as HTTP/1.1 bytes: status line, headers, framing, body.
+    static func serialize(_ response: Response, method: HTTPMethod, closing: Bool, into out: inout OutputBuffer) {
+        serializeHead(response, into: &out)
         let noBody = response.status == 204 || response.status == 304 || response.status < 200
         if !noBody {
             out.append("content-length: ")
@@ -310,17 +315,7 @@ final class HTTP1Session: ExchangeOwner {
         pending = []
         state = .streaming(ex)
         connection.write { out in
-            out.append("HTTP/1.1 ")
-            out.appendDecimal(head.status)
-            out.append(" ")
-            out.append(reasonPhrase(head.status))
-            out.append("\r\n")
-            head.headers.forEachField { name, value in
-                out.append(name)
-                out.append(": ")
-                out.append(value)
-                out.append("\r\n")
-            }
+            HTTP1Session.serializeHead(head, into: &out)
             // No length: the body ends when the connection does.
             out.append("connection: close\r\n\r\n")
         }
