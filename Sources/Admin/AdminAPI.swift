@@ -264,7 +264,7 @@ package struct AdminAPI: Sendable {
     /// The in-memory log's answer, completed from the journal (oldest first, up to the limit) once
     /// the log has evicted anything.
     func withJournal(_ found: [PushNotification], _ filter: NotificationLog.Filter) -> [PushNotification] {
-        guard let journal, found.count < filter.limit, log.evicted > 0 else { return found }
+        guard let journal, found.count < filter.limit, log.mayMissOlder else { return found }
         let older = JournalAdminAPI(journal: journal, reads: journalReads).notifications(
             deletions.excluding(filter), campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
             limit: filter.limit - found.count)

@@ -103,7 +103,14 @@ extension AdminAPI {
         let api = self
         let query: @Sendable () -> [PushNotification] = {
             var found = api.log.page(probe, after: after, before: before, newest: newest)
-            if let journal = api.journal, api.log.evicted > 0 {
+            // A newest-first page that memory fills with notifications all newer than what memory
+            // may lack (a second of slack) is complete: the journal's others sort after it.
+            if newest, found.count >= probe.limit, let oldest = found.first, let horizon = api.log.completeAfterMs,
+                horizon < Int64.max - 1000, oldest.receivedAtMs > horizon + 1000
+            {
+                return found
+            }
+            if let journal = api.journal, api.log.mayMissOlder {
                 let older = JournalAdminAPI(journal: journal, reads: api.journalReads).page(
                     api.deletions.excluding(probe), after: after, before: before, newest: newest)
                 var seen = Set(found.map(\.id))

@@ -129,7 +129,11 @@ package final class Emulator: Sendable {
     /// Starts every service in order: the journal, the tracking dispatcher, then the server
     /// (binding its listeners; the data directory is made first unless in memory).
     package func start() throws {
+        let startedMs = Clock.nowMs()
         for service in services { try service.start() }
+        // A journal from an earlier run holds notifications the log never had: inspection
+        // reads reach into it for anything older than this start.
+        if let journal, journal.counts().requests > 0 { stores.notifications.markHistory(before: startedMs) }
     }
 
     package var httpAddress: BoundAddress? { server.httpAddress }

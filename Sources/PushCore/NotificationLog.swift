@@ -66,6 +66,35 @@ public final class NotificationLog: Sendable {
 
     public var shardCount: Int { shards.count }
 
+    /// Set when older notifications are kept elsewhere (a journal from an earlier run): the
+    /// log holds only what arrived after it.
+    private let historyBeforeMs = Atomic<Int64>(Int64.min)
+
+    /// Says that notifications received before `ms` may exist that the log never held.
+    public func markHistory(before ms: Int64) { historyBeforeMs.store(ms, ordering: .relaxed) }
+
+    /// Whether a notification may exist that the log does not hold (evicted, or from before
+    /// `markHistory`).
+    public var mayMissOlder: Bool { historyBeforeMs.load(ordering: .relaxed) != Int64.min || evicted > 0 }
+
+    /// The time after which the log holds every notification it was given (nil: it holds all
+    /// of them): the newest oldest-retained time among the shards that evicted, or the history
+    /// mark. Each shard appends in its loop's time order, so a shard that evicted holds all of
+    /// its own from its oldest record on; callers allow a second of slack for the fan-out
+    /// shard's slightly out-of-order times.
+    public var completeAfterMs: Int64? {
+        var horizon = historyBeforeMs.load(ordering: .relaxed)
+        var any = horizon != Int64.min
+        for s in shards {
+            s.arena.withLock { a in
+                guard a.evicted > 0 else { return }
+                any = true
+                horizon = max(horizon, a.oldestAtMs ?? Int64.max)
+            }
+        }
+        return any ? horizon : nil
+    }
+
     /// Records an accepted notification on the caller's shard (its event loop index).
     public func append(
         shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
@@ -170,6 +199,9 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     }
 
     private func length(at offset: Int) -> Int { Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
+
+    /// The receive time of the oldest record held (after its length and sequence).
+    var oldestAtMs: Int64? { count > 0 ? buffer.loadUnaligned(fromByteOffset: head + 12, as: Int64.self) : nil }
 
     private mutating func evictOldest() {
         if buffer.load(fromByteOffset: head + Arena.flagsOffset, as: UInt8.self) & 4 != 0 { removed -= 1 }

@@ -187,6 +187,37 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(try list(emulator, "q=j7").titles, ["j7"])
     }
 
+    /// A newest-first page memory fills with notifications newer than anything it lacks is
+    /// answered from memory; the next pages continue into the journal; and after a restart
+    /// (an empty log, a journal from the run before) every page comes from the journal.
+    func testPagesFromMemoryThenTheJournalAndAcrossARestart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-inspect-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let arguments = ["--data-dir", dir, "--notification-log-size", "20", "--threads", "1"]
+        let expected = (0..<12).map { "p\($0)" } + (0..<3).map { "q\($0)" }
+        do {
+            let emulator = try TestEmulator(.inProcess, arguments: arguments)
+            defer { emulator.stop() }
+            let p = try pusher(emulator)
+            try pushSeries(p, "p", count: 12) // the loop's shard keeps 10: p0 and p1 are evicted
+            usleep(1_200_000)
+            try pushSeries(p, "q", count: 3) // p2...p4 go too; the rest are a second older than q0
+            XCTAssertEqual(try list(emulator, "order=desc&limit=2").titles, ["q2", "q1"])
+            var desc: [String] = []
+            for _ in 0..<40 {
+                desc = try pageThrough(emulator, order: "desc", limit: 4) {}
+                if desc.count == 15 { break }
+                usleep(50_000) // the journal's group commit
+            }
+            XCTAssertEqual(desc, expected.reversed())
+        }
+        let restarted = try TestEmulator(.inProcess, arguments: arguments)
+        defer { restarted.stop() }
+        XCTAssertEqual(try pageThrough(restarted, order: "desc", limit: 4) {}, expected.reversed())
+        XCTAssertEqual(try pageThrough(restarted, order: "asc", limit: 6) {}, expected)
+        XCTAssertEqual(try list(restarted, "q=q1").titles, ["q1"])
+    }
+
     func testDeleteForgetsWhatMatches() throws {
         let emulator = try TestEmulator(.inProcess)
         defer { emulator.stop() }
