@@ -103,10 +103,10 @@ extension AdminAPI {
         let api = self
         let query: @Sendable () -> [PushNotification] = {
             var found = api.log.page(probe, after: after, before: before, newest: newest)
-            // A newest-first page that memory fills with notifications all newer than what memory
-            // may lack (a second of slack) is complete: the journal's others sort after it.
+            // A newest-first page that memory fills with notifications all newer than anything
+            // memory may lack is complete: the journal's others sort after it.
             if newest, found.count >= probe.limit, let oldest = found.first, let horizon = api.log.completeAfterMs,
-                horizon < Int64.max - 1000, oldest.receivedAtMs > horizon + 1000
+                oldest.receivedAtMs > horizon
             {
                 return found
             }

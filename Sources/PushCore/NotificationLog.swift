@@ -79,17 +79,18 @@ public final class NotificationLog: Sendable {
 
     /// The time after which the log holds every notification it was given (nil: it holds all
     /// of them): the newest oldest-retained time among the shards that evicted, or the history
-    /// mark. Each shard appends in its loop's time order, so a shard that evicted holds all of
-    /// its own from its oldest record on; callers allow a second of slack for the fan-out
-    /// shard's slightly out-of-order times.
+    /// mark. A loop's shard appends in its loop's time order, so once it evicted it holds all of
+    /// its own later than its oldest record; the last shard (the fan-out worker's, whose jobs
+    /// carry the times of several loops) is given a second of slack.
     public var completeAfterMs: Int64? {
         var horizon = historyBeforeMs.load(ordering: .relaxed)
         var any = horizon != Int64.min
-        for s in shards {
+        for (i, s) in shards.enumerated() {
             s.arena.withLock { a in
                 guard a.evicted > 0 else { return }
                 any = true
-                horizon = max(horizon, a.oldestAtMs ?? Int64.max)
+                let oldest = a.oldestAtMs ?? Int64.max
+                horizon = max(horizon, i == shards.count - 1 && oldest < Int64.max - 1000 ? oldest + 1000 : oldest)
             }
         }
         return any ? horizon : nil
