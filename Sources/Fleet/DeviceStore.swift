@@ -318,16 +318,6 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// Devices held as records (registered, auto-created, deviated fleet members).
     public var recordCount: Int { shards.reduce(0) { $0 + $1.map.withLock { $0.count } } }
 
-    public func list(limit: Int, label: String? = nil) -> [SimDevice] {
-        var out: [SimDevice] = []
-        for s in shards {
-            s.map.withLock { m in
-                for d in m.values where out.count < limit && (label == nil || d.labels.contains(label!)) { out.append(d) }
-            }
-        }
-        return out.sorted { $0.createdAtMs < $1.createdAtMs }
-    }
-
     /// Where a page of devices ends: the last one's creation time and token.
     public struct PageKey: Sendable, Comparable {
         public var createdAtMs: Int64
