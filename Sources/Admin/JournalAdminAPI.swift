@@ -22,17 +22,8 @@ struct JournalAdminAPI: Sendable {
             guard let f = CampaignReport.Format(rawValue: format) else {
                 return ex.respond(AdminAPI.error(400, "format must be json, text or html"))
             }
-            var since: Int64 = 0
-            if let v = q.queryParameter("since").flatMap({ $0.isEmpty ? nil : percentDecode($0) }) {
-                guard let ms = TimeArgument.parse(v, nowMs: Clock.nowMs()) else {
-                    return ex.respond(
-                        AdminAPI.error(
-                            400, "since takes milliseconds since the epoch, an ISO 8601 UTC time, or an age such as 30m, 12h, 7d"))
-                }
-                since = ms
-            }
+            guard let sinceMs = JournalAdminAPI.since(q) else { return ex.respond(JournalAdminAPI.badSince) }
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
-            let sinceMs = since
             let accepted = reads.submit {
                 let text = journal.report(sinceMs: sinceMs, campaign: campaign).render(f)
                 var h = HTTPFields()
@@ -41,7 +32,28 @@ struct JournalAdminAPI: Sendable {
             }
             if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
         }
+        // Campaign totals from the index's block counts: milliseconds on any journal.
+        r.add(.get, "/emulator/v1/campaigns") { ex in
+            let q = ex.request
+            guard let sinceMs = JournalAdminAPI.since(q) else { return ex.respond(JournalAdminAPI.badSince) }
+            let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            let accepted = reads.submit {
+                let counts = CampaignCounts(
+                    journal.campaignCounts(sinceMs: sinceMs), only: campaign, sinceMs: sinceMs, nowMs: Clock.nowMs())
+                ex.respond(.json(200, counts.json))
+            }
+            if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
+        }
     }
+
+    /// The `since` parameter (0 when absent); nil when it is not a time.
+    static func since(_ q: Request) -> Int64? {
+        guard let v = q.queryParameter("since").flatMap({ $0.isEmpty ? nil : percentDecode($0) }) else { return 0 }
+        return TimeArgument.parse(v, nowMs: Clock.nowMs())
+    }
+
+    static let badSince = AdminAPI.error(
+        400, "since takes milliseconds since the epoch, an ISO 8601 UTC time, or an age such as 30m, 12h, 7d")
 
     static func contentType(_ f: CampaignReport.Format) -> String {
         switch f {
@@ -59,18 +71,23 @@ struct JournalAdminAPI: Sendable {
     ) -> [PushNotification] {
         var out: [PushNotification] = []
         guard limit > 0 else { return out }
-        journal.scan(newestFirst: true) { e in
-            guard let n = JournalAdminAPI.notification(e, filter), !known.contains(n.id) else { return true }
-            out.append(n)
-            return out.count < limit
-        }
+        let search = JournalSearch(records: .notifications, terms: JournalAdminAPI.terms(filter), newestFirst: true)
+        journal.search(
+            search, more: { _ in out.count < limit },
+            each: { e in
+                guard let n = JournalAdminAPI.notification(e, filter), !known.contains(n.id) else { return true }
+                out.append(n)
+                return out.count < limit
+            })
         return out
     }
 
     /// `NotificationLog.page` over the journal: the matching notifications strictly between the
     /// bounds, the first or last `filter.limit` in (receive time, id) order, ascending. The
-    /// journal is in write order, which several loops' segments interleave, so every record in
-    /// the range is read (not only until `limit` are found); at most twice `limit` are held.
+    /// journal's index gives the blocks that may hold matches, newest (oldest) first by their
+    /// newest (oldest) record; once `limit` are held, a block whose every record is older
+    /// (newer) than the page's last one cannot change it, and the search ends there. At most
+    /// twice `limit` are held.
     func page(
         _ filter: NotificationLog.Filter, after: NotificationLog.PageKey?, before: NotificationLog.PageKey?, newest: Bool
     ) -> [PushNotification] {
@@ -81,19 +98,37 @@ struct JournalAdminAPI: Sendable {
             out.sort { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }
             out = newest ? Array(out.suffix(limit)) : Array(out.prefix(limit))
         }
-        journal.scan(sinceMs: after?.atMs ?? 0) { e in
-            guard case .request(let r) = e else { return true }
-            if let before, r.atMs > before.atMs { return true }
-            guard let n = JournalAdminAPI.notification(e, filter) else { return true }
-            let key = NotificationLog.PageKey(n)
-            if let after, !(after < key) { return true }
-            if let before, !(key < before) { return true }
-            out.append(n)
-            if out.count >= 2 * limit { trim() }
-            return true
-        }
+        var terms = JournalAdminAPI.terms(filter)
+        if let after { terms.append(.atOrAfter(after.atMs)) }
+        if let before { terms.append(.atOrBefore(before.atMs)) }
+        let search = JournalSearch(records: .notifications, terms: terms, newestFirst: newest)
+        journal.search(
+            search,
+            more: { bound in
+                trim()
+                guard out.count >= limit else { return true }
+                return newest ? bound >= out[0].receivedAtMs : bound <= out[out.count - 1].receivedAtMs
+            },
+            each: { e in
+                guard let n = JournalAdminAPI.notification(e, filter) else { return true }
+                let key = NotificationLog.PageKey(n)
+                if let after, !(after < key) { return true }
+                if let before, !(key < before) { return true }
+                out.append(n)
+                if out.count >= 2 * limit { trim() }
+                return true
+            })
         trim()
         return out
+    }
+
+    /// What the journal's index can test of `filter`: its terms, with its token, topic and id.
+    static func terms(_ filter: NotificationLog.Filter) -> [IndexTerm] {
+        var terms = filter.indexTerms
+        if let t = filter.token { terms.append(.token(t)) }
+        if let t = filter.topic { terms.append(.topic(t)) }
+        if let id = filter.id { terms.append(.id(id)) }
+        return terms
     }
 
     /// A journal record as the notification the log kept, when it is an accepted one `filter` matches.
@@ -126,18 +161,23 @@ struct JournalAdminAPI: Sendable {
     func tracking(_ filter: TrackingLog.Filter, beforeMs: Int64, limit: Int) -> [TrackingAttempt] {
         var out: [TrackingAttempt] = []
         guard limit > 0 else { return out }
-        journal.scan(newestFirst: true) { e in
-            guard case .tracking(let t) = e, t.atMs < beforeMs, let event = TrackingEvent(rawValue: t.event) else { return true }
-            if let tok = filter.token, tok != t.token { return true }
-            if let ev = filter.event, ev != event { return true }
-            if let st = filter.status, String(t.status) != st && t.outcome != st { return true }
-            out.append(
-                TrackingAttempt(
-                    event: event, preset: t.preset, token: t.token, notificationID: t.notificationID, method: t.method,
-                    url: t.url, status: t.status, latencyMs: t.latencyMs, error: t.error, attempt: t.attempt,
-                    outcome: t.outcome, atMs: t.atMs, events: t.events))
-            return out.count < limit
-        }
+        var terms: [IndexTerm] = [beforeMs > .min ? .atOrBefore(beforeMs - 1) : .nothing]
+        if let t = filter.token { terms.append(.token(t)) }
+        let search = JournalSearch(records: .tracking, terms: terms, newestFirst: true)
+        journal.search(
+            search, more: { _ in out.count < limit },
+            each: { e in
+                guard case .tracking(let t) = e, t.atMs < beforeMs, let event = TrackingEvent(rawValue: t.event) else { return true }
+                if let tok = filter.token, tok != t.token { return true }
+                if let ev = filter.event, ev != event { return true }
+                if let st = filter.status, String(t.status) != st && t.outcome != st { return true }
+                out.append(
+                    TrackingAttempt(
+                        event: event, preset: t.preset, token: t.token, notificationID: t.notificationID, method: t.method,
+                        url: t.url, status: t.status, latencyMs: t.latencyMs, error: t.error, attempt: t.attempt,
+                        outcome: t.outcome, atMs: t.atMs, events: t.events))
+                return out.count < limit
+            })
         return out
     }
 }

@@ -142,11 +142,25 @@ struct NotificationQuery: Sendable {
         f.token = token
         f.topic = topic
         f.limit = limit
+        f.indexTerms = indexTerms
         if !isPlain {
             let query = self
             f.matches = { query.matches($0, campaignKeys: campaignKeys) }
         }
         return f
+    }
+
+    /// The conditions beyond provider, token and topic as the journal's index tests them.
+    var indexTerms: [IndexTerm] {
+        var terms: [IndexTerm] = satisfiable ? [] : [.nothing]
+        terms += campaigns.map(IndexTerm.campaign) + apps.map(IndexTerm.app) + environments.map(IndexTerm.environment)
+        if let a = afterMs { terms.append(.atOrAfter(a)) }
+        if let b = beforeMs { terms.append(b == .min ? .nothing : .atOrBefore(b - 1)) }
+        if hasWarnings { terms.append(.hasWarnings) }
+        if hasLint { terms.append(.hasLint) }
+        if let d = display { terms.append(.display(d.name)) }
+        terms += lintCodes.map(IndexTerm.lint) + words.map(IndexTerm.text)
+        return terms
     }
 
     /// Nothing beyond provider, token and topic.
@@ -179,19 +193,7 @@ struct NotificationQuery: Sendable {
 
     /// The alert's title, subtitle and body, one per line.
     static func alertText(_ n: PushNotification) -> String {
-        guard n.payloadIsJSON else { return "" }
-        let p = PayloadReader(n.payload)
-        let paths =
-            n.provider == .fcm
-            ? [
-                "notification.title", "notification.body", "android.notification.title", "android.notification.body",
-                "apns.payload.aps.alert.title", "apns.payload.aps.alert.body", "aps.alert.title", "aps.alert.subtitle",
-                "aps.alert.body",
-            ]
-            : ["aps.alert.title", "aps.alert.subtitle", "aps.alert.body"]
-        var parts = paths.compactMap { p.value($0) }
-        if let alert = p.value("aps.alert"), alert.utf8.first != UInt8(ascii: "{") { parts.append(alert) }
-        return parts.joined(separator: "\n")
+        n.payloadIsJSON ? AlertText.of(PayloadReader(n.payload), provider: n.provider) : ""
     }
 }
 

@@ -18,7 +18,8 @@ extension Emulator {
                 path: configuration.inMemory ? nil : configuration.dataDirectory + "/journal.sqlite", durability: durability,
                 loops: configuration.threads, retention: retention,
                 campaignOf: { provider, payload in CampaignID.first(request: PayloadReader(Array(payload)), provider: provider, extra: keys)
-                })
+                },
+                payloadTerms: { provider, payload in AlertText.indexTerms(provider: provider, payload: payload, campaignKeys: keys) })
         } catch let error as ConfigurationError {
             throw error
         } catch {

@@ -116,12 +116,17 @@ public final class Journal: @unchecked Sendable {
     /// Failed commits not yet said on stderr (the writer thread's own).
     private var failures: (reportedAt: UInt64, count: Int, records: Int) = (0, 0, 0)
     private let store: SegmentStore
+    /// Summaries of the stored segments, so searches and campaign counts read only what they need.
+    let index: SegmentIndex
 
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
-    /// loops that will append (by `EventLoop.index`).
+    /// loops that will append (by `EventLoop.index`). `payloadTerms`: a payload's campaign ids and
+    /// alert text for the index (nil: campaign and text terms never rule a block out).
+    /// `indexRebuildLimit`: the most records after the last stored index block summarised at open.
     public init(
         path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
-        campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
+        campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?,
+        payloadTerms: PayloadTermsReader? = nil, indexRebuildLimit: Int = 65_536
     ) throws {
         self.durability = durability
         holdsAnswers = durability == .strict && path != nil
@@ -139,6 +144,13 @@ public final class Journal: @unchecked Sendable {
             }
         } else {
             store = MemorySegmentStore()
+        }
+        index = SegmentIndex(payloadTerms: payloadTerms)
+        let unindexed = index.restore(from: store, rebuildLimit: indexRebuildLimit)
+        if unindexed > 0, let path {
+            csys_write_stderr(
+                "pushemu: the journal at \(path) holds \(unindexed) records its index does not cover (written by an older version, or cut by retention); searches read them all\n"
+            )
         }
         wakeFD = csys_eventfd()
     }
@@ -333,7 +345,10 @@ public final class Journal: @unchecked Sendable {
             for w in flushing { w.signal() }
             lastBatch = segments.reduce(0) { $0 + $1.count }
             if !resetting.isEmpty {
-                atDefaultPriority { try? store.removeAll() }
+                atDefaultPriority {
+                    try? store.removeAll()
+                    index.removeAll()
+                }
                 for done in resetting { done() }
             }
             if !stored {
@@ -345,6 +360,8 @@ public final class Journal: @unchecked Sendable {
             }
             prune(&lastPrune)
         }
+        // The open block is stored too, so the next start has no tail to summarise again.
+        if let open = index.closeOpen() { try? store.appendBlock(open) }
         running.store(false, ordering: .releasing)
         for w in flushWaiters.withLock({ w in
             let out = w
@@ -386,7 +403,14 @@ public final class Journal: @unchecked Sendable {
         let records = segments.reduce(0) { $0 + $1.count }
         var ok = true
         do {
-            try store.append(segments)
+            let ids = try store.append(segments)
+            var closed: [BlockSummary] = []
+            for (segment, id) in zip(segments.lazy.filter { !$0.isEmpty }, ids) {
+                if let block = segment.withBytes({ index.add(segmentID: id, $0) }) { closed.append(block) }
+            }
+            // A block that cannot be stored stays in memory; after a restart its segments are
+            // summarised again (or read whole).
+            for block in closed { try? store.appendBlock(block) }
         } catch {
             // The answers still go (a failing disk must not hang clients), told the record was
             // not stored: under strict they are the service's retryable 503, not an
@@ -425,8 +449,10 @@ public final class Journal: @unchecked Sendable {
         guard now - last >= 1000 else { return }
         last = now
         atDefaultPriority {
-            if let n = try? store.prune(beforeMs: now - retention.maxAgeMs, keepRecords: retention.maxRecords), n > 0 {
-                stats.withLock { $0.pruned &+= UInt64(n) }
+            if let cut = try? store.prune(beforeMs: now - retention.maxAgeMs, keepRecords: retention.maxRecords), cut.records > 0 {
+                index.pruned(through: cut.through)
+                try? store.deleteBlocks(through: cut.through)
+                stats.withLock { $0.pruned &+= UInt64(cut.records) }
             }
         }
     }
@@ -461,6 +487,63 @@ public final class Journal: @unchecked Sendable {
             Journal.entries(seg, sinceMs: sinceMs, newestFirst: newestFirst, body)
         }
     }
+
+    /// Records a search may want, read through the index: only the blocks whose summaries allow
+    /// the search's terms, newest first in order of their newest record (oldest first: of their
+    /// oldest). Before each block `more` is told that bound; false ends the search (the caller
+    /// has its page, and no later block can hold a record that belongs on it). Records that fail
+    /// the terms the index can test per record (kind, token, id, time) are passed over unbuilt;
+    /// the rest go to `each` (false stops), which applies the search's own filter.
+    public func search(_ search: JournalSearch, more: (Int64) -> Bool, each body: (JournalEntry) -> Bool) {
+        flush()
+        let probe = IndexProbe(search.terms)
+        var blocks = index.candidates(probe)
+        if search.newestFirst {
+            blocks.sort { $0.maxMs > $1.maxMs }
+        } else {
+            blocks.sort { $0.minMs < $1.minMs }
+        }
+        for block in blocks {
+            guard more(search.newestFirst ? block.maxMs : block.minMs) else { return }
+            var found: [JournalEntry] = []
+            store.read(ids: block.segments, newestFirst: search.newestFirst) { seg in
+                let start = found.count
+                seg.data.withUnsafeBytes { b in
+                    var cursor = SegmentCursor(b)
+                    while let v = cursor.next(b) {
+                        if search.admits(v, b, probe) { found.append(cursor.entry(v, b)) }
+                    }
+                }
+                if search.newestFirst { found[start...].reverse() }
+                return true
+            }
+            for e in found where !body(e) { return }
+        }
+    }
+
+    /// Requests counted per campaign, provider and outcome, from the index's block counts (and,
+    /// record by record, the blocks that straddle `sinceMs` or that no summary describes): a
+    /// campaign's totals over millions of records without reading them.
+    public func campaignCounts(sinceMs: Int64 = .min) -> [CampaignTally] {
+        flush()
+        var (whole, partial) = index.counts(sinceMs: sinceMs)
+        var counted = BlockSummary(firstSegment: 0)
+        for range in partial {
+            store.read(ids: range, newestFirst: false) { seg in
+                seg.data.withUnsafeBytes { SegmentIndex.summarise($0, into: &counted, terms: nil, keys: false, countsFromMs: sinceMs) }
+                return true
+            }
+        }
+        for (k, t) in counted.counts { whole[k, default: BlockSummary.Tally()].add(t) }
+        return whole.map { k, t in
+            CampaignTally(
+                campaign: k.campaign, provider: PushProvider.stored(k.provider), rejection: k.rejection, count: t.count,
+                firstMs: t.firstMs, lastMs: t.lastMs)
+        }
+    }
+
+    /// The index's shape: closed blocks, unindexed ranges, records in the open block.
+    public var indexShape: (blocks: Int, unindexed: Int, openRecords: Int) { index.shape }
 
     /// The same, from a journal file no server holds open (the CLI).
     public static func scan(path: String, sinceMs: Int64 = 0, _ body: (JournalEntry) -> Bool) throws {
@@ -512,6 +595,54 @@ public final class Journal: @unchecked Sendable {
             return true
         }
     }
+}
+
+/// A search through the journal's index (`Journal.search`).
+public struct JournalSearch: Sendable {
+    public enum Records: Sendable {
+        /// Accepted requests (they carry a notification id).
+        case notifications
+        case tracking
+    }
+
+    public var records: Records
+    public var terms: [IndexTerm]
+    public var newestFirst: Bool
+
+    public init(records: Records, terms: [IndexTerm], newestFirst: Bool) {
+        self.records = records
+        self.terms = terms
+        self.newestFirst = newestFirst
+    }
+
+    /// Whether a record is of the kind searched for and passes the terms testable on its view.
+    func admits(_ v: RecordView, _ b: UnsafeRawBufferPointer, _ probe: IndexProbe) -> Bool {
+        guard v.atMs >= probe.fromMs, v.atMs <= probe.toMs else { return false }
+        switch records {
+        case .notifications:
+            guard v.isRequest, v.status == 200, v.id.count == 16 else { return false }
+            if let id = probe.id, SegmentCursor.id(v, b) != id { return false }
+        case .tracking:
+            guard !v.isRequest else { return false }
+        }
+        if let t = probe.token {
+            guard v.tokenPacked == t.packed, v.token.count == t.bytes.count,
+                v.token.isEmpty
+                    || t.bytes.withUnsafeBytes({ sameBytes($0.baseAddress!, b.baseAddress! + v.token.lowerBound, v.token.count) })
+            else { return false }
+        }
+        return true
+    }
+}
+
+/// Requests of one campaign (nil: none), provider and outcome (`rejection` empty: accepted).
+public struct CampaignTally: Sendable {
+    public var campaign: String?
+    public var provider: PushProvider
+    public var rejection: String
+    public var count: Int
+    public var firstMs: Int64
+    public var lastMs: Int64
 }
 
 extension StoredRequest {

@@ -22,11 +22,16 @@ extension CampaignReport {
         return s
     }
 
+    static func json(_ o: Outcomes) -> String { "{\"sent\":\(o.sent),\"accepted\":\(o.accepted),\"rejected\":\(o.rejected)}" }
+
+    /// An object of `m`'s members in key order, each value written by `f`.
+    static func jsonMap<V>(_ m: [String: V], _ f: (V) -> String) -> String {
+        "{" + m.keys.sorted().map { JSONWriter.quote($0) + ":" + f(m[$0]!) }.joined(separator: ",") + "}"
+    }
+
     static func json(_ c: Campaign) -> String {
-        func outcomes(_ o: Outcomes) -> String { "{\"sent\":\(o.sent),\"accepted\":\(o.accepted),\"rejected\":\(o.rejected)}" }
-        func map<V>(_ m: [String: V], _ f: (V) -> String) -> String {
-            "{" + m.keys.sorted().map { JSONWriter.quote($0) + ":" + f(m[$0]!) }.joined(separator: ",") + "}"
-        }
+        let outcomes: (Outcomes) -> String = json
+        func map<V>(_ m: [String: V], _ f: (V) -> String) -> String { jsonMap(m, f) }
         func ints(_ a: [Int]) -> String { "[" + a.map(String.init).joined(separator: ",") + "]" }
         func ms(_ us: Int64) -> String { String(Double(us) / 1000) }
         var s = "{\"campaign\":" + (c.campaign.map(JSONWriter.quote) ?? "null")

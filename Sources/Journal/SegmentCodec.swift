@@ -28,8 +28,11 @@ struct SegmentEncoder {
     private(set) var byteCount = 0
     private(set) var requests = 0
     private(set) var tracking = 0
-    private(set) var firstMs: Int64 = 0
-    private(set) var lastMs: Int64 = 0
+    /// The oldest and newest record times (records may be appended out of time order).
+    private(set) var oldestMs: Int64 = 0
+    private(set) var newestMs: Int64 = 0
+    /// The last record's time: each record stores its time as the difference from it.
+    private var lastMs: Int64 = 0
     /// Where each repeatable field's last value sits in `storage` (-1: absent / none yet).
     private var previous = [(start: Int, count: Int)](repeating: (-1, 0), count: Slot.count)
     /// The campaign of the last request's payload (a repeated payload has the same campaign).
@@ -58,7 +61,8 @@ struct SegmentEncoder {
         put(UInt8(ascii: "P"))
         put(UInt8(ascii: "J"))
         put(SegmentEncoder.version)
-        firstMs = baseMs
+        oldestMs = baseMs
+        newestMs = baseMs
         lastMs = baseMs
         varint(UInt64(bitPattern: baseMs))
     }
@@ -235,6 +239,8 @@ struct SegmentEncoder {
         let delta = atMs &- lastMs
         varint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)))
         lastMs = atMs
+        oldestMs = min(oldestMs, atMs)
+        newestMs = max(newestMs, atMs)
     }
 
     /// Makes room for `n` more bytes.
@@ -416,193 +422,22 @@ public enum JournalEntry: Sendable {
     case tracking(TrackingRecord)
 }
 
-/// Reads a segment's records in order (the inverse of `SegmentEncoder`).
+/// Reads a segment's records in order (the inverse of `SegmentEncoder`), each as a
+/// `JournalEntry` built from `SegmentCursor`'s view of it.
 struct SegmentDecoder {
     private let bytes: [UInt8]
-    private var i = 0
-    private var lastMs: Int64 = 0
-    private var previous = [(start: Int, count: Int)](repeating: (-1, 0), count: SegmentEncoder.Slot.count)
-    private(set) var malformed = false
-    /// Format 1 stored tokens as plain literals; 2 packs hex tokens.
-    private var version: UInt8 = 0
+    private var cursor: SegmentCursor
+    var malformed: Bool { cursor.malformed }
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
-        guard bytes.count >= 4, bytes[0] == UInt8(ascii: "P"), bytes[1] == UInt8(ascii: "J"), (1...3).contains(bytes[2]) else {
-            i = bytes.count
-            malformed = !bytes.isEmpty
-            return
-        }
-        version = bytes[2]
-        i = 3
-        lastMs = Int64(bitPattern: varint())
+        cursor = bytes.withUnsafeBytes { SegmentCursor($0) }
     }
 
     mutating func next() -> JournalEntry? {
-        guard i < bytes.count, !malformed else { return nil }
-        let tag = bytes[i]
-        i += 1
-        let z = varint()
-        lastMs &+= Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
-        switch tag {
-        case 1:
-            guard i < bytes.count else {
-                malformed = true
-                return nil
-            }
-            let provider = PushProvider.stored(bytes[i])
-            i += 1
-            let connection = varint()
-            let status = Int(varint())
-            let latency = Int64(varint())
-            let size = Int(varint())
-            let environment = string(.environment) ?? ""
-            let topic = string(.topic)
-            let reason = string(.reason) ?? ""
-            let headerBytes = field(.headers) ?? []
-            let payload = field(.payload) ?? []
-            let warnings = string(.warnings).map { $0.split(separator: "\n").map(String.init) } ?? []
-            let campaign = string(.campaign)
-            let device = version >= 3 ? field(.device) : nil
-            let token = self.token()
-            let idBytes = literal()
-            guard !malformed else { return nil }
-            var id: String?
-            if idBytes.count == 16 {
-                var high: UInt64 = 0
-                var low: UInt64 = 0
-                for k in 0..<8 {
-                    high = high << 8 | UInt64(idBytes[k])
-                    low = low << 8 | UInt64(idBytes[8 + k])
-                }
-                id = UUIDValue(high: high, low: low).description
-            }
-            var r = StoredRequest(
-                atMs: lastMs, provider: provider, connection: connection, environment: environment,
-                token: token, topic: topic, campaign: campaign, status: status, reason: reason,
-                latencyUs: latency, headers: SegmentDecoder.headers(headerBytes), payload: payload,
-                payloadSize: size, warnings: warnings,
-                notificationID: id)
-            if let device, device.count >= 2 {
-                r.display = Display(stored: (device[0], device[1]))
-                r.lint = device[2...].split(separator: UInt8(ascii: "\n")).compactMap {
-                    LintFinding(storedLine: String(decoding: $0, as: UTF8.self)[...])
-                }
-            }
-            return .request(r)
-        case 2:
-            let status = Int(varint())
-            let attempt = Int(varint())
-            let latency = Double(varint()) / 1000
-            let events = Int(varint())
-            let preset = string(.preset) ?? ""
-            let event = string(.event) ?? ""
-            let method = string(.method) ?? ""
-            let outcome = string(.outcome) ?? ""
-            let error = string(.error)
-            let token = self.token()
-            let id = String(decoding: literal(), as: UTF8.self)
-            let url = String(decoding: literal(), as: UTF8.self)
-            guard !malformed else { return nil }
-            return .tracking(
-                TrackingRecord(
-                    atMs: lastMs, preset: preset, event: event, token: token, notificationID: id,
-                    method: method, url: url, status: status, outcome: outcome, attempt: attempt,
-                    latencyMs: latency, error: error, events: events))
-        default:
-            malformed = true
-            return nil
+        bytes.withUnsafeBytes { b in
+            guard let v = cursor.next(b) else { return nil }
+            return cursor.entry(v, b)
         }
-    }
-
-    static func headers(_ b: [UInt8]) -> [(name: String, value: String)] {
-        let parts = b.split(separator: 0, omittingEmptySubsequences: false)
-        var out: [(name: String, value: String)] = []
-        var k = 0
-        while k + 1 < parts.count {
-            out.append((String(decoding: parts[k], as: UTF8.self), String(decoding: parts[k + 1], as: UTF8.self)))
-            k += 2
-        }
-        return out
-    }
-
-    private mutating func varint() -> UInt64 {
-        var v: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < bytes.count, shift < 64 {
-            let b = bytes[i]
-            i += 1
-            v |= UInt64(b & 0x7f) << shift
-            if b < 0x80 { return v }
-            shift += 7
-        }
-        malformed = true
-        return 0
-    }
-
-    private mutating func literal() -> [UInt8] {
-        let n = Int(varint())
-        guard n >= 0, n <= bytes.count - i else {
-            malformed = true
-            return []
-        }
-        defer { i += n }
-        return Array(bytes[i..<i + n])
-    }
-
-    private mutating func token() -> String {
-        guard version >= 2 else { return String(decoding: literal(), as: UTF8.self) }
-        let v = varint()
-        guard v & 1 == 1 else {
-            let n = Int(v >> 1)
-            guard n <= bytes.count - i else {
-                malformed = true
-                return ""
-            }
-            defer { i += n }
-            return String(decoding: bytes[i..<i + n], as: UTF8.self)
-        }
-        let n = Int(v >> 1) / 2
-        guard n <= bytes.count - i else {
-            malformed = true
-            return ""
-        }
-        defer { i += n }
-        let digits = SegmentDecoder.hexDigits
-        return String(unsafeUninitializedCapacity: n * 2) { out in
-            for k in 0..<n {
-                let b = bytes[i + k]
-                out[2 * k] = digits[Int(b >> 4)]
-                out[2 * k + 1] = digits[Int(b & 15)]
-            }
-            return n * 2
-        }
-    }
-
-    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    private mutating func field(_ slot: SegmentEncoder.Slot) -> [UInt8]? {
-        let n = Int(varint())
-        switch n {
-        case 0:
-            let p = previous[slot.rawValue]
-            return p.start < 0 ? nil : Array(bytes[p.start..<p.start + p.count])
-        case 1:
-            previous[slot.rawValue] = (-1, 0)
-            return nil
-        default:
-            let len = n - 2
-            guard len <= bytes.count - i else {
-                malformed = true
-                return nil
-            }
-            previous[slot.rawValue] = (i, len)
-            defer { i += len }
-            return Array(bytes[i..<i + len])
-        }
-    }
-
-    private mutating func string(_ slot: SegmentEncoder.Slot) -> String? {
-        field(slot).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -2,7 +2,7 @@ import CJournalVFS
 import CSQLite
 import Synchronization
 
-/// One stored segment: its time range, record counts and encoded records.
+/// One stored segment: its time range (its oldest and newest record's), record counts and encoded records.
 struct Segment: Sendable {
     var id: Int64
     var firstMs: Int64
@@ -15,16 +15,27 @@ struct Segment: Sendable {
 /// Where segments live. The writer thread is the only one that appends or deletes; readers may
 /// call `read` from any thread.
 protocol SegmentStore: AnyObject, Sendable {
-    /// Appends `segments` in one transaction (one commit: one fsync in WAL mode with `FULL`).
-    func append(_ segments: [SegmentEncoder]) throws
+    /// Appends `segments` in one transaction (one commit: one fsync in WAL mode with `FULL`);
+    /// returns the id each non-empty one got, in order.
+    func append(_ segments: [SegmentEncoder]) throws -> [Int64]
     /// Segments whose last record is at or after `sinceMs`, in write order (or newest first).
     func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool)
+    /// The segments with ids in `ids`, in write order (or newest first).
+    func read(ids: ClosedRange<Int64>, newestFirst: Bool, _ body: (Segment) -> Bool)
     /// Deletes the oldest segments: those that end before `beforeMs`, then as many more as keep at
-    /// least `keepRecords` records. Returns the records deleted.
-    func prune(beforeMs: Int64, keepRecords: Int) throws -> Int
+    /// least `keepRecords` records. Returns the records deleted and the last id deleted (0: none).
+    func prune(beforeMs: Int64, keepRecords: Int) throws -> (records: Int, through: Int64)
     func removeAll() throws
     /// Requests and tracking attempts stored.
     func totals() -> (requests: Int, tracking: Int)
+    /// The first and last segment ids stored (nil: none), and the records from `id` on.
+    func span() -> ClosedRange<Int64>?
+    func records(from id: Int64) -> Int
+    /// The index's closed blocks, kept beside the segments (in memory: nowhere, the index has them).
+    func appendBlock(_ block: BlockSummary) throws
+    func blocks() -> [BlockSummary]
+    /// Deletes the blocks that begin at or before segment `id`.
+    func deleteBlocks(through id: Int64) throws
 }
 
 /// Segments in a SQLite database in WAL mode. Pages are 4 KiB: a segment's blob goes into new
@@ -49,6 +60,10 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
           id INTEGER PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
           requests INTEGER NOT NULL, tracking INTEGER NOT NULL, data BLOB NOT NULL);
         DROP INDEX IF EXISTS segments_last_ms;
+        CREATE TABLE IF NOT EXISTS segment_blocks (
+          first_segment INTEGER PRIMARY KEY, last_segment INTEGER NOT NULL, min_ms INTEGER NOT NULL,
+          max_ms INTEGER NOT NULL, requests INTEGER NOT NULL, tracking INTEGER NOT NULL,
+          keys INTEGER NOT NULL, text_indexed INTEGER NOT NULL, counts BLOB NOT NULL, bloom BLOB NOT NULL);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
         INSERT OR IGNORE INTO meta VALUES ('format', 'pushemu-journal-1');
         """
@@ -71,13 +86,14 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         if s.step() == SQLITE_ROW { total.withLock { $0 = (Int(s.int(0)), Int(s.int(1))) } }
     }
 
-    func append(_ segments: [SegmentEncoder]) throws {
+    func append(_ segments: [SegmentEncoder]) throws -> [Int64] {
         try writer.exec("BEGIN")
         var r = 0
         var t = 0
+        var ids: [Int64] = []
         for seg in segments where !seg.isEmpty {
-            insert.bind(1, seg.firstMs)
-            insert.bind(2, seg.lastMs)
+            insert.bind(1, seg.oldestMs)
+            insert.bind(2, seg.newestMs)
             insert.bind(3, Int64(seg.requests))
             insert.bind(4, Int64(seg.tracking))
             // SQLite reads the blob during the step (bound without a copy), so both run inside.
@@ -90,6 +106,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
                 try? writer.exec("ROLLBACK")
                 throw SQLiteDatabase.SQLiteError(description: "journal write failed: \(writer.message)")
             }
+            ids.append(sqlite3_last_insert_rowid(writer.db))
             r += seg.requests
             t += seg.tracking
         }
@@ -98,6 +115,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             $0.requests += r
             $0.tracking += t
         }
+        return ids
     }
 
     func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool) {
@@ -108,6 +126,19 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             )
         else { return }
         SQLiteSegmentStore.rows(s, sinceMs: sinceMs, body)
+    }
+
+    func read(ids: ClosedRange<Int64>, newestFirst: Bool, _ body: (Segment) -> Bool) {
+        guard let db = try? SQLiteDatabase(path: path),
+            let s = try? db.prepare(
+                "SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE id BETWEEN ? AND ? ORDER BY id \(newestFirst ? "DESC" : "ASC")"
+            )
+        else { return }
+        s.bind(1, ids.lowerBound)
+        s.bind(2, ids.upperBound)
+        while s.step() == SQLITE_ROW {
+            if !body(SQLiteSegmentStore.segment(s)) { break }
+        }
     }
 
     /// Reads a journal file without a writer (the CLI's `export` and `report`).
@@ -125,14 +156,17 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     private static func rows(_ s: SQLiteDatabase.Statement, sinceMs: Int64, _ body: (Segment) -> Bool) {
         s.bind(1, sinceMs)
         while s.step() == SQLITE_ROW {
-            let seg = Segment(
-                id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)),
-                data: s.blob(5))
-            if !body(seg) { break }
+            if !body(segment(s)) { break }
         }
     }
 
-    func prune(beforeMs: Int64, keepRecords: Int) throws -> Int {
+    private static func segment(_ s: SQLiteDatabase.Statement) -> Segment {
+        Segment(
+            id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)),
+            data: s.blob(5))
+    }
+
+    func prune(beforeMs: Int64, keepRecords: Int) throws -> (records: Int, through: Int64) {
         let (r, t) = total.withLock { $0 }
         var excess = r + t - keepRecords
         var cutID: Int64 = 0
@@ -148,36 +182,116 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             deleted.tracking += Int(s.int(3))
         }
         s.reset()
-        guard cutID > 0 else { return 0 }
+        guard cutID > 0 else { return (0, 0) }
         try writer.exec("DELETE FROM segments WHERE id <= \(cutID)")
         total.withLock {
             $0.requests -= deleted.requests
             $0.tracking -= deleted.tracking
         }
-        return deleted.requests + deleted.tracking
+        return (deleted.requests + deleted.tracking, cutID)
     }
 
     func removeAll() throws {
-        try writer.exec("DELETE FROM segments")
+        try writer.exec("DELETE FROM segments; DELETE FROM segment_blocks")
         total.withLock { $0 = (0, 0) }
     }
 
     func totals() -> (requests: Int, tracking: Int) { total.withLock { $0 } }
+
+    func span() -> ClosedRange<Int64>? {
+        guard let s = try? writer.prepare("SELECT min(id), max(id), count(*) FROM segments"), s.step() == SQLITE_ROW, s.int(2) > 0
+        else { return nil }
+        return s.int(0)...s.int(1)
+    }
+
+    func records(from id: Int64) -> Int {
+        guard let s = try? writer.prepare("SELECT coalesce(sum(requests + tracking), 0) FROM segments WHERE id >= ?") else { return 0 }
+        s.bind(1, id)
+        return s.step() == SQLITE_ROW ? Int(s.int(0)) : 0
+    }
+
+    func appendBlock(_ b: BlockSummary) throws {
+        let s = try writer.prepare(
+            "INSERT OR REPLACE INTO segment_blocks (first_segment, last_segment, min_ms, max_ms, requests, tracking, keys, text_indexed, counts, bloom) VALUES (?,?,?,?,?,?,?,?,?,?)"
+        )
+        s.bind(1, b.firstSegment)
+        s.bind(2, b.lastSegment)
+        s.bind(3, b.minMs)
+        s.bind(4, b.maxMs)
+        s.bind(5, Int64(b.requests))
+        s.bind(6, Int64(b.tracking))
+        s.bind(7, Int64(b.keys))
+        s.bind(8, b.textIndexed ? 1 : 0)
+        let counts = b.countsBytes
+        let bloom = b.bloomBytes
+        let rc = counts.withUnsafeBytes { c in
+            bloom.withUnsafeBytes { f in
+                s.bind(9, blob: c)
+                s.bind(10, blob: f)
+                return s.step()
+            }
+        }
+        guard rc == SQLITE_DONE else { throw SQLiteDatabase.SQLiteError(description: "journal index write failed: \(writer.message)") }
+    }
+
+    /// The stored blocks in segment order; a malformed row is left out (its segments are then unindexed).
+    func blocks() -> [BlockSummary] {
+        guard
+            let s = try? writer.prepare(
+                "SELECT first_segment, last_segment, min_ms, max_ms, requests, tracking, keys, text_indexed, counts, bloom FROM segment_blocks ORDER BY first_segment"
+            )
+        else { return [] }
+        var out: [BlockSummary] = []
+        while s.step() == SQLITE_ROW {
+            var b = BlockSummary(firstSegment: s.int(0))
+            b.lastSegment = s.int(1)
+            b.minMs = s.int(2)
+            b.maxMs = s.int(3)
+            b.requests = Int(s.int(4))
+            b.tracking = Int(s.int(5))
+            b.keys = Int(s.int(6))
+            b.textIndexed = s.int(7) != 0
+            guard b.lastSegment >= b.firstSegment, b.readCounts(s.blob(8)), b.readBloom(s.blob(9)) else { continue }
+            out.append(b)
+        }
+        return out
+    }
+
+    func deleteBlocks(through id: Int64) throws {
+        try writer.exec("DELETE FROM segment_blocks WHERE first_segment <= \(id)")
+    }
 }
 
 /// Segments kept in memory (`--in-memory`): the same reads and limits, nothing on disk.
 final class MemorySegmentStore: SegmentStore, Sendable {
     private let segments = Mutex<(list: [Segment], next: Int64)>(([], 1))
 
-    func append(_ encoded: [SegmentEncoder]) throws {
+    func append(_ encoded: [SegmentEncoder]) throws -> [Int64] {
         segments.withLock { s in
+            var ids: [Int64] = []
             for e in encoded where !e.isEmpty {
                 s.list.append(
                     Segment(
-                        id: s.next, firstMs: e.firstMs, lastMs: e.lastMs, requests: e.requests, tracking: e.tracking,
+                        id: s.next, firstMs: e.oldestMs, lastMs: e.newestMs, requests: e.requests, tracking: e.tracking,
                         data: e.bytes))
+                ids.append(s.next)
                 s.next += 1
             }
+            return ids
+        }
+    }
+
+    func read(ids: ClosedRange<Int64>, newestFirst: Bool, _ body: (Segment) -> Bool) {
+        let list = segments.withLock { $0.list }
+        // Ids are consecutive from the first kept segment's.
+        guard let first = list.first?.id else { return }
+        let lo = max(0, Int(clamping: ids.lowerBound &- first))
+        let hi = min(list.count - 1, Int(clamping: ids.upperBound &- first))
+        guard lo <= hi else { return }
+        if newestFirst {
+            for seg in list[lo...hi].reversed() { if !body(seg) { return } }
+        } else {
+            for seg in list[lo...hi] { if !body(seg) { return } }
         }
     }
 
@@ -190,20 +304,22 @@ final class MemorySegmentStore: SegmentStore, Sendable {
         }
     }
 
-    func prune(beforeMs: Int64, keepRecords: Int) throws -> Int {
+    func prune(beforeMs: Int64, keepRecords: Int) throws -> (records: Int, through: Int64) {
         segments.withLock { s in
             var excess = s.list.reduce(0) { $0 + $1.requests + $1.tracking } - keepRecords
             var cut = 0
             var deleted = 0
+            var through: Int64 = 0
             for seg in s.list {
                 let n = seg.requests + seg.tracking
                 guard seg.lastMs < beforeMs || excess >= n else { break }
                 cut += 1
                 excess -= n
                 deleted += n
+                through = seg.id
             }
             s.list.removeFirst(cut)
-            return deleted
+            return (deleted, through)
         }
     }
 
@@ -212,4 +328,16 @@ final class MemorySegmentStore: SegmentStore, Sendable {
     func totals() -> (requests: Int, tracking: Int) {
         segments.withLock { s in s.list.reduce((0, 0)) { ($0.0 + $1.requests, $0.1 + $1.tracking) } }
     }
+
+    func span() -> ClosedRange<Int64>? {
+        segments.withLock { s in s.list.first.map { $0.id...s.list.last!.id } }
+    }
+
+    func records(from id: Int64) -> Int {
+        segments.withLock { s in s.list.reduce(0) { $0 + ($1.id >= id ? $1.requests + $1.tracking : 0) } }
+    }
+
+    func appendBlock(_ block: BlockSummary) throws {}
+    func blocks() -> [BlockSummary] { [] }
+    func deleteBlocks(through id: Int64) throws {}
 }

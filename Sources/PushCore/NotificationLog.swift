@@ -18,6 +18,9 @@ public final class NotificationLog: Sendable {
         public var id: UUIDValue?
         /// Any further condition (the admin API's campaign filter).
         public var matches: (@Sendable (PushNotification) -> Bool)?
+        /// The search's conditions as an index can test them (the journal's): a hint of what
+        /// `matches` requires, never a condition of its own.
+        public var indexTerms: [IndexTerm] = []
         public var limit: Int = 100
         public init() {}
     }

@@ -15,8 +15,9 @@ public enum CampaignID {
 
     /// Every campaign id the payload carries (an APNs payload or an FCM message).
     /// `extra`: configured paths (`--campaign-key`), tried first.
-    public static func candidates(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> [String] {
-        (extra + (provider == .apns ? apnsPaths : fcmPaths)).compactMap { payload.value($0) }
+    /// `under`: a prefix for every path (`message.` for a whole FCM request body).
+    public static func candidates(_ payload: PayloadReader, provider: PushProvider, extra: [String] = [], under: String = "") -> [String] {
+        (extra + (provider == .apns ? apnsPaths : fcmPaths)).compactMap { payload.value(under + $0) }
     }
 
     /// The first campaign id the payload carries.

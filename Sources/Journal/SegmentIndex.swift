@@ -1,0 +1,264 @@
+import PushCore
+import Synchronization
+
+/// The journal's index: a `BlockSummary` for each run of consecutive segments holding about
+/// `blockRecords` records, so a search reads only the blocks that may hold what it asks for,
+/// newest (or oldest) first, and a campaign count adds the blocks' counts without reading a record.
+///
+/// The writer thread adds each committed segment to the open block (`add`), which closes once it
+/// holds `blockRecords` records and is then stored beside the segments; readers take a snapshot
+/// (`candidates`, `counts`) from any thread. Segments no block describes (a journal written
+/// before the index, a block cut by retention, a long tail after a crash) are `unindexed`:
+/// always read, never ruled out. Summarising happens on the writer thread, from the segment's
+/// bytes: the event loops do nothing for the index.
+final class SegmentIndex: Sendable {
+    static let blockRecords = 4096
+    /// A tail of up to this many records after the last stored block (what a crash left, or a
+    /// journal written before the index) is summarised at open (about a quarter of a second); a
+    /// longer one stays unindexed.
+    static let rebuildLimit = 65_536
+
+    struct State {
+        var closed: [BlockSummary] = []
+        var unindexed: [ClosedRange<Int64>] = []
+        var open = BlockSummary(firstSegment: 1)
+    }
+
+    /// A run of segments a search reads: its records' time range (unknown: the widest).
+    struct Candidate: Sendable {
+        var segments: ClosedRange<Int64>
+        var minMs: Int64
+        var maxMs: Int64
+    }
+
+    private let state = Mutex(State())
+    private let payloadTerms: PayloadTermsReader?
+
+    init(payloadTerms: PayloadTermsReader?) { self.payloadTerms = payloadTerms }
+
+    // MARK: the writer thread
+
+    /// Adds a committed segment (the next id) to the open block; returns the block it closed.
+    func add(segmentID: Int64, _ bytes: UnsafeRawBufferPointer) -> BlockSummary? {
+        state.withLock { s -> BlockSummary? in
+            if s.open.records == 0 { s.open = BlockSummary(firstSegment: segmentID) }
+            SegmentIndex.summarise(bytes, into: &s.open, terms: payloadTerms)
+            s.open.lastSegment = segmentID
+            guard s.open.records >= SegmentIndex.blockRecords else { return nil }
+            s.open.seen = []
+            let closed = s.open
+            s.closed.append(closed)
+            s.open = BlockSummary(firstSegment: segmentID + 1)
+            return closed
+        }
+    }
+
+    /// Closes the open block (at stop), returning it when it holds anything.
+    func closeOpen() -> BlockSummary? {
+        state.withLock { s -> BlockSummary? in
+            guard s.open.records > 0 else { return nil }
+            s.open.seen = []
+            let closed = s.open
+            s.closed.append(closed)
+            s.open = BlockSummary(firstSegment: closed.lastSegment + 1)
+            return closed
+        }
+    }
+
+    /// Retention deleted every segment up to `cut`: blocks wholly before it go; one it cuts
+    /// through keeps its remaining segments as unindexed (its counts would be wrong).
+    func pruned(through cut: Int64) {
+        state.withLock { s in
+            var kept: [BlockSummary] = []
+            for b in s.closed {
+                if b.lastSegment <= cut { continue }
+                if b.firstSegment <= cut {
+                    s.unindexed.append(cut + 1...b.lastSegment)
+                } else {
+                    kept.append(b)
+                }
+            }
+            s.closed = kept
+            if s.open.records > 0, s.open.firstSegment <= cut {
+                if s.open.lastSegment > cut { s.unindexed.append(cut + 1...s.open.lastSegment) }
+                s.open = BlockSummary(firstSegment: s.open.lastSegment + 1)
+            }
+            s.unindexed = s.unindexed.compactMap { r in
+                r.upperBound <= cut ? nil : max(r.lowerBound, cut + 1)...r.upperBound
+            }
+        }
+    }
+
+    func removeAll() { state.withLock { $0 = State() } }
+
+    /// Takes up what `store` holds at open: its stored blocks, the segments none describes
+    /// (unindexed), and the tail after the last block, summarised again into the open block when
+    /// it is short (what a crash left). Returns the records left unindexed.
+    func restore(from store: SegmentStore, rebuildLimit: Int = SegmentIndex.rebuildLimit) -> Int {
+        var s = State()
+        guard let span = store.span() else {
+            state.withLock { $0 = s }
+            return 0
+        }
+        var next = span.lowerBound
+        var unindexed = 0
+        for b in store.blocks() where b.lastSegment >= next {
+            if b.firstSegment < next {
+                // Cut by retention before its row was deleted: its counts no longer hold.
+                s.unindexed.append(next...b.lastSegment)
+            } else {
+                if b.firstSegment > next { s.unindexed.append(next...b.firstSegment - 1) }
+                s.closed.append(b)
+            }
+            next = b.lastSegment + 1
+        }
+        for r in s.unindexed { unindexed += store.records(from: r.lowerBound) - store.records(from: r.upperBound + 1) }
+        s.open = BlockSummary(firstSegment: span.upperBound + 1)
+        if next <= span.upperBound {
+            let tail = store.records(from: next)
+            if tail <= rebuildLimit {
+                // Summarised as the writer would have: blocks closed (and stored) at the same size.
+                var open = BlockSummary(firstSegment: next)
+                store.read(ids: next...span.upperBound, newestFirst: false) { seg in
+                    if open.records == 0 { open = BlockSummary(firstSegment: seg.id) }
+                    seg.data.withUnsafeBytes { SegmentIndex.summarise($0, into: &open, terms: payloadTerms) }
+                    open.lastSegment = seg.id
+                    if open.records >= SegmentIndex.blockRecords {
+                        open.seen = []
+                        try? store.appendBlock(open)
+                        s.closed.append(open)
+                        open = BlockSummary(firstSegment: seg.id + 1)
+                    }
+                    return true
+                }
+                if open.records > 0 { s.open = open }
+            } else {
+                s.unindexed.append(next...span.upperBound)
+                unindexed += tail
+            }
+        }
+        state.withLock { $0 = s }
+        return unindexed
+    }
+
+    /// Summarises a segment's records into `block`: keys for every searchable value (a repeated
+    /// value only where the segment first writes it), the time range, and the requests' counts
+    /// (only those at or after `countsFromMs` when `keys` is false: a count over part of a block).
+    static func summarise(
+        _ b: UnsafeRawBufferPointer, into block: inout BlockSummary, terms: PayloadTermsReader?, keys: Bool = true,
+        countsFromMs: Int64 = .min
+    ) {
+        var cursor = SegmentCursor(b)
+        var campaign: String?
+        var reason = ""
+        var lastProvider: UInt8 = 0xFF
+        var run: (key: BlockSummary.CountKey, tally: BlockSummary.Tally)?
+        if keys, terms == nil { block.textIndexed = false }
+        while let v = cursor.next(b) {
+            block.minMs = min(block.minMs, v.atMs)
+            block.maxMs = max(block.maxMs, v.atMs)
+            guard v.isRequest else {
+                block.tracking += 1
+                if keys { block.insert(SummaryKey.token(UnsafeRawBufferPointer(rebasing: b[v.token]), packed: v.tokenPacked)) }
+                continue
+            }
+            block.requests += 1
+            if v.wrote(.campaign) {
+                campaign = cursor.value(.campaign).map { String(decoding: UnsafeRawBufferPointer(rebasing: b[$0]), as: UTF8.self) }
+            }
+            if v.wrote(.reason) {
+                reason = cursor.value(.reason).map { String(decoding: UnsafeRawBufferPointer(rebasing: b[$0]), as: UTF8.self) } ?? ""
+            }
+            if v.atMs >= countsFromMs {
+                let rejection = v.status == 200 ? "" : (reason.isEmpty ? "HTTP \(v.status)" : reason)
+                if let r = run, r.key.provider == v.provider, r.key.campaign == campaign, r.key.rejection == rejection {
+                    run!.tally.count += 1
+                    run!.tally.firstMs = min(r.tally.firstMs, v.atMs)
+                    run!.tally.lastMs = max(r.tally.lastMs, v.atMs)
+                } else {
+                    if let r = run { block.count(r.key, r.tally) }
+                    run = (
+                        BlockSummary.CountKey(campaign: campaign, provider: v.provider, rejection: rejection),
+                        BlockSummary.Tally(count: 1, firstMs: v.atMs, lastMs: v.atMs)
+                    )
+                }
+            }
+            guard keys else { continue }
+            insertKeys(v, cursor, b, into: &block)
+            if let terms, let payload = cursor.value(.payload), v.wrote(.payload) || v.provider != lastProvider {
+                let found = terms(PushProvider.stored(v.provider), UnsafeRawBufferPointer(rebasing: b[payload]))
+                for c in found.campaigns { block.insertOnce(SummaryKey.text(.campaign, c)) }
+                block.insertText(found.alertText)
+            }
+            lastProvider = v.provider
+        }
+        if let r = run { block.count(r.key, r.tally) }
+    }
+
+    /// A request's own keys, and those of the repeatable fields it wrote.
+    private static func insertKeys(_ v: RecordView, _ cursor: SegmentCursor, _ b: UnsafeRawBufferPointer, into block: inout BlockSummary) {
+        func field(_ slot: SegmentEncoder.Slot) -> UnsafeRawBufferPointer? {
+            cursor.value(slot).map { UnsafeRawBufferPointer(rebasing: b[$0]) }
+        }
+        block.insert(SummaryKey.token(UnsafeRawBufferPointer(rebasing: b[v.token]), packed: v.tokenPacked))
+        if let id = SegmentCursor.id(v, b) { block.insert(SummaryKey.id(id)) }
+        if v.wrote(.environment), let e = field(.environment) { block.insertOnce(SummaryKey.bytes(.environment, e)) }
+        if v.wrote(.topic), let t = field(.topic) { block.insertOnce(SummaryKey.bytes(.topic, t)) }
+        if v.wrote(.headers), let h = field(.headers) {
+            for (name, value) in SegmentCursor.headers(h) where name == "apns-topic" {
+                block.insertOnce(SummaryKey.text(.app, EventSelector.bundle(ofTopic: value)))
+            }
+        }
+        if v.wrote(.warnings), field(.warnings) != nil { block.insertOnce(SummaryKey.flag(.hasWarnings)) }
+        if v.wrote(.device), let d = field(.device), d.count >= 2 {
+            if let display = Display(stored: (d[0], d[1])) { block.insertOnce(SummaryKey.text(.display, display.outcome.name)) }
+            if d.count > 2 {
+                block.insertOnce(SummaryKey.flag(.hasLint))
+                for line in UnsafeRawBufferPointer(rebasing: d[2...]).split(separator: UInt8(ascii: "\n")) {
+                    if let f = LintFinding(storedLine: String(decoding: line, as: UTF8.self)[...]) {
+                        block.insertOnce(SummaryKey.text(.lint, f.code))
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: reading (any thread)
+
+    /// The runs of segments that may hold what `probe` asks for: unindexed ranges, then blocks
+    /// whose filter and time range allow it.
+    func candidates(_ probe: IndexProbe) -> [Candidate] {
+        guard !probe.impossible else { return [] }
+        let s = state.withLock { $0 }
+        var out = s.unindexed.map { Candidate(segments: $0, minMs: .min, maxMs: .max) }
+        func consider(_ b: BlockSummary) {
+            guard b.records > 0, b.maxMs >= probe.fromMs, b.minMs <= probe.toMs, b.mayMatch(probe) else { return }
+            out.append(Candidate(segments: b.firstSegment...b.lastSegment, minMs: b.minMs, maxMs: b.maxMs))
+        }
+        for b in s.closed { consider(b) }
+        consider(s.open)
+        return out
+    }
+
+    /// Request counts per campaign, provider and outcome over whole blocks whose records are all at
+    /// or after `sinceMs`, and the runs the caller must count record by record (unindexed ranges,
+    /// blocks that straddle `sinceMs`).
+    func counts(sinceMs: Int64) -> (whole: [BlockSummary.CountKey: BlockSummary.Tally], partial: [ClosedRange<Int64>]) {
+        let s = state.withLock { $0 }
+        var whole: [BlockSummary.CountKey: BlockSummary.Tally] = [:]
+        var partial = s.unindexed
+        for b in s.closed + [s.open] where b.records > 0 && b.maxMs >= sinceMs {
+            guard b.minMs >= sinceMs else {
+                partial.append(b.firstSegment...b.lastSegment)
+                continue
+            }
+            for (k, t) in b.counts { whole[k, default: BlockSummary.Tally()].add(t) }
+        }
+        return (whole, partial)
+    }
+
+    /// Blocks, unindexed ranges and the records the open block holds (for /stats and tests).
+    var shape: (blocks: Int, unindexed: Int, openRecords: Int) {
+        state.withLock { ($0.closed.count, $0.unindexed.count, $0.open.records) }
+    }
+}
