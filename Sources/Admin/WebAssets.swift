@@ -471,8 +471,9 @@ svg.chart .axis { stroke: var(--muted); }
   .two { grid-template-columns: 1fr; }
 }
 """####),
-        WebAsset(path: "/ui/pages/campaigns.js", contentType: "text/javascript; charset=utf-8", etag: "\"ec905ace22b186ca997e\"", text: ####"""
-// Campaigns: the journal's report (GET /emulator/v1/report) per campaign, with its charts.
+        WebAsset(path: "/ui/pages/campaigns.js", contentType: "text/javascript; charset=utf-8", etag: "\"ea65e847f4cc6e1c5f77\"", text: ####"""
+// Campaigns: every campaign's counts from the journal's index (GET /emulator/v1/campaigns, at
+// once on any journal), then the chosen one's full report (GET /emulator/v1/report) and its charts.
 import { h, s, put, api, notice, dateTime } from "../lib.js";
 
 const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44", failed: "#e03131", retried: "#e8590c", shown: "#2f9e44", quiet: "#1971c2", "not-shown": "#e8590c" };
@@ -517,41 +518,66 @@ function timeline(t) {
 const nameOf = (c) => (c.campaign === null ? "-" : c.campaign);
 
 export async function render(main, { rest, isCurrent }) {
-  put(main, h("h1", {}, "Campaigns"), notice("Loading the report from the journal…"));
-  let report;
+  put(main, h("h1", {}, "Campaigns"), notice("Loading the campaigns from the journal…"));
+  let counts;
   try {
-    report = await api("/emulator/v1/report?format=json");
+    counts = await api("/emulator/v1/campaigns");
   } catch (e) {
-    put(main, h("h1", {}, "Campaigns"), notice(e.status === 404 ? "The journal is off (--journal off): the campaign report needs it." : e.message, "error"));
+    put(main, h("h1", {}, "Campaigns"), notice(e.status === 404 ? "The journal is off (--journal off): campaigns need it." : e.message, "error"));
     return;
   }
   if (!isCurrent()) return;
-  const campaigns = report.campaigns || [];
+  const campaigns = counts.campaigns || [];
   const chosen = rest.length ? campaigns.find((c) => nameOf(c) === rest[0]) : campaigns[0];
   const list = h("div", { class: "scroll" }, h("table", { id: "campaigns" },
-    h("thead", {}, h("tr", {}, ["Campaign", "Sent", "Accepted", "Rejected", "Devices", "Receive", "Open", "First", "Last"].map((t) => h("th", { scope: "col" }, t)))),
+    h("thead", {}, h("tr", {}, ["Campaign", "Sent", "Accepted", "Rejected", "First", "Last"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, campaigns.map((c) => h("tr", { class: c === chosen ? "clickable selected" : "clickable" },
       h("td", {}, h("a", { href: `#/campaigns/${encodeURIComponent(nameOf(c))}` }, c.campaign === null ? "(no campaign id)" : c.campaign)),
-      h("td", {}, String(c.sent)), h("td", {}, String(c.accepted)), h("td", {}, String(c.rejectedTotal)), h("td", {}, String(c.uniqueDevices)),
-      h("td", {}, pct(c.receiveRate)), h("td", {}, pct(c.openRate)), h("td", {}, dateTime(c.firstAt)), h("td", {}, dateTime(c.lastAt)))))));
-  put(main, h("h1", {}, "Campaigns"), h("p", { class: "muted" }, `Report generated ${dateTime(report.generatedAt)} from the journal. `, h("a", { href: "/emulator/v1/report?format=html", target: "_blank", rel: "noopener" }, "HTML report")),
-    campaigns.length ? list : notice("No requests recorded yet."), chosen ? detail(chosen) : "");
+      h("td", {}, String(c.sent)), h("td", {}, String(c.accepted)), h("td", {}, String(c.rejectedTotal)),
+      h("td", {}, dateTime(c.firstAt)), h("td", {}, dateTime(c.lastAt)))))));
+  const full = h("section", { id: "campaign-report", "aria-label": "The campaign's full report" });
+  put(main, h("h1", {}, "Campaigns"), h("p", { class: "muted" }, `Counted ${dateTime(counts.generatedAt)} from the journal's index. `, h("a", { href: "/emulator/v1/report?format=html", target: "_blank", rel: "noopener" }, "HTML report")),
+    campaigns.length ? list : notice("No requests recorded yet."), chosen ? detail(chosen) : "", chosen ? full : "");
+  if (!chosen) return;
+  // The full report (devices, tracking, display, the timeline) reads every record of the
+  // journal: on millions of records it takes a while, so the counts above come first.
+  put(full, notice("Loading the full report (it reads every record of the journal)…"));
+  let report;
+  try {
+    report = await api("/emulator/v1/report?format=json" + (chosen.campaign === null ? "" : "&campaign=" + encodeURIComponent(chosen.campaign)));
+  } catch (e) {
+    if (isCurrent()) put(full, notice(e.message, "error"));
+    return;
+  }
+  if (!isCurrent()) return;
+  const c = (report.campaigns || []).find((r) => r.campaign === chosen.campaign);
+  put(full, c ? reportDetail(c) : notice("The report has no requests of this campaign."));
 }
 
 const pct = (r) => (typeof r === "number" ? `${(r * 100).toFixed(1)}%` : "—");
 
+/** What the counts tell at once: totals, outcomes, rejections by reason. */
 function detail(c) {
-  const tracking = Object.entries(c.tracking || {});
   const q = c.campaign === null ? "" : `campaign:${c.campaign.includes(" ") ? JSON.stringify(c.campaign) : c.campaign}`;
   return h("section", { id: "campaign-detail", "aria-label": "Campaign detail" },
     h("h2", {}, c.campaign === null ? "Requests with no campaign id" : `Campaign ${c.campaign}`),
     q ? h("p", {}, h("a", { href: "#/notifications?q=" + encodeURIComponent(q) }, "Its notifications →")) : "",
     h("div", { class: "grid" },
-      ...[["Sent", c.sent], ["Accepted", c.accepted], ["Rejected", c.rejectedTotal], ["Unique devices", c.uniqueDevices], ["Receive rate", pct(c.receiveRate)], ["Open rate", pct(c.openRate)]]
+      ...[["Sent", c.sent], ["Accepted", c.accepted], ["Rejected", c.rejectedTotal]]
         .map(([k, v]) => h("div", { class: "card" }, h("div", { class: "muted" }, k), h("div", { class: "big" }, String(v))))),
     h("div", { class: "two" },
       h("div", { class: "panel" }, bars([["accepted", c.accepted], ["rejected", c.rejectedTotal]], { id: "chart-outcomes", title: "Outcomes" })),
-      h("div", { class: "panel" }, bars(Object.entries(c.rejected || {}).sort((a, b) => b[1] - a[1]), { id: "chart-rejections", title: "Rejections by reason", color: COLORS.rejected })),
+      h("div", { class: "panel" }, bars(Object.entries(c.rejected || {}).sort((a, b) => b[1] - a[1]), { id: "chart-rejections", title: "Rejections by reason", color: COLORS.rejected }))));
+}
+
+/** What only the full report tells: devices, SDK tracking, display, the timeline. */
+function reportDetail(c) {
+  const tracking = Object.entries(c.tracking || {});
+  return h("div", {},
+    h("div", { class: "grid" },
+      ...[["Unique devices", c.uniqueDevices], ["Receive rate", pct(c.receiveRate)], ["Open rate", pct(c.openRate)]]
+        .map(([k, v]) => h("div", { class: "card" }, h("div", { class: "muted" }, k), h("div", { class: "big" }, String(v))))),
+    h("div", { class: "two" },
       h("div", { class: "panel" }, tracking.length ? tracking.map(([event, t]) => bars([["succeeded", t.succeeded], ["failed", t.failed], ["retried", t.retried]], { id: `chart-tracking-${event}`, title: `Tracking: ${event} (${t.fired} fired)` })) : notice("No tracking calls.")),
       h("div", { class: "panel" }, bars(Object.entries(c.display || {}), { id: "chart-display", title: "Display on the devices" }))),
     h("div", { class: "panel" }, timeline(c.timeline || {})));

@@ -225,6 +225,12 @@ struct CommandSpec {
                 Option(name: "out", value: "FILE", help: "write it there instead of standard output"), dataDirectory,
                 Option(name: "server", value: "URL", help: "a running emulator's report instead of --data-dir"),
             ]),
+        CommandSpec(
+            words: ["campaigns"], operand: nil,
+            summary: "Every campaign's totals (sent, accepted, rejections by reason) from a running emulator's journal index, at once.",
+            options: [
+                Option(name: "campaign", value: "ID", help: "one campaign only"), Option(name: "since", value: "T", help: timeHelp), server,
+            ]),
     ]
 
     /// The spec named by the first words of `args`, and the arguments after them.

@@ -53,6 +53,9 @@ enum Commands {
         case "fleet tokens": return try fleetTokens(operand, f)
         case "export": return try JournalCommands.export(f)
         case "report": return try JournalCommands.report(f)
+        case "campaigns":
+            let pairs = ["campaign", "since"].compactMap { name in f[name].map { name + "=" + PercentEncoding.encode($0) } }
+            return try call("GET", server(f) + "/emulator/v1/campaigns" + (pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")))
         default: throw ConfigurationError("unknown command '\(first)' (see pushemu --help)")
         }
     }

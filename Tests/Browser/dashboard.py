@@ -182,6 +182,9 @@ def campaigns():
     wait.until(EC.presence_of_element_located((By.ID, "chart-outcomes")))
     bars = driver.find_elements(By.CSS_SELECTOR, "#chart-outcomes rect")
     assert len(bars) == 2 and int(bars[0].get_attribute("width")) > 0, [b.get_attribute("width") for b in bars]
+    assert "spring" in driver.find_element(By.CSS_SELECTOR, "#campaigns tbody tr.selected").text
+    # The full report's charts follow the counts.
+    wait.until(EC.presence_of_element_located((By.ID, "chart-timeline")))
     assert driver.find_elements(By.CSS_SELECTOR, "#chart-timeline rect")
     shot(driver, "campaigns")
 

@@ -257,7 +257,7 @@ extension BinaryTests {
             ["credentials", "apns"], ["credentials", "fcm"], ["token", "apns"], ["devices", "add"], ["devices", "list"],
             ["devices", "show", "T"], ["devices", "uninstall", "T"], ["fleet", "create"], ["fleet", "tokens", "fleet-1"], ["export"],
             ["report"], ["notifications", "list"], ["notifications", "latest"], ["notifications", "show", "T"],
-            ["notifications", "delete"],
+            ["notifications", "delete"], ["campaigns"],
         ]
         for words in commands {
             let name = words.filter { $0 != "T" && $0 != "fleet-1" }.joined(separator: " ")

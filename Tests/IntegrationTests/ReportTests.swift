@@ -177,11 +177,20 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual(cli.status, 0, cli.stderr)
         let file = try String(contentsOfFile: dir.path + "/r.json", encoding: .utf8)
         XCTAssertEqual((try json(file)["campaigns"] as? [[String: Any]])?.first?["sent"] as? Int, 2)
+        // The same totals from the index, through the CLI.
+        let counts = try runCommand(
+            ServerProcess.binaryPath, ["campaigns", "--server", "http://127.0.0.1:\(s.httpPort)", "--campaign", "camp-C"], timeout: 30)
+        XCTAssertEqual(counts.status, 0, counts.stderr)
+        let counted = try XCTUnwrap((try json(counts.stdout)["campaigns"] as? [[String: Any]])?.first, counts.stdout)
+        XCTAssertEqual(counted["campaign"] as? String, "camp-C")
+        XCTAssertEqual(counted["sent"] as? Int, 2)
 
-        // Reset empties the journal too.
+        // Reset empties the journal too, and its index.
         XCTAssertEqual(try admin(s, "POST", "/emulator/v1/reset").0, 200)
         (code, body) = try admin(s, "GET", "/emulator/v1/report")
         XCTAssertEqual((try json(body)["campaigns"] as? [[String: Any]])?.count, 0)
+        (code, body) = try admin(s, "GET", "/emulator/v1/campaigns")
+        XCTAssertEqual((try json(body)["campaigns"] as? [[String: Any]])?.count, 0, body)
         XCTAssertEqual(s.stop(), 0)
     }
 

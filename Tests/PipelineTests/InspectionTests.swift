@@ -219,6 +219,46 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(try list(restarted, "q=q1").titles, ["q1"])
     }
 
+    /// `GET /emulator/v1/campaigns` counts from the journal's index what the report counts by
+    /// reading every record: per campaign, sent, accepted, rejections by reason, per provider.
+    func testCampaignCountsMatchTheReport() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-campaigns-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let emulator = try TestEmulator(.inProcess, arguments: ["--data-dir", dir, "--notification-log-size", "5"])
+        defer { emulator.stop() }
+        let p = try pusher(emulator)
+        for i in 0..<5 { try p.push("Spring \(i)", extra: #","_dId":"spring""#) }
+        for i in 0..<3 { try p.push("Winter \(i)", extra: #","_dId":"winter""#) }
+        try p.push("No campaign")
+        var h = p.headers
+        h.append(("apns-topic", "com.example.app"))
+        for _ in 0..<2 {
+            let r = try emulator.h2([TestRequest("POST", "/3/device/not-a-token", headers: h, body: #"{"aps":{"alert":"x"},"_dId":"spring"}"#)])[0]
+            XCTAssertEqual(r.status, 400, r.text)
+        }
+        let report = try json(try emulator.get("/emulator/v1/report"))
+        let counts = try json(try emulator.get("/emulator/v1/campaigns"))
+        let fields = ["campaign", "sent", "accepted", "rejectedTotal", "rejected", "byProvider", "byPlatform", "firstAt", "lastAt"]
+        func pick(_ list: Any?) throws -> [String] {
+            try XCTUnwrap(list as? [[String: Any]]).map { c in
+                let kept = c.filter { fields.contains($0.key) }
+                return String(decoding: try JSONSerialization.data(withJSONObject: kept, options: [.sortedKeys]), as: UTF8.self)
+            }.sorted()
+        }
+        XCTAssertEqual(try pick(counts["campaigns"]), try pick(report["campaigns"]))
+        XCTAssertEqual(try pick(counts["campaigns"]).count, 3)
+        XCTAssertEqual(try pick([counts["totals"] as Any]), try pick([report["totals"] as Any]))
+        let spring = try json(try emulator.get("/emulator/v1/campaigns?campaign=spring"))
+        let only = try XCTUnwrap(spring["campaigns"] as? [[String: Any]])
+        XCTAssertEqual(only.map { $0["campaign"] as? String }, ["spring"])
+        XCTAssertEqual(only.first?["sent"] as? Int, 7)
+        XCTAssertEqual(only.first?["rejected"] as? [String: Int], ["BadDeviceToken": 2])
+        XCTAssertEqual(try emulator.get("/emulator/v1/campaigns?since=yesterday").status, 400)
+        let future = try json(try emulator.get("/emulator/v1/campaigns?since=2999-01-01T00:00:00Z"))
+        XCTAssertEqual((future["campaigns"] as? [Any])?.count, 0)
+        XCTAssertEqual(try list(emulator, "q=campaign:winter").titles, ["Winter 0", "Winter 1", "Winter 2"])
+    }
+
     func testDeleteForgetsWhatMatches() throws {
         let emulator = try TestEmulator(.inProcess)
         defer { emulator.stop() }
