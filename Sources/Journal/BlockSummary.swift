@@ -61,6 +61,7 @@ struct BlockSummary: Sendable {
 
     // MARK: the filter
 
+    @inline(__always)
     mutating func insert(_ h: UInt64) {
         keys += 1
         var at = UInt32(truncatingIfNeeded: h)
@@ -243,6 +244,9 @@ enum SummaryKey {
         case hasWarnings
         case hasLint
         case gram
+        /// Not in the filter: what the open block read already (`seen`).
+        case payload
+        case headers
     }
 
     static func mix(_ x: UInt64) -> UInt64 {
@@ -314,17 +318,11 @@ enum SummaryBytes {
         var failed = false
 
         mutating func varint() -> UInt64 {
-            var v: UInt64 = 0
-            var shift: UInt64 = 0
-            while at < bytes.count, shift < 64 {
-                let b = bytes[at]
-                at += 1
-                v |= UInt64(b & 0x7f) << shift
-                if b < 0x80 { return v }
-                shift += 7
+            guard let v = bytes.withUnsafeBytes({ Varint.read($0, at: &at, end: $0.count) }) else {
+                failed = true
+                return 0
             }
-            failed = true
-            return 0
+            return v
         }
 
         mutating func byte() -> UInt8? {

@@ -510,7 +510,8 @@ public final class Journal: @unchecked Sendable {
                 let start = found.count
                 seg.data.withUnsafeBytes { b in
                     var cursor = SegmentCursor(b)
-                    while let v = cursor.next(b) {
+                    var v = RecordView()
+                    while cursor.next(b, into: &v) {
                         if search.admits(v, b, probe) { found.append(cursor.entry(v, b)) }
                     }
                 }

@@ -39,6 +39,7 @@ struct SegmentEncoder {
     private var lastCampaign: String?
     private var lastProvider: PushProvider?
 
+    /// (`SegmentCursor` keeps one value per slot inline: a new slot grows its `InlineArray`.)
     enum Slot: Int, CaseIterable {
         case environment, topic, reason, headers, payload, warnings, campaign, device
         case preset, event, method, outcome, error

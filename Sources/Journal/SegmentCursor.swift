@@ -4,14 +4,14 @@ import PushCore
 /// segment (nothing copied). The repeatable fields' values are the cursor's (`value(_:)`), valid
 /// until the next record; `changed` tells which of them this record wrote rather than repeated.
 struct RecordView {
-    var isRequest: Bool
-    var atMs: Int64
+    var isRequest = false
+    var atMs: Int64 = 0
     /// Request: `PushProvider.storedByte`.
     var provider: UInt8 = 0
     var connection: UInt64 = 0
-    var status: Int
+    var status = 0
     /// Request: microseconds; tracking: milliseconds × 1000.
-    var latency: UInt64
+    var latency: UInt64 = 0
     /// Request: the payload's size as received.
     var size = 0
     /// Tracking: the attempt and the events its request carried.
@@ -37,7 +37,9 @@ struct SegmentCursor {
     private var i = 0
     private var end = 0
     private var lastMs: Int64 = 0
-    private var previous = [(start: Int, count: Int)](repeating: (-1, 0), count: SegmentEncoder.Slot.count)
+    /// Each repeatable field's current value (-1: absent), kept inline: no array to check for
+    /// uniqueness at each write.
+    private var previous = InlineArray<13, (start: Int, count: Int)>(repeating: (-1, 0))
     private(set) var malformed = false
     /// Format 1 stored tokens as plain literals; 2 packs hex tokens; 3 adds the device outcome.
     private(set) var version: UInt8 = 0
@@ -63,24 +65,31 @@ struct SegmentCursor {
     /// The next record (nil at the end, or once the bytes are malformed). `b` is the segment the
     /// cursor was made with.
     mutating func next(_ b: UnsafeRawBufferPointer) -> RecordView? {
-        guard i < end, !malformed else { return nil }
+        var v = RecordView()
+        return next(b, into: &v) ? v : nil
+    }
+
+    /// The same, written into `v` (a loop over many records reuses one view instead of copying
+    /// an optional one out of each call). False at the end.
+    mutating func next(_ b: UnsafeRawBufferPointer, into v: inout RecordView) -> Bool {
+        guard i < end, !malformed else { return false }
         let tag = b[i]
         i += 1
         let z = varint(b)
         lastMs &+= Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
-        var v: RecordView
+        v.atMs = lastMs
+        v.changed = 0
         switch tag {
         case 1:
             guard i < end else {
                 malformed = true
-                return nil
+                return false
             }
-            let provider = b[i]
+            v.isRequest = true
+            v.provider = b[i]
             i += 1
-            let connection = varint(b)
-            v = RecordView(isRequest: true, atMs: lastMs, status: Int(truncatingIfNeeded: varint(b)), latency: 0)
-            v.provider = provider
-            v.connection = connection
+            v.connection = varint(b)
+            v.status = Int(truncatingIfNeeded: varint(b))
             v.latency = varint(b)
             v.size = Int(truncatingIfNeeded: varint(b))
             field(.environment, b, &v)
@@ -94,7 +103,8 @@ struct SegmentCursor {
             token(b, &v)
             v.id = literal(b)
         case 2:
-            v = RecordView(isRequest: false, atMs: lastMs, status: Int(truncatingIfNeeded: varint(b)), latency: 0)
+            v.isRequest = false
+            v.status = Int(truncatingIfNeeded: varint(b))
             v.attempt = Int(truncatingIfNeeded: varint(b))
             v.latency = varint(b)
             v.events = Int(truncatingIfNeeded: varint(b))
@@ -108,9 +118,9 @@ struct SegmentCursor {
             v.url = literal(b)
         default:
             malformed = true
-            return nil
+            return false
         }
-        return malformed ? nil : v
+        return !malformed
     }
 
     // MARK: building entries
@@ -180,21 +190,17 @@ struct SegmentCursor {
 
     // MARK: fields
 
+    @inline(__always)
     private mutating func varint(_ b: UnsafeRawBufferPointer) -> UInt64 {
-        var v: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < end, shift < 64 {
-            let byte = b[i]
-            i += 1
-            v |= UInt64(byte & 0x7f) << shift
-            if byte < 0x80 { return v }
-            shift += 7
+        guard let v = Varint.read(b, at: &i, end: end) else {
+            malformed = true
+            return 0
         }
-        malformed = true
-        return 0
+        return v
     }
 
     /// A length-prefixed run of bytes.
+    @inline(__always)
     private mutating func literal(_ b: UnsafeRawBufferPointer) -> Range<Int> {
         let n = varint(b)
         guard n <= UInt64(end - i) else {
@@ -205,6 +211,7 @@ struct SegmentCursor {
         return i..<i + Int(n)
     }
 
+    @inline(__always)
     private mutating func token(_ b: UnsafeRawBufferPointer, _ v: inout RecordView) {
         guard version >= 2 else {
             v.token = literal(b)
@@ -222,6 +229,7 @@ struct SegmentCursor {
     }
 
     /// A repeatable field: 0 the previous value, 1 absent, n >= 2 a new value of n - 2 bytes.
+    @inline(__always)
     private mutating func field(_ slot: SegmentEncoder.Slot, _ b: UnsafeRawBufferPointer, _ v: inout RecordView) {
         let n = varint(b)
         switch n {
@@ -244,4 +252,22 @@ struct SegmentCursor {
 
 enum SegmentDecoderTables {
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}
+
+/// LEB128 varints, as the segments and the index's counts store numbers.
+enum Varint {
+    /// The varint at `at` (advanced past it); nil when `end` comes first or it runs past 64 bits.
+    @inline(__always)
+    static func read(_ b: UnsafeRawBufferPointer, at: inout Int, end: Int) -> UInt64? {
+        var v: UInt64 = 0
+        var shift: UInt64 = 0
+        while at < end, shift < 64 {
+            let byte = b[at]
+            at += 1
+            v |= UInt64(byte & 0x7f) << shift
+            if byte < 0x80 { return v }
+            shift += 7
+        }
+        return nil
+    }
 }

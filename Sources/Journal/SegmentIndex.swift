@@ -149,12 +149,13 @@ final class SegmentIndex: Sendable {
         countsFromMs: Int64 = .min
     ) {
         var cursor = SegmentCursor(b)
-        var campaign: String?
-        var reason = ""
+        var v = RecordView()
         var lastProvider: UInt8 = 0xFF
-        var run: (key: BlockSummary.CountKey, tally: BlockSummary.Tally)?
+        // Requests are counted in runs of the same campaign, provider and outcome (a campaign's
+        // segment is one run or a few): the key is built only where a run ends.
+        var run = CountRun()
         if keys, terms == nil { block.textIndexed = false }
-        while let v = cursor.next(b) {
+        while cursor.next(b, into: &v) {
             block.minMs = min(block.minMs, v.atMs)
             block.maxMs = max(block.maxMs, v.atMs)
             guard v.isRequest else {
@@ -163,36 +164,56 @@ final class SegmentIndex: Sendable {
                 continue
             }
             block.requests += 1
-            if v.wrote(.campaign) {
-                campaign = cursor.value(.campaign).map { String(decoding: UnsafeRawBufferPointer(rebasing: b[$0]), as: UTF8.self) }
-            }
-            if v.wrote(.reason) {
-                reason = cursor.value(.reason).map { String(decoding: UnsafeRawBufferPointer(rebasing: b[$0]), as: UTF8.self) } ?? ""
-            }
-            if v.atMs >= countsFromMs {
-                let rejection = v.status == 200 ? "" : (reason.isEmpty ? "HTTP \(v.status)" : reason)
-                if let r = run, r.key.provider == v.provider, r.key.campaign == campaign, r.key.rejection == rejection {
-                    run!.tally.count += 1
-                    run!.tally.firstMs = min(r.tally.firstMs, v.atMs)
-                    run!.tally.lastMs = max(r.tally.lastMs, v.atMs)
-                } else {
-                    if let r = run { block.count(r.key, r.tally) }
-                    run = (
-                        BlockSummary.CountKey(campaign: campaign, provider: v.provider, rejection: rejection),
-                        BlockSummary.Tally(count: 1, firstMs: v.atMs, lastMs: v.atMs)
-                    )
-                }
-            }
+            if v.wrote(.campaign) || v.wrote(.reason) || !run.continues(v) { run.flush(into: &block, cursor, b, v) }
+            if v.atMs >= countsFromMs { run.count(v.atMs) }
             guard keys else { continue }
             insertKeys(v, cursor, b, into: &block)
+            // A payload the block summarised already (every segment writes its first whole) is
+            // not read again: reading one costs more than a segment's other records together.
             if let terms, let payload = cursor.value(.payload), v.wrote(.payload) || v.provider != lastProvider {
-                let found = terms(PushProvider.stored(v.provider), UnsafeRawBufferPointer(rebasing: b[payload]))
-                for c in found.campaigns { block.insertOnce(SummaryKey.text(.campaign, c)) }
-                block.insertText(found.alertText)
+                let bytes = UnsafeRawBufferPointer(rebasing: b[payload])
+                if block.seen.insert(SummaryKey.bytes(.payload, bytes) ^ UInt64(v.provider)).inserted {
+                    let found = terms(PushProvider.stored(v.provider), bytes)
+                    for c in found.campaigns { block.insertOnce(SummaryKey.text(.campaign, c)) }
+                    block.insertText(found.alertText)
+                }
             }
             lastProvider = v.provider
         }
-        if let r = run { block.count(r.key, r.tally) }
+        run.flush(into: &block, cursor, b, nil)
+    }
+
+    /// Consecutive requests of one campaign, provider and outcome, counted without their key.
+    private struct CountRun {
+        var key: BlockSummary.CountKey?
+        var provider: UInt8 = 0
+        var status = 0
+        var tally = BlockSummary.Tally()
+
+        /// Whether `v` has the run's provider and outcome (its campaign and reason were not written anew).
+        func continues(_ v: RecordView) -> Bool { key != nil && v.provider == provider && v.status == status }
+
+        mutating func count(_ atMs: Int64) {
+            tally.count += 1
+            tally.firstMs = min(tally.firstMs, atMs)
+            tally.lastMs = max(tally.lastMs, atMs)
+        }
+
+        /// Adds the run to `block` and starts the next with `v`'s key (nil: the end).
+        mutating func flush(into block: inout BlockSummary, _ cursor: SegmentCursor, _ b: UnsafeRawBufferPointer, _ v: RecordView?) {
+            if let key, tally.count > 0 { block.count(key, tally) }
+            tally = BlockSummary.Tally()
+            guard let v else { return }
+            func text(_ slot: SegmentEncoder.Slot) -> String? {
+                cursor.value(slot).map { String(decoding: UnsafeRawBufferPointer(rebasing: b[$0]), as: UTF8.self) }
+            }
+            let reason = text(.reason) ?? ""
+            key = BlockSummary.CountKey(
+                campaign: text(.campaign), provider: v.provider,
+                rejection: v.status == 200 ? "" : (reason.isEmpty ? "HTTP \(v.status)" : reason))
+            provider = v.provider
+            status = v.status
+        }
     }
 
     /// A request's own keys, and those of the repeatable fields it wrote.
@@ -204,7 +225,7 @@ final class SegmentIndex: Sendable {
         if let id = SegmentCursor.id(v, b) { block.insert(SummaryKey.id(id)) }
         if v.wrote(.environment), let e = field(.environment) { block.insertOnce(SummaryKey.bytes(.environment, e)) }
         if v.wrote(.topic), let t = field(.topic) { block.insertOnce(SummaryKey.bytes(.topic, t)) }
-        if v.wrote(.headers), let h = field(.headers) {
+        if v.wrote(.headers), let h = field(.headers), block.seen.insert(SummaryKey.bytes(.headers, h)).inserted {
             for (name, value) in SegmentCursor.headers(h) where name == "apns-topic" {
                 block.insertOnce(SummaryKey.text(.app, EventSelector.bundle(ofTopic: value)))
             }

@@ -46,47 +46,35 @@ public struct EmulatorEvent: Sendable {
     }
 }
 
-/// An event as it goes out: the fields filters read, and its whole `id:`/`event:`/`data:`
-/// block, written once and shared by every subscriber that takes it.
-final class EventFrame: Sendable {
-    let event: EmulatorEvent
-    let bytes: [UInt8]
-    init(event: EmulatorEvent, bytes: [UInt8]) {
-        self.event = event
-        self.bytes = bytes
-    }
-}
-
-/// An event's `data:` object written straight into its frame's bytes (no intermediate
-/// `String`s): names are static, values escaped as JSON strings only where a byte needs it.
+/// An event's `data:` object written straight into bytes (no intermediate `String`s): names
+/// are static, values escaped as JSON strings only where a byte needs it. It writes into the
+/// publisher's stack scratch (`EventBus.publish`), moving to the heap only for a large event,
+/// and the ring copies the result once.
 public struct EventJSON: ~Copyable {
-    /// The frame being written: a heap buffer of its own, appended to by memcpy and byte stores.
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     private var count = 0
     private var empty = true
+    /// The buffer is the heap's (grown past the scratch), freed with the writer.
+    private var owned = false
 
-    init(id: UInt64, kind: EmulatorEvent.Kind) {
-        capacity = 512
-        base = .allocate(capacity: capacity)
-        append("id: ")
-        appendDecimal(Int64(truncatingIfNeeded: id))
-        append("\nevent: ")
-        var name = kind.rawValue
-        name.withUTF8 { append($0) }
-        append("\ndata: {")
+    init(scratch: UnsafeMutableBufferPointer<UInt8>) {
+        base = scratch.baseAddress!
+        capacity = scratch.count
+        byte(UInt8(ascii: "{"))
     }
 
-    deinit { base.deallocate() }
+    deinit { if owned { base.deallocate() } }
 
     private mutating func reserve(_ n: Int) {
         guard count + n > capacity else { return }
         let grown = max(capacity * 2, count + n)
         let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
         fresh.update(from: base, count: count)
-        base.deallocate()
+        if owned { base.deallocate() }
         base = fresh
         capacity = grown
+        owned = true
     }
 
     @inline(__always)
@@ -135,12 +123,21 @@ public struct EventJSON: ~Copyable {
         count += digits
     }
 
+    /// `,"name":` (no comma first), in one copy.
     private mutating func key(_ name: StaticString) {
-        if !empty { byte(UInt8(ascii: ",")) }
+        let n = name.utf8CodeUnitCount
+        reserve(n + 4)
+        var at = count
+        if !empty {
+            base[at] = UInt8(ascii: ",")
+            at += 1
+        }
         empty = false
-        byte(UInt8(ascii: "\""))
-        append(name)
-        append("\":")
+        base[at] = UInt8(ascii: "\"")
+        (base + at + 1).update(from: name.utf8Start, count: n)
+        base[at + 1 + n] = UInt8(ascii: "\"")
+        base[at + 2 + n] = UInt8(ascii: ":")
+        count = at + 3 + n
     }
 
     /// A string value (null for nil).
@@ -196,6 +193,16 @@ public struct EventJSON: ~Copyable {
     }
 
     private mutating func appendQuoted(_ b: UnsafeBufferPointer<UInt8>) {
+        // Most values (tokens, ids, topics) need no escape: found eight bytes at a time, they go
+        // in with one copy.
+        if let src = b.baseAddress, !EventJSON.needsEscape(UnsafeRawPointer(src), b.count) {
+            reserve(b.count + 2)
+            base[count] = UInt8(ascii: "\"")
+            (base + count + 1).update(from: src, count: b.count)
+            base[count + 1 + b.count] = UInt8(ascii: "\"")
+            count += b.count + 2
+            return
+        }
         byte(UInt8(ascii: "\""))
         var start = 0
         for i in 0..<b.count {
@@ -219,10 +226,31 @@ public struct EventJSON: ~Copyable {
         byte(UInt8(ascii: "\""))
     }
 
-    /// The frame's bytes, closed.
-    mutating func finish() -> [UInt8] {
-        append("}\n\n")
-        return Array(UnsafeBufferPointer(start: base, count: count))
+    /// Whether any of `n` bytes is a quote, a backslash or a control character (SWAR: a zero
+    /// byte of `w ^ 0x22..` or `w ^ 0x5C..`, or a byte under 0x20, sets its high bit).
+    @inline(__always)
+    static func needsEscape(_ p: UnsafeRawPointer, _ n: Int) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func zeroByte(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        var i = 0
+        while i + 8 <= n {
+            let w = p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if (zeroByte(w ^ (ones &* 0x22)) | zeroByte(w ^ (ones &* 0x5C)) | ((w &- ones &* 0x20) & ~w & highs)) != 0 { return true }
+            i += 8
+        }
+        while i < n {
+            let c = p.load(fromByteOffset: i, as: UInt8.self)
+            if c == 0x22 || c == 0x5C || c < 0x20 { return true }
+            i += 1
+        }
+        return false
+    }
+
+    /// The object's bytes, closed.
+    mutating func finish() -> UnsafeRawBufferPointer {
+        byte(UInt8(ascii: "}"))
+        return UnsafeRawBufferPointer(start: base, count: count)
     }
 }
 
@@ -272,7 +300,9 @@ public final class EventBus: Sendable {
     private let active = Atomic<Int>(0)
     /// The kinds some subscriber takes (the union of their selectors' bits).
     private let wanted = Atomic<UInt8>(0)
-    private let sequence = Atomic<UInt64>(0)
+    /// The kinds some subscriber takes whole (no filter beyond kinds): publishing one of them
+    /// needs no look at the subscribers' filters.
+    private let takenWhole = Atomic<UInt8>(0)
     private let subscribers = Mutex<[EventSubscriber]>([])
 
     /// `ringCapacity` frames are kept for the readers; `unsentLimit` bytes may wait in a stream.
@@ -296,10 +326,15 @@ public final class EventBus: Sendable {
     /// called once, and only when a subscriber's selector takes the event. Call only when
     /// `wants(event.kind)`.
     public func publish(_ event: EmulatorEvent, _ write: (inout EventJSON) -> Void) {
-        guard subscribers.withLock({ list in list.contains { $0.selector.matches(event) } }) else { return }
-        var w = EventJSON(id: sequence.add(1, ordering: .relaxed).newValue, kind: event.kind)
-        write(&w)
-        ring.append(EventFrame(event: event, bytes: w.finish()))
+        guard
+            takenWhole.load(ordering: .relaxed) & event.kind.bit != 0
+                || subscribers.withLock({ list in list.contains { $0.selector.matches(event) } })
+        else { return }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
+            var w = EventJSON(scratch: scratch)
+            write(&w)
+            ring.append(event, data: w.finish())
+        }
     }
 
     /// Streams events that `selector` takes to `stream` until it closes, from the next one
@@ -309,7 +344,7 @@ public final class EventBus: Sendable {
         let added = subscribers.withLock { list -> Bool in
             guard list.count < EventBus.maxSubscribers else { return false }
             list.append(subscriber)
-            wanted.store(list.reduce(0) { $0 | $1.selector.kinds }, ordering: .relaxed)
+            EventBus.summarise(list, wanted: wanted, takenWhole: takenWhole)
             return true
         }
         guard added else { return false }
@@ -321,59 +356,18 @@ public final class EventBus: Sendable {
             let removed = self.subscribers.withLock { list -> Bool in
                 guard let i = list.firstIndex(where: { $0 === subscriber }) else { return false }
                 list.remove(at: i)
-                self.wanted.store(list.reduce(0) { $0 | $1.selector.kinds }, ordering: .relaxed)
+                EventBus.summarise(list, wanted: self.wanted, takenWhole: self.takenWhole)
                 return true
             }
             if removed { self.active.subtract(1, ordering: .relaxed) }
         }
         return true
     }
-}
 
-/// The last `capacity` frames published, for every reader at its own position.
-final class EventRing: Sendable {
-    private struct State {
-        var slots: [EventFrame?]
-        /// Frames ever appended; the next goes at `head % capacity`.
-        var head: UInt64 = 0
-    }
-    let capacity: Int
-    private let state: Mutex<State>
-
-    init(capacity: Int) {
-        self.capacity = capacity
-        state = Mutex(State(slots: [EventFrame?](repeating: nil, count: capacity)))
-    }
-
-    var head: UInt64 { state.withLock { $0.head } }
-
-    func append(_ frame: EventFrame) {
-        state.withLock { s in
-            s.slots[Int(s.head % UInt64(capacity))] = frame
-            s.head += 1
-        }
-    }
-
-    /// Up to `limit` frames from position `from`: the frames, how many were overwritten before
-    /// they could be read, and the position after the last one returned.
-    func read(from: UInt64, limit: Int) -> (frames: [EventFrame], lost: UInt64, next: UInt64) {
-        state.withLock { s in
-            var start = from
-            var lost: UInt64 = 0
-            if s.head > UInt64(capacity), start < s.head - UInt64(capacity) {
-                lost = s.head - UInt64(capacity) - start
-                start = s.head - UInt64(capacity)
-            }
-            let end = min(s.head, start + UInt64(max(0, limit)))
-            var frames: [EventFrame] = []
-            frames.reserveCapacity(Int(end - start))
-            var i = start
-            while i < end {
-                if let f = s.slots[Int(i % UInt64(capacity))] { frames.append(f) }
-                i += 1
-            }
-            return (frames, lost, end)
-        }
+    /// The kinds the subscribers want, and those some subscriber takes whole.
+    private static func summarise(_ list: [EventSubscriber], wanted: borrowing Atomic<UInt8>, takenWhole: borrowing Atomic<UInt8>) {
+        wanted.store(list.reduce(UInt8(0)) { $0 | $1.selector.kinds }, ordering: .relaxed)
+        takenWhole.store(list.reduce(UInt8(0)) { $0 | ($1.selector.filtersOnlyKinds ? $1.selector.kinds : 0) }, ordering: .relaxed)
     }
 }
 
@@ -422,27 +416,18 @@ final class EventSubscriber: @unchecked Sendable {
         lastWriteNs = Clock.monotonicNanoseconds()
     }
 
-    /// Reads what was published since the last drain and writes what the filter takes.
+    /// Reads what was published since the last drain and writes what the filter takes, in one write.
     func drain() {
         guard stream.isOpen, !stopped else { return }
-        let (frames, overwritten, next) = ring.read(from: position, limit: EventSubscriber.batch)
-        position = next
-        lost += overwritten
-        // The frames are handed over as they are (one copy, into the connection's output).
-        var out: [[UInt8]] = []
-        out.reserveCapacity(frames.count + 1)
-        var size = 0
         let room = unsentLimit - stream.unsentBytes
-        for frame in frames where selector.matches(frame.event) {
-            if size + frame.bytes.count > room {
-                lost += 1
-                continue
-            }
-            if lost > 0 { out.append(lostNotice()) }
-            out.append(frame.bytes)
-            size += frame.bytes.count
-        }
-        if out.isEmpty && lost > 0 && room > 64 { out.append(lostNotice()) }
+        var taken = ring.read(from: position, limit: EventSubscriber.batch, room: max(0, room - 64), selector: selector)
+        position = taken.next
+        lost += taken.overwritten
+        var out: [[UInt8]] = []
+        if lost > 0, !taken.bytes.isEmpty || room > 64 { out.append(lostNotice()) }
+        lost += taken.dropped
+        if !taken.bytes.isEmpty { out.append(taken.bytes) }
+        taken.bytes = []
         if out.isEmpty && Clock.monotonicNanoseconds() &- lastWriteNs > EventBus.heartbeatNanos {
             out.append(Array(": heartbeat\n\n".utf8))
         }
@@ -451,7 +436,7 @@ final class EventSubscriber: @unchecked Sendable {
             lastWriteNs = Clock.monotonicNanoseconds()
         }
         // A full batch: more are waiting, read them now.
-        schedule(frames.count + Int(overwritten) >= EventSubscriber.batch ? 0 : EventBus.drainNanos)
+        schedule(taken.read + Int(taken.overwritten) >= EventSubscriber.batch ? 0 : EventBus.drainNanos)
     }
 
     /// The `dropped` event for what was lost since the last one.

@@ -22,17 +22,62 @@ public struct EventSelector: Sendable {
         kinds = (first ? 0 : kinds) | kind.bit
     }
 
+    /// No condition but the kinds.
+    public var filtersOnlyKinds: Bool {
+        provider == nil && token == nil && topic == nil && status == nil && environments.isEmpty && reasons.isEmpty && apps.isEmpty
+    }
+
+    /// Every event, of every kind: a reader takes the ring's frames as one span.
+    public var takesEverything: Bool { kinds == EventSelector.allKinds && filtersOnlyKinds }
+
+    /// Whether the stream takes `e` (a publisher asks before it writes the event).
     @inline(__always)
     public func matches(_ e: EmulatorEvent) -> Bool {
         guard kinds & e.kind.bit != 0 else { return false }
-        if let provider, e.provider != provider { return false }
-        if let token, e.token != token { return false }
-        if let topic, e.topic != topic { return false }
-        if let status, e.status != status { return false }
-        if !environments.isEmpty, !environments.contains(e.environment) { return false }
-        if !reasons.isEmpty, !reasons.contains(e.reason) { return false }
-        if !apps.isEmpty, !apps.contains(EventSelector.bundle(ofTopic: e.topic)) { return false }
+        if filtersOnlyKinds { return true }
+        var token = e.token
+        var topic = e.topic
+        var environment = e.environment
+        var reason = e.reason
+        return token.withUTF8 { tokenBytes in
+            topic.withUTF8 { topicBytes in
+                environment.withUTF8 { environmentBytes in
+                    reason.withUTF8 { reasonBytes in
+                        matches(
+                            kindBit: e.kind.bit, provider: e.provider?.storedByte ?? 0xFF, status: e.status,
+                            token: UnsafeRawBufferPointer(tokenBytes), topic: UnsafeRawBufferPointer(topicBytes),
+                            environment: UnsafeRawBufferPointer(environmentBytes), reason: UnsafeRawBufferPointer(reasonBytes))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same test on an event's fields as the ring keeps them (bytes; 0xFF: no provider).
+    func matches(
+        kindBit: UInt8, provider stored: UInt8, status code: Int, token t: UnsafeRawBufferPointer, topic tp: UnsafeRawBufferPointer,
+        environment env: UnsafeRawBufferPointer, reason r: UnsafeRawBufferPointer
+    ) -> Bool {
+        guard kinds & kindBit != 0 else { return false }
+        if let provider, provider.storedByte != stored { return false }
+        if let token, !token.utf8.elementsEqual(t) { return false }
+        if let topic, !topic.utf8.elementsEqual(tp) { return false }
+        if let status, code != status { return false }
+        if !environments.isEmpty, !environments.contains(where: { $0.utf8.elementsEqual(env) }) { return false }
+        if !reasons.isEmpty, !reasons.contains(where: { $0.utf8.elementsEqual(r) }) { return false }
+        if !apps.isEmpty {
+            let app = EventSelector.bundle(ofTopic: tp)
+            if !apps.contains(where: { $0.utf8.elementsEqual(app) }) { return false }
+        }
         return true
+    }
+
+    /// The app an `apns-topic`'s bytes name (the topic without an app-topic suffix).
+    static func bundle(ofTopic topic: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        for s in topicSuffixes where topic.count >= s.utf8.count && topic.suffix(s.utf8.count).elementsEqual(s.utf8) {
+            return UnsafeRawBufferPointer(rebasing: topic[0..<(topic.count - s.utf8.count)])
+        }
+        return topic
     }
 
     /// The suffixes of an app's other `apns-topic`s.

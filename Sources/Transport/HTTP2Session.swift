@@ -208,8 +208,12 @@ final class HTTP2Session: ExchangeOwner {
             ex.responseOffset = 0
         }
         let n = chunks.reduce(0) { $0 + $1.count }
-        ex.responseBody.reserveCapacity(ex.responseBody.count + n)
-        for c in chunks { ex.responseBody.append(contentsOf: c) }
+        if ex.responseBody.isEmpty, chunks.count == 1 {
+            ex.responseBody = chunks[0] // an event stream's batch: taken, not copied
+        } else {
+            ex.responseBody.reserveCapacity(ex.responseBody.count + n)
+            for c in chunks { ex.responseBody.append(contentsOf: c) }
+        }
         unsentBytes += n
         controlCredit = min(controlCredit + 1 + n >> 13, 10 * limits.http2ControlFrameAllowance)
         nghttp2_session_resume_data(session, ex.streamID)

@@ -233,7 +233,9 @@ final class InspectionTests: XCTestCase {
         var h = p.headers
         h.append(("apns-topic", "com.example.app"))
         for _ in 0..<2 {
-            let r = try emulator.h2([TestRequest("POST", "/3/device/not-a-token", headers: h, body: #"{"aps":{"alert":"x"},"_dId":"spring"}"#)])[0]
+            let r = try emulator.h2([
+                TestRequest("POST", "/3/device/not-a-token", headers: h, body: #"{"aps":{"alert":"x"},"_dId":"spring"}"#)
+            ])[0]
             XCTAssertEqual(r.status, 400, r.text)
         }
         let report = try json(try emulator.get("/emulator/v1/report"))

@@ -1,6 +1,7 @@
 import Foundation
-import PushCore
 import XCTest
+
+@testable import PushCore
 
 /// `EventBus`'s bounds: a reader that does not keep up loses events, is told how many, and
 /// never makes the bus hold more than its ring and the stream's unsent limit.
@@ -159,5 +160,77 @@ final class EventBusTests: XCTestCase {
         XCTAssertFalse(bus.subscribe(Sink(), selector: EventSelector()))
         sinks[0].close()
         XCTAssertTrue(bus.subscribe(Sink(), selector: EventSelector()))
+    }
+
+    /// Frames of every size wrap around the byte ring's end and read back whole, for a stream
+    /// that takes everything (one span) and a filtered one (frame by frame); frames whose bytes
+    /// newer ones overwrote are reported lost, never read half-written.
+    func testFramesWrapTheByteRingAndOverwrittenBytesAreLost() {
+        let bus = EventBus(ringCapacity: 64) // 64 KiB of frames: far fewer than 64 large ones fit
+        let all = Sink()
+        let odd = Sink()
+        XCTAssertTrue(bus.subscribe(all, selector: EventSelector()))
+        XCTAssertTrue(bus.subscribe(odd, selector: Self.selector(token: "odd")))
+        all.written = []
+        odd.written = []
+        var expectedAll = ""
+        var expectedOdd = ""
+        var id = 0
+        for round in 0..<300 {
+            let size = (round * 7919) % 1500
+            let token = round % 2 == 1 ? "odd" : "even"
+            bus.publish(EmulatorEvent(kind: .accepted, provider: .fcm, token: token, status: 200)) { w in
+                w.add("n", round)
+                w.add("pad", String(repeating: "x", count: size))
+            }
+            id += 1
+            let frame = "id: \(id)\nevent: accepted\ndata: {\"n\":\(round),\"pad\":\"\(String(repeating: "x", count: size))\"}\n\n"
+            expectedAll += frame
+            if token == "odd" { expectedOdd += frame }
+            if round % 5 == 4 { // read every five: the ring holds them
+                all.tick()
+                odd.tick()
+            }
+        }
+        all.tick()
+        odd.tick()
+        XCTAssertEqual(all.text, expectedAll)
+        XCTAssertEqual(odd.text, expectedOdd)
+
+        // Now 60 events of 4 KiB at once: the 64 KiB of frames keep the newest 15 or so.
+        all.written = []
+        for n in 0..<60 {
+            bus.publish(EmulatorEvent(kind: .accepted, provider: .fcm, token: "even", status: 200)) { w in
+                w.add("n", n)
+                w.add("pad", String(repeating: "y", count: 4000))
+            }
+        }
+        all.tick()
+        let text = all.text
+        let dropped = Int(text.split(separator: "\n")[1].dropFirst(17).prefix { $0.isNumber }) ?? -1
+        XCTAssertTrue(text.hasPrefix("event: dropped\ndata: {\"dropped\":"), String(text.prefix(80)))
+        let frames = text.components(separatedBy: "event: accepted\n").count - 1
+        XCTAssertEqual(dropped + frames, 60, "every event read or counted lost")
+        XCTAssertGreaterThan(frames, 10)
+        XCTAssertTrue(text.hasSuffix("\"n\":59,\"pad\":\"" + String(repeating: "y", count: 4000) + "\"}\n\n"))
+        for block in text.components(separatedBy: "\n\n").dropFirst().dropLast() {
+            XCTAssertTrue(block.hasPrefix("id: ") && block.hasSuffix("\"}"), String(block.prefix(60)))
+        }
+    }
+
+    /// The word-at-a-time escape test agrees with the byte-by-byte rule for every byte value at
+    /// every position of a 1- to 17-byte value.
+    func testEscapeScanAgreesWithTheRuleEverywhere() {
+        for length in 1...17 {
+            for position in 0..<length {
+                for value in 0...255 {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[position] = UInt8(value)
+                    let expected = value == 0x22 || value == 0x5C || value < 0x20
+                    let found = bytes.withUnsafeBytes { EventJSON.needsEscape($0.baseAddress!, length) }
+                    XCTAssertEqual(found, expected, "byte \(value) at \(position) of \(length)")
+                }
+            }
+        }
     }
 }
