@@ -262,6 +262,8 @@ public protocol EventSink: AnyObject, Sendable {
     @discardableResult func write(_ bytes: [UInt8]) -> Bool
     /// `chunks` in order, as one write.
     @discardableResult func write(chunks: [[UInt8]]) -> Bool
+    /// Bytes copied in as they lie (an event batch straight from the ring).
+    @discardableResult func write(contentsOf bytes: UnsafeRawBufferPointer) -> Bool
     func onClose(_ handler: @escaping @Sendable () -> Void)
     /// Runs `task` on the sink's thread after a while; the answer cancels it.
     func runLater(afterNanoseconds: UInt64, _ task: @escaping () -> Void) -> () -> Void
@@ -416,25 +418,36 @@ final class EventSubscriber: @unchecked Sendable {
         lastWriteNs = Clock.monotonicNanoseconds()
     }
 
-    /// Reads what was published since the last drain and writes what the filter takes, in one write.
+    /// Reads what was published since the last drain and writes what the filter takes, copied
+    /// from the ring into the stream's output as it lies (a `dropped` notice first when events
+    /// were lost).
     func drain() {
         guard stream.isOpen, !stopped else { return }
         let room = unsentLimit - stream.unsentBytes
-        var taken = ring.read(from: position, limit: EventSubscriber.batch, room: max(0, room - 64), selector: selector)
+        var wrote = false
+        let taken = ring.read(from: position, limit: EventSubscriber.batch, room: max(0, room - 64), selector: selector) {
+            span, overwritten in
+            if !wrote {
+                lost += overwritten
+                if lost > 0 { stream.write(lostNotice()) }
+            }
+            wrote = true
+            stream.write(contentsOf: span)
+        }
         position = taken.next
-        lost += taken.overwritten
-        var out: [[UInt8]] = []
-        if lost > 0, !taken.bytes.isEmpty || room > 64 { out.append(lostNotice()) }
+        if !wrote {
+            lost += taken.overwritten
+            if lost > 0, room > 64 {
+                stream.write(lostNotice())
+                wrote = true
+            }
+        }
         lost += taken.dropped
-        if !taken.bytes.isEmpty { out.append(taken.bytes) }
-        taken.bytes = []
-        if out.isEmpty && Clock.monotonicNanoseconds() &- lastWriteNs > EventBus.heartbeatNanos {
-            out.append(Array(": heartbeat\n\n".utf8))
+        if !wrote && Clock.monotonicNanoseconds() &- lastWriteNs > EventBus.heartbeatNanos {
+            stream.write(Array(": heartbeat\n\n".utf8))
+            wrote = true
         }
-        if !out.isEmpty {
-            stream.write(chunks: out)
-            lastWriteNs = Clock.monotonicNanoseconds()
-        }
+        if wrote { lastWriteNs = Clock.monotonicNanoseconds() }
         // A full batch: more are waiting, read them now.
         schedule(taken.read + Int(taken.overwritten) >= EventSubscriber.batch ? 0 : EventBus.drainNanos)
     }

@@ -109,48 +109,45 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
         }
     }
 
-    /// What a reader takes from `from`: the frames `selector` takes among up to `limit` events, as
-    /// long as they fit in `room` bytes (the rest are `dropped`), how many events were read, how
-    /// many were overwritten before the reader reached them, and the position after them.
+    /// What a reader takes from `from`: the frames `selector` takes among up to `limit` events,
+    /// handed to `emit` as they lie in the ring (back-to-back frames in one span, or two where
+    /// the ring wraps) with the count of events overwritten before the reader reached them, as
+    /// long as they fit in `room` bytes (the rest are `dropped`); how many events were read,
+    /// how many were overwritten, and the position after them.
     func read(
-        from: UInt64, limit: Int, room: Int, selector: EventSelector
-    ) -> (bytes: [UInt8], read: Int, overwritten: UInt64, dropped: UInt64, next: UInt64) {
+        from: UInt64, limit: Int, room: Int, selector: EventSelector, emit: (UnsafeRawBufferPointer, _ overwritten: UInt64) -> Void
+    ) -> (read: Int, overwritten: UInt64, dropped: UInt64, next: UInt64) {
         positions.withLock { p in
             var start = max(from, p.head > UInt64(capacity) ? p.head - UInt64(capacity) : 0)
             // Entries still held whose bytes newer frames already overwrote.
             while start < p.head, !held(entries[Int(start % UInt64(capacity))], p) { start += 1 }
             let end = min(p.head, start + UInt64(max(0, limit)))
-            var out: [UInt8] = []
             var dropped: UInt64 = 0
-            if selector.takesEverything {
-                // Back to back: one span, as much of it as fits.
-                var stop = start
-                var size = 0
-                while stop < end, size + entries[Int(stop % UInt64(capacity))].length <= room {
-                    size += entries[Int(stop % UInt64(capacity))].length
-                    stop += 1
+            var size = 0
+            // A run of taken frames, emitted when it ends (they lie back to back).
+            var runStart: UInt64 = 0
+            var runLength = 0
+            let overwritten = start - from
+            let emitSpan: (UnsafeRawBufferPointer) -> Void = { emit($0, overwritten) }
+            var seq = start
+            while seq < end {
+                let e = entries[Int(seq % UInt64(capacity))]
+                seq += 1
+                guard selector.takesEverything || matches(selector, e) else {
+                    spans(from: runStart, count: runLength, emitSpan)
+                    runLength = 0
+                    continue
                 }
-                dropped = end - stop
-                if stop > start {
-                    out.reserveCapacity(size)
-                    copy(from: entries[Int(start % UInt64(capacity))].start, count: size, into: &out)
+                guard size + e.length <= room else {
+                    dropped += 1
+                    continue
                 }
-            } else {
-                var size = 0
-                var seq = start
-                while seq < end {
-                    let e = entries[Int(seq % UInt64(capacity))]
-                    seq += 1
-                    guard matches(selector, e) else { continue }
-                    guard size + e.length <= room else {
-                        dropped += 1
-                        continue
-                    }
-                    copy(from: e.start, count: e.length, into: &out)
-                    size += e.length
-                }
+                if runLength == 0 { runStart = e.start }
+                runLength += e.length
+                size += e.length
             }
-            return (out, Int(end - start), start - from, dropped, end)
+            spans(from: runStart, count: runLength, emitSpan)
+            return (Int(end - start), overwritten, dropped, end)
         }
     }
 
@@ -184,12 +181,14 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
         position += UInt64(bytes.count)
     }
 
-    /// Appends `count` bytes of the frame ring from `position` (wrapping) to `out`.
-    private func copy(from position: UInt64, count: Int, into out: inout [UInt8]) {
+    /// Hands `count` bytes of the frame ring from `position` to `emit`: one span, or two where
+    /// the ring wraps.
+    private func spans(from position: UInt64, count: Int, _ emit: (UnsafeRawBufferPointer) -> Void) {
+        guard count > 0 else { return }
         let offset = Int(position % UInt64(frameCapacity))
         let first = min(count, frameCapacity - offset)
-        out.append(contentsOf: UnsafeBufferPointer(start: frames + offset, count: first))
-        if first < count { out.append(contentsOf: UnsafeBufferPointer(start: frames, count: count - first)) }
+        emit(UnsafeRawBufferPointer(start: frames + offset, count: first))
+        if first < count { emit(UnsafeRawBufferPointer(start: frames, count: count - first)) }
     }
 
     private static func put(_ b: UnsafeBufferPointer<UInt8>, _ at: UnsafeMutablePointer<UInt8>, _ length: inout Int)

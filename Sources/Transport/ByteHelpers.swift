@@ -184,16 +184,7 @@ struct OutputBuffer {
     }
 
     mutating func append(_ raw: UnsafeRawBufferPointer) { copyIn(raw.baseAddress, raw.count) }
-    /// A large array into an empty buffer becomes the buffer (an event stream's batch: no copy).
-    mutating func append(_ other: [UInt8]) {
-        if isEmpty, other.count >= 16 * 1024 {
-            storage = other
-            start = 0
-            end = other.count
-            return
-        }
-        other.withUnsafeBytes { copyIn($0.baseAddress, $0.count) }
-    }
+    mutating func append(_ other: [UInt8]) { other.withUnsafeBytes { copyIn($0.baseAddress, $0.count) } }
     /// Literals land here (a `String` overload would take them, through String's UTF-8 view:
     /// about 1.4k instructions per HTTP/1.1 response).
     mutating func append(_ s: StaticString) { copyIn(s.utf8Start, s.utf8CodeUnitCount) }

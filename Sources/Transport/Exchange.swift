@@ -4,7 +4,7 @@ protocol ExchangeOwner: AnyObject {
     func reset(_ exchange: Exchange)
     /// Sends `head` and keeps the body open (see `ResponseStream`).
     func startStream(_ exchange: Exchange, _ head: Response)
-    func streamWrite(_ exchange: Exchange, _ chunks: [[UInt8]])
+    func streamWrite(_ exchange: Exchange, _ bytes: UnsafeRawBufferPointer)
     func streamFinish(_ exchange: Exchange)
     func streamUnsent(_ exchange: Exchange) -> Int
 }

@@ -322,9 +322,9 @@ final class HTTP1Session: ExchangeOwner {
         if !processing { connection.requestFlush() }
     }
 
-    func streamWrite(_ ex: Exchange, _ chunks: [[UInt8]]) {
+    func streamWrite(_ ex: Exchange, _ bytes: UnsafeRawBufferPointer) {
         guard case .streaming(let s) = state, s === ex else { return }
-        connection.write { out in for c in chunks { out.append(c) } }
+        connection.write { $0.append(bytes) }
         connection.requestFlush()
     }
 

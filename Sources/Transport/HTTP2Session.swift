@@ -201,19 +201,19 @@ final class HTTP2Session: ExchangeOwner {
         if ex.liveIndex < 0 { ex.endStream() }
     }
 
-    func streamWrite(_ ex: Exchange, _ chunks: [[UInt8]]) {
+    func streamWrite(_ ex: Exchange, _ bytes: UnsafeRawBufferPointer) {
         guard ex.liveIndex >= 0 else { return }
         if ex.responseOffset > 0 && ex.responseOffset == ex.responseBody.count {
             ex.responseBody.removeAll(keepingCapacity: true)
             ex.responseOffset = 0
+        } else if ex.responseOffset >= 1 << 16, ex.responseOffset >= ex.responseBody.count / 2 {
+            // A stream whose reader never quite catches up: the sent prefix goes, so the body
+            // holds only what is unsent (bounded by the stream's own limit), not all it ever sent.
+            ex.responseBody.removeFirst(ex.responseOffset)
+            ex.responseOffset = 0
         }
-        let n = chunks.reduce(0) { $0 + $1.count }
-        if ex.responseBody.isEmpty, chunks.count == 1 {
-            ex.responseBody = chunks[0] // an event stream's batch: taken, not copied
-        } else {
-            ex.responseBody.reserveCapacity(ex.responseBody.count + n)
-            for c in chunks { ex.responseBody.append(contentsOf: c) }
-        }
+        let n = bytes.count
+        ex.responseBody.append(contentsOf: bytes)
         unsentBytes += n
         controlCredit = min(controlCredit + 1 + n >> 13, 10 * limits.http2ControlFrameAllowance)
         nghttp2_session_resume_data(session, ex.streamID)

@@ -40,9 +40,17 @@ public final class ResponseStream: @unchecked Sendable {
     /// Adds `chunks` to the body, in order, each copied once into the connection's output.
     @discardableResult
     public func write(chunks: [[UInt8]]) -> Bool {
+        for c in chunks { c.withUnsafeBytes { _ = write(contentsOf: $0) } }
+        return isOpen
+    }
+
+    /// Adds `bytes` to the body, copied once into the connection's output (which keeps its
+    /// storage between writes: nothing is allocated per write).
+    @discardableResult
+    public func write(contentsOf bytes: UnsafeRawBufferPointer) -> Bool {
         precondition(eventLoop.inEventLoop, "ResponseStream.write off its event loop")
-        guard isOpen, let owner, !chunks.isEmpty else { return isOpen }
-        owner.streamWrite(exchange, chunks)
+        guard isOpen, let owner else { return false }
+        if !bytes.isEmpty { owner.streamWrite(exchange, bytes) }
         return true
     }
 

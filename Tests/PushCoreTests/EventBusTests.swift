@@ -23,6 +23,10 @@ final class EventBusTests: XCTestCase {
             for c in chunks { written += c }
             return open
         }
+        func write(contentsOf bytes: UnsafeRawBufferPointer) -> Bool {
+            written += bytes
+            return open
+        }
         func onClose(_ handler: @escaping @Sendable () -> Void) { closers.append(handler) }
         func runLater(afterNanoseconds: UInt64, _ task: @escaping () -> Void) -> () -> Void {
             timers.append(task)
