@@ -471,7 +471,7 @@ svg.chart .axis { stroke: var(--muted); }
   .two { grid-template-columns: 1fr; }
 }
 """####),
-        WebAsset(path: "/ui/pages/campaigns.js", contentType: "text/javascript; charset=utf-8", etag: "\"ea65e847f4cc6e1c5f77\"", text: ####"""
+        WebAsset(path: "/ui/pages/campaigns.js", contentType: "text/javascript; charset=utf-8", etag: "\"f62bd018fec446778662\"", text: ####"""
 // Campaigns: every campaign's counts from the journal's index (GET /emulator/v1/campaigns, at
 // once on any journal), then the chosen one's full report (GET /emulator/v1/report) and its charts.
 import { h, s, put, api, notice, dateTime } from "../lib.js";
@@ -480,7 +480,7 @@ const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44",
 
 /** Horizontal bars, one per [label, value]; an SVG with a <rect> per bar. */
 export function bars(rows, { id, title, color = "#2563eb" } = {}) {
-  if (!rows.length) return notice("None.");
+  if (!rows.length) return h("figure", {}, title ? h("figcaption", { class: "muted" }, title) : "", notice("None."));
   const max = Math.max(1, ...rows.map((r) => r[1]));
   const rowH = 26, left = 120, width = 440;
   const svg = s("svg", { class: "chart", id, role: "img", "aria-label": title, viewBox: `0 0 ${width} ${rows.length * rowH + 6}`, width: "100%", preserveAspectRatio: "xMinYMin meet" });

@@ -6,7 +6,7 @@ const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44",
 
 /** Horizontal bars, one per [label, value]; an SVG with a <rect> per bar. */
 export function bars(rows, { id, title, color = "#2563eb" } = {}) {
-  if (!rows.length) return notice("None.");
+  if (!rows.length) return h("figure", {}, title ? h("figcaption", { class: "muted" }, title) : "", notice("None."));
   const max = Math.max(1, ...rows.map((r) => r[1]));
   const rowH = 26, left = 120, width = 440;
   const svg = s("svg", { class: "chart", id, role: "img", "aria-label": title, viewBox: `0 0 ${width} ${rows.length * rowH + 6}`, width: "100%", preserveAspectRatio: "xMinYMin meet" });
