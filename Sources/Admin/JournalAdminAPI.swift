@@ -122,9 +122,10 @@ struct JournalAdminAPI: Sendable {
         return out
     }
 
-    /// What the journal's index can test of `filter`: its terms, with its token, topic and id.
+    /// What the journal's index can test of `filter`: its terms, with its provider, token, topic and id.
     static func terms(_ filter: NotificationLog.Filter) -> [IndexTerm] {
         var terms = filter.indexTerms
+        if let p = filter.provider { terms.append(.provider(p)) }
         if let t = filter.token { terms.append(.token(t)) }
         if let t = filter.topic { terms.append(.topic(t)) }
         if let id = filter.id { terms.append(.id(id)) }

@@ -103,21 +103,22 @@ struct BlockSummary: Sendable {
         return true
     }
 
-    /// Inserts a lowercased alert text's trigrams (each distinct one once) while the text budget
-    /// lasts; past it the block's text is no longer indexed.
+    /// Inserts a lowercased alert text's n-grams of one to three bytes (each distinct one once)
+    /// while the text budget lasts; past it the block's text is no longer indexed.
     mutating func insertText(_ text: String) {
         guard textIndexed else { return }
         var t = text
         t.withUTF8 { b in
-            guard b.count >= 3 else { return }
-            for k in 0..<(b.count - 2) {
-                let g = SummaryKey.gram(b[k], b[k + 1], b[k + 2])
-                guard seen.insert(g).inserted else { continue }
-                guard keys < BlockSummary.textBudget else {
-                    textIndexed = false
-                    return
+            for k in 0..<b.count {
+                for n in 1...3 where k + n <= b.count {
+                    let g = SummaryKey.gram(UnsafeBufferPointer(rebasing: b[k..<(k + n)]))
+                    guard seen.insert(g).inserted else { continue }
+                    guard keys < BlockSummary.textBudget else {
+                        textIndexed = false
+                        return
+                    }
+                    insert(g)
                 }
-                insert(g)
             }
         }
     }
@@ -196,6 +197,7 @@ public struct IndexProbe: Sendable {
     /// A record-level test before a record is built: its token, or its notification id.
     var token: (bytes: [UInt8], packed: Bool)?
     var id: UUIDValue?
+    var provider: UInt8?
 
     init(_ terms: [IndexTerm]) {
         for term in terms {
@@ -215,17 +217,45 @@ public struct IndexProbe: Sendable {
             case .lint(let l): keys.append(SummaryKey.text(.lint, l))
             case .hasWarnings: keys.append(SummaryKey.flag(.hasWarnings))
             case .hasLint: keys.append(SummaryKey.flag(.hasLint))
-            case .text(let w):
-                // Only ASCII words: the filter matches by characters, and a non-ASCII word could
-                // match text whose bytes differ (canonically equivalent forms).
-                let bytes = Array(w.utf8)
-                guard bytes.count >= 3, bytes.allSatisfy({ $0 < 0x80 }) else { continue }
-                grams.append((0..<(bytes.count - 2)).map { SummaryKey.gram(bytes[$0], bytes[$0 + 1], bytes[$0 + 2]) })
+            case .text(let w): grams.append(IndexProbe.grams(of: w))
+            case .provider(let p):
+                provider = p.storedByte
+                keys.append(SummaryKey.provider(p.storedByte))
             case .atOrAfter(let ms): fromMs = max(fromMs, ms)
             case .atOrBefore(let ms): toMs = min(toMs, ms)
             case .nothing: impossible = true
             }
         }
+    }
+}
+
+extension IndexProbe {
+    /// The n-grams a text holding `word` must hold: the trigrams of each run of ASCII bytes (its
+    /// bigram or byte when shorter). The filter matches by characters, so text in another but
+    /// canonically equivalent form may differ in bytes around a non-ASCII character: only ASCII
+    /// runs count, each without its last byte where a non-ASCII one follows (a combining mark
+    /// there joins it to the character before).
+    static func grams(of word: String) -> [UInt64] {
+        let bytes = Array(word.utf8)
+        var out: [UInt64] = []
+        var start = 0
+        while start < bytes.count {
+            guard bytes[start] < 0x80 else {
+                start += 1
+                continue
+            }
+            var end = start
+            while end < bytes.count, bytes[end] < 0x80 { end += 1 }
+            let usable = end < bytes.count ? end - 1 : end
+            bytes.withUnsafeBufferPointer { b in
+                let n = min(3, usable - start)
+                if n > 0 {
+                    for k in start...(usable - n) { out.append(SummaryKey.gram(UnsafeBufferPointer(rebasing: b[k..<(k + n)]))) }
+                }
+            }
+            start = end
+        }
+        return out
     }
 }
 
@@ -247,6 +277,7 @@ enum SummaryKey {
         /// Not in the filter: what the open block read already (`seen`).
         case payload
         case headers
+        case provider
     }
 
     static func mix(_ x: UInt64) -> UInt64 {
@@ -284,9 +315,14 @@ enum SummaryKey {
 
     static func flag(_ tag: Tag) -> UInt64 { mix(tag.rawValue &* 0x9e37_79b9_7f4a_7c15) }
 
-    static func gram(_ a: UInt8, _ b: UInt8, _ c: UInt8) -> UInt64 {
-        mix(Tag.gram.rawValue << 32 | UInt64(a) | UInt64(b) << 8 | UInt64(c) << 16)
+    /// One to three bytes of alert text.
+    static func gram(_ g: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var packed = UInt64(g.count) << 24
+        for (k, byte) in g.enumerated() { packed |= UInt64(byte) << (8 * UInt64(k)) }
+        return mix(Tag.gram.rawValue << 32 | packed)
     }
+
+    static func provider(_ stored: UInt8) -> UInt64 { mix(Tag.provider.rawValue << 32 | UInt64(stored)) }
 
     /// A token as the journal stores it: lowercase hex of even length as its bytes (the
     /// encoder's rule), anything else as it is.

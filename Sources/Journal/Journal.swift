@@ -622,6 +622,7 @@ public struct JournalSearch: Sendable {
         switch records {
         case .notifications:
             guard v.isRequest, v.status == 200, v.id.count == 16 else { return false }
+            if let p = probe.provider, v.provider != p { return false }
             if let id = probe.id, SegmentCursor.id(v, b) != id { return false }
         case .tracking:
             guard !v.isRequest else { return false }

@@ -167,6 +167,7 @@ final class SegmentIndex: Sendable {
             if v.wrote(.campaign) || v.wrote(.reason) || !run.continues(v) { run.flush(into: &block, cursor, b, v) }
             if v.atMs >= countsFromMs { run.count(v.atMs) }
             guard keys else { continue }
+            if v.provider != lastProvider { block.insertOnce(SummaryKey.provider(v.provider)) }
             insertKeys(v, cursor, b, into: &block)
             // A payload the block summarised already (every segment writes its first whole) is
             // not read again: reading one costs more than a segment's other records together.

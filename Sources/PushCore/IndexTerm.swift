@@ -3,6 +3,7 @@
 /// cannot tell answers "maybe", so a term only ever narrows what is read, never what matches:
 /// the records read are still checked by the filter itself.
 public enum IndexTerm: Sendable, Hashable {
+    case provider(PushProvider)
     case token(String)
     case id(UUIDValue)
     case topic(String)

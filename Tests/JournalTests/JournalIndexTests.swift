@@ -46,7 +46,7 @@ final class JournalIndexTests: XCTestCase {
         let base: Int64 = 1_800_000_000_000
         for i in 0..<12_000 {
             let campaign = random.next(6)
-            let word = ["spring", "winter", "flash", "clearance"][random.next(4)]
+            let word = ["spring", "winter", "flash", "clearance", "d\u{ED}a de", "\u{FC}ber"][random.next(6)]
             let rejected = i % 9 == 4
             var at = base + Int64(i) * 10
             if i % 20 == 3 { at -= Int64(random.next(60_000)) }
@@ -81,6 +81,7 @@ final class JournalIndexTests: XCTestCase {
                 let payload = r.payload.withUnsafeBytes { JournalIndexTests.terms(r.provider, $0) }
                 for t in terms {
                     switch t {
+                    case .provider(let x): if r.provider != x { return false }
                     case .token(let x): if r.token != x { return false }
                     case .id(let x): if r.notificationID != x.description { return false }
                     case .topic(let x): if r.topic != x { return false }
@@ -190,7 +191,15 @@ final class JournalIndexTests: XCTestCase {
         _ = compare(j, [.text("clearance"), .topic("com.example.app2"), .hasWarnings])
         _ = compare(j, [.text("sale 96"), .app("com.example.app1")])
         XCTAssertLessThanOrEqual(compare(j, [.text("nowhere to be found")]), 1)
-        _ = compare(j, [.text("ab")]) // too short to narrow: every block
+        _ = compare(j, [.text("sa")])
+        XCTAssertLessThanOrEqual(compare(j, [.text("zq")]), 1, "a two-letter word nobody wrote")
+        XCTAssertLessThanOrEqual(compare(j, [.text("xyz\u{E9}")]), 1, "a non-ASCII word nobody wrote")
+        // The same words in the other canonical form (decomposed): found all the same.
+        _ = compare(j, [.text("di\u{301}a")])
+        _ = compare(j, [.text("u\u{308}ber")])
+        _ = compare(j, [.text("d\u{ED}a de sale")])
+        _ = compare(j, [.provider(.fcm)])
+        _ = compare(j, [.provider(.apns), .text("flash"), .environment("production")])
         let base: Int64 = 1_800_000_000_000
         _ = compare(j, [.atOrAfter(base + 50_000), .atOrBefore(base + 60_000)])
         _ = compare(j, [.atOrAfter(base + 119_000)])
@@ -337,5 +346,19 @@ final class JournalIndexTests: XCTestCase {
         index.pruned(through: 12) // through the second block too
         XCTAssertEqual(index.shape.blocks, 0)
         XCTAssertEqual(index.counts(sinceMs: .min).partial, [13...18])
+    }
+
+    /// A word's n-grams: its ASCII runs' trigrams (or shorter), none across a non-ASCII byte and
+    /// none with the ASCII byte a combining mark may follow.
+    func testWordGrams() {
+        func grams(_ parts: [String]) -> [UInt64] {
+            parts.map { p in Array(p.utf8).withUnsafeBufferPointer { SummaryKey.gram($0) } }
+        }
+        XCTAssertEqual(IndexProbe.grams(of: "sale"), grams(["sal", "ale"]))
+        XCTAssertEqual(IndexProbe.grams(of: "ab"), grams(["ab"]))
+        XCTAssertEqual(IndexProbe.grams(of: "d\u{ED}a"), grams(["a"]), "d goes: a mark may join it in the other form")
+        XCTAssertEqual(IndexProbe.grams(of: "di\u{301}a"), grams(["d", "a"]))
+        XCTAssertEqual(IndexProbe.grams(of: "\u{E9}t\u{E9}"), [])
+        XCTAssertEqual(IndexProbe.grams(of: "caf\u{E9} latte"), grams(["ca", " la", "lat", "att", "tte"]))
     }
 }
