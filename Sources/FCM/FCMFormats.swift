@@ -68,19 +68,25 @@ public enum FCMFormats {
 
     /// A proto3 JSON Duration (`"3.5s"`, `"-1s"`): whole seconds (fractions truncated), or nil.
     public static func durationSeconds<C: Collection>(_ s: C) -> Int64? where C.Element == UInt8 {
-        var b = Array(s)[...]
-        guard b.last == UInt8(ascii: "s") else { return nil }
-        b = b.dropLast()
+        // One pass over the bytes as they lie (copying them into an array cost more than the rest).
+        let count = s.count
+        guard count >= 2 else { return nil }
         var negative = false
-        if b.first == UInt8(ascii: "-") {
-            negative = true
-            b = b.dropFirst()
-        }
         var secs: Int64 = 0
         var digits = 0
         var frac = 0
         var inFraction = false
-        for c in b {
+        var i = 0
+        for c in s {
+            defer { i += 1 }
+            if i == count - 1 {
+                guard c == UInt8(ascii: "s") else { return nil }
+                break
+            }
+            if i == 0 && c == UInt8(ascii: "-") {
+                negative = true
+                continue
+            }
             if c == UInt8(ascii: ".") {
                 if inFraction || digits == 0 { return nil }
                 inFraction = true

@@ -333,14 +333,16 @@ struct SegmentEncoder {
                         UnsafeMutableRawPointer(o + k).storeBytes(of: UInt32(truncatingIfNeeded: x), as: UInt32.self)
                         k += 4
                     }
-                    while k < n / 2 {
+                    // The rest a pair at a time, unless a digit already failed (an FCM token
+                    // fails on its first eight: nothing more to read).
+                    while bad == 0, k < n / 2 {
                         let hi = tab[Int(src[2 * k])]
                         let lo = tab[Int(src[2 * k + 1])]
-                        bad |= hi | lo
+                        bad |= (hi | lo) & 0xF0
                         o[k] = hi << 4 | lo
                         k += 1
                     }
-                    return bad & 0xF0 == 0
+                    return bad == 0
                 }
             }
             if packed {

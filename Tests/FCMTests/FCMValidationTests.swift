@@ -215,6 +215,20 @@ final class FCMValidationTests: XCTestCase {
         }
     }
 
+    /// proto3 JSON durations: whole seconds, fractions truncated, every malformed form refused.
+    func testDurationSyntax() {
+        let cases: [(String, Int64?)] = [
+            ("3600s", 3600), ("3.5s", 3), ("-1s", -1), ("0s", 0), ("-0.5s", 0), ("1.000000001s", 1),
+            ("315576000000s", 315_576_000_000), ("s", nil), ("-s", nil), ("1.s", nil), (".5s", nil), ("1..5s", nil),
+            ("10m", nil), ("1s1", nil), ("--1s", nil), ("1-s", nil), ("1.0000000001s", nil), ("1234567890123s", nil),
+            ("315576000001s", nil), ("", nil), (" 1s", nil),
+        ]
+        for (text, expected) in cases {
+            XCTAssertEqual(FCMFormats.durationSeconds(Array(text.utf8)), expected, text)
+            XCTAssertEqual(FCMFormats.durationSeconds(Array(text.utf8)[...]), expected, text)
+        }
+    }
+
     func testParseResultDescribesTheMessage() throws {
         let body = Array(Self.msg(#""data":{"ab":"cd"},"notification":{"title":"xyz"}"#).utf8)
         let m = try FCMMessageParser().parse(body, scratch: FCMScratch()).get()
