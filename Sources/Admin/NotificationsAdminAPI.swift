@@ -143,12 +143,13 @@ extension AdminAPI {
         let filter = query.filter(campaignKeys: campaignKeys, limit: 1)
         let api = self
         let deadline = Clock.nowMs() + Int64(wait) * 1000
-        let newestMatch: @Sendable () -> [PushNotification] = {
-            api.withJournal(api.log.page(filter, after: nil, before: nil, newest: true), filter)
-        }
+        // The last to arrive: the log's list is in arrival order within a millisecond (pages
+        // order by id there, and two pushes in one millisecond would come out either way);
+        // the journal is asked only when memory holds no match, and lists oldest first.
+        let newestMatch: @Sendable () -> [PushNotification] = { api.withJournal(api.log.query(filter), filter) }
         @Sendable func attempt() {
             api.runQuery(ex, newestMatch) { found in
-                if let n = found.max(by: { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }) {
+                if let n = found.last {
                     return ex.respond(.json(200, api.whole(n)))
                 }
                 guard Clock.nowMs() < deadline else { return ex.respond(AdminAPI.error(404, "no notification matches")) }

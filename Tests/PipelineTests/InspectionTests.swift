@@ -162,6 +162,19 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(try emulator.get("/emulator/v1/notifications/00000000-0000-0000-0000-000000000000").status, 404)
         XCTAssertEqual(try emulator.get("/emulator/v1/notifications/not-an-id").status, 404)
         XCTAssertEqual(try emulator.get("/emulator/v1/notifications/latest?q=winter").status, 404)
+
+        // Twenty pushes on one connection, most within one millisecond: the latest is the last to arrive.
+        var h = p.headers
+        h.append(("apns-topic", "com.example.app"))
+        let burst = (0..<20).map { i in
+            TestRequest("POST", "/3/device/\(Self.token)", headers: h, body: #"{"aps":{"alert":{"title":"burst \#(i)"}}}"#)
+        }
+        XCTAssertEqual(try emulator.h2(burst).map(\.status), Array(repeating: 200, count: 20))
+        r = try emulator.get("/emulator/v1/notifications/latest")
+        XCTAssertEqual(
+            ((try json(r)["payload"] as? [String: Any])?["aps"] as? [String: Any]).flatMap {
+                ($0["alert"] as? [String: Any])?["title"] as? String
+            }, "burst 19")
     }
 
     /// Once memory has evicted, pages and single lookups come from the journal, the same way;
