@@ -187,7 +187,7 @@ struct BlockSummary: Sendable {
 
 /// The hashed keys a search asks the index for: every one of `keys`, and every trigram of each
 /// text word in `grams` (where the block's text is indexed). `impossible`: nothing can match.
-public struct IndexProbe: Sendable {
+struct IndexProbe: Sendable {
     var keys: [UInt64] = []
     var grams: [[UInt64]] = []
     var impossible = false

@@ -439,7 +439,8 @@ struct SegmentDecoder {
 
     mutating func next() -> JournalEntry? {
         bytes.withUnsafeBytes { b in
-            guard let v = cursor.next(b) else { return nil }
+            var v = RecordView()
+            guard cursor.next(b, into: &v) else { return nil }
             return cursor.entry(v, b)
         }
     }

@@ -62,15 +62,8 @@ struct SegmentCursor {
         return p.start < 0 ? nil : p.start..<p.start + p.count
     }
 
-    /// The next record (nil at the end, or once the bytes are malformed). `b` is the segment the
-    /// cursor was made with.
-    mutating func next(_ b: UnsafeRawBufferPointer) -> RecordView? {
-        var v = RecordView()
-        return next(b, into: &v) ? v : nil
-    }
-
-    /// The same, written into `v` (a loop over many records reuses one view instead of copying
-    /// an optional one out of each call). False at the end.
+    /// The next record, written into `v` (a loop over many records reuses one view); false at
+    /// the end, or once the bytes are malformed. `b` is the segment the cursor was made with.
     mutating func next(_ b: UnsafeRawBufferPointer, into v: inout RecordView) -> Bool {
         guard i < end, !malformed else { return false }
         let tag = b[i]
@@ -125,6 +118,8 @@ struct SegmentCursor {
 
     // MARK: building entries
 
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
     /// The record as the journal's readers take it.
     func entry(_ v: RecordView, _ b: UnsafeRawBufferPointer) -> JournalEntry {
         func text(_ r: Range<Int>) -> String { String(decoding: UnsafeRawBufferPointer(rebasing: b[r]), as: UTF8.self) }
@@ -166,7 +161,7 @@ struct SegmentCursor {
     /// The token as it was sent.
     static func tokenText(_ v: RecordView, _ b: UnsafeRawBufferPointer) -> String {
         guard v.tokenPacked else { return String(decoding: UnsafeRawBufferPointer(rebasing: b[v.token]), as: UTF8.self) }
-        let digits = SegmentDecoderTables.hexDigits
+        let digits = SegmentCursor.hexDigits
         return String(unsafeUninitializedCapacity: v.token.count * 2) { out in
             for (k, byte) in b[v.token].enumerated() {
                 out[2 * k] = digits[Int(byte >> 4)]
@@ -248,10 +243,6 @@ struct SegmentCursor {
             i += length
         }
     }
-}
-
-enum SegmentDecoderTables {
-    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }
 
 /// LEB128 varints, as the segments and the index's counts store numbers.

@@ -260,8 +260,6 @@ public protocol EventSink: AnyObject, Sendable {
     var isOpen: Bool { get }
     var unsentBytes: Int { get }
     @discardableResult func write(_ bytes: [UInt8]) -> Bool
-    /// `chunks` in order, as one write.
-    @discardableResult func write(chunks: [[UInt8]]) -> Bool
     /// Bytes copied in as they lie (an event batch straight from the ring).
     @discardableResult func write(contentsOf bytes: UnsafeRawBufferPointer) -> Bool
     func onClose(_ handler: @escaping @Sendable () -> Void)

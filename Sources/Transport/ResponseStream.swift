@@ -35,14 +35,7 @@ public final class ResponseStream: @unchecked Sendable {
 
     /// Adds `bytes` to the body. Returns false (and drops them) once the stream is closed.
     @discardableResult
-    public func write(_ bytes: [UInt8]) -> Bool { write(chunks: [bytes]) }
-
-    /// Adds `chunks` to the body, in order, each copied once into the connection's output.
-    @discardableResult
-    public func write(chunks: [[UInt8]]) -> Bool {
-        for c in chunks { c.withUnsafeBytes { _ = write(contentsOf: $0) } }
-        return isOpen
-    }
+    public func write(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { write(contentsOf: $0) } }
 
     /// Adds `bytes` to the body, copied once into the connection's output (which keeps its
     /// storage between writes: nothing is allocated per write).

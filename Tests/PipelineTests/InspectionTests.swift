@@ -17,11 +17,13 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(r.status, 200, r.text)
         let body = try json(r)
         let items = try XCTUnwrap(body["notifications"] as? [[String: Any]], r.text)
-        let titles = items.map { n -> String in
-            let alert = ((n["payload"] as? [String: Any])?["aps"] as? [String: Any])?["alert"]
-            return (alert as? [String: Any])?["title"] as? String ?? alert as? String ?? ""
-        }
-        return (items.compactMap { $0["id"] as? String }, body["next"] as? String, titles)
+        return (items.compactMap { $0["id"] as? String }, body["next"] as? String, items.map(title))
+    }
+
+    /// A notification's APNs alert title (or its alert, when that is a string).
+    func title(_ n: [String: Any]) -> String {
+        let alert = ((n["payload"] as? [String: Any])?["aps"] as? [String: Any])?["alert"]
+        return (alert as? [String: Any])?["title"] as? String ?? alert as? String ?? ""
     }
 
     struct Pusher {
@@ -141,10 +143,7 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(sink.wait(for: 1), 1)
         r = try emulator.get("/emulator/v1/notifications/latest")
         XCTAssertEqual(r.status, 200, r.text)
-        XCTAssertEqual(
-            ((try json(r)["payload"] as? [String: Any])?["aps"] as? [String: Any]).flatMap {
-                ($0["alert"] as? [String: Any])?["title"] as? String
-            }, "second")
+        XCTAssertEqual(title(try json(r)), "second")
         r = try emulator.get("/emulator/v1/notifications/latest?token=\(Self.token)")
         let whole = try json(r)
         let id = try XCTUnwrap(whole["id"] as? String)
@@ -171,10 +170,7 @@ final class InspectionTests: XCTestCase {
         }
         XCTAssertEqual(try emulator.h2(burst).map(\.status), Array(repeating: 200, count: 20))
         r = try emulator.get("/emulator/v1/notifications/latest")
-        XCTAssertEqual(
-            ((try json(r)["payload"] as? [String: Any])?["aps"] as? [String: Any]).flatMap {
-                ($0["alert"] as? [String: Any])?["title"] as? String
-            }, "burst 19")
+        XCTAssertEqual(title(try json(r)), "burst 19")
     }
 
     /// Once memory has evicted, pages and single lookups come from the journal, the same way;

@@ -19,10 +19,6 @@ final class EventBusTests: XCTestCase {
             written += bytes
             return open
         }
-        func write(chunks: [[UInt8]]) -> Bool {
-            for c in chunks { written += c }
-            return open
-        }
         func write(contentsOf bytes: UnsafeRawBufferPointer) -> Bool {
             written += bytes
             return open
