@@ -7,5 +7,7 @@ public final class FCMConnectionState {
     var bearer: [UInt8] = []
     var bearerVerdict: FCMAccessTokens.Verdict = .foreign
     public var rng = FastRandom()
+    /// This connection's share of its project's send quota (no lock shared across loops per send).
+    public let quotaLease = FCMQuota.Lease()
     public init() {}
 }

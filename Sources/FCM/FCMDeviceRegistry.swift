@@ -109,7 +109,12 @@ public final class FCMDeviceRegistry: Sendable {
 
     /// Checks a send from `project` to `token` and registers the token on first sight.
     public func check(token: ArraySlice<UInt8>, project: String, nowMs: Int64) -> Verdict {
-        let key = TokenKey(token)
+        check(token: token, key: TokenKey(token), project: project, nowMs: nowMs)
+    }
+
+    /// `check(token:project:nowMs:)` with the token's key already computed (the send path keeps
+    /// it for the device layer, which would otherwise hash the 150-byte token again).
+    public func check(token: ArraySlice<UInt8>, key: TokenKey, project: String, nowMs: Int64) -> Verdict {
         let known = shard(key).map.withLock { map -> Verdict? in
             guard let i = map.index(forKey: key) else { return nil }
             let d = map.values[i]

@@ -216,6 +216,7 @@ public final class FCMGateway: PushGateway {
         var delivery = Delivery(
             provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
             notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
+        delivery.tokenKey = decision.tokenKey
         delivery.hasData = decision.message.hasData
         if decision.message.hasNotification { delivery.alerts = .notification }
         delivery.collapseID = decision.message.collapseKey
@@ -290,10 +291,12 @@ public final class FCMGateway: PushGateway {
 
     @inlinable @inline(__always)
     public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
-        PushOutcome(
-            status: decision.error?.httpStatus ?? 200,
-            reason: decision.error.map { $0.errorCode?.rawValue ?? $0.status } ?? "",
-            payload: decision.accepted ? request.body[decision.message.messageRange] : request.body[...],
+        guard !decision.accepted, let error = decision.error else {
+            return PushOutcome(
+                status: 200, reason: "", payload: request.body[decision.message.messageRange], warnings: decision.message.warnings)
+        }
+        return PushOutcome(
+            status: error.httpStatus, reason: error.errorCode?.rawValue ?? error.status, payload: request.body[...],
             warnings: decision.message.warnings)
     }
 

@@ -123,23 +123,26 @@ public struct FCMMessageParser {
             if violations.count < 32 { violations.append(FieldViolation(field, description)) }
         }
 
+        /// The field of `type` that member name `key` names (its proto or its JSON name).
         func find(_ type: ProtoMessage, _ key: Int) -> ProtoField? {
             let t = v.tokens[key]
-            if t.escaped {
-                let s = v.string(key)
-                return type.fields.first { $0.name.description == s || $0.jsonName.description == s }
-            }
-            let n = Int(t.end - t.start)
-            guard n > 0 else { return nil }
-            let p = v.bytes.baseAddress! + Int(t.start)
-            let first = p.load(as: UInt8.self)
-            for f in type.fields {
-                if f.name.utf8CodeUnitCount == n && f.name.utf8Start[0] == first && memcmp(p, f.name.utf8Start, n) == 0 { return f }
-                if f.jsonName.utf8CodeUnitCount == n && f.jsonName.utf8Start[0] == first && memcmp(p, f.jsonName.utf8Start, n) == 0 {
-                    return f
+            return type.fields.withUnsafeBufferPointer { fields -> ProtoField? in
+                if t.escaped {
+                    let s = v.string(key)
+                    return fields.first { $0.name.description == s || $0.jsonName.description == s }
                 }
+                let n = Int(t.end - t.start)
+                guard n > 0 else { return nil }
+                let p = v.bytes.baseAddress! + Int(t.start)
+                let first = p.load(as: UInt8.self)
+                for i in fields.indices {
+                    let name = fields[i].name
+                    if name.utf8CodeUnitCount == n && name.utf8Start[0] == first && memcmp(p, name.utf8Start, n) == 0 { return fields[i] }
+                    let json = fields[i].jsonName
+                    if json.utf8CodeUnitCount == n && json.utf8Start[0] == first && memcmp(p, json.utf8Start, n) == 0 { return fields[i] }
+                }
+                return nil
             }
-            return nil
         }
 
         mutating func walk(_ obj: Int, _ type: ProtoMessage, _ path: UnsafePointer<PathNode>?) {
@@ -157,7 +160,7 @@ public struct FCMMessageParser {
                     continue
                 }
                 if v.tokens[value].kind == .null { continue } // proto3: null is the default value
-                if type === FCMSchema.message, FieldRole.targets.contains(f.role) {
+                if f.role.isTarget, type === FCMSchema.message {
                     if targetSet != nil {
                         add(
                             PathNode.render(path),
@@ -204,10 +207,10 @@ public struct FCMMessageParser {
                 if t.kind != .string || FCMFormats.durationSeconds(v.raw(i)) == nil { invalid(i, f.kind, path) }
             case .timestamp:
                 if t.kind != .string || !FCMFormats.isTimestamp(v.raw(i)) { invalid(i, f.kind, path) }
-            case .enumeration(let e):
-                if !isEnum(i, e) { invalid(i, f.kind, path) }
-            case .message(let m):
-                if t.kind == .object { walk(i, m, path) } else { invalid(i, f.kind, path) }
+            case .enumerationRef(let e):
+                if !isEnum(i, e.object) { invalid(i, f.kind, path) }
+            case .messageRef(let m):
+                if t.kind == .object { walk(i, m.object, path) } else { invalid(i, f.kind, path) }
             case .structObject:
                 if t.kind != .object { invalid(i, f.kind, path) }
             case .stringMap:

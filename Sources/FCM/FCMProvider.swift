@@ -3,7 +3,10 @@ import Transport
 
 /// The outcome of a `messages:send` request.
 public struct FCMSendDecision: Sendable {
-    public var error: FCMError?
+    /// Why the send is refused; nil: accepted. Setting it keeps `accepted` in step, so the
+    /// request path tests a flag instead of copying the optional error (a multi-field struct
+    /// whose copy went through the runtime's generic value witnesses, four times a request).
+    public var error: FCMError? { didSet { accepted = error == nil } }
     /// The project id the request was for.
     public var project: String = ""
     public var message = FCMParsedMessage()
@@ -11,6 +14,8 @@ public struct FCMSendDecision: Sendable {
     public var tokenRange: Range<Int>?
     /// An `fid` send that is delivered: the registration token of that installation's device.
     public var resolvedToken: [UInt8]?
+    /// The delivered recipient's `TokenKey` (hashed once, for the registry and the device layer).
+    public var tokenKey: TokenKey?
     /// The recipient of a token or fid send is an iOS app (delivered through APNs).
     public var recipientIsIOS = false
     /// A topic or condition send that is delivered: whom it goes to, resolved after the answer
@@ -18,7 +23,7 @@ public struct FCMSendDecision: Sendable {
     public var fanOut: FCMFanOut?
     /// The topic name or condition text for topic and condition sends.
     public var topicLabel: String?
-    public var accepted: Bool { error == nil }
+    public private(set) var accepted = true
 
     public init() {}
 
@@ -124,7 +129,7 @@ public struct FCMProvider: Sendable {
             d.error = e
             return d
         }
-        if let wait = quota.take(project: d.project, nowMs: nowMs) {
+        if let wait = quota.take(state.quotaLease, project: d.project, nowMs: nowMs) {
             d.error = .quota(project: accounts.projectNumber(for: d.project) ?? d.project, retryAfterSeconds: wait)
             return d
         }
@@ -137,10 +142,13 @@ public struct FCMProvider: Sendable {
         }
         switch d.message.target {
         case .token(let r):
-            if FCMProvider.admit(devices.check(token: request.body[r], project: d.project, nowMs: nowMs), into: &d),
+            let token = request.body[r]
+            let key = TokenKey(token)
+            if FCMProvider.admit(devices.check(token: token, key: key, project: d.project, nowMs: nowMs), into: &d),
                 !d.message.validateOnly
             {
                 d.tokenRange = r
+                d.tokenKey = key
             }
         case .fid(let r):
             // An installation id reaches its installation's device (the registration token it
@@ -150,8 +158,12 @@ public struct FCMProvider: Sendable {
                 return d
             }
             let bytes = Array(token.utf8)
-            if FCMProvider.admit(devices.check(token: bytes[...], project: d.project, nowMs: nowMs), into: &d), !d.message.validateOnly {
+            let key = TokenKey(bytes[...])
+            if FCMProvider.admit(devices.check(token: bytes[...], key: key, project: d.project, nowMs: nowMs), into: &d),
+                !d.message.validateOnly
+            {
                 d.resolvedToken = bytes
+                d.tokenKey = key
             }
         case .topic(let r):
             let topic = String(decoding: request.body[r], as: UTF8.self)
@@ -196,7 +208,7 @@ public struct FCMProvider: Sendable {
 
     /// The success body (`{"name": ...}`, formatted as Google does), or the error envelope.
     public func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
-        if let e = d.error { return e.response }
+        if !d.accepted, let e = d.error { return e.response }
         var body: [UInt8] = []
         body.reserveCapacity(64 + d.project.utf8.count)
         body.append(contentsOf: FCMProvider.namePrefix)

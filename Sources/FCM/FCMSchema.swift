@@ -22,16 +22,30 @@ final class ProtoEnum: Sendable {
     }
 }
 
+/// A schema object by address, without reference counting: every `ProtoMessage` and `ProtoEnum`
+/// is a static constant of `FCMSchema` that lives as long as the process. With it `ProtoKind`
+/// and `ProtoField` are plain values: the walker copies a field per key without a retain (and
+/// without the generic value-witness calls a field holding references needed).
+struct SchemaRef<Object: AnyObject>: @unchecked Sendable {
+    unowned(unsafe) let object: Object
+    init(_ object: Object) { self.object = object }
+}
+
 enum ProtoKind: Sendable {
     case string, bool, int32, float, duration, timestamp
-    case enumeration(ProtoEnum)
-    case message(ProtoMessage)
+    case enumerationRef(SchemaRef<ProtoEnum>)
+    case messageRef(SchemaRef<ProtoMessage>)
     /// map<string, string>
     case stringMap
     case repeatedString
     case repeatedDuration
     /// google.protobuf.Struct: any JSON object.
     case structObject
+
+    /// A field of enum type `e` (a static constant of `FCMSchema`).
+    static func enumeration(_ e: ProtoEnum) -> ProtoKind { .enumerationRef(SchemaRef(e)) }
+    /// A field of message type `m` (a static constant of `FCMSchema`).
+    static func message(_ m: ProtoMessage) -> ProtoKind { .messageRef(SchemaRef(m)) }
 
     var typeName: String {
         switch self {
@@ -41,8 +55,8 @@ enum ProtoKind: Sendable {
         case .float: "TYPE_FLOAT"
         case .duration, .repeatedDuration: "type.googleapis.com/google.protobuf.Duration"
         case .timestamp: "type.googleapis.com/google.protobuf.Timestamp"
-        case .enumeration(let e): "type.googleapis.com/" + e.typeName.description
-        case .message(let m): "type.googleapis.com/" + m.typeName.description
+        case .enumerationRef(let e): "type.googleapis.com/" + e.object.typeName.description
+        case .messageRef(let m): "type.googleapis.com/" + m.object.typeName.description
         case .structObject: "type.googleapis.com/google.protobuf.Struct"
         }
     }
@@ -58,8 +72,13 @@ enum FieldRole: Int, CaseIterable, Sendable {
     case webpushHeaders, webpushData, webpushNotification, webpushLink, webpushLabel
     case apnsHeaders, apnsPayload, apnsLabel
     case messageLabel
-    /// The oneof `target` (the four above are its members).
-    static let targets: [FieldRole] = [.token, .topic, .condition, .fid]
+    /// A member of the oneof `target` (the four above).
+    var isTarget: Bool {
+        switch self {
+        case .token, .topic, .condition, .fid: true
+        default: false
+        }
+    }
 }
 
 struct ProtoField: Sendable {

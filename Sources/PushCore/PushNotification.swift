@@ -76,31 +76,33 @@ extension PushNotification {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends the FCM message id's bytes (no String on the request path).
+    /// Appends the FCM message id's bytes (no String on the request path): written into a stack
+    /// buffer and appended once (a byte-at-a-time append checked the array's capacity and
+    /// uniqueness for each of its 36 bytes).
     public static func appendFCMMessageID(_ id: UUIDValue, receivedAtMs: Int64, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "0"))
-        out.append(UInt8(ascii: ":"))
         var us = UInt64(max(0, receivedAtMs)) &* 1000 &+ id.high % 1000
+        // "0:" + at most 20 decimal digits + "%" + 16 hex digits.
         var buf:
             (
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-            ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                UInt64, UInt64, UInt64, UInt64, UInt64
+            ) = (0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &buf) { b in
-            var i = 20
+            // The digits right-aligned before the "%" at 22, then the hex after it.
+            var i = 22
             repeat {
                 i -= 1
-                b[i] = UInt8(ascii: "0") + UInt8(us % 10)
+                b[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: us % 10)
                 us /= 10
             } while us > 0
-            out.append(contentsOf: b[i...])
-        }
-        out.append(UInt8(ascii: "%"))
-        let x = id.high
-        for shift in stride(from: 60, through: 0, by: -4) {
-            out.append(hexDigits[Int((x >> UInt64(shift)) & 15)])
+            b[i - 1] = UInt8(ascii: ":")
+            b[i - 2] = UInt8(ascii: "0")
+            b[22] = UInt8(ascii: "%")
+            let x = id.high
+            for k in 0..<16 {
+                let nibble = UInt8(truncatingIfNeeded: (x >> UInt64(60 - 4 * k)) & 15)
+                b[23 + k] = nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[(i - 2)..<39]))
         }
     }
-
-    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

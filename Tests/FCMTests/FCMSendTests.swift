@@ -151,6 +151,38 @@ final class FCMSendTests: XCTestCase {
         XCTAssertNil(send(#"{"message":{"topic":"q"}}"#, project: "another-one", provider: p).error)
     }
 
+    /// Connections take a large quota a few tokens at a time (no lock per send): two
+    /// connections sending in turn at one instant get exactly the quota between them, a closed
+    /// connection's unspent tokens go back to the bucket, and so do a lease's when its
+    /// connection turns to another project. A small quota leases one token: counted exactly.
+    func testQuotaLeasesSpendExactlyTheQuota() {
+        XCTAssertEqual(FCMQuota(perMinute: 60).leaseSize, 1)
+        XCTAssertEqual(FCMQuota(perMinute: 600_000).leaseSize, 3)
+        XCTAssertEqual(FCMQuota(perMinute: 1_000_000_000).leaseSize, 64)
+        let q = FCMQuota(perMinute: 400_000)
+        XCTAssertEqual(q.leaseSize, 2)
+        let a = FCMQuota.Lease()
+        let b = FCMQuota.Lease()
+        var sent = 0
+        while sent < 500_000, q.take(sent % 2 == 0 ? a : b, project: "p", nowMs: 1000) == nil { sent += 1 }
+        XCTAssertEqual(sent, 400_000)
+        XCTAssertEqual(q.take(b, project: "p", nowMs: 1000), 1, "429 with Retry-After 1 s once the bucket is dry")
+        XCTAssertNil(q.take(a, project: "other", nowMs: 1000), "projects have their own buckets")
+
+        let r = FCMQuota(perMinute: 400_000)
+        var first: FCMQuota.Lease? = FCMQuota.Lease()
+        XCTAssertNil(r.take(first!, project: "p", nowMs: 1000)) // leased 2, spent 1
+        XCTAssertNil(r.take(first!, project: "q", nowMs: 1000)) // p's spare token goes back
+        first = nil // the connection closes: q's spare token goes back
+        let c = FCMQuota.Lease()
+        var more = 0
+        while more < 500_000, r.take(c, project: "p", nowMs: 1000) == nil { more += 1 }
+        XCTAssertEqual(more, 399_999, "every token not spent came back")
+        more = 0
+        while more < 500_000, r.take(c, project: "q", nowMs: 1000) == nil { more += 1 }
+        XCTAssertEqual(more, 399_999)
+    }
+
     func testEveryErrorCodeEnvelope() {
         let expected: [FCMErrorCode: (Int, String)] = [
             .invalidArgument: (400, "INVALID_ARGUMENT"), .unregistered: (404, "NOT_FOUND"),

@@ -34,6 +34,28 @@ final class NotificationLogTests: XCTestCase {
         XCTAssertEqual(log.count, 0)
     }
 
+    /// FCM's message id, `0:<µs>%<16 hex>`, against the format spelled out with the standard
+    /// library: the receive time as microseconds plus the id's high half mod 1000, then the
+    /// high half as 16 lowercase hex digits, for times from 0 to the largest that fits.
+    func testFCMMessageIDFormat() {
+        let ids = [
+            UUIDValue(high: 0, low: 0), UUIDValue(high: 0x0123_4567_89ab_cdef, low: 1), UUIDValue(high: .max, low: .max),
+            UUIDValue(high: 999, low: 7),
+        ]
+        let times: [Int64] = [0, 1, 999, 1_764_000_000_123, -5, Int64.max / 1000]
+        for id in ids {
+            for t in times {
+                let us = UInt64(max(0, t)) &* 1000 &+ id.high % 1000
+                let hex = String(id.high, radix: 16)
+                let expected = "0:\(us)%" + String(repeating: "0", count: 16 - hex.count) + hex
+                XCTAssertEqual(PushNotification.fcmMessageID(id, receivedAtMs: t), expected, "id \(id.high) at \(t)")
+                var out: [UInt8] = Array("projects/p/messages/".utf8)
+                PushNotification.appendFCMMessageID(id, receivedAtMs: t, to: &out)
+                XCTAssertEqual(String(decoding: out, as: UTF8.self), "projects/p/messages/" + expected)
+            }
+        }
+    }
+
     func testJSONShape() {
         let j = note("abc", 7).json
         XCTAssertTrue(j.hasPrefix("{\"id\":\""), j)

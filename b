@@ -1,0 +1,9 @@
+17730 pushemu 1
+17734 pushemu 14
+17735 pushemu 0
+17736 pushemu 543
+17737 pushemu 0
+17738 pushemu 0
+17739 pushemu 0
+17740 pushemu 0
+17741 pushemu 316
