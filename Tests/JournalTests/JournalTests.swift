@@ -152,6 +152,17 @@ extension JournalTests {
         XCTAssertGreaterThan(st.st_size, 4 << 20, "the WAL was checkpointed into the database")
     }
 
+    /// The group-commit window: none is asked for below 8 records (the writer's loop skips it),
+    /// 1 ms from there, 2 ms once a commit held 64 or more (strict), 10 ms always (relaxed).
+    func testGroupCommitWindowWidensWithTheBatch() {
+        XCTAssertEqual(Journal.windowNs(strict: true, lastBatch: 8), 1_000_000)
+        XCTAssertEqual(Journal.windowNs(strict: true, lastBatch: 63), 1_000_000)
+        XCTAssertEqual(Journal.windowNs(strict: true, lastBatch: 64), 2_000_000)
+        XCTAssertEqual(Journal.windowNs(strict: true, lastBatch: 100_000), 2_000_000)
+        XCTAssertEqual(Journal.windowNs(strict: false, lastBatch: 1), 10_000_000)
+        XCTAssertEqual(Journal.windowNs(strict: false, lastBatch: 500), 10_000_000)
+    }
+
     func testStrictAnswersOnlyAfterCommit() throws {
         let dir = "/tmp/pushemu-journal-answers-\(getpid())"
         mkdir(dir, 0o755)
