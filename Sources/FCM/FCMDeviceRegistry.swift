@@ -117,12 +117,9 @@ public final class FCMDeviceRegistry: Sendable {
     public func check(token: ArraySlice<UInt8>, key: TokenKey, project: String, nowMs: Int64) -> Verdict {
         let known = shard(key).map.withLock { map -> Verdict? in
             guard let i = map.index(forKey: key) else { return nil }
-            let d = map.values[i]
-            if d.uninstalledAtMs != nil { return .unregistered }
-            if let p = d.project, p != project { return .senderMismatch }
-            if d.project == nil { map.values[i].project = project }
-            map.values[i].pushes &+= 1
-            return d.isIOS ? .okIOS : .ok
+            // Read in place: a copy of the record (its strings and topic table) cost ten
+            // reference-count operations a send.
+            return FCMDeviceRegistry.admit(&map.values[i], project: project)
         }
         if let known { return known }
         if let v = external(token, project: project) { return v }
@@ -134,6 +131,19 @@ public final class FCMDeviceRegistry: Sendable {
             }
             return .ok
         }
+    }
+
+    /// The send path's verdict on a known device, counting the push and binding the device to
+    /// the first project that sends to it.
+    private static func admit(_ d: inout Device, project: String) -> Verdict {
+        if d.uninstalledAtMs != nil { return .unregistered }
+        if let p = d.project {
+            if p != project { return .senderMismatch }
+        } else {
+            d.project = project
+        }
+        d.pushes &+= 1
+        return d.isIOS ? .okIOS : .ok
     }
 
     /// Registers a device explicitly (replacing what was known).

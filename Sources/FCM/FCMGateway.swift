@@ -174,7 +174,9 @@ public final class FCMGateway: PushGateway {
     public func decide(
         _ request: Request, on exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision
     ) {
-        decision = rules.send(request, projectSegment: exchange.parameter(0), state: state, nowMs: nowMs)
+        // The segment from the request the pipeline holds (`exchange.parameter` would read the
+        // exchange's request again: a copy of it, three retains).
+        decision = rules.send(request, projectSegment: exchange.parameters.value(0, in: request.path), state: state, nowMs: nowMs)
     }
 
     @inlinable @inline(__always)

@@ -212,8 +212,7 @@ public struct FCMProvider: Sendable {
         var body: [UInt8] = []
         body.reserveCapacity(64 + d.project.utf8.count)
         body.append(contentsOf: FCMProvider.namePrefix)
-        var project = d.project
-        project.withUTF8 { body.append(contentsOf: $0) }
+        body.append(contentsOf: d.project.utf8)
         body.append(contentsOf: FCMProvider.messagesInfix)
         if d.message.validateOnly {
             body.append(contentsOf: FCMProvider.fakeID)

@@ -97,6 +97,9 @@ public final class Journal: @unchecked Sendable {
     /// answered before it: answers leave at once and every read first commits what is waiting
     /// (`flush`). That spares each request the parked answer and its hop back to the loop.
     private let holdsAnswers: Bool
+    /// Whether an answer waits for its record's commit (`.strict` on disk): when false, a
+    /// caller may answer at once and append without a completion.
+    public var answersWait: Bool { holdsAnswers }
     private var flushesBeforeReads: Bool { durability == .strict && !holdsAnswers }
     /// Reads waiting for the writer to commit what was queued before they asked.
     private let flushWaiters = Mutex<[FlushWaiter]>([])
@@ -195,12 +198,15 @@ public final class Journal: @unchecked Sendable {
 
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
     /// its references, only to release them once encoded (about eight pairs per request).
+    /// `completion` may be nil only when answers do not wait (`answersWait` false): the caller
+    /// answers at once, and no closure is built per request.
     public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
         headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil,
-        notificationID: UUIDValue?, loop: EventLoop?, completion: @escaping @Sendable (Bool) -> Void
+        notificationID: UUIDValue?, loop: EventLoop?, completion: (@Sendable (Bool) -> Void)?
     ) {
+        precondition(completion != nil || !holdsAnswers, "a strict journal on disk answers through its completion")
         let strict = holdsAnswers
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
@@ -213,13 +219,13 @@ public final class Journal: @unchecked Sendable {
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
                 payload: payload, warnings: warnings, device: device, notificationID: notificationID,
                 maxPayload: Journal.maxPayload, campaignOf: campaignOf)
-            if strict {
+            if strict, let completion {
                 p.answers.append(Answer(run: completion))
                 if p.loop == nil { p.loop = loop }
             }
             return true
         }
-        if !strict { completion(true) }
+        if !strict { completion?(true) }
         appended(kept: kept)
     }
 

@@ -21,7 +21,7 @@ import Transport
 ///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
 ///  6. response        G.response(decision), G.outcome(decision)
 ///     (while the event stream has subscribers: the answer's `accepted`/`rejected` and `fault` events)
-///  7. journal commit  the answer waits for it under --durability strict (relaxed / off: none)
+///  7. journal commit  the answer waits for it under --durability strict on disk (else it goes at once)
 ///  8. shaping         faults.send: latency profile, delay, stall, RST_STREAM, close, GOAWAY
 ///  9. metrics         status, reason and time per provider (the loop's own shard)
 /// 10. connection      G.perform(connectionActions) once the answer is out
@@ -169,7 +169,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         if services.events.wants(outcome.status == 200 ? .accepted : .rejected) || (fired != nil && services.events.wants(.fault)) {
             publishAnswer(subject, outcome, fired: fired, id: id, device: device, nowMs: timing.nowMs)
         }
-        commit(exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device) { stored in
+        @Sendable func answer(_ stored: Bool) {
             // A record strict durability could not store (a full disk) is not acknowledged: the
             // client gets the service's retryable 503 and sends it again.
             let delay = faults.send(
@@ -182,17 +182,26 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             // The connection through the exchange: capturing it as well cost a retain per answer.
             Gateway.perform(actions, on: exchange.connection)
         }
+        // Only an answer that waits for its commit becomes a closure (a context allocated and
+        // its captures retained per request); otherwise it is given at once.
+        if let journal = services.journal, journal.answersWait {
+            commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, answer)
+        } else {
+            if let journal = services.journal {
+                commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, nil)
+            }
+            answer(true)
+        }
     }
 
-    /// Runs `answer` now, or once the journal's commit of the request's record is over
-    /// (`--durability strict`), told whether the record was stored.
+    /// Appends the request's record to the journal; `answer`, when given, runs once the commit
+    /// is over (`--durability strict` on disk), told whether the record was stored.
     /// The record's fields are passed as they lie (see `Journal.appendRequest`).
     @inline(__always)
     func commit(
-        _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-        started: UInt64, id: UUIDValue?, device: DeviceOutcome?, _ answer: @escaping @Sendable (_ stored: Bool) -> Void
+        _ journal: Journal, _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
+        started: UInt64, id: UUIDValue?, device: DeviceOutcome?, _ answer: (@Sendable (_ stored: Bool) -> Void)?
     ) {
-        guard let journal = services.journal else { return answer(true) }
         journal.appendRequest(
             atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
