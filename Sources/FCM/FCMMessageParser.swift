@@ -339,7 +339,8 @@ public struct FCMMessageParser {
             }
         }
         // Android.
-        if let i = at(.androidTTL), let s = FCMFormats.durationSeconds(v.raw(i)), s < 0 || s > 2_419_200 {
+        let ttl = at(.androidTTL).flatMap { FCMFormats.durationSeconds(v.raw($0)) }
+        if let i = at(.androidTTL), let s = ttl, s < 0 || s > 2_419_200 {
             return .failure(
                 .invalid("message.android.ttl", "The message TTL must be between 0 and 2419200 seconds (4 weeks); got \(v.string(i))."))
         }
@@ -368,7 +369,7 @@ public struct FCMMessageParser {
 
         m.hasNotification = at(.notification) != nil || at(.androidNotification) != nil
         m.hasData = at(.data).map { v.tokens[$0].count > 0 } == true || at(.androidData).map { v.tokens[$0].count > 0 } == true
-        if let i = at(.androidTTL), let secs = FCMFormats.durationSeconds(v.raw(i)) { m.ttlSeconds = secs }
+        if let secs = ttl { m.ttlSeconds = secs }
         if let i = at(.androidCollapseKey) { m.collapseKey = v.string(i) }
 
         // Size.
