@@ -55,12 +55,8 @@ public final class APNsDeviceRegistry: Sendable {
         let shard = shards[key.shard(shards.count)]
         let known = shard.map.withLock { map -> Verdict? in
             guard let i = map.index(forKey: key) else { return nil }
-            let d = map.values[i]
-            if d.environment != environment { return .wrongEnvironment }
-            if let at = d.uninstalledAtMs { return .unregistered(timestampMs: at) }
-            if d.bundleKey != bundleKey { return .notForTopic }
-            map.values[i].pushes &+= 1
-            return .ok
+            // Read in place (a copy of the record retained and released its bundle id).
+            return APNsDeviceRegistry.admit(&map.values[i], environment: environment, bundleKey: bundleKey)
         }
         if let known { return known }
         // A fleet member or registered device: answered by the device layer, nothing stored here.
@@ -83,6 +79,15 @@ public final class APNsDeviceRegistry: Sendable {
             }
             return .ok
         }
+    }
+
+    /// The push path's verdict on a known token, counting the push.
+    private static func admit(_ d: inout Device, environment: APNsEnvironment, bundleKey: TokenKey) -> Verdict {
+        if d.environment != environment { return .wrongEnvironment }
+        if let at = d.uninstalledAtMs { return .unregistered(timestampMs: at) }
+        if d.bundleKey != bundleKey { return .notForTopic }
+        d.pushes &+= 1
+        return .ok
     }
 
     /// Registers a token explicitly (replacing what was known).
