@@ -60,13 +60,18 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
             guard v.tokens[object].kind == .object else { return }
             v.forEachMember(object) { k, val in
                 let name = v.raw(k)
-                for (n, key) in keys.enumerated() where out[n] == nil {
-                    var key = key
-                    let same = key.withUTF8 { u in
-                        v.tokens[k].escaped
-                            ? v.string(k).utf8.elementsEqual(u)
-                            : u.count == name.count && (u.isEmpty || sameBytes(name.baseAddress!, u.baseAddress!, u.count))
-                    }
+                let escaped = v.tokens[k].escaped
+                for n in keys.indices where out[n] == nil {
+                    // Lengths first (a member's name against every key the SDK reads: most differ
+                    // there); an escaped name is decoded and compared whole.
+                    let key = keys[n]
+                    if !escaped && key.utf8.count != name.count { continue }
+                    let same =
+                        escaped
+                        ? v.string(k).utf8.elementsEqual(key.utf8)
+                        : key.utf8.withContiguousStorageIfAvailable { u in
+                            u.isEmpty || sameBytes(name.baseAddress!, u.baseAddress!, u.count)
+                        } ?? key.utf8.elementsEqual(name)
                     if same { out[n] = PayloadReader.text(v, val) }
                 }
             }

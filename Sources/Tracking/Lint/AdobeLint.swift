@@ -38,7 +38,7 @@ struct AdobeLint: SDKConventions {
                     "_mId '\(m.value)' is neither a UUID (v8) nor a decimal broadlog id (v7): the SDK cannot build its tracking URL",
                     path: m.path))
         }
-        if let d = dId, d.value.isEmpty || !d.value.utf8.allSatisfy(AdobeLint.queryByte) {
+        if let d = dId, d.value.isEmpty || !AdobeLint.isQueryText(d.value) {
             out.append(
                 LintFinding(
                     "adobe.malformed-did", .warning,
@@ -85,6 +85,16 @@ struct AdobeLint: SDKConventions {
     }
 
     /// RFC 3986 unreserved characters.
+    /// Every byte of `s` is one a URL query carries as it is (`queryByte`), read from its UTF-8
+    /// storage (the generic `allSatisfy` over a String's view cost tens of instructions a byte).
+    static func isQueryText(_ s: String) -> Bool {
+        var s = s
+        return s.withUTF8 { bytes in
+            for c in bytes where !queryByte(c) { return false }
+            return true
+        }
+    }
+
     static func queryByte(_ c: UInt8) -> Bool {
         c.isASCIILetter || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x5F || c == 0x2E || c == 0x7E
     }
