@@ -41,6 +41,21 @@ final class TrackingPresetTests: XCTestCase {
         XCTAssertNil(PayloadReader(Array("not json".utf8)).value("a"))
     }
 
+    /// The one-pass read of many keys: escaped member names decoded and compared byte for byte
+    /// (a decomposed accent is not its composed form), the first of duplicate members, an empty
+    /// key, and nil for keys absent or null; for ASCII keys, what `value` gives for each.
+    func testOnePassKeyReadMatchesTheLookup() {
+        let json =
+            #"{"_m\u0049d":"m1","_dId":"d1","_dId":"d2","url":"https://x.example/","":"empty","z":null,"caf\u00e9":"composed","cafe\u0301":"decomposed","n":{"k":1}}"#
+        let p = PayloadReader(Array(json.utf8))
+        let keys = ["_mId", "_dId", "url", "", "z", "caf\u{e9}", "cafe\u{301}", "n", "missing", "_mI"]
+        let values = p.values(of: keys, in: 0)
+        XCTAssertEqual(values, ["m1", "d1", "https://x.example/", "empty", nil, "composed", "decomposed", #"{"k":1}"#, nil, nil])
+        for (key, value) in zip(keys, values) where !key.contains(".") && !key.isEmpty && key.utf8.allSatisfy({ $0 < 0x80 }) {
+            XCTAssertEqual(p.value(key), value, key)
+        }
+    }
+
     /// The campaign id each platform's payload carries, for APNs payloads and FCM messages,
     /// JSON strings inside the payload included; configured paths come first.
     func testCampaignKeys() {
