@@ -62,8 +62,10 @@ enum LinkAndSoundLint {
     static func checkSound(_ p: LintInput, _ out: inout [LintFinding]) {
         let path: String
         let name: String
-        if let s = p.payload.value("aps.sound"), !LintText.isObject(s) {
-            (name, path) = (s, "aps.sound")
+        // No `aps.sound` (absent or null): no `aps.sound.name` either, and one lookup is enough.
+        guard let sound = p.payload.value("aps.sound") else { return }
+        if !LintText.isObject(sound) {
+            (name, path) = (sound, "aps.sound")
         } else if let s = p.payload.value("aps.sound.name") {
             (name, path) = (s, "aps.sound.name")
         } else {

@@ -122,7 +122,10 @@ public struct LintInput: Sendable {
     }
 
     func app(_ key: String) -> AppValue? {
-        if let i = keys.firstIndex(of: key) {
+        // Lengths first: the SDKs' keys are ASCII constants, and String's `==` went through its
+        // general comparison for each of up to ten keys, five times a push.
+        let n = key.utf8.count
+        if let i = keys.firstIndex(where: { $0.utf8.count == n && $0 == key }) {
             return values[i].map { AppValue(value: $0, key: key, scope: ios ? "" : scopes[i]) }
         }
         if ios { return payload.value(key).map { AppValue(value: $0, key: key, scope: "") } }
