@@ -1,9 +1,0 @@
-31595 pushemu 1
-31599 pushemu 16
-31600 pushemu 0
-31601 pushemu 615
-31602 pushemu 0
-31603 pushemu 0
-31604 pushemu 0
-31605 pushemu 0
-31606 pushemu 457
