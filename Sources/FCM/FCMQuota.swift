@@ -42,14 +42,9 @@ public final class FCMQuota: Sendable {
         }
     }
 
-    /// nil when the request may proceed; otherwise the seconds to wait (for Retry-After).
-    public func take(project: String, nowMs: Int64) -> Int? {
-        guard perMinute > 0 else { return nil }
-        return take(1, project: project, nowMs: nowMs).wait
-    }
-
-    /// `take(project:nowMs:)` through a connection's lease: from the lease while it holds
-    /// tokens for `project`, else a new lease of up to `leaseSize` from the bucket.
+    /// A send's token for `project`, through its connection's lease: from the lease while it
+    /// holds tokens for `project`, else a new lease of up to `leaseSize` from the bucket. nil
+    /// when the request may proceed; otherwise the seconds to wait (for Retry-After).
     public func take(_ lease: Lease, project: String, nowMs: Int64) -> Int? {
         guard perMinute > 0 else { return nil }
         if lease.tokens > 0 {

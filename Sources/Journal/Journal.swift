@@ -96,11 +96,9 @@ public final class Journal: @unchecked Sendable {
     /// process anyway, so what `.strict` promises there is that a read sees every request
     /// answered before it: answers leave at once and every read first commits what is waiting
     /// (`flush`). That spares each request the parked answer and its hop back to the loop.
-    private let holdsAnswers: Bool
-    /// Whether an answer waits for its record's commit (`.strict` on disk): when false, a
-    /// caller may answer at once and append without a completion.
-    public var answersWait: Bool { holdsAnswers }
-    private var flushesBeforeReads: Bool { durability == .strict && !holdsAnswers }
+    /// When false, a caller may answer at once and append without a completion.
+    public let answersWait: Bool
+    private var flushesBeforeReads: Bool { durability == .strict && !answersWait }
     /// Reads waiting for the writer to commit what was queued before they asked.
     private let flushWaiters = Mutex<[FlushWaiter]>([])
     private let running = Atomic<Bool>(false)
@@ -142,7 +140,7 @@ public final class Journal: @unchecked Sendable {
         payloadTerms: PayloadTermsReader? = nil, indexRebuildLimit: Int = 65_536
     ) throws {
         self.durability = durability
-        holdsAnswers = durability == .strict && path != nil
+        answersWait = durability == .strict && path != nil
         self.maxQueue = maxQueue
         self.retention = retention
         self.campaignOf = campaignOf
@@ -206,8 +204,8 @@ public final class Journal: @unchecked Sendable {
         headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil,
         notificationID: UUIDValue?, loop: EventLoop?, completion: (@Sendable (Bool) -> Void)?
     ) {
-        precondition(completion != nil || !holdsAnswers, "a strict journal on disk answers through its completion")
-        let strict = holdsAnswers
+        precondition(completion != nil || !answersWait, "a strict journal on disk answers through its completion")
+        let strict = answersWait
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
             if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: atMs) }
@@ -290,7 +288,7 @@ public final class Journal: @unchecked Sendable {
         // loops it runs as soon as its window or its fsync ends instead of queueing behind the
         // loop on the same CPU, so answers are held for less time (measured: see README). It
         // needs CAP_SYS_NICE (or RLIMIT_NICE); without it the writer keeps the default priority.
-        if holdsAnswers, Journal.setThreadNice(Journal.strictWriterNice) {
+        if answersWait, Journal.setThreadNice(Journal.strictWriterNice) {
             stats.withLock { $0.writerNice = Int(Journal.strictWriterNice) }
         }
         var lastPrune: Int64 = 0
@@ -298,7 +296,7 @@ public final class Journal: @unchecked Sendable {
         while true {
             // Group commit window: while many producers are active (the last commit carried
             // several records), let more records join before paying for the next fsync.
-            if lastBatch > 0, !holdsAnswers || lastBatch >= Journal.windowThreshold {
+            if lastBatch > 0, !answersWait || lastBatch >= Journal.windowThreshold {
                 if flushesBeforeReads {
                     // In memory: the relaxed window, cut short by a read asking for a flush.
                     var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
@@ -437,7 +435,7 @@ public final class Journal: @unchecked Sendable {
             failures.count += 1
             failures.records += records
             if t0 &- failures.reportedAt >= 1_000_000_000 || failures.reportedAt == 0 {
-                let answered = holdsAnswers ? "; their requests were answered 503, not acknowledged" : ""
+                let answered = answersWait ? "; their requests were answered 503, not acknowledged" : ""
                 csys_write_stderr(
                     "pushemu: journal commit failed: \(error) (\(failures.count) failed commit(s), \(failures.records) record(s) not stored since the last message\(answered))\n"
                 )

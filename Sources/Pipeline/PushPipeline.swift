@@ -182,14 +182,13 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             // The connection through the exchange: capturing it as well cost a retain per answer.
             Gateway.perform(actions, on: exchange.connection)
         }
+        guard let journal = services.journal else { return answer(true) }
         // Only an answer that waits for its commit becomes a closure (a context allocated and
         // its captures retained per request); otherwise it is given at once.
-        if let journal = services.journal, journal.answersWait {
+        if journal.answersWait {
             commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, answer)
         } else {
-            if let journal = services.journal {
-                commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, nil)
-            }
+            commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, nil)
             answer(true)
         }
     }
