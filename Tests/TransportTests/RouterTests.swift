@@ -36,6 +36,40 @@ final class RouterTests: XCTestCase {
         guard case .notFound = r.match(method: .post, path: path("/y")) else { return XCTFail() }
     }
 
+    /// The first-segment index keeps the order routes were added in, across routes whose first
+    /// segment is a literal and routes whose first segment is a parameter or `*`.
+    func testFirstMatchWinsAcrossLiteralAndParameterFirstSegments() {
+        var r = Router()
+        r.add(.get, "/{any}/x") { _ in } // 0
+        r.add(.get, "/a/x") { _ in } // 1: shadowed by 0
+        r.add(.get, "/a/y") { _ in } // 2
+        r.add(.get, "/*") { _ in } // 3
+        r.add(.get, "/a/z") { _ in } // 4: shadowed by 3
+        r.add(.get, "/b/y") { _ in } // 5: a first segment first seen after the wildcards
+        r.add(.post, "/b/{id}") { _ in } // 6
+        func route(_ m: HTTPMethod, _ p: String) -> Int? {
+            if case .route(let i, _) = r.match(method: m, path: path(p)) { return i }
+            return nil
+        }
+        XCTAssertEqual(route(.get, "/a/x"), 0)
+        XCTAssertEqual(route(.get, "/zz/x"), 0)
+        XCTAssertEqual(route(.get, "/a/y"), 2)
+        XCTAssertEqual(route(.get, "/a/z"), 3)
+        XCTAssertEqual(route(.get, "/b/y"), 3)
+        XCTAssertEqual(route(.get, "/other"), 3)
+        XCTAssertEqual(route(.get, "/"), 3)
+        XCTAssertEqual(route(.post, "/b/7"), 6)
+        XCTAssertNil(route(.get, "nothing"))
+        // Allowed methods are gathered from every route the path matches, in order.
+        var s = Router()
+        s.add(.get, "/b/{id}") { _ in }
+        s.add(.put, "/{kind}/1") { _ in }
+        s.add(.delete, "/b/1") { _ in }
+        guard case .methodNotAllowed(let allowed) = s.match(method: .post, path: path("/b/1")) else { return XCTFail() }
+        XCTAssertEqual(allowed, [.get, .put, .delete])
+        guard case .notFound = s.match(method: .post, path: path("/c/2")) else { return XCTFail() }
+    }
+
     func testRoot() {
         var r = Router()
         r.add(.get, "/") { _ in }
