@@ -85,6 +85,8 @@ final class TrackingLane: @unchecked Sendable {
     private var idleHandles: [(UnsafeMutableRawPointer, Shape)] = []
     /// Each easy handle's parsed URL (see `CurlURLs`).
     private var urls = CurlURLs()
+    /// Calls to `http://` sinks at an IP address or `localhost`, made without libcurl.
+    private let plain: PlainHTTPClient
 
     enum Shape: Equatable { case fresh, plainGet, other }
 
@@ -113,6 +115,8 @@ final class TrackingLane: @unchecked Sendable {
         _ = csys_epoll_add(epfd, wakeFD, CSYS_EPOLLIN, TrackingLane.wakeTag)
         self.options = options
         self.log = log
+        plain = PlainHTTPClient(
+            epfd: epfd, maxPerHost: options.maxPerHost, timeoutMs: options.timeoutMs, connectTimeoutMs: options.connectTimeoutMs)
         multi = curl_multi_init()
         pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.maxPerHost)
         pushemu_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, options.maxInFlight)
@@ -123,6 +127,7 @@ final class TrackingLane: @unchecked Sendable {
     }
 
     deinit {
+        plain.closeAll()
         for (h, _) in idleHandles { curl_easy_cleanup(h) }
         urls.removeAll()
         curl_multi_cleanup(multi)
@@ -230,6 +235,7 @@ final class TrackingLane: @unchecked Sendable {
                 curlDeadlineNs = nil
                 curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
             }
+            plain.sweep(nowNs: Clock.monotonicNanoseconds())
             completions()
             if stopping.load(ordering: .acquiring) && inFlight == 0 { break }
             var timeout = 1000
@@ -255,6 +261,10 @@ final class TrackingLane: @unchecked Sendable {
                     if e.data == TrackingLane.wakeTag {
                         var v: UInt64 = 0
                         _ = read(wakeFD, &v, 8)
+                        continue
+                    }
+                    if e.data & PlainHTTPClient.tag != 0 {
+                        plain.handle(fd: Int32(truncatingIfNeeded: e.data & 0xFFFF_FFFF), events: e.events)
                         continue
                     }
                     let fd = Int32(truncatingIfNeeded: e.data)
@@ -347,6 +357,10 @@ final class TrackingLane: @unchecked Sendable {
     }
 
     private func begin(_ job: TrackingJob) {
+        if self.plain.start(job, nowNs: Clock.monotonicNanoseconds()) {
+            inFlight += 1
+            return
+        }
         let plain = job.request.method == "GET" && job.request.headers.isEmpty
         let shape: Shape = plain ? .plainGet : .other
         var (easy, had) = idleHandles.popLast() ?? (curl_easy_init()!, Shape.fresh)
@@ -420,30 +434,38 @@ final class TrackingLane: @unchecked Sendable {
             } else {
                 idleHandles.append((easy, t.shape)) // a plain GET handle keeps its options
             }
-            let latency = Double(Clock.monotonicNanoseconds() - t.startNs) / 1_000_000
             var error: String? = nil
             if result != CURLE_OK {
                 error = String(cString: curl_easy_strerror(result))
                 status = 0
             }
-            let retryable = error != nil || status >= 500
-            let willRetry = retryable && t.job.attempt < options.maxAttempts && !stopping.load(ordering: .relaxed)
-            let outcome = error == nil && (200..<300).contains(status) ? "succeeded" : (willRetry ? "retrying" : "failed")
-            log.record(
-                TrackingAttempt(
-                    event: t.job.event, preset: t.job.preset, token: t.job.token,
-                    notificationID: t.job.notificationID, method: t.job.request.method, url: t.job.request.url,
-                    status: status, latencyMs: latency, error: error, attempt: t.job.attempt,
-                    outcome: outcome, atMs: Clock.nowMs(), events: t.job.events))
-            if willRetry {
-                let again = t.job
-                let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, t.job.attempt - 1)))
-                again.attempt += 1
-                again.notBeforeMs = Clock.nowMs() + backoff
-                heap.push(again)
-            } else {
-                queued.subtract(1, ordering: .relaxed)
-            }
+            finished(t.job, status: status, error: error, startNs: t.startNs)
+        }
+        for c in plain.takeCompletions() {
+            inFlight -= 1
+            finished(c.job, status: c.status, error: c.error, startNs: c.startNs)
+        }
+    }
+
+    /// Records an attempt; a failure that may be retried goes back on the heap after its backoff.
+    private func finished(_ job: TrackingJob, status: Int, error: String?, startNs: UInt64) {
+        let latency = Double(Clock.monotonicNanoseconds() - startNs) / 1_000_000
+        let retryable = error != nil || status >= 500
+        let willRetry = retryable && job.attempt < options.maxAttempts && !stopping.load(ordering: .relaxed)
+        let outcome = error == nil && (200..<300).contains(status) ? "succeeded" : (willRetry ? "retrying" : "failed")
+        log.record(
+            TrackingAttempt(
+                event: job.event, preset: job.preset, token: job.token,
+                notificationID: job.notificationID, method: job.request.method, url: job.request.url,
+                status: status, latencyMs: latency, error: error, attempt: job.attempt,
+                outcome: outcome, atMs: Clock.nowMs(), events: job.events))
+        if willRetry {
+            let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, job.attempt - 1)))
+            job.attempt += 1
+            job.notBeforeMs = Clock.nowMs() + backoff
+            heap.push(job)
+        } else {
+            queued.subtract(1, ordering: .relaxed)
         }
     }
 }
