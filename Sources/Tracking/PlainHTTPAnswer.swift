@@ -1,3 +1,5 @@
+import Glibc
+
 /// How an HTTP/1.1 answer's body is framed (RFC 9112 section 6.3).
 enum AnswerBody {
     /// Bytes still to come.
@@ -21,25 +23,32 @@ extension PlainHTTPClient {
     /// The index just past the blank line that ends a head (`\r\n\r\n` or a bare `\n\n`), when
     /// `head` has it; the search starts at `from`.
     static func headEnd(_ head: [UInt8], from: Int) -> Int? {
-        var i = from
-        while i < head.count {
-            if head[i] == 0x0A {
-                if i + 1 < head.count, head[i + 1] == 0x0A { return i + 2 }
-                if i + 2 < head.count, head[i + 1] == 0x0D, head[i + 2] == 0x0A { return i + 3 }
+        head.withUnsafeBytes { raw -> Int? in
+            guard let base = raw.baseAddress else { return nil }
+            var i = max(0, from)
+            while i < raw.count, let hit = memchr(base + i, 0x0A, raw.count - i) {
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                if at + 1 < raw.count, raw[at + 1] == 0x0A { return at + 2 }
+                if at + 2 < raw.count, raw[at + 1] == 0x0D, raw[at + 2] == 0x0A { return at + 3 }
+                i = at + 1
             }
-            i += 1
+            return nil
         }
-        return nil
     }
 
     /// Parses an answer's head (status line and fields, up to and including its blank line); nil
     /// when it is not an HTTP/1.x answer.
     static func parseHead(_ head: ArraySlice<UInt8>, method: String) -> AnswerHead? {
-        var lines = head.split(separator: 0x0A, omittingEmptySubsequences: false).map { line -> ArraySlice<UInt8> in
-            line.last == 0x0D ? line.dropLast() : line
+        var pos = head.startIndex
+        func nextLine() -> ArraySlice<UInt8>? {
+            guard pos < head.endIndex else { return nil }
+            let end = head[pos...].firstIndex(of: 0x0A) ?? head.endIndex
+            var line = head[pos..<end]
+            pos = min(end + 1, head.endIndex)
+            if line.last == 0x0D { line = line.dropLast() }
+            return line
         }
-        while let last = lines.last, last.isEmpty { lines.removeLast() }
-        guard let statusLine = lines.first else { return nil }
+        guard let statusLine = nextLine() else { return nil }
         // "HTTP/1.x NNN[ reason]"
         let s = Array(statusLine)
         guard s.count >= 12, s.starts(with: Array("HTTP/1.".utf8)), s[7] >= 0x30, s[7] <= 0x39, s[8] == 0x20,
@@ -51,25 +60,24 @@ extension PlainHTTPClient {
         var length: Int?
         var chunked = false
         var otherCoding = false
-        for line in lines.dropFirst() {
+        while let line = nextLine(), !line.isEmpty {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
-            let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
             let value = trimmed(line[(colon + 1)...])
-            switch name {
-            case "content-length":
+            switch HeadField(line[..<colon]) {
+            case .contentLength:
                 guard !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
                 let n = value.reduce(0) { $0 * 10 + Int($1 - 0x30) }
                 if let l = length, l != n { return nil }
                 length = n
-            case "transfer-encoding":
+            case .transferEncoding:
                 let codings = String(decoding: value, as: UTF8.self).lowercased().split(separator: ",").map { $0.withoutOWS }
                 chunked = codings.last == "chunked"
                 otherCoding = !chunked && !codings.isEmpty
-            case "connection":
+            case .connection:
                 for token in String(decoding: value, as: UTF8.self).lowercased().split(separator: ",").map({ $0.withoutOWS }) {
                     if token == "close" { keepAlive = false } else if token == "keep-alive" { keepAlive = true }
                 }
-            default:
+            case .other:
                 break
             }
         }
@@ -91,6 +99,30 @@ extension PlainHTTPClient {
         while let f = v.first, f == 0x20 || f == 0x09 { v = v.dropFirst() }
         while let l = v.last, l == 0x20 || l == 0x09 { v = v.dropLast() }
         return v
+    }
+}
+
+/// The answer fields that frame it, recognised by name without making a String of each name.
+enum HeadField {
+    case contentLength, transferEncoding, connection, other
+
+    init(_ name: ArraySlice<UInt8>) {
+        func named(_ s: StaticString) -> Bool {
+            guard name.count == s.utf8CodeUnitCount else { return false }
+            var i = 0
+            for b in name {
+                let lower = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+                if lower != s.utf8Start[i] { return false }
+                i += 1
+            }
+            return true
+        }
+        switch name.count {
+        case 14 where named("content-length"): self = .contentLength
+        case 17 where named("transfer-encoding"): self = .transferEncoding
+        case 10 where named("connection"): self = .connection
+        default: self = .other
+        }
     }
 }
 

@@ -45,6 +45,7 @@ final class PlainHTTPClient {
     private let timeoutNs: UInt64
     private let connectTimeoutNs: UInt64
     private var endpoints: [[UInt8]: Endpoint] = [:]
+    private var lastEndpoint: Endpoint?
     private var byFD: [Connection?] = []
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var nextSweepNs: UInt64 = 0
@@ -82,16 +83,27 @@ final class PlainHTTPClient {
         for i in 0..<scheme.count where url[i] | 0x20 != scheme[i] && url[i] != scheme[i] { return nil }
         var end = scheme.count
         while end < url.count, url[end] != UInt8(ascii: "/"), url[end] != UInt8(ascii: "?") { end += 1 }
-        let authority = Array(url[scheme.count..<end])
+        let authority = UnsafeBufferPointer(rebasing: url[scheme.count..<end])
         var target = Array(url[end...])[...]
         if target.isEmpty { target = Array("/".utf8)[...] }
         if target.first == UInt8(ascii: "?") { target = (Array("/".utf8) + target)[...] }
         // What libcurl would rewrite or refuse goes to libcurl.
         for b in target where b <= 0x20 || b >= 0x7F || b == UInt8(ascii: "#") || b == UInt8(ascii: "\\") { return nil }
         if PlainHTTPClient.hasDotSegment(target) { return nil }
-        if let known = endpoints[authority] { return (known, target) }
-        guard endpoints.count < PlainHTTPClient.maxEndpoints, let made = Endpoint(authority: authority) else { return nil }
-        endpoints[authority] = made
+        // The last endpoint first: a lane's calls nearly always go to one sink.
+        if let last = lastEndpoint, last.authority.count == authority.count,
+            last.authority.withUnsafeBytes({ memcmp($0.baseAddress!, authority.baseAddress!, authority.count) == 0 })
+        {
+            return (last, target)
+        }
+        let key = Array(authority)
+        if let known = endpoints[key] {
+            lastEndpoint = known
+            return (known, target)
+        }
+        guard endpoints.count < PlainHTTPClient.maxEndpoints, let made = Endpoint(authority: key) else { return nil }
+        endpoints[key] = made
+        lastEndpoint = made
         return (made, target)
     }
 
@@ -475,6 +487,8 @@ extension PlainHTTPClient {
 
     /// A URL's authority: the addresses to try in order, the `Host` header, and its connections.
     final class Endpoint {
+        /// The URL's authority, as written.
+        let authority: [UInt8]
         let addresses: [SocketAddress]
         let hostHeader: [UInt8]
         /// Connections open (connecting, busy or idle).
@@ -486,6 +500,7 @@ extension PlainHTTPClient {
         /// with an optional port (1-65535).
         init?(authority: [UInt8]) {
             guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")) else { return nil }
+            self.authority = authority
             var host = authority[...]
             var port = 80
             if let colon = authority.lastIndex(of: UInt8(ascii: ":")),
