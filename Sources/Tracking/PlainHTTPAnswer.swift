@@ -1,4 +1,5 @@
 import Glibc
+import Transport
 
 /// How an HTTP/1.1 answer's body is framed (RFC 9112 section 6.3).
 enum AnswerBody {
@@ -70,12 +71,16 @@ extension PlainHTTPClient {
                 if let l = length, l != n { return nil }
                 length = n
             case .transferEncoding:
-                let codings = String(decoding: value, as: UTF8.self).lowercased().split(separator: ",").map { $0.withoutOWS }
-                chunked = codings.last == "chunked"
+                let codings = value.split(separator: UInt8(ascii: ",")).map { trimmed($0) }
+                chunked = codings.last?.equalsIgnoringCase("chunked") ?? false
                 otherCoding = !chunked && !codings.isEmpty
             case .connection:
-                for token in String(decoding: value, as: UTF8.self).lowercased().split(separator: ",").map({ $0.withoutOWS }) {
-                    if token == "close" { keepAlive = false } else if token == "keep-alive" { keepAlive = true }
+                for token in value.split(separator: UInt8(ascii: ",")).map({ trimmed($0) }) {
+                    if token.equalsIgnoringCase("close") {
+                        keepAlive = false
+                    } else if token.equalsIgnoringCase("keep-alive") {
+                        keepAlive = true
+                    }
                 }
             case .other:
                 break
@@ -107,31 +112,15 @@ enum HeadField {
     case contentLength, transferEncoding, connection, other
 
     init(_ name: ArraySlice<UInt8>) {
-        func named(_ s: StaticString) -> Bool {
-            guard name.count == s.utf8CodeUnitCount else { return false }
-            var i = 0
-            for b in name {
-                let lower = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
-                if lower != s.utf8Start[i] { return false }
-                i += 1
-            }
-            return true
+        if name.equalsIgnoringCase("content-length") {
+            self = .contentLength
+        } else if name.equalsIgnoringCase("transfer-encoding") {
+            self = .transferEncoding
+        } else if name.equalsIgnoringCase("connection") {
+            self = .connection
+        } else {
+            self = .other
         }
-        switch name.count {
-        case 14 where named("content-length"): self = .contentLength
-        case 17 where named("transfer-encoding"): self = .transferEncoding
-        case 10 where named("connection"): self = .connection
-        default: self = .other
-        }
-    }
-}
-
-extension Substring {
-    fileprivate var withoutOWS: String {
-        var s = self[...]
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return String(s)
     }
 }
 

@@ -2,6 +2,7 @@ import CCurl
 import CSystem
 import Glibc
 import PushCore
+import Transport
 
 /// HTTP/1.1 over plain TCP for one lane's tracking calls to `http://` sinks named by an IP
 /// address or `localhost`: the local sinks that CI runs and campaign dry runs point at.
@@ -78,12 +79,11 @@ final class PlainHTTPClient {
 
     /// The endpoint and request target of an `http://` URL with an IP address or `localhost`.
     private func route(_ url: UnsafeBufferPointer<UInt8>) -> (Endpoint, ArraySlice<UInt8>)? {
-        let scheme = Array("http://".utf8)
-        guard url.count > scheme.count else { return nil }
-        for i in 0..<scheme.count where url[i] | 0x20 != scheme[i] && url[i] != scheme[i] { return nil }
-        var end = scheme.count
+        let schemeLength = 7
+        guard url.count > schemeLength, url[0..<schemeLength].equalsIgnoringCase("http://") else { return nil }
+        var end = schemeLength
         while end < url.count, url[end] != UInt8(ascii: "/"), url[end] != UInt8(ascii: "?") { end += 1 }
-        let authority = UnsafeBufferPointer(rebasing: url[scheme.count..<end])
+        let authority = UnsafeBufferPointer(rebasing: url[schemeLength..<end])
         var target = Array(url[end...])[...]
         if target.isEmpty { target = Array("/".utf8)[...] }
         if target.first == UInt8(ascii: "?") { target = (Array("/".utf8) + target)[...] }
@@ -580,9 +580,7 @@ extension PlainHTTPClient {
             a.sin_family = sa_family_t(AF_INET)
             a.sin_port = in_port_t(UInt16(port).bigEndian)
             guard inet_pton(AF_INET, ipv4, &a.sin_addr) == 1 else { return nil }
-            family = AF_INET
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            withUnsafeMutableBytes(of: &storage) { s in withUnsafeBytes(of: a) { s.copyMemory(from: $0) } }
+            self.init(family: AF_INET, address: a)
         }
 
         init?(ipv6: String, port: Int) {
@@ -590,9 +588,13 @@ extension PlainHTTPClient {
             a.sin6_family = sa_family_t(AF_INET6)
             a.sin6_port = in_port_t(UInt16(port).bigEndian)
             guard inet_pton(AF_INET6, ipv6, &a.sin6_addr) == 1 else { return nil }
-            family = AF_INET6
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            withUnsafeMutableBytes(of: &storage) { s in withUnsafeBytes(of: a) { s.copyMemory(from: $0) } }
+            self.init(family: AF_INET6, address: a)
+        }
+
+        private init<Address>(family: Int32, address: Address) {
+            self.family = family
+            length = socklen_t(MemoryLayout<Address>.size)
+            withUnsafeMutableBytes(of: &storage) { s in withUnsafeBytes(of: address) { s.copyMemory(from: $0) } }
         }
 
         /// `connect(2)` on a nonblocking socket: 0, or -1 with errno (EINPROGRESS while it goes on).

@@ -357,12 +357,12 @@ final class TrackingLane: @unchecked Sendable {
     }
 
     private func begin(_ job: TrackingJob) {
-        if self.plain.start(job, nowNs: Clock.monotonicNanoseconds()) {
+        if plain.start(job, nowNs: Clock.monotonicNanoseconds()) {
             inFlight += 1
             return
         }
-        let plain = job.request.method == "GET" && job.request.headers.isEmpty
-        let shape: Shape = plain ? .plainGet : .other
+        let plainGet = job.request.method == "GET" && job.request.headers.isEmpty
+        let shape: Shape = plainGet ? .plainGet : .other
         var (easy, had) = idleHandles.popLast() ?? (curl_easy_init()!, Shape.fresh)
         if had != shape || shape == .other {
             if had != .fresh { curl_easy_reset(easy) }
@@ -389,9 +389,9 @@ final class TrackingLane: @unchecked Sendable {
             if let ca = options.caFile { ca.withCString { _ = pushemu_curl_setopt_ptr(easy, CURLOPT_CAINFO, $0) } }
             // A plain GET needs no header list: libcurl only sends `Expect` with a request body,
             // and a list would be scanned for each header libcurl adds itself.
-            if plain { pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1) }
+            if plainGet { pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1) }
         }
-        if !plain {
+        if !plainGet {
             let method = job.request.method.uppercased()
             if method == "GET" {
                 pushemu_curl_setopt_long(easy, CURLOPT_HTTPGET, 1)
