@@ -29,6 +29,10 @@ final class HTTP2Session: ExchangeOwner {
     /// header names refer to the names by index instead of spelling them out each time.
     private var firstResponseSent = false
     private var inReceive = false
+    /// Header blocks are decoded here, ahead of nghttp2.
+    private let inbound: HTTP2Inbound
+    /// What nghttp2 is being given for the header block it is reading now (nil: no block of ours).
+    private var blockVerdict: HTTP2Inbound.BlockVerdict?
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
     var closeAfterGoAway = false
@@ -44,6 +48,7 @@ final class HTTP2Session: ExchangeOwner {
         self.dispatcher = dispatcher
         self.limits = limits
         controlCredit = limits.http2ControlFrameAllowance
+        inbound = HTTP2Inbound(maxHeaderListSize: limits.maxHeaderListSize)
         var cbs: OpaquePointer?
         nghttp2_session_callbacks_new(&cbs)
         nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, h2OnBeginFrame)
@@ -97,6 +102,7 @@ final class HTTP2Session: ExchangeOwner {
             nghttp2_session_upgrade2(session, $0.baseAddress, $0.count, head, nil)
         }
         guard rv == 0 else { return false }
+        inbound.upgraded()
         exchange.streamID = 1
         exchange.owner = self
         exchange.request.version = .http2
@@ -106,16 +112,36 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     /// Feeds received bytes. Returns false on a fatal protocol error.
+    ///
+    /// The bytes go through `inbound` first: frames pass to nghttp2 as they are, header blocks
+    /// are decoded there and nghttp2 is given them re-encoded (see `HTTP2Inbound`).
     func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         inReceive = true
-        let rv = nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-        inReceive = false
-        if rv == Int(NGHTTP2_ERR_FLOODED.rawValue) || rv == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
-            // Too many ACKs owed to a peer that sends faster than it reads, or a header block
-            // split into too many CONTINUATION frames: say so before closing.
-            nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        defer { inReceive = false }
+        var position = 0
+        while true {
+            var rv: Int
+            switch inbound.step(bytes, &position) {
+            case .done:
+                return true
+            case .pass(let range):
+                rv = nghttp2_session_mem_recv(
+                    session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + range.lowerBound, range.count)
+            case .emit(let verdict):
+                blockVerdict = verdict
+                rv = inbound.output.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, $0.count) }
+                blockVerdict = nil
+                if verdict == .plain { inbound.discardBlock() }
+            case .tooManyContinuations:
+                rv = Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue)
+            }
+            if rv == Int(NGHTTP2_ERR_FLOODED.rawValue) || rv == Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue) {
+                // Too many ACKs owed to a peer that sends faster than it reads, or a header block
+                // split into too many CONTINUATION frames: say so before closing.
+                nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+            }
+            if rv < 0 { return false }
         }
-        return rv >= 0
     }
 
     /// Serializes pending frames into `out`, stopping at `highWater` bytes.
@@ -138,7 +164,7 @@ final class HTTP2Session: ExchangeOwner {
     var activeStreams: Int { live.count }
 
     /// Request bodies not yet dispatched and answers not yet framed.
-    var bufferedBytes: Int { bodyBytes + unsentBytes }
+    var bufferedBytes: Int { bodyBytes + unsentBytes + inbound.bufferedBytes }
 
     /// Gives a stream's received body bytes back to the peer's windows.
     private func giveBack(_ ex: Exchange) {
@@ -374,6 +400,13 @@ final class HTTP2Session: ExchangeOwner {
             ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
             ex.request.headers.reserveCapacity(bytes: 512, fields: 12)
         }
+        if blockVerdict == .plain && inbound.blockStream == id {
+            // The fields were decoded and checked ahead of nghttp2 (`HTTP2Inbound`).
+            ex.request.method = inbound.block.method
+            ex.request.pathIndex = inbound.block.pathIndex
+            ex.headerListSize = inbound.block.listSize
+            inbound.takeFields(into: &ex.request.headers)
+        }
         ex.phaseNs = connection.loop.nowNs
         adopt(ex)
         last = ex
@@ -391,6 +424,11 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Int32 {
+        switch blockVerdict {
+        case .plain: return 0 // the request's fields came from `inbound` already
+        case .reset: return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue // over four times the limit
+        case .full, nil: break
+        }
         // The live list keeps the exchange alive: use it without retaining (this runs per header).
         guard
             let p = id == lastID && last != nil
