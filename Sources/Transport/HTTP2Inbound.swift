@@ -56,7 +56,7 @@ final class HTTP2Inbound {
 
     let decoder = HPACKDecoder()
     /// What `.emit` hands nghttp2.
-    private(set) var output: [UInt8] = []
+    private var writer = FrameWriter()
     /// The decoded fields of the last plain block, until the session takes them.
     private(set) var block: RequestHeaderBlock
     /// The highest stream a request's HEADERS opened; a block on a stream at or below it is
@@ -68,7 +68,7 @@ final class HTTP2Inbound {
     private var headCount = 0
     /// Payload bytes of a passed-through frame still to come.
     private var passLeft = 0
-    /// The header-block frame being read (HEADERS or CONTINUATION): its payload so far.
+    /// A header-block frame (HEADERS or CONTINUATION) whose payload spans reads: what came so far.
     private var frame: [UInt8] = []
     private var frameLeft = 0
     private var frameType: UInt8 = 0
@@ -88,6 +88,11 @@ final class HTTP2Inbound {
     init(maxHeaderListSize: Int) {
         block = RequestHeaderBlock(limit: maxHeaderListSize)
     }
+
+    deinit { writer.free() }
+
+    /// The bytes `.emit` hands nghttp2, valid until the next `step`.
+    var output: UnsafeRawBufferPointer { writer.bytes }
 
     /// The next step for `input` from `position` (advanced past what it consumes).
     func step(_ input: UnsafeRawBufferPointer, _ position: inout Int) -> Step {
@@ -118,7 +123,7 @@ final class HTTP2Inbound {
                 position += k
                 frameLeft -= k
                 start = position
-                if frameLeft == 0, let s = frameComplete() { return s }
+                if frameLeft == 0, let s = frame.withUnsafeBytes({ payloadComplete($0) }) { return s }
                 continue
             }
             // A frame header starts here (or continues one held back).
@@ -135,6 +140,14 @@ final class HTTP2Inbound {
                 position += 9
                 start = position
                 if let s = headerBlockFrameHeader() { return s }
+                if frameLeft > 0 && frameLeft <= n - position {
+                    // The whole payload is here: read in place.
+                    let payload = UnsafeRawBufferPointer(rebasing: input[position..<(position + frameLeft)])
+                    position += frameLeft
+                    frameLeft = 0
+                    start = position
+                    if let s = payloadComplete(payload) { return s }
+                }
                 continue
             }
             if position > start { return .pass(start..<position) }
@@ -148,8 +161,8 @@ final class HTTP2Inbound {
             headCount = 0
             if !blockOpen && !isHeaderBlockType(head[3]) {
                 passLeft = length(of: head)
-                output.removeAll(keepingCapacity: true)
-                output.append(contentsOf: head)
+                writer.reset()
+                writer.append(head)
                 return .emit(nil)
             }
             if let s = headerBlockFrameHeader() { return s }
@@ -170,8 +183,12 @@ final class HTTP2Inbound {
     /// Forgets a block nobody took (nghttp2 refused its stream).
     func discardBlock() { block.fields.removeAll() }
 
+    /// Bytes of a header block held here until it is complete.
+    var bufferedBytes: Int { frame.count + (blockOpen ? fragments.count : 0) }
+
     // MARK: frames
 
+    @inline(__always)
     private func isHeaderBlockType(_ type: UInt8) -> Bool {
         type == 0x1 || type == 0x9 || type == 0x5
     }
@@ -182,14 +199,12 @@ final class HTTP2Inbound {
     private func headerBlockFrameHeader() -> Step? {
         let length = length(of: head)
         let type = head[3]
-        let stream = Int32(bitPattern: UInt32(head[5] & 0x7F) << 24 | UInt32(head[6]) << 16 | UInt32(head[7]) << 8 | UInt32(head[8]))
+        let stream = Int32(
+            bitPattern: UInt32(head[5] & 0x7F) << 24 | UInt32(head[6]) << 16 | UInt32(head[7]) << 8 | UInt32(head[8]))
         if blockOpen {
             guard type == 0x9, stream == blockStream, length <= Self.maxFrameSize else {
                 // nghttp2 has the open HEADERS: this frame ends the connection there.
-                output.removeAll(keepingCapacity: true)
-                output.append(contentsOf: head)
-                poisoned = true
-                return .emit(nil)
+                return poison(head: true, payload: nil)
             }
             continuations += 1
             if continuations > Self.maxContinuations {
@@ -198,77 +213,80 @@ final class HTTP2Inbound {
             }
         } else if type != 0x1 || stream == 0 || length > Self.maxFrameSize {
             // PUSH_PROMISE, an unexpected CONTINUATION, HEADERS on stream 0, an oversized frame.
-            output.removeAll(keepingCapacity: true)
-            output.append(contentsOf: head)
-            poisoned = true
-            return .emit(nil)
+            return poison(head: true, payload: nil)
         }
         frameType = type
         frameFlags = head[4]
         frameStream = stream
         frame.removeAll(keepingCapacity: true)
         frameLeft = length
-        return length == 0 ? frameComplete() : nil
+        return length == 0 ? payloadComplete(UnsafeRawBufferPointer(start: nil, count: 0)) : nil
     }
 
-    /// The header-block frame in `frame` is complete.
-    private func frameComplete() -> Step? {
+    /// From here on nghttp2 gets the bytes as received (it ends the connection on them).
+    private func poison(head withHead: Bool, payload: UnsafeRawBufferPointer?) -> Step {
+        writer.reset()
+        if withHead { writer.append(head) }
+        if let payload { writer.append(payload) }
+        poisoned = true
+        return .emit(nil)
+    }
+
+    /// The header-block frame whose header is in `head` has its whole payload in `payload`.
+    private func payloadComplete(_ payload: UnsafeRawBufferPointer) -> Step? {
         if frameType == 0x9 {
-            fragments.append(contentsOf: frame)
-            return frameFlags & 0x4 != 0 ? finishBlock(split: true) : nil
+            fragments.append(contentsOf: payload)
+            guard frameFlags & 0x4 != 0 else { return nil }
+            blockOpen = false
+            let s = fragments.withUnsafeBytes { finishBlock($0, split: true) }
+            if fragments.capacity > Self.maxFrameSize { fragments = [] } else { fragments.removeAll(keepingCapacity: true) }
+            if frame.capacity > Self.maxFrameSize { frame = [] }
+            return s
         }
         var start = 0
-        var end = frame.count
+        var end = payload.count
         if frameFlags & 0x8 != 0 {
             // PADDED: the pad length must leave the rest of the payload.
-            guard end >= 1, Int(frame[0]) < end else { return passRaw() }
-            end -= Int(frame[0])
+            guard end >= 1, Int(payload[0]) < end else { return poison(head: true, payload: payload) }
+            end -= Int(payload[0])
             start = 1
         }
         if frameFlags & 0x20 != 0 {
-            guard end - start >= 5 else { return passRaw() }
-            for i in 0..<5 { priority[i] = frame[start + i] }
+            guard end - start >= 5 else { return poison(head: true, payload: payload) }
+            for i in 0..<5 { priority[i] = payload[start + i] }
             start += 5
         }
-        fragments.removeAll(keepingCapacity: true)
-        fragments.append(contentsOf: frame[start..<end])
         blockStream = frameStream
         blockFlags = frameFlags & (0x1 | 0x20) // END_STREAM, PRIORITY
         continuations = 0
         blockIsNewRequest = blockStream > highestStream
         if blockIsNewRequest { highestStream = blockStream }
-        if frameFlags & 0x4 != 0 { return finishBlock(split: false) }
+        let fragment = UnsafeRawBufferPointer(rebasing: payload[start..<end])
+        if frameFlags & 0x4 != 0 { return finishBlock(fragment, split: false) }
         // The block goes on in CONTINUATION frames. nghttp2 opens the stream now (its head
         // deadline runs from here), with an empty fragment; the block follows it decoded.
+        fragments.removeAll(keepingCapacity: true)
+        fragments.append(contentsOf: fragment)
         blockOpen = true
-        output.removeAll(keepingCapacity: true)
-        appendFrames(type: 0x1, stream: blockStream, flags: blockFlags, block: [], endHeaders: false)
+        writer.reset()
+        writer.appendFrames(type: 0x1, stream: blockStream, flags: blockFlags, priority: priority, endHeaders: false) { _ in }
         return .emit(nil)
     }
 
-    /// A HEADERS frame this layer cannot take apart: nghttp2 gets it as received.
-    private func passRaw() -> Step {
-        output.removeAll(keepingCapacity: true)
-        output.append(contentsOf: head)
-        output.append(contentsOf: frame)
-        poisoned = true
-        return .emit(nil)
-    }
-
-    /// Decodes the finished block and emits what nghttp2 is given for it: a HEADERS frame, or
+    /// Decodes a finished block and emits what nghttp2 is given for it: a HEADERS frame, or
     /// for a block that came in CONTINUATION frames (`split`), CONTINUATION after the open HEADERS.
-    private func finishBlock(split: Bool) -> Step {
-        blockOpen = false
+    private func finishBlock(_ fragment: UnsafeRawBufferPointer, split: Bool) -> Step {
         block.reset()
         let type: UInt8 = split ? 0x9 : 0x1
         let flags: UInt8 = split ? 0 : blockFlags
-        defer { releaseLargeBuffers() }
+        writer.reset()
         do {
-            try fragments.withUnsafeBytes { try decoder.decode($0, into: &block) }
+            try decoder.decode(fragment, into: &block)
         } catch {
-            output.removeAll(keepingCapacity: true)
             // An indexed field with index 0: nghttp2 ends the connection with COMPRESSION_ERROR.
-            appendFrames(type: type, stream: blockStream, flags: flags, block: [0x80], endHeaders: true)
+            writer.appendFrames(type: type, stream: blockStream, flags: flags, priority: priority, endHeaders: true) {
+                $0.append(0x80)
+            }
             poisoned = true
             block.fields.removeAll()
             return .emit(nil)
@@ -276,72 +294,145 @@ final class HTTP2Inbound {
         var verdict = block.verdict(isNewRequest: blockIsNewRequest)
         // A split block's stream exists already: its fields go through nghttp2's callbacks.
         if split && verdict == .plain { verdict = .full }
-        var encoded: [UInt8] = []
-        swap(&encoded, &scratchBlock)
-        encoded.removeAll(keepingCapacity: true)
-        switch verdict {
-        case .plain: block.encodeForwarded(into: &encoded)
-        case .full: block.encodeAll(into: &encoded)
-        case .reset: encoded.append(0x82) // :method GET, whose callback resets the stream
+        writer.appendFrames(type: type, stream: blockStream, flags: flags, priority: priority, endHeaders: true) { out in
+            switch verdict {
+            case .plain: block.encodeForwarded(into: &out)
+            case .full: block.encodeAll(into: &out)
+            case .reset: out.append(0x82) // :method GET, whose callback resets the stream
+            }
         }
         if verdict != .plain { block.fields.removeAll() }
-        output.removeAll(keepingCapacity: true)
-        appendFrames(type: type, stream: blockStream, flags: flags, block: encoded, endHeaders: true)
-        swap(&encoded, &scratchBlock)
         return .emit(verdict)
     }
+}
 
-    /// Header-block buffers past a normal request's size go back to the heap once used.
-    private func releaseLargeBuffers() {
-        if fragments.capacity > Self.maxFrameSize { fragments = [] }
-        if frame.capacity > Self.maxFrameSize { frame = [] }
-        if scratchBlock.capacity > Self.maxFrameSize { scratchBlock = [] }
+/// The bytes `HTTP2Inbound` hands nghttp2 in place of a header block: frames written through a
+/// raw pointer (header blocks are rebuilt for every request; arrays cost a check a byte).
+struct FrameWriter {
+    private var base: UnsafeMutablePointer<UInt8>?
+    private var capacity = 0
+    private(set) var count = 0
+
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    mutating func free() {
+        base?.deallocate()
+        base = nil
     }
 
-    /// Bytes of a header block held here until it is complete.
-    var bufferedBytes: Int { frame.count + (blockOpen ? fragments.count : 0) }
+    mutating func reset() {
+        if capacity > 4 * HTTP2Inbound.maxFrameSize {
+            free()
+            capacity = 0
+        }
+        count = 0
+    }
 
-    private var scratchBlock: [UInt8] = []
+    @inline(__always)
+    private mutating func reserve(_ n: Int) {
+        guard count + n > capacity else { return }
+        let size = max(1024, count + n, capacity * 2)
+        let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+        if let base { fresh.update(from: base, count: count) }
+        base?.deallocate()
+        base = fresh
+        capacity = size
+    }
 
-    /// A frame of `type` (HEADERS or CONTINUATION), then CONTINUATIONs past `maxFrameSize`,
-    /// carrying `block` for `stream`; `flags` (END_STREAM, PRIORITY) go on the first.
-    private func appendFrames(type: UInt8, stream: Int32, flags: UInt8, block: [UInt8], endHeaders: Bool) {
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base![count] = byte
+        count += 1
+    }
+
+    mutating func append(_ raw: UnsafeRawBufferPointer) {
+        guard raw.count > 0 else { return }
+        reserve(raw.count)
+        memcpy(base! + count, raw.baseAddress!, raw.count)
+        count += raw.count
+    }
+
+    mutating func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
+
+    /// An HPACK string literal without Huffman coding (RFC 7541 5.2).
+    mutating func appendString(_ s: UnsafeRawBufferPointer) {
+        var n = s.count
+        if n < 127 {
+            append(UInt8(n))
+        } else {
+            append(127)
+            n -= 127
+            while n >= 128 {
+                append(UInt8(n & 0x7F | 0x80))
+                n >>= 7
+            }
+            append(UInt8(n))
+        }
+        append(s)
+    }
+
+    /// A frame of `type` (HEADERS or CONTINUATION) for `stream` carrying the block `body` writes,
+    /// split into CONTINUATIONs past `maxFrameSize`; `flags` (END_STREAM, PRIORITY, with its
+    /// five bytes) go on the first frame, END_HEADERS on the last when `endHeaders`.
+    mutating func appendFrames(
+        type: UInt8, stream: Int32, flags: UInt8, priority: [UInt8], endHeaders: Bool, _ body: (inout FrameWriter) -> Void
+    ) {
+        let frameStart = count
         let hasPriority = flags & 0x20 != 0
-        var offset = 0
-        var first = true
-        repeat {
-            let room = Self.maxFrameSize - (first && hasPriority ? 5 : 0)
-            let chunk = min(room, block.count - offset)
+        reserve(9)
+        count += 9
+        if hasPriority { append(priority) }
+        let blockStart = count
+        body(&self)
+        let blockLength = count - blockStart
+        let firstRoom = HTTP2Inbound.maxFrameSize - (hasPriority ? 5 : 0)
+        if blockLength <= firstRoom {
+            writeHeader(at: frameStart, length: count - frameStart - 9, type: type, flags: flags | (endHeaders ? 0x4 : 0), stream: stream)
+            return
+        }
+        // Past one frame: the block moves aside and comes back in pieces.
+        let block = Array(UnsafeRawBufferPointer(start: base! + blockStart, count: blockLength))
+        count = blockStart
+        block.withUnsafeBytes { append(UnsafeRawBufferPointer(rebasing: $0[0..<firstRoom])) }
+        writeHeader(at: frameStart, length: count - frameStart - 9, type: type, flags: flags, stream: stream)
+        var offset = firstRoom
+        while offset < block.count {
+            let chunk = min(HTTP2Inbound.maxFrameSize, block.count - offset)
             let last = offset + chunk == block.count
-            let length = chunk + (first && hasPriority ? 5 : 0)
-            var frameFlags: UInt8 = first ? flags & (0x1 | 0x20) : 0
-            if last && endHeaders { frameFlags |= 0x4 }
-            output.append(UInt8(truncatingIfNeeded: length >> 16))
-            output.append(UInt8(truncatingIfNeeded: length >> 8))
-            output.append(UInt8(truncatingIfNeeded: length))
-            output.append(first ? type : 0x9)
-            output.append(frameFlags)
-            let id = UInt32(bitPattern: stream)
-            output.append(UInt8(truncatingIfNeeded: id >> 24))
-            output.append(UInt8(truncatingIfNeeded: id >> 16))
-            output.append(UInt8(truncatingIfNeeded: id >> 8))
-            output.append(UInt8(truncatingIfNeeded: id))
-            if first && hasPriority { output.append(contentsOf: priority) }
-            output.append(contentsOf: block[offset..<(offset + chunk)])
+            let at = count
+            reserve(9)
+            count += 9
+            block.withUnsafeBytes { append(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + chunk)])) }
+            writeHeader(at: at, length: chunk, type: 0x9, flags: last && endHeaders ? 0x4 : 0, stream: stream)
             offset += chunk
-            first = false
-        } while offset < block.count
+        }
+    }
+
+    private func writeHeader(at i: Int, length: Int, type: UInt8, flags: UInt8, stream: Int32) {
+        let p = base! + i
+        let id = UInt32(bitPattern: stream)
+        p[0] = UInt8(truncatingIfNeeded: length >> 16)
+        p[1] = UInt8(truncatingIfNeeded: length >> 8)
+        p[2] = UInt8(truncatingIfNeeded: length)
+        p[3] = type
+        p[4] = flags
+        p[5] = UInt8(truncatingIfNeeded: id >> 24)
+        p[6] = UInt8(truncatingIfNeeded: id >> 16)
+        p[7] = UInt8(truncatingIfNeeded: id >> 8)
+        p[8] = UInt8(truncatingIfNeeded: id)
     }
 }
 
 /// One request header block as decoded: its fields in block order (all of them, up to four
-/// times the header list limit), what each is to nghttp2's rules, and the verdict on what
-/// nghttp2 must see of it (`HTTP2Inbound`).
+/// times the header list limit), which of them nghttp2 must see, and the verdict on what
+/// nghttp2 is given of it (`HTTP2Inbound`).
 struct RequestHeaderBlock: HPACKFieldSink {
     /// SETTINGS_MAX_HEADER_LIST_SIZE as advertised.
     let limit: Int
     var fields = HTTPFields()
-    private var roles: [FieldRole] = []
+    /// Fields (by position, the first 64) that nghttp2 is given in a plain block, and `:path`'s.
+    private var forwarded: UInt64 = 0
     /// RFC 9113's size of the whole list (name + value + 32 a field), materialised or not.
     private(set) var listSize = 0
     private(set) var method: HTTPMethod = .get
@@ -354,12 +445,11 @@ struct RequestHeaderBlock: HPACKFieldSink {
     init(limit: Int) {
         self.limit = limit
         fields.reserveCapacity(bytes: 512, fields: 12)
-        roles.reserveCapacity(12)
     }
 
     mutating func reset() {
         fields.removeAll()
-        roles.removeAll(keepingCapacity: true)
+        forwarded = 0
         listSize = 0
         method = .get
         pathIndex = -1
@@ -371,28 +461,31 @@ struct RequestHeaderBlock: HPACKFieldSink {
     mutating func field(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, role: FieldRole, valueIsPlain: Bool) {
         listSize += name.count + value.count + 32
         guard listSize <= 4 * limit else { return }
+        let position = fields.count
+        if position >= 64 { plain = false }
         switch role {
+        case .regular:
+            regularSeen = true
+            if !valueIsPlain { plain = false }
         case .method, .scheme, .path, .authority:
             let bit: UInt8 = 1 << role.rawValue
             if regularSeen || pseudoSeen & bit != 0 { plain = false }
             pseudoSeen |= bit
             if role == .path {
                 if !valueIsPlain { plain = false }
-                pathIndex = Int32(fields.count)
+                pathIndex = Int32(position)
             } else if role == .method {
                 method = HTTPMethod(bytes: value)
-                if value.equals("CONNECT") { plain = false }
+                if value.count == 7 && value.equals("CONNECT") { plain = false }
             }
+            if position < 64 { forwarded |= 1 << UInt64(position) }
         case .forwarded:
             regularSeen = true
-        case .regular:
-            regularSeen = true
-            if !valueIsPlain { plain = false }
+            if position < 64 { forwarded |= 1 << UInt64(position) }
         case .otherPseudo, .forbidden, .invalidName:
             plain = false
         }
         fields.addLowercase(name: name, value: value)
-        roles.append(role)
     }
 
     /// What nghttp2 is given (see `HTTP2Inbound`).
@@ -403,41 +496,52 @@ struct RequestHeaderBlock: HPACKFieldSink {
         return .plain
     }
 
-    /// The fields nghttp2 needs of a plain block, `:path` as `/`.
-    func encodeForwarded(into out: inout [UInt8]) {
-        fields.forEachFieldIndexed { i, name, value in
-            switch roles[i] {
-            case .path: out.append(0x84) // :path "/", static index 4
-            case .method, .scheme, .authority, .forwarded: appendLiteral(name, value, into: &out)
-            default: break
+    /// The fields nghttp2 needs of a plain block, `:path` as `/`, by static index where one fits.
+    func encodeForwarded(into out: inout FrameWriter) {
+        var mask = forwarded
+        fields.withRawParts { bytes, index in
+            while mask != 0 {
+                let i = mask.trailingZeroBitCount
+                mask &= mask - 1
+                let entry = index.load(fromByteOffset: i * 16, as: (Int32, Int32, Int32, Int32).self)
+                let name = UnsafeRawBufferPointer(rebasing: bytes[Int(entry.0)..<Int(entry.0 + entry.1)])
+                let value = UnsafeRawBufferPointer(rebasing: bytes[Int(entry.2)..<Int(entry.2 + entry.3)])
+                if Int32(i) == pathIndex {
+                    out.append(0x84) // :path "/"
+                } else if name.count == 7 && name[1] == UInt8(ascii: "m") {
+                    // :method: GET and POST are static entries 2 and 3.
+                    if value.equals("POST") {
+                        out.append(0x83)
+                    } else if value.equals("GET") {
+                        out.append(0x82)
+                    } else {
+                        out.append(0x02)
+                        out.appendString(value)
+                    }
+                } else if name.count == 7 && name[1] == UInt8(ascii: "s") {
+                    if value.equals("https") { out.append(0x87) } else { literal(name, value, into: &out) }
+                } else if name.count == 10 && name[0] == UInt8(ascii: ":") {
+                    out.append(0x01) // :authority, static name 1
+                    out.appendString(value)
+                } else if name.count == 14 {
+                    out.append(0x0F) // content-length, static name 28
+                    out.append(0x0D)
+                    out.appendString(value)
+                } else {
+                    literal(name, value, into: &out)
+                }
             }
         }
     }
 
     /// Every field, as literals without indexing.
-    func encodeAll(into out: inout [UInt8]) {
-        fields.forEachFieldIndexed { _, name, value in appendLiteral(name, value, into: &out) }
+    func encodeAll(into out: inout FrameWriter) {
+        fields.forEachField { name, value in literal(name, value, into: &out) }
     }
 
-    private func appendLiteral(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+    private func literal(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, into out: inout FrameWriter) {
         out.append(0x00)
-        appendString(name, into: &out)
-        appendString(value, into: &out)
-    }
-
-    private func appendString(_ s: UnsafeRawBufferPointer, into out: inout [UInt8]) {
-        var n = s.count
-        if n < 127 {
-            out.append(UInt8(n))
-        } else {
-            out.append(127)
-            n -= 127
-            while n >= 128 {
-                out.append(UInt8(n & 0x7F | 0x80))
-                n >>= 7
-            }
-            out.append(UInt8(n))
-        }
-        out.append(contentsOf: s)
+        out.appendString(name)
+        out.appendString(value)
     }
 }

@@ -129,7 +129,8 @@ final class HTTP2Session: ExchangeOwner {
                     session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + range.lowerBound, range.count)
             case .emit(let verdict):
                 blockVerdict = verdict
-                rv = inbound.output.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, $0.count) }
+                let block = inbound.output
+                rv = nghttp2_session_mem_recv(session, block.baseAddress?.assumingMemoryBound(to: UInt8.self), block.count)
                 blockVerdict = nil
                 if verdict == .plain { inbound.discardBlock() }
             case .tooManyContinuations:

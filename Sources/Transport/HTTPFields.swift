@@ -180,17 +180,6 @@ public struct HTTPFields: Sendable {
         }
     }
 
-    /// Calls `body` with each field's position, raw name and value bytes.
-    func forEachFieldIndexed(_ body: (Int, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
-        storage.withUnsafeBytes { raw in
-            for (i, e) in entries.enumerated() {
-                body(
-                    i, UnsafeRawBufferPointer(rebasing: raw[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]),
-                    UnsafeRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
-            }
-        }
-    }
-
     /// The raw parts: the name/value bytes and the index (16 bytes per field: name start, name
     /// length, value start, value length as Int32). For copying a field list as one block.
     public func withRawParts<R>(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R) -> R {
