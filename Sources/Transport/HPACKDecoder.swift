@@ -290,7 +290,7 @@ struct HPACKScratch {
     private var capacity = 0
 
     mutating func reserve(_ n: Int) -> UnsafeMutablePointer<UInt8> {
-        if n > capacity {
+        if n > capacity || bytes == nil {
             bytes?.deallocate()
             capacity = max(n, 256)
             bytes = .allocate(capacity: capacity)

@@ -19,6 +19,8 @@ enum FuzzTarget: String, CaseIterable {
     case faults
     /// APNs provider tokens (JWT) and the FCM bearer/OAuth grant's JWT shape.
     case jwt
+    /// HTTP/2's receive path ahead of nghttp2: frames, header blocks, HPACK (`HTTP2Inbound`).
+    case h2
 
     func run(_ bytes: UnsafeRawBufferPointer) {
         switch self {
@@ -60,6 +62,8 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? FaultParser.overrideEffect(String(decoding: bytes, as: UTF8.self))
         case .jwt:
             _ = ProviderToken.parse(bytes)
+        case .h2:
+            HTTP2ReceiveFuzzing.run(bytes)
         }
     }
 }

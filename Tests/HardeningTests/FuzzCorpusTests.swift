@@ -9,7 +9,7 @@ final class FuzzCorpusTests: XCTestCase {
     func testEveryCorpusInputReplaysCleanly() throws {
         let binary = URL(fileURLWithPath: ServerProcess.binaryPath).deletingLastPathComponent().path + "/pushemu-fuzz"
         try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: binary), "pushemu-fuzz is not built beside \(binary)")
-        for target in ["http1", "json", "fcm", "faults", "jwt"] {
+        for target in ["http1", "json", "fcm", "faults", "jwt", "h2"] {
             let corpus = ServerProcess.repositoryRoot + "/Tests/Fuzz/corpus/" + target
             let files = try FileManager.default.contentsOfDirectory(atPath: corpus)
             XCTAssertFalse(files.isEmpty, "a corpus for \(target)")

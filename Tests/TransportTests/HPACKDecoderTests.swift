@@ -241,6 +241,16 @@ final class HPACKDecoderTests: XCTestCase {
         XCTAssertEqual(decoder.tableSize, 34)
         XCTAssertNotNil(ours(decoder, [0x40, 0x01, 0x61, 0x7F, 0x81, 0x20] + [UInt8](repeating: 0x62, count: 4224)))
         XCTAssertEqual(decoder.tableSize, 0)
+        // An empty name and value, inserted, then named by index in a literal that is inserted
+        // too (fuzzing found the empty name's copy unwrapping a buffer never allocated).
+        var inflater: OpaquePointer?
+        nghttp2_hd_inflate_new(&inflater)
+        defer { nghttp2_hd_inflate_del(inflater) }
+        let empty = HPACKDecoder()
+        for block: [UInt8] in [[0x40, 0x00, 0x00], [0x7E, 0x00], [0x7E, 0x01, 0x61]] {
+            compare(ours(empty, block), nghttp2Inflate(inflater!, block), "empty name \(block)")
+        }
+        XCTAssertEqual(empty.tableSize, nghttp2_hd_inflate_get_dynamic_table_size(inflater))
     }
 
     /// Every Huffman code decodes to its symbol, alone and between others, and a literal repeated
