@@ -3,6 +3,9 @@ import XCTest
 
 @testable import Transport
 
+/// The suite's seeded generator (HTTP1ParserTests), as the standard library's random API takes it.
+extension SplitMix: RandomNumberGenerator {}
+
 /// pushemu's HPACK decoder against nghttp2's: header lists encoded by nghttp2's deflater (with
 /// Huffman strings, indexing, never-indexed fields and table size changes) decode to the same
 /// fields as nghttp2's inflater gives, block after block on one connection; blocks with bytes
@@ -13,18 +16,6 @@ final class HPACKDecoderTests: XCTestCase {
         var fields: [([UInt8], [UInt8])] = []
         mutating func field(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, role: FieldRole, valueIsPlain: Bool) {
             fields.append((Array(name), Array(value)))
-        }
-    }
-
-    /// A seeded generator (SplitMix64), so a failure repeats.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 
@@ -89,7 +80,7 @@ final class HPACKDecoderTests: XCTestCase {
         return Array(out.prefix(max(n, 0)))
     }
 
-    private func randomField(_ rng: inout Seeded) -> ([UInt8], [UInt8], Bool) {
+    private func randomField(_ rng: inout SplitMix) -> ([UInt8], [UInt8], Bool) {
         let names = [
             ":method", ":path", ":scheme", ":authority", "authorization", "apns-topic", "apns-push-type", "apns-id",
             "content-length", "content-type", "user-agent", "accept", "te", "x-custom", "x-goog-api-format-version",
@@ -121,7 +112,7 @@ final class HPACKDecoderTests: XCTestCase {
     }
 
     func testBlocksFromNghttp2DecodeAsNghttp2DecodesThem() {
-        var rng = Seeded(state: 0x5EED)
+        var rng = SplitMix(seed: 0x5EED)
         for connection in 0..<20 {
             var deflater: OpaquePointer?
             var inflater: OpaquePointer?
@@ -147,7 +138,7 @@ final class HPACKDecoderTests: XCTestCase {
     }
 
     func testChangedBytesAreRefusedOrDecodedAsNghttp2Does() {
-        var rng = Seeded(state: 0xBAD5EED)
+        var rng = SplitMix(seed: 0xBAD5EED)
         var refused = 0
         for round in 0..<3000 {
             var deflater: OpaquePointer?
