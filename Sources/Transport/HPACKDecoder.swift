@@ -3,9 +3,8 @@ import Glibc
 
 /// A header block the peer's encoder got wrong (RFC 7541): the connection ends with
 /// COMPRESSION_ERROR.
-struct HPACKError: Error, Equatable {
+struct HPACKError: Error {
     let reason: StaticString
-    static func == (a: HPACKError, b: HPACKError) -> Bool { a.reason.description == b.reason.description }
 }
 
 /// What a field is to HTTP/2's request rules (RFC 9113 8.2 and 8.3) as nghttp2 applies them:
@@ -191,13 +190,13 @@ final class HPACKDecoder {
             if let hit = cache.find(key) {
                 slot = hit
             } else {
-                slot = cache.store(key: key, decoded: try decodeString(encoded, huffman: huffman))
+                slot = cache.store(key: key, decoded: try decode(encoded, huffman: huffman, into: &valueScratch))
             }
             let plain = cache.plain(slot, role: role)
             sink.field(name: name, value: cache.decoded(slot), role: role, valueIsPlain: plain)
             return
         }
-        let value = huffman ? try decodeString(encoded, huffman: true) : encoded
+        let value = try decode(encoded, huffman: huffman, into: &valueScratch)
         sink.field(name: name, value: value, role: role, valueIsPlain: fieldValueIsPlain(value, role: role))
     }
 
@@ -205,15 +204,15 @@ final class HPACKDecoder {
         let (huffman, length) = try reader.stringHeader()
         let encoded = UnsafeRawBufferPointer(start: reader.base + reader.position, count: length)
         reader.position += length
-        guard huffman else { return encoded }
-        let out = scratch.reserve(length * 2 + 2)
-        guard let n = HPACKHuffman.decode(encoded, into: out) else { throw HPACKError(reason: "bad Huffman string") }
-        return UnsafeRawBufferPointer(start: out, count: n)
+        return try decode(encoded, huffman: huffman, into: &scratch)
     }
 
-    private func decodeString(_ encoded: UnsafeRawBufferPointer, huffman: Bool) throws(HPACKError) -> UnsafeRawBufferPointer {
+    /// A string's bytes: `encoded` itself, or its Huffman decoding in `scratch`.
+    private func decode(
+        _ encoded: UnsafeRawBufferPointer, huffman: Bool, into scratch: inout HPACKScratch
+    ) throws(HPACKError) -> UnsafeRawBufferPointer {
         guard huffman else { return encoded }
-        let out = valueScratch.reserve(encoded.count * 2 + 2)
+        let out = scratch.reserve(encoded.count * 2 + 2)
         guard let n = HPACKHuffman.decode(encoded, into: out) else { throw HPACKError(reason: "bad Huffman string") }
         return UnsafeRawBufferPointer(start: out, count: n)
     }

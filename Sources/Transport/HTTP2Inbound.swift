@@ -131,7 +131,7 @@ final class HTTP2Inbound {
                 let h = UnsafeRawBufferPointer(rebasing: input[position..<(position + 9)])
                 let type = h[3]
                 if !blockOpen && !isHeaderBlockType(type) {
-                    passLeft = Int(h[0]) << 16 | Int(h[1]) << 8 | Int(h[2])
+                    passLeft = Self.length(h[0], h[1], h[2])
                     position += 9
                     continue
                 }
@@ -160,7 +160,7 @@ final class HTTP2Inbound {
             guard headCount == 9 else { return .done }
             headCount = 0
             if !blockOpen && !isHeaderBlockType(head[3]) {
-                passLeft = length(of: head)
+                passLeft = Self.length(head[0], head[1], head[2])
                 writer.reset()
                 writer.append(head)
                 return .emit(nil)
@@ -174,14 +174,11 @@ final class HTTP2Inbound {
     /// After a h2c upgrade: stream 1 exists already.
     func upgraded() { highestStream = 1 }
 
-    /// Hands the last plain block's fields over (swapping buffers, so neither side allocates).
+    /// Hands the last plain block's fields over, swapping buffers so neither side allocates
+    /// (the next block starts by emptying what it got back).
     func takeFields(into fields: inout HTTPFields) {
         swap(&fields, &block.fields)
-        block.fields.removeAll()
     }
-
-    /// Forgets a block nobody took (nghttp2 refused its stream).
-    func discardBlock() { block.fields.removeAll() }
 
     /// Bytes of a header block held here until it is complete.
     var bufferedBytes: Int { frame.count + (blockOpen ? fragments.count : 0) }
@@ -193,11 +190,13 @@ final class HTTP2Inbound {
         type == 0x1 || type == 0x9 || type == 0x5
     }
 
-    private func length(of h: [UInt8]) -> Int { Int(h[0]) << 16 | Int(h[1]) << 8 | Int(h[2]) }
+    /// A frame header's 24-bit payload length.
+    @inline(__always)
+    private static func length(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8) -> Int { Int(b0) << 16 | Int(b1) << 8 | Int(b2) }
 
     /// `head` holds a frame header that starts or continues a header block, or interrupts one.
     private func headerBlockFrameHeader() -> Step? {
-        let length = length(of: head)
+        let length = Self.length(head[0], head[1], head[2])
         let type = head[3]
         let stream = Int32(
             bitPattern: UInt32(head[5] & 0x7F) << 24 | UInt32(head[6]) << 16 | UInt32(head[7]) << 8 | UInt32(head[8]))
@@ -288,7 +287,6 @@ final class HTTP2Inbound {
                 $0.append(0x80)
             }
             poisoned = true
-            block.fields.removeAll()
             return .emit(nil)
         }
         var verdict = block.verdict(isNewRequest: blockIsNewRequest)
@@ -301,7 +299,6 @@ final class HTTP2Inbound {
             case .reset: out.append(0x82) // :method GET, whose callback resets the stream
             }
         }
-        if verdict != .plain { block.fields.removeAll() }
         return .emit(verdict)
     }
 }

@@ -132,7 +132,6 @@ final class HTTP2Session: ExchangeOwner {
                 let block = inbound.output
                 rv = nghttp2_session_mem_recv(session, block.baseAddress?.assumingMemoryBound(to: UInt8.self), block.count)
                 blockVerdict = nil
-                if verdict == .plain { inbound.discardBlock() }
             case .tooManyContinuations:
                 rv = Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue)
             }
