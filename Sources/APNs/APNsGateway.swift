@@ -294,6 +294,11 @@ public final class APNsGateway: PushGateway {
         }
     }
 
+    @inlinable @inline(__always)
+    public static func acts(_ actions: ConnectionActions) -> Bool {
+        actions.raiseStreamsTo != nil || actions.adaptiveTop > 0 || actions.goAwayReason != nil
+    }
+
     /// APNs lowers a connection's stream limit after errors and raises it again after successes.
     @usableFromInline
     static func adapt(_ connection: ConnectionContext, success: Bool, top: UInt32) {

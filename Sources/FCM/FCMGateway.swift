@@ -354,6 +354,7 @@ public final class FCMGateway: PushGateway {
     public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
     @inlinable @inline(__always)
     public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
+    public static func acts(_ actions: ConnectionActions) -> Bool { false }
 
     /// The reason as given (no JSON).
     public static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }

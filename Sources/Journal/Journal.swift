@@ -62,11 +62,31 @@ public final class Journal: @unchecked Sendable {
         let run: @Sendable (Bool) -> Void
     }
 
+    /// Consecutive answers one `CommitWaiter` parked: released together by one call.
+    struct WaiterRun {
+        let waiter: any CommitWaiter
+        var count: Int
+    }
+
     /// What one producer (an event loop; or every other thread together) has waiting for the writer.
     struct Pending {
         var encoder: SegmentEncoder?
         var answers: [Answer] = []
+        /// Answers parked by their callers (`appendRequest(..., waiter:)`), in append order.
+        var runs: [WaiterRun] = []
         var loop: EventLoop?
+    }
+
+    /// What the writer hands one loop after a commit.
+    struct Released {
+        let loop: EventLoop?
+        let answers: [Answer]
+        let runs: [WaiterRun]
+        var count: Int { runs.reduce(answers.count) { $0 + $1.count } }
+        func run(_ stored: Bool) {
+            for a in answers { a.run(stored) }
+            for r in runs { r.waiter.committed(r.count, stored: stored) }
+        }
     }
 
     final class Shard: Sendable {
@@ -109,7 +129,8 @@ public final class Journal: @unchecked Sendable {
     /// One shard per event loop, then `otherShards` for every other thread (tracking lanes,
     /// tests), picked by thread, so the dispatcher's lanes do not contend on one lock.
     private let shards: [Shard]
-    private let loopShards: Int
+    /// Event-loop shards: one per loop the journal was made for.
+    public let loopShards: Int
     static let otherShards = 4
 
     /// The calling thread's shard among the others.
@@ -202,9 +223,11 @@ public final class Journal: @unchecked Sendable {
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
         headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil,
-        notificationID: UUIDValue?, loop: EventLoop?, completion: (@Sendable (Bool) -> Void)?
+        notificationID: UUIDValue?, loop: EventLoop?, completion: (@Sendable (Bool) -> Void)?, waiter: (any CommitWaiter)? = nil
     ) {
-        precondition(completion != nil || !answersWait, "a strict journal on disk answers through its completion")
+        precondition(completion != nil || waiter != nil || !answersWait, "a strict journal on disk answers through its completion")
+        precondition(
+            waiter == nil || !answersWait || loop.map(parksOwnAnswers) == true, "a waiter parks answers on a loop with its own shard")
         let strict = answersWait
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
@@ -217,15 +240,29 @@ public final class Journal: @unchecked Sendable {
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
                 payload: payload, warnings: warnings, device: device, notificationID: notificationID,
                 maxPayload: Journal.maxPayload, campaignOf: campaignOf)
-            if strict, let completion {
+            if strict, let waiter {
+                if let last = p.runs.indices.last, p.runs[last].waiter === waiter {
+                    p.runs[last].count += 1
+                } else {
+                    p.runs.append(WaiterRun(waiter: waiter, count: 1))
+                }
+                if p.loop == nil { p.loop = loop }
+            } else if strict, let completion {
                 p.answers.append(Answer(run: completion))
                 if p.loop == nil { p.loop = loop }
             }
             return true
         }
-        if !strict { completion?(true) }
+        if !strict {
+            if let waiter { waiter.committed(1, stored: true) } else { completion?(true) }
+        }
         appended(kept: kept)
     }
+
+    /// Whether answers parked on `loop` come back on it: it has a shard of its own (every loop
+    /// the journal was made for; a loop beyond them shares the last shard, whose answers run on
+    /// the first loop that parked one).
+    public func parksOwnAnswers(_ loop: EventLoop) -> Bool { loop.index < loopShards }
 
     public func append(_ t: TrackingRecord) {
         appendOther(atMs: t.atMs) { $0.append(t) }
@@ -325,20 +362,27 @@ public final class Journal: @unchecked Sendable {
                 return out
             }
             var segments: [SegmentEncoder] = []
-            var released: [(EventLoop?, [Answer])] = []
+            var released: [Released] = []
             for shard in shards {
                 shard.pending.withLock { p in
                     if let e = p.encoder {
                         segments.append(e)
                         p.encoder = nil
                     }
-                    if !p.answers.isEmpty {
+                    if !p.answers.isEmpty || !p.runs.isEmpty {
+                        released.append(Released(loop: p.loop, answers: p.answers, runs: p.runs))
                         // The next batch starts with room for as many as this one (growing from
                         // empty cost nine reallocations a commit).
-                        let n = p.answers.count
-                        released.append((p.loop, p.answers))
-                        p.answers = []
-                        p.answers.reserveCapacity(n)
+                        if !p.answers.isEmpty {
+                            let n = p.answers.count
+                            p.answers = []
+                            p.answers.reserveCapacity(n)
+                        }
+                        if !p.runs.isEmpty {
+                            let n = p.runs.count
+                            p.runs = []
+                            p.runs.reserveCapacity(n)
+                        }
                     }
                 }
             }
@@ -366,11 +410,11 @@ public final class Journal: @unchecked Sendable {
                 for done in resetting { done() }
             }
             if !stored {
-                let withheld = released.reduce(0) { $0 + $1.1.count }
+                let withheld = released.reduce(0) { $0 + $1.count }
                 stats.withLock { $0.withheldAnswers &+= UInt64(withheld) }
             }
-            for (loop, answers) in released {
-                if let loop { loop.execute { for a in answers { a.run(stored) } } } else { for a in answers { a.run(stored) } }
+            for batch in released {
+                if let loop = batch.loop { loop.execute { batch.run(stored) } } else { batch.run(stored) }
             }
             prune(&lastPrune)
         }
@@ -697,4 +741,13 @@ extension JournalEntry {
             return s
         }
     }
+}
+
+/// Answers parked by a caller on its event loop while their records wait for a strict commit:
+/// no closure is made per answer. The journal counts each waiter's parked answers in append
+/// order and, after the commit, tells the waiter on that loop how many of its oldest ones it
+/// may now give (`stored` false: the commit failed, and they must not acknowledge). With
+/// `.relaxed`, and in memory, it is told at once, on the caller's thread, with a count of 1.
+public protocol CommitWaiter: AnyObject, Sendable {
+    func committed(_ count: Int, stored: Bool)
 }

@@ -29,18 +29,27 @@ import Transport
 ///
 /// Data flows one way: request, decision, faults, delivery, tracking, record, response. The
 /// pipeline is generic over its gateway, so each gateway's path is specialised (no existential
-/// dispatch per request); the deferred answer captures only what it uses.
+/// dispatch per request); an answer that waits for its commit is parked as a value on its loop.
 public struct PushPipeline<Gateway: PushGateway>: Sendable {
     public let gateway: Gateway
     let services: PipelineServices
     /// The per-token push limit (`--apns-token-rate`), when this gateway has one.
     let tokenRate: TokenRateLimiter?
+    /// Each event loop's answers waiting for their strict commit (empty when answers never wait).
+    let parked: [ParkedAnswers]
 
     public init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
         precondition(PushProvider.capacity <= ConnectionContext.slotCount, "one connection slot per provider")
         self.gateway = gateway
         self.services = services
         self.tokenRate = tokenRate
+        if let journal = services.journal, journal.answersWait {
+            parked = (0..<journal.loopShards).map { _ in
+                ParkedAnswers(services: services, provider: gateway.provider, goAwayDebugData: { Gateway.goAwayDebugData(reason: $0) })
+            }
+        } else {
+            parked = []
+        }
     }
 
     var provider: PushProvider { gateway.provider }
@@ -153,60 +162,69 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     }
 
     /// Stages 7 to 10 for one answer: the journal commit (the answer waits for it under
-    /// `--durability strict` on disk), then shaping, metrics and the connection's actions. The
-    /// deferred answer keeps only what it uses: every reference kept costs a retain.
+    /// `--durability strict` on disk, parked on its loop's `ParkedAnswers`), then shaping,
+    /// metrics and the connection's actions (`PendingAnswer.give`).
     @inline(__always)
     func finish(
         _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: Response,
         fired: FiredFault?, actions: Gateway.ConnectionActions, timing: Timing, id: UUIDValue?, device: DeviceOutcome? = nil
     ) {
-        let faults = services.faults
-        let metrics = services.metrics
-        let provider = self.provider
-        let status = outcome.status
-        let reason = outcome.reason
-        let started = timing.started
         if services.events.wants(outcome.status == 200 ? .accepted : .rejected) || (fired != nil && services.events.wants(.fault)) {
             publishAnswer(subject, outcome, fired: fired, id: id, device: device, nowMs: timing.nowMs)
         }
-        @Sendable func answer(_ stored: Bool) {
-            // A record strict durability could not store (a full disk) is not acknowledged: the
-            // client gets the service's retryable 503 and sends it again.
-            let delay = faults.send(
-                stored ? response : exchange.unavailableAnswer, on: exchange, fired: fired, provider: provider,
-                goAwayDebugData: Gateway.goAwayDebugData(reason:))
-            metrics.record(
-                loop: exchange.eventLoop.index, provider: provider, status: stored ? status : 503,
-                reason: stored ? reason : "JournalCommitFailed",
-                seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
-            // The connection through the exchange: capturing it as well cost a retain per answer.
-            Gateway.perform(actions, on: exchange.connection)
+        let journal = services.journal
+        guard let journal, journal.answersWait else {
+            if let journal {
+                commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device)
+            }
+            PendingAnswer(
+                exchange: exchange, response: response, fired: fired, status: outcome.status, reason: outcome.reason,
+                started: timing.started, after: nil
+            ).give(stored: true, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:))
+            return Gateway.perform(actions, on: exchange.connection)
         }
-        guard let journal = services.journal else { return answer(true) }
-        // Only an answer that waits for its commit becomes a closure (a context allocated and
-        // its captures retained per request); otherwise it is given at once.
-        if journal.answersWait {
-            commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, answer)
+        var after: (@Sendable (ConnectionContext) -> Void)?
+        if Gateway.acts(actions) { after = { Gateway.perform(actions, on: $0) } }
+        let answer = PendingAnswer(
+            exchange: exchange, response: response, fired: fired, status: outcome.status, reason: outcome.reason,
+            started: timing.started, after: after)
+        let loop = exchange.eventLoop
+        if journal.parksOwnAnswers(loop) {
+            let waiter = parked[loop.index]
+            waiter.park(answer)
+            commit(
+                journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device,
+                waiter: waiter)
         } else {
-            commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: started, id: id, device: device, nil)
-            answer(true)
+            // A loop the journal has no shard of its own for: the answer as a closure, run on
+            // whichever loop its shard answers on.
+            let services = self.services
+            let provider = self.provider
+            commit(
+                journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device,
+                completion: {
+                    answer.give(stored: $0, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:))
+                    answer.after?(answer.exchange.connection)
+                })
         }
     }
 
-    /// Appends the request's record to the journal; `answer`, when given, runs once the commit
-    /// is over (`--durability strict` on disk), told whether the record was stored.
-    /// The record's fields are passed as they lie (see `Journal.appendRequest`).
+    /// Appends the request's record to the journal; the answer, when one waits (`completion` or
+    /// `waiter`), is given once the commit is over (`--durability strict` on disk), told
+    /// whether the record was stored. The record's fields are passed as they lie (see
+    /// `Journal.appendRequest`).
     @inline(__always)
     func commit(
         _ journal: Journal, _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-        started: UInt64, id: UUIDValue?, device: DeviceOutcome?, _ answer: (@Sendable (_ stored: Bool) -> Void)?
+        started: UInt64, id: UUIDValue?, device: DeviceOutcome?, completion: (@Sendable (_ stored: Bool) -> Void)? = nil,
+        waiter: (any CommitWaiter)? = nil
     ) {
         journal.appendRequest(
             atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
             latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
             payload: outcome.payload, warnings: outcome.warnings, device: device, notificationID: id,
-            loop: exchange.eventLoop, completion: answer)
+            loop: exchange.eventLoop, completion: completion, waiter: waiter)
     }
 }
 

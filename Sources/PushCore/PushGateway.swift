@@ -99,11 +99,16 @@ public protocol PushGateway: Sendable {
     /// Carries out `actions` on the connection; runs on its loop after the answer was handed to it.
     static func perform(_ actions: ConnectionActions, on connection: ConnectionContext)
 
+    /// Whether `perform` would do anything with `actions`: an answer parked for its commit
+    /// carries them (as a closure) only then. Defaults to true.
+    static func acts(_ actions: ConnectionActions) -> Bool
+
     /// GOAWAY debug data for a fault's `goaway` reason, in the gateway's style.
     static func goAwayDebugData(reason: String) -> [UInt8]
 }
 
 extension PushGateway {
+    public static func acts(_ actions: ConnectionActions) -> Bool { true }
     public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
     public func notFound(_ request: Request) -> Response? { nil }
     @inlinable @inline(__always)

@@ -1,0 +1,78 @@
+import Faults
+import Journal
+import PushCore
+import Transport
+
+/// One answer that is decided but not yet given: what stages 8 to 10 need (see `PushPipeline`).
+/// A value, the same for every gateway (the gateway's connection actions, when they do
+/// anything, come as `after`), so a parked answer costs a slot in its loop's `ParkedAnswers`
+/// and nothing is allocated for it.
+struct PendingAnswer {
+    let exchange: Exchange
+    let response: Response
+    let fired: FiredFault?
+    let status: Int
+    let reason: String
+    /// The monotonic start (ns) the request's latency counts from.
+    let started: UInt64
+    /// The gateway's connection actions, run once the answer is out (nil: they do nothing).
+    let after: (@Sendable (ConnectionContext) -> Void)?
+
+    /// Stages 8 and 9: shaping and metrics (then the caller's stage 10). A record strict
+    /// durability could not store (a full disk) is not acknowledged: the client gets the
+    /// service's retryable 503 and sends it again.
+    @inline(__always)
+    func give(stored: Bool, _ services: PipelineServices, provider: PushProvider, goAwayDebugData: (String) -> [UInt8]) {
+        let delay = services.faults.send(
+            stored ? response : exchange.unavailableAnswer, on: exchange, fired: fired, provider: provider,
+            goAwayDebugData: goAwayDebugData)
+        services.metrics.record(
+            loop: exchange.eventLoop.index, provider: provider, status: stored ? status : 503,
+            reason: stored ? reason : "JournalCommitFailed",
+            seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+    }
+}
+
+/// One event loop's answers waiting for their records' strict commit, oldest first, for one
+/// gateway's pipeline. The journal counts them (`CommitWaiter`) and, after each commit, tells
+/// this loop how many of the oldest may go: one hop per loop per commit, and no closure, context
+/// allocation or capture retains per answer.
+///
+/// Confined to its loop: `park` runs in the request's handler and `committed` in the block the
+/// journal's writer queues on the same loop, so the queue needs no lock.
+final class ParkedAnswers: CommitWaiter, @unchecked Sendable {
+    /// Given answers are taken out (nil), so giving one moves it rather than copying it.
+    private var queue: [PendingAnswer?] = []
+    /// The oldest answer not yet given.
+    private var head = 0
+    private let services: PipelineServices
+    private let provider: PushProvider
+    private let goAwayDebugData: @Sendable (String) -> [UInt8]
+
+    init(services: PipelineServices, provider: PushProvider, goAwayDebugData: @escaping @Sendable (String) -> [UInt8]) {
+        self.services = services
+        self.provider = provider
+        self.goAwayDebugData = goAwayDebugData
+    }
+
+    func park(_ answer: consuming PendingAnswer) { queue.append(answer) }
+
+    func committed(_ count: Int, stored: Bool) {
+        // Bounded by what is queued: the journal never counts more than were parked.
+        let end = min(head + max(0, count), queue.count)
+        while head < end {
+            let answer = queue[head].take()
+            head += 1
+            guard let answer else { continue }
+            answer.give(stored: stored, services, provider: provider, goAwayDebugData: goAwayDebugData)
+            answer.after?(answer.exchange.connection)
+        }
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 && head * 2 >= queue.count {
+            queue.removeFirst(head)
+            head = 0
+        }
+    }
+}
