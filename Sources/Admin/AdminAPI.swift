@@ -472,6 +472,7 @@ extension AdminAPI {
         object.add("dropped", stats.dropped)
         object.add("failedCommits", stats.failedCommits)
         object.add("withheldAnswers", stats.withheldAnswers)
+        object.add("awaitingStore", stats.awaitingStore)
         object.add("pruned", stats.pruned)
         object.add("storedRequests", stats.storedRequests)
         object.add("storedTracking", stats.storedTracking)

@@ -332,14 +332,14 @@ package enum ServeOptions {
         Option(
             name: "durability", valueName: "MODE",
             help:
-                "the journal: strict (default: on disk an answer leaves once its record is committed; in memory reads see every answered request), relaxed (answers at once, commits behind) or off"
+                "the journal: strict (default: on disk an answer leaves once its record is written to the journal's files, so killing pushemu loses no answered push; in memory reads see every answered request), sync (on disk an answer waits for its record's fsynced commit: a power cut loses none either), relaxed (answers at once, commits behind) or off"
         ) { c, v in
             if v == "off" {
                 c.durability = nil
                 return
             }
             guard let d = Journal.Durability(rawValue: v) else {
-                throw ConfigurationError("--durability must be off, strict or relaxed, got '\(v)'")
+                throw ConfigurationError("--durability must be off, strict, sync or relaxed, got '\(v)'")
             }
             c.durability = d
         },

@@ -10,11 +10,22 @@ import Transport
 ///
 /// Each event loop encodes its records into its own shard (`SegmentEncoder`: compact binary, a
 /// repeated payload or header set costs a byte) and keeps the answers waiting on them; the writer
-/// thread takes every shard's segment in turn, writes them all in one transaction (one fsync), and
-/// hands each loop its released answers in one hop. With `.strict` durability an answer leaves
-/// only once its record is committed; the event loop never waits on the disk.
+/// thread takes every shard's segment in turn and writes them all in one transaction.
+///
+/// Durability, on disk:
+/// - `.strict` (the default): an answer leaves only once its record is in the journal's files.
+///   The loop appends its new records to its segment's write-ahead file (`AheadLog`: one
+///   `write` per loop iteration, at the loop's flush barrier) and then gives the answers that
+///   waited on them, in the same iteration; the writer commits into SQLite every 10 ms without
+///   fsync and deletes the files it committed. Killing the process at any instant loses no
+///   answered request; a restart stores what the files hold that SQLite does not.
+/// - `.sync`: an answer leaves once its record's commit is fsynced (a power cut loses nothing
+///   answered): the writer commits every 1-2 ms and hands each loop its released answers.
+/// - `.relaxed`: answers at once, commits behind.
+/// A record that cannot be stored (a full disk) is not acknowledged under `.strict` or `.sync`
+/// (its answer is told it was not stored); the event loop never waits on the disk.
 public final class Journal: @unchecked Sendable {
-    public enum Durability: String, Sendable { case strict, relaxed }
+    public enum Durability: String, Sendable { case strict, sync, relaxed }
 
     /// Retention: the oldest segments go once records exceed `maxRecords` or end before `maxAgeMs`
     /// ago (checked by the writer at most once a second; whole segments, so a limit can be passed
@@ -38,6 +49,9 @@ public final class Journal: @unchecked Sendable {
         public var failedCommits: UInt64 = 0
         /// Strict answers not acknowledged because their record's commit failed (answered 503).
         public var withheldAnswers: UInt64 = 0
+        /// Strict: answered records held in their write-ahead files because SQLite refused their
+        /// commit (a full disk); committed with the next commit that succeeds.
+        public var awaitingStore = 0
         public var pruned: UInt64 = 0
         /// The writer thread's nice value (-10 with strict durability where raising it is allowed).
         public var writerNice = 0
@@ -66,6 +80,8 @@ public final class Journal: @unchecked Sendable {
     struct WaiterRun {
         let waiter: any CommitWaiter
         var count: Int
+        /// Whether their records were stored (write-ahead: decided when they are written).
+        var stored = true
     }
 
     /// What one producer (an event loop; or every other thread together) has waiting for the writer.
@@ -75,6 +91,22 @@ public final class Journal: @unchecked Sendable {
         /// Answers parked by their callers (`appendRequest(..., waiter:)`), in append order.
         var runs: [WaiterRun] = []
         var loop: EventLoop?
+        // Write-ahead (`.strict` on disk, event-loop shards):
+        /// The encoder's write-ahead file (nil: none opened yet).
+        var file: AheadLog.File?
+        /// How much of the encoder is in `file`.
+        var written = SegmentEncoder.Mark()
+        /// Runs whose records were written (or failed to be), for the loop's barrier to give.
+        var decided: [WaiterRun] = []
+        /// Segments cut short by a failed write: what their files hold, for the writer to take.
+        var sealed: [AheadSegment] = []
+    }
+
+    /// A segment the writer takes from a write-ahead shard, with its file (closed), to delete
+    /// once SQLite holds it.
+    struct AheadSegment {
+        var encoder: SegmentEncoder
+        let file: AheadLog.File?
     }
 
     /// What the writer hands one loop after a commit.
@@ -112,13 +144,29 @@ public final class Journal: @unchecked Sendable {
         return lastBatch >= wideWindowThreshold ? strictWideWindowNs : strictWindowNs
     }
     public let durability: Durability
-    /// Answers wait for their record's commit: `.strict` on disk. In memory nothing survives the
-    /// process anyway, so what `.strict` promises there is that a read sees every request
-    /// answered before it: answers leave at once and every read first commits what is waiting
-    /// (`flush`). That spares each request the parked answer and its hop back to the loop.
-    /// When false, a caller may answer at once and append without a completion.
+    /// Answers wait for their record: `.strict` and `.sync` on disk (strict: until the loop has
+    /// written it ahead, at its flush barrier; sync: until its commit). In memory nothing
+    /// survives the process anyway, so what both promise there is that a read sees every
+    /// request answered before it: answers leave at once and every read first commits what is
+    /// waiting (`flush`). When false, a caller may answer at once and append without a completion.
     public let answersWait: Bool
-    private var flushesBeforeReads: Bool { durability == .strict && !answersWait }
+    /// `.sync` on disk: the writer releases answers after each fsynced commit.
+    let syncs: Bool
+    /// `.strict` on disk: loops write their records ahead (`AheadLog`) and give their own answers.
+    let writesAhead: Bool
+    /// Reads first have the writer commit what is queued (all but `.relaxed` and `.sync` on disk,
+    /// where a read sees every answered request anyway or is not promised to).
+    private var flushesBeforeReads: Bool { durability != .relaxed && !syncs }
+    /// The write-ahead files' directory (`writesAhead`).
+    let aheadDirectory: String?
+    let nextSerial = Atomic<UInt64>(1)
+    /// One barrier per event-loop shard (`writesAhead`).
+    private var barriers: [AheadBarrier] = []
+    /// Set by the writer while SQLite refuses commits: loops then store nothing new (answers
+    /// told not stored) until a commit of what was already answered succeeds.
+    let storeFailing = Atomic<Bool>(false)
+    /// Written-ahead segments whose commit failed (writer thread only): committed first next time.
+    var retry: [AheadSegment] = []
     /// Reads waiting for the writer to commit what was queued before they asked.
     private let flushWaiters = Mutex<[FlushWaiter]>([])
     private let running = Atomic<Bool>(false)
@@ -128,7 +176,7 @@ public final class Journal: @unchecked Sendable {
     let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
     /// One shard per event loop, then `otherShards` for every other thread (tracking lanes,
     /// tests), picked by thread, so the dispatcher's lanes do not contend on one lock.
-    private let shards: [Shard]
+    let shards: [Shard]
     /// Event-loop shards: one per loop the journal was made for.
     public let loopShards: Int
     static let otherShards = 4
@@ -139,7 +187,7 @@ public final class Journal: @unchecked Sendable {
         return loopShards + Int((t >> 12 ^ t >> 20) % UInt64(Journal.otherShards))
     }
     private let resets = Mutex<[@Sendable () -> Void]>([])
-    private let stats = Mutex(Stats())
+    let stats = Mutex(Stats())
     private let sleeping = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private let wakeFD: Int32
@@ -161,7 +209,10 @@ public final class Journal: @unchecked Sendable {
         payloadTerms: PayloadTermsReader? = nil, indexRebuildLimit: Int = 65_536
     ) throws {
         self.durability = durability
-        answersWait = durability == .strict && path != nil
+        answersWait = durability != .relaxed && path != nil
+        syncs = durability == .sync && path != nil
+        writesAhead = durability == .strict && path != nil
+        aheadDirectory = path.map(AheadLog.directory(journal:))
         self.maxQueue = maxQueue
         self.retention = retention
         self.campaignOf = campaignOf
@@ -169,10 +220,21 @@ public final class Journal: @unchecked Sendable {
         loopShards = max(1, loops)
         shards = (0..<(loopShards + Journal.otherShards)).map { _ in Shard() }
         if let path {
+            let sqlite: SQLiteSegmentStore
             do {
-                store = try SQLiteSegmentStore(path: path, synchronous: durability == .strict ? "FULL" : "NORMAL")
+                sqlite = try SQLiteSegmentStore(path: path, synchronous: durability == .sync ? "FULL" : "NORMAL")
             } catch {
                 throw SQLiteDatabase.SQLiteError(description: "the journal at \(path): \(error)")
+            }
+            store = sqlite
+            // What a strict run wrote ahead and did not commit (killed): stored now, whatever
+            // this run's durability.
+            let dir = AheadLog.directory(journal: path)
+            let last = try Journal.recoverAhead(dir, into: sqlite)
+            nextSerial.store(last &+ 1, ordering: .relaxed)
+            if durability == .strict, !AheadLog.makeDirectory(dir) {
+                throw SQLiteDatabase.SQLiteError(
+                    description: "the journal at \(path): cannot create \(dir): \(String(cString: strerror(errno)))")
             }
         } else {
             store = MemorySegmentStore()
@@ -185,6 +247,7 @@ public final class Journal: @unchecked Sendable {
             )
         }
         wakeFD = csys_eventfd()
+        if writesAhead { barriers = (0..<loopShards).map { AheadBarrier(journal: self, shard: $0) } }
     }
 
     deinit { close(wakeFD) }
@@ -232,9 +295,9 @@ public final class Journal: @unchecked Sendable {
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
             if p.encoder == nil { p.encoder = SegmentEncoder(baseMs: atMs) }
-            // A strict record is always kept (an answer waits for it, or a read expects it);
-            // otherwise the backlog is bounded.
-            guard durability == .strict || p.encoder!.count < maxQueue else { return false }
+            // A strict or sync record is always kept (an answer waits for it, or a read expects
+            // it); otherwise the backlog is bounded.
+            guard durability != .relaxed || p.encoder!.count < maxQueue else { return false }
             p.encoder!.appendRequest(
                 atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
@@ -255,6 +318,12 @@ public final class Journal: @unchecked Sendable {
         }
         if !strict {
             if let waiter { waiter.committed(1, stored: true) } else { completion?(true) }
+        } else if writesAhead, let loop, waiter != nil {
+            let b = barriers[shard]
+            if !b.armed {
+                b.armed = true
+                loop.arm(b)
+            }
         }
         appended(kept: kept)
     }
@@ -325,7 +394,7 @@ public final class Journal: @unchecked Sendable {
         // loops it runs as soon as its window or its fsync ends instead of queueing behind the
         // loop on the same CPU, so answers are held for less time (measured: see README). It
         // needs CAP_SYS_NICE (or RLIMIT_NICE); without it the writer keeps the default priority.
-        if answersWait, Journal.setThreadNice(Journal.strictWriterNice) {
+        if syncs, Journal.setThreadNice(Journal.strictWriterNice) {
             stats.withLock { $0.writerNice = Int(Journal.strictWriterNice) }
         }
         var lastPrune: Int64 = 0
@@ -333,7 +402,7 @@ public final class Journal: @unchecked Sendable {
         while true {
             // Group commit window: while many producers are active (the last commit carried
             // several records), let more records join before paying for the next fsync.
-            if lastBatch > 0, !answersWait || lastBatch >= Journal.windowThreshold {
+            if lastBatch > 0, !syncs || lastBatch >= Journal.windowThreshold {
                 if flushesBeforeReads {
                     // In memory: the relaxed window, cut short by a read asking for a flush.
                     var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
@@ -342,7 +411,7 @@ public final class Journal: @unchecked Sendable {
                         _ = read(wakeFD, &v, 8)
                     }
                 } else {
-                    var t = timespec(tv_sec: 0, tv_nsec: Journal.windowNs(strict: durability == .strict, lastBatch: lastBatch))
+                    var t = timespec(tv_sec: 0, tv_nsec: Journal.windowNs(strict: syncs, lastBatch: lastBatch))
                     nanosleep(&t, nil)
                 }
             }
@@ -362,15 +431,20 @@ public final class Journal: @unchecked Sendable {
                 return out
             }
             var segments: [SegmentEncoder] = []
+            var ahead: [AheadSegment] = []
             var released: [Released] = []
-            for shard in shards {
+            for (i, shard) in shards.enumerated() {
                 shard.pending.withLock { p in
-                    if let e = p.encoder {
+                    if writesAhead && i < loopShards {
+                        takeAhead(&p, shard: i, into: &ahead)
+                    } else if let e = p.encoder {
                         segments.append(e)
                         p.encoder = nil
                     }
-                    if !p.answers.isEmpty || !p.runs.isEmpty {
-                        released.append(Released(loop: p.loop, answers: p.answers, runs: p.runs))
+                    // Under write-ahead the loop's barrier gives the runs.
+                    let runs = writesAhead ? [] : p.runs
+                    if !p.answers.isEmpty || !runs.isEmpty {
+                        released.append(Released(loop: p.loop, answers: p.answers, runs: runs))
                         // The next batch starts with room for as many as this one (growing from
                         // empty cost nine reallocations a commit).
                         if !p.answers.isEmpty {
@@ -378,7 +452,7 @@ public final class Journal: @unchecked Sendable {
                             p.answers = []
                             p.answers.reserveCapacity(n)
                         }
-                        if !p.runs.isEmpty {
+                        if !runs.isEmpty {
                             let n = p.runs.count
                             p.runs = []
                             p.runs.reserveCapacity(n)
@@ -386,7 +460,7 @@ public final class Journal: @unchecked Sendable {
                     }
                 }
             }
-            if segments.isEmpty && resetting.isEmpty {
+            if segments.isEmpty && ahead.isEmpty && retry.isEmpty && resetting.isEmpty {
                 for w in flushing { w.signal() }
                 // Idle: the next records (or a read's flush) need no window first.
                 if flushesBeforeReads { lastBatch = 0 }
@@ -399,13 +473,16 @@ public final class Journal: @unchecked Sendable {
                 continue
             }
             sleeping.store(false, ordering: .releasing)
-            let stored = segments.isEmpty || commit(segments)
+            let stored = commitAll(segments, ahead: ahead)
             for w in flushing { w.signal() }
-            lastBatch = segments.reduce(0) { $0 + $1.count }
+            lastBatch = segments.reduce(0) { $0 + $1.count } + ahead.reduce(0) { $0 + $1.encoder.count }
+            // Held for a retry (SQLite refused the commit): tried again after a window, not at once.
+            if !retry.isEmpty { lastBatch = max(lastBatch, 1) }
             if !resetting.isEmpty {
                 atDefaultPriority {
                     try? store.removeAll()
                     index.removeAll()
+                    discardRetry()
                 }
                 for done in resetting { done() }
             }
@@ -456,12 +533,12 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// One group commit: every shard's segment in one transaction. False when it failed.
-    private func commit(_ segments: [SegmentEncoder]) -> Bool {
+    func commit(_ segments: [SegmentEncoder], through: [Int: UInt64] = [:]) -> Bool {
         let t0 = Clock.monotonicNanoseconds()
         let records = segments.reduce(0) { $0 + $1.count }
         var ok = true
         do {
-            let ids = try store.append(segments)
+            let ids = try store.append(segments, aheadThrough: through)
             var closed: [BlockSummary] = []
             for (segment, id) in zip(segments.lazy.filter { !$0.isEmpty }, ids) {
                 if let block = segment.withBytes({ index.add(segmentID: id, $0) }) { closed.append(block) }

@@ -68,6 +68,38 @@ struct SegmentEncoder {
         varint(UInt64(bitPattern: baseMs))
     }
 
+    /// How far the segment was at some point: enough to cut it back to there (`truncate`).
+    struct Mark {
+        var byteCount = 0
+        var requests = 0
+        var tracking = 0
+        var oldestMs: Int64 = 0
+        var newestMs: Int64 = 0
+        var records: Int { requests + tracking }
+    }
+
+    var mark: Mark { Mark(byteCount: byteCount, requests: requests, tracking: tracking, oldestMs: oldestMs, newestMs: newestMs) }
+
+    /// Cuts the segment back to `mark` (taken from it earlier). Records after it are gone, and
+    /// the encoder must not be appended to again (its repeat slots may point past the cut).
+    mutating func truncate(to mark: Mark) {
+        byteCount = min(byteCount, mark.byteCount)
+        requests = mark.requests
+        tracking = mark.tracking
+        oldestMs = mark.oldestMs
+        newestMs = mark.newestMs
+    }
+
+    /// A segment read back whole (the write-ahead files' recovery), to be stored as it is.
+    init(stored bytes: [UInt8], _ mark: Mark) {
+        storage = bytes
+        byteCount = min(bytes.count, mark.byteCount)
+        requests = mark.requests
+        tracking = mark.tracking
+        oldestMs = mark.oldestMs
+        newestMs = mark.newestMs
+    }
+
     mutating func append(_ r: RequestRecord, maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?) {
         appendRequest(
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,

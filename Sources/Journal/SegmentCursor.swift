@@ -43,6 +43,8 @@ struct SegmentCursor {
     private(set) var malformed = false
     /// Format 1 stored tokens as plain literals; 2 packs hex tokens; 3 adds the device outcome.
     private(set) var version: UInt8 = 0
+    /// Where the next record starts.
+    var position: Int { i }
 
     init(_ b: UnsafeRawBufferPointer) {
         end = b.count

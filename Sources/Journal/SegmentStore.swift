@@ -16,8 +16,9 @@ struct Segment: Sendable {
 /// call `read` from any thread.
 protocol SegmentStore: AnyObject, Sendable {
     /// Appends `segments` in one transaction (one commit: one fsync in WAL mode with `FULL`);
-    /// returns the id each non-empty one got, in order.
-    func append(_ segments: [SegmentEncoder]) throws -> [Int64]
+    /// returns the id each non-empty one got, in order. `aheadThrough`: per event loop, the last
+    /// write-ahead serial among them (recorded in the same transaction, see `AheadLog`).
+    func append(_ segments: [SegmentEncoder], aheadThrough: [Int: UInt64]) throws -> [Int64]
     /// Segments whose last record is at or after `sinceMs`, in write order (or newest first).
     func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool)
     /// The segments with ids in `ids`, in write order (or newest first).
@@ -38,6 +39,10 @@ protocol SegmentStore: AnyObject, Sendable {
     func deleteBlocks(through id: Int64) throws
 }
 
+extension SegmentStore {
+    func append(_ segments: [SegmentEncoder]) throws -> [Int64] { try append(segments, aheadThrough: [:]) }
+}
+
 /// Segments in a SQLite database in WAL mode. Pages are 4 KiB: a segment's blob goes into new
 /// overflow pages, so a commit writes about its own bytes plus two small B-tree pages (with
 /// 64 KiB pages every commit rewrote whole 64 KiB leaf and index pages; measured here, the
@@ -49,6 +54,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     static let coalescingVFS = "pushemu-coalescing"
     private let writer: SQLiteDatabase
     private let insert: SQLiteDatabase.Statement
+    private let marker: SQLiteDatabase.Statement
     private let path: String
     private let total = Mutex((requests: 0, tracking: 0))
 
@@ -82,12 +88,23 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         try writer.exec("PRAGMA synchronous=\(synchronous)")
         try writer.exec(SQLiteSegmentStore.schema)
         insert = try writer.prepare("INSERT INTO segments (first_ms, last_ms, requests, tracking, data) VALUES (?,?,?,?,?)")
+        marker = try writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('ahead-' || ?, ?)")
         let s = try writer.prepare("SELECT coalesce(sum(requests),0), coalesce(sum(tracking),0) FROM segments")
         if s.step() == SQLITE_ROW { total.withLock { $0 = (Int(s.int(0)), Int(s.int(1))) } }
     }
 
-    func append(_ segments: [SegmentEncoder]) throws -> [Int64] {
+    func append(_ segments: [SegmentEncoder], aheadThrough: [Int: UInt64]) throws -> [Int64] {
         try writer.exec("BEGIN")
+        for (loop, serial) in aheadThrough {
+            marker.bind(1, Int64(loop))
+            marker.bind(2, Int64(bitPattern: serial))
+            let rc = marker.step()
+            marker.reset()
+            if rc != SQLITE_DONE {
+                try? writer.exec("ROLLBACK")
+                throw SQLiteDatabase.SQLiteError(description: "journal write failed: \(writer.message)")
+            }
+        }
         var r = 0
         var t = 0
         var ids: [Int64] = []
@@ -141,7 +158,24 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         }
     }
 
-    /// Reads a journal file without a writer (the CLI's `export` and `report`).
+    /// Per event loop, the last write-ahead serial the journal holds (see `AheadLog`).
+    func aheadThrough() -> [Int: UInt64] { SQLiteSegmentStore.aheadThrough(writer) }
+
+    static func aheadThrough(_ db: SQLiteDatabase) -> [Int: UInt64] {
+        var out: [Int: UInt64] = [:]
+        guard let s = try? db.prepare("SELECT CAST(substr(key, 7) AS INTEGER), value FROM meta WHERE key LIKE 'ahead-%'") else {
+            return out
+        }
+        while s.step() == SQLITE_ROW {
+            guard s.int(0) >= 0, s.int(0) < 1 << 20 else { continue }
+            out[Int(s.int(0))] = UInt64(bitPattern: s.int(1))
+        }
+        return out
+    }
+
+    /// Reads a journal file without a writer (the CLI's `export` and `report`), then what its
+    /// write-ahead files hold that it does not (a strict run killed before its last commits; the
+    /// files are left for the next run to store).
     static func read(path: String, sinceMs: Int64, _ body: (Segment) -> Bool) throws {
         let db = try SQLiteDatabase(path: path)
         let s: SQLiteDatabase.Statement
@@ -150,7 +184,22 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         } catch {
             throw SQLiteDatabase.SQLiteError(description: "the journal at \(path): \(error)")
         }
-        rows(s, sinceMs: sinceMs, body)
+        var last: Int64 = 0
+        var going = true
+        s.bind(1, sinceMs)
+        while going && s.step() == SQLITE_ROW {
+            let seg = segment(s)
+            last = seg.id
+            going = body(seg)
+        }
+        guard going else { return }
+        for r in AheadLog.pending(in: AheadLog.directory(journal: path), through: aheadThrough(db)) where r.mark.newestMs >= sinceMs {
+            last += 1
+            let seg = Segment(
+                id: last, firstMs: r.mark.oldestMs, lastMs: r.mark.newestMs, requests: r.mark.requests, tracking: r.mark.tracking,
+                data: r.bytes)
+            if !body(seg) { return }
+        }
     }
 
     private static func rows(_ s: SQLiteDatabase.Statement, sinceMs: Int64, _ body: (Segment) -> Bool) {
@@ -266,7 +315,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
 final class MemorySegmentStore: SegmentStore, Sendable {
     private let segments = Mutex<(list: [Segment], next: Int64)>(([], 1))
 
-    func append(_ encoded: [SegmentEncoder]) throws -> [Int64] {
+    func append(_ encoded: [SegmentEncoder], aheadThrough: [Int: UInt64]) throws -> [Int64] {
         segments.withLock { s in
             var ids: [Int64] = []
             for e in encoded where !e.isEmpty {

@@ -151,6 +151,10 @@ public final class Metrics: Sendable {
             "pushemu_journal_withheld_answers_total", "counter",
             "Strict answers not acknowledged because their record could not be stored (answered 503).")
         out += "pushemu_journal_withheld_answers_total \(journal.withheldAnswers)\n"
+        help(
+            "pushemu_journal_awaiting_store_records", "gauge",
+            "Answered strict records held in their write-ahead files because their commit failed (stored by the next that succeeds).")
+        out += "pushemu_journal_awaiting_store_records \(journal.awaitingStore)\n"
         help("pushemu_journal_pruned_total", "counter", "Journal records removed by retention.")
         out += "pushemu_journal_pruned_total \(journal.pruned)\n"
         help("pushemu_journal_stored_records", "gauge", "Journal records stored, by kind.")

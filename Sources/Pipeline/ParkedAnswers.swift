@@ -33,13 +33,14 @@ struct PendingAnswer {
     }
 }
 
-/// One event loop's answers waiting for their records' strict commit, oldest first, for one
-/// gateway's pipeline. The journal counts them (`CommitWaiter`) and, after each commit, tells
-/// this loop how many of the oldest may go: one hop per loop per commit, and no closure, context
-/// allocation or capture retains per answer.
+/// One event loop's answers waiting for their records (strict: written ahead; sync: committed),
+/// oldest first, for one gateway's pipeline. The journal counts them (`CommitWaiter`) and tells
+/// this loop how many of the oldest may go: under strict at the loop's flush barrier, in the
+/// iteration that parked them; under sync after each commit, one hop per loop per commit. No
+/// closure, context allocation or capture retains per answer.
 ///
-/// Confined to its loop: `park` runs in the request's handler and `committed` in the block the
-/// journal's writer queues on the same loop, so the queue needs no lock.
+/// Confined to its loop: `park` runs in the request's handler and `committed` in the loop's
+/// barrier or in the block the journal's writer queues on the same loop, so the queue needs no lock.
 final class ParkedAnswers: CommitWaiter, @unchecked Sendable {
     /// Given answers are taken out (nil), so giving one moves it rather than copying it.
     private var queue: [PendingAnswer?] = []

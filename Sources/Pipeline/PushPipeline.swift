@@ -21,7 +21,8 @@ import Transport
 ///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
 ///  6. response        G.response(decision), G.outcome(decision)
 ///     (while the event stream has subscribers: the answer's `accepted`/`rejected` and `fault` events)
-///  7. journal commit  the answer waits for it under --durability strict on disk (else it goes at once)
+///  7. journal commit  on disk the answer waits for its record: written ahead at the loop's flush barrier
+///                     (--durability strict) or its fsynced commit (sync); else it goes at once
 ///  8. shaping         faults.send: latency profile, delay, stall, RST_STREAM, close, GOAWAY
 ///  9. metrics         status, reason and time per provider (the loop's own shard)
 /// 10. connection      G.perform(connectionActions) once the answer is out
@@ -161,8 +162,8 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let started: UInt64
     }
 
-    /// Stages 7 to 10 for one answer: the journal commit (the answer waits for it under
-    /// `--durability strict` on disk, parked on its loop's `ParkedAnswers`), then shaping,
+    /// Stages 7 to 10 for one answer: the journal commit (the answer waits for its record under
+    /// `--durability strict` or `sync` on disk, parked on its loop's `ParkedAnswers`), then shaping,
     /// metrics and the connection's actions (`PendingAnswer.give`).
     @inline(__always)
     func finish(
@@ -210,7 +211,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     }
 
     /// Appends the request's record to the journal; the answer, when one waits (`completion` or
-    /// `waiter`), is given once the commit is over (`--durability strict` on disk), told
+    /// `waiter`), is given once its record is written (`--durability strict` or `sync` on disk), told
     /// whether the record was stored. The record's fields are passed as they lie (see
     /// `Journal.appendRequest`).
     @inline(__always)

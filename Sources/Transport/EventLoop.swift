@@ -7,6 +7,14 @@ protocol EventHandler: AnyObject {
     func handle(events: UInt32)
 }
 
+/// Work that must be done before output given during this loop iteration leaves: a write-ahead
+/// log writing the records the answers about to go depend on. Armed once per iteration with
+/// `EventLoop.arm(_:)`; it runs before the iteration's deferred flushes, and what it gives
+/// (answers, flush requests) goes out in the same iteration.
+public protocol FlushBarrier: AnyObject {
+    func beforeFlush()
+}
+
 /// A timer scheduled on an event loop; `cancel()` it from that loop.
 public final class LoopTimer {
     let deadline: UInt64
@@ -50,6 +58,9 @@ public final class EventLoop: @unchecked Sendable {
     var pendingRead: [Connection] = []
     /// Called once per loop iteration after events: connections that asked for a deferred flush.
     var pendingFlush: [Connection] = []
+    /// Barriers armed this iteration (see `FlushBarrier`).
+    private var barriers: [any FlushBarrier] = []
+    private var barriersRunning: [any FlushBarrier] = []
     /// Input read since the buffers were last measured; past `pressureThreshold` they are
     /// measured at once (`measureNow`) instead of at the next 100 ms sweep, so a fast peer
     /// cannot outrun the buffer budget between sweeps.
@@ -98,6 +109,10 @@ public final class EventLoop: @unchecked Sendable {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
+
+    /// Has `barrier` run before this iteration's deferred flushes. Call from the loop only, once
+    /// per iteration (the caller remembers that it armed it).
+    public func arm(_ barrier: any FlushBarrier) { barriers.append(barrier) }
 
     /// Runs `task` on this loop after `nanoseconds`. Call from the loop only.
     @discardableResult
@@ -212,7 +227,12 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runFlushes() {
-        while !pendingFlush.isEmpty {
+        while !pendingFlush.isEmpty || !barriers.isEmpty {
+            if !barriers.isEmpty {
+                swap(&barriers, &barriersRunning)
+                for b in barriersRunning { b.beforeFlush() }
+                barriersRunning.removeAll(keepingCapacity: true)
+            }
             let list = pendingFlush
             pendingFlush.removeAll(keepingCapacity: true)
             for c in list { c.deferredFlush() }

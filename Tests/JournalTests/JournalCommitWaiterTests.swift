@@ -4,9 +4,10 @@ import XCTest
 @testable import Journal
 @testable import Transport
 
-/// Answers parked through `CommitWaiter` (the pipeline's path under strict durability on disk):
-/// released only after their commit, on the loop they were parked on, in order, each waiter
-/// told exactly how many of its own; relaxed and in-memory journals release each one at once.
+/// Answers parked through `CommitWaiter` (the pipeline's path under strict and sync durability on
+/// disk): under sync released only after their commit, on the loop they were parked on, in
+/// order, each waiter told exactly how many of its own (strict: `JournalWriteAheadTests`);
+/// relaxed and in-memory journals release each one at once.
 final class JournalCommitWaiterTests: XCTestCase {
     /// Records what it was told, checking it runs on its loop.
     final class Waiter: CommitWaiter, @unchecked Sendable {
@@ -40,7 +41,7 @@ final class JournalCommitWaiterTests: XCTestCase {
         while !condition() && Date() < deadline { usleep(2_000) }
     }
 
-    func testStrictOnDiskReleasesEachWaitersAnswersAfterTheCommitOnTheirLoop() throws {
+    func testSyncOnDiskReleasesEachWaitersAnswersAfterTheCommitOnTheirLoop() throws {
         let dir = "/tmp/pushemu-journal-waiters-\(getpid())"
         mkdir(dir, 0o755)
         defer {
@@ -56,7 +57,7 @@ final class JournalCommitWaiterTests: XCTestCase {
             }
         }
         let j = try Journal(
-            path: dir + "/j.sqlite", durability: .strict, loops: 2, retention: .init(maxRecords: .max, maxAgeMs: .max),
+            path: dir + "/j.sqlite", durability: .sync, loops: 2, retention: .init(maxRecords: .max, maxAgeMs: .max),
             campaignOf: { _, _ in nil })
         XCTAssertTrue(j.answersWait)
         XCTAssertTrue(j.parksOwnAnswers(loops[1]))

@@ -1,0 +1,174 @@
+import Glibc
+import Synchronization
+import Transport
+
+/// One event-loop shard's flush barrier under write-ahead (`.strict` on disk): armed by the
+/// first waiting answer of a loop iteration, run by the loop before that iteration's output
+/// leaves. Loop-confined (`armed`, `spare`).
+final class AheadBarrier: FlushBarrier {
+    unowned let journal: Journal
+    let shard: Int
+    var armed = false
+    /// The runs given last time, emptied: swapped with the shard's, so giving allocates nothing.
+    var spare: [Journal.WaiterRun] = []
+
+    init(journal: Journal, shard: Int) {
+        self.journal = journal
+        self.shard = shard
+    }
+
+    func beforeFlush() {
+        armed = false
+        journal.writeAheadAndGive(self)
+    }
+}
+
+extension Journal {
+    /// The barrier: writes the shard's new records ahead (one `write`), then gives every answer
+    /// whose record was written (or failed to be: told not stored), on the loop, now.
+    func writeAheadAndGive(_ b: AheadBarrier) {
+        shards[b.shard].pending.withLock { p in
+            writeAhead(&p, shard: b.shard)
+            swap(&p.decided, &b.spare)
+        }
+        var withheld = 0
+        for r in b.spare {
+            r.waiter.committed(r.count, stored: r.stored)
+            if !r.stored { withheld += r.count }
+        }
+        b.spare.removeAll(keepingCapacity: true)
+        if withheld > 0 { stats.withLock { $0.withheldAnswers &+= UInt64(withheld) } }
+    }
+
+    /// Under the shard's lock: appends the encoder's bytes not yet in its file and decides the
+    /// waiting runs (stored when written). A failed write (or SQLite refusing commits) drops the
+    /// records not written: the segment is cut back to what its file holds and sealed for the
+    /// writer, and the next record starts a new segment and file.
+    func writeAhead(_ p: inout Pending, shard: Int) {
+        guard let e = p.encoder else {
+            decide(&p, stored: false) // nothing to write: runs can only be left by a cut
+            return
+        }
+        var ok = !storeFailing.load(ordering: .relaxed)
+        if ok && e.byteCount > p.written.byteCount {
+            if p.file == nil, let dir = aheadDirectory {
+                p.file = AheadLog.create(in: dir, loop: shard, serial: nextSerial.wrappingAdd(1, ordering: .relaxed).oldValue)
+            }
+            let from = p.written.byteCount
+            ok =
+                p.file.map { f in e.withBytes { AheadLog.write(f, offset: from, UnsafeRawBufferPointer(rebasing: $0[from...])) } }
+                ?? false
+        }
+        if ok {
+            p.written = e.mark
+        } else {
+            cut(&p)
+        }
+        decide(&p, stored: ok)
+    }
+
+    /// Moves the undecided runs to `decided`, merging a run into the last one of its waiter.
+    private func decide(_ p: inout Pending, stored: Bool) {
+        guard !p.runs.isEmpty else { return }
+        for var r in p.runs {
+            r.stored = stored
+            if let last = p.decided.indices.last, p.decided[last].waiter === r.waiter, p.decided[last].stored == stored {
+                p.decided[last].count += r.count
+            } else {
+                p.decided.append(r)
+            }
+        }
+        p.runs.removeAll(keepingCapacity: true)
+    }
+
+    /// Cuts the shard's segment back to what its file holds (sealed for the writer) and starts
+    /// over with no segment and no file.
+    private func cut(_ p: inout Pending) {
+        if var e = p.encoder, p.written.records > 0 {
+            e.truncate(to: p.written)
+            p.sealed.append(AheadSegment(encoder: e, file: p.file))
+        } else if let f = p.file {
+            unlink(f.path)
+        }
+        if let f = p.file { close(f.fd) }
+        p.encoder = nil
+        p.file = nil
+        p.written = SegmentEncoder.Mark()
+    }
+
+    /// The writer's take from a write-ahead shard (under its lock): what is not written yet is
+    /// written first (its answers are then decided, and the loop's barrier, armed for them,
+    /// gives them), then the segment goes with its file, closed.
+    func takeAhead(_ p: inout Pending, shard: Int, into out: inout [AheadSegment]) {
+        writeAhead(&p, shard: shard)
+        out.append(contentsOf: p.sealed)
+        p.sealed.removeAll()
+        if let e = p.encoder, !e.isEmpty {
+            out.append(AheadSegment(encoder: e, file: p.file))
+            if let f = p.file { close(f.fd) }
+            p.encoder = nil
+            p.file = nil
+            p.written = SegmentEncoder.Mark()
+        }
+    }
+
+    /// One commit of what the writer took: the written-ahead segments whose last commit failed,
+    /// then this round's, then the other shards'. Written-ahead segments were answered, so they
+    /// are kept (with their files) until a commit holds them; until then loops store nothing new.
+    /// True when every segment of a waiting answer was stored (or there was none).
+    func commitAll(_ segments: [SegmentEncoder], ahead: [AheadSegment]) -> Bool {
+        let all = retry + ahead
+        guard !all.isEmpty || !segments.isEmpty else { return true }
+        var through: [Int: UInt64] = [:]
+        for s in all {
+            if let f = s.file { through[f.loop] = max(through[f.loop] ?? 0, f.serial) }
+        }
+        let ok = commit(all.map(\.encoder) + segments, through: through)
+        if ok {
+            for s in all {
+                if let f = s.file { unlink(f.path) }
+            }
+            if storeFailing.load(ordering: .relaxed) { storeFailing.store(false, ordering: .relaxed) }
+            if !retry.isEmpty { stats.withLock { $0.awaitingStore = 0 } }
+            retry = []
+        } else {
+            retry = all
+            if !all.isEmpty { storeFailing.store(true, ordering: .relaxed) }
+            let held = all.reduce(0) { $0 + $1.encoder.count }
+            stats.withLock { $0.awaitingStore = held }
+        }
+        return ok
+    }
+
+    /// A reset: what was waiting for a retry goes with the rest.
+    func discardRetry() {
+        for s in retry {
+            if let f = s.file { unlink(f.path) }
+        }
+        retry = []
+        storeFailing.store(false, ordering: .relaxed)
+        stats.withLock { $0.awaitingStore = 0 }
+    }
+
+    /// Stores what the write-ahead files in `dir` hold that the journal does not (a strict run
+    /// that was killed), deletes the files, and returns the largest serial seen (0: none).
+    static func recoverAhead(_ dir: String, into store: SQLiteSegmentStore) throws -> UInt64 {
+        let through = store.aheadThrough()
+        var last = through.values.max() ?? 0
+        var stale: [String] = []
+        let found = AheadLog.pending(in: dir, through: through) { stale.append($0) }
+        for f in AheadLog.files(in: dir) { last = max(last, f.serial) }
+        if !found.isEmpty {
+            var marks: [Int: UInt64] = [:]
+            for r in found { marks[r.loop] = max(marks[r.loop] ?? 0, r.serial) }
+            do {
+                _ = try store.append(found.map { SegmentEncoder(stored: $0.bytes, $0.mark) }, aheadThrough: marks)
+            } catch {
+                throw SQLiteDatabase.SQLiteError(description: "storing the write-ahead files of \(dir): \(error)")
+            }
+            for r in found { unlink(r.path) }
+        }
+        for p in stale { unlink(p) }
+        return last
+    }
+}
