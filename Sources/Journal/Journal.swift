@@ -494,6 +494,9 @@ public final class Journal: @unchecked Sendable {
                 if let loop = batch.loop { loop.execute { batch.run(stored) } } else { batch.run(stored) }
             }
             prune(&lastPrune)
+            // Stopping with commits refused: what is held stays in its write-ahead files, for the
+            // next start to store (retrying here would never let the process stop).
+            if !retry.isEmpty, stopping.load(ordering: .acquiring) { break }
         }
         // The open block is stored too, so the next start has no tail to summarise again.
         if let open = index.closeOpen() { try? store.appendBlock(open) }
