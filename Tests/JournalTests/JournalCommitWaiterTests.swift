@@ -36,6 +36,20 @@ final class JournalCommitWaiterTests: XCTestCase {
             payload: Array(#"{"aps":{}}"#.utf8)[...], warnings: [], notificationID: nil, loop: loop, completion: nil, waiter: waiter)
     }
 
+    /// `n` started event loops (indexes 0..<n), for `stop` in a `defer`.
+    static func startLoops(_ n: Int) throws -> [EventLoop] {
+        let loops = try (0..<n).map { try EventLoop(index: $0) }
+        for l in loops { l.start() }
+        return loops
+    }
+
+    static func stop(_ loops: [EventLoop]) {
+        for l in loops {
+            l.stop()
+            l.join()
+        }
+    }
+
     func wait(until condition: () -> Bool) {
         let deadline = Date().addingTimeInterval(10)
         while !condition() && Date() < deadline { usleep(2_000) }
@@ -48,14 +62,8 @@ final class JournalCommitWaiterTests: XCTestCase {
             for f in Files.list(dir) { unlink(dir + "/" + f) }
             rmdir(dir)
         }
-        let loops = [try EventLoop(index: 0), try EventLoop(index: 1)]
-        for l in loops { l.start() }
-        defer {
-            for l in loops {
-                l.stop()
-                l.join()
-            }
-        }
+        let loops = try JournalCommitWaiterTests.startLoops(2)
+        defer { JournalCommitWaiterTests.stop(loops) }
         let j = try Journal(
             path: dir + "/j.sqlite", durability: .sync, loops: 2, retention: .init(maxRecords: .max, maxAgeMs: .max),
             campaignOf: { _, _ in nil })

@@ -35,14 +35,8 @@ final class JournalWriteAheadTests: XCTestCase {
     func testAnswersLeaveAtTheLoopsBarrierAndTheFilesOutliveTheProcess() throws {
         let dir = directory("barrier")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let loops = [try EventLoop(index: 0), try EventLoop(index: 1)]
-        for l in loops { l.start() }
-        defer {
-            for l in loops {
-                l.stop()
-                l.join()
-            }
-        }
+        let loops = try JournalCommitWaiterTests.startLoops(2)
+        defer { JournalCommitWaiterTests.stop(loops) }
         let path = dir + "/j.sqlite"
         let j = try Journal(
             path: path, durability: .strict, loops: 2, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
