@@ -55,9 +55,12 @@ extension Journal {
                 p.file = AheadLog.create(in: dir, loop: shard, serial: nextSerial.wrappingAdd(1, ordering: .relaxed).oldValue)
             }
             let from = p.written.byteCount
-            ok =
-                p.file.map { f in e.withBytes { AheadLog.write(f, offset: from, UnsafeRawBufferPointer(rebasing: $0[from...])) } }
-                ?? false
+            if p.file != nil {
+                if from == 0 { p.segmentStart = p.file!.length }
+                ok = e.withBytes { AheadLog.write(&p.file!, offset: from, UnsafeRawBufferPointer(rebasing: $0[from...])) }
+            } else {
+                ok = false
+            }
         }
         if ok {
             p.written = e.mark
@@ -82,52 +85,77 @@ extension Journal {
     }
 
     /// Cuts the shard's segment back to what its file holds (sealed for the writer) and starts
-    /// over with no segment and no file.
+    /// over with no segment and no file (the file, closed, keeps what it holds).
     private func cut(_ p: inout Pending) {
-        if var e = p.encoder, p.written.records > 0 {
+        if var e = p.encoder, p.written.records > 0, let f = p.file {
             e.truncate(to: p.written)
-            p.sealed.append(AheadSegment(encoder: e, file: p.file))
-        } else if let f = p.file {
-            unlink(f.path)
+            p.sealed.append(AheadSegment(encoder: e, location: location(p, f)))
         }
-        if let f = p.file { close(f.fd) }
+        if let f = p.file {
+            if f.length == 0 { unlink(f.path) }
+            close(f.fd)
+        }
         p.encoder = nil
         p.file = nil
         p.written = SegmentEncoder.Mark()
     }
 
+    private func location(_ p: Pending, _ f: AheadLog.File) -> AheadLog.Location {
+        AheadLog.Location(loop: f.loop, serial: f.serial, start: p.segmentStart, end: f.length)
+    }
+
     /// The writer's take from a write-ahead shard (under its lock): what is not written yet is
     /// written first (its answers are then decided, and the loop's barrier, armed for them,
-    /// gives them), then the segment goes with its file, closed.
+    /// gives them), then the segment goes with where its file holds it. The file stays open for
+    /// the loop's next segment, unless it has grown past `aheadRotateBytes`.
     func takeAhead(_ p: inout Pending, shard: Int, into out: inout [AheadSegment]) {
         writeAhead(&p, shard: shard)
         out.append(contentsOf: p.sealed)
         p.sealed.removeAll()
         if let e = p.encoder, !e.isEmpty {
-            out.append(AheadSegment(encoder: e, file: p.file))
-            if let f = p.file { close(f.fd) }
+            out.append(AheadSegment(encoder: e, location: p.file.map { location(p, $0) }))
             p.encoder = nil
-            p.file = nil
             p.written = SegmentEncoder.Mark()
+            if let f = p.file, f.length >= aheadRotateBytes {
+                close(f.fd)
+                p.file = nil
+            }
         }
+    }
+
+    /// Closes every shard's write-ahead file (the writer has stopped; a later record opens a
+    /// new one, which the next start stores).
+    func closeAheadFiles() {
+        for shard in shards.prefix(loopShards) {
+            shard.pending.withLock { p in
+                guard let f = p.file, p.encoder == nil else { return }
+                close(f.fd)
+                p.file = nil
+            }
+        }
+    }
+
+    /// Per loop, how far `segments` reach in their files.
+    static func through(_ segments: [AheadSegment]) -> [Int: AheadLog.Position] {
+        var out: [Int: AheadLog.Position] = [:]
+        for s in segments {
+            guard let l = s.location else { continue }
+            let p = AheadLog.Position(serial: l.serial, end: l.end)
+            if let q = out[l.loop], q >= p { continue }
+            out[l.loop] = p
+        }
+        return out
     }
 
     /// One commit of what the writer took: the written-ahead segments whose last commit failed,
     /// then this round's, then the other shards'. Written-ahead segments were answered, so they
-    /// are kept (with their files) until a commit holds them; until then loops store nothing new.
-    /// True when every segment of a waiting answer was stored (or there was none).
+    /// are kept until a commit holds them; until then loops store nothing new. True when every
+    /// segment of a waiting answer was stored (or there was none).
     func commitAll(_ segments: [SegmentEncoder], ahead: [AheadSegment]) -> Bool {
         let all = retry + ahead
         guard !all.isEmpty || !segments.isEmpty else { return true }
-        var through: [Int: UInt64] = [:]
-        for s in all {
-            if let f = s.file { through[f.loop] = max(through[f.loop] ?? 0, f.serial) }
-        }
-        let ok = commit(all.map(\.encoder) + segments, through: through)
+        let ok = commit(all.map(\.encoder) + segments, locations: all.map(\.location), through: Journal.through(all))
         if ok {
-            for s in all {
-                if let f = s.file { unlink(f.path) }
-            }
             if storeFailing.load(ordering: .relaxed) { storeFailing.store(false, ordering: .relaxed) }
             if !retry.isEmpty { stats.withLock { $0.awaitingStore = 0 } }
             retry = []
@@ -140,35 +168,37 @@ extension Journal {
         return ok
     }
 
-    /// A reset: what was waiting for a retry goes with the rest.
+    /// A reset: what was waiting for a retry goes with the rest (its files marked as held, so
+    /// that a restart does not store it).
     func discardRetry() {
-        for s in retry {
-            if let f = s.file { unlink(f.path) }
-        }
+        if !retry.isEmpty { _ = try? store.append([], locations: [], aheadThrough: Journal.through(retry)) }
         retry = []
         storeFailing.store(false, ordering: .relaxed)
         stats.withLock { $0.awaitingStore = 0 }
     }
 
     /// Stores what the write-ahead files in `dir` hold that the journal does not (a strict run
-    /// that was killed), deletes the files, and returns the largest serial seen (0: none).
+    /// that was killed; copied into SQLite, the files' earlier segments stay where they are),
+    /// deletes the files nothing needs, and returns the largest serial seen (0: none).
     static func recoverAhead(_ dir: String, into store: SQLiteSegmentStore) throws -> UInt64 {
         let through = store.aheadThrough()
-        var last = through.values.max() ?? 0
-        var stale: [String] = []
-        let found = AheadLog.pending(in: dir, through: through) { stale.append($0) }
+        var last = through.values.map(\.serial).max() ?? 0
         for f in AheadLog.files(in: dir) { last = max(last, f.serial) }
+        let found = AheadLog.pending(in: dir, through: through)
         if !found.isEmpty {
-            var marks: [Int: UInt64] = [:]
-            for r in found { marks[r.loop] = max(marks[r.loop] ?? 0, r.serial) }
+            var marks = through
+            for r in found {
+                let p = AheadLog.Position(serial: r.serial, end: r.location.end)
+                if let q = marks[r.loop], q >= p { continue }
+                marks[r.loop] = p
+            }
             do {
-                _ = try store.append(found.map { SegmentEncoder(stored: $0.bytes, $0.mark) }, aheadThrough: marks)
+                _ = try store.append(found.map { SegmentEncoder(stored: $0.bytes, $0.mark) }, locations: [], aheadThrough: marks)
             } catch {
                 throw SQLiteDatabase.SQLiteError(description: "storing the write-ahead files of \(dir): \(error)")
             }
-            for r in found { unlink(r.path) }
         }
-        for p in stale { unlink(p) }
+        store.deleteUnneededFiles()
         return last
     }
 }

@@ -92,21 +92,23 @@ public final class Journal: @unchecked Sendable {
         var runs: [WaiterRun] = []
         var loop: EventLoop?
         // Write-ahead (`.strict` on disk, event-loop shards):
-        /// The encoder's write-ahead file (nil: none opened yet).
+        /// The loop's write-ahead file (nil: none open; the next record opens one).
         var file: AheadLog.File?
         /// How much of the encoder is in `file`.
         var written = SegmentEncoder.Mark()
+        /// Where in `file` the encoder's first chunk is.
+        var segmentStart = 0
         /// Runs whose records were written (or failed to be), for the loop's barrier to give.
         var decided: [WaiterRun] = []
         /// Segments cut short by a failed write: what their files hold, for the writer to take.
         var sealed: [AheadSegment] = []
     }
 
-    /// A segment the writer takes from a write-ahead shard, with its file (closed), to delete
-    /// once SQLite holds it.
+    /// A segment the writer takes from a write-ahead shard, with where its file holds it (nil:
+    /// nowhere, its bytes are stored in SQLite).
     struct AheadSegment {
         var encoder: SegmentEncoder
-        let file: AheadLog.File?
+        let location: AheadLog.Location?
     }
 
     /// What the writer hands one loop after a commit.
@@ -160,6 +162,8 @@ public final class Journal: @unchecked Sendable {
     /// The write-ahead files' directory (`writesAhead`).
     let aheadDirectory: String?
     let nextSerial = Atomic<UInt64>(1)
+    /// A loop's write-ahead file past this size is closed when the writer takes its segment.
+    let aheadRotateBytes: Int
     /// One barrier per event-loop shard (`writesAhead`).
     private var barriers: [AheadBarrier] = []
     /// Set by the writer while SQLite refuses commits: loops then store nothing new (answers
@@ -195,7 +199,7 @@ public final class Journal: @unchecked Sendable {
     private var thread: pthread_t?
     /// Failed commits not yet said on stderr (the writer thread's own).
     private var failures: (reportedAt: UInt64, count: Int, records: Int) = (0, 0, 0)
-    private let store: SegmentStore
+    let store: SegmentStore
     /// Summaries of the stored segments, so searches and campaign counts read only what they need.
     let index: SegmentIndex
 
@@ -203,11 +207,13 @@ public final class Journal: @unchecked Sendable {
     /// loops that will append (by `EventLoop.index`). `payloadTerms`: a payload's campaign ids and
     /// alert text for the index (nil: campaign and text terms never rule a block out).
     /// `indexRebuildLimit`: the most records after the last stored index block summarised at open.
+    /// `aheadRotateBytes`: the size past which a loop's write-ahead file is closed for a new one.
     public init(
         path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
         campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?,
-        payloadTerms: PayloadTermsReader? = nil, indexRebuildLimit: Int = 65_536
+        payloadTerms: PayloadTermsReader? = nil, indexRebuildLimit: Int = 65_536, aheadRotateBytes: Int? = nil
     ) throws {
+        self.aheadRotateBytes = max(1, aheadRotateBytes ?? AheadLog.rotateBytes)
         self.durability = durability
         answersWait = durability != .relaxed && path != nil
         syncs = durability == .sync && path != nil
@@ -250,7 +256,14 @@ public final class Journal: @unchecked Sendable {
         if writesAhead { barriers = (0..<loopShards).map { AheadBarrier(journal: self, shard: $0) } }
     }
 
-    deinit { close(wakeFD) }
+    deinit {
+        close(wakeFD)
+        for shard in shards {
+            shard.pending.withLock { p in
+                if let f = p.file { close(f.fd) }
+            }
+        }
+    }
 
     public func start() {
         running.store(true, ordering: .releasing)
@@ -500,6 +513,7 @@ public final class Journal: @unchecked Sendable {
         }
         // The open block is stored too, so the next start has no tail to summarise again.
         if let open = index.closeOpen() { try? store.appendBlock(open) }
+        if writesAhead { closeAheadFiles() }
         running.store(false, ordering: .releasing)
         for w in flushWaiters.withLock({ w in
             let out = w
@@ -536,12 +550,14 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// One group commit: every shard's segment in one transaction. False when it failed.
-    func commit(_ segments: [SegmentEncoder], through: [Int: UInt64] = [:]) -> Bool {
+    func commit(
+        _ segments: [SegmentEncoder], locations: [AheadLog.Location?] = [], through: [Int: AheadLog.Position] = [:]
+    ) -> Bool {
         let t0 = Clock.monotonicNanoseconds()
         let records = segments.reduce(0) { $0 + $1.count }
         var ok = true
         do {
-            let ids = try store.append(segments, aheadThrough: through)
+            let ids = try store.append(segments, locations: locations, aheadThrough: through)
             var closed: [BlockSummary] = []
             for (segment, id) in zip(segments.lazy.filter { !$0.isEmpty }, ids) {
                 if let block = segment.withBytes({ index.add(segmentID: id, $0) }) { closed.append(block) }
@@ -692,7 +708,7 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// A segment's records; false once `body` wants no more.
-    private static func entries(_ seg: Segment, sinceMs: Int64, newestFirst: Bool, _ body: (JournalEntry) -> Bool) -> Bool {
+    static func entries(_ seg: Segment, sinceMs: Int64, newestFirst: Bool, _ body: (JournalEntry) -> Bool) -> Bool {
         var d = SegmentDecoder(seg.data)
         if newestFirst {
             var all: [JournalEntry] = []

@@ -53,6 +53,14 @@ final class SQLiteDatabase {
         func bind(_ i: Int32, blob: UnsafeRawBufferPointer) {
             _ = pushemu_sqlite3_bind_blob_static(s, i, blob.baseAddress, Int32(blob.count))
         }
+        /// An empty blob (not NULL, as a bound empty buffer would be).
+        func bindEmptyBlob(_ i: Int32) { sqlite3_bind_zeroblob(s, i, 0) }
+        func bind(_ i: Int32, text: String) {
+            var t = text
+            t.withUTF8 { u in
+                u.withMemoryRebound(to: CChar.self) { _ = pushemu_sqlite3_bind_text_transient(s, i, $0.baseAddress, Int32(u.count)) }
+            }
+        }
         @discardableResult
         func step() -> Int32 { sqlite3_step(s) }
         func reset() {
@@ -60,6 +68,11 @@ final class SQLiteDatabase {
             sqlite3_clear_bindings(s)
         }
         func int(_ col: Int32) -> Int64 { sqlite3_column_int64(s, col) }
+        func isNull(_ col: Int32) -> Bool { sqlite3_column_type(s, col) == SQLITE_NULL }
+        func text(_ col: Int32) -> String {
+            guard let p = sqlite3_column_text(s, col) else { return "" }
+            return String(cString: p)
+        }
         func blob(_ col: Int32) -> [UInt8] {
             let n = Int(sqlite3_column_bytes(s, col))
             guard n > 0, let p = sqlite3_column_blob(s, col) else { return [] }

@@ -1,5 +1,6 @@
 import CJournalVFS
 import CSQLite
+import Glibc
 import Synchronization
 
 /// One stored segment: its time range (its oldest and newest record's), record counts and encoded records.
@@ -16,9 +17,12 @@ struct Segment: Sendable {
 /// call `read` from any thread.
 protocol SegmentStore: AnyObject, Sendable {
     /// Appends `segments` in one transaction (one commit: one fsync in WAL mode with `FULL`);
-    /// returns the id each non-empty one got, in order. `aheadThrough`: per event loop, the last
-    /// write-ahead serial among them (recorded in the same transaction, see `AheadLog`).
-    func append(_ segments: [SegmentEncoder], aheadThrough: [Int: UInt64]) throws -> [Int64]
+    /// returns the id each non-empty one got, in order. `locations`: where a segment's bytes are
+    /// in the write-ahead files (`AheadLog`; stored there, not copied here), by position (nil or
+    /// missing: its bytes are stored here). `aheadThrough`: per event loop, how far the files
+    /// are held after this commit (recorded in the same transaction).
+    func append(_ segments: [SegmentEncoder], locations: [AheadLog.Location?], aheadThrough: [Int: AheadLog.Position]) throws
+        -> [Int64]
     /// Segments whose last record is at or after `sinceMs`, in write order (or newest first).
     func read(sinceMs: Int64, newestFirst: Bool, _ body: (Segment) -> Bool)
     /// The segments with ids in `ids`, in write order (or newest first).
@@ -40,22 +44,27 @@ protocol SegmentStore: AnyObject, Sendable {
 }
 
 extension SegmentStore {
-    func append(_ segments: [SegmentEncoder]) throws -> [Int64] { try append(segments, aheadThrough: [:]) }
+    func append(_ segments: [SegmentEncoder]) throws -> [Int64] { try append(segments, locations: [], aheadThrough: [:]) }
 }
 
-/// Segments in a SQLite database in WAL mode. Pages are 4 KiB: a segment's blob goes into new
-/// overflow pages, so a commit writes about its own bytes plus two small B-tree pages (with
-/// 64 KiB pages every commit rewrote whole 64 KiB leaf and index pages; measured here, the
-/// writer's CPU per strict commit fell by about a quarter with 4 KiB). SQLite's default
-/// checkpoint (1,000 pages, 4 MiB) keeps the WAL small, so after its first 4 MiB every commit
-/// overwrites WAL blocks already allocated, and its fdatasync (measured here) costs about half
-/// the CPU and wall time of one that grows the file.
+/// Segments in a SQLite database in WAL mode. Under strict durability a segment's bytes stay
+/// in the write-ahead file its loop wrote them to (`AheadLog`) and its row says where
+/// (`file_loop`, `file_serial`, `file_start`, `file_end`; `data` empty); otherwise, and for
+/// segments recovered from a killed run, the row holds them (`data`). Pages are 4 KiB: a
+/// segment's blob goes into new overflow pages, so a commit writes about its own bytes plus two
+/// small B-tree pages (with 64 KiB pages every commit rewrote whole 64 KiB leaf and index
+/// pages; measured here, the writer's CPU per strict commit fell by about a quarter with 4 KiB).
+/// SQLite's default checkpoint (1,000 pages, 4 MiB) keeps the WAL small, so after its first
+/// 4 MiB every commit overwrites WAL blocks already allocated, and its fdatasync (measured
+/// here) costs about half the CPU and wall time of one that grows the file.
 final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     static let coalescingVFS = "pushemu-coalescing"
     private let writer: SQLiteDatabase
     private let insert: SQLiteDatabase.Statement
     private let marker: SQLiteDatabase.Statement
     private let path: String
+    /// The write-ahead files' directory.
+    let aheadDirectory: String
     private let total = Mutex((requests: 0, tracking: 0))
 
     /// No index on `last_ms`: it cost one more page (two more writes) in every commit, and a
@@ -64,7 +73,8 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     static let schema = """
         CREATE TABLE IF NOT EXISTS segments (
           id INTEGER PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,
-          requests INTEGER NOT NULL, tracking INTEGER NOT NULL, data BLOB NOT NULL);
+          requests INTEGER NOT NULL, tracking INTEGER NOT NULL, data BLOB NOT NULL,
+          file_loop INTEGER, file_serial INTEGER, file_start INTEGER, file_end INTEGER);
         DROP INDEX IF EXISTS segments_last_ms;
         CREATE TABLE IF NOT EXISTS segment_blocks (
           first_segment INTEGER PRIMARY KEY, last_segment INTEGER NOT NULL, min_ms INTEGER NOT NULL,
@@ -73,6 +83,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
         INSERT OR IGNORE INTO meta VALUES ('format', 'pushemu-journal-1');
         """
+    static let columns = "id, first_ms, last_ms, requests, tracking, data, file_loop, file_serial, file_start, file_end"
 
     /// `synchronous`: FULL fsyncs the WAL at every commit (strict), NORMAL leaves it to the OS.
     init(path: String, synchronous: String) throws {
@@ -81,23 +92,36 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         let coalescing = synchronous == "FULL" && pushemu_coalescing_vfs_register(SQLiteSegmentStore.coalescingVFS) == SQLITE_OK
         writer = try SQLiteDatabase(path: path, vfs: coalescing ? SQLiteSegmentStore.coalescingVFS : nil)
         self.path = path
+        aheadDirectory = AheadLog.directory(journal: path)
         if (try? writer.prepare("SELECT 1 FROM sqlite_master WHERE name='segments'"))?.step() != SQLITE_ROW {
             try writer.exec("PRAGMA page_size=4096")
         }
         try writer.exec("PRAGMA journal_mode=WAL")
         try writer.exec("PRAGMA synchronous=\(synchronous)")
         try writer.exec(SQLiteSegmentStore.schema)
-        insert = try writer.prepare("INSERT INTO segments (first_ms, last_ms, requests, tracking, data) VALUES (?,?,?,?,?)")
+        // A journal from before segments stayed in their files gains the location columns.
+        if (try? writer.prepare("SELECT file_loop FROM segments LIMIT 0")) == nil {
+            try writer.exec(
+                """
+                ALTER TABLE segments ADD COLUMN file_loop INTEGER; ALTER TABLE segments ADD COLUMN file_serial INTEGER;
+                ALTER TABLE segments ADD COLUMN file_start INTEGER; ALTER TABLE segments ADD COLUMN file_end INTEGER;
+                """)
+        }
+        insert = try writer.prepare(
+            "INSERT INTO segments (first_ms, last_ms, requests, tracking, data, file_loop, file_serial, file_start, file_end) VALUES (?,?,?,?,?,?,?,?,?)"
+        )
         marker = try writer.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('ahead-' || ?, ?)")
         let s = try writer.prepare("SELECT coalesce(sum(requests),0), coalesce(sum(tracking),0) FROM segments")
         if s.step() == SQLITE_ROW { total.withLock { $0 = (Int(s.int(0)), Int(s.int(1))) } }
     }
 
-    func append(_ segments: [SegmentEncoder], aheadThrough: [Int: UInt64]) throws -> [Int64] {
+    func append(_ segments: [SegmentEncoder], locations: [AheadLog.Location?], aheadThrough: [Int: AheadLog.Position]) throws
+        -> [Int64]
+    {
         try writer.exec("BEGIN")
-        for (loop, serial) in aheadThrough {
+        for (loop, position) in aheadThrough {
             marker.bind(1, Int64(loop))
-            marker.bind(2, Int64(bitPattern: serial))
+            marker.bind(2, text: position.text)
             let rc = marker.step()
             marker.reset()
             if rc != SQLITE_DONE {
@@ -108,15 +132,26 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         var r = 0
         var t = 0
         var ids: [Int64] = []
-        for seg in segments where !seg.isEmpty {
+        for (i, seg) in segments.enumerated() where !seg.isEmpty {
             insert.bind(1, seg.oldestMs)
             insert.bind(2, seg.newestMs)
             insert.bind(3, Int64(seg.requests))
             insert.bind(4, Int64(seg.tracking))
-            // SQLite reads the blob during the step (bound without a copy), so both run inside.
-            let rc = seg.withBytes {
-                insert.bind(5, blob: $0)
-                return insert.step()
+            let location = i < locations.count ? locations[i] : nil
+            let rc: Int32
+            if let l = location {
+                insert.bindEmptyBlob(5)
+                insert.bind(6, Int64(l.loop))
+                insert.bind(7, Int64(bitPattern: l.serial))
+                insert.bind(8, Int64(l.start))
+                insert.bind(9, Int64(l.end))
+                rc = insert.step()
+            } else {
+                // SQLite reads the blob during the step (bound without a copy), so both run inside.
+                rc = seg.withBytes {
+                    insert.bind(5, blob: $0)
+                    return insert.step()
+                }
             }
             insert.reset()
             if rc != SQLITE_DONE {
@@ -139,38 +174,59 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         // A connection per read: reads are rare (admin API, reports) and WAL lets them run beside the writer.
         guard let db = try? SQLiteDatabase(path: path),
             let s = try? db.prepare(
-                "SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id \(newestFirst ? "DESC" : "ASC")"
-            )
+                "SELECT \(Self.columns) FROM segments WHERE last_ms >= ? ORDER BY id \(newestFirst ? "DESC" : "ASC")")
         else { return }
-        SQLiteSegmentStore.rows(s, sinceMs: sinceMs, body)
+        s.bind(1, sinceMs)
+        let files = AheadLog.Reader(dir: aheadDirectory)
+        while s.step() == SQLITE_ROW {
+            if !body(SQLiteSegmentStore.segment(s, files)) { break }
+        }
     }
 
     func read(ids: ClosedRange<Int64>, newestFirst: Bool, _ body: (Segment) -> Bool) {
         guard let db = try? SQLiteDatabase(path: path),
             let s = try? db.prepare(
-                "SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE id BETWEEN ? AND ? ORDER BY id \(newestFirst ? "DESC" : "ASC")"
-            )
+                "SELECT \(Self.columns) FROM segments WHERE id BETWEEN ? AND ? ORDER BY id \(newestFirst ? "DESC" : "ASC")")
         else { return }
         s.bind(1, ids.lowerBound)
         s.bind(2, ids.upperBound)
+        let files = AheadLog.Reader(dir: aheadDirectory)
         while s.step() == SQLITE_ROW {
-            if !body(SQLiteSegmentStore.segment(s)) { break }
+            if !body(SQLiteSegmentStore.segment(s, files)) { break }
         }
     }
 
-    /// Per event loop, the last write-ahead serial the journal holds (see `AheadLog`).
-    func aheadThrough() -> [Int: UInt64] { SQLiteSegmentStore.aheadThrough(writer) }
+    /// Per event loop, how far the journal holds its write-ahead files (see `AheadLog`).
+    func aheadThrough() -> [Int: AheadLog.Position] { SQLiteSegmentStore.aheadThrough(writer) }
 
-    static func aheadThrough(_ db: SQLiteDatabase) -> [Int: UInt64] {
-        var out: [Int: UInt64] = [:]
+    static func aheadThrough(_ db: SQLiteDatabase) -> [Int: AheadLog.Position] {
+        var out: [Int: AheadLog.Position] = [:]
         guard let s = try? db.prepare("SELECT CAST(substr(key, 7) AS INTEGER), value FROM meta WHERE key LIKE 'ahead-%'") else {
             return out
         }
         while s.step() == SQLITE_ROW {
-            guard s.int(0) >= 0, s.int(0) < 1 << 20 else { continue }
+            guard s.int(0) >= 0, s.int(0) < 1 << 20, let p = AheadLog.Position(text: s.text(1)) else { continue }
+            out[Int(s.int(0))] = p
+        }
+        return out
+    }
+
+    /// Per event loop, the oldest write-ahead file a stored segment is in.
+    private func referencedFiles() -> [Int: UInt64] {
+        var out: [Int: UInt64] = [:]
+        guard
+            let s = try? writer.prepare(
+                "SELECT file_loop, min(file_serial) FROM segments WHERE file_loop IS NOT NULL GROUP BY file_loop")
+        else { return out }
+        while s.step() == SQLITE_ROW {
             out[Int(s.int(0))] = UInt64(bitPattern: s.int(1))
         }
         return out
+    }
+
+    /// Deletes the write-ahead files nothing needs any more (`AheadLog.unneeded`).
+    func deleteUnneededFiles() {
+        for p in AheadLog.unneeded(in: aheadDirectory, through: aheadThrough(), referenced: referencedFiles()) { unlink(p) }
     }
 
     /// Reads a journal file without a writer (the CLI's `export` and `report`), then what its
@@ -180,20 +236,26 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         let db = try SQLiteDatabase(path: path)
         let s: SQLiteDatabase.Statement
         do {
-            s = try db.prepare("SELECT id, first_ms, last_ms, requests, tracking, data FROM segments WHERE last_ms >= ? ORDER BY id")
+            // A journal from before the location columns (read, not migrated: nothing writes here).
+            let columns =
+                (try? db.prepare("SELECT file_loop FROM segments LIMIT 0")) == nil
+                ? "id, first_ms, last_ms, requests, tracking, data, NULL, NULL, NULL, NULL" : columns
+            s = try db.prepare("SELECT \(columns) FROM segments WHERE last_ms >= ? ORDER BY id")
         } catch {
             throw SQLiteDatabase.SQLiteError(description: "the journal at \(path): \(error)")
         }
         var last: Int64 = 0
         var going = true
         s.bind(1, sinceMs)
+        let dir = AheadLog.directory(journal: path)
+        let files = AheadLog.Reader(dir: dir)
         while going && s.step() == SQLITE_ROW {
-            let seg = segment(s)
+            let seg = segment(s, files)
             last = seg.id
             going = body(seg)
         }
         guard going else { return }
-        for r in AheadLog.pending(in: AheadLog.directory(journal: path), through: aheadThrough(db)) where r.mark.newestMs >= sinceMs {
+        for r in AheadLog.pending(in: dir, through: aheadThrough(db)) where r.mark.newestMs >= sinceMs {
             last += 1
             let seg = Segment(
                 id: last, firstMs: r.mark.oldestMs, lastMs: r.mark.newestMs, requests: r.mark.requests, tracking: r.mark.tracking,
@@ -202,17 +264,16 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         }
     }
 
-    private static func rows(_ s: SQLiteDatabase.Statement, sinceMs: Int64, _ body: (Segment) -> Bool) {
-        s.bind(1, sinceMs)
-        while s.step() == SQLITE_ROW {
-            if !body(segment(s)) { break }
+    /// A row of `columns`: its bytes from the row, or from its write-ahead file.
+    private static func segment(_ s: SQLiteDatabase.Statement, _ files: AheadLog.Reader) -> Segment {
+        var data = s.blob(5)
+        if !s.isNull(6) {
+            let l = AheadLog.Location(
+                loop: Int(clamping: s.int(6)), serial: UInt64(bitPattern: s.int(7)), start: Int(clamping: s.int(8)),
+                end: Int(clamping: s.int(9)))
+            data = files.read(l)
         }
-    }
-
-    private static func segment(_ s: SQLiteDatabase.Statement) -> Segment {
-        Segment(
-            id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)),
-            data: s.blob(5))
+        return Segment(id: s.int(0), firstMs: s.int(1), lastMs: s.int(2), requests: Int(s.int(3)), tracking: Int(s.int(4)), data: data)
     }
 
     func prune(beforeMs: Int64, keepRecords: Int) throws -> (records: Int, through: Int64) {
@@ -237,12 +298,14 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             $0.requests -= deleted.requests
             $0.tracking -= deleted.tracking
         }
+        deleteUnneededFiles()
         return (deleted.requests + deleted.tracking, cutID)
     }
 
     func removeAll() throws {
         try writer.exec("DELETE FROM segments; DELETE FROM segment_blocks")
         total.withLock { $0 = (0, 0) }
+        deleteUnneededFiles()
     }
 
     func totals() -> (requests: Int, tracking: Int) { total.withLock { $0 } }
@@ -315,7 +378,9 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
 final class MemorySegmentStore: SegmentStore, Sendable {
     private let segments = Mutex<(list: [Segment], next: Int64)>(([], 1))
 
-    func append(_ encoded: [SegmentEncoder], aheadThrough: [Int: UInt64]) throws -> [Int64] {
+    func append(_ encoded: [SegmentEncoder], locations: [AheadLog.Location?], aheadThrough: [Int: AheadLog.Position]) throws
+        -> [Int64]
+    {
         segments.withLock { s in
             var ids: [Int64] = []
             for e in encoded where !e.isEmpty {

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import PushCore
 import XCTest
@@ -69,7 +70,7 @@ final class JournalWriteAheadTests: XCTestCase {
         let again = try Journal(
             path: path, durability: .strict, loops: 2, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
         XCTAssertEqual(again.counts().requests, 17)
-        XCTAssertEqual(segFiles(AheadLog.directory(journal: path)), [], "stored, then deleted")
+        XCTAssertEqual(segFiles(AheadLog.directory(journal: path)).sorted(), ["L0-1.seg", "L1-2.seg"], "each at its loop's mark, kept")
         var tokens: Set<String> = []
         again.scan { e in
             if case .request(let r) = e { tokens.insert(r.token) }
@@ -77,17 +78,156 @@ final class JournalWriteAheadTests: XCTestCase {
         }
         XCTAssertEqual(tokens, Set((0..<10).map { "tok\($0)" } + (100..<107).map { "tok\($0)" }))
 
-        // Opened again: nothing is stored twice, and a new record gets a new file and a commit.
+        // Opened again: nothing is stored twice, and a new record gets a new file and a commit
+        // whose row points into it.
         again.start()
         let d = Waiter(loop: loops[1])
         runOn(loops[1]) { JournalCommitWaiterTests.append(again, 500, loop: loops[1], waiter: d) }
         runOn(loops[1]) {}
         XCTAssertEqual(d.released.map(\.count), [1])
         again.stop()
-        XCTAssertEqual(segFiles(AheadLog.directory(journal: path)), [], "committed, then deleted")
         let third = try Journal(
             path: path, durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
         XCTAssertEqual(third.counts().requests, 18)
+        XCTAssertEqual(
+            segFiles(AheadLog.directory(journal: path)).sorted(), ["L0-1.seg", "L1-3.seg"],
+            "loop 1's first file is behind its mark and no row points into it: deleted")
+        var last: [String] = []
+        third.scan { e in
+            if case .request(let r) = e { last.append(r.token) }
+            return true
+        }
+        XCTAssertEqual(last.last, "tok500", "read back from its file")
+        XCTAssertEqual(last.count, 18)
+    }
+
+    /// Rows in `path`'s journal whose bytes are in a write-ahead file (none in the row).
+    private func fileBackedRows(_ path: String) throws -> Int {
+        let db = try SQLiteDatabase(path: path)
+        let s = try db.prepare("SELECT count(*) FROM segments WHERE file_loop IS NOT NULL AND length(data) = 0")
+        return s.step() == SQLITE_ROW ? Int(s.int(0)) : -1
+    }
+
+    /// The files rows of `path`'s journal point into, and each loop's file at its mark.
+    private func keptFiles(_ path: String) throws -> [String] {
+        let db = try SQLiteDatabase(path: path)
+        let s = try db.prepare("SELECT DISTINCT file_loop, file_serial FROM segments WHERE file_loop IS NOT NULL")
+        var names: Set<String> = []
+        while s.step() == SQLITE_ROW { names.insert("L\(s.int(0))-\(s.int(1)).seg") }
+        for (loop, p) in SQLiteSegmentStore.aheadThrough(db) { names.insert("L\(loop)-\(p.serial).seg") }
+        return names.sorted()
+    }
+
+    private func waitUntil(_ what: String, _ condition: () -> Bool) {
+        for _ in 0..<200 where !condition() { usleep(25_000) }
+        XCTAssertTrue(condition(), what)
+    }
+
+    /// Appends `batches` of `size` records (tokens `tok<batch><i>`) on `loop`, each committed
+    /// (or pruned) before the next.
+    private func commitBatches(_ j: Journal, on loop: EventLoop, _ batches: Int, of size: Int) {
+        let w = Waiter(loop: loop)
+        for batch in 0..<batches {
+            runOn(loop) { for i in 0..<size { JournalCommitWaiterTests.append(j, batch * 10 + i, loop: loop, waiter: w) } }
+            waitUntil("batch \(batch) committed") { j.statistics.storedRequests + Int(j.statistics.pruned) >= (batch + 1) * size }
+        }
+        XCTAssertEqual(w.released.reduce(0) { $0 + $1.count }, batches * size)
+    }
+
+    func testSegmentsStayInTheirFilesUntilRetentionLetsThemGo() throws {
+        let dir = directory("segments")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loops = try JournalCommitWaiterTests.startLoops(1)
+        defer { JournalCommitWaiterTests.stop(loops) }
+        let path = dir + "/j.sqlite"
+        // Every file is closed once its segment is taken: one file per commit.
+        let j = try Journal(
+            path: path, durability: .strict, loops: 1, retention: .init(maxRecords: 8, maxAgeMs: .max), campaignOf: { _, _ in nil },
+            aheadRotateBytes: 1)
+        j.start()
+        commitBatches(j, on: loops[0], 3, of: 4)
+        let ahead = AheadLog.directory(journal: path)
+        // Retention keeps 8 records: the oldest whole segments go, and their files with them (one
+        // segment a file here). Records are appended one by one and the writer takes whenever its
+        // window ends, so a batch may span segments: what is checked is which files are left.
+        waitUntil("the oldest segments pruned") { j.statistics.pruned > 0 }
+        waitUntil("the pruned segments' files deleted") { !segFiles(ahead).contains("L0-1.seg") }
+        let kept = try keptFiles(path)
+        XCTAssertEqual(segFiles(ahead).sorted(), kept, "exactly the files a row points into, and the one at the loop's mark")
+        XCTAssertGreaterThan(kept.count, 1)
+        XCTAssertGreaterThanOrEqual(try fileBackedRows(path), kept.count, "every kept row points into a file")
+        var tokens: [String] = []
+        j.scan { e in
+            if case .request(let r) = e { tokens.append(r.token) }
+            return true
+        }
+        let all = (0..<3).flatMap { b in (0..<4).map { "tok\(b * 10 + $0)" } }
+        XCTAssertEqual(tokens, Array(all.dropFirst(Int(j.statistics.pruned))), "read back from their files")
+        // A reset takes every row; the files go once behind the mark (the last stays).
+        let reset = DispatchSemaphore(value: 0)
+        j.reset { reset.signal() }
+        XCTAssertEqual(reset.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(segFiles(ahead).count, 1)
+        j.stop()
+        // The export path (no writer) reads the same: nothing.
+        var exported = 0
+        try SQLiteSegmentStore.read(path: path, sinceMs: 0) { _ in
+            exported += 1
+            return true
+        }
+        XCTAssertEqual(exported, 0)
+    }
+
+    func testOneFileHoldsManySegmentsAndARestartStoresOnlyWhatLiesPastItsMark() throws {
+        let dir = directory("many")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loops = try JournalCommitWaiterTests.startLoops(1)
+        defer { JournalCommitWaiterTests.stop(loops) }
+        let path = dir + "/j.sqlite"
+        let j = try Journal(
+            path: path, durability: .strict, loops: 1, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        j.start()
+        commitBatches(j, on: loops[0], 3, of: 3)
+        j.stop()
+        let ahead = AheadLog.directory(journal: path)
+        XCTAssertEqual(segFiles(ahead), ["L0-1.seg"], "one file, a segment a commit")
+        let f = AheadLog.path(in: ahead, loop: 0, serial: 1)
+        let all = AheadLog.segments(f, loop: 0, serial: 1, from: 0)
+        XCTAssertGreaterThanOrEqual(all.count, 3)
+        XCTAssertEqual(try fileBackedRows(path), all.count)
+        XCTAssertEqual(all.reduce(0) { $0 + $1.mark.requests }, 9)
+        XCTAssertEqual(all.first?.location.start, 0)
+        for (a, b) in zip(all, all.dropFirst()) { XCTAssertEqual(b.location.start, a.location.end, "back to back") }
+        XCTAssertEqual(
+            AheadLog.segments(f, loop: 0, serial: 1, from: all[1].location.end).map(\.mark.requests), all.dropFirst(2).map(\.mark.requests))
+        XCTAssertEqual(AheadLog.Reader(dir: ahead).read(all[1].location), all[1].bytes)
+
+        // A fourth segment written after the last commit (a kill before the writer took it):
+        // the next journal stores it alone, copied into its row.
+        var e = SegmentEncoder(baseMs: 2_000)
+        e.appendRequest(
+            atMs: 2_000, provider: .apns, connection: 1, environment: "sandbox", token: Array("late".utf8)[...], topic: nil,
+            status: 200, reason: "", latencyUs: 1, headers: HTTPFields(), payload: Array(#"{"aps":{}}"#.utf8)[...], warnings: [],
+            device: nil, notificationID: nil, maxPayload: 5120, campaignOf: { _, _ in nil })
+        let h = open(f, O_WRONLY | O_APPEND)
+        var file = AheadLog.File(fd: h, path: f, loop: 0, serial: 1)
+        XCTAssertTrue(e.withBytes { AheadLog.write(&file, offset: 0, $0) })
+        close(h)
+        var exported: [String] = []
+        try SQLiteSegmentStore.read(path: path, sinceMs: 0) { seg in
+            Journal.entries(seg, sinceMs: 0, newestFirst: false) { entry in
+                if case .request(let r) = entry { exported.append(r.token) }
+                return true
+            }
+        }
+        XCTAssertEqual(exported.count, 10, "export reads the rows' files and what lies past the mark")
+        XCTAssertEqual(exported.last, "late")
+        let again = try Journal(
+            path: path, durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        XCTAssertEqual(again.counts().requests, 10)
+        let third = try Journal(
+            path: path, durability: .relaxed, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
+        XCTAssertEqual(third.counts().requests, 10, "stored once")
     }
 
     func testAWriteThatFailsTellsItsAnswersTheyWereNotStored() throws {
@@ -132,12 +272,12 @@ final class JournalWriteAheadTests: XCTestCase {
                 topic: nil, status: 200, reason: "", latencyUs: 1, headers: HTTPFields(), payload: Array(#"{"aps":{}}"#.utf8)[...],
                 warnings: [], device: nil, notificationID: nil, maxPayload: 5120, campaignOf: { _, _ in nil })
         }
-        let f = try XCTUnwrap(AheadLog.create(in: dir, loop: 3, serial: 42))
+        var f = try XCTUnwrap(AheadLog.create(in: dir, loop: 3, serial: 42))
         for i in 0..<2 { add(i) }
         let first = e.mark
-        XCTAssertTrue(e.withBytes { AheadLog.write(f, offset: 0, $0) })
+        XCTAssertTrue(e.withBytes { AheadLog.write(&f, offset: 0, $0) })
         for i in 2..<5 { add(i) }
-        XCTAssertTrue(e.withBytes { AheadLog.write(f, offset: first.byteCount, UnsafeRawBufferPointer(rebasing: $0[first.byteCount...])) })
+        XCTAssertTrue(e.withBytes { AheadLog.write(&f, offset: first.byteCount, UnsafeRawBufferPointer(rebasing: $0[first.byteCount...])) })
         let whole = e.mark
         // A torn third chunk: its header promises more than follows.
         for i in 5..<7 { add(i) }
@@ -149,17 +289,17 @@ final class JournalWriteAheadTests: XCTestCase {
         }
         close(f.fd)
         XCTAssertEqual(AheadLog.files(in: dir).map(\.serial), [42])
-        let r = try XCTUnwrap(AheadLog.read(f.path, loop: 3, serial: 42))
+        let r = try XCTUnwrap(AheadLog.segments(f.path, loop: 3, serial: 42, from: 0).first)
         XCTAssertEqual(r.mark.requests, 5)
         XCTAssertEqual(r.mark.byteCount, whole.byteCount)
         XCTAssertEqual(r.mark.oldestMs, 1_000)
         XCTAssertEqual(r.mark.newestMs, 1_004)
         // A chunk whose bytes do not match its checksum ends what is read, as a torn one does.
-        let g = try XCTUnwrap(AheadLog.create(in: dir, loop: 3, serial: 43))
-        XCTAssertTrue(e.withBytes { AheadLog.write(g, offset: 0, UnsafeRawBufferPointer(rebasing: $0[0..<first.byteCount])) })
+        var g = try XCTUnwrap(AheadLog.create(in: dir, loop: 3, serial: 43))
+        XCTAssertTrue(e.withBytes { AheadLog.write(&g, offset: 0, UnsafeRawBufferPointer(rebasing: $0[0..<first.byteCount])) })
         XCTAssertTrue(
             e.withBytes {
-                AheadLog.write(g, offset: first.byteCount, UnsafeRawBufferPointer(rebasing: $0[first.byteCount..<whole.byteCount]))
+                AheadLog.write(&g, offset: first.byteCount, UnsafeRawBufferPointer(rebasing: $0[first.byteCount..<whole.byteCount]))
             })
         close(g.fd)
         // (A descriptor of its own: Linux appends every pwrite to a file opened O_APPEND.)
@@ -167,8 +307,11 @@ final class JournalWriteAheadTests: XCTestCase {
         var flip: UInt8 = 0xFF
         XCTAssertEqual(pwrite(h, &flip, 1, off_t(AheadLog.headerSize * 2 + first.byteCount + 3)), 1)
         close(h)
-        XCTAssertEqual(AheadLog.read(g.path, loop: 3, serial: 43)?.mark.requests, 2)
-        // What a journal already holds (by its per-loop serial) is not read again.
-        XCTAssertEqual(AheadLog.pending(in: dir, through: [3: 42]).map(\.serial), [43])
+        XCTAssertEqual(AheadLog.segments(g.path, loop: 3, serial: 43, from: 0).map(\.mark.requests), [2])
+        // What a journal already holds (by its per-loop mark) is not read again.
+        XCTAssertEqual(AheadLog.pending(in: dir, through: [3: AheadLog.Position(serial: 42, end: .max)]).map(\.serial), [43])
+        XCTAssertEqual(AheadLog.Position(text: "42"), AheadLog.Position(serial: 42, end: .max), "an earlier version's mark")
+        XCTAssertEqual(AheadLog.Position(text: "42:160"), AheadLog.Position(serial: 42, end: 160))
+        XCTAssertNil(AheadLog.Position(text: "42:-1"))
     }
 }
