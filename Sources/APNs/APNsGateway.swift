@@ -208,7 +208,7 @@ public final class APNsGateway: PushGateway {
         if decision.isBroadcast || (decision.reason != nil && request.path.hasPrefix("/4/")) {
             return rules.broadcastResponse(decision, id: id, state: state)
         }
-        return rules.response(decision, request: request, state: state)
+        return rules.response(decision, request: request, state: state, nowMs: nowMs)
     }
 
     @inlinable @inline(__always)

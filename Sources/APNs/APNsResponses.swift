@@ -5,12 +5,13 @@ import Transport
 /// with END_STREAM); errors add `content-type: application/json` and `{"reason":"..."}`, with
 /// `timestamp` (ms) on 410. Sandbox responses carry `apns-unique-id`.
 extension APNsProvider {
-    public func response(_ d: APNsDecision, request: Request, state: APNsConnectionState) -> Response {
-        // The commonest answer (sandbox success with a generated id) reuses the connection's
-        // header block and writes the two ids into it in place.
+    public func response(_ d: APNsDecision, request: Request, state: APNsConnectionState, nowMs: Int64 = 0) -> Response {
+        // The commonest answer (sandbox success with a generated id) reuses one of the
+        // connection's header blocks and writes the two ids into it in place.
         if d.reason == nil, let id = d.generatedID, d.environment == .sandbox {
-            var h = state.sandboxSuccessHeaders
-            state.sandboxSuccessHeaders = HTTPFields()
+            let slot = state.sandboxSlot(nowMs: nowMs)
+            var h = state.sandboxSuccessHeaders[slot]
+            state.sandboxSuccessHeaders[slot] = HTTPFields()
             if h.count != 2 {
                 h = HTTPFields()
                 id.withBytes { h.add(name: "apns-id", value: $0) }
@@ -19,7 +20,7 @@ extension APNsProvider {
             h.withMutableValue(at: 0) { id.write(into: $0) }
             let unique = UUIDValue.random(&state.rng)
             h.withMutableValue(at: 1) { unique.write(into: $0) }
-            state.sandboxSuccessHeaders = h
+            state.sandboxSuccessHeaders[slot] = h
             return Response(status: 200, headers: h)
         }
         // Otherwise the connection's general header buffer is reused: once the transport has sent

@@ -30,6 +30,16 @@ public struct HTTPFields: Sendable {
         }
     }
 
+    /// Replaces the list with `entries` over `bytes` (offsets into `bytes`), keeping capacity.
+    mutating func replaceAll(bytes: UnsafeRawBufferPointer, entries e: UnsafeBufferPointer<Entry>) {
+        used = 0
+        if bytes.count > storage.count { grow(to: bytes.count) }
+        if bytes.count > 0 { storage.withUnsafeMutableBytes { copyBytes($0.baseAddress!, bytes.baseAddress!, bytes.count) } }
+        used = bytes.count
+        entries.removeAll(keepingCapacity: true)
+        entries.append(contentsOf: e)
+    }
+
     /// Empties the list, keeping its capacity.
     public mutating func removeAll() {
         used = 0 // the bytes stay, to be overwritten
