@@ -184,6 +184,15 @@ public enum JSONParser {
         _ bytes: UnsafeRawBufferPointer, into buffer: JSONTokenBuffer,
         limits: JSONLimits = JSONLimits()
     ) -> JSONError? {
+        // Offsets (and so token counts) are Int32s in a token.
+        guard bytes.count > 0 else {
+            buffer.count = 0
+            return JSONError(offset: 0, message: "unexpected end of JSON")
+        }
+        guard bytes.count < Int(Int32.max) else {
+            buffer.count = 0
+            return JSONError(offset: 0, message: "JSON text too large")
+        }
         var p = Parser(b: bytes, limits: limits, buffer: buffer)
         defer { buffer.count = p.count }
         do {
@@ -223,8 +232,13 @@ public enum JSONParser {
 
     /// Writes tokens straight into the buffer's memory: no reference counting per token (the
     /// buffer is only touched to grow, and gets its count back when the parse ends).
+    ///
+    /// The input is read through a plain pointer and its length (an optional base address
+    /// cost a nil test at every byte read), and offsets become the tokens' Int32s unchecked
+    /// (`parse` refuses an input whose offsets would not fit).
     struct Parser {
-        let b: UnsafeRawBufferPointer
+        let b: UnsafePointer<UInt8>
+        let n: Int
         let limits: JSONLimits
         let buffer: Unmanaged<JSONTokenBuffer>
         var base: UnsafeMutablePointer<JSONToken>
@@ -233,11 +247,20 @@ public enum JSONParser {
         var i = 0
 
         init(b: UnsafeRawBufferPointer, limits: JSONLimits, buffer: JSONTokenBuffer) {
-            self.b = b
+            self.b = b.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            n = b.count
             self.limits = limits
             self.buffer = Unmanaged.passUnretained(buffer)
             base = buffer.base
             capacity = buffer.capacity
+        }
+
+        /// A token for `start..<end` (offsets that fit, see `parse`), its successor the next one.
+        @inline(__always)
+        func token(_ kind: JSONToken.Kind, start: Int, end: Int, escaped: Bool = false) -> JSONToken {
+            JSONToken(
+                kind: kind, start: Int32(truncatingIfNeeded: start), end: Int32(truncatingIfNeeded: end),
+                next: Int32(truncatingIfNeeded: count &+ 1), count: 0, escaped: escaped)
         }
 
         @inline(__always)
@@ -260,7 +283,7 @@ public enum JSONParser {
 
         @inline(__always)
         mutating func skipWS() {
-            while i < b.count {
+            while i < n {
                 let c = b[i]
                 if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { i += 1 } else { break }
             }
@@ -269,7 +292,7 @@ public enum JSONParser {
         func fail(_ m: String) -> JSONError { JSONError(offset: i, message: m) }
 
         mutating func value(depth: Int) throws {
-            guard i < b.count else { throw fail("unexpected end of JSON") }
+            guard i < n else { throw fail("unexpected end of JSON") }
             if count >= limits.maxTokens { throw fail("too many JSON values") }
             switch b[i] {
             case UInt8(ascii: "{"): try object(depth: depth + 1)
@@ -284,37 +307,37 @@ public enum JSONParser {
         }
 
         mutating func literal(_ word: StaticString, _ kind: JSONToken.Kind) throws {
-            let n = word.utf8CodeUnitCount
-            guard i + n <= b.count, UnsafeRawBufferPointer(rebasing: b[i..<(i + n)]).equals(word) else { throw fail("invalid literal") }
-            append(JSONToken(kind: kind, start: Int32(i), end: Int32(i + n), next: Int32(count + 1), count: 0, escaped: false))
-            i += n
+            let w = word.utf8CodeUnitCount
+            guard i + w <= n, UnsafeRawBufferPointer(start: b + i, count: w).equals(word) else { throw fail("invalid literal") }
+            append(token(kind, start: i, end: i + w))
+            i += w
         }
 
         mutating func number() throws {
             let s = i
             if b[i] == UInt8(ascii: "-") { i += 1 }
-            guard i < b.count else { throw fail("invalid number") }
+            guard i < n else { throw fail("invalid number") }
             if b[i] == UInt8(ascii: "0") {
                 i += 1
             } else if b[i] >= UInt8(ascii: "1") && b[i] <= UInt8(ascii: "9") {
-                while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+                while i < n && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
             } else {
                 throw fail("invalid number")
             }
-            if i < b.count && b[i] == UInt8(ascii: ".") {
+            if i < n && b[i] == UInt8(ascii: ".") {
                 i += 1
                 let f = i
-                while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+                while i < n && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
                 if i == f { throw fail("invalid number: digits expected after '.'") }
             }
-            if i < b.count && (b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E")) {
+            if i < n && (b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E")) {
                 i += 1
-                if i < b.count && (b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-")) { i += 1 }
+                if i < n && (b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-")) { i += 1 }
                 let e = i
-                while i < b.count && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
+                while i < n && b[i] >= 0x30 && b[i] <= 0x39 { i += 1 }
                 if i == e { throw fail("invalid number: digits expected in exponent") }
             }
-            append(JSONToken(kind: .number, start: Int32(s), end: Int32(i), next: Int32(count + 1), count: 0, escaped: false))
+            append(token(.number, start: s, end: i))
         }
 
         @inline(__always)
@@ -326,9 +349,10 @@ public enum JSONParser {
                 // Fast path: 8 bytes at a time while none is '"', '\\', a control byte or non-ASCII
                 // (in locals: the parser's `i` lives in memory, and storing it every word cost
                 // a third of the loop).
-                if let base = b.baseAddress {
+                do {
+                    let base = UnsafeRawPointer(b)
                     var j = i
-                    let last = b.count &- 8
+                    let last = n &- 8
                     while j <= last {
                         let w = (base + j).loadUnaligned(as: UInt64.self)
                         let ones: UInt64 = 0x0101_0101_0101_0101
@@ -347,25 +371,25 @@ public enum JSONParser {
                     }
                     i = j
                 }
-                while i < b.count {
+                while i < n {
                     let c = b[i]
                     if c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 { break }
                     i += 1
                 }
-                guard i < b.count else { throw fail("unterminated string") }
+                guard i < n else { throw fail("unterminated string") }
                 let c = b[i]
                 if c == 0x22 { break }
                 if c < 0x20 { throw fail("control character in string") }
                 if c == 0x5C {
                     escaped = true
                     i += 1
-                    guard i < b.count else { throw fail("unterminated escape") }
+                    guard i < n else { throw fail("unterminated escape") }
                     switch b[i] {
                     case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
                         UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                         i += 1
                     case UInt8(ascii: "u"):
-                        guard i + 4 < b.count else { throw fail("incomplete \\u escape") }
+                        guard i + 4 < n else { throw fail("incomplete \\u escape") }
                         for k in 1...4 where hex(b[i + k]) == nil { throw fail("invalid \\u escape") }
                         i += 5
                     default:
@@ -375,7 +399,7 @@ public enum JSONParser {
                 }
                 try utf8Sequence()
             }
-            append(JSONToken(kind: .string, start: Int32(s), end: Int32(i), next: Int32(count + 1), count: 0, escaped: escaped))
+            append(token(.string, start: s, end: i, escaped: escaped))
             i += 1
         }
 
@@ -403,7 +427,7 @@ public enum JSONParser {
                 hi = 0x8F
             default: throw fail("invalid UTF-8")
             }
-            guard i + need < b.count else { throw fail("truncated UTF-8") }
+            guard i + need < n else { throw fail("truncated UTF-8") }
             let first = b[i + 1]
             guard first >= lo && first <= hi else { throw fail("invalid UTF-8") }
             if need > 1 {
@@ -415,24 +439,24 @@ public enum JSONParser {
         mutating func object(depth: Int) throws {
             if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
             let me = count
-            append(JSONToken(kind: .object, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
+            append(token(.object, start: i, end: 0))
             i += 1
             skipWS()
-            var n: Int32 = 0
-            if i < b.count && b[i] == UInt8(ascii: "}") {
+            var members: Int32 = 0
+            if i < n && b[i] == UInt8(ascii: "}") {
                 i += 1
             } else {
                 while true {
-                    guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("object key expected") }
+                    guard i < n, b[i] == UInt8(ascii: "\"") else { throw fail("object key expected") }
                     try string()
                     skipWS()
-                    guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("':' expected") }
+                    guard i < n, b[i] == UInt8(ascii: ":") else { throw fail("':' expected") }
                     i += 1
                     skipWS()
                     try value(depth: depth)
-                    n += 1
+                    members &+= 1
                     skipWS()
-                    guard i < b.count else { throw fail("unterminated object") }
+                    guard i < n else { throw fail("unterminated object") }
                     if b[i] == UInt8(ascii: ",") {
                         i += 1
                         skipWS()
@@ -445,26 +469,26 @@ public enum JSONParser {
                     throw fail("',' or '}' expected")
                 }
             }
-            base[me].end = Int32(i)
-            base[me].next = Int32(count)
-            base[me].count = n
+            base[me].end = Int32(truncatingIfNeeded: i)
+            base[me].next = Int32(truncatingIfNeeded: count)
+            base[me].count = members
         }
 
         mutating func array(depth: Int) throws {
             if depth > limits.maxDepth { throw fail("JSON nested too deeply") }
             let me = count
-            append(JSONToken(kind: .array, start: Int32(i), end: 0, next: 0, count: 0, escaped: false))
+            append(token(.array, start: i, end: 0))
             i += 1
             skipWS()
-            var n: Int32 = 0
-            if i < b.count && b[i] == UInt8(ascii: "]") {
+            var members: Int32 = 0
+            if i < n && b[i] == UInt8(ascii: "]") {
                 i += 1
             } else {
                 while true {
                     try value(depth: depth)
-                    n += 1
+                    members &+= 1
                     skipWS()
-                    guard i < b.count else { throw fail("unterminated array") }
+                    guard i < n else { throw fail("unterminated array") }
                     if b[i] == UInt8(ascii: ",") {
                         i += 1
                         skipWS()
@@ -477,9 +501,9 @@ public enum JSONParser {
                     throw fail("',' or ']' expected")
                 }
             }
-            base[me].end = Int32(i)
-            base[me].next = Int32(count)
-            base[me].count = n
+            base[me].end = Int32(truncatingIfNeeded: i)
+            base[me].next = Int32(truncatingIfNeeded: count)
+            base[me].count = members
         }
     }
 
