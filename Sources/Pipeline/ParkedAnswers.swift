@@ -56,7 +56,7 @@ final class ParkedAnswers: CommitWaiter, @unchecked Sendable {
         self.goAwayDebugData = goAwayDebugData
     }
 
-    func park(_ answer: consuming PendingAnswer) { queue.append(answer) }
+    func park(_ answer: consuming PendingAnswer) { queue.append(.some(consume answer)) }
 
     func committed(_ count: Int, stored: Bool) {
         // Bounded by what is queued: the journal never counts more than were parked.

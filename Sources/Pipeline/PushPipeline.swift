@@ -167,7 +167,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     /// metrics and the connection's actions (`PendingAnswer.give`).
     @inline(__always)
     func finish(
-        _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: Response,
+        _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: consuming Response,
         fired: FiredFault?, actions: Gateway.ConnectionActions, timing: Timing, id: UUIDValue?, device: DeviceOutcome? = nil
     ) {
         if services.events.wants(outcome.status == 200 ? .accepted : .rejected) || (fired != nil && services.events.wants(.fault)) {
@@ -192,7 +192,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let loop = exchange.eventLoop
         if journal.parksOwnAnswers(loop) {
             let waiter = parked[loop.index]
-            waiter.park(answer)
+            waiter.park(consume answer)
             commit(
                 journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device,
                 waiter: waiter)
