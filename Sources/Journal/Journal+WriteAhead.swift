@@ -135,11 +135,12 @@ extension Journal {
         }
     }
 
-    /// Per loop, how far `segments` reach in their files.
-    static func through(_ segments: [AheadSegment]) -> [Int: AheadLog.Position] {
-        var out: [Int: AheadLog.Position] = [:]
-        for s in segments {
-            guard let l = s.location else { continue }
+    /// Per loop, how far `locations` reach in their files, starting from `marks`.
+    static func through(_ locations: some Sequence<AheadLog.Location>, from marks: [Int: AheadLog.Position] = [:])
+        -> [Int: AheadLog.Position]
+    {
+        var out = marks
+        for l in locations {
             let p = AheadLog.Position(serial: l.serial, end: l.end)
             if let q = out[l.loop], q >= p { continue }
             out[l.loop] = p
@@ -154,7 +155,8 @@ extension Journal {
     func commitAll(_ segments: [SegmentEncoder], ahead: [AheadSegment]) -> Bool {
         let all = retry + ahead
         guard !all.isEmpty || !segments.isEmpty else { return true }
-        let ok = commit(all.map(\.encoder) + segments, locations: all.map(\.location), through: Journal.through(all))
+        let locations = all.map(\.location)
+        let ok = commit(all.map(\.encoder) + segments, locations: locations, through: Journal.through(locations.lazy.compactMap { $0 }))
         if ok {
             if storeFailing.load(ordering: .relaxed) { storeFailing.store(false, ordering: .relaxed) }
             if !retry.isEmpty { stats.withLock { $0.awaitingStore = 0 } }
@@ -171,7 +173,7 @@ extension Journal {
     /// A reset: what was waiting for a retry goes with the rest (its files marked as held, so
     /// that a restart does not store it).
     func discardRetry() {
-        if !retry.isEmpty { _ = try? store.append([], locations: [], aheadThrough: Journal.through(retry)) }
+        if !retry.isEmpty { _ = try? store.append([], locations: [], aheadThrough: Journal.through(retry.lazy.compactMap(\.location))) }
         retry = []
         storeFailing.store(false, ordering: .relaxed)
         stats.withLock { $0.awaitingStore = 0 }
@@ -186,12 +188,7 @@ extension Journal {
         for f in AheadLog.files(in: dir) { last = max(last, f.serial) }
         let found = AheadLog.pending(in: dir, through: through)
         if !found.isEmpty {
-            var marks = through
-            for r in found {
-                let p = AheadLog.Position(serial: r.serial, end: r.location.end)
-                if let q = marks[r.loop], q >= p { continue }
-                marks[r.loop] = p
-            }
+            let marks = Journal.through(found.lazy.map(\.location), from: through)
             do {
                 _ = try store.append(found.map { SegmentEncoder(stored: $0.bytes, $0.mark) }, locations: [], aheadThrough: marks)
             } catch {
