@@ -45,9 +45,9 @@ public final class APNsConnectionState {
     var wentAway = false
 
     public var rng = FastRandom()
-    /// Scratch space for the payload scan, reused across requests: after an accepted push's
-    /// decision it holds that payload's tokens (until the connection's next request).
-    public let tokens = JSONTokenBuffer(capacity: 64)
+    /// The payload scan, with its token buffer: after an accepted push's decision `scanner.tokens`
+    /// holds that payload's tokens (until the connection's next request).
+    public let scanner = APNsPayloadScanner()
     /// The last bundle id pushed to on this connection and its registry key.
     var lastBundle: [UInt8] = []
     var lastBundleKey = TokenKey([UInt8]())

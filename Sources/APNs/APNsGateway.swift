@@ -161,7 +161,7 @@ public final class APNsGateway: PushGateway {
         delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
         delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
         body(
-            delivery, decision.topic, decision.warnings, decision.summary.isJSON ? state.tokens : nil,
+            delivery, decision.topic, decision.warnings, decision.summary.isJSON ? state.scanner.tokens : nil,
             AcceptedPushFlags(payloadIsJSON: decision.summary.isJSON, appliesDeviceEffects: true))
     }
 

@@ -153,7 +153,7 @@ extension APNsProvider {
         let body = request.body
         if body.isEmpty { return reject(&d, .payloadEmpty, state) }
         if body.count > APNsProvider.maxBroadcastPayload { return reject(&d, .payloadTooLarge, state) }
-        d.summary = APNsPayload.inspect(body, pushType: .liveactivity, tokens: state.tokens, warnings: &d.warnings)
+        d.summary = state.scanner.inspect(body, pushType: .liveactivity, warnings: &d.warnings)
         if APNsPayload.liveActivityEvent(body) == "start" {
             d.warnings.append("a broadcast cannot start a Live Activity: push-to-start goes to the device's token on /3/device")
             return reject(&d, .badRequestPayload, state)

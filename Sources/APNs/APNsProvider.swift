@@ -289,7 +289,7 @@ public struct APNsProvider: Sendable {
             reject(&d, .payloadTooLarge, state)
             return
         }
-        d.summary = APNsPayload.inspect(body, pushType: pushType, tokens: state.tokens, warnings: &d.warnings)
+        d.summary = state.scanner.inspect(body, pushType: pushType, warnings: &d.warnings)
         if configuration.strictPayload && !d.warnings.isEmpty {
             reject(&d, .badPayload, state)
             return
