@@ -1,4 +1,5 @@
 import PushCore
+import Transport
 
 /// One connection's payload scan (`APNsPayload.inspect`), with the token buffer it parses into
 /// and a memo of its last scan.
@@ -34,10 +35,31 @@ public final class APNsPayloadScanner {
     /// `APNsPayload.inspect(payload, pushType:, tokens:, warnings:)`, remembered: its warnings
     /// are appended to `warnings`.
     public func inspect(_ payload: [UInt8], pushType: APNsPushType, warnings: inout [String]) -> APNsPayloadSummary {
-        if pushType == self.pushType, Bytes.equal(payload[...], bytes) {
-            if !self.warnings.isEmpty { warnings.append(contentsOf: self.warnings) }
-            return summary
-        }
+        if let hit = remembered(payload.withUnsafeBytes { same($0) }, pushType, &warnings) { return hit }
+        return scan(payload, pushType, &warnings)
+    }
+
+    /// The same for bytes inside a larger document (FCM's `apns.payload`): copied only when
+    /// they are not the ones remembered.
+    public func inspect(_ payload: UnsafeRawBufferPointer, pushType: APNsPushType, warnings: inout [String]) -> APNsPayloadSummary {
+        if let hit = remembered(same(payload), pushType, &warnings) { return hit }
+        return scan(Array(payload), pushType, &warnings)
+    }
+
+    private func same(_ payload: UnsafeRawBufferPointer) -> Bool {
+        payload.count == bytes.count
+            && bytes.withUnsafeBytes { b in b.count == 0 || sameBytes(b.baseAddress!, payload.baseAddress!, b.count) }
+    }
+
+    /// The remembered scan when the bytes are the same and so is the push type.
+    @inline(__always)
+    private func remembered(_ sameBytes: Bool, _ pushType: APNsPushType, _ warnings: inout [String]) -> APNsPayloadSummary? {
+        guard sameBytes, pushType == self.pushType else { return nil }
+        if !self.warnings.isEmpty { warnings.append(contentsOf: self.warnings) }
+        return summary
+    }
+
+    private func scan(_ payload: [UInt8], _ pushType: APNsPushType, _ warnings: inout [String]) -> APNsPayloadSummary {
         var found: [String] = []
         let result = APNsPayload.inspect(payload, pushType: pushType, tokens: tokens, warnings: &found)
         if payload.count <= Self.maxRemembered {

@@ -42,7 +42,8 @@ public enum FCMSizeMode: String, Sendable, CaseIterable {
 public final class FCMScratch {
     let tokens = JSONTokenBuffer(capacity: 128)
     var roles = [Int32](repeating: -1, count: FieldRole.allCases.count)
-    let apnsTokens = JSONTokenBuffer(capacity: 32)
+    /// The `apns.payload` lint, remembered per connection (`APNsPayloadScanner`).
+    let apnsScanner = APNsPayloadScanner()
     public init() {}
 }
 
@@ -457,7 +458,7 @@ public struct FCMMessageParser {
         if raw.count > (pushType == .voip ? 5120 : 4096) { return .tooLarge }
         // The same linter as the APNs provider: warnings, or 400 with --strict-payload.
         var issues: [String] = []
-        let summary = APNsPayload.inspect(Array(raw), pushType: pushType ?? .alert, tokens: scratch.apnsTokens, warnings: &issues)
+        let summary = scratch.apnsScanner.inspect(raw, pushType: pushType ?? .alert, warnings: &issues)
         if !issues.isEmpty {
             if strictAPNsPayload { return .invalid("message.apns.payload", issues[0]) }
             warnings.append(contentsOf: issues.map { "apns.payload: " + $0 })

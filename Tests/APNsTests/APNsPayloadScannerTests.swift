@@ -19,10 +19,20 @@ final class APNsPayloadScannerTests: XCTestCase {
     /// Scans `payload` with `scanner` and checks the answer against a fresh scan.
     @discardableResult
     func check(
-        _ scanner: APNsPayloadScanner, _ payload: [UInt8], _ type: APNsPushType, file: StaticString = #filePath, line: UInt = #line
+        _ scanner: APNsPayloadScanner, _ payload: [UInt8], _ type: APNsPushType, inDocument: Bool = false,
+        file: StaticString = #filePath, line: UInt = #line
     ) -> (APNsPayloadSummary, [String]) {
         var warnings: [String] = []
-        let summary = scanner.inspect(payload, pushType: type, warnings: &warnings)
+        let summary: APNsPayloadSummary
+        if inDocument {
+            // The bytes inside a larger buffer, as FCM's `apns.payload` is read.
+            let document = Array("{\"apns\":{\"payload\":".utf8) + payload + Array("}}".utf8)
+            summary = document.withUnsafeBytes { raw in
+                scanner.inspect(UnsafeRawBufferPointer(rebasing: raw[19..<(19 + payload.count)]), pushType: type, warnings: &warnings)
+            }
+        } else {
+            summary = scanner.inspect(payload, pushType: type, warnings: &warnings)
+        }
         let (s, w, t) = fresh(payload, type)
         XCTAssertEqual(summary, s, "summary of \(String(decoding: payload, as: UTF8.self))", file: file, line: line)
         XCTAssertEqual(warnings, w, "warnings of \(String(decoding: payload, as: UTF8.self))", file: file, line: line)
@@ -76,6 +86,18 @@ final class APNsPayloadScannerTests: XCTestCase {
         XCTAssertEqual(check(scanner, mdm, .alert).1, ["payload has no aps dictionary"])
     }
 
+    func testBytesInsideADocumentAreRememberedAsTheirOwnCopy() {
+        let scanner = APNsPayloadScanner()
+        let payload = Array(Self.campaign.utf8)
+        check(scanner, payload, .alert, inDocument: true)
+        check(scanner, payload, .alert, inDocument: true)
+        check(scanner, payload, .alert)
+        let bad = Array(#"{"aps":{"badge":"x"}}"#.utf8)
+        XCTAssertEqual(check(scanner, bad, .alert, inDocument: true).1.count, 1)
+        XCTAssertEqual(check(scanner, bad, .alert).1.count, 1)
+        XCTAssertEqual(check(scanner, payload, .alert, inDocument: true).1, [])
+    }
+
     func testRememberedWarningsFollowTheOnesAlreadyThere() {
         let scanner = APNsPayloadScanner()
         let bad = Array(#"{"aps":{"badge":"x"}}"#.utf8)
@@ -119,7 +141,7 @@ final class APNsPayloadScannerTests: XCTestCase {
             case 3 where payload.count > 1: payload.removeLast()
             default: break // the same payload again
             }
-            check(scanner, payload, type)
+            check(scanner, payload, type, inDocument: rng.next() % 2 == 0)
         }
     }
 }

@@ -432,6 +432,35 @@ final class APNsProviderTests: XCTestCase {
         XCTAssertTrue(la.warnings.contains("a liveactivity start needs aps.attributes-type and aps.attributes"), "\(la.warnings)")
     }
 
+    /// One connection pushing the same payloads over and over (its scan remembered between
+    /// requests): every request is judged as if it were the first.
+    func testARepeatedPayloadOnOneConnectionIsJudgedEachTime() {
+        let p = provider { $0.strictPayload = true }
+        let state = APNsConnectionState()
+        let conn = APNsConnectionInfo(serverName: nil, peerCertificate: nil)
+        let bad = #"{"aps":{"badge":"x"}}"#
+        let good = #"{"aps":{"alert":{"title":"T"},"badge":2}}"#
+        let liveActivity = [("apns-push-type", "liveactivity")]
+        let laTopic = "com.example.app.push-type.liveactivity"
+        let start = #"{"aps":{"event":"start","timestamp":1}}"#
+        let auth = jwt() // one token for the connection (a new one per request is TooManyProviderTokenUpdates)
+        for round in 0..<3 {
+            XCTAssertEqual(
+                p.decide(request(auth: auth, body: bad), connection: conn, state: state, nowMs: now).reason, .badPayload, "round \(round)")
+            XCTAssertEqual(
+                p.decide(request(auth: auth, body: bad), connection: conn, state: state, nowMs: now).reason, .badPayload, "round \(round)")
+            let ok = p.decide(request(auth: auth, body: good), connection: conn, state: state, nowMs: now)
+            XCTAssertNil(ok.reason, "round \(round): \(ok.warnings)")
+            XCTAssertEqual(ok.summary.title(in: Array(good.utf8)), "T")
+            XCTAssertEqual(
+                p.decide(
+                    request(headers: liveActivity, auth: auth, topic: laTopic, body: start), connection: conn, state: state, nowMs: now
+                ).reason,
+                .badPayload, "a start without content-state, as a Live Activity")
+            XCTAssertEqual(p.decide(request(auth: auth, body: start), connection: conn, state: state, nowMs: now).reason, .badPayload)
+        }
+    }
+
     func testTopicSuffixRules() {
         for t in APNsPushType.allCases where t != .mdm && t != .alert && t != .background {
             let topic = "com.example.app" + t.topicSuffix!
