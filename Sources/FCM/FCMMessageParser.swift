@@ -11,7 +11,7 @@ public enum FCMTarget: Sendable, Equatable {
 }
 
 /// What the validator learned from a valid send request. Ranges index the request body.
-public struct FCMParsedMessage: Sendable {
+public struct FCMParsedMessage: Sendable, Equatable {
     public var validateOnly = false
     /// The raw `message` object.
     public var messageRange: Range<Int> = 0..<0
@@ -44,6 +44,8 @@ public final class FCMScratch {
     var roles = [Int32](repeating: -1, count: FieldRole.allCases.count)
     /// The `apns.payload` lint, remembered per connection (`APNsPayloadScanner`).
     let apnsScanner = APNsPayloadScanner()
+    /// The last accepted message, so one that differs only in its token is not parsed again.
+    public let memo = FCMMessageMemo()
     public init() {}
 }
 
@@ -77,7 +79,19 @@ public struct FCMMessageParser {
         body.withUnsafeBytes { raw in parse(raw, scratch: scratch) }
     }
 
+    /// Parses `raw`, or recalls the connection's last accepted message when `raw` differs from
+    /// it only in its registration token (`FCMMessageMemo`): the same result either way.
     public func parse(_ raw: UnsafeRawBufferPointer, scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
+        if let m = scratch.memo.recall(raw, sizeMode: sizeMode, strictAPNsPayload: strictAPNsPayload) { return .success(m) }
+        let result = parseInFull(raw, scratch: scratch)
+        if case .success(let m) = result {
+            scratch.memo.remember(raw, m, sizeMode: sizeMode, strictAPNsPayload: strictAPNsPayload)
+        }
+        return result
+    }
+
+    /// Parses `raw` with no memo: proto3 JSON, FCM's rules, the size limit.
+    func parseInFull(_ raw: UnsafeRawBufferPointer, scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
         if let e = JSONParser.parse(raw, into: scratch.tokens) {
             return .failure(.parse([FieldViolation("", "Invalid JSON payload received. \(Self.syntaxMessage(e)).")]))
         }

@@ -44,7 +44,15 @@ enum FuzzTarget: String, CaseIterable {
             }
         case .fcm:
             var parser = FCMMessageParser()
-            _ = parser.parse(bytes, scratch: FCMFuzzState.scratch)
+            let first = parser.parse(bytes, scratch: FCMFuzzState.scratch)
+            // The connection's memo against fresh scratch: the input with one byte of its token
+            // replaced (by the input's first byte) must get the same answer either way.
+            if case .success(let m) = first, case .token(let r) = m.target, let b = bytes.first {
+                var other = Array(bytes)
+                other[r.lowerBound + Int(b) % r.count] = b
+                let recalled = parser.parse(other, scratch: FCMFuzzState.scratch)
+                precondition(recalled == parser.parse(other, scratch: FCMScratch()), "the memo answered otherwise than a fresh parse")
+            }
             parser.strictAPNsPayload = true
             parser.sizeMode = .message
             _ = parser.parse(bytes, scratch: FCMFuzzState.scratch)
