@@ -17,8 +17,8 @@ import Transport
 /// changed setting, and a message with any other target, which must match byte for byte.
 ///
 /// Only accepted messages are remembered: an error's text names what the sender sent. Bodies
-/// longer than `maxRemembered` are not remembered (the copy is bounded per connection). Touched
-/// only by the connection's loop.
+/// longer than `maxRemembered` are not remembered, so the copy a connection keeps is bounded:
+/// at `--max-connections` (10,000) connections, 40 MiB. Touched only by the connection's loop.
 public final class FCMMessageMemo {
     /// The body last remembered: a copy (the request is not retained), in storage reused from
     /// one miss to the next. Empty: nothing remembered.
@@ -29,9 +29,10 @@ public final class FCMMessageMemo {
     private var sizeMode = FCMSizeMode.fields
     private var strictAPNsPayload = false
 
-    /// The largest body remembered: a message at every FCM limit (4,096 bytes of data and
-    /// notification, a 5,120-byte `apns.payload`, webpush and android blocks) fits.
-    static let maxRemembered = 16_384
+    /// The largest body remembered: FCM's own limit for a message's data and notification. A
+    /// campaign's messages fit; a larger body (a big `apns.payload` or webpush block beside
+    /// them) is parsed every time.
+    static let maxRemembered = 4096
 
     /// How many bodies were answered from memory (read by tests).
     public private(set) var recalled = 0

@@ -102,6 +102,21 @@ final class FCMMessageMemoTests: XCTestCase {
         XCTAssertEqual(scratch.memo.recalled, 0)
     }
 
+    func testABodyPastTheBoundIsParsedEachTimeAndForgetsTheLastOne() throws {
+        var rng = FastRandom(seed: 5)
+        let parser = FCMMessageParser()
+        let scratch = FCMScratch()
+        let small = Self.token(163, &rng)
+        try accepted(parser, scratch, Self.send(small))
+        // Accepted (webpush data is outside FCM's size count), but longer than a memo keeps.
+        let big = #","webpush":{"data":{"k":"\#(String(repeating: "x", count: 5000))"}}"#
+        for _ in 0..<3 { try accepted(parser, scratch, Self.send(Self.token(163, &rng), big)) }
+        try accepted(parser, scratch, Self.send(small))
+        XCTAssertEqual(scratch.memo.recalled, 0)
+        try accepted(parser, scratch, Self.send(Self.token(163, &rng)))
+        XCTAssertEqual(scratch.memo.recalled, 1)
+    }
+
     func testTheParserSettingsArePartOfWhatIsRemembered() throws {
         var rng = FastRandom(seed: 4)
         let scratch = FCMScratch()
