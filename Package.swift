@@ -42,7 +42,7 @@ let package = Package(
             name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"], swiftSettings: hotPath
         ),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
-        .target(name: "Fleet", dependencies: ["PushCore", "Tracking"], swiftSettings: hotPath),
+        .target(name: "Fleet", dependencies: ["PushCore", "Transport", "Tracking"], swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
         .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.

@@ -59,8 +59,8 @@ public final class APNsChannelRegistry: Sendable {
         var byKey: [AppKey: App] = [:]
         var total = 0
     }
-    private let state = Mutex(Apps())
-    private let random = Mutex(FastRandom())
+    private let state = FutexLock(Apps())
+    private let random = FutexLock(FastRandom())
 
     public init() {}
 

@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// What APNs knows about device tokens it has seen: the environment and app each belongs to,
 /// and whether the app was uninstalled. A token seen for the first time is bound to the
@@ -24,7 +25,7 @@ public final class APNsDeviceRegistry: Sendable {
     }
 
     private final class Shard: Sendable {
-        let map = Mutex<[TokenKey: Device]>([:])
+        let map = FutexLock<[TokenKey: Device]>([:])
     }
 
     private let shards: [Shard]

@@ -1,6 +1,7 @@
 import Glibc
 import PushCore
 import Synchronization
+import Transport
 
 /// Registered provider-token signing keys, by key id. Read on a connection's first sight of a
 /// token only (verified tokens are cached per connection), so one mutex is fine here.
@@ -22,7 +23,7 @@ public final class APNsKeyStore: Sendable {
         public let description: String
     }
 
-    private let keys = Mutex<[String: Entry]>([:])
+    private let keys = FutexLock<[String: Entry]>([:])
     private let directory: String?
 
     /// `directory` nil: in memory only.

@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// What `DELETE /emulator/v1/notifications` removed, as the reads that reach into the journal
 /// must see it: the journal keeps its records (export and the report read them), so each
@@ -14,7 +15,7 @@ final class NotificationDeletions: Sendable {
         let upToMs: Int64
     }
 
-    private let kept = Mutex<(all: Int64?, filtered: [Deletion])>((nil, []))
+    private let kept = FutexLock<(all: Int64?, filtered: [Deletion])>((nil, []))
 
     /// Records a deletion; false when `capacity` filtered ones are kept already.
     func add(_ filter: NotificationLog.Filter, upToMs: Int64, everything: Bool) -> Bool {

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 
 int csys_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -140,3 +142,22 @@ const char *csys_build_commit(void) {
     return "";
 #endif
 }
+
+/* Spins a while (the holder is usually about to let go), then sleeps on the word marked 2 so
+   that the unlock knows to wake one sleeper; a woken thread takes the word as 2 again, since
+   others may still sleep on it. */
+void csys_lock_slow(uint32_t *word) {
+    for (int i = 0; i < 100; i++) {
+        uint32_t seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+        if (seen == 0) {
+            uint32_t expected = 0;
+            if (__atomic_compare_exchange_n(word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+        }
+        __builtin_ia32_pause();
+    }
+    while (__atomic_exchange_n(word, 2, __ATOMIC_ACQUIRE) != 0) {
+        syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    }
+}
+
+void csys_unlock_wake(uint32_t *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }

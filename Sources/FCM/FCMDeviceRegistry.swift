@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// What FCM knows about registration tokens: the project each belongs to, whether its app was
 /// uninstalled, and its topic subscriptions (with a topic index for fan-out). A well-formed token
@@ -49,7 +50,7 @@ public final class FCMDeviceRegistry: Sendable {
     }
 
     private final class Shard: Sendable {
-        let map = Mutex<[TokenKey: Device]>([:])
+        let map = FutexLock<[TokenKey: Device]>([:])
     }
 
     private let shards: [Shard]
@@ -58,11 +59,11 @@ public final class FCMDeviceRegistry: Sendable {
     private let installations: [InstallationShard]
 
     private final class InstallationShard: Sendable {
-        let map = Mutex<[TokenKey: String]>([:])
+        let map = FutexLock<[TokenKey: String]>([:])
     }
     private let maxPerShard: Int
     /// topic -> tokens subscribed.
-    private let topicIndex = Mutex<[String: Set<String>]>([:])
+    private let topicIndex = FutexLock<[String: Set<String>]>([:])
 
     /// The device layer (fleets, registered devices), asked about tokens with no record here.
     let directory: DeviceDirectory?

@@ -1,4 +1,5 @@
 import Synchronization
+import Transport
 
 /// FCM's project send quota: a token bucket per project (default 600,000 messages per minute),
 /// refilled continuously, so its one-minute windows are not aligned to clock minutes. Every
@@ -22,7 +23,7 @@ public final class FCMQuota: Sendable {
     public let perMinute: Int
     /// Tokens a connection's lease takes from its project's bucket at once.
     public let leaseSize: Int
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = FutexLock<[String: Bucket]>([:])
 
     public init(perMinute: Int) {
         self.perMinute = perMinute

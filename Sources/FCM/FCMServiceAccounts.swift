@@ -1,6 +1,7 @@
 import Glibc
 import PushCore
 import Synchronization
+import Transport
 
 /// Registered Google service accounts: the public half of each account's RSA key, which the
 /// OAuth token endpoint verifies assertions against (by `iss` = client email, and `kid`).
@@ -22,7 +23,7 @@ public final class FCMServiceAccounts: Sendable {
         public let description: String
     }
 
-    private let accounts = Mutex<[String: Account]>([:])
+    private let accounts = FutexLock<[String: Account]>([:])
     private let directory: String?
 
     public init(directory: String?) {

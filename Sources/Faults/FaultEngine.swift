@@ -57,7 +57,7 @@ public final class FaultEngine: @unchecked Sendable {
         public init() {}
     }
 
-    private let rules = Mutex<[FaultRule]>([])
+    private let rules = FutexLock<[FaultRule]>([])
     private let version = Atomic<Int>(1)
     private let nextID = Atomic<Int>(0)
     /// One slot per event loop: (version, snapshot). Only that loop touches its slot.

@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// A timeline of rules switched on and off at offsets from its start:
 /// `{"name": "...", "steps": [{"at": "30s", "for": "10s", "match": {...}, "effect": {...}}, ...]}`.
@@ -93,7 +94,7 @@ public struct Scenario: Sendable {
 /// device): a token bucket per token, sharded by token hash.
 public final class TokenRateLimiter: Sendable {
     public let perMinute: Int
-    private final class Shard: Sendable { let m = Mutex<[TokenKey: (tokens: Double, lastMs: Int64)]>([:]) }
+    private final class Shard: Sendable { let m = FutexLock<[TokenKey: (tokens: Double, lastMs: Int64)]>([:]) }
     private let shards: [Shard]
 
     public init(perMinute: Int) {
@@ -122,7 +123,7 @@ public final class TokenRateLimiter: Sendable {
 
 /// The scenarios started, for the admin API and stats.
 public final class ScenarioRegistry: Sendable {
-    private let list = Mutex<[Scenario]>([])
+    private let list = FutexLock<[Scenario]>([])
     private let next = Atomic<Int>(0)
     public init() {}
 

@@ -1,6 +1,7 @@
 import PushCore
 import Synchronization
 import Tracking
+import Transport
 
 /// A fleet: `count` devices whose tokens derive from (secret, index). Nothing is stored per
 /// device until one deviates (is uninstalled, subscribes, receives a push, changes state).
@@ -104,20 +105,22 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             defaultStates = spec.states.isDefault
         }
     }
-    private let fleets = Mutex<[FleetRef]>([])
+    private let fleets = FutexLock<[FleetRef]>([])
     /// Live Activity push tokens and push-to-start tokens, and channel subscriptions
     /// (`DeviceStore+LiveActivities.swift`).
     let live = LiveActivityIndex()
     /// iOS devices' FCM registration tokens (the Firebase iOS SDK's), to their APNs tokens.
-    let fcmTokens = Mutex<[TokenKey: String]>([:])
+    let fcmTokens = FutexLock<[TokenKey: String]>([:])
 
     func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
     final class Shard: Sendable {
-        let map = Mutex<[TokenKey: SimDevice]>([:])
+        let map = FutexLock<[TokenKey: SimDevice]>([:])
         /// The last fleet member this shard's `status` recognised and had no record for: the
         /// provider asks for the status, then delivers, so the delivery that follows finds the
         /// member here instead of rebuilding its token a second time.
-        let verified = Mutex<Verified?>(nil)
+        let verified = FutexLock<Verified?>(nil)
+        /// Loops locking neighbouring shards do not share a line.
+        private let padding = CacheLinePadding()
     }
     struct Verified: Sendable {
         let key: TokenKey
@@ -128,8 +131,13 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     final class AtomicCounters: Sendable {
         let delivered = Atomic<UInt64>(0), heldOffline = Atomic<UInt64>(0), droppedOffline = Atomic<UInt64>(0)
         let trackingSkipped = Atomic<UInt64>(0), trackingScheduled = Atomic<UInt64>(0), unstored = Atomic<UInt64>(0)
+        private let padding = CacheLinePadding()
     }
-    let counters = AtomicCounters()
+    /// Counted per push by every loop: one stripe per thread (`ThreadStripes`), summed by `stats`.
+    let counterStripes = (0..<DeviceStore.counterStripeCount).map { _ in AtomicCounters() }
+    static let counterStripeCount = 32
+    /// The calling thread's stripe of the counters.
+    var counters: AtomicCounters { counterStripes[ThreadStripes.index(count: DeviceStore.counterStripeCount)] }
 
     /// Registers fleets' devices in bulk (started and stopped with the dispatcher's service).
     public let registrar = FleetRegistrar()
@@ -359,12 +367,16 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     }
 
     public var stats: Counters {
-        Counters(
-            delivered: counters.delivered.load(ordering: .relaxed), heldOffline: counters.heldOffline.load(ordering: .relaxed),
-            droppedOffline: counters.droppedOffline.load(ordering: .relaxed),
-            trackingSkipped: counters.trackingSkipped.load(ordering: .relaxed),
-            trackingScheduled: counters.trackingScheduled.load(ordering: .relaxed),
-            unstored: counters.unstored.load(ordering: .relaxed))
+        var c = Counters()
+        for s in counterStripes {
+            c.delivered &+= s.delivered.load(ordering: .relaxed)
+            c.heldOffline &+= s.heldOffline.load(ordering: .relaxed)
+            c.droppedOffline &+= s.droppedOffline.load(ordering: .relaxed)
+            c.trackingSkipped &+= s.trackingSkipped.load(ordering: .relaxed)
+            c.trackingScheduled &+= s.trackingScheduled.load(ordering: .relaxed)
+            c.unstored &+= s.unstored.load(ordering: .relaxed)
+        }
+        return c
     }
 
     public func removeAll() {
@@ -376,12 +388,14 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         registrar.removeAll()
         live.removeAll()
         fcmTokens.withLock { $0.removeAll() }
-        counters.delivered.store(0, ordering: .relaxed)
-        counters.heldOffline.store(0, ordering: .relaxed)
-        counters.droppedOffline.store(0, ordering: .relaxed)
-        counters.trackingSkipped.store(0, ordering: .relaxed)
-        counters.trackingScheduled.store(0, ordering: .relaxed)
-        counters.unstored.store(0, ordering: .relaxed)
+        for s in counterStripes {
+            s.delivered.store(0, ordering: .relaxed)
+            s.heldOffline.store(0, ordering: .relaxed)
+            s.droppedOffline.store(0, ordering: .relaxed)
+            s.trackingSkipped.store(0, ordering: .relaxed)
+            s.trackingScheduled.store(0, ordering: .relaxed)
+            s.unstored.store(0, ordering: .relaxed)
+        }
         if events.wants(.device) {
             events.publish(EmulatorEvent(kind: .device, provider: nil, reason: "reset")) { w in
                 w.add("at", Clock.nowMs())

@@ -53,7 +53,7 @@ public final class FleetRegistration: Sendable {
 /// tries the same member again, so none is lost and none is sent twice. Progress is per fleet
 /// (`FleetRegistration`), pausable and resumable from where it stopped.
 public final class FleetRegistrar: @unchecked Sendable { // `thread` is touched by start/stop only
-    private let work = Mutex<[(FleetSpec, FleetRegistration)]>([])
+    private let work = FutexLock<[(FleetSpec, FleetRegistration)]>([])
     private let stopping = Atomic<Bool>(false)
     private let wakeFD: Int32
     private var thread: pthread_t?

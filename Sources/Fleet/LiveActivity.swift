@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// A Live Activity on a simulated iOS device, as ActivityKit holds it: its attributes type and
 /// static attributes, its content state, its own push token (the update token a provider
@@ -81,8 +82,8 @@ final class LiveActivityIndex: Sendable {
         var environment: String
     }
 
-    private let tokens = Mutex<[TokenKey: LiveTokenOwner]>([:])
-    private let channels = Mutex<[ChannelKey: Set<String>]>([:])
+    private let tokens = FutexLock<[TokenKey: LiveTokenOwner]>([:])
+    private let channels = FutexLock<[ChannelKey: Set<String>]>([:])
     /// Whether any token was ever added (a fast "no" for every unknown token until then).
     private let used = Atomic<Bool>(false)
 

@@ -124,7 +124,9 @@ public final class Journal: @unchecked Sendable {
     }
 
     final class Shard: Sendable {
-        let pending = Mutex(Pending())
+        let pending = FutexLock(Pending())
+        /// Loops locking neighbouring shards do not share a line.
+        private let padding = CacheLinePadding()
     }
 
     /// Payload bytes kept per record: every valid APNs (VoIP 5120) and FCM (4096) payload whole.
@@ -172,7 +174,7 @@ public final class Journal: @unchecked Sendable {
     /// Written-ahead segments whose commit failed (writer thread only): committed first next time.
     var retry: [AheadSegment] = []
     /// Reads waiting for the writer to commit what was queued before they asked.
-    private let flushWaiters = Mutex<[FlushWaiter]>([])
+    private let flushWaiters = FutexLock<[FlushWaiter]>([])
     private let running = Atomic<Bool>(false)
     public let path: String?
     public let retention: Retention
@@ -190,8 +192,8 @@ public final class Journal: @unchecked Sendable {
         let t = UInt64(pthread_self()) // the thread's descriptor address: distinct per live thread
         return loopShards + Int((t >> 12 ^ t >> 20) % UInt64(Journal.otherShards))
     }
-    private let resets = Mutex<[@Sendable () -> Void]>([])
-    let stats = Mutex(Stats())
+    private let resets = FutexLock<[@Sendable () -> Void]>([])
+    let stats = FutexLock(Stats())
     private let sleeping = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
     private let wakeFD: Int32

@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// The journal's index: a `BlockSummary` for each run of consecutive segments holding about
 /// `blockRecords` records, so a search reads only the blocks that may hold what it asks for,
@@ -31,7 +32,7 @@ final class SegmentIndex: Sendable {
         var maxMs: Int64
     }
 
-    private let state = Mutex(State())
+    private let state = FutexLock(State())
     private let payloadTerms: PayloadTermsReader?
 
     init(payloadTerms: PayloadTermsReader?) { self.payloadTerms = payloadTerms }

@@ -2,6 +2,7 @@ import CJournalVFS
 import CSQLite
 import Glibc
 import Synchronization
+import Transport
 
 /// One stored segment: its time range (its oldest and newest record's), record counts and encoded records.
 struct Segment: Sendable {
@@ -65,7 +66,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     private let path: String
     /// The write-ahead files' directory.
     let aheadDirectory: String
-    private let total = Mutex((requests: 0, tracking: 0))
+    private let total = FutexLock((requests: 0, tracking: 0))
 
     /// No index on `last_ms`: it cost one more page (two more writes) in every commit, and a
     /// read since a time scans the segment rows in id order without touching their blobs (tens
@@ -376,7 +377,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
 
 /// Segments kept in memory (`--in-memory`): the same reads and limits, nothing on disk.
 final class MemorySegmentStore: SegmentStore, Sendable {
-    private let segments = Mutex<(list: [Segment], next: Int64)>(([], 1))
+    private let segments = FutexLock<(list: [Segment], next: Int64)>(([], 1))
 
     func append(_ encoded: [SegmentEncoder], locations: [AheadLog.Location?], aheadThrough: [Int: AheadLog.Position]) throws
         -> [Int64]

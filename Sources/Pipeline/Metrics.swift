@@ -2,6 +2,7 @@ import Journal
 import PushCore
 import Synchronization
 import Tracking
+import Transport
 
 /// Request counters and latency histograms for `GET /metrics`, kept per event loop (each loop
 /// writes only its own shard, so the lock is never contended on the request path).
@@ -14,18 +15,31 @@ public final class Metrics: Sendable {
 
     typealias Histogram = TrackingLog.LatencyHistogram
 
+    /// Its arrays are made by the first `record`, on the shard's loop: buffers allocated there
+    /// come from that thread's heap arena, not next to another loop's (made together at start-up,
+    /// two loops' counters would share cache lines, passed between their cores at every request).
     struct Shard {
-        /// 200s with no reason, the common case, counted without hashing, per provider index.
-        var ok = [UInt64](repeating: 0, count: PushProvider.capacity)
+        /// 200s with no reason, the common case, counted without hashing, per provider index
+        /// (empty until the first record).
+        var ok: [UInt64] = []
         var requests: [Key: UInt64] = [:]
-        /// Per provider index.
-        var latency = [Histogram](repeating: Histogram(), count: PushProvider.capacity)
+        /// Per provider index (empty until the first record).
+        var latency: [Histogram] = []
+        mutating func materialize() {
+            ok = [UInt64](repeating: 0, count: PushProvider.capacity)
+            latency = [Histogram](repeating: Histogram(), count: PushProvider.capacity)
+            // Each histogram its own buckets (a repeated value shares one buffer until written).
+            for i in latency.indices { latency[i] = Histogram() }
+        }
     }
 
     /// Seconds: 100 µs to 10 s.
     static let bounds = TrackingLog.LatencyHistogram.bounds
 
-    private final class Box: Sendable { let m = Mutex(Shard()) }
+    private final class Box: Sendable {
+        let m = FutexLock(Shard())
+        private let padding = CacheLinePadding()
+    }
     private let shards: [Box]
 
     public init(loops: Int) { shards = (0...max(1, loops)).map { _ in Box() } }
@@ -33,6 +47,7 @@ public final class Metrics: Sendable {
     /// Counts one answer: its status and reason, and the time to it (injected delay included).
     public func record(loop: Int, provider: PushProvider, status: Int, reason: String, seconds: Double) {
         shards[min(loop, shards.count - 1)].m.withLock { shard in
+            if shard.ok.isEmpty { shard.materialize() }
             if status == 200 && reason.isEmpty {
                 shard.ok[provider.index] += 1
             } else {
@@ -54,6 +69,7 @@ public final class Metrics: Sendable {
         var latency: [PushProvider: Histogram] = [:]
         for s in shards {
             s.m.withLock { sh in
+                guard !sh.ok.isEmpty else { return }
                 for (k, v) in sh.requests { requests[k, default: 0] += v }
                 for provider in PushProvider.all {
                     let index = provider.index

@@ -49,6 +49,8 @@ final class ParkedAnswers: CommitWaiter, @unchecked Sendable {
     private let services: PipelineServices
     private let provider: PushProvider
     private let goAwayDebugData: @Sendable (String) -> [UInt8]
+    /// Each loop's queue, made one after another at start-up, off its neighbours' cache lines.
+    private let padding = CacheLinePadding()
 
     init(services: PipelineServices, provider: PushProvider, goAwayDebugData: @escaping @Sendable (String) -> [UInt8]) {
         self.services = services

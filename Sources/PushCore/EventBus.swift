@@ -303,7 +303,7 @@ public final class EventBus: Sendable {
     /// The kinds some subscriber takes whole (no filter beyond kinds): publishing one of them
     /// needs no look at the subscribers' filters.
     private let takenWhole = Atomic<UInt8>(0)
-    private let subscribers = Mutex<[EventSubscriber]>([])
+    private let subscribers = FutexLock<[EventSubscriber]>([])
 
     /// `ringCapacity` frames are kept for the readers; `unsentLimit` bytes may wait in a stream.
     public init(ringCapacity: Int = 16_384, unsentLimit: Int = 1 << 20) {

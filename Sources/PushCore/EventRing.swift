@@ -1,4 +1,5 @@
 import Synchronization
+import Transport
 
 /// The last `capacity` events published, each as its whole `id:`/`event:`/`data:` block, back to
 /// back in one byte ring, with the fields filters read (kind, provider, status, token, topic,
@@ -39,7 +40,7 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
     private let frames: UnsafeMutablePointer<UInt8>
     private let keys: UnsafeMutablePointer<UInt8>
     private let entries: UnsafeMutablePointer<Entry>
-    private let positions = Mutex(Positions())
+    private let positions = FutexLock(Positions())
 
     /// `capacity` events, with room for 512 bytes of frame and 256 of fields each on average.
     init(capacity: Int) {

@@ -48,8 +48,8 @@ public final class NotificationLog: Sendable {
     }
 
     private final class Shard: Sendable {
-        let arena: Mutex<Arena>
-        init(bytes: Int, records: Int) { arena = Mutex(Arena(capacity: bytes, maxRecords: records)) }
+        let arena: FutexLock<Arena>
+        init(bytes: Int, records: Int) { arena = FutexLock(Arena(capacity: bytes, maxRecords: records)) }
         deinit {
             arena.withLock {
                 $0.buffer.deallocate()

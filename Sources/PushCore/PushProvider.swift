@@ -1,4 +1,5 @@
 import Synchronization
+import Transport
 
 /// A push gateway's identity: a fixed small number and a name.
 ///
@@ -34,7 +35,7 @@ public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     public static func == (lhs: PushProvider, rhs: PushProvider) -> Bool { lhs.index == rhs.index }
     public func hash(into hasher: inout Hasher) { hasher.combine(index) }
 
-    private static let registered = Mutex<[PushProvider?]>(
+    private static let registered = FutexLock<[PushProvider?]>(
         [PushProvider.apns, PushProvider.fcm] + Array(repeating: nil, count: capacity - 2))
 
     /// Makes a gateway's provider known by name and index (`named`, `stored`).

@@ -62,7 +62,7 @@ final class TrackingLane: @unchecked Sendable {
 
     public let options: Options
     public let log: TrackingLog
-    private let inbox = Mutex<[TrackingJob]>([])
+    private let inbox = FutexLock<[TrackingJob]>([])
     private let queued = Atomic<Int>(0)
     private let wakePending = Atomic<Bool>(false)
     /// The lane is asleep with nothing in flight: only then does a submission need a wake-up

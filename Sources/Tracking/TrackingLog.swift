@@ -1,5 +1,6 @@
 import PushCore
 import Synchronization
+import Transport
 
 /// One tracking attempt and its outcome.
 public struct TrackingAttempt: Sendable {
@@ -138,7 +139,7 @@ public final class TrackingLog: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    private let state = FutexLock(State())
     /// Counted by the submitting threads (event loops) without the lanes' lock.
     private let scheduled = Atomic<UInt64>(0)
     private let dropped = Atomic<UInt64>(0)

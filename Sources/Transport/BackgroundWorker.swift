@@ -10,7 +10,7 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
     public let capacity: Int
     /// The thread's nice value (0: as the loops; more: it yields the CPU to them).
     public let nice: Int32
-    private let queue = Mutex<[@Sendable () -> Void]>([])
+    private let queue = FutexLock<[@Sendable () -> Void]>([])
     private let waiting = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let wakeFD: Int32

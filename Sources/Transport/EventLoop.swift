@@ -36,7 +36,7 @@ public final class EventLoop: @unchecked Sendable {
     public let index: Int
     let epfd: Int32
     private let wakeFD: Int32
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = FutexLock<[@Sendable () -> Void]>([])
     private var handlers: [EventHandler?] = []
     private var timers: [LoopTimer] = [] // binary min-heap on (deadline, sequence)
     private var timerSequence: UInt64 = 0
@@ -46,6 +46,12 @@ public final class EventLoop: @unchecked Sendable {
     let readBuffer: UnsafeMutableRawBufferPointer
     /// Connections currently open on this loop (read by the server during drain).
     let openConnections = Atomic<Int>(0)
+    /// Accepted sockets another loop's acceptor handed to this one, not yet adopted.
+    let incomingConnections = Atomic<Int>(0)
+    /// What acceptors balance on: connections open here and on their way here.
+    var connectionLoad: Int {
+        openConnections.load(ordering: .relaxed) &+ incomingConnections.load(ordering: .relaxed)
+    }
     /// HTTP/2 streams currently open on this loop's connections (for metrics; only this loop
     /// writes it).
     let openStreams = Atomic<Int>(0)
@@ -81,6 +87,8 @@ public final class EventLoop: @unchecked Sendable {
     var sheddingConnections = 0
     /// This loop's acceptors, one per listening socket.
     var acceptors: [Acceptor] = []
+    /// The loops are made one after another: what each writes per read stays off the next one's lines.
+    private let padding = CacheLinePadding()
 
     init(index: Int) throws {
         self.index = index

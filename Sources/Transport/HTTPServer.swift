@@ -9,7 +9,8 @@ public struct BoundAddress: Sendable, CustomStringConvertible {
 }
 
 /// The HTTP server: listeners plus N event loops. Each loop accepts from the shared listening
-/// sockets (EPOLLEXCLUSIVE) and owns the connections it accepted.
+/// sockets (EPOLLEXCLUSIVE) and keeps a connection while no other loop has fewer; otherwise it
+/// hands it to the loop with the fewest (`Acceptor`), and that loop owns it from then on.
 public final class HTTPServer: @unchecked Sendable {
     public let configuration: ServerConfiguration
     let core: ServerCore
@@ -71,10 +72,14 @@ public final class HTTPServer: @unchecked Sendable {
             }
             let sweeper = Sweeper(loop: loop, budget: core.budget)
             loop.schedule(afterNanoseconds: 100_000_000, sweeper.tick)
-            loop.start()
         }
+        // Started once every loop is in `core.loops`: an acceptor reads the list to balance.
+        for loop in loops { loop.start() }
         started = true
     }
+
+    /// Open connections on each loop, in loop order.
+    public var connectionsPerLoop: [Int] { loops.map { $0.openConnections.load(ordering: .relaxed) } }
 
     /// Open connections over all loops.
     public var openConnections: Int {
@@ -192,29 +197,71 @@ final class Acceptor: EventHandler {
                 }
                 break
             }
-            var holdsSlot = core.budget.admitConnection()
-            if !holdsSlot, loop.evictIdleConnection() { holdsSlot = core.budget.admitConnection() }
-            if !holdsSlot {
-                // None idle here: the busiest other loop closes its idlest, and this client
-                // takes that slot when its first request arrives (else it is answered 503).
-                if let other = core.loops.filter({ $0 !== loop }).max(by: {
-                    $0.openConnections.load(ordering: .relaxed) < $1.openConnections.load(ordering: .relaxed)
-                }) {
-                    other.execute { _ = other.evictIdleConnection() }
-                }
-                guard loop.sheddingConnections < Acceptor.maxShedding else {
-                    Glibc.close(cfd)
-                    continue
-                }
-                loop.sheddingConnections += 1
+            if let other = lessLoadedLoop() {
+                handOff(cfd, to: other)
+            } else {
+                admit(cfd)
             }
-            var one: Int32 = 1
-            setsockopt(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort, holdsSlot: holdsSlot)
-            _ = conn.start()
         }
     }
 
+    /// The loop with the fewest connections (those it is about to adopt counted), when it has
+    /// fewer than this one; nil keeps the connection here. Whichever loop epoll wakes accepts,
+    /// and one wake-up takes a whole burst (a load generator opening its connections at once),
+    /// so without this one loop could own most of them while the others idle.
+    private func lessLoadedLoop() -> EventLoop? {
+        let loops = core.loops
+        guard loops.count > 1 else { return nil }
+        var best = loop
+        var least = loop.connectionLoad
+        for l in loops where l !== loop {
+            let n = l.connectionLoad
+            if n < least {
+                best = l
+                least = n
+            }
+        }
+        return best === loop ? nil : best
+    }
+
+    /// Gives an accepted socket to `other`'s acceptor for the same listener, on its thread.
+    private func handOff(_ cfd: Int32, to other: EventLoop) {
+        other.incomingConnections.add(1, ordering: .relaxed)
+        let listener = fd
+        other.execute {
+            defer { other.incomingConnections.subtract(1, ordering: .relaxed) }
+            guard let peer = other.acceptors.first(where: { $0.fd == listener }), !peer.stopped else {
+                Glibc.close(cfd) // the server is stopping
+                return
+            }
+            peer.admit(cfd)
+        }
+    }
+
+    /// Takes an accepted socket on this loop: a connection slot (or one freed by closing an
+    /// idle connection), else a brief stay to be told the server is full.
+    func admit(_ cfd: Int32) {
+        var holdsSlot = core.budget.admitConnection()
+        if !holdsSlot, loop.evictIdleConnection() { holdsSlot = core.budget.admitConnection() }
+        if !holdsSlot {
+            // None idle here: the busiest other loop closes its idlest, and this client
+            // takes that slot when its first request arrives (else it is answered 503).
+            if let other = core.loops.filter({ $0 !== loop }).max(by: {
+                $0.openConnections.load(ordering: .relaxed) < $1.openConnections.load(ordering: .relaxed)
+            }) {
+                other.execute { _ = other.evictIdleConnection() }
+            }
+            guard loop.sheddingConnections < Acceptor.maxShedding else {
+                Glibc.close(cfd)
+                return
+            }
+            loop.sheddingConnections += 1
+        }
+        var one: Int32 = 1
+        setsockopt(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort, holdsSlot: holdsSlot)
+        _ = conn.start()
+    }
 }
 
 extension Acceptor {

@@ -33,7 +33,7 @@ public struct InterceptConfiguration: Sendable {
 /// on its connection's loop as on the TLS listener.
 final class InterceptAuthority: Sendable {
     let configuration: InterceptConfiguration
-    private let contexts = Mutex<[String: TLSContext]>([:])
+    private let contexts = FutexLock<[String: TLSContext]>([:])
     private let caCertificate: OpaquePointerBox
     private let caKey: OpaquePointerBox
 

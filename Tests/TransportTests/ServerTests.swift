@@ -334,6 +334,24 @@ final class ServerTests: XCTestCase {
         XCTAssertThrowsError(try RawClient(port: port))
     }
 
+    /// Connections opened together (a load generator's) are spread evenly over the event loops,
+    /// though whichever loop epoll wakes accepts everything queued; handed-off ones answer.
+    func testConnectionBurstIsSpreadOverTheLoops() throws {
+        let s = try makeServer { $0.threads = 4 }
+        defer { s.shutdown(drainTimeout: 1) }
+        let port = s.httpAddress!.port
+        let clients = try (0..<32).map { _ in try RawClient(port: port, timeout: 5) }
+        for _ in 0..<250 where s.openConnections < 32 { usleep(20_000) }
+        XCTAssertEqual(s.openConnections, 32)
+        let perLoop = s.connectionsPerLoop
+        XCTAssertEqual(perLoop.count, 4)
+        XCTAssertLessThanOrEqual(perLoop.max()! - perLoop.min()!, 2, "connections per loop: \(perLoop)")
+        for c in clients {
+            try c.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+            XCTAssertTrue(c.read(until: "tls=-").contains("200 OK"))
+        }
+    }
+
     func testSlowHeadTimesOutAndGarbageTLSIsDropped() throws {
         let s = try makeServer {
             $0.timeouts.requestHead = 1

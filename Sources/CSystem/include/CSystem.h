@@ -50,4 +50,19 @@ int csys_cpu_count(void);
 int csys_peer_name(int fd, char *buf, size_t len);
 /* The commit of a packaged build (Scripts/package), or "" for a plain build. */
 const char *csys_build_commit(void);
+
+/* A futex lock word (FutexLock in Transport): 0 free, 1 held, 2 held with sleepers. Unlike a
+   priority-inheritance futex, unlocking frees the word for whichever thread comes first rather
+   than handing it to a sleeper, so a lock that many threads take for a moment does not turn into
+   a queue that moves one context switch at a time. Uncontended: one compare-and-swap each way. */
+void csys_lock_slow(uint32_t *word);
+void csys_unlock_wake(uint32_t *word);
+static inline void csys_lock(uint32_t *word) {
+    uint32_t expected = 0;
+    if (__atomic_compare_exchange_n(word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+    csys_lock_slow(word);
+}
+static inline void csys_unlock(uint32_t *word) {
+    if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) csys_unlock_wake(word);
+}
 #endif
