@@ -132,6 +132,25 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         let delivered = Atomic<UInt64>(0), heldOffline = Atomic<UInt64>(0), droppedOffline = Atomic<UInt64>(0)
         let trackingSkipped = Atomic<UInt64>(0), trackingScheduled = Atomic<UInt64>(0), unstored = Atomic<UInt64>(0)
         private let padding = CacheLinePadding()
+
+        /// Adds this stripe's counts to `c`.
+        func sum(into c: inout Counters) {
+            c.delivered &+= delivered.load(ordering: .relaxed)
+            c.heldOffline &+= heldOffline.load(ordering: .relaxed)
+            c.droppedOffline &+= droppedOffline.load(ordering: .relaxed)
+            c.trackingSkipped &+= trackingSkipped.load(ordering: .relaxed)
+            c.trackingScheduled &+= trackingScheduled.load(ordering: .relaxed)
+            c.unstored &+= unstored.load(ordering: .relaxed)
+        }
+
+        func reset() {
+            delivered.store(0, ordering: .relaxed)
+            heldOffline.store(0, ordering: .relaxed)
+            droppedOffline.store(0, ordering: .relaxed)
+            trackingSkipped.store(0, ordering: .relaxed)
+            trackingScheduled.store(0, ordering: .relaxed)
+            unstored.store(0, ordering: .relaxed)
+        }
     }
     /// Counted per push by every loop: one stripe per thread (`ThreadStripes`), summed by `stats`.
     let counterStripes = (0..<DeviceStore.counterStripeCount).map { _ in AtomicCounters() }
@@ -368,14 +387,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     public var stats: Counters {
         var c = Counters()
-        for s in counterStripes {
-            c.delivered &+= s.delivered.load(ordering: .relaxed)
-            c.heldOffline &+= s.heldOffline.load(ordering: .relaxed)
-            c.droppedOffline &+= s.droppedOffline.load(ordering: .relaxed)
-            c.trackingSkipped &+= s.trackingSkipped.load(ordering: .relaxed)
-            c.trackingScheduled &+= s.trackingScheduled.load(ordering: .relaxed)
-            c.unstored &+= s.unstored.load(ordering: .relaxed)
-        }
+        for s in counterStripes { s.sum(into: &c) }
         return c
     }
 
@@ -388,14 +400,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         registrar.removeAll()
         live.removeAll()
         fcmTokens.withLock { $0.removeAll() }
-        for s in counterStripes {
-            s.delivered.store(0, ordering: .relaxed)
-            s.heldOffline.store(0, ordering: .relaxed)
-            s.droppedOffline.store(0, ordering: .relaxed)
-            s.trackingSkipped.store(0, ordering: .relaxed)
-            s.trackingScheduled.store(0, ordering: .relaxed)
-            s.unstored.store(0, ordering: .relaxed)
-        }
+        for s in counterStripes { s.reset() }
         if events.wants(.device) {
             events.publish(EmulatorEvent(kind: .device, provider: nil, reason: "reset")) { w in
                 w.add("at", Clock.nowMs())

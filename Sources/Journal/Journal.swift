@@ -188,10 +188,7 @@ public final class Journal: @unchecked Sendable {
     static let otherShards = 4
 
     /// The calling thread's shard among the others.
-    private var otherShard: Int {
-        let t = UInt64(pthread_self()) // the thread's descriptor address: distinct per live thread
-        return loopShards + Int((t >> 12 ^ t >> 20) % UInt64(Journal.otherShards))
-    }
+    private var otherShard: Int { loopShards + ThreadStripes.index(count: Journal.otherShards) }
     private let resets = FutexLock<[@Sendable () -> Void]>([])
     let stats = FutexLock(Stats())
     private let sleeping = Atomic<Bool>(false)

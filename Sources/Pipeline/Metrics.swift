@@ -27,9 +27,7 @@ public final class Metrics: Sendable {
         var latency: [Histogram] = []
         mutating func materialize() {
             ok = [UInt64](repeating: 0, count: PushProvider.capacity)
-            latency = [Histogram](repeating: Histogram(), count: PushProvider.capacity)
-            // Each histogram its own buckets (a repeated value shares one buffer until written).
-            for i in latency.indices { latency[i] = Histogram() }
+            latency = (0..<PushProvider.capacity).map { _ in Histogram() }
         }
     }
 

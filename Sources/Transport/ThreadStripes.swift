@@ -17,7 +17,7 @@ public struct CacheLinePadding: Sendable {
 
 /// Picks the calling thread's stripe among `count`: counters that every event loop adds to are
 /// kept as stripes, each thread adding to its own (mostly; two threads may share one) and
-/// readers summing them.
+/// readers summing them; the journal picks the shard of a thread that is not a loop the same way.
 public enum ThreadStripes {
     /// Stable for the life of the calling thread. `count` is at least 1.
     @inline(__always)
