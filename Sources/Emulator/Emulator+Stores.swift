@@ -19,7 +19,7 @@ extension Emulator {
         package let fcmProvider: FCMProvider
         package let devices: DeviceStore
         package let trackingLog: TrackingLog
-        let dispatcher: TrackingDispatcher
+        package let dispatcher: TrackingDispatcher
         package let notifications: NotificationLog
 
         init(_ configuration: EmulatorConfiguration) throws {
@@ -33,7 +33,9 @@ extension Emulator {
             // One bus for the event stream: the device layer, its tracking and the pipelines publish to it.
             let events = EventBus()
             trackingLog = TrackingLog(capacity: configuration.trackingLogSize, events: events)
-            dispatcher = TrackingDispatcher(options: configuration.tracking, log: trackingLog)
+            var tracking = configuration.tracking
+            tracking.threads = configuration.trackingLanes ?? configuration.threads
+            dispatcher = TrackingDispatcher(options: tracking, log: trackingLog)
             devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events)
             let strict = configuration.devices.policy == .strict
             apnsDevices = APNsDeviceRegistry(capacity: configuration.devices.maxDevices, directory: devices, strict: strict)

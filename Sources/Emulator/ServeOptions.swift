@@ -231,8 +231,12 @@ package enum ServeOptions {
         ) { c, v in c.tracking.maxAttempts = try int(v, "tracking-retries", 0...20) + 1 },
         Option(
             name: "tracking-concurrency", valueName: "N",
-            help: "tracking requests in flight per dispatcher lane (default 32; two lanes; at most 32 connections per target per lane)"
+            help: "tracking requests in flight per dispatcher lane (default 32; at most 32 connections per target per lane)"
         ) { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
+        Option(
+            name: "tracking-lanes", valueName: "N",
+            help: "tracking dispatcher lanes, each a thread with its own connections (default: one per event-loop thread)"
+        ) { c, v in c.trackingLanes = try int(v, "tracking-lanes", 1...1024) },
         Option(
             name: "tracking-queue", valueName: "N",
             help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)"

@@ -40,6 +40,9 @@ public final class TrackingDispatcher: @unchecked Sendable {
 
     public func stop() { for l in lanes { l.stop() } }
 
+    /// The lanes (threads) calls are spread over.
+    public var laneCount: Int { lanes.count }
+
     /// Jobs waiting or in flight.
     public var depth: Int { lanes.reduce(0) { $0 + $1.depth } }
 

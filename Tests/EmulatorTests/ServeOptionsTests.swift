@@ -70,6 +70,8 @@ final class ServeOptionsTests: XCTestCase {
         XCTAssertEqual(message(["--http-port"]), "option '--http-port' needs a value")
         XCTAssertEqual(message(["--http-port", "70000"]), "--http-port must be an integer in 0...65535, got '70000'")
         XCTAssertEqual(message(["--threads", "0"]), "--threads must be an integer in 1...1024, got '0'")
+        XCTAssertEqual(message(["--tracking-lanes", "0"]), "--tracking-lanes must be an integer in 1...1024, got '0'")
+        XCTAssertEqual(message(["--tracking-lanes", "99999999999999999999"]), "--tracking-lanes must be an integer in 1...1024, got '99999999999999999999'")
         XCTAssertEqual(message(["--in-memory=maybe"]), "--in-memory must be true or false, got 'maybe'")
         XCTAssertEqual(message(["serve"]), "unexpected argument 'serve' (see pushemu --help)")
     }
@@ -197,5 +199,18 @@ final class ServeOptionsTests: XCTestCase {
         XCTAssertTrue(ps.contains("$env:SSL_CERT_FILE = '/a/it''s.pem'\n"), ps)
         XCTAssertTrue(ProxyEnvironment.absolute("./x").hasPrefix("/"))
         XCTAssertEqual(ProxyEnvironment.absolute("/abs"), "/abs")
+    }
+
+    /// One tracking lane per event loop unless told: with one loop, a second lane only wakes
+    /// more often (measured: about 5 µs of CPU a push more on two CPUs).
+    func testTrackingLanesFollowTheLoopsUnlessTold() throws {
+        var c = try ServeOptions.parse(["--in-memory", "--threads", "3"])
+        XCTAssertNil(c.trackingLanes)
+        XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 3)
+        c = try ServeOptions.parse(["--in-memory", "--threads", "3", "--tracking-lanes", "1"])
+        XCTAssertEqual(c.trackingLanes, 1)
+        XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 1)
+        c = try ServeOptions.parse(["--in-memory", "--threads", "1", "--tracking-lanes=4"])
+        XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 4)
     }
 }
