@@ -71,7 +71,9 @@ final class ServeOptionsTests: XCTestCase {
         XCTAssertEqual(message(["--http-port", "70000"]), "--http-port must be an integer in 0...65535, got '70000'")
         XCTAssertEqual(message(["--threads", "0"]), "--threads must be an integer in 1...1024, got '0'")
         XCTAssertEqual(message(["--tracking-lanes", "0"]), "--tracking-lanes must be an integer in 1...1024, got '0'")
-        XCTAssertEqual(message(["--tracking-lanes", "99999999999999999999"]), "--tracking-lanes must be an integer in 1...1024, got '99999999999999999999'")
+        XCTAssertEqual(
+            message(["--tracking-lanes", "99999999999999999999"]),
+            "--tracking-lanes must be an integer in 1...1024, got '99999999999999999999'")
         XCTAssertEqual(message(["--in-memory=maybe"]), "--in-memory must be true or false, got 'maybe'")
         XCTAssertEqual(message(["serve"]), "unexpected argument 'serve' (see pushemu --help)")
     }
