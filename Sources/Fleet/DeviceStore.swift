@@ -455,9 +455,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// what the device made of it: displayed or not, and the SDK's lint of the payload.
     ///
     /// `parsedPayload`: the provider's tokenization of `d.payload` when it has one (read during
-    /// this call only; the SDKs then read the payload without parsing it again).
+    /// this call only; the SDKs then read the payload without parsing it again). `lintMemo`: the
+    /// calling loop's memory of the last payload read and linted (see `SDKLintMemo`).
     @discardableResult
-    public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil) -> DeviceOutcome {
+    public func deliver(_ d: Delivery, parsedPayload: JSONTokenBuffer? = nil, lintMemo: SDKLintMemo? = nil) -> DeviceOutcome {
         let k = d.tokenKey ?? TokenKey(d.tokenBytes)
         let sh = shard(k)
         let inboxSize = configuration.inboxSize
@@ -561,7 +562,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             counters.delivered.add(1, ordering: .relaxed)
             guard let dev else { return DeviceOutcome(display: DisplayRules.display(state, d, sdk: nil)) }
             if fleetSpec == nil, let n = fleet { fleetSpec = fleetRef(n) }
-            return track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs, parsedPayload: parsedPayload)
+            return track(dev.device, d, fleet: fleetSpec, atMs: d.receivedAtMs, parsedPayload: parsedPayload, lintMemo: lintMemo)
         case .uninstalled, .absent:
             return DeviceOutcome(display: Display(.notShown, .uninstalled))
         }
@@ -652,29 +653,31 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// The SDK's side of a delivery: its lint of the payload, whether it is displayed, and the
     /// tracking calls it makes (receive when its hook runs, open when the simulated user taps a
     /// displayed notification). An app without an SDK configuration is only displayed or not.
-    func track(_ dev: SDKView, _ d: Delivery, fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil) -> DeviceOutcome {
+    func track(
+        _ dev: SDKView, _ d: Delivery, fleet: FleetRef?, atMs: Int64, parsedPayload: JSONTokenBuffer? = nil, lintMemo: SDKLintMemo? = nil
+    ) -> DeviceOutcome {
         // The device's tracking, else its fleet's, else the server's, each passed where it is
         // stored (a `??` chain copies the configuration: a retain per field).
         if let t = dev.tracking {
-            return track(dev, d, config: t, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+            return track(dev, d, config: t, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload, lintMemo: lintMemo)
         } else if let f = fleet, f.tracks {
-            return track(dev, d, config: f.spec.tracking!, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+            return track(dev, d, config: f.spec.tracking!, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload, lintMemo: lintMemo)
         } else if hasDefaultTracking {
-            return track(dev, d, config: configuration.defaultTracking!, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload)
+            return track(
+                dev, d, config: configuration.defaultTracking!, fleet: fleet, atMs: atMs, parsedPayload: parsedPayload, lintMemo: lintMemo)
         }
         return DeviceOutcome(display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: nil))
     }
 
     private func track(
         _ dev: SDKView, _ d: Delivery, config: borrowing TrackingConfig, fleet: FleetRef?, atMs: Int64,
-        parsedPayload: JSONTokenBuffer?
+        parsedPayload: JSONTokenBuffer?, lintMemo: SDKLintMemo?
     ) -> DeviceOutcome {
-        let payload = parsedPayload.map { PayloadReader(Array(d.payload), parsed: $0) } ?? PayloadReader(Array(d.payload))
-        let input = LintInput(
-            preset: config.preset, ios: dev.platform == .ios, payload: payload, size: d.payload.count, mutableContent: d.mutableContent,
-            contentAvailable: d.contentAvailable, profile: dev.profile ?? fleet?.spec.profile)
-        let outcome = DeviceOutcome(
-            display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: input), lint: SDKLint.check(input))
+        let (input, findings) = SDKLintMemo.lint(
+            lintMemo, d, preset: config.preset, ios: dev.platform == .ios, profile: dev.profile ?? fleet?.spec.profile,
+            parsedPayload: parsedPayload)
+        let payload = input.payload
+        let outcome = DeviceOutcome(display: DisplayRules.display(DisplayRules.DeviceState(dev), d, sdk: input), lint: findings)
         guard let dispatcher, !dev.privacyOptOut else { return outcome }
         let behavior = dev.behavior ?? fleet?.spec.behavior ?? configuration.defaultBehavior
         var rng = FastRandom(seed: dev.seed ^ d.notificationID.low ^ 0x5851_F42D_4C95_7F2D)

@@ -38,6 +38,9 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     let tokenRate: TokenRateLimiter?
     /// Each event loop's answers waiting for their strict commit (empty when answers never wait).
     let parked: [ParkedAnswers]
+    /// Each event loop's memory of the last payload its devices' SDK read and linted (one per
+    /// notification-log shard: the loops', and the fan-out worker's, which passes none).
+    let lintMemos: [SDKLintMemo]
 
     public init(gateway: Gateway, services: PipelineServices, tokenRate: TokenRateLimiter? = nil) {
         precondition(PushProvider.capacity <= ConnectionContext.slotCount, "one connection slot per provider")
@@ -51,6 +54,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         } else {
             parked = []
         }
+        lintMemos = (0..<services.log.shardCount).map { _ in SDKLintMemo() }
     }
 
     var provider: PushProvider { gateway.provider }
@@ -108,9 +112,10 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             let id = gateway.notificationID(for: decision, request: request, state: state)
             acceptedID = id
             let shard = exchange.eventLoop.index
+            let lintMemo = shard < lintMemos.count - 1 ? lintMemos[shard] : nil
             gateway.forEachAcceptedPush(decision, request: request, id: id, state: state, nowMs: nowMs) {
                 delivery, topic, warnings, parsedPayload, flags in
-                let outcome = services.devices.deliver(delivery, parsedPayload: parsedPayload)
+                let outcome = services.devices.deliver(delivery, parsedPayload: parsedPayload, lintMemo: lintMemo)
                 services.log.append(
                     shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
                     environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: topic, headers: request.headers,

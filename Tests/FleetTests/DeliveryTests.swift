@@ -221,6 +221,58 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(s.device(token: kept[0])?.inbox.count, 1)
     }
 
+    /// A loop's lint memo answers a push whose payload bytes, preset, platform, flags and profile
+    /// are the last one's, and only that: every outcome equals a store's without a memo.
+    func testLintMemoAnswersOnlyTheSamePayloadAndFlags() throws {
+        let s = makeStore()
+        var o = TrackingDispatcher.Options()
+        o.threads = 1
+        let plainDispatcher = TrackingDispatcher(options: o, log: TrackingLog())
+        defer { plainDispatcher.stop() }
+        var c = DeviceStore.Configuration()
+        c.defaultTracking = TrackingConfig(preset: "adobe-campaign", url: sink.url)
+        c.inboxSize = 3
+        let plain = DeviceStore(configuration: c, dispatcher: plainDispatcher)
+        let memo = SDKLintMemo()
+        var n: UInt64 = 0
+        func check(_ d: Delivery, recalled: Int, _ line: UInt = #line) {
+            let remembered = s.deliver(d, lintMemo: memo)
+            XCTAssertEqual(remembered, plain.deliver(d), line: line)
+            XCTAssertEqual(memo.recalled, recalled, line: line)
+        }
+        func token(_ i: Int) -> String { String(format: "%064x", i + 1) }
+        let missingDid = #"{"aps":{"alert":"a","mutable-content":1},"_mId":"12345"}"#
+        n += 1
+        check(apns(missingDid, token: token(1), n: n), recalled: 0)
+        XCTAssertEqual(s.deliver(apns(missingDid, token: token(9), n: 99), lintMemo: memo).lint.map(\.code), ["adobe.missing-ids"])
+        n += 1
+        check(apns(missingDid, token: token(2), n: n), recalled: 2)
+        // One byte more: read and linted again.
+        let complete = #"{"aps":{"alert":"a","mutable-content":1},\#(Self.adobe)}"#
+        n += 1
+        check(apns(complete, token: token(3), n: n), recalled: 2)
+        n += 1
+        check(apns(complete, token: token(4), n: n), recalled: 3)
+        // The same bytes with another flag (the Adobe SDK's extension needs mutable-content).
+        var flagged = apns(complete, token: token(5), n: 100)
+        flagged.mutableContent = false
+        check(flagged, recalled: 3)
+        XCTAssertEqual(s.deliver(flagged, lintMemo: memo).lint.map(\.code), ["adobe.mutable-content-missing"])
+        n += 1
+        check(apns(complete, token: token(6), n: n), recalled: 4)
+        // Another preset (a device's own tracking) and another platform are other keys.
+        s.update(token: token(7)) { _ in }
+        _ = s.deliver(apns(complete, token: token(7), n: 101))
+        s.update(token: token(7)) { $0.tracking = TrackingConfig(preset: "pushwoosh", url: self.sink.url) }
+        plain.deliver(apns(complete, token: token(7), n: 101))
+        plain.update(token: token(7)) { $0.tracking = TrackingConfig(preset: "pushwoosh", url: self.sink.url) }
+        check(apns(complete, token: token(7), n: 102), recalled: 4)
+        var android = fcm(#"{"token":"t","data":\#("{" + Self.adobe + "}")}"#, n: 103)
+        check(android, recalled: 4)
+        android.notificationID = UUIDValue(high: 104, low: 104)
+        check(android, recalled: 5)
+    }
+
     func testCollapseInboxAndOffline() throws {
         let s = makeStore()
         try s.register(

@@ -185,6 +185,32 @@ final class IdentifierTests: XCTestCase {
         for s in shards { XCTAssertEqual(Double(s), 10_000 / 64, accuracy: 80) }
     }
 
+    /// Keys hash by `HashMix` (no SipHash): keys that share a word still get distinct hashes,
+    /// the table's seed changes them, and the low bits a table indexes by spread evenly.
+    func testKeyHashesFoldTheSeedAndSpread() {
+        let k = TokenKey("f0678febbfa4dd1c8c0b08d0b1dc227faaadad9686076c3755a187df74029820")
+        XCTAssertEqual(
+            k._rawHashValue(seed: 7),
+            TokenKey(Array("F0678FEBBFA4DD1C8C0B08D0B1DC227FAAADAD9686076C3755A187DF74029820".utf8))._rawHashValue(seed: 7))
+        XCTAssertNotEqual(k._rawHashValue(seed: 7), k._rawHashValue(seed: 8))
+        XCTAssertEqual(k.hashValue, k.hashValue)
+        var hashes = Set<Int>()
+        var buckets = [Int](repeating: 0, count: 256)
+        for i in 0..<4096 {
+            let sameHigh = UUIDValue(high: 42, low: UInt64(i))
+            let sameLow = UUIDValue(high: UInt64(i), low: 42)
+            hashes.insert(sameHigh._rawHashValue(seed: 1))
+            hashes.insert(sameLow._rawHashValue(seed: 1))
+            buckets[sameHigh._rawHashValue(seed: 1) & 255] += 1
+        }
+        XCTAssertEqual(hashes.count, 8191, "only (42, 42) is in both families")
+        for b in buckets { XCTAssertEqual(Double(b), 16, accuracy: 16) }
+        var table: [UUIDValue: Int] = [:]
+        for i in 0..<10_000 { table[UUIDValue(high: UInt64(i) << 32, low: 0)] = i }
+        XCTAssertEqual(table.count, 10_000)
+        XCTAssertEqual(table[UUIDValue(high: 1234 << 32, low: 0)], 1234)
+    }
+
     func testFastRandomDistribution() {
         var rng = FastRandom(seed: 9)
         var buckets = [Int](repeating: 0, count: 10)
