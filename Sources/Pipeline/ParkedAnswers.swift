@@ -20,16 +20,20 @@ struct PendingAnswer {
 
     /// Stages 8 and 9: shaping and metrics (then the caller's stage 10). A record strict
     /// durability could not store (a full disk) is not acknowledged: the client gets the
-    /// service's retryable 503 and sends it again.
+    /// service's retryable 503 and sends it again. `decidedNs`: the monotonic time the answer's
+    /// latency ends at when it was read just before (its journal record's), else now.
     @inline(__always)
-    func give(stored: Bool, _ services: PipelineServices, provider: PushProvider, goAwayDebugData: (String) -> [UInt8]) {
+    func give(
+        stored: Bool, _ services: PipelineServices, provider: PushProvider, goAwayDebugData: (String) -> [UInt8],
+        decidedNs: UInt64? = nil
+    ) {
         let delay = services.faults.send(
             stored ? response : exchange.unavailableAnswer, on: exchange, fired: fired, provider: provider,
             goAwayDebugData: goAwayDebugData)
+        let endNs = decidedNs ?? Clock.monotonicNanoseconds()
         services.metrics.record(
             loop: exchange.eventLoop.index, provider: provider, status: stored ? status : 503,
-            reason: stored ? reason : "JournalCommitFailed",
-            seconds: Double(Clock.monotonicNanoseconds() - started) / 1e9 + delay)
+            reason: stored ? reason : "JournalCommitFailed", seconds: Double(endNs &- started) / 1e9 + delay)
     }
 }
 

@@ -180,13 +180,17 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         }
         let journal = services.journal
         guard let journal, journal.answersWait else {
+            // The answer goes now: its record's latency and its metrics' end at one clock reading.
+            let decidedNs = Clock.monotonicNanoseconds()
             if let journal {
-                commit(journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device)
+                commit(
+                    journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, decidedNs: decidedNs,
+                    id: id, device: device)
             }
             PendingAnswer(
                 exchange: exchange, response: response, fired: fired, status: outcome.status, reason: outcome.reason,
                 started: timing.started, after: nil
-            ).give(stored: true, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:))
+            ).give(stored: true, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:), decidedNs: decidedNs)
             return Gateway.perform(actions, on: exchange.connection)
         }
         var after: (@Sendable (ConnectionContext) -> Void)?
@@ -222,13 +226,13 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     @inline(__always)
     func commit(
         _ journal: Journal, _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-        started: UInt64, id: UUIDValue?, device: DeviceOutcome?, completion: (@Sendable (_ stored: Bool) -> Void)? = nil,
-        waiter: (any CommitWaiter)? = nil
+        started: UInt64, decidedNs: UInt64 = Clock.monotonicNanoseconds(), id: UUIDValue?, device: DeviceOutcome?,
+        completion: (@Sendable (_ stored: Bool) -> Void)? = nil, waiter: (any CommitWaiter)? = nil
     ) {
         journal.appendRequest(
             atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
-            latencyUs: Int64((Clock.monotonicNanoseconds() - started) / 1000), headers: request.headers,
+            latencyUs: Int64(truncatingIfNeeded: (decidedNs &- started) / 1000), headers: request.headers,
             payload: outcome.payload, warnings: outcome.warnings, device: device, notificationID: id,
             loop: exchange.eventLoop, completion: completion, waiter: waiter)
     }

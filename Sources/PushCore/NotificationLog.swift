@@ -171,9 +171,11 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     let capacity: Int
     let maxRecords: Int
     var buffer: UnsafeMutableRawPointer
-    /// Record lengths in arrival order (a ring of `maxRecords`), so evicting never reads the
-    /// cold memory of the oldest record.
+    /// Record lengths in arrival order (a ring of `maxRecords`), the top bit set for a removed
+    /// record, so evicting never reads the cold memory of the oldest record (reading its flags
+    /// byte there was a cache miss a push once the ring was full: 3.7% of an APNs push's loop time).
     var lengths: UnsafeMutablePointer<UInt32>
+    static let removedBit: UInt32 = 1 << 31
     var first = 0
     var head = 0, tail = 0, wrapEnd = 0
     var wrapped = false
@@ -208,8 +210,9 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     var oldestAtMs: Int64? { count > 0 ? buffer.loadUnaligned(fromByteOffset: head + 12, as: Int64.self) : nil }
 
     private mutating func evictOldest() {
-        if buffer.load(fromByteOffset: head + Arena.flagsOffset, as: UInt8.self) & 4 != 0 { removed -= 1 }
-        head += Int(lengths[first])
+        let length = lengths[first]
+        if length & Arena.removedBit != 0 { removed -= 1 }
+        head += Int(length & ~Arena.removedBit)
         first = first + 1 == maxRecords ? 0 : first + 1
         count -= 1
         evicted &+= 1
@@ -264,7 +267,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         let topicLen = topic?.count ?? 0
         let total =
             Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen + lintLen
-        guard total < Int(UInt32.max), let at = reserve(total) else { return }
+        guard total < Int(Arena.removedBit), let at = reserve(total) else { return }
         sequence &+= 1
         var p = buffer + at
         func put<T>(_ v: T) {
@@ -328,7 +331,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         var off = head
         var inFirst = wrapped
         var n = 0
-        for _ in 0..<count {
+        for k in 0..<count {
             if inFirst && off >= wrapEnd {
                 off = 0
                 inFirst = false
@@ -336,6 +339,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
             if let record = decode(at: off, f), f.matches?(record) ?? true {
                 let flags = buffer.load(fromByteOffset: off + Arena.flagsOffset, as: UInt8.self)
                 buffer.storeBytes(of: flags | 4, toByteOffset: off + Arena.flagsOffset, as: UInt8.self)
+                lengths[(first + k) % maxRecords] |= Arena.removedBit
                 n += 1
             }
             off += length(at: off)

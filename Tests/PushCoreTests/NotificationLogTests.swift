@@ -34,6 +34,30 @@ final class NotificationLogTests: XCTestCase {
         XCTAssertEqual(log.count, 0)
     }
 
+    /// Removed records are skipped by reads and leave the count, and when they age out of the
+    /// ring (the removal kept beside each record's length, not in the record) the count stays
+    /// right, through the ring's wrap and after records are removed twice over.
+    func testRemovedRecordsAgeOutCounted() {
+        let log = NotificationLog(shards: 1, capacity: 4)
+        for t in 1...4 { log.add(note(t % 2 == 0 ? "even" : "odd", Int64(t)), shard: 0) }
+        var f = NotificationLog.Filter()
+        f.token = "even"
+        XCTAssertEqual(log.remove(f), 2)
+        XCTAssertEqual(log.remove(f), 0, "a removed record is not removed again")
+        XCTAssertEqual(log.count, 2)
+        XCTAssertEqual(log.query(NotificationLog.Filter()).map(\.receivedAtMs), [1, 3])
+        for t in 5...6 { log.add(note("odd", Int64(t)), shard: 0) } // evicts t=1 (kept) and t=2 (removed)
+        XCTAssertEqual(log.count, 3)
+        XCTAssertEqual(log.query(NotificationLog.Filter()).map(\.receivedAtMs), [3, 5, 6])
+        for t in 7...12 { log.add(note(t == 9 ? "even" : "odd", Int64(t)), shard: 0) }
+        XCTAssertEqual(log.count, 4)
+        XCTAssertEqual(log.remove(f), 1)
+        XCTAssertEqual(log.count, 3)
+        for t in 13...20 { log.add(note("odd", Int64(t)), shard: 0) }
+        XCTAssertEqual(log.count, 4, "the removed t=9 aged out and is no longer subtracted")
+        XCTAssertEqual(log.query(NotificationLog.Filter()).map(\.receivedAtMs), [17, 18, 19, 20])
+    }
+
     /// FCM's message id, `0:<µs>%<16 hex>`, against the format spelled out with the standard
     /// library: the receive time as microseconds plus the id's high half mod 1000, then the
     /// high half as 16 lowercase hex digits, for times from 0 to the largest that fits.
