@@ -6,11 +6,13 @@ import PushCore
 /// they keep their order and its batches meet. Submitting never blocks the caller.
 public final class TrackingDispatcher: @unchecked Sendable {
     public struct Options: Sendable {
-        /// Dispatcher threads (lanes).
+        /// Dispatcher threads (lanes); the emulator gives one per event loop unless told
+        /// (`--tracking-lanes`).
         public var threads = 2
         /// Requests in flight at most, per lane.
         public var maxInFlight = 32
         public var maxPerHost = 32
+        /// Jobs waiting at most, split evenly over the lanes (a device's jobs all wait on its lane).
         public var queueCapacity = 2_000_000
         public var timeoutMs = 30_000
         public var connectTimeoutMs = 5_000
