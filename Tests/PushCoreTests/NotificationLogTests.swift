@@ -58,6 +58,71 @@ final class NotificationLogTests: XCTestCase {
         XCTAssertEqual(log.query(NotificationLog.Filter()).map(\.receivedAtMs), [17, 18, 19, 20])
     }
 
+    /// `query` and `page` decode only what each shard can contribute (ranked by the records'
+    /// headers); their answers equal filtering and ordering the whole log, for every filter,
+    /// bound, direction and limit, with receive times out of order and tied across shards.
+    func testLimitedReadsEqualReadingEverything() {
+        let log = NotificationLog(shards: 3, capacity: 3_000)
+        var rng = FastRandom(seed: 11)
+        let tokens = ["t1", "t2", "t3"]
+        let topics = ["com.a", "com.b"]
+        for i in 0..<600 {
+            let t = Int64(1_000 + Int(rng.next(below: 40)))
+            var n = note(tokens[Int(rng.next(below: 3))], t, topic: topics[Int(rng.next(below: 2))])
+            n.id = UUIDValue(high: rng.next(), low: UInt64(i))
+            log.add(n, shard: Int(rng.next(below: 3)))
+        }
+        var gone = NotificationLog.Filter()
+        gone.token = "t3"
+        gone.matches = { $0.id.low % 5 == 0 }
+        XCTAssertGreaterThan(log.remove(gone), 0)
+        var everything = NotificationLog.Filter()
+        everything.limit = .max
+        let all = log.query(everything)
+        XCTAssertEqual(all.count, log.count)
+        XCTAssertTrue(all.allSatisfy { !($0.token.elementsEqual("t3".utf8) && $0.id.low % 5 == 0) })
+        var filters: [NotificationLog.Filter] = [NotificationLog.Filter()]
+        var f = NotificationLog.Filter()
+        f.token = "t2"
+        filters.append(f)
+        f = NotificationLog.Filter()
+        f.topic = "com.b"
+        f.matches = { $0.id.high % 3 == 0 }
+        filters.append(f)
+        f = NotificationLog.Filter()
+        f.id = all[17].id
+        filters.append(f)
+        f = NotificationLog.Filter()
+        f.provider = .fcm
+        filters.append(f)
+        for var filter in filters {
+            let admitted = all.filter { NotificationLog.admits(filter, $0) }
+            for limit in [0, 1, 7, 50, 1_000] {
+                filter.limit = limit
+                XCTAssertEqual(log.query(filter).map(\.id), admitted.suffix(limit).map(\.id), "query limit \(limit)")
+                let byKey = admitted.sorted { NotificationLog.PageKey($0) < NotificationLog.PageKey($1) }
+                let bounds: [(NotificationLog.PageKey?, NotificationLog.PageKey?)] = [
+                    (nil, nil), (NotificationLog.PageKey(atMs: 1_010, id: UUIDValue(high: 0, low: 0)), nil),
+                    (nil, NotificationLog.PageKey(atMs: 1_030, id: UUIDValue(high: .max, low: .max))),
+                    (
+                        NotificationLog.PageKey(atMs: 1_005, id: UUIDValue(high: 1 << 63, low: 0)),
+                        NotificationLog.PageKey(atMs: 1_020, id: UUIDValue(high: 0, low: 0))
+                    ),
+                ]
+                for (after, before) in bounds {
+                    let inRange = byKey.filter { n in
+                        let k = NotificationLog.PageKey(n)
+                        return (after.map { $0 < k } ?? true) && (before.map { k < $0 } ?? true)
+                    }
+                    XCTAssertEqual(
+                        log.page(filter, after: after, before: before, newest: true).map(\.id), inRange.suffix(limit).map(\.id))
+                    XCTAssertEqual(
+                        log.page(filter, after: after, before: before, newest: false).map(\.id), inRange.prefix(limit).map(\.id))
+                }
+            }
+        }
+    }
+
     /// FCM's message id, `0:<µs>%<16 hex>`, against the format spelled out with the standard
     /// library: the receive time as microseconds plus the id's high half mod 1000, then the
     /// high half as 16 lowercase hex digits, for times from 0 to the largest that fits.
