@@ -34,7 +34,7 @@ extension Emulator {
             let events = EventBus()
             trackingLog = TrackingLog(capacity: configuration.trackingLogSize, events: events)
             var tracking = configuration.tracking
-            tracking.threads = configuration.trackingLanes ?? configuration.threads
+            tracking.threads = configuration.trackingLanes ?? min(configuration.threads, EmulatorConfiguration.maxDefaultTrackingLanes)
             dispatcher = TrackingDispatcher(options: tracking, log: trackingLog)
             devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events)
             let strict = configuration.devices.policy == .strict

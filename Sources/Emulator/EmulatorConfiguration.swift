@@ -46,11 +46,14 @@ package struct EmulatorConfiguration: Sendable {
     /// The simulated-device layer: registry policy, default tracking and behaviour, inbox size.
     package var devices = DeviceStore.Configuration()
     package var tracking = TrackingDispatcher.Options()
-    /// Tracking dispatcher lanes (`--tracking-lanes`); nil: one per event loop. A lane's CPU per
-    /// call is about a loop's per push (most of it the kernel's TCP exchange with the sink), so
-    /// one lane a loop keeps tracking in step with what the loops accept; more lanes than loops
-    /// only wake more often, each with less to do.
+    /// Tracking dispatcher lanes (`--tracking-lanes`); nil: one per event loop, at most
+    /// `maxDefaultTrackingLanes`. A lane's CPU per call is about a loop's per push (most of it
+    /// the kernel's TCP exchange with the sink), so one lane a loop keeps tracking in step with
+    /// what the loops accept; more lanes than loops only wake more often, each with less to do.
     package var trackingLanes: Int?
+    /// Past 64 loops a lane each buys nothing a sink can take (64 lanes make over a million
+    /// calls a second) and costs a thread, an epoll set and a connection pool each.
+    package static let maxDefaultTrackingLanes = 64
     /// Fault rules loaded at start (`--faults FILE`) and a scenario started at start (`--scenario FILE`).
     package var faultsFile: String?
     package var scenarioFile: String?

@@ -235,7 +235,7 @@ package enum ServeOptions {
         ) { c, v in c.tracking.maxInFlight = try int(v, "tracking-concurrency", 1...100_000) },
         Option(
             name: "tracking-lanes", valueName: "N",
-            help: "tracking dispatcher lanes, each a thread with its own connections (default: one per event-loop thread)"
+            help: "tracking dispatcher lanes, each a thread with its own connections (default: one per event-loop thread, at most 64)"
         ) { c, v in c.trackingLanes = try int(v, "tracking-lanes", 1...1024) },
         Option(
             name: "tracking-queue", valueName: "N",

@@ -214,5 +214,9 @@ final class ServeOptionsTests: XCTestCase {
         XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 1)
         c = try ServeOptions.parse(["--in-memory", "--threads", "1", "--tracking-lanes=4"])
         XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 4)
+        c = try ServeOptions.parse(["--in-memory", "--threads", "100"])
+        XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 64, "one per loop, at most 64 unless told")
+        c = try ServeOptions.parse(["--in-memory", "--threads", "2", "--tracking-lanes", "100"])
+        XCTAssertEqual(try Emulator(configuration: c).stores.dispatcher.laneCount, 100)
     }
 }
