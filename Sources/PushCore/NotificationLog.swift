@@ -185,20 +185,21 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     let maxRecords: Int
     var buffer: UnsafeMutableRawPointer
     /// Record lengths in arrival order (a ring of `maxRecords`), the top bit set for a removed
-    /// record, so evicting never reads the cold memory of the oldest record (reading its flags
-    /// byte there was a cache miss a push once the ring was full: 3.7% of an APNs push's loop time).
+    /// record (the only place removal is kept), so evicting never reads the cold memory of the
+    /// oldest record (reading a flag there was a cache miss a push once the ring was full: 3.7%
+    /// of an APNs push's loop time).
     var lengths: UnsafeMutablePointer<UInt32>
     static let removedBit: UInt32 = 1 << 31
     var first = 0
     var head = 0, tail = 0, wrapEnd = 0
     var wrapped = false
     var count = 0
-    /// Records among `count` that were removed (flag 4: skipped by every read).
+    /// Records among `count` that were removed (skipped by every read).
     var removed = 0
     var sequence: UInt64 = 0
     var evicted: UInt64 = 0
-    /// Where a record's flags byte is (after length, sequence, time, id, provider).
-    static let flagsOffset = 4 + 8 + 8 + 8 + 8 + 1
+    /// Where the fixed header's fields are (see the layout above).
+    static let sequenceOffset = 4, atOffset = 12, idOffset = 20, providerOffset = 36, flagsOffset = 37, envLenOffset = 38
 
     init(capacity: Int, maxRecords: Int) {
         self.capacity = capacity
@@ -217,10 +218,8 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         first = 0
     }
 
-    private func length(at offset: Int) -> Int { Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
-
     /// The receive time of the oldest record held (after its length and sequence).
-    var oldestAtMs: Int64? { count > 0 ? buffer.loadUnaligned(fromByteOffset: head + 12, as: Int64.self) : nil }
+    var oldestAtMs: Int64? { count > 0 ? buffer.loadUnaligned(fromByteOffset: head + Arena.atOffset, as: Int64.self) : nil }
 
     private mutating func evictOldest() {
         let length = lengths[first]
@@ -339,23 +338,29 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         count += 1
     }
 
-    /// Marks the records `f` matches removed.
-    mutating func remove(_ f: NotificationLog.Filter) -> Int {
+    /// Each record held, oldest first: its index in `lengths` and its offset in `buffer`.
+    private func forEachRecord(_ body: (_ slot: Int, _ offset: Int) -> Void) {
         var off = head
         var inFirst = wrapped
-        var n = 0
         for k in 0..<count {
             if inFirst && off >= wrapEnd {
                 off = 0
                 inFirst = false
             }
-            if let record = decode(at: off, f), f.matches?(record) ?? true {
-                let flags = buffer.load(fromByteOffset: off + Arena.flagsOffset, as: UInt8.self)
-                buffer.storeBytes(of: flags | 4, toByteOffset: off + Arena.flagsOffset, as: UInt8.self)
-                lengths[(first + k) % maxRecords] |= Arena.removedBit
-                n += 1
-            }
-            off += length(at: off)
+            let slot = (first + k) % maxRecords
+            body(slot, off)
+            off += Int(lengths[slot] & ~Arena.removedBit)
+        }
+    }
+
+    /// Marks the records `f` matches removed.
+    mutating func remove(_ f: NotificationLog.Filter) -> Int {
+        var n = 0
+        let lengths = self.lengths
+        forEachRecord { slot, off in
+            guard admitted(slot: slot, at: off, f) != nil, f.matches?(decode(at: off)) ?? true else { return }
+            lengths[slot] |= Arena.removedBit
+            n += 1
         }
         removed += n
         return n
@@ -373,16 +378,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     /// headers, without decoding them; `f.matches` is not tested (it needs the record).
     func candidates(_ f: NotificationLog.Filter) -> [Candidate] {
         var out: [Candidate] = []
-        var off = head
-        var inFirst = wrapped
-        for _ in 0..<count {
-            if inFirst && off >= wrapEnd {
-                off = 0
-                inFirst = false
-            }
-            if let c = admitted(at: off, f) { out.append(c) }
-            off += length(at: off)
-        }
+        forEachRecord { slot, off in if let c = admitted(slot: slot, at: off, f) { out.append(c) } }
         return out
     }
 
@@ -394,37 +390,42 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         var taken = 0
         for c in ranked {
             guard taken < limit else { return }
-            guard let n = decode(at: c.offset, f), f.matches?(n) ?? true else { continue }
+            let n = decode(at: c.offset)
+            guard f.matches?(n) ?? true else { continue }
             body(n)
             taken += 1
         }
     }
 
-    /// The record at `start` as a candidate, when `f`'s stored conditions admit it.
-    private func admitted(at start: Int, _ f: NotificationLog.Filter) -> Candidate? {
+    /// The record in `slot`, at `start`, as a candidate, when it is not removed and `f`'s stored
+    /// conditions (provider, id, token, topic) admit it: the one place a read tests them.
+    private func admitted(slot: Int, at start: Int, _ f: NotificationLog.Filter) -> Candidate? {
+        if lengths[slot] & Arena.removedBit != 0 { return nil }
         let p = UnsafeRawPointer(buffer + start)
-        let flags = p.load(fromByteOffset: Arena.flagsOffset, as: UInt8.self)
-        if flags & 4 != 0 { return nil }
-        let provider = PushProvider.stored(p.load(fromByteOffset: 36, as: UInt8.self))
         let id = UUIDValue(
-            high: p.loadUnaligned(fromByteOffset: 20, as: UInt64.self), low: p.loadUnaligned(fromByteOffset: 28, as: UInt64.self))
-        if let want = f.provider, want != provider { return nil }
+            high: p.loadUnaligned(fromByteOffset: Arena.idOffset, as: UInt64.self),
+            low: p.loadUnaligned(fromByteOffset: Arena.idOffset + 8, as: UInt64.self))
+        if let want = f.provider, want != PushProvider.stored(p.load(fromByteOffset: Arena.providerOffset, as: UInt8.self)) {
+            return nil
+        }
         if let want = f.id, want != id { return nil }
         if f.token != nil || f.topic != nil {
-            let envLen = Int(p.loadUnaligned(fromByteOffset: 38, as: UInt16.self))
-            let tokenLen = Int(p.loadUnaligned(fromByteOffset: 40, as: UInt16.self))
-            let topicLen = Int(p.loadUnaligned(fromByteOffset: 42, as: UInt16.self))
+            let envLen = Int(p.loadUnaligned(fromByteOffset: Arena.envLenOffset, as: UInt16.self))
+            let tokenLen = Int(p.loadUnaligned(fromByteOffset: Arena.envLenOffset + 2, as: UInt16.self))
+            let topicLen = Int(p.loadUnaligned(fromByteOffset: Arena.envLenOffset + 4, as: UInt16.self))
             let token = UnsafeRawBufferPointer(start: p + Arena.fixed + envLen, count: tokenLen)
             if let t = f.token, !token.elementsEqual(t.utf8) { return nil }
+            let hasTopic = p.load(fromByteOffset: Arena.flagsOffset, as: UInt8.self) & 2 != 0
             let topic = UnsafeRawBufferPointer(start: p + Arena.fixed + envLen + tokenLen, count: topicLen)
-            if let t = f.topic, flags & 2 == 0 || !topic.elementsEqual(t.utf8) { return nil }
+            if let t = f.topic, !hasTopic || !topic.elementsEqual(t.utf8) { return nil }
         }
         return Candidate(
-            atMs: p.loadUnaligned(fromByteOffset: 12, as: Int64.self), sequence: p.loadUnaligned(fromByteOffset: 4, as: UInt64.self),
-            id: id, offset: start)
+            atMs: p.loadUnaligned(fromByteOffset: Arena.atOffset, as: Int64.self),
+            sequence: p.loadUnaligned(fromByteOffset: Arena.sequenceOffset, as: UInt64.self), id: id, offset: start)
     }
 
-    private func decode(at start: Int, _ f: NotificationLog.Filter) -> PushNotification? {
+    /// The whole record at `start` (one `admitted` has let through).
+    private func decode(at start: Int) -> PushNotification {
         var p = UnsafeRawPointer(buffer + start)
         func get<T>(_: T.Type) -> T {
             let v = p.loadUnaligned(as: T.self)
@@ -443,7 +444,6 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         let lo = get(UInt64.self)
         let provider = PushProvider.stored(get(UInt8.self))
         let flags = get(UInt8.self)
-        if flags & 4 != 0 { return nil }
         let envLen = Int(get(UInt16.self))
         let tokenLen = Int(get(UInt16.self))
         let topicLen = Int(get(UInt16.self))
@@ -452,13 +452,9 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         let warningsLen = Int(get(UInt32.self))
         let display = Display(stored: (get(UInt8.self), get(UInt8.self)))
         let lintLen = Int(get(UInt32.self))
-        if let want = f.provider, want != provider { return nil }
-        if let want = f.id, want.high != hi || want.low != lo { return nil }
         let env = take(envLen)
         let token = take(tokenLen)
         let topic = take(topicLen)
-        if let t = f.token, !token.elementsEqual(t.utf8) { return nil }
-        if let t = f.topic, flags & 2 == 0 || !topic.elementsEqual(t.utf8) { return nil }
         var headers = HTTPFields()
         let hEnd = p + headersLen
         while p < hEnd {
