@@ -33,35 +33,41 @@ let package = Package(
         .target(name: "Transport", dependencies: ["CNghttp2", "CH2Memory", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Provider-neutral push values: the JSON scanner, ids, the accepted-notification record and log.
         .target(name: "PushCore", dependencies: ["Transport", "CSystem"], swiftSettings: hotPath),
+        // The emulator's state as a log of changes: typed, versioned records, the store registry,
+        // snapshots, export and import, and the durability gate of the routes that change state.
+        .target(name: "State", dependencies: ["PushCore", "Transport", "CSystem"]),
         // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
-        .target(name: "APNs", dependencies: ["PushCore", "Transport", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "APNs", dependencies: ["PushCore", "Transport", "State", "COpenSSL"], swiftSettings: hotPath),
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
-        .target(name: "FCM", dependencies: ["PushCore", "Transport", "APNs", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "FCM", dependencies: ["PushCore", "Transport", "State", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
         .target(
             name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"], swiftSettings: hotPath
         ),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
-        .target(name: "Fleet", dependencies: ["PushCore", "Transport", "Tracking"], swiftSettings: hotPath),
+        .target(name: "Fleet", dependencies: ["PushCore", "Transport", "State", "Tracking", "CSystem"], swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
-        .target(name: "Faults", dependencies: ["PushCore", "Transport"], swiftSettings: hotPath),
+        .target(name: "Faults", dependencies: ["PushCore", "Transport", "State"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
-        .target(name: "Journal", dependencies: ["PushCore", "Transport", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
+        .target(
+            name: "Journal", dependencies: ["PushCore", "Transport", "State", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
         // The one request path every gateway runs through (PushPipeline<G: PushGateway>) and its metrics.
         .target(
-            name: "Pipeline", dependencies: ["PushCore", "Transport", "Faults", "Fleet", "Journal", "Tracking", "CSystem"],
+            name: "Pipeline", dependencies: ["PushCore", "Transport", "State", "Faults", "Fleet", "Journal", "Tracking", "CSystem"],
             swiftSettings: hotPath),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(
-            name: "Admin", dependencies: ["PushCore", "Transport", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
+            name: "Admin",
+            dependencies: ["PushCore", "Transport", "State", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
         // Composition root: configuration, the gateways in their pipelines, the services.
         .target(
             name: "Emulator",
-            dependencies: ["Transport", "PushCore", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin"],
+            dependencies: ["Transport", "PushCore", "State", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin"],
             swiftSettings: hotPath),
         // The CLI: main, the commands besides serve, and the admin client they use.
         .executableTarget(
-            name: "pushemu", dependencies: ["Emulator", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
+            name: "pushemu",
+            dependencies: ["Emulator", "State", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
         // The parsers' fuzz targets: a corpus replayer here, libFuzzer with Scripts/fuzz.
@@ -74,6 +80,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Transport"], path: "Tests/Support"),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "CH2Memory", "TestSupport"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
+        .testTarget(name: "StateTests", dependencies: ["State", "PushCore", "Transport", "CSystem"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "CCurlMemory", "PushCore", "TestSupport"]),

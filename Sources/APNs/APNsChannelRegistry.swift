@@ -1,4 +1,5 @@
 import PushCore
+import State
 import Synchronization
 import Transport
 
@@ -6,8 +7,13 @@ import Transport
 /// `maxChannelsPerApp`, each with its message-storage policy and, under Most Recent Message,
 /// the last message broadcast on it for up to 8 hours. A channel exists in one environment only.
 /// The first team whose provider token manages an app's channels owns them: another team's
-/// token is refused (TopicMismatch). One mutex, held for a dictionary operation.
-public final class APNsChannelRegistry: Sendable {
+/// token is refused (TopicMismatch). One mutex, held for a dictionary operation (creating a
+/// channel changes the app's table in place: the same cost at any fill).
+///
+/// Kept in the state log (store `apns.channels`): a `channel` record per channel made or
+/// broadcast on (with its stored message), `channelRemoved`, and `owner` when a team first
+/// manages an app's channels.
+public final class APNsChannelRegistry: PersistentStore {
     public static let maxChannelsPerApp = 10_000
     /// Bounds on what clients can make the registry hold: channels in all, and apps (an app is
     /// remembered once a team manages its channels).
@@ -61,6 +67,8 @@ public final class APNsChannelRegistry: Sendable {
     }
     private let state = FutexLock(Apps())
     private let random = FutexLock(FastRandom())
+    public let stateName = "apns.channels"
+    public let changes = ChangeLink(store: "apns.channels")
 
     public init() {}
 
@@ -82,15 +90,16 @@ public final class APNsChannelRegistry: Sendable {
         return state.withLock { s -> Result<Channel, APNsReason> in
             let key = AppKey(bundle: bundle, environment: environment)
             guard s.byKey[key] != nil || s.byKey.count < APNsChannelRegistry.maxApps else { return .failure(.cannotCreateChannelConfig) }
-            var app = s.byKey[key] ?? App()
-            guard app.channels.count < APNsChannelRegistry.maxChannelsPerApp, s.total < APNsChannelRegistry.maxChannels else {
+            guard (s.byKey[key]?.channels.count ?? 0) < APNsChannelRegistry.maxChannelsPerApp, s.total < APNsChannelRegistry.maxChannels
+            else {
                 return .failure(.cannotCreateChannelConfig)
             }
             s.total += 1
             let channel = Channel(id: id, bundleID: bundle, environment: environment, policy: policy, createdAtMs: nowMs)
-            app.channels[id] = channel
-            app.order.append(id)
-            s.byKey[key] = app
+            // In place: a copy of the app's table per insert made creation slow down as it filled.
+            s.byKey[key, default: App()].channels[id] = channel
+            s.byKey[key, default: App()].order.append(id)
+            if changes.isLogging { changes.emit(kind: Kind.channel, atMs: nowMs, APNsChannelRegistry.record(channel)) }
             return .success(channel)
         }
     }
@@ -107,6 +116,13 @@ public final class APNsChannelRegistry: Sendable {
             guard s.byKey[key]?.channels.removeValue(forKey: id) != nil else { return false }
             s.byKey[key]?.order.removeAll { $0 == id }
             s.total -= 1
+            if changes.isLogging {
+                changes.emit(kind: Kind.channelRemoved, atMs: Clock.nowMs()) { w in
+                    w.string(1, id)
+                    w.string(2, bundle)
+                    w.uint(3, environment == .sandbox ? 0 : 1)
+                }
+            }
             return true
         }
     }
@@ -124,9 +140,14 @@ public final class APNsChannelRegistry: Sendable {
             let key = AppKey(bundle: bundle, environment: environment)
             if let owner = s.byKey[key]?.team { return owner == team }
             guard s.byKey[key] != nil || s.byKey.count < APNsChannelRegistry.maxApps else { return true } // not remembered
-            var app = s.byKey[key] ?? App()
-            app.team = team
-            s.byKey[key] = app
+            s.byKey[key, default: App()].team = team
+            if changes.isLogging {
+                changes.emit(kind: Kind.owner, atMs: Clock.nowMs()) { w in
+                    w.string(1, bundle)
+                    w.uint(2, environment == .sandbox ? 0 : 1)
+                    w.string(3, team)
+                }
+            }
             return true
         }
     }
@@ -134,13 +155,18 @@ public final class APNsChannelRegistry: Sendable {
     /// Counts a broadcast on the channel and, under Most Recent Message, keeps it (replacing the
     /// last one) until `expiresAtMs` or 8 hours, whichever is first.
     public func recordBroadcast(_ id: String, bundle: String, environment: APNsEnvironment, message: StoredMessage) {
-        state.withLock { s in
+        let logged = state.withLock { s -> Bool in
             let key = AppKey(bundle: bundle, environment: environment)
-            guard var channel = s.byKey[key]?.channels[id] else { return }
+            guard var channel = s.byKey[key]?.channels[id] else { return false }
             channel.broadcasts &+= 1
             if channel.policy == .mostRecentMessage { channel.stored = message }
             s.byKey[key]?.channels[id] = channel
+            guard changes.isLogging else { return false }
+            changes.emit(kind: Kind.channel, atMs: message.receivedAtMs, APNsChannelRegistry.record(channel))
+            return true
         }
+        // A broadcast is a push: its channel's change is in the file before its answer leaves.
+        if logged { changes.writeNow() }
     }
 
     /// The message a newly subscribed activity receives: the channel's stored one while it lasts.
@@ -152,6 +178,179 @@ public final class APNsChannelRegistry: Sendable {
     public var count: Int { state.withLock { $0.total } }
 
     public func removeAll() { state.withLock { $0 = Apps() } }
+
+    // MARK: state
+
+    enum Kind {
+        static let channel = 1
+        static let channelRemoved = 2
+        static let owner = 3
+    }
+
+    static let environments = ["sandbox", "production"]
+
+    public var recordSchemas: [RecordSchema] {
+        [
+            RecordSchema(
+                kind: Kind.channel, name: "channel",
+                fields: [
+                    FieldSchema(1, "id", .string), FieldSchema(2, "bundleId", .string),
+                    FieldSchema(3, "environment", .enumeration(APNsChannelRegistry.environments)),
+                    FieldSchema(4, "policy", .uint), FieldSchema(5, "createdAt", .int), FieldSchema(6, "broadcasts", .uint),
+                    FieldSchema(
+                        7, "stored",
+                        .message([
+                            FieldSchema(1, "payload", .json), FieldSchema(2, "notificationId", .string), FieldSchema(3, "receivedAt", .int),
+                            FieldSchema(4, "expiresAt", .int), FieldSchema(5, "priority", .int),
+                        ])),
+                ]),
+            RecordSchema(
+                kind: Kind.channelRemoved, name: "channelRemoved",
+                fields: [
+                    FieldSchema(1, "id", .string), FieldSchema(2, "bundleId", .string),
+                    FieldSchema(3, "environment", .enumeration(APNsChannelRegistry.environments)),
+                ]),
+            RecordSchema(
+                kind: Kind.owner, name: "owner",
+                fields: [
+                    FieldSchema(1, "bundleId", .string), FieldSchema(2, "environment", .enumeration(APNsChannelRegistry.environments)),
+                    FieldSchema(3, "team", .string),
+                ]),
+        ]
+    }
+
+    static func record(_ c: Channel) -> [UInt8] {
+        var w = StateWriter()
+        w.string(1, c.id)
+        w.string(2, c.bundleID)
+        w.uint(3, c.environment == .sandbox ? 0 : 1)
+        w.uint(4, UInt64(c.policy.rawValue))
+        w.int(5, c.createdAtMs)
+        if c.broadcasts > 0 { w.uint(6, c.broadcasts) }
+        if let m = c.stored {
+            w.message(7) { s in
+                s.bytes(1, m.payload)
+                s.string(2, m.notificationID.description)
+                s.int(3, m.receivedAtMs)
+                s.int(4, m.expiresAtMs)
+                s.int(5, Int64(m.priority))
+            }
+        }
+        return w.bytes
+    }
+
+    public func apply(_ record: ChangeRecord) throws {
+        guard record.version == 1 else {
+            throw StateFormatError("apns.channels record version \(record.version) is newer than this pushemu")
+        }
+        try record.body.withUnsafeBytes { raw in
+            var r = StateReader(raw)
+            switch record.kind {
+            case Kind.channel:
+                var c = Channel(id: "", bundleID: "", environment: .sandbox, policy: .noMessageStored, createdAtMs: 0)
+                while let f = try r.next() {
+                    switch f {
+                    case 1: c.id = try r.string()
+                    case 2: c.bundleID = try r.string()
+                    case 3: c.environment = try r.uint() == 0 ? .sandbox : .production
+                    case 4: c.policy = try r.uint() == 1 ? .mostRecentMessage : .noMessageStored
+                    case 5: c.createdAtMs = try r.int()
+                    case 6: c.broadcasts = try r.uint()
+                    case 7:
+                        var m = try r.message()
+                        var stored = StoredMessage(
+                            payload: [], notificationID: UUIDValue(high: 0, low: 0), receivedAtMs: 0, expiresAtMs: 0, priority: 10)
+                        while let g = try m.next() {
+                            switch g {
+                            case 1: stored.payload = try m.bytes()
+                            case 2:
+                                guard let id = UUIDValue.parseCanonicalLowercase(Array((try m.string()).utf8)) else {
+                                    throw StateFormatError("a stored message's notificationId must be a lowercase UUID")
+                                }
+                                stored.notificationID = id
+                            case 3: stored.receivedAtMs = try m.int()
+                            case 4: stored.expiresAtMs = try m.int()
+                            case 5: stored.priority = try m.int(in: 0...10)
+                            default: try m.skip()
+                            }
+                        }
+                        c.stored = stored
+                    default: try r.skip()
+                    }
+                }
+                guard !c.id.isEmpty, !c.bundleID.isEmpty else { throw StateFormatError("a channel needs an id and a bundleId") }
+                let channel = c
+                state.withLock { s in
+                    let key = AppKey(bundle: channel.bundleID, environment: channel.environment)
+                    if s.byKey[key]?.channels[channel.id] == nil {
+                        s.byKey[key, default: App()].order.append(channel.id)
+                        s.total += 1
+                    }
+                    s.byKey[key, default: App()].channels[channel.id] = channel
+                }
+            case Kind.channelRemoved:
+                var id = ""
+                var bundle = ""
+                var env = APNsEnvironment.sandbox
+                while let f = try r.next() {
+                    switch f {
+                    case 1: id = try r.string()
+                    case 2: bundle = try r.string()
+                    case 3: env = try r.uint() == 0 ? .sandbox : .production
+                    default: try r.skip()
+                    }
+                }
+                state.withLock { s in
+                    let key = AppKey(bundle: bundle, environment: env)
+                    guard s.byKey[key]?.channels.removeValue(forKey: id) != nil else { return }
+                    s.byKey[key]?.order.removeAll { $0 == id }
+                    s.total -= 1
+                }
+            case Kind.owner:
+                var bundle = ""
+                var team = ""
+                var env = APNsEnvironment.sandbox
+                while let f = try r.next() {
+                    switch f {
+                    case 1: bundle = try r.string()
+                    case 2: env = try r.uint() == 0 ? .sandbox : .production
+                    case 3: team = try r.string()
+                    default: try r.skip()
+                    }
+                }
+                state.withLock { s in s.byKey[AppKey(bundle: bundle, environment: env), default: App()].team = team }
+            default:
+                throw StateFormatError("apns.channels has no record kind \(record.kind)")
+            }
+        }
+    }
+
+    /// Apps by bundle id and environment, each app's owner then its channels in creation order.
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+        let apps = state.withLock { s in
+            s.byKey.sorted { ($0.key.bundle, $0.key.environment.rawValue) < ($1.key.bundle, $1.key.environment.rawValue) }
+        }
+        for (key, app) in apps {
+            if let team = app.team {
+                var w = StateWriter()
+                w.string(1, key.bundle)
+                w.uint(2, key.environment == .sandbox ? 0 : 1)
+                w.string(3, team)
+                emit(ChangeRecord(store: stateName, kind: Kind.owner, body: w.bytes))
+            }
+            for id in app.order {
+                if let c = app.channels[id] {
+                    emit(ChangeRecord(store: stateName, kind: Kind.channel, body: APNsChannelRegistry.record(c)))
+                }
+            }
+        }
+    }
+
+    public func reset(_ scope: ResetScope) { removeAll() }
+
+    public func addStats(to stats: inout StatsDocument) {
+        stats.add("apns", "channels", count)
+    }
 
     /// Standard base64 with padding (RFC 4648 section 4).
     static func base64(_ bytes: [UInt8]) -> String {

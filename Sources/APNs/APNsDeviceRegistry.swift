@@ -1,4 +1,5 @@
 import PushCore
+import State
 import Synchronization
 import Transport
 
@@ -6,8 +7,13 @@ import Transport
 /// and whether the app was uninstalled. A token seen for the first time is bound to the
 /// environment and bundle id of that push (`--devices auto`). Sharded by token hash; each shard
 /// is locked for a dictionary lookup only. (The simulated-device layer grows out of this.)
-public final class APNsDeviceRegistry: Sendable {
+///
+/// In the state log as store `apns.tokens`: a `token` record for each explicit registration and
+/// uninstall; what pushes bind on first sight, and push counts, are kept by snapshots.
+public final class APNsDeviceRegistry: PersistentStore {
     public struct Device: Sendable {
+        /// The token (snapshots and exports name it).
+        public var token: String
         public var environment: APNsEnvironment
         public var bundleKey: TokenKey
         public var bundleID: String
@@ -34,6 +40,8 @@ public final class APNsDeviceRegistry: Sendable {
     let directory: DeviceDirectory?
     /// Unknown tokens are refused instead of bound on first sight.
     let strict: Bool
+    public let stateName = "apns.tokens"
+    public let changes = ChangeLink(store: "apns.tokens")
 
     public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
@@ -75,7 +83,7 @@ public final class APNsDeviceRegistry: Sendable {
             if map[key] != nil { return .ok }
             if map.count < maxPerShard {
                 map[key] = Device(
-                    environment: environment, bundleKey: bundleKey,
+                    token: String(decoding: token, as: UTF8.self), environment: environment, bundleKey: bundleKey,
                     bundleID: String(decoding: bundle, as: UTF8.self), uninstalledAtMs: nil, pushes: 1)
             }
             return .ok
@@ -95,9 +103,10 @@ public final class APNsDeviceRegistry: Sendable {
     public func register(token: String, environment: APNsEnvironment, bundleID: String) {
         let key = TokenKey(token)
         shards[key.shard(shards.count)].map.withLock {
-            $0[key] = Device(
-                environment: environment, bundleKey: TokenKey(bundleID), bundleID: bundleID,
-                uninstalledAtMs: nil, pushes: 0)
+            let d = Device(
+                token: token, environment: environment, bundleKey: TokenKey(bundleID), bundleID: bundleID, uninstalledAtMs: nil, pushes: 0)
+            $0[key] = d
+            if changes.isLogging { changes.emit(kind: 1, atMs: Clock.nowMs(), APNsDeviceRegistry.record(token, d)) }
         }
     }
 
@@ -109,6 +118,7 @@ public final class APNsDeviceRegistry: Sendable {
             guard var d = map[key] else { return false }
             d.uninstalledAtMs = d.uninstalledAtMs ?? atMs
             map[key] = d
+            if changes.isLogging { changes.emit(kind: 1, atMs: atMs, APNsDeviceRegistry.record(token, d)) }
             return true
         }
     }
@@ -121,4 +131,73 @@ public final class APNsDeviceRegistry: Sendable {
     public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
 
     public func removeAll() { for s in shards { s.map.withLock { $0.removeAll() } } }
+
+    // MARK: state
+
+    public var recordSchemas: [RecordSchema] {
+        [
+            RecordSchema(
+                kind: 1, name: "token",
+                fields: [
+                    FieldSchema(1, "token", .string), FieldSchema(2, "environment", .enumeration(["sandbox", "production"])),
+                    FieldSchema(3, "bundleId", .string), FieldSchema(4, "uninstalledAt", .int), FieldSchema(5, "pushes", .uint),
+                ])
+        ]
+    }
+
+    static func record(_ token: String, _ d: Device) -> [UInt8] {
+        var w = StateWriter()
+        w.string(1, token)
+        w.uint(2, d.environment == .sandbox ? 0 : 1)
+        w.string(3, d.bundleID)
+        w.int(4, d.uninstalledAtMs)
+        if d.pushes > 0 { w.uint(5, d.pushes) }
+        return w.bytes
+    }
+
+    public func apply(_ record: ChangeRecord) throws {
+        guard record.kind == 1, record.version == 1 else {
+            throw StateFormatError("apns.tokens has no record kind \(record.kind) version \(record.version)")
+        }
+        var token = ""
+        var pushes: UInt64?
+        var d = Device(token: "", environment: .sandbox, bundleKey: TokenKey(""), bundleID: "", uninstalledAtMs: nil, pushes: 0)
+        try record.body.withUnsafeBytes { raw in
+            var r = StateReader(raw)
+            while let f = try r.next() {
+                switch f {
+                case 1: token = try r.string()
+                case 2: d.environment = try r.uint() == 0 ? .sandbox : .production
+                case 3: d.bundleID = try r.string()
+                case 4: d.uninstalledAtMs = try r.int()
+                case 5: pushes = try r.uint()
+                default: try r.skip()
+                }
+            }
+        }
+        guard !token.isEmpty else { throw StateFormatError("an apns.tokens record needs a token") }
+        d.token = token
+        d.bundleKey = TokenKey(d.bundleID)
+        let key = TokenKey(token)
+        let device = d
+        shards[key.shard(shards.count)].map.withLock { m in
+            var next = device
+            next.pushes = pushes ?? m[key]?.pushes ?? 0
+            m[key] = next
+        }
+    }
+
+    /// Every token, sorted.
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+        var all: [(String, Device)] = []
+        for s in shards { s.map.withLock { m in for (_, d) in m { all.append((d.token, d)) } } }
+        all.sort { $0.0 < $1.0 }
+        for (t, d) in all { emit(ChangeRecord(store: stateName, kind: 1, body: APNsDeviceRegistry.record(t, d))) }
+    }
+
+    public func reset(_ scope: ResetScope) { removeAll() }
+
+    public func addStats(to stats: inout StatsDocument) {
+        stats.add("devices", "apnsTokens", count)
+    }
 }

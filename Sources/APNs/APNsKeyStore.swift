@@ -1,13 +1,17 @@
 import Glibc
 import PushCore
+import State
 import Synchronization
 import Transport
 
 /// Registered provider-token signing keys, by key id. Read on a connection's first sight of a
 /// token only (verified tokens are cached per connection), so one mutex is fine here.
-/// Persisted as one JSON file per key under `<data-dir>/apns/keys/`, so `pushemu credentials apns`
-/// can register a key with a running emulator: a lookup that misses re-reads the directory.
-public final class APNsKeyStore: Sendable {
+///
+/// Kept in the state log (store `apns.keys`: a `key` record per registration, `keyRemoved` per
+/// removal). `<data-dir>/apns/keys/` is a drop-in folder: `pushemu credentials apns --data-dir`
+/// writes a key there as a JSON file, and the emulator registers the files it finds at start
+/// and on a lookup that misses (so a key made beside a running emulator works at once).
+public final class APNsKeyStore: PersistentStore {
     public struct Entry: Sendable {
         public let teamID: String
         public let keyID: String
@@ -24,17 +28,14 @@ public final class APNsKeyStore: Sendable {
     }
 
     private let keys = FutexLock<[String: Entry]>([:])
+    /// The drop-in folder (nil: none, `--in-memory`).
     private let directory: String?
+    public let stateName = "apns.keys"
+    public let changes = ChangeLink(store: "apns.keys")
 
-    /// `directory` nil: in memory only.
+    /// `directory`: the drop-in folder, read on a miss (nil: none).
     public init(directory: String?) {
         self.directory = directory
-        if let directory {
-            Files.makeDirectories(directory)
-            for name in Files.list(directory) where name.hasSuffix(".json") {
-                if let e = APNsKeyStore.load(directory + "/" + name) { keys.withLock { $0[e.keyID] = e } }
-            }
-        }
     }
 
     public static func isValidID(_ s: String) -> Bool {
@@ -47,17 +48,24 @@ public final class APNsKeyStore: Sendable {
         teamID: String, keyID: String, publicKeyPEM: String, environment: APNsEnvironment? = nil,
         topics: [String]? = nil
     ) throws -> Entry {
+        let e = try APNsKeyStore.entry(teamID: teamID, keyID: keyID, publicKeyPEM: publicKeyPEM, environment: environment, topics: topics)
+        keys.withLock { k in
+            k[keyID] = e
+            if changes.isLogging { changes.emit(kind: Kind.key, atMs: Clock.nowMs(), APNsKeyStore.record(e)) }
+        }
+        return e
+    }
+
+    /// A checked entry.
+    static func entry(
+        teamID: String, keyID: String, publicKeyPEM: String, environment: APNsEnvironment?, topics: [String]?
+    ) throws -> Entry {
         guard APNsKeyStore.isValidID(teamID) else { throw KeyError(description: "teamId must be 10 letters or digits") }
         guard APNsKeyStore.isValidID(keyID) else { throw KeyError(description: "keyId must be 10 letters or digits") }
         guard let key = ES256.Key.fromPEM(publicKeyPEM, isPrivate: false) else {
             throw KeyError(description: "publicKeyPem is not a PEM P-256 public key")
         }
-        let e = Entry(
-            teamID: teamID, keyID: keyID, environment: environment, topics: topics,
-            publicKeyPEM: key.publicKeyPEM, key: key)
-        keys.withLock { $0[keyID] = e }
-        try persist(e)
-        return e
+        return Entry(teamID: teamID, keyID: keyID, environment: environment, topics: topics, publicKeyPEM: key.publicKeyPEM, key: key)
     }
 
     /// Generates a key pair, registers its public half and returns the private key PEM (.p8).
@@ -65,31 +73,70 @@ public final class APNsKeyStore: Sendable {
         teamID: String?, keyID: String?, environment: APNsEnvironment? = nil,
         topics: [String]? = nil
     ) throws -> (Entry, privateKeyPEM: String) {
+        let (made, pem) = try APNsKeyStore.makeKey(teamID: teamID, keyID: keyID, environment: environment, topics: topics)
+        let e = try register(
+            teamID: made.teamID, keyID: made.keyID, publicKeyPEM: made.publicKeyPEM, environment: environment, topics: topics)
+        return (e, pem)
+    }
+
+    /// A new key pair (random ids where none are given), registered nowhere.
+    public static func makeKey(
+        teamID: String?, keyID: String?, environment: APNsEnvironment? = nil, topics: [String]? = nil
+    ) throws -> (Entry, privateKeyPEM: String) {
         var rng = FastRandom()
         let team = teamID ?? APNsKeyStore.randomID(&rng)
         let kid = keyID ?? APNsKeyStore.randomID(&rng)
         guard let key = ES256.Key.generate() else { throw KeyError(description: "key generation failed") }
-        let e = try register(teamID: team, keyID: kid, publicKeyPEM: key.publicKeyPEM, environment: environment, topics: topics)
+        let e = try entry(teamID: team, keyID: kid, publicKeyPEM: key.publicKeyPEM, environment: environment, topics: topics)
         return (e, key.privateKeyPEM)
     }
 
-    /// The key for `keyID`, re-reading the directory on a miss.
+    /// The key for `keyID`, registering it from the drop-in folder on a miss.
     public func lookup(_ keyID: String) -> Entry? {
         if let e = keys.withLock({ $0[keyID] }) { return e }
         guard let directory, APNsKeyStore.isValidID(keyID),
             let e = APNsKeyStore.load(directory + "/" + keyID + ".json")
         else { return nil }
-        keys.withLock { $0[keyID] = e }
-        return e
+        let registered = try? register(
+            teamID: e.teamID, keyID: e.keyID, publicKeyPEM: e.publicKeyPEM, environment: e.environment, topics: e.topics)
+        changes.writeNow()
+        return registered ?? e
+    }
+
+    /// Registers every key file in the drop-in folder that is not registered as it is (at
+    /// start: a data directory from before the state log, or keys made while it was stopped).
+    /// Returns how many were registered.
+    @discardableResult
+    public func registerDropIns() -> Int {
+        guard let directory else { return 0 }
+        var n = 0
+        for name in Files.list(directory) where name.hasSuffix(".json") {
+            guard let e = APNsKeyStore.load(directory + "/" + name) else { continue }
+            let known = keys.withLock { $0[e.keyID] }
+            if let known, known.publicKeyPEM == e.publicKeyPEM, known.teamID == e.teamID, known.environment == e.environment,
+                known.topics == e.topics
+            {
+                continue
+            }
+            if (try? register(teamID: e.teamID, keyID: e.keyID, publicKeyPEM: e.publicKeyPEM, environment: e.environment, topics: e.topics))
+                != nil
+            {
+                n += 1
+            }
+        }
+        return n
     }
 
     public var all: [Entry] { keys.withLock { Array($0.values) }.sorted { $0.keyID < $1.keyID } }
 
-    /// Forgets every key (and deletes their files).
+    /// Forgets every key (and deletes their drop-in files, which would bring them back).
     public func removeAll() {
         let ids = keys.withLock { k -> [String] in
-            let ids = Array(k.keys)
+            let ids = Array(k.keys).sorted()
             k.removeAll()
+            if changes.isLogging {
+                for id in ids { changes.emit(kind: Kind.keyRemoved, atMs: Clock.nowMs()) { $0.string(1, id) } }
+            }
             return ids
         }
         if let directory { for id in ids { unlink(directory + "/" + id + ".json") } }
@@ -100,22 +147,114 @@ public final class APNsKeyStore: Sendable {
         return String(decoding: (0..<10).map { _ in alphabet[Int(rng.next(below: UInt64(alphabet.count)))] }, as: UTF8.self)
     }
 
-    // MARK: persistence
+    // MARK: state
 
-    func json(_ e: Entry) -> String {
-        var s = "{\"teamId\":\"\(e.teamID)\",\"keyId\":\"\(e.keyID)\""
-        if let env = e.environment { s += ",\"environment\":\"\(env.rawValue)\"" }
-        if let t = e.topics { s += ",\"topics\":[" + t.map(JSONWriter.quote).joined(separator: ",") + "]" }
-        return s + ",\"publicKeyPem\":" + JSONWriter.quote(e.publicKeyPEM) + "}\n"
+    enum Kind {
+        static let key = 1
+        static let keyRemoved = 2
     }
 
-    private func persist(_ e: Entry) throws {
-        guard let directory else { return }
+    public var recordSchemas: [RecordSchema] {
+        [
+            RecordSchema(
+                kind: Kind.key, name: "key",
+                fields: [
+                    FieldSchema(1, "teamId", .string), FieldSchema(2, "keyId", .string),
+                    FieldSchema(3, "environment", .enumeration(["sandbox", "production"])),
+                    FieldSchema(4, "topics", .string, repeated: true), FieldSchema(5, "topicSpecific", .bool),
+                    FieldSchema(6, "publicKeyPem", .string),
+                ]),
+            RecordSchema(kind: Kind.keyRemoved, name: "keyRemoved", fields: [FieldSchema(1, "keyId", .string)]),
+        ]
+    }
+
+    static func record(_ e: Entry) -> [UInt8] {
+        var w = StateWriter()
+        w.string(1, e.teamID)
+        w.string(2, e.keyID)
+        if let env = e.environment { w.uint(3, env == .sandbox ? 0 : 1) }
+        if let topics = e.topics {
+            for t in topics { w.string(4, t) }
+            w.bool(5, true)
+        }
+        w.string(6, e.publicKeyPEM)
+        return w.bytes
+    }
+
+    public func apply(_ record: ChangeRecord) throws {
+        guard record.version == 1 else { throw StateFormatError("apns.keys record version \(record.version) is newer than this pushemu") }
+        try record.body.withUnsafeBytes { raw in
+            var r = StateReader(raw)
+            switch record.kind {
+            case Kind.key:
+                var team = ""
+                var kid = ""
+                var pem = ""
+                var env: APNsEnvironment?
+                var topics: [String] = []
+                var topicSpecific = false
+                while let f = try r.next() {
+                    switch f {
+                    case 1: team = try r.string()
+                    case 2: kid = try r.string()
+                    case 3: env = try r.uint() == 0 ? .sandbox : .production
+                    case 4: topics.append(try r.string())
+                    case 5: topicSpecific = try r.bool()
+                    case 6: pem = try r.string()
+                    default: try r.skip()
+                    }
+                }
+                let e: Entry
+                do {
+                    e = try APNsKeyStore.entry(
+                        teamID: team, keyID: kid, publicKeyPEM: pem, environment: env,
+                        topics: topicSpecific || !topics.isEmpty ? topics : nil)
+                } catch let error as KeyError {
+                    throw StateFormatError("an APNs key: \(error.description)")
+                }
+                keys.withLock { $0[kid] = e }
+            case Kind.keyRemoved:
+                var kid = ""
+                while let f = try r.next() { if f == 1 { kid = try r.string() } else { try r.skip() } }
+                _ = keys.withLock { $0.removeValue(forKey: kid) }
+            default:
+                throw StateFormatError("apns.keys has no record kind \(record.kind)")
+            }
+        }
+    }
+
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+        for e in all { emit(ChangeRecord(store: stateName, kind: Kind.key, body: APNsKeyStore.record(e))) }
+    }
+
+    public func reset(_ scope: ResetScope) {
+        guard scope == .all else { return }
+        let ids = keys.withLock { k -> [String] in
+            let ids = Array(k.keys)
+            k.removeAll()
+            return ids
+        }
+        if let directory { for id in ids { unlink(directory + "/" + id + ".json") } }
+    }
+
+    /// Writes a key's drop-in file into `directory` (made if missing), where an emulator using
+    /// that data directory registers it.
+    public static func writeDropIn(_ e: Entry, directory: String) throws {
+        Files.makeDirectories(directory)
         do {
             try Files.writeAtomically(directory + "/" + e.keyID + ".json", Array(json(e).utf8))
         } catch {
             throw KeyError(description: "\(error)")
         }
+    }
+
+    // MARK: drop-in files
+
+    static func json(_ e: Entry) -> String {
+        var s = "{\"teamId\":\"\(e.teamID)\",\"keyId\":\"\(e.keyID)\""
+        if let env = e.environment { s += ",\"environment\":\"\(env.rawValue)\"" }
+        if let t = e.topics { s += ",\"topics\":[" + t.map(JSONWriter.quote).joined(separator: ",") + "]" }
+        return s + ",\"publicKeyPem\":" + JSONWriter.quote(e.publicKeyPEM) + "}\n"
     }
 
     static func load(_ path: String) -> Entry? {

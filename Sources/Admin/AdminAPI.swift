@@ -5,6 +5,7 @@ import Fleet
 import Journal
 import Pipeline
 import PushCore
+import State
 import Tracking
 import Transport
 
@@ -70,6 +71,20 @@ package struct AdminAPI: Sendable {
         }
     }
 
+    /// The state: the store registry (reset, stats, export, import), the state log (nil with
+    /// `--in-memory`), and the record of deleted notifications (the registry resets it).
+    package struct StateParts: Sendable {
+        package let registry: StoreRegistry
+        package let log: StateLog?
+        package let deletions: NotificationDeletions
+
+        package init(registry: StoreRegistry, log: StateLog?, deletions: NotificationDeletions) {
+            self.registry = registry
+            self.log = log
+            self.deletions = deletions
+        }
+    }
+
     /// The transport's gauges (read when `/metrics` is scraped).
     package struct ServerGauges: Sendable {
         package let openConnections: @Sendable () -> Int
@@ -94,17 +109,19 @@ package struct AdminAPI: Sendable {
     /// of them queues at most its capacity (then 503).
     let journalReads: BackgroundWorker
     let rateLimit: AdminRateLimit
+    let state: StateParts
     /// What `DELETE /emulator/v1/notifications` removed, for the reads that reach into the journal.
-    let deletions = NotificationDeletions()
+    var deletions: NotificationDeletions { state.deletions }
     /// The development CA, PEM (`GET /emulator/v1/ca.pem`; empty: none).
     let developmentCA: String
 
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
-        gauges: ServerGauges, slowWork: BackgroundWorker = BackgroundWorker(),
+        gauges: ServerGauges, state: StateParts, slowWork: BackgroundWorker = BackgroundWorker(),
         journalReads: BackgroundWorker = BackgroundWorker(), rate: (perSecond: Int, loops: Int) = (0, 1), developmentCA: String = ""
     ) {
         self.developmentCA = developmentCA
+        self.state = state
         self.slowWork = slowWork
         self.journalReads = journalReads
         self.rateLimit = AdminRateLimit(perSecond: rate.perSecond, loops: rate.loops)
@@ -129,9 +146,12 @@ package struct AdminAPI: Sendable {
     var metrics: Metrics { records.metrics }
     var campaignKeys: [String] { records.campaignKeys }
 
-    package func register(_ r: inout Router) {
+    /// Adds the admin routes. `gate`: the state log's durability gate, around every route (a
+    /// route that changed nothing is not held).
+    package func register(_ r: inout Router, gate: StateGate? = nil) {
         let first = r.routes.count
         defer {
+            if let gate { r.wrapHandlers(from: first, except: ["/healthz", "/metrics", "/emulator/v1/events"]) { gate.wrap($0) } }
             // A browser on another site cannot drive it (BrowserGuard), on every admin route.
             r.wrapHandlers(from: first) { handler in
                 { ex in
@@ -155,13 +175,14 @@ package struct AdminAPI: Sendable {
         r.add(.get, "/metrics") { ex in
             let fleets = store.allFleets
             let rules = faults.all
-            let text = metrics.render(
-                openConnections: gauges.openConnections(), openStreams: gauges.openStreams(), tracking: tracking,
-                queueDepth: dispatcher.depth,
-                devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
-                notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
-                faultsFired: rules.reduce(0) { $0 + $1.fired },
-                journal: journal?.statistics)
+            let text =
+                metrics.render(
+                    openConnections: gauges.openConnections(), openStreams: gauges.openStreams(), tracking: tracking,
+                    queueDepth: dispatcher.depth,
+                    devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
+                    notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
+                    faultsFired: rules.reduce(0) { $0 + $1.fired },
+                    journal: journal?.statistics) + (state.log.map(AdminAPI.stateMetrics) ?? "")
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
@@ -195,30 +216,14 @@ package struct AdminAPI: Sendable {
         var deviceAdmin = DeviceAdminAPI(
             lifecycle: devicesLayer.lifecycle, apnsDevices: devices, fcmDevices: fcmDevices,
             tracking: tracking, dispatcher: dispatcher, log: log)
-        let faultEngine = self.faults
-        let scenarioList = self.scenarios
-        let journalRef = self.journal
-        let fanOutWorker = records.fanOut
-        let bus = store.events
-        deviceAdmin.extraStats = { object in
-            object.add("events", json: "{\"subscribers\":\(bus.subscriberCount)}")
-            if let counters = fanOutWorker?.counters {
-                var fan = JSONObjectWriter()
-                fan.add("pending", counters.pending)
-                fan.add("completed", counters.completed)
-                fan.add("delivered", counters.delivered)
-                fan.add("lastRatePerSecond", Int(counters.lastRate))
-                object.add("fanOut", json: fan.text)
-            }
-            let rules = faultEngine.all
-            var faults = JSONObjectWriter()
-            faults.add("rules", rules.count)
-            faults.add("fired", rules.reduce(0) { $0 + $1.fired })
-            object.add("faults", json: faults.text)
-            object.add("journal", json: journalRef.map(AdminAPI.journalStats))
-            let now = Clock.nowMs()
-            object.add("scenarios", jsonArray: scenarioList.all.map { $0.json(nowMs: now) })
+        // Every store's counts, in the registry's order.
+        let registry = state.registry
+        r.add(.get, "/emulator/v1/stats") { ex in
+            var doc = StatsDocument()
+            registry.addStats(to: &doc)
+            ex.respond(.json(200, doc.text))
         }
+        StateAdminAPI(registry: registry, log: state.log, slowWork: slowWork).register(&r)
         if let journal { deviceAdmin.journal = JournalAdminAPI(journal: journal, reads: journalReads) }
         deviceAdmin.register(&r)
         LiveActivityAdminAPI(store: devicesLayer.lifecycle.store, channels: gateways.apnsChannels, log: log).register(&r)
@@ -239,22 +244,11 @@ package struct AdminAPI: Sendable {
         r.add(.get, "/emulator/v1/fcm/service-accounts") { ex in
             ex.respond(.json(200, JSONObjectWriter.list("serviceAccounts", fcmAccounts.all.map(AdminAPI.serviceAccountJSON))))
         }
+        let stateLog = state.log
         r.add(.post, "/emulator/v1/reset", maxBodySize: 1024) { ex in
-            log.removeAll()
-            deletions.removeAll()
-            devices.removeAll()
-            fcmDevices.removeAll()
-            gateways.apnsChannels.removeAll()
-            fcmQuota.reset()
-            store.removeAll()
-            tracking.removeAll()
-            faults.removeAll()
-            scenarios.removeAll()
-            metrics.reset()
-            if ex.request.queryParameter("all") == "true" {
-                keys.removeAll()
-                fcmAccounts.removeAll()
-            }
+            // Every registered store, and one record saying so in the state log.
+            let scope: ResetScope = ex.request.queryParameter("all") == "true" ? .all : .state
+            registry.reset(scope, log: stateLog, nowMs: Clock.nowMs())
             // The journal too (what was recorded before the reset); answered once it is empty.
             guard let journal else { return ex.respond(.json(200, "{\"reset\":true}")) }
             journal.reset { ex.respond(.json(200, "{\"reset\":true}")) }
@@ -425,7 +419,7 @@ package struct AdminAPI: Sendable {
                     return AdminAPI.error(400, "clientEmail and privateKeyId are required with publicKeyPem")
                 }
                 let a = try fcmAccounts.register(projectID: project, clientEmail: email, privateKeyID: kid, publicKeyPEM: pem)
-                return .json(201, fcmAccounts.accountJSON(a))
+                return .json(201, FCMServiceAccounts.accountJSON(a))
             }
             if fields["clientEmail"] != nil || fields["privateKeyId"] != nil {
                 return AdminAPI.error(400, "clientEmail and privateKeyId are only accepted with publicKeyPem")
@@ -459,7 +453,7 @@ func percentDecode(_ s: String) -> String { PercentEncoding.decode(Array(s.utf8)
 
 extension AdminAPI {
     /// The journal's part of `/emulator/v1/stats`.
-    static func journalStats(_ journal: Journal) -> String {
+    package static func journalStats(_ journal: Journal) -> String {
         let stats = journal.statistics
         var object = JSONObjectWriter()
         object.add("durability", journal.durability.rawValue)
@@ -478,6 +472,50 @@ extension AdminAPI {
         object.add("storedTracking", stats.storedTracking)
         object.add("writerNice", stats.writerNice)
         return object.text
+    }
+
+    /// The state log's part of `/emulator/v1/stats`.
+    package static func stateStats(_ log: StateLog) -> String {
+        let s = log.statistics
+        var object = JSONObjectWriter()
+        object.add("directory", log.directory)
+        object.add("durability", log.durability.rawValue)
+        object.add("logBytes", s.logBytes)
+        object.add("recordsSinceSnapshot", s.recordsSinceSnapshot)
+        object.add("appended", s.appended)
+        object.add("failing", log.isFailing)
+        object.add("writeFailures", s.writeFailures)
+        object.add("lastError", s.lastError)
+        object.add("snapshots", s.snapshots)
+        object.add("lastSnapshotAt", s.lastSnapshotAtMs)
+        object.add("lastSnapshotBytes", s.lastSnapshotBytes)
+        object.add("lastSnapshotMs", s.lastSnapshotDurationMs)
+        object.add("snapshotFailures", s.snapshotFailures)
+        object.add("loadedRecords", s.loadedRecords)
+        object.add("droppedAtStart", s.droppedAtStart)
+        object.add("loadMs", s.loadMs)
+        return object.text
+    }
+
+    /// The state log's Prometheus families (appended to `/metrics`).
+    static func stateMetrics(_ log: StateLog) -> String {
+        let s = log.statistics
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String, _ value: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
+        }
+        family("pushemu_state_log_bytes", "gauge", "Bytes in the state log's files since the last snapshot.", String(s.logBytes))
+        family("pushemu_state_log_records", "gauge", "State changes logged since the last snapshot.", String(s.recordsSinceSnapshot))
+        family("pushemu_state_changes_total", "counter", "State changes appended to the state log.", String(s.appended))
+        family("pushemu_state_write_failures_total", "counter", "Writes of the state log that failed.", String(s.writeFailures))
+        family(
+            "pushemu_state_failing", "gauge", "1 while the state log cannot be written (changes are refused).", log.isFailing ? "1" : "0")
+        family("pushemu_state_snapshots_total", "counter", "Snapshots of the state written.", String(s.snapshots))
+        family(
+            "pushemu_state_last_snapshot_timestamp_seconds", "gauge", "When the last snapshot of the state was written.",
+            s.lastSnapshotAtMs.map { String(Double($0) / 1000) } ?? "0")
+        family("pushemu_state_last_snapshot_bytes", "gauge", "The size of the last snapshot of the state.", String(s.lastSnapshotBytes))
+        return out
     }
 
     /// An FCM service account as `GET /emulator/v1/fcm/service-accounts` lists it.

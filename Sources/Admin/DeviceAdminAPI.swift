@@ -14,8 +14,6 @@ struct DeviceAdminAPI: Sendable {
     let tracking: TrackingLog
     let dispatcher: TrackingDispatcher
     let log: NotificationLog
-    /// More members for `/emulator/v1/stats` (faults, journal, scenarios).
-    var extraStats: @Sendable (inout JSONObjectWriter) -> Void = { _ in }
     /// Tracking attempts the in-memory log no longer holds come from here.
     var journal: JournalAdminAPI?
 
@@ -191,7 +189,6 @@ struct DeviceAdminAPI: Sendable {
             }
             attempt()
         }
-        r.add(.get, "/emulator/v1/stats") { ex in ex.respond(.json(200, stats())) }
     }
 
     // MARK: devices
@@ -513,7 +510,13 @@ struct DeviceAdminAPI: Sendable {
                 case "app": if kind == .string { app = v.string(val) } else { err = "app must be a string" }
                 case "count": if let n = v.integer(val) { count = n } else { err = "count must be an integer" }
                 case "environment", "project": if kind == .string { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
-                case "seed": if let n = v.integer(val), n >= 0 { seed = UInt64(n) } else { err = "seed must be a non-negative integer" }
+                case "seed":
+                    // Any 64-bit seed, exactly (a double would round one past 2^53).
+                    if kind == .number, let n = UInt64(String(decoding: v.raw(val), as: UTF8.self)) {
+                        seed = n
+                    } else {
+                        err = "seed must be an integer from 0 to 18446744073709551615"
+                    }
                 case "behavior": do { behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
                 case "tracking": do { tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
                 case "registration": do { registration = try RegistrationConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
@@ -564,45 +567,6 @@ struct DeviceAdminAPI: Sendable {
         } catch {
             return AdminAPI.error(400, "\(error)")
         }
-    }
-
-    /// `GET /emulator/v1/stats`: devices, deliveries, notifications and tracking, then the
-    /// members `extraStats` adds (faults, journal, scenarios).
-    func stats() -> String {
-        let counters = tracking.counters
-        let storeStats = store.stats
-        let fleets = store.allFleets
-        var devices = JSONObjectWriter()
-        devices.add("records", store.recordCount)
-        devices.add("fleets", fleets.count)
-        devices.add("fleetDevices", fleets.reduce(0) { $0 + $1.count })
-        devices.add("apnsTokens", apnsDevices.count)
-        devices.add("fcmTokens", fcmDevices.count)
-        var deliveries = JSONObjectWriter()
-        deliveries.add("delivered", storeStats.delivered)
-        deliveries.add("heldOffline", storeStats.heldOffline)
-        deliveries.add("droppedOffline", storeStats.droppedOffline)
-        deliveries.add("unstored", storeStats.unstored)
-        var notifications = JSONObjectWriter()
-        notifications.add("kept", log.count)
-        notifications.add("evicted", log.evicted)
-        var tracked = JSONObjectWriter()
-        tracked.add("scheduled", counters.scheduled)
-        tracked.add("skipped", storeStats.trackingSkipped)
-        tracked.add("attempts", counters.attempts)
-        tracked.add("succeeded", counters.succeeded)
-        tracked.add("failed", counters.failed)
-        tracked.add("retried", counters.retried)
-        tracked.add("dropped", counters.dropped)
-        tracked.add("queued", dispatcher.depth)
-        tracked.add("recordsEvicted", counters.evicted)
-        var object = JSONObjectWriter()
-        object.add("devices", json: devices.text)
-        object.add("deliveries", json: deliveries.text)
-        object.add("notifications", json: notifications.text)
-        object.add("tracking", json: tracked.text)
-        extraStats(&object)
-        return object.text
     }
 }
 

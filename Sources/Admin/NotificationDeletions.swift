@@ -7,7 +7,7 @@ import Transport
 /// deletion is kept as its filter and the time it was made, and a journal record is gone when a
 /// deletion's filter matches it and it is not newer. A deletion of everything replaces every
 /// earlier one; at most `capacity` filtered ones are kept (then the caller answers 409).
-final class NotificationDeletions: Sendable {
+package final class NotificationDeletions: Sendable {
     static let capacity = 256
 
     struct Deletion: Sendable {
@@ -16,6 +16,8 @@ final class NotificationDeletions: Sendable {
     }
 
     private let kept = FutexLock<(all: Int64?, filtered: [Deletion])>((nil, []))
+
+    package init() {}
 
     /// Records a deletion; false when `capacity` filtered ones are kept already.
     func add(_ filter: NotificationLog.Filter, upToMs: Int64, everything: Bool) -> Bool {
@@ -30,7 +32,7 @@ final class NotificationDeletions: Sendable {
         }
     }
 
-    func removeAll() { kept.withLock { $0 = (nil, []) } }
+    package func removeAll() { kept.withLock { $0 = (nil, []) } }
 
     /// Whether `n` was deleted.
     func removes(_ n: PushNotification) -> Bool {

@@ -161,3 +161,47 @@ void csys_lock_slow(uint32_t *word) {
 }
 
 void csys_unlock_wake(uint32_t *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+
+/* CRC-32C: reflected polynomial 0x82F63B78. */
+static uint32_t crc32c_table[256];
+static int crc32c_table_ready;
+
+static void crc32c_make_table(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc32c_table[i] = c;
+    }
+    __atomic_store_n(&crc32c_table_ready, 1, __ATOMIC_RELEASE);
+}
+
+static uint32_t crc32c_soft(uint32_t crc, const unsigned char *p, size_t len) {
+    if (!__atomic_load_n(&crc32c_table_ready, __ATOMIC_ACQUIRE)) crc32c_make_table();
+    while (len--) crc = crc32c_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hard(uint32_t crc, const unsigned char *p, size_t len) {
+    uint64_t c = crc;
+    while (len >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = __builtin_ia32_crc32di(c, v);
+        p += 8;
+        len -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (len--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32;
+}
+#endif
+
+uint32_t csys_crc32c(uint32_t crc, const void *data, size_t len) {
+    const unsigned char *p = data;
+    crc = ~crc;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("sse4.2")) return ~crc32c_hard(crc, p, len);
+#endif
+    return ~crc32c_soft(crc, p, len);
+}

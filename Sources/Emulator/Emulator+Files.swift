@@ -37,8 +37,8 @@ extension Emulator {
             refusalHint: "Add a host with --intercept-host HOST (repeatable).")
     }
 
-    /// A whole file (at most 16 MiB), or a `ConfigurationError` naming what it was for.
-    package static func readFile(_ path: String, what: String) throws -> [UInt8] {
+    /// A whole file (at most `limit` bytes), or a `ConfigurationError` naming what it was for.
+    package static func readFile(_ path: String, what: String, limit: Int = 16 * 1024 * 1024) throws -> [UInt8] {
         guard let file = fopen(path, "rb") else {
             throw ConfigurationError("cannot read \(what) file '\(path)': \(String(cString: strerror(errno)))")
         }
@@ -49,7 +49,7 @@ extension Emulator {
             let count = fread(&buffer, 1, buffer.count, file)
             if count > 0 { out.append(contentsOf: buffer[0..<count]) }
             if count < buffer.count { break }
-            if out.count > 16 * 1024 * 1024 { throw ConfigurationError("\(what) file '\(path)' is too large") }
+            if out.count > limit { throw ConfigurationError("\(what) file '\(path)' is too large (more than \(limit >> 20) MiB)") }
         }
         if ferror(file) != 0 { throw ConfigurationError("cannot read \(what) file '\(path)'") }
         return out

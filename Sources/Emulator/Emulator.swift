@@ -6,6 +6,7 @@ import Fleet
 import Journal
 import Pipeline
 import PushCore
+import State
 import Tracking
 import Transport
 
@@ -16,7 +17,9 @@ import Transport
 ///
 /// ```
 /// configuration -> stores (keys, accounts, registries, devices, log)   Emulator+Stores.swift
-///               -> journal, faults (rules and scenarios from files)   Emulator+Journal/+Faults
+///               -> journal, fault engine                               Emulator+Journal/+Faults
+///               -> the store registry; the state log read into it       Emulator+State.swift
+///               -> rules and scenarios from files, --import-state       Emulator+Faults/+State
 ///               -> gateways -> pipelines -> router (+ admin)            here
 ///               -> services: journal, tracking dispatcher, fan-out worker, HTTP server (started in order, stopped in reverse)
 /// ```
@@ -26,6 +29,10 @@ package final class Emulator: Sendable {
     package let stores: Stores
     package let faults: FaultEngine
     package let journal: Journal?
+    /// Every stateful service, once (reset, stats, snapshots, export and import go through it).
+    package let registry: StoreRegistry
+    /// `<data-dir>/state` (nil with `--in-memory`).
+    package let stateLog: StateLog?
     /// Topic, condition and broadcast deliveries (tests wait on it).
     package let fanOut: FanOutWorker
     let server: HTTPServer
@@ -45,10 +52,12 @@ package final class Emulator: Sendable {
         self.configuration = configuration
         let stores = try Stores(configuration)
         self.stores = stores
+        // Before the journal makes its files: whether an earlier pushemu left a data directory here.
+        let earlierData = Emulator.holdsEarlierData(configuration)
         let journal = try Emulator.makeJournal(configuration, tracking: stores.trackingLog)
         self.journal = journal
-        let scenarios = ScenarioRegistry()
-        let faults = try Emulator.makeFaults(configuration, scenarios: scenarios)
+        let faults = Emulator.makeFaultEngine(configuration)
+        let scenarios = faults.scenarios
         self.faults = faults
         let metrics = Metrics(loops: configuration.threads)
         let lifecycle = DeviceLifecycle(store: stores.devices, records: [stores.apnsDevices, stores.fcmDevices])
@@ -56,6 +65,23 @@ package final class Emulator: Sendable {
             log: stores.notifications, lifecycle: lifecycle, faults: faults, journal: journal,
             metrics: metrics)
         fanOut = pipelineServices.fanOut
+
+        // The state: every store registered once, then rebuilt from the data directory's log.
+        let deletions = NotificationDeletions()
+        let logBox = StateLogBox()
+        let registry = Emulator.registry(
+            stores, faults: faults, metrics: metrics, deletions: deletions, journal: journal, fanOut: pipelineServices.fanOut,
+            stateLog: { logBox.log })
+        self.registry = registry
+        let devices = stores.devices
+        let stateLog = try Emulator.openState(
+            configuration, registry: registry, stores: stores, journal: journal, earlierData: earlierData,
+            activity: { devices.stats.delivered &+ metrics.requestCount })
+        logBox.log = stateLog
+        self.stateLog = stateLog
+        // What the configuration adds at each start (not kept), then an import.
+        try Emulator.addConfiguredFaults(configuration, to: faults)
+        if let path = configuration.importState { try Emulator.importState(path, registry: registry, log: stateLog) }
 
         // The gateways, each in its own pipeline: one line each.
         let apnsRules = APNsProvider(
@@ -82,13 +108,21 @@ package final class Emulator: Sendable {
                 fanOut: pipelineServices.fanOut),
             faults: faults, scenarios: scenarios,
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
+            state: .init(registry: registry, log: stateLog, deletions: deletions),
             slowWork: slowWork, journalReads: journalReads,
             rate: (configuration.adminRate, max(1, configuration.threads)), developmentCA: ProxyEnvironment.developmentCA)
 
-        // One router: the push routes first (they are matched before the admin ones).
+        // One router: the push routes first (they are matched before the admin ones). The routes
+        // that change state (the gateways' own, the admin API's) answer once their changes are
+        // as durable as --durability says.
         var router = Router()
-        for gateway in gateways { gateway.install(into: &router, services: pipelineServices) }
-        admin.register(&router)
+        let gate = stateLog.map { log in
+            StateGate(log: log) { ex, message in
+                ex.request.path.starts(with: Array("/emulator/".utf8)) ? AdminAPI.error(503, message) : ex.unavailableAnswer
+            }
+        }
+        for gateway in gateways { gateway.install(into: &router, services: pipelineServices, gate: gate) }
+        admin.register(&router, gate: gate)
         router.notFound = { request in
             for gateway in gateways { if let response = gateway.notFound(request) { return response } }
             return AdminAPI.error(404, "no route for \(request.method.name) \(request.path.utf8String)")
@@ -118,7 +152,9 @@ package final class Emulator: Sendable {
         }
         gauges.server = server
         services = [
-            JournalService(journal: journal), DispatcherService(dispatcher: stores.dispatcher),
+            JournalService(journal: journal),
+            StateService(log: stateLog, registry: registry, exportOnExit: configuration.exportStateOnExit),
+            DispatcherService(dispatcher: stores.dispatcher),
             RegistrarService(registrar: stores.devices.registrar),
             FanOutService(worker: pipelineServices.fanOut), SlowWorkService(worker: slowWork),
             SlowWorkService(worker: journalReads),
@@ -172,6 +208,11 @@ package final class Emulator: Sendable {
         server.shutdownGoAwayDebugData = Array("{\"reason\":\"Shutdown\"}".utf8)
         return server
     }
+}
+
+/// The state log, for the registry's `/stats` entry made before the log is opened.
+final class StateLogBox: @unchecked Sendable { // set once, before the server starts
+    weak var log: StateLog?
 }
 
 /// The server, for the admin gauges built before it exists (`/metrics` reads its connections).

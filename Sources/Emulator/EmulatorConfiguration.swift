@@ -74,6 +74,14 @@ package struct EmulatorConfiguration: Sendable {
     package var journalMaxAgeMs: Int64 = 7 * 86_400_000
     /// Extra payload paths tried (first) for a notification's campaign id (`--campaign-key`).
     package var campaignKeys: [String] = []
+    /// `--import-state FILE`: a state export read into the stores at start.
+    package var importState: String?
+    /// `--export-state-on-exit FILE`: the state exported there at a clean stop.
+    package var exportStateOnExit: String?
+    /// Snapshots of the state: at most this often when only pushes changed it (ms; 0: by count
+    /// and at stop only), and once this many changes were logged.
+    package var stateSnapshotIntervalMs: Int64 = 60_000
+    package var stateSnapshotRecords = 100_000
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     package var trackingLogSize = 100_000
     /// `--registration-preset` and `--registration-url`, resolved into `devices.defaultRegistration`.

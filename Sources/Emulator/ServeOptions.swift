@@ -347,6 +347,29 @@ package enum ServeOptions {
             }
             c.durability = d
         },
+        Option(name: "import-state", valueName: "FILE", help: "read a state export (pushemu state export) into the emulator at start") {
+            c, v in c.importState = v
+        },
+        Option(
+            name: "export-state-on-exit", valueName: "FILE", help: "write the state as an export to FILE when pushemu stops cleanly"
+        ) { c, v in c.exportStateOnExit = v },
+        Option(
+            name: "state-snapshot-interval", valueName: "AGE",
+            help: "snapshot the state at most this often while pushes change it: 30s, 5m, 0 for only by count and at stop (default 60s)"
+        ) { c, v in
+            if v == "0" {
+                c.stateSnapshotIntervalMs = 0
+                return
+            }
+            guard let ms = TimeArgument.durationMs(v), ms >= 1000, ms <= 86_400_000 else {
+                throw ConfigurationError("--state-snapshot-interval takes 0 or a duration from 1s to 24h such as 30s or 5m, got '\(v)'")
+            }
+            c.stateSnapshotIntervalMs = ms
+        },
+        Option(
+            name: "state-snapshot-records", valueName: "N",
+            help: "snapshot the state once this many changes were logged since the last (default 100000)"
+        ) { c, v in c.stateSnapshotRecords = try int(v, "state-snapshot-records", 100...100_000_000) },
         Option(name: "notification-log-size", valueName: "N", help: "accepted notifications kept for the admin API (default 10000)") {
             c, v in c.notificationLogSize = try int(v, "notification-log-size", 1...10_000_000)
         },

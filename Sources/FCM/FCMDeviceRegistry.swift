@@ -1,4 +1,5 @@
 import PushCore
+import State
 import Synchronization
 import Transport
 
@@ -7,7 +8,12 @@ import Transport
 /// seen for the first time becomes a device bound to the sender's project. Devices are sharded
 /// by token hash, each shard locked for a dictionary operation only; the topic index has its own
 /// lock, taken by subscription changes and topic sends. (The simulated-device layer grows out of this.)
-public final class FCMDeviceRegistry: Sendable {
+///
+/// In the state log as store `fcm.tokens`: a `token` record for each explicit registration and
+/// uninstall, one `subscribed` / `unsubscribed` record per subscription call however many tokens
+/// it names (a `batchAdd` of 1,000 is one record); what sends bind on first sight, and push
+/// counts, are kept by snapshots.
+public final class FCMDeviceRegistry: PersistentStore {
     public static let maxTopicsPerDevice = 2000
 
     public struct Device: Sendable {
@@ -69,6 +75,8 @@ public final class FCMDeviceRegistry: Sendable {
     let directory: DeviceDirectory?
     /// Unknown tokens are refused instead of registered on first sight.
     let strict: Bool
+    public let stateName = "fcm.tokens"
+    public let changes = ChangeLink(store: "fcm.tokens")
 
     public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
         shards = (0..<shardCount).map { _ in Shard() }
@@ -155,6 +163,7 @@ public final class FCMDeviceRegistry: Sendable {
             var device = Device(token: token, project: project, app: app, createdAtMs: nowMs)
             device.platform = platform // (didSet keeps isIOS; an initializer would not run it)
             map[key] = device
+            if changes.isLogging { changes.emit(kind: Kind.token, atMs: nowMs, FCMDeviceRegistry.record(device)) }
             return old
         }
         indexInstallation(Array(token.utf8)[...])
@@ -166,10 +175,37 @@ public final class FCMDeviceRegistry: Sendable {
     /// Subscribes `token` to `topic` (registering a well-formed unknown token). `project`, when
     /// known from the caller's credentials, binds an unbound device and must match a bound one.
     public func subscribe(token: String, topic: String, project: String?, nowMs: Int64) -> SubscriptionResult {
+        subscribe(tokens: [token], topic: topic, project: project, nowMs: nowMs)[0]
+    }
+
+    /// Subscribes each of `tokens` to `topic`: one result per token, one state-log record for
+    /// the call (naming the tokens it subscribed).
+    public func subscribe(tokens: [String], topic: String, project: String?, nowMs: Int64) -> [SubscriptionResult] {
+        let day = Int32(nowMs / 86_400_000)
+        var done: [String] = []
+        let results = tokens.map { token -> SubscriptionResult in
+            let r = subscribeOne(token, topic: topic, project: project, day: day, nowMs: nowMs, checked: false)
+            if r == .ok { done.append(token) }
+            return r
+        }
+        if !done.isEmpty, changes.isLogging {
+            changes.emit(kind: Kind.subscribed, atMs: nowMs) { w in
+                w.string(1, topic)
+                for t in done { w.string(2, t) }
+                w.string(3, project)
+                w.int(4, Int64(day))
+            }
+        }
+        return results
+    }
+
+    /// One token's subscription. `checked`: applying a record (the device layer is not asked again).
+    private func subscribeOne(_ token: String, topic: String, project: String?, day: Int32, nowMs: Int64, checked: Bool)
+        -> SubscriptionResult
+    {
         guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
         let key = TokenKey(token)
-        let day = Int32(nowMs / 86_400_000)
-        if shard(key).map.withLock({ $0[key] == nil }) {
+        if !checked, shard(key).map.withLock({ $0[key] == nil }) {
             switch external(Array(token.utf8)[...], project: project) {
             case .unregistered?: return .notFound
             case .senderMismatch?: return .senderMismatch
@@ -198,6 +234,27 @@ public final class FCMDeviceRegistry: Sendable {
     }
 
     public func unsubscribe(token: String, topic: String) -> SubscriptionResult {
+        unsubscribe(tokens: [token], topic: topic, nowMs: Clock.nowMs())[0]
+    }
+
+    /// Unsubscribes each of `tokens` from `topic`: one result per token, one state-log record.
+    public func unsubscribe(tokens: [String], topic: String, nowMs: Int64) -> [SubscriptionResult] {
+        var done: [String] = []
+        let results = tokens.map { token -> SubscriptionResult in
+            let r = unsubscribeOne(token, topic: topic)
+            if r == .ok { done.append(token) }
+            return r
+        }
+        if !done.isEmpty, changes.isLogging {
+            changes.emit(kind: Kind.unsubscribed, atMs: nowMs) { w in
+                w.string(1, topic)
+                for t in done { w.string(2, t) }
+            }
+        }
+        return results
+    }
+
+    private func unsubscribeOne(_ token: String, topic: String) -> SubscriptionResult {
         guard FCMFormats.isRegistrationToken(token.utf8) else { return .invalidArgument }
         let key = TokenKey(token)
         let r = shard(key).map.withLock { map -> SubscriptionResult in
@@ -258,6 +315,7 @@ public final class FCMDeviceRegistry: Sendable {
         return shard(key).map.withLock { map -> Bool in
             guard map[key] != nil else { return false }
             if map[key]!.uninstalledAtMs == nil { map[key]!.uninstalledAtMs = atMs }
+            if changes.isLogging { changes.emit(kind: Kind.token, atMs: atMs, FCMDeviceRegistry.record(map[key]!)) }
             return true
         }
     }
@@ -280,5 +338,151 @@ public final class FCMDeviceRegistry: Sendable {
         for s in shards { s.map.withLock { $0.removeAll() } }
         for s in installations { s.map.withLock { $0.removeAll() } }
         topicIndex.withLock { $0.removeAll() }
+    }
+
+    // MARK: state
+
+    enum Kind {
+        static let token = 1
+        static let subscribed = 2
+        static let unsubscribed = 3
+    }
+
+    public var recordSchemas: [RecordSchema] {
+        [
+            RecordSchema(
+                kind: Kind.token, name: "token",
+                fields: [
+                    FieldSchema(1, "token", .string), FieldSchema(2, "project", .string), FieldSchema(3, "app", .string),
+                    FieldSchema(4, "platform", .string), FieldSchema(5, "createdAt", .int), FieldSchema(6, "uninstalledAt", .int),
+                    FieldSchema(7, "pushes", .uint),
+                    FieldSchema(8, "topics", .message([FieldSchema(1, "name", .string), FieldSchema(2, "day", .int)]), repeated: true),
+                ]),
+            RecordSchema(
+                kind: Kind.subscribed, name: "subscribed",
+                fields: [
+                    FieldSchema(1, "topic", .string), FieldSchema(2, "tokens", .string, repeated: true), FieldSchema(3, "project", .string),
+                    FieldSchema(4, "day", .int),
+                ]),
+            RecordSchema(
+                kind: Kind.unsubscribed, name: "unsubscribed",
+                fields: [FieldSchema(1, "topic", .string), FieldSchema(2, "tokens", .string, repeated: true)]),
+        ]
+    }
+
+    static func record(_ d: Device) -> [UInt8] {
+        var w = StateWriter(capacity: 256)
+        w.string(1, d.token)
+        w.string(2, d.project)
+        w.string(3, d.app)
+        if d.platform != "android" { w.string(4, d.platform) }
+        w.int(5, d.createdAtMs)
+        w.int(6, d.uninstalledAtMs)
+        if d.pushes > 0 { w.uint(7, d.pushes) }
+        for (name, day) in d.topics.sorted(by: { $0.key < $1.key }) {
+            w.message(8) { m in
+                m.string(1, name)
+                m.int(2, Int64(day))
+            }
+        }
+        return w.bytes
+    }
+
+    public func apply(_ record: ChangeRecord) throws {
+        guard record.version == 1 else { throw StateFormatError("fcm.tokens record version \(record.version) is newer than this pushemu") }
+        try record.body.withUnsafeBytes { raw in
+            var r = StateReader(raw)
+            switch record.kind {
+            case Kind.token:
+                var d = Device(token: "", project: nil, createdAtMs: 0)
+                var pushes: UInt64?
+                while let f = try r.next() {
+                    switch f {
+                    case 1: d.token = try r.string()
+                    case 2: d.project = try r.string()
+                    case 3: d.app = try r.string()
+                    case 4: d.platform = try r.string()
+                    case 5: d.createdAtMs = try r.int()
+                    case 6: d.uninstalledAtMs = try r.int()
+                    case 7: pushes = try r.uint()
+                    case 8:
+                        var m = try r.message()
+                        var name = ""
+                        var day: Int32 = 0
+                        while let g = try m.next() {
+                            switch g {
+                            case 1: name = try m.string()
+                            case 2: day = Int32(try m.int(in: Int(Int32.min)...Int(Int32.max)))
+                            default: try m.skip()
+                            }
+                        }
+                        d.topics[name] = day
+                    default: try r.skip()
+                    }
+                }
+                guard !d.token.isEmpty else { throw StateFormatError("an fcm.tokens record needs a token") }
+                put(d, pushes: pushes)
+            case Kind.subscribed, Kind.unsubscribed:
+                var topic = ""
+                var tokens: [String] = []
+                var project: String?
+                var day: Int64 = record.atMs / 86_400_000
+                while let f = try r.next() {
+                    switch f {
+                    case 1: topic = try r.string()
+                    case 2: tokens.append(try r.string())
+                    case 3: project = try r.string()
+                    case 4: day = try r.int()
+                    default: try r.skip()
+                    }
+                }
+                guard !topic.isEmpty else { throw StateFormatError("a subscription record needs a topic") }
+                for t in tokens {
+                    if record.kind == Kind.subscribed {
+                        _ = subscribeOne(
+                            t, topic: topic, project: project, day: Int32(clamping: day), nowMs: day * 86_400_000, checked: true)
+                    } else {
+                        _ = unsubscribeOne(t, topic: topic)
+                    }
+                }
+            default:
+                throw StateFormatError("fcm.tokens has no record kind \(record.kind)")
+            }
+        }
+    }
+
+    /// Sets a device's record (its topics in the index too), keeping its push count unless given.
+    private func put(_ d: Device, pushes: UInt64?) {
+        let key = TokenKey(d.token)
+        let old = shard(key).map.withLock { map -> Device? in
+            let old = map[key]
+            var next = d
+            next.pushes = pushes ?? old?.pushes ?? 0
+            map[key] = next
+            return old
+        }
+        indexInstallation(Array(d.token.utf8)[...])
+        topicIndex.withLock { idx in
+            for t in old?.topics.keys ?? [:].keys where d.topics[t] == nil {
+                idx[t]?.remove(d.token)
+                if idx[t]?.isEmpty == true { idx[t] = nil }
+            }
+            for t in d.topics.keys { idx[t, default: []].insert(d.token) }
+        }
+    }
+
+    /// Every device, sorted by token (its topics in its record).
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+        var all: [Device] = []
+        for s in shards { s.map.withLock { all.append(contentsOf: $0.values) } }
+        all.sort { $0.token < $1.token }
+        for d in all { emit(ChangeRecord(store: stateName, kind: Kind.token, body: FCMDeviceRegistry.record(d))) }
+    }
+
+    public func reset(_ scope: ResetScope) { removeAll() }
+
+    public func addStats(to stats: inout StatsDocument) {
+        stats.add("devices", "fcmTokens", count)
+        stats.add("fcm", "topics", topicCount)
     }
 }

@@ -1,14 +1,15 @@
 import Glibc
 import PushCore
+import State
 import Synchronization
 import Transport
 
 /// Registered Google service accounts: the public half of each account's RSA key, which the
 /// OAuth token endpoint verifies assertions against (by `iss` = client email, and `kid`).
-/// Persisted one file per account under `<data-dir>/fcm/service-accounts/`, so
-/// `pushemu credentials fcm` can register an account with a running emulator (a lookup that
-/// misses re-reads the directory).
-public final class FCMServiceAccounts: Sendable {
+/// Kept in the state log (store `fcm.serviceAccounts`). `<data-dir>/fcm/service-accounts/` is a
+/// drop-in folder: `pushemu credentials fcm --data-dir` writes an account's public half there,
+/// and the emulator registers the files it finds at start and on a lookup that misses.
+public final class FCMServiceAccounts: PersistentStore {
     public struct Account: Sendable {
         public let projectID: String
         public let projectNumber: String
@@ -24,14 +25,13 @@ public final class FCMServiceAccounts: Sendable {
     }
 
     private let accounts = FutexLock<[String: Account]>([:])
+    /// The drop-in folder (nil: none).
     private let directory: String?
+    public let stateName = "fcm.serviceAccounts"
+    public let changes = ChangeLink(store: "fcm.serviceAccounts")
 
     public init(directory: String?) {
         self.directory = directory
-        if let directory {
-            Files.makeDirectories(directory)
-            reload()
-        }
     }
 
     /// A project id as Google allows them: 6 to 30 lowercase letters, digits and hyphens,
@@ -45,6 +45,15 @@ public final class FCMServiceAccounts: Sendable {
     /// Generates a key pair and registers a new account for `projectID`. Returns the account and
     /// the complete service-account JSON (with the private key) whose `token_uri` is `tokenURI`.
     public func generate(projectID: String, tokenURI: String) throws -> (Account, json: String) {
+        let (made, privatePEM) = try FCMServiceAccounts.makeAccount(projectID: projectID)
+        let account = try register(
+            projectID: projectID, clientEmail: made.clientEmail, privateKeyID: made.privateKeyID, publicKeyPEM: made.publicKeyPEM,
+            clientID: made.clientID)
+        return (account, FCMServiceAccounts.serviceAccountJSON(account, privateKeyPEM: privatePEM, tokenURI: tokenURI))
+    }
+
+    /// A new account for `projectID` and its private key, registered nowhere.
+    public static func makeAccount(projectID: String) throws -> (Account, privateKeyPEM: String) {
         guard FCMServiceAccounts.isValidProjectID(projectID) else {
             throw AccountError(description: "projectId must be 4 to 30 lowercase letters, digits or hyphens, starting with a letter")
         }
@@ -55,10 +64,10 @@ public final class FCMServiceAccounts: Sendable {
         let suffix = String(decoding: (0..<5).map { _ in hex[Int(rng.next(below: 16))] }, as: UTF8.self)
         let email = "firebase-adminsdk-\(suffix)@\(projectID).iam.gserviceaccount.com"
         let clientID = "1" + String(decoding: (0..<20).map { _ in UInt8(0x30 + rng.next(below: 10)) }, as: UTF8.self)
-        let account = try register(
-            projectID: projectID, clientEmail: email, privateKeyID: kid, publicKeyPEM: key.publicKeyPEM,
-            clientID: clientID)
-        return (account, serviceAccountJSON(account, privateKeyPEM: key.privateKeyPEM, tokenURI: tokenURI))
+        let account = try checked(
+            projectID: projectID, projectNumber: derivedProjectNumber(projectID), clientEmail: email, privateKeyID: kid,
+            publicKeyPEM: key.publicKeyPEM, clientID: clientID)
+        return (account, key.privateKeyPEM)
     }
 
     /// Registers an existing account's public key (replacing one with the same email).
@@ -66,6 +75,22 @@ public final class FCMServiceAccounts: Sendable {
     public func register(
         projectID: String, clientEmail: String, privateKeyID: String, publicKeyPEM: String,
         clientID: String? = nil
+    ) throws -> Account {
+        let number = projectNumber(for: projectID) ?? FCMServiceAccounts.derivedProjectNumber(projectID)
+        let a = try FCMServiceAccounts.checked(
+            projectID: projectID, projectNumber: number, clientEmail: clientEmail, privateKeyID: privateKeyID,
+            publicKeyPEM: publicKeyPEM, clientID: clientID)
+        accounts.withLock { m in
+            m[clientEmail] = a
+            if changes.isLogging { changes.emit(kind: Kind.account, atMs: Clock.nowMs(), FCMServiceAccounts.record(a)) }
+        }
+        return a
+    }
+
+    /// An account checked field by field.
+    static func checked(
+        projectID: String, projectNumber number: String, clientEmail: String, privateKeyID: String, publicKeyPEM: String,
+        clientID: String?
     ) throws -> Account {
         guard FCMServiceAccounts.isValidProjectID(projectID) else { throw AccountError(description: "invalid projectId '\(projectID)'") }
         guard clientEmail.contains("@"), clientEmail.utf8.count <= 254 else {
@@ -79,21 +104,17 @@ public final class FCMServiceAccounts: Sendable {
         guard let key = RS256.Key.fromPEM(publicKeyPEM, isPrivate: false) ?? RS256.Key.fromPEM(publicKeyPEM, isPrivate: true) else {
             throw AccountError(description: "publicKeyPem is not a PEM RSA key")
         }
-        let number = projectNumber(for: projectID) ?? FCMServiceAccounts.derivedProjectNumber(projectID)
-        let a = Account(
+        return Account(
             projectID: projectID, projectNumber: number, clientEmail: clientEmail,
             clientID: clientID ?? FCMServiceAccounts.derivedProjectNumber(clientEmail) + "000000000",
             privateKeyID: privateKeyID, publicKeyPEM: key.publicKeyPEM, key: key)
-        accounts.withLock { $0[clientEmail] = a }
-        try persist(a)
-        return a
     }
 
-    /// The account whose client email is `email`, re-reading the directory on a miss.
+    /// The account whose client email is `email`, registering the drop-in folder's accounts on a miss.
     public func lookup(email: String) -> Account? {
         if let a = accounts.withLock({ $0[email] }) { return a }
         guard directory != nil else { return nil }
-        reload()
+        if registerDropIns() > 0 { changes.writeNow() }
         return accounts.withLock { $0[email] }
     }
 
@@ -110,13 +131,90 @@ public final class FCMServiceAccounts: Sendable {
 
     public var all: [Account] { accounts.withLock { Array($0.values) }.sorted { $0.clientEmail < $1.clientEmail } }
 
+    /// Forgets every account (and deletes their drop-in files, which would bring them back).
     public func removeAll() {
-        let ids = accounts.withLock { a -> [String] in
-            let ids = a.values.map(\.privateKeyID)
+        let gone = accounts.withLock { a -> [Account] in
+            let gone = a.values.sorted { $0.clientEmail < $1.clientEmail }
             a.removeAll()
-            return ids
+            if changes.isLogging {
+                for g in gone { changes.emit(kind: Kind.accountRemoved, atMs: Clock.nowMs()) { $0.string(1, g.clientEmail) } }
+            }
+            return gone
         }
-        if let directory { for id in ids { unlink(directory + "/" + id + ".json") } }
+        if let directory { for g in gone { unlink(directory + "/" + g.privateKeyID + ".json") } }
+    }
+
+    public func reset(_ scope: ResetScope) {
+        guard scope == .all else { return }
+        let gone = accounts.withLock { a -> [Account] in
+            let gone = Array(a.values)
+            a.removeAll()
+            return gone
+        }
+        if let directory { for g in gone { unlink(directory + "/" + g.privateKeyID + ".json") } }
+    }
+
+    // MARK: state
+
+    enum Kind {
+        static let account = 1
+        static let accountRemoved = 2
+    }
+
+    public var recordSchemas: [RecordSchema] {
+        [
+            RecordSchema(
+                kind: Kind.account, name: "account",
+                fields: [
+                    FieldSchema(1, "projectId", .string), FieldSchema(2, "projectNumber", .string), FieldSchema(3, "clientEmail", .string),
+                    FieldSchema(4, "clientId", .string), FieldSchema(5, "privateKeyId", .string), FieldSchema(6, "publicKeyPem", .string),
+                ]),
+            RecordSchema(kind: Kind.accountRemoved, name: "accountRemoved", fields: [FieldSchema(1, "clientEmail", .string)]),
+        ]
+    }
+
+    static func record(_ a: Account) -> [UInt8] {
+        var w = StateWriter()
+        w.string(1, a.projectID)
+        w.string(2, a.projectNumber)
+        w.string(3, a.clientEmail)
+        w.string(4, a.clientID)
+        w.string(5, a.privateKeyID)
+        w.string(6, a.publicKeyPEM)
+        return w.bytes
+    }
+
+    public func apply(_ record: ChangeRecord) throws {
+        guard record.version == 1 else {
+            throw StateFormatError("fcm.serviceAccounts record version \(record.version) is newer than this pushemu")
+        }
+        try record.body.withUnsafeBytes { raw in
+            var r = StateReader(raw)
+            var f = [String](repeating: "", count: 7)
+            while let n = try r.next() {
+                if (1...6).contains(n) { f[n] = try r.string() } else { try r.skip() }
+            }
+            switch record.kind {
+            case Kind.account:
+                let a: Account
+                do {
+                    a = try FCMServiceAccounts.checked(
+                        projectID: f[1], projectNumber: f[2].isEmpty ? FCMServiceAccounts.derivedProjectNumber(f[1]) : f[2],
+                        clientEmail: f[3], privateKeyID: f[5], publicKeyPEM: f[6], clientID: f[4].isEmpty ? nil : f[4])
+                } catch let e as AccountError {
+                    throw StateFormatError("a service account: \(e.description)")
+                }
+                accounts.withLock { $0[a.clientEmail] = a }
+            case Kind.accountRemoved:
+                _ = accounts.withLock { $0.removeValue(forKey: f[1]) }
+            default:
+                throw StateFormatError("fcm.serviceAccounts has no record kind \(record.kind)")
+            }
+        }
+    }
+
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+        for a in all { emit(ChangeRecord(store: stateName, kind: Kind.account, body: FCMServiceAccounts.record(a))) }
     }
 
     /// A 12-digit number derived from the project id (FNV-1a), like Google's project numbers.
@@ -127,7 +225,7 @@ public final class FCMServiceAccounts: Sendable {
     }
 
     /// Google's service-account key file.
-    public func serviceAccountJSON(_ a: Account, privateKeyPEM: String, tokenURI: String) -> String {
+    public static func serviceAccountJSON(_ a: Account, privateKeyPEM: String, tokenURI: String) -> String {
         let encodedEmail = a.clientEmail.split(separator: "@", omittingEmptySubsequences: false).joined(separator: "%40")
         return """
             {
@@ -147,16 +245,17 @@ public final class FCMServiceAccounts: Sendable {
             """
     }
 
-    // MARK: persistence
+    // MARK: drop-in files
 
-    public func accountJSON(_ a: Account) -> String {
+    public static func accountJSON(_ a: Account) -> String {
         "{\"projectId\":" + JSONWriter.quote(a.projectID) + ",\"projectNumber\":\"\(a.projectNumber)\",\"clientEmail\":"
             + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":" + JSONWriter.quote(a.privateKeyID)
             + ",\"publicKeyPem\":" + JSONWriter.quote(a.publicKeyPEM) + "}"
     }
 
-    private func persist(_ a: Account) throws {
-        guard let directory else { return }
+    /// Writes an account's drop-in file into `directory` (made if missing).
+    public static func writeDropIn(_ a: Account, directory: String) throws {
+        Files.makeDirectories(directory)
         do {
             try Files.writeAtomically(directory + "/" + a.privateKeyID + ".json", Array((accountJSON(a) + "\n").utf8))
         } catch {
@@ -164,12 +263,22 @@ public final class FCMServiceAccounts: Sendable {
         }
     }
 
-    private func reload() {
-        guard let directory else { return }
-        for name in Files.list(directory) where name.hasSuffix(".json") {
+    /// Registers every account file in the drop-in folder not registered as it is; how many.
+    @discardableResult
+    public func registerDropIns() -> Int {
+        guard let directory else { return 0 }
+        var n = 0
+        for name in Files.list(directory).sorted() where name.hasSuffix(".json") {
             guard let a = FCMServiceAccounts.load(directory + "/" + name) else { continue }
-            accounts.withLock { if $0[a.clientEmail]?.privateKeyID != a.privateKeyID { $0[a.clientEmail] = a } }
+            let known = accounts.withLock { $0[a.clientEmail] }
+            if let known, known.privateKeyID == a.privateKeyID, known.publicKeyPEM == a.publicKeyPEM { continue }
+            accounts.withLock { m in
+                m[a.clientEmail] = a
+                if changes.isLogging { changes.emit(kind: Kind.account, atMs: Clock.nowMs(), FCMServiceAccounts.record(a)) }
+            }
+            n += 1
         }
+        return n
     }
 
     static func load(_ path: String) -> Account? {

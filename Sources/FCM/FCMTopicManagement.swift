@@ -84,11 +84,12 @@ public struct FCMTopicManagement: Sendable {
         let topic = String(decoding: name, as: UTF8.self)
         var results: [String] = []
         results.reserveCapacity(tokens.count)
-        for token in tokens {
-            let r =
-                add
-                ? devices.subscribe(token: token, topic: topic, project: project, nowMs: nowMs)
-                : devices.unsubscribe(token: token, topic: topic)
+        // One call, one state-log record, however many tokens it names.
+        let outcomes =
+            add
+            ? devices.subscribe(tokens: tokens, topic: topic, project: project, nowMs: nowMs)
+            : devices.unsubscribe(tokens: tokens, topic: topic, nowMs: nowMs)
+        for r in outcomes {
             switch r {
             case .ok, .notSubscribed: results.append("{}")
             case .senderMismatch: results.append("{\"error\":\"PERMISSION_DENIED\"}")

@@ -1,10 +1,11 @@
 import PushCore
+import State
 import Synchronization
 import Transport
 
 /// The fault rules in force, read on every request without a shared lock: each event loop keeps
 /// its own snapshot of the (immutable) rule list and refreshes it only when the version moves.
-public final class FaultEngine: @unchecked Sendable {
+public final class FaultEngine: PersistentStore, @unchecked Sendable {
     /// The rules in force, indexed per provider: rules bound to specific tokens or a topic are
     /// found with one hash lookup each, so rules aimed at other devices cost nothing; the rest
     /// are checked in order.
@@ -65,8 +66,15 @@ public final class FaultEngine: @unchecked Sendable {
     private let slotCount: Int
     public let shaping: Shaping
     public let allowOverrideHeader: Bool
+    /// The scenarios started (their steps are rules here).
+    public let scenarios: ScenarioRegistry
+    public let stateName = "faults"
+    public let changes = ChangeLink(store: "faults")
 
-    public init(loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false) {
+    public init(
+        loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false, scenarios: ScenarioRegistry = ScenarioRegistry()
+    ) {
+        self.scenarios = scenarios
         slotCount = max(1, loops)
         slots = .allocate(capacity: slotCount + 1) // the last slot: callers off the loops (under the lock)
         slots.initialize(repeating: (0, Snapshot([])), count: slotCount + 1)
@@ -81,8 +89,35 @@ public final class FaultEngine: @unchecked Sendable {
 
     // MARK: management
 
+    /// Adds a rule (kept in the state log unless it is `persistent: false`).
     public func add(_ r: FaultRule) {
-        rules.withLock { $0.append(r) }
+        rules.withLock { list in
+            list.append(r)
+            if r.persistent, changes.isLogging { changes.emit(kind: Kind.rule, atMs: r.createdAtMs, FaultEngine.record(r)) }
+        }
+        version.add(1, ordering: .releasing)
+    }
+
+    /// Rules made from the configuration at start: first in order (as they were when the state
+    /// log's rules were made), never logged.
+    public func addConfigured(_ list: [FaultRule]) {
+        rules.withLock { all in
+            let at = all.prefix { !$0.persistent }.count
+            all.insert(contentsOf: list.map { $0.persistent ? $0.configured() : $0 }, at: at)
+        }
+        version.add(1, ordering: .releasing)
+    }
+
+    /// Starts a scenario: its steps' rules, then the scenario, in the state log.
+    func add(scenario s: Scenario, to registry: ScenarioRegistry) {
+        rules.withLock { list in
+            for step in s.steps {
+                list.append(step.rule)
+                if changes.isLogging { changes.emit(kind: Kind.rule, atMs: step.rule.createdAtMs, FaultEngine.record(step.rule)) }
+            }
+            registry.list.withLock { $0.append(s) }
+            if changes.isLogging { changes.emit(kind: Kind.scenario, atMs: s.startMs, FaultEngine.record(s)) }
+        }
         version.add(1, ordering: .releasing)
     }
 
@@ -93,15 +128,36 @@ public final class FaultEngine: @unchecked Sendable {
         let removed = rules.withLock { r -> Bool in
             let n = r.count
             r.removeAll { $0.id == id }
+            if r.count != n, changes.isLogging { changes.emit(kind: Kind.ruleRemoved, atMs: Clock.nowMs()) { $0.string(1, id) } }
             return r.count != n
         }
         if removed { version.add(1, ordering: .releasing) }
         return removed
     }
 
+    /// Removes every rule (`DELETE /emulator/v1/faults`).
     public func removeAll() {
-        rules.withLock { $0.removeAll() }
+        rules.withLock { r in
+            r.removeAll()
+            if changes.isLogging { changes.emit(kind: Kind.rulesCleared, atMs: Clock.nowMs(), []) }
+        }
         version.add(1, ordering: .releasing)
+    }
+
+    /// Rules ids made from now on follow `id` ("fault-N").
+    func noteID(_ id: String) {
+        guard id.hasPrefix("fault-"), let n = Int(id.dropFirst(6)) else { return }
+        while true {
+            let cur = nextID.load(ordering: .relaxed)
+            if cur >= n || nextID.compareExchange(expected: cur, desired: n, ordering: .relaxed).exchanged { return }
+        }
+    }
+
+    /// The rule list under its lock, for the state extension (which bumps the version after).
+    func withRules<R>(_ body: (inout [FaultRule]) throws -> R) rethrows -> R {
+        let r = try rules.withLock { try body(&$0) }
+        version.add(1, ordering: .releasing)
+        return r
     }
 
     public var all: [FaultRule] { rules.withLock { $0 } }
@@ -161,6 +217,7 @@ public final class FaultEngine: @unchecked Sendable {
             let n = r.seen.add(1, ordering: .relaxed).newValue
             if r.selects(n, nowMs: nowMs) {
                 r.firedCount.add(1, ordering: .relaxed)
+                if r.match.first != nil { keepCounts(r) }
                 return r
             }
         }
@@ -173,6 +230,7 @@ public final class FaultEngine: @unchecked Sendable {
             let n = r.seen.add(1, ordering: .relaxed).newValue
             if r.selects(n, nowMs: nowMs) {
                 r.firedCount.add(1, ordering: .relaxed)
+                if r.match.first != nil { keepCounts(r) }
                 return false
             }
         }

@@ -1,6 +1,7 @@
 import Glibc
 import PushCore
 import Synchronization
+import Transport
 
 /// A latency distribution, in milliseconds.
 public enum DelayDistribution: Sendable, Equatable {
@@ -103,8 +104,16 @@ public final class FaultRule: Sendable {
     /// The rule's JSON as given (for the admin API).
     public let matchJSON: String
     public let effectJSON: String
+    /// Kept in the state log (false: made from the configuration at each start: `--faults`,
+    /// `--fcm-overload`, `--scenario`).
+    public let persistent: Bool
+    /// A scenario step's window (ms after `createdAtMs`), which its `matchJSON` does not hold.
+    public let stepAtMs: Int64?
+    public let stepForMs: Int64?
     let seen = Atomic<UInt64>(0)
     let firedCount = Atomic<UInt64>(0)
+    /// The counts last written to the state log (the checkpoint thread's alone).
+    let checkpointed = FutexLock<(seen: UInt64, fired: UInt64)>((0, 0))
     // The match in bytes, prepared once: the request path compares bytes, never builds Strings.
     let provider: PushProvider?
     let project: String?
@@ -119,9 +128,13 @@ public final class FaultRule: Sendable {
     let label: String?
 
     public init(
-        id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String
+        id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String,
+        persistent: Bool = true, stepAtMs: Int64? = nil, stepForMs: Int64? = nil
     ) {
         self.id = id
+        self.persistent = persistent
+        self.stepAtMs = stepAtMs
+        self.stepForMs = stepForMs
         self.match = match
         self.effect = effect
         firedEffect = FiredFault(effect, ruleID: id)
@@ -143,6 +156,14 @@ public final class FaultRule: Sendable {
     }
 
     public var fired: UInt64 { firedCount.load(ordering: .relaxed) }
+    public var seenCount: UInt64 { seen.load(ordering: .relaxed) }
+
+    /// The same rule made from the configuration (not kept in the state log).
+    public func configured() -> FaultRule {
+        FaultRule(
+            id: id, match: match, effect: effect, seed: seed, createdAtMs: createdAtMs, matchJSON: matchJSON, effectJSON: effectJSON,
+            persistent: false, stepAtMs: stepAtMs, stepForMs: stepForMs)
+    }
 
     /// Applies the selectors to the n-th request that met the conditions (n from 1).
     func selects(_ n: UInt64, nowMs: Int64) -> Bool {

@@ -17,6 +17,8 @@ public struct Scenario: Sendable {
     public let name: String
     public let startMs: Int64
     public let steps: [Step]
+    /// Kept in the state log (false: from `--scenario` at start).
+    public var persistent = true
 
     public static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
         try json.withUnsafeBytes { raw in
@@ -73,7 +75,7 @@ public struct Scenario: Sendable {
         if let s = v.member(o, "seed"), let n = v.integer(s), n >= 0 { seed = UInt64(n) }
         let rule = FaultRule(
             id: id, match: match, effect: try FaultParser.parseEffect(v, e), seed: seed, createdAtMs: startMs,
-            matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self))
+            matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self), stepAtMs: at, stepForMs: forMs)
         return Step(atMs: at, forMs: forMs, rule: rule)
     }
 
@@ -123,19 +125,33 @@ public final class TokenRateLimiter: Sendable {
 
 /// The scenarios started, for the admin API and stats.
 public final class ScenarioRegistry: Sendable {
-    private let list = FutexLock<[Scenario]>([])
-    private let next = Atomic<Int>(0)
+    let list = FutexLock<[Scenario]>([])
+    let next = Atomic<Int>(0)
     public init() {}
 
     public func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
 
-    /// Starts a scenario: its steps become rules of `engine`.
+    /// Starts a scenario: its steps become rules of `engine` (both kept in its state log).
     public func add(_ s: Scenario, to engine: FaultEngine) {
+        engine.add(scenario: s, to: self)
+    }
+
+    /// A scenario from the configuration (`--scenario`): not kept in the state log.
+    public func addConfigured(_ s: Scenario, to engine: FaultEngine) {
         list.withLock { $0.append(s) }
-        for step in s.steps { engine.add(step.rule) }
+        engine.addConfigured(s.steps.map(\.rule))
     }
 
     public var all: [Scenario] { list.withLock { $0 } }
 
     public func removeAll() { list.withLock { $0.removeAll() } }
+
+    /// Ids made from now on follow `id` ("scenario-N").
+    func noteID(_ id: String) {
+        guard id.hasPrefix("scenario-"), let n = Int(id.dropFirst(9)) else { return }
+        while true {
+            let cur = next.load(ordering: .relaxed)
+            if cur >= n || next.compareExchange(expected: cur, desired: n, ordering: .relaxed).exchanged { return }
+        }
+    }
 }

@@ -67,7 +67,7 @@ extension DeviceStore {
         return true
     }
 
-    private func channelKey(_ channel: String, _ d: SimDevice) -> LiveActivityIndex.ChannelKey {
+    func channelKey(_ channel: String, _ d: SimDevice) -> LiveActivityIndex.ChannelKey {
         LiveActivityIndex.ChannelKey(channel: channel, bundle: d.app ?? "", environment: d.environment ?? "sandbox")
     }
 
@@ -273,8 +273,12 @@ extension DeviceStore {
         }
         let applied = shard(k).map.withLock { m -> Bool in
             guard let i = m.index(forKey: k) else { return false }
-            return apply(&m.values[i])
+            guard apply(&m.values[i]) else { return false }
+            logDevice(m.values[i], atMs: d.receivedAtMs)
+            return true
         }
+        // A push changed the activity: in the state log's file before its answer leaves.
+        if applied { changes.writeNow() }
         // Not applied (an ended activity, a push-to-start token sent anything but a start of its
         // type): ActivityKit shows nothing, and nothing is recorded on the device.
         guard applied else { return }

@@ -1,10 +1,16 @@
+import CSystem
 import PushCore
+import State
 import Synchronization
 import Tracking
 import Transport
 
 /// A fleet: `count` devices whose tokens derive from (secret, index). Nothing is stored per
 /// device until one deviates (is uninstalled, subscribes, receives a push, changes state).
+///
+/// The tokens depend only on (seed, platform, app, count): the same four give the same tokens in
+/// any process on any machine (`identity`), so a platform that imported a fleet's tokens finds
+/// them again after a restart, on another node, or in another run.
 public struct FleetSpec: Sendable {
     public var number: Int
     public var id: String { "fleet-\(number)" }
@@ -12,7 +18,10 @@ public struct FleetSpec: Sendable {
     public var app: String
     public var environment: String?
     public var count: Int
+    /// The keyed hash's key for the members' tokens (derived from the four above).
     public var secret: UInt64
+    /// The 24 bits every member's token carries to name its fleet (derived, like `secret`).
+    public var tag: Int
     public var seed: UInt64
     public var behavior: Behavior
     public var tracking: TrackingConfig?
@@ -28,6 +37,15 @@ public struct FleetSpec: Sendable {
     public var labels: [String]
     public var createdAtMs: Int64
     public var uninstalledCount: Int?
+
+    /// The (tag, secret) of a fleet's tokens: a keyed mix of its seed, platform, app and count.
+    public static func identity(seed: UInt64, platform: DevicePlatform, app: String, count: Int) -> (tag: Int, secret: UInt64) {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in app.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let p: UInt64 = platform == .ios ? 0x6970_686F_6E65 : 0x616E_6472_6F69_64
+        let base = FleetTokens.mix(seed ^ FleetTokens.mix(h ^ p) ^ FleetTokens.mix(UInt64(count) &+ 0x5BD1_E995))
+        return (Int(FleetTokens.mix(base ^ 0x7461_67) >> 40), FleetTokens.mix(base ^ 0x243F_6A88_85A3_08D3))
+    }
 
     /// Whether member `index` starts uninstalled (drawn from the seed: reproducible).
     public func startsUninstalled(_ index: Int) -> Bool {
@@ -55,7 +73,7 @@ public struct FleetSpec: Sendable {
 /// deviated) live in 64 shards keyed by token hash, each behind its own mutex held for a
 /// dictionary operation. Fleets are a small array read under a mutex. A delivery updates the
 /// device's inbox and schedules its SDK's tracking calls on the dispatcher; it never waits.
-public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
+public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sendable {
     public enum Policy: String, Sendable { case auto, strict }
 
     public struct Configuration: Sendable {
@@ -90,7 +108,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// `configuration.defaultRegistration != nil` (`DeviceStore+Registration`).
     let hasDefaultRegistration: Bool
     public let dispatcher: TrackingDispatcher?
-    private let codec: FleetTokens
+    /// The one key every process uses for fleet tokens' headers: a token names its fleet's tag
+    /// and its index the same way everywhere (the fleet's own secret keeps tokens unforgeable).
+    static let codec = FleetTokens(secret: (0x7075_7368_656D_7531, 0x9E37_79B9_7F4A_7C15))
+    var codec: FleetTokens { DeviceStore.codec }
     /// A fleet never changes once created: the hot path holds it by reference (a `FleetSpec`
     /// copy costs a retain and a release per field, once or twice per push).
     final class FleetRef: Sendable {
@@ -105,14 +126,22 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             defaultStates = spec.states.isDefault
         }
     }
-    private let fleets = FutexLock<[FleetRef]>([])
+    /// Fleets by number (`fleet-N` is at N-1), and by the tag their tokens carry.
+    struct Fleets {
+        var list: [FleetRef] = []
+        var byTag: [Int: [FleetRef]] = [:]
+    }
+    let fleets = FutexLock(Fleets())
     /// Live Activity push tokens and push-to-start tokens, and channel subscriptions
     /// (`DeviceStore+LiveActivities.swift`).
     let live = LiveActivityIndex()
     /// iOS devices' FCM registration tokens (the Firebase iOS SDK's), to their APNs tokens.
     let fcmTokens = FutexLock<[TokenKey: String]>([:])
 
-    func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.count ? $0[n - 1] : nil } }
+    func fleetRef(_ n: Int) -> FleetRef? { fleets.withLock { n >= 1 && n <= $0.list.count ? $0.list[n - 1] : nil } }
+
+    /// The fleets whose tokens carry `tag` (usually one).
+    func fleetRefs(tag: Int) -> [FleetRef] { fleets.withLock { $0.byTag[tag] ?? [] } }
     final class Shard: Sendable {
         let map = FutexLock<[TokenKey: SimDevice]>([:])
         /// The last fleet member this shard's `status` recognised and had no record for: the
@@ -160,6 +189,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     /// Registers fleets' devices in bulk (started and stopped with the dispatcher's service).
     public let registrar = FleetRegistrar()
+    public let stateName = "devices"
+    public let changes = ChangeLink(store: "devices")
 
     /// Device changes and late deliveries go to the event stream through it.
     public let events: EventBus
@@ -170,8 +201,6 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         hasDefaultTracking = configuration.defaultTracking != nil
         hasDefaultRegistration = configuration.defaultRegistration != nil
         self.dispatcher = dispatcher
-        var r = FastRandom()
-        codec = FleetTokens(secret: (r.next(), r.next() | 1))
         shards = (0..<64).map { _ in Shard() }
         registrar.store = self
     }
@@ -192,15 +221,23 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     ) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
         guard (1...1_000_000).contains(registerRate) else { throw StoreError(description: "registerRate must be 1 to 1000000 a second") }
-        var r = FastRandom()
+        // Without a seed, a random one (below 2^53: exact in JavaScript too), shown and accepted back.
+        let seed = seed ?? (csys_random_u64() >> 11)
+        let (tag, secret) = FleetSpec.identity(seed: seed, platform: platform, app: app, count: count)
         let spec = try fleets.withLock { f in
-            // The fleet number has 24 bits in a token's header; each fleet costs a little memory.
-            guard f.count < DeviceStore.maxFleets else {
+            // The fleet number has no place in a token; each fleet costs a little memory.
+            guard f.list.count < DeviceStore.maxFleets else {
                 throw StoreError(description: "fleet limit reached (\(DeviceStore.maxFleets) fleets; POST /emulator/v1/reset removes them)")
             }
+            if let twin = (f.byTag[tag] ?? []).first(where: {
+                $0.spec.seed == seed && $0.spec.platform == platform && $0.spec.app == app && $0.spec.count == count
+            }) {
+                throw StoreError(
+                    description: "\(twin.spec.id) has the same seed, platform, app and count, so the same tokens: give another seed")
+            }
             var spec = FleetSpec(
-                number: f.count + 1, platform: platform, app: app, environment: environment, count: count,
-                secret: r.next(), seed: seed ?? r.next(), behavior: behavior ?? configuration.defaultBehavior,
+                number: f.list.count + 1, platform: platform, app: app, environment: environment, count: count,
+                secret: secret, tag: tag, seed: seed, behavior: behavior ?? configuration.defaultBehavior,
                 tracking: tracking, labels: labels, createdAtMs: nowMs)
             spec.registerRate = registerRate
             spec.states = states
@@ -210,7 +247,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                 spec.registration = config
                 spec.registrationProgress = FleetRegistration(config: config, rate: registerRate, total: count, nowMs: nowMs)
             }
-            f.append(FleetRef(spec))
+            let ref = FleetRef(spec)
+            f.list.append(ref)
+            f.byTag[tag, default: []].append(ref)
+            if changes.isLogging { changes.emit(kind: Kind.fleet, atMs: nowMs, DeviceStore.record(spec)) }
             return spec
         }
         if let progress = spec.registrationProgress { registrar.add(spec, progress) }
@@ -234,10 +274,10 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         return fleetRef(n)?.spec
     }
 
-    public var allFleets: [FleetSpec] { fleets.withLock { $0.map(\.spec) } }
+    public var allFleets: [FleetSpec] { fleets.withLock { $0.list.map(\.spec) } }
 
     public func token(_ f: FleetSpec, index: Int) -> String {
-        codec.token(f.platform, fleet: f.number, secret: f.secret, index: index)
+        codec.token(f.platform, fleet: f.tag, secret: f.secret, index: index)
     }
 
     public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
@@ -247,19 +287,22 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
 
     /// The fleet member a token is, if it is one (O(1): invert the header, check the hash).
     func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetRef, Int)? {
-        guard let (n, index) = codec.claim(token, platform: platform) else { return nil }
-        guard let ref = fleetRef(n), ref.spec.platform == platform, index < ref.spec.count else { return nil }
-        guard codec.matches(token, platform: platform, fleet: ref.spec.number, secret: ref.spec.secret, index: index) else { return nil }
-        return (ref, index)
+        guard let (tag, index) = codec.claim(token, platform: platform) else { return nil }
+        for ref in fleetRefs(tag: tag) where ref.spec.platform == platform && index < ref.spec.count {
+            if codec.matches(token, platform: platform, fleet: tag, secret: ref.spec.secret, index: index) { return (ref, index) }
+        }
+        return nil
     }
 
     /// An Android fleet member's token, from its Firebase installation id (its first 22
     /// characters), when a fleet has that member.
     public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? {
-        guard let (n, index) = codec.claim(installation: fid) else { return nil }
-        guard let ref = fleetRef(n), ref.spec.platform == .android, index < ref.spec.count else { return nil }
-        let token = codec.token(.android, fleet: ref.spec.number, secret: ref.spec.secret, index: index)
-        return token.utf8.prefix(22).elementsEqual(fid) ? token : nil
+        guard let (tag, index) = codec.claim(installation: fid) else { return nil }
+        for ref in fleetRefs(tag: tag) where ref.spec.platform == .android && index < ref.spec.count {
+            let token = codec.token(.android, fleet: tag, secret: ref.spec.secret, index: index)
+            if token.utf8.prefix(22).elementsEqual(fid) { return token }
+        }
+        return nil
     }
 
     func materialize(_ ref: FleetRef, index: Int, token: String) -> SimDevice {
@@ -292,10 +335,14 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
     /// Registers a device (replacing one with the same token), and its FCM token if it has one.
     public func register(_ d: SimDevice) throws {
         let k = TokenKey(d.token)
-        try shard(k).map.withLock { m in
+        let old = try shard(k).map.withLock { m -> SimDevice? in
             if m[k] == nil && m.count >= configuration.maxDevices / shards.count { throw StoreError(description: "device limit reached") }
+            let old = m[k]
             m[k] = d
+            logDevice(d, atMs: Clock.nowMs())
+            return old
         }
+        if let old, let f = old.fcmToken, f != d.fcmToken { _ = fcmTokens.withLock { $0.removeValue(forKey: TokenKey(f)) } }
         if let fcm = d.fcmToken { fcmTokens.withLock { $0[TokenKey(fcm)] = d.token } }
         if events.wants(.device) { publishChange("registered", d) }
     }
@@ -332,6 +379,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             if m.index(forKey: k) == nil, let v = fleetView { m[k] = v }
             guard let i = m.index(forKey: k) else { return nil }
             body(&m.values[i])
+            logDevice(m.values[i], atMs: Clock.nowMs())
             return m.values[i]
         }
     }
@@ -396,7 +444,7 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
             s.map.withLock { $0.removeAll() }
             s.verified.withLock { $0 = nil }
         }
-        fleets.withLock { $0.removeAll() }
+        fleets.withLock { $0 = Fleets() }
         registrar.removeAll()
         live.removeAll()
         fcmTokens.withLock { $0.removeAll() }
@@ -491,7 +539,12 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
                     dev.pending.removeFirst()
                     dev.dropped += 1
                 }
-                dev.pending.append(SimDevice.Pending(delivery: d, expiresAtMs: d.expiresAtMs))
+                var kept = d
+                kept.tokenKey = nil
+                kept.payload = Array(d.payload)[...]
+                kept.tokenBytes = Array(d.tokenBytes)[...]
+                dev.pending.append(SimDevice.Pending(delivery: kept, expiresAtMs: d.expiresAtMs))
+                logDevice(dev, atMs: d.receivedAtMs)
                 return .held
             }
             DeviceStore.addToInbox(&dev, d, inboxSize: inboxSize)
@@ -554,6 +607,8 @@ public final class DeviceStore: DeviceDirectory, @unchecked Sendable {
         switch outcome {
         case .held:
             counters.heldOffline.add(1, ordering: .relaxed)
+            // What the device holds is in the state log's file before the push's answer leaves.
+            changes.writeNow()
             return DeviceOutcome(display: Display(.notShown, .heldOffline))
         case .droppedOffline:
             counters.droppedOffline.add(1, ordering: .relaxed)

@@ -24,6 +24,21 @@ public final class FleetRegistration: Sendable {
     let startedAtMs: Int64
     let finishedAtMs = Atomic<Int64>(0)
 
+    /// Where it stands, as a checkpoint compares it.
+    struct Mark: Equatable {
+        var next = 0, sent = 0, skipped = 0, waits = 0
+        var paused = false
+        var finishedAtMs: Int64 = 0
+    }
+    var mark: Mark {
+        Mark(
+            next: next.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed), skipped: skipped.load(ordering: .relaxed),
+            waits: waits.load(ordering: .relaxed), paused: paused.load(ordering: .relaxed),
+            finishedAtMs: finishedAtMs.load(ordering: .relaxed))
+    }
+    /// The mark last written to the state log.
+    let checkpointed = FutexLock(Mark())
+
     init(config: RegistrationConfig, rate: Int, total: Int, nowMs: Int64) {
         self.config = config
         self.rate = rate
@@ -87,6 +102,7 @@ public final class FleetRegistrar: @unchecked Sendable { // `thread` is touched 
     /// Pauses or resumes a fleet's registration.
     public func setPaused(_ registration: FleetRegistration, _ paused: Bool) {
         registration.paused.store(paused, ordering: .relaxed)
+        store?.logRegistration(registration)
         if !paused { wake() }
     }
 

@@ -1,9 +1,10 @@
 import PushCore
 
 /// Fleet tokens: derived from (fleet secret, index) so that any token is recognised in O(1) and
-/// costs no memory. The first 8 bytes are (fleet number, index) under a 4-round Feistel
-/// permutation keyed by the store's secret (so they look random and invert); the rest is a
-/// keyed hash of (fleet secret, index), which a forged token cannot match.
+/// costs no memory. The first 8 bytes are (fleet tag, index) under a 4-round Feistel
+/// permutation keyed by the codec's key (so they look random and invert); the rest is a
+/// keyed hash of (fleet secret, index), which a forged token cannot match. The `fleet`
+/// parameters below are the fleet's 24-bit tag.
 /// APNs: 64 hex characters. FCM: `<22 base64url>:APA91b<134 base64url>`, as real tokens look.
 public struct FleetTokens: Sendable {
     let key: (UInt64, UInt64)

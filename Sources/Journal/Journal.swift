@@ -2,6 +2,7 @@ import CSQLite
 import CSystem
 import Glibc
 import PushCore
+import State
 import Synchronization
 import Transport
 
@@ -201,6 +202,9 @@ public final class Journal: @unchecked Sendable {
     let store: SegmentStore
     /// Summaries of the stored segments, so searches and campaign counts read only what they need.
     let index: SegmentIndex
+    /// The state log, written by this writer with its group commit (see `drive`).
+    /// Weak: the emulator owns the log (which refers back to the stores this journal serves).
+    private weak var stateLog: StateLog?
 
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
     /// loops that will append (by `EventLoop.index`). `payloadTerms`: a payload's campaign ids and
@@ -262,6 +266,13 @@ public final class Journal: @unchecked Sendable {
                 if let f = p.file { close(f.fd) }
             }
         }
+    }
+
+    /// Makes this writer write the state log too, each iteration: behind (relaxed), or with an
+    /// fdatasync before the answers waiting on it go (sync). Called before `start`.
+    public func drive(_ log: StateLog) {
+        stateLog = log
+        log.drive(wake: { [weak self] in self?.wake() })
     }
 
     public func start() {
@@ -428,6 +439,7 @@ public final class Journal: @unchecked Sendable {
                 }
             }
             sleeping.store(true, ordering: .releasing)
+            stateLog?.writerTurn()
             // Taken before the shards: what was queued before a read asked is in this commit.
             var flushing: [FlushWaiter] = []
             if flushesBeforeReads {
@@ -474,6 +486,7 @@ public final class Journal: @unchecked Sendable {
             }
             if segments.isEmpty && ahead.isEmpty && retry.isEmpty && resetting.isEmpty {
                 for w in flushing { w.signal() }
+                if stateLog?.hasWork == true { continue }
                 // Idle: the next records (or a read's flush) need no window first.
                 if flushesBeforeReads { lastBatch = 0 }
                 if stopping.load(ordering: .acquiring) { break }

@@ -1,5 +1,6 @@
 import Faults
 import PushCore
+import State
 import Transport
 
 /// A gateway ready to plug into the emulator: its pipeline's routes, its connection set-up and
@@ -10,7 +11,7 @@ import Transport
 /// The composition root lists one per gateway (APNs, FCM); a test adds a toy one the same way.
 public struct GatewayPlugin: Sendable {
     public let provider: PushProvider
-    let install: @Sendable (inout Router, PipelineServices) -> Void
+    let install: @Sendable (inout Router, PipelineServices, StateGate?) -> Void
     /// True when the connection is this gateway's (see `PushGateway.setUpConnection`).
     public let setUpConnection: @Sendable (ConnectionContext) -> Bool
     public let notFound: @Sendable (Request) -> Response?
@@ -19,13 +20,14 @@ public struct GatewayPlugin: Sendable {
     public init<Gateway: PushGateway>(_ gateway: Gateway, tokenRate: TokenRateLimiter? = nil) {
         provider = gateway.provider
         PushProvider.register(gateway.provider)
-        install = { router, services in
-            PushPipeline(gateway: gateway, services: services, tokenRate: tokenRate).register(&router)
+        install = { router, services, gate in
+            PushPipeline(gateway: gateway, services: services, tokenRate: tokenRate).register(&router, gate: gate)
         }
         setUpConnection = { gateway.setUpConnection($0) }
         notFound = { gateway.notFound($0) }
     }
 
-    /// Adds the gateway's routes, each running its pipeline over `services`.
-    public func install(into router: inout Router, services: PipelineServices) { install(&router, services) }
+    /// Adds the gateway's routes, each running its pipeline over `services`; those that change
+    /// state behind `gate`.
+    public func install(into router: inout Router, services: PipelineServices, gate: StateGate? = nil) { install(&router, services, gate) }
 }

@@ -57,6 +57,14 @@ public final class Metrics: Sendable {
 
     public func reset() { for s in shards { s.m.withLock { $0 = Shard() } } }
 
+    /// Answers counted so far, every status (read once a second by the state log, to tell
+    /// whether pushes changed anything since its last snapshot).
+    public var requestCount: UInt64 {
+        shards.reduce(0) { n, s in
+            n &+ s.m.withLock { sh in sh.ok.reduce(0, &+) &+ sh.requests.values.reduce(0, &+) }
+        }
+    }
+
     /// The Prometheus text exposition (format 0.0.4).
     public func render(
         openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,

@@ -1,14 +1,17 @@
 import Faults
 import PushCore
+import State
 import Transport
 
 extension PushPipeline {
     /// Adds the gateway's routes: its push routes run the pipeline; a faultable route lets a
     /// rule on its path answer in the gateway's shape (shaped like any answer); a direct route is
     /// the gateway's alone.
-    public func register(_ router: inout Router) {
+    /// `gate`: the durability gate of the routes that may change state (direct and faultable
+    /// routes: Instance ID, channel management); push routes are never held by it.
+    public func register(_ router: inout Router, gate: StateGate? = nil) {
         for route in gateway.routes() {
-            let handler: Handler
+            var handler: Handler
             switch route.handling {
             case .push:
                 handler = { exchange in handle(exchange) }
@@ -34,6 +37,7 @@ extension PushPipeline {
                     }
                 }
             }
+            if let gate, !route.isPush { handler = gate.wrap(handler) }
             router.add(
                 route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
                 unavailable: route.unavailable, handler: handler)

@@ -147,6 +147,12 @@ public struct GatewayRoute: Sendable {
     public var unavailable: (@Sendable (Request) -> Response)?
     public var handling: Handling
 
+    /// Whether the pipeline's stages run it.
+    public var isPush: Bool {
+        if case .push = handling { return true }
+        return false
+    }
+
     public init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
         bodyTooLarge: (@Sendable (Request) -> Response)? = nil,

@@ -9,6 +9,14 @@ protocol ExchangeOwner: AnyObject {
     func streamUnsent(_ exchange: Exchange) -> Int
 }
 
+/// A middleware that may hold an answer back (until what the request changed is durable, say)
+/// or replace it. Called on the exchange's event loop with the response the handler gave.
+public protocol ResponseGate: AnyObject, Sendable {
+    /// Returns true to keep `response`: the gate then sends it (or another) with
+    /// `exchange.release(_:)`, now or later, from any thread. False lets it go as it is.
+    func hold(_ response: Response, of exchange: Exchange) -> Bool
+}
+
 /// One request and its (future) response: what a handler receives.
 ///
 /// Confined to the event loop that owns the connection; `respond` may be called from any
@@ -49,6 +57,11 @@ public final class Exchange: @unchecked Sendable {
     var headComplete = false
     /// Set when the answer is a stream (`respondStreaming`).
     var stream: ResponseStream?
+    /// A middleware's hold on the answer: `respond` hands it the response first (see
+    /// `ResponseGate`). Set by the middleware before the handler runs; cleared once used.
+    public var gate: (any ResponseGate)?
+    /// The middleware's own note about this exchange (what it saw before the handler ran).
+    public var gateMark: UInt64 = 0
 
     init(request: Request, connection: ConnectionContext, streamID: Int32, owner: any ExchangeOwner) {
         self.request = request
@@ -82,6 +95,8 @@ public final class Exchange: @unchecked Sendable {
         headComplete = false
         liveIndex = -1
         stream = nil
+        gate = nil
+        gateMark = 0
     }
 
     /// The captured path parameter `i` as bytes.
@@ -104,6 +119,22 @@ public final class Exchange: @unchecked Sendable {
     public func respond(_ response: Response) {
         guard eventLoop.inEventLoop else {
             eventLoop.execute { self.respond(response) }
+            return
+        }
+        guard state == .reading || state == .dispatched, let owner else { return }
+        if let gate {
+            self.gate = nil
+            if gate.hold(response, of: self) { return }
+        }
+        state = .responded
+        owner.respond(self, response)
+    }
+
+    /// Sends a response a `ResponseGate` held (or any response, past the gate). Safe from any
+    /// thread.
+    public func release(_ response: Response) {
+        guard eventLoop.inEventLoop else {
+            eventLoop.execute { self.release(response) }
             return
         }
         guard state == .reading || state == .dispatched, let owner else { return }

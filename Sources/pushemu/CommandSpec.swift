@@ -210,6 +210,23 @@ struct CommandSpec {
                 Option(name: "limit", value: "N", help: "at most N tokens"),
             ]),
         CommandSpec(
+            words: ["state", "export"], operand: nil,
+            summary:
+                "Prints the emulator's state (credentials, fleets, devices, subscriptions, channels, rules) as JSON lines, from a running emulator or a stopped one's --data-dir.",
+            options: [
+                Option(name: "out", value: "FILE", help: "write it there instead of standard output"),
+                Option(name: "server", value: "URL", help: "a running emulator (the default, at http://127.0.0.1:8080)"),
+                Option(name: "data-dir", value: "DIR", help: "a stopped emulator's data directory instead of --server"),
+            ]),
+        CommandSpec(
+            words: ["state", "import"], operand: "FILE",
+            summary: "Reads a state export into a running emulator, or into a stopped one's --data-dir (its next start has it).",
+            options: [
+                Option(name: "replace", value: "", help: "forget the state first (without it, the file's records go over what is there)"),
+                Option(name: "server", value: "URL", help: "a running emulator (the default, at http://127.0.0.1:8080)"),
+                Option(name: "data-dir", value: "DIR", help: "a stopped emulator's data directory instead of --server"),
+            ]),
+        CommandSpec(
             words: ["export"], operand: nil, summary: "Prints the journal, one JSON object per line (no server needed).",
             options: [
                 Option(name: "since", value: "T", help: timeHelp), Option(name: "format", value: "ndjson", help: "the only format"),

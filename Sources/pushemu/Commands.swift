@@ -51,6 +51,8 @@ enum Commands {
         case "notifications delete": return try call("DELETE", server(f) + "/emulator/v1/notifications" + search(f, extra: []))
         case "fleet create": return try createFleet(f)
         case "fleet tokens": return try fleetTokens(operand, f)
+        case "state export": return try StateCommands.export(f)
+        case "state import": return try StateCommands.importFile(operand, f)
         case "export": return try JournalCommands.export(f)
         case "report": return try JournalCommands.report(f)
         case "campaigns":
@@ -232,8 +234,8 @@ enum Commands {
         }
         let topics = f["topics"].map { $0.split(separator: ",").map(String.init) }
         let dataDir = f["data-dir"] ?? "./.pushemu"
-        let store = APNsKeyStore(directory: dataDir + "/apns/keys")
-        let (entry, pem) = try store.generate(teamID: f["team-id"], keyID: f["key-id"], environment: env, topics: topics)
+        let (entry, pem) = try APNsKeyStore.makeKey(teamID: f["team-id"], keyID: f["key-id"], environment: env, topics: topics)
+        try APNsKeyStore.writeDropIn(entry, directory: dataDir + "/apns/keys")
         let outDir = f["out"] ?? "."
         try Emulator.makeDirectory(outDir)
         let path = outDir + "/AuthKey_\(entry.keyID).p8"
@@ -258,10 +260,11 @@ enum Commands {
         guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else {
             throw ConfigurationError("--token-uri must be an http(s) URL")
         }
-        let accounts = FCMServiceAccounts(directory: (f["data-dir"] ?? "./.pushemu") + "/fcm/service-accounts")
         let json: String
         do {
-            (_, json) = try accounts.generate(projectID: project, tokenURI: tokenURI)
+            let (account, privatePEM) = try FCMServiceAccounts.makeAccount(projectID: project)
+            try FCMServiceAccounts.writeDropIn(account, directory: (f["data-dir"] ?? "./.pushemu") + "/fcm/service-accounts")
+            json = FCMServiceAccounts.serviceAccountJSON(account, privateKeyPEM: privatePEM, tokenURI: tokenURI)
         } catch {
             throw ConfigurationError("\(error)")
         }

@@ -50,17 +50,24 @@ final class CredentialsTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-keys-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let a = APNsKeyStore(directory: dir)
-        let (e, pem) = try a.generate(teamID: nil, keyID: nil, environment: .production, topics: ["com.x"])
+        // The CLI's way: a key made and dropped into the data directory's folder.
+        let early = APNsKeyStore(directory: dir + "/../" + URL(fileURLWithPath: dir).lastPathComponent)
+        let (e, pem) = try APNsKeyStore.makeKey(teamID: nil, keyID: nil, environment: .production, topics: ["com.x"])
         XCTAssertTrue(APNsKeyStore.isValidID(e.teamID) && APNsKeyStore.isValidID(e.keyID))
         XCTAssertNotNil(ES256.Key.fromPEM(pem, isPrivate: true))
-        // A second store (another process) sees it, even one created before the key existed.
-        let b = APNsKeyStore(directory: dir)
-        XCTAssertEqual(b.lookup(e.keyID)?.environment, .production)
-        XCTAssertEqual(b.lookup(e.keyID)?.topics, ["com.x"])
-        let early = APNsKeyStore(directory: dir + "/../" + URL(fileURLWithPath: dir).lastPathComponent)
+        XCTAssertNil(a.lookup(e.keyID))
+        try APNsKeyStore.writeDropIn(e, directory: dir)
+        // A running store (made before the key existed) finds it on a miss, with its limits.
+        XCTAssertEqual(a.lookup(e.keyID)?.environment, .production)
+        XCTAssertEqual(a.lookup(e.keyID)?.topics, ["com.x"])
         XCTAssertNotNil(early.lookup(e.keyID))
+        // A store registers what the folder holds at start.
+        let b = APNsKeyStore(directory: dir)
+        XCTAssertEqual(b.registerDropIns(), 1)
+        XCTAssertEqual(b.registerDropIns(), 0, "registered already")
         XCTAssertThrowsError(try a.register(teamID: "short", keyID: "KEY1234567", publicKeyPEM: ES256.Key.generate()!.publicKeyPEM))
         XCTAssertThrowsError(try a.register(teamID: "TEAM123456", keyID: "KEY1234567", publicKeyPEM: "nope"))
+        // Removing the keys removes their drop-in files too (else the next miss would bring them back).
         a.removeAll()
         XCTAssertNil(APNsKeyStore(directory: dir).lookup(e.keyID))
     }

@@ -195,10 +195,15 @@ final class FCMAuthTests: XCTestCase {
             for f in Files.list(dir) { unlink(dir + "/" + f) }
             rmdir(dir)
         }
-        let a = FCMServiceAccounts(directory: dir)
-        let (acc, _) = try a.generate(projectID: "persist-me", tokenURI: "http://x/token")
-        // Another process (the CLI) registered it: a running store finds it on a miss.
+        // The CLI made an account and dropped it in: a running store finds it on a miss, and
+        // registers it (a state-log record), so it stays when the file goes.
+        let (acc, _) = try FCMServiceAccounts.makeAccount(projectID: "persist-me")
         let b = FCMServiceAccounts(directory: dir)
+        XCTAssertNil(b.lookup(email: acc.clientEmail))
+        try FCMServiceAccounts.writeDropIn(acc, directory: dir)
         XCTAssertEqual(b.lookup(email: acc.clientEmail)?.privateKeyID, acc.privateKeyID)
+        unlink(dir + "/" + acc.privateKeyID + ".json")
+        XCTAssertEqual(b.lookup(email: acc.clientEmail)?.privateKeyID, acc.privateKeyID)
+        XCTAssertEqual(FCMServiceAccounts(directory: dir).registerDropIns(), 0)
     }
 }

@@ -161,7 +161,7 @@ final class DevicesTrackingTests: XCTestCase {
         // Behaviour fields are also accepted at the fleet's top level, over "behavior".
         (code, body) = try admin(
             s, "POST", "/emulator/v1/fleets",
-            #"{"platform":"ios","app":"com.example.app","count":1000,"seed":9,"uninstalledRate":0.5,"behavior":{"openRate":0.25}}"#)
+            #"{"platform":"ios","app":"com.example.app","count":1000,"seed":10,"uninstalledRate":0.5,"behavior":{"openRate":0.25}}"#)
         XCTAssertEqual(code, 201, body)
         let b = try XCTUnwrap(try json(body)["behavior"] as? [String: Any])
         XCTAssertEqual(b["uninstalledRate"] as? Double, 0.5)

@@ -48,6 +48,10 @@ uint64_t csys_random_u64(void);
 int csys_cpu_count(void);
 /* Peer address of a socket as text "host:port", written into buf. */
 int csys_peer_name(int fd, char *buf, size_t len);
+/* CRC-32C (Castagnoli) of `len` bytes, continuing from `crc` (0 to start): the SSE 4.2
+   instruction where the processor has it, a table otherwise. The state log frames its records
+   and snapshot sections with it. */
+uint32_t csys_crc32c(uint32_t crc, const void *data, size_t len);
 /* The commit of a packaged build (Scripts/package), or "" for a plain build. */
 const char *csys_build_commit(void);
 

@@ -1,0 +1,243 @@
+import PushCore
+import Synchronization
+import Transport
+
+/// What a reset forgets: the emulator's state, or that and the credentials too
+/// (`POST /emulator/v1/reset?all=true`).
+public enum ResetScope: Sendable {
+    case state
+    case all
+}
+
+/// A stateful service of the emulator. Each registers once with the `StoreRegistry`, which is
+/// the only list of them: reset, `/emulator/v1/stats`, snapshots, export and import all go
+/// through it, so a new store is added in one place and no reset can forget it.
+public protocol StateStore: AnyObject, Sendable {
+    /// Its name in the registry, the state log, the export and `/stats` ("devices", "faults"...).
+    var stateName: String { get }
+    /// Forgets its state (a credentials store only with `.all`).
+    func reset(_ scope: ResetScope)
+    /// Its members of `/emulator/v1/stats`, if any.
+    func addStats(to stats: inout StatsDocument)
+}
+
+extension StateStore {
+    public func addStats(to stats: inout StatsDocument) {}
+}
+
+/// `/emulator/v1/stats` as the stores write it: objects by name (the order their first member
+/// came in), to which several stores may add members (`devices` has the device layer's counts
+/// and each gateway's token count), and whole values.
+public struct StatsDocument {
+    private var order: [String] = []
+    private var objects: [String: JSONObjectWriter] = [:]
+    private var values: [String: String] = [:]
+
+    public init() {}
+
+    private mutating func note(_ section: String) {
+        if objects[section] == nil && values[section] == nil { order.append(section) }
+    }
+
+    /// Adds a member to the object `section`.
+    public mutating func add<N: BinaryInteger>(_ section: String, _ name: String, _ value: N?) {
+        note(section)
+        objects[section, default: JSONObjectWriter()].add(name, value)
+    }
+
+    public mutating func add(_ section: String, _ name: String, _ value: String?) {
+        note(section)
+        objects[section, default: JSONObjectWriter()].add(name, value)
+    }
+
+    public mutating func add(_ section: String, _ name: String, _ value: Bool) {
+        note(section)
+        objects[section, default: JSONObjectWriter()].add(name, value)
+    }
+
+    public mutating func add(_ section: String, _ name: String, json: String?) {
+        note(section)
+        objects[section, default: JSONObjectWriter()].add(name, json: json)
+    }
+
+    /// Sets `section` to a JSON value made elsewhere (an array, an object).
+    public mutating func set(_ section: String, json: String) {
+        note(section)
+        values[section] = json
+    }
+
+    public var text: String {
+        var out = JSONObjectWriter()
+        for name in order { out.add(name, json: values[name] ?? objects[name]?.text ?? "null") }
+        return out.text
+    }
+}
+
+/// A store whose state outlives the process: it states every change as a `ChangeRecord`
+/// (through `changes`), applies records (its own at start, an import's, another node's), and
+/// writes its whole state as records for a snapshot or an export.
+public protocol PersistentStore: StateStore {
+    /// Where its changes go (the registry connects it to the log; unconnected, nothing is kept).
+    var changes: ChangeLink { get }
+    /// Every kind of record it writes.
+    var recordSchemas: [RecordSchema] { get }
+    /// Applies one of its records. Idempotent; a record of an unknown kind or a newer version
+    /// than `recordSchemas` says is refused (`StateFormatError`).
+    func apply(_ record: ChangeRecord) throws
+    /// Its whole state as records that `apply` turns back into it, in a deterministic order.
+    func snapshot(_ emit: (ChangeRecord) -> Void)
+    /// Logs what the push path changed since the last call and should survive a kill (counts,
+    /// progress): called by the log's thread once a second, and at stop.
+    func checkpoint()
+}
+
+extension PersistentStore {
+    public func checkpoint() {}
+}
+
+/// A store's handle on the state log: the store calls `emit` with each change it applied,
+/// inside the lock that ordered the change, so the log holds a store's changes in the order
+/// they took effect. A cheap no-op while no log is connected (`--in-memory`).
+public final class ChangeLink: @unchecked Sendable { // `log` is set once, before serving
+    public let store: String
+    /// Weak: the log refers to the stores (through the registry), not the other way round.
+    weak var log: StateLog?
+
+    public init(store: String) { self.store = store }
+
+    /// Whether changes are kept (encode a record only then).
+    @inline(__always) public var isLogging: Bool { log != nil }
+
+    /// Appends a change the store has applied. Returns its position in the log (0: not kept).
+    @discardableResult
+    public func emit(kind: Int, version: Int = 1, atMs: Int64, _ body: [UInt8]) -> UInt64 {
+        guard let log else { return 0 }
+        return log.append(ChangeRecord(store: store, kind: kind, version: version, body: body, atMs: atMs))
+    }
+
+    /// As `emit`, building the body only when it is kept.
+    @discardableResult
+    public func emit(kind: Int, version: Int = 1, atMs: Int64, _ body: (inout StateWriter) -> Void) -> UInt64 {
+        guard let log else { return 0 }
+        var w = StateWriter()
+        body(&w)
+        return log.append(ChangeRecord(store: store, kind: kind, version: version, body: w.bytes, atMs: atMs))
+    }
+
+    /// Writes what was emitted now where the durability asks for it (strict, relaxed: to the
+    /// file). For a change no admin answer waits on (one a push caused): it is in the file before
+    /// that push's answer leaves.
+    public func writeNow() {
+        guard let log, log.durability != .sync else { return }
+        _ = log.write()
+    }
+}
+
+/// Every stateful service, in the order they were registered (the order reset, stats, snapshots
+/// and exports follow). Built by the composition root before the server starts.
+public final class StoreRegistry: Sendable {
+    public let stores: [any StateStore]
+    let persistent: [String: any PersistentStore]
+
+    public init(_ stores: [any StateStore]) {
+        self.stores = stores
+        var persistent: [String: any PersistentStore] = [:]
+        for s in stores {
+            precondition(!s.stateName.hasPrefix("#"), "store names starting with # are the registry's")
+            if let p = s as? any PersistentStore {
+                precondition(persistent[s.stateName] == nil, "two stores named \(s.stateName)")
+                persistent[s.stateName] = p
+            }
+        }
+        self.persistent = persistent
+    }
+
+    /// The stores whose state is kept, in registration order.
+    public var persistentStores: [any PersistentStore] { stores.compactMap { $0 as? any PersistentStore } }
+
+    /// Connects every persistent store to `log`.
+    func connect(_ log: StateLog) {
+        for s in persistentStores { s.changes.log = log }
+    }
+
+    /// The registry's own record kinds (store "#registry").
+    enum Kind {
+        static let reset = 1
+    }
+    static let storeName = "#registry"
+    static let resetFields = [FieldSchema(1, "all", .bool)]
+
+    /// Resets every store (and logs the reset, so a restart does not bring the state back).
+    public func reset(_ scope: ResetScope, log: StateLog?, nowMs: Int64) {
+        for s in stores { s.reset(scope) }
+        if let log {
+            var w = StateWriter()
+            w.bool(1, scope == .all)
+            _ = log.append(ChangeRecord(store: StoreRegistry.storeName, kind: Kind.reset, body: w.bytes, atMs: nowMs))
+        }
+    }
+
+    /// Applies a record to its store (or a registry record to every store). A record for a store
+    /// this pushemu does not have is refused.
+    public func apply(_ record: ChangeRecord) throws {
+        if record.store == StoreRegistry.storeName {
+            guard record.kind == Kind.reset, record.version == 1 else {
+                throw StateFormatError(
+                    "a \(record.store) record of kind \(record.kind) version \(record.version) (newer than this pushemu)")
+            }
+            let all = try record.body.withUnsafeBytes { raw -> Bool in
+                var r = StateReader(raw)
+                var all = false
+                while let f = try r.next() { if f == 1 { all = try r.bool() } else { try r.skip() } }
+                return all
+            }
+            for s in stores { s.reset(all ? .all : .state) }
+            return
+        }
+        guard let store = persistent[record.store] else {
+            throw StateFormatError("a record for store '\(record.store)', which this pushemu does not have (written by a newer version?)")
+        }
+        try store.apply(record)
+    }
+
+    /// `/emulator/v1/stats`, from every store.
+    public func addStats(to stats: inout StatsDocument) {
+        for s in stores { s.addStats(to: &stats) }
+    }
+
+    /// The schema of a store's record kind.
+    func schema(store: String, kind: Int) -> RecordSchema? {
+        if store == StoreRegistry.storeName {
+            return kind == Kind.reset ? RecordSchema(kind: Kind.reset, name: "reset", fields: StoreRegistry.resetFields) : nil
+        }
+        return persistent[store]?.recordSchemas.first { $0.kind == kind }
+    }
+
+    func schema(store: String, name: String) -> RecordSchema? {
+        if store == StoreRegistry.storeName {
+            return name == "reset" ? RecordSchema(kind: Kind.reset, name: "reset", fields: StoreRegistry.resetFields) : nil
+        }
+        return persistent[store]?.recordSchemas.first { $0.name == name }
+    }
+}
+
+/// A service that keeps nothing across a restart but takes part in reset and `/stats` (the
+/// notification log, the tracking log, metrics, quotas), registered through closures by the
+/// composition root, which is the one place that lists every store.
+public final class TransientStore: StateStore {
+    public let stateName: String
+    private let onReset: @Sendable (ResetScope) -> Void
+    private let onStats: @Sendable (inout StatsDocument) -> Void
+
+    public init(
+        _ name: String, reset: @escaping @Sendable (ResetScope) -> Void,
+        stats: @escaping @Sendable (inout StatsDocument) -> Void = { _ in }
+    ) {
+        stateName = name
+        onReset = reset
+        onStats = stats
+    }
+
+    public func reset(_ scope: ResetScope) { onReset(scope) }
+    public func addStats(to stats: inout StatsDocument) { onStats(&stats) }
+}
