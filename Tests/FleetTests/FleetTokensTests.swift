@@ -8,6 +8,55 @@ import XCTest
 final class FleetTokensTests: XCTestCase {
     func store() -> DeviceStore { DeviceStore(dispatcher: nil) }
 
+    /// The same seed, platform, app and count give the same tokens in any process on any
+    /// machine, whatever the fleet's number or the other fleets: these are pinned (a change here
+    /// breaks every platform that imported a fleet's tokens).
+    func testTokensFollowFromSeedPlatformAppAndCountAlone() throws {
+        let a = store()
+        _ = try a.createFleet(
+            platform: .ios, app: "other", count: 5, environment: "sandbox", seed: 1, behavior: nil, tracking: nil, labels: [], nowMs: 1)
+        let ios = try a.createFleet(
+            platform: .ios, app: "com.example.app", count: 1_000_000, environment: "sandbox", seed: 7, behavior: nil, tracking: nil,
+            labels: [], nowMs: 1)
+        XCTAssertEqual(ios.number, 2)
+        XCTAssertEqual(a.token(ios, index: 0), "21f5f8b8f949f90cc0a5a410c2b5b0cf802e1a517c9f7372add2a81e18e69207")
+        XCTAssertEqual(a.token(ios, index: 1), "a6156a54876d57182a11140f9494572392f53914486f7de4d29f37a5ab9f338a")
+        XCTAssertEqual(a.token(ios, index: 999_999), "acef80a267698315fc79656f4d3485303727ab8fd3418970cbb8010135e39985")
+        let b = store()
+        let android = try b.createFleet(
+            platform: .android, app: "com.example", count: 1_000_000, environment: "p", seed: 7, behavior: nil, tracking: nil, labels: [],
+            nowMs: 9)
+        XCTAssertEqual(
+            b.token(android, index: 0),
+            "8vqSFFjYmpY4nXsage4F5v:APA91bbB2cso0TNx4bOZ2nk6d8WF5iFr2WxhhuGiQ3UygVXAMoIaEdYDBAIkXMVJtOk9Rsw4X4vQk3AYJW6bI8DiJJeFGliWzPtEdbwI5jQ6OKa9vTe9s7IZGY7a0nXMnJQwTD_wkA2R"
+        )
+        // The same in another store where it is the first fleet; another count, other tokens.
+        let c = store()
+        let again = try c.createFleet(
+            platform: .ios, app: "com.example.app", count: 1_000_000, environment: "production", seed: 7, behavior: nil, tracking: nil,
+            labels: [], nowMs: 5)
+        XCTAssertEqual(c.token(again, index: 1), a.token(ios, index: 1))
+        XCTAssertEqual(c.device(token: a.token(ios, index: 1))?.fleetIndex, 1)
+        let fewer = try c.createFleet(
+            platform: .ios, app: "com.example.app", count: 999_999, environment: "sandbox", seed: 7, behavior: nil, tracking: nil,
+            labels: [], nowMs: 5)
+        XCTAssertNotEqual(c.token(fewer, index: 1), c.token(again, index: 1))
+        // The twin of a fleet (same four) would have its tokens: refused, naming it.
+        XCTAssertThrowsError(
+            try c.createFleet(
+                platform: .ios, app: "com.example.app", count: 999_999, environment: "sandbox", seed: 7, behavior: nil, tracking: nil,
+                labels: [], nowMs: 5)
+        ) { XCTAssertTrue("\($0)".contains("fleet-2 has the same seed, platform, app and count"), "\($0)") }
+        // Without a seed: a random one, below 2^53 (exact in JavaScript), shown and reproducible.
+        let random = try c.createFleet(
+            platform: .android, app: "r", count: 10, environment: nil, seed: nil, behavior: nil, tracking: nil, labels: [], nowMs: 5)
+        XCTAssertLessThan(random.seed, 1 << 53)
+        let replay = try store().createFleet(
+            platform: .android, app: "r", count: 10, environment: nil, seed: random.seed, behavior: nil, tracking: nil, labels: [], nowMs: 5
+        )
+        XCTAssertEqual(store().token(replay, index: 3), c.token(random, index: 3))
+    }
+
     func testTokensLookRealAndAreRecognised() throws {
         let s = store()
         let ios = try s.createFleet(
