@@ -200,7 +200,7 @@ public final class APNsChannelRegistry: PersistentStore {
                     FieldSchema(
                         7, "stored",
                         .message([
-                            FieldSchema(1, "payload", .json), FieldSchema(2, "notificationId", .string), FieldSchema(3, "receivedAt", .int),
+                            FieldSchema(1, "payload", .json), FieldSchema(2, "notificationId", .uuid), FieldSchema(3, "receivedAt", .int),
                             FieldSchema(4, "expiresAt", .int), FieldSchema(5, "priority", .int),
                         ])),
                 ]),
@@ -230,7 +230,7 @@ public final class APNsChannelRegistry: PersistentStore {
         if let m = c.stored {
             w.message(7) { s in
                 s.bytes(1, m.payload)
-                s.string(2, m.notificationID.description)
+                s.uuid(2, m.notificationID)
                 s.int(3, m.receivedAtMs)
                 s.int(4, m.expiresAtMs)
                 s.int(5, Int64(m.priority))
@@ -239,11 +239,11 @@ public final class APNsChannelRegistry: PersistentStore {
         return w.bytes
     }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.version == 1 else {
             throw StateFormatError("apns.channels record version \(record.version) is newer than this pushemu")
         }
-        try record.body.withUnsafeBytes { raw in
+        try record.withBody { raw in
             var r = StateReader(raw)
             switch record.kind {
             case Kind.channel:
@@ -263,11 +263,7 @@ public final class APNsChannelRegistry: PersistentStore {
                         while let g = try m.next() {
                             switch g {
                             case 1: stored.payload = try m.bytes()
-                            case 2:
-                                guard let id = UUIDValue.parseCanonicalLowercase(Array((try m.string()).utf8)) else {
-                                    throw StateFormatError("a stored message's notificationId must be a lowercase UUID")
-                                }
-                                stored.notificationID = id
+                            case 2: stored.notificationID = try m.uuid()
                             case 3: stored.receivedAtMs = try m.int()
                             case 4: stored.expiresAtMs = try m.int()
                             case 5: stored.priority = try m.int(in: 0...10)

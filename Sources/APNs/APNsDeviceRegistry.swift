@@ -155,14 +155,14 @@ public final class APNsDeviceRegistry: PersistentStore {
         return w.bytes
     }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.kind == 1, record.version == 1 else {
             throw StateFormatError("apns.tokens has no record kind \(record.kind) version \(record.version)")
         }
         var token = ""
         var pushes: UInt64?
         var d = Device(token: "", environment: .sandbox, bundleKey: TokenKey(""), bundleID: "", uninstalledAtMs: nil, pushes: 0)
-        try record.body.withUnsafeBytes { raw in
+        try record.withBody { raw in
             var r = StateReader(raw)
             while let f = try r.next() {
                 switch f {
@@ -187,8 +187,11 @@ public final class APNsDeviceRegistry: PersistentStore {
         }
     }
 
+    /// Nothing in order: every record names its own token (see `snapshotIndependent`).
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {}
+
     /// Every token, sorted.
-    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+    public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
         var all: [(String, Device)] = []
         for s in shards { s.map.withLock { m in for (_, d) in m { all.append((d.token, d)) } } }
         all.sort { $0.0 < $1.0 }
@@ -196,6 +199,11 @@ public final class APNsDeviceRegistry: PersistentStore {
     }
 
     public func reset(_ scope: ResetScope) { removeAll() }
+
+    public func reserve(records: Int) {
+        let each = records / shards.count + records / (shards.count * 8) + 16
+        for s in shards { s.map.withLock { $0.reserveCapacity($0.count + each) } }
+    }
 
     public func addStats(to stats: inout StatsDocument) {
         stats.add("devices", "apnsTokens", count)

@@ -181,9 +181,9 @@ public final class APNsKeyStore: PersistentStore {
         return w.bytes
     }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.version == 1 else { throw StateFormatError("apns.keys record version \(record.version) is newer than this pushemu") }
-        try record.body.withUnsafeBytes { raw in
+        try record.withBody { raw in
             var r = StateReader(raw)
             switch record.kind {
             case Kind.key:

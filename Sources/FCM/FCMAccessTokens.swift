@@ -62,11 +62,11 @@ public final class FCMAccessTokens: PersistentStore {
 
     public var recordSchemas: [RecordSchema] { [RecordSchema(kind: 1, name: "secret", fields: [FieldSchema(1, "secret", .bytes)])] }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.kind == 1, record.version == 1 else {
             throw StateFormatError("fcm.oauth has no record kind \(record.kind) v\(record.version)")
         }
-        let s = try record.body.withUnsafeBytes { raw -> [UInt8] in
+        let s = try record.withBody { raw -> [UInt8] in
             var r = StateReader(raw)
             var s: [UInt8] = []
             while let f = try r.next() { if f == 1 { s = try r.bytes() } else { try r.skip() } }

@@ -69,7 +69,9 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
     private let maxPerShard: Int
     /// topic -> tokens subscribed.
-    private let topicIndex = FutexLock<[String: Set<String>]>([:])
+    /// (By token key: two words hashed cheaply, where a 163-byte token went through SipHash; a
+    /// fan-out reads each token from its device record.)
+    private let topicIndex = FutexLock<[String: Set<TokenKey>]>([:])
 
     /// The device layer (fleets, registered devices), asked about tokens with no record here.
     let directory: DeviceDirectory?
@@ -98,6 +100,17 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
 
     private func shard(_ key: TokenKey) -> Shard { shards[key.shard(shards.count)] }
+
+    /// As below, for a token already held as a String (shared with the index, not copied).
+    private func indexInstallation(_ token: String) {
+        var t = token
+        let key: TokenKey? = t.withUTF8 { buf in
+            guard let colon = buf.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return nil }
+            return TokenKey(UnsafeRawBufferPointer(start: buf.baseAddress, count: colon))
+        }
+        guard let key else { return }
+        installations[key.shard(installations.count)].map.withLock { $0[key] = token }
+    }
 
     /// Indexes a registration token under its installation id (its part before the colon).
     private func indexInstallation(_ token: ArraySlice<UInt8>) {
@@ -168,7 +181,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         }
         indexInstallation(Array(token.utf8)[...])
         if let old, !old.topics.isEmpty {
-            topicIndex.withLock { idx in for t in old.topics.keys { idx[t]?.remove(token) } }
+            topicIndex.withLock { idx in for t in old.topics.keys { idx[t]?.remove(key) } }
         }
     }
 
@@ -227,7 +240,7 @@ public final class FCMDeviceRegistry: PersistentStore {
             return .ok
         }
         if r == .ok {
-            _ = topicIndex.withLock { $0[topic, default: []].insert(token) }
+            _ = topicIndex.withLock { $0[topic, default: []].insert(key) }
             indexInstallation(Array(token.utf8)[...])
         }
         return r
@@ -264,7 +277,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         }
         if r == .ok {
             topicIndex.withLock { idx in
-                idx[topic]?.remove(token)
+                idx[topic]?.remove(key)
                 if idx[topic]?.isEmpty == true { idx[topic] = nil }
             }
         }
@@ -281,29 +294,28 @@ public final class FCMDeviceRegistry: PersistentStore {
     /// holds at least one subscription (a condition true of no topics at all would otherwise name
     /// every device in the world).
     public func fanOut(condition: FCMCondition, project: String) -> [String] {
-        let candidates: [String] = topicIndex.withLock { idx in
+        let candidates: [TokenKey] = topicIndex.withLock { idx in
             if condition.matches({ _ in false }) {
-                return Array(idx.values.reduce(into: Set<String>()) { $0.formUnion($1) })
+                return Array(idx.values.reduce(into: Set<TokenKey>()) { $0.formUnion($1) })
             }
-            return Array(condition.topics.reduce(into: Set<String>()) { acc, t in if let s = idx[t] { acc.formUnion(s) } })
+            return Array(condition.topics.reduce(into: Set<TokenKey>()) { acc, t in if let s = idx[t] { acc.formUnion(s) } })
         }
         return claim(candidates, project: project) { d in condition.matches { d.topics[$0] != nil } }
     }
 
-    private func claim(_ tokens: [String], project: String, where match: (Device) -> Bool = { _ in true }) -> [String] {
+    private func claim(_ keys: [TokenKey], project: String, where match: (Device) -> Bool = { _ in true }) -> [String] {
         var out: [String] = []
-        out.reserveCapacity(tokens.count)
-        for t in tokens {
-            let key = TokenKey(t)
-            let ok = shard(key).map.withLock { map -> Bool in
-                guard let i = map.index(forKey: key) else { return false }
+        out.reserveCapacity(keys.count)
+        for key in keys {
+            let token = shard(key).map.withLock { map -> String? in
+                guard let i = map.index(forKey: key) else { return nil }
                 let d = map.values[i]
-                guard d.uninstalledAtMs == nil, d.project == nil || d.project == project, match(d) else { return false }
+                guard d.uninstalledAtMs == nil, d.project == nil || d.project == project, match(d) else { return nil }
                 map.values[i].project = project
                 map.values[i].pushes &+= 1
-                return true
+                return d.token
             }
-            if ok { out.append(t) }
+            if let token { out.append(token) }
         }
         return out.sorted()
     }
@@ -388,41 +400,16 @@ public final class FCMDeviceRegistry: PersistentStore {
         return w.bytes
     }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.version == 1 else { throw StateFormatError("fcm.tokens record version \(record.version) is newer than this pushemu") }
-        try record.body.withUnsafeBytes { raw in
-            var r = StateReader(raw)
-            switch record.kind {
-            case Kind.token:
-                var d = Device(token: "", project: nil, createdAtMs: 0)
-                var pushes: UInt64?
-                while let f = try r.next() {
-                    switch f {
-                    case 1: d.token = try r.string()
-                    case 2: d.project = try r.string()
-                    case 3: d.app = try r.string()
-                    case 4: d.platform = try r.string()
-                    case 5: d.createdAtMs = try r.int()
-                    case 6: d.uninstalledAtMs = try r.int()
-                    case 7: pushes = try r.uint()
-                    case 8:
-                        var m = try r.message()
-                        var name = ""
-                        var day: Int32 = 0
-                        while let g = try m.next() {
-                            switch g {
-                            case 1: name = try m.string()
-                            case 2: day = Int32(try m.int(in: Int(Int32.min)...Int(Int32.max)))
-                            default: try m.skip()
-                            }
-                        }
-                        d.topics[name] = day
-                    default: try r.skip()
-                    }
-                }
-                guard !d.token.isEmpty else { throw StateFormatError("an fcm.tokens record needs a token") }
-                put(d, pushes: pushes)
-            case Kind.subscribed, Kind.unsubscribed:
+        switch record.kind {
+        case Kind.token:
+            let (d, pushes) = try FCMDeviceRegistry.decodeToken(record.body)
+            let added = put(d, pushes: pushes)
+            if !added.topics.isEmpty { topicIndex.withLock { idx in for t in added.topics { idx[t, default: []].insert(added.key) } } }
+        case Kind.subscribed, Kind.unsubscribed:
+            try record.withBody { raw in
+                var r = StateReader(raw)
                 var topic = ""
                 var tokens: [String] = []
                 var project: String?
@@ -445,34 +432,102 @@ public final class FCMDeviceRegistry: PersistentStore {
                         _ = unsubscribeOne(t, topic: topic)
                     }
                 }
-            default:
-                throw StateFormatError("fcm.tokens has no record kind \(record.kind)")
             }
+        default:
+            throw StateFormatError("fcm.tokens has no record kind \(record.kind)")
         }
     }
 
-    /// Sets a device's record (its topics in the index too), keeping its push count unless given.
-    private func put(_ d: Device, pushes: UInt64?) {
-        let key = TokenKey(d.token)
-        let old = shard(key).map.withLock { map -> Device? in
-            let old = map[key]
-            var next = d
-            next.pushes = pushes ?? old?.pushes ?? 0
-            map[key] = next
-            return old
+    /// A start's chunk of token records: the topic index (one lock for every device) taken once
+    /// for the chunk, not once a record.
+    public func apply(batch: [RecordView]) throws {
+        var added: [(String, TokenKey)] = []
+        func flush() {
+            guard !added.isEmpty else { return }
+            topicIndex.withLock { idx in for (t, k) in added { idx[t, default: []].insert(k) } }
+            added.removeAll(keepingCapacity: true)
         }
-        indexInstallation(Array(d.token.utf8)[...])
-        topicIndex.withLock { idx in
-            for t in old?.topics.keys ?? [:].keys where d.topics[t] == nil {
-                idx[t]?.remove(d.token)
-                if idx[t]?.isEmpty == true { idx[t] = nil }
+        for record in batch {
+            guard record.kind == Kind.token, record.version == 1 else {
+                flush()
+                try apply(record)
+                continue
             }
-            for t in d.topics.keys { idx[t, default: []].insert(d.token) }
+            let (d, pushes) = try FCMDeviceRegistry.decodeToken(record.body)
+            let put = self.put(d, pushes: pushes)
+            for t in put.topics { added.append((t, put.key)) }
         }
+        flush()
     }
+
+    static func decodeToken(_ raw: UnsafeRawBufferPointer) throws -> (Device, UInt64?) {
+        var r = StateReader(raw)
+        var d = Device(token: "", project: nil, createdAtMs: 0)
+        var pushes: UInt64?
+        while let f = try r.next() {
+            switch f {
+            case 1: d.token = try r.string()
+            case 2: d.project = try r.string()
+            case 3: d.app = try r.string()
+            case 4: d.platform = try r.string()
+            case 5: d.createdAtMs = try r.int()
+            case 6: d.uninstalledAtMs = try r.int()
+            case 7: pushes = try r.uint()
+            case 8:
+                var m = try r.message()
+                var name = ""
+                var day: Int32 = 0
+                while let g = try m.next() {
+                    switch g {
+                    case 1: name = try m.string()
+                    case 2: day = Int32(try m.int(in: Int(Int32.min)...Int(Int32.max)))
+                    default: try m.skip()
+                    }
+                }
+                d.topics[name] = day
+            default: try r.skip()
+            }
+        }
+        guard !d.token.isEmpty else { throw StateFormatError("an fcm.tokens record needs a token") }
+        return (d, pushes)
+    }
+
+    /// Sets a device's record, keeping its push count unless given; removes from the topic index
+    /// what it no longer subscribes to and returns what the index must gain (the caller adds it,
+    /// once for many records when it can). One lookup.
+    private func put(_ d: Device, pushes: UInt64?) -> (key: TokenKey, topics: [String]) {
+        let key = TokenKey(d.token)
+        let token = d.token
+        let topics = Array(d.topics.keys)
+        let oldTopics = shard(key).map.withLock { map -> [String]? in
+            if let i = map.index(forKey: key) {
+                let old = Array(map.values[i].topics.keys)
+                let kept = map.values[i].pushes
+                map.values[i] = d
+                map.values[i].pushes = pushes ?? kept
+                return old
+            }
+            map[key] = d
+            if let pushes { map[key]?.pushes = pushes }
+            return nil
+        }
+        indexInstallation(token)
+        if let oldTopics, oldTopics.contains(where: { !topics.contains($0) }) {
+            topicIndex.withLock { idx in
+                for t in oldTopics where !topics.contains(t) {
+                    idx[t]?.remove(key)
+                    if idx[t]?.isEmpty == true { idx[t] = nil }
+                }
+            }
+        }
+        return (key, topics)
+    }
+
+    /// Nothing in order: every record names its own token (see `snapshotIndependent`).
+    public func snapshot(_ emit: (ChangeRecord) -> Void) {}
 
     /// Every device, sorted by token (its topics in its record).
-    public func snapshot(_ emit: (ChangeRecord) -> Void) {
+    public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
         var all: [Device] = []
         for s in shards { s.map.withLock { all.append(contentsOf: $0.values) } }
         all.sort { $0.token < $1.token }
@@ -480,6 +535,12 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
 
     public func reset(_ scope: ResetScope) { removeAll() }
+
+    public func reserve(records: Int) {
+        let each = records / shards.count + records / (shards.count * 8) + 16
+        for s in shards { s.map.withLock { $0.reserveCapacity($0.count + each) } }
+        for s in installations { s.map.withLock { $0.reserveCapacity($0.count + each) } }
+    }
 
     public func addStats(to stats: inout StatsDocument) {
         stats.add("devices", "fcmTokens", count)

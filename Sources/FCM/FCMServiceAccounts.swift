@@ -184,11 +184,11 @@ public final class FCMServiceAccounts: PersistentStore {
         return w.bytes
     }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.version == 1 else {
             throw StateFormatError("fcm.serviceAccounts record version \(record.version) is newer than this pushemu")
         }
-        try record.body.withUnsafeBytes { raw in
+        try record.withBody { raw in
             var r = StateReader(raw)
             var f = [String](repeating: "", count: 7)
             while let n = try r.next() {

@@ -104,9 +104,9 @@ extension FaultEngine {
         }
     }
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.version == 1 else { throw StateFormatError("faults record version \(record.version) is newer than this pushemu") }
-        try record.body.withUnsafeBytes { raw in
+        try record.withBody { raw in
             var r = StateReader(raw)
             switch record.kind {
             case Kind.rule:
@@ -136,8 +136,9 @@ extension FaultEngine {
                 let rule = try FaultEngine.rule(
                     id: id, matchJSON: matchJSON, effectJSON: effectJSON, seed: seed, createdAtMs: created, stepAtMs: stepAt,
                     stepForMs: stepFor)
+                let existing = self.rule(id: id)
                 withRules { list in
-                    if let i = list.firstIndex(where: { $0.id == id }) {
+                    if existing != nil, let i = list.firstIndex(where: { $0.id == id }) {
                         rule.seen.store(seen ?? list[i].seenCount, ordering: .relaxed)
                         rule.firedCount.store(fired ?? list[i].fired, ordering: .relaxed)
                         list[i] = rule
@@ -167,7 +168,7 @@ extension FaultEngine {
                     default: try r.skip()
                     }
                 }
-                if let rule = all.first(where: { $0.id == id }) {
+                if let rule = self.rule(id: id) {
                     rule.seen.store(seen, ordering: .relaxed)
                     rule.firedCount.store(fired, ordering: .relaxed)
                     rule.checkpointed.withLock { $0 = (seen, fired) }
@@ -199,10 +200,9 @@ extension FaultEngine {
                     default: try r.skip()
                     }
                 }
-                let rules = all
                 var made: [Scenario.Step] = []
                 for (at, forMs, ruleID) in steps {
-                    guard let rule = rules.first(where: { $0.id == ruleID }) else {
+                    guard let rule = self.rule(id: ruleID) else {
                         throw StateFormatError("scenario \(id) names rule \(ruleID), which is not there")
                     }
                     made.append(Scenario.Step(atMs: at, forMs: forMs, rule: rule))
@@ -252,6 +252,8 @@ extension FaultEngine {
         withRules { $0.removeAll() }
         scenarios.removeAll()
     }
+
+    public func reserve(records: Int) { withRules { $0.reserveCapacity($0.count + records) } }
 
     public func addStats(to stats: inout StatsDocument) {
         let rules = all

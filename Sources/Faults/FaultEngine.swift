@@ -59,6 +59,9 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     }
 
     private let rules = FutexLock<[FaultRule]>([])
+    /// The same rules by id (kept with `rules`, under its lock: `withRules` rebuilds it), so
+    /// applying a record finds its rule without a walk of the list.
+    private let byID = FutexLock<[String: FaultRule]>([:])
     private let version = Atomic<Int>(1)
     private let nextID = Atomic<Int>(0)
     /// One slot per event loop: (version, snapshot). Only that loop touches its slot.
@@ -93,17 +96,23 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     public func add(_ r: FaultRule) {
         rules.withLock { list in
             list.append(r)
+            byID.withLock { $0[r.id] = r }
             if r.persistent, changes.isLogging { changes.emit(kind: Kind.rule, atMs: r.createdAtMs, FaultEngine.record(r)) }
         }
         version.add(1, ordering: .releasing)
     }
+
+    /// The rule with `id`, if any (one lookup).
+    public func rule(id: String) -> FaultRule? { byID.withLock { $0[id] } }
 
     /// Rules made from the configuration at start: first in order (as they were when the state
     /// log's rules were made), never logged.
     public func addConfigured(_ list: [FaultRule]) {
         rules.withLock { all in
             let at = all.prefix { !$0.persistent }.count
-            all.insert(contentsOf: list.map { $0.persistent ? $0.configured() : $0 }, at: at)
+            let made = list.map { $0.persistent ? $0.configured() : $0 }
+            all.insert(contentsOf: made, at: at)
+            byID.withLock { for r in made { $0[r.id] = r } }
         }
         version.add(1, ordering: .releasing)
     }
@@ -113,6 +122,7 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
         rules.withLock { list in
             for step in s.steps {
                 list.append(step.rule)
+                byID.withLock { $0[step.rule.id] = step.rule }
                 if changes.isLogging { changes.emit(kind: Kind.rule, atMs: step.rule.createdAtMs, FaultEngine.record(step.rule)) }
             }
             registry.list.withLock { $0.append(s) }
@@ -128,6 +138,7 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
         let removed = rules.withLock { r -> Bool in
             let n = r.count
             r.removeAll { $0.id == id }
+            byID.withLock { _ = $0.removeValue(forKey: id) }
             if r.count != n, changes.isLogging { changes.emit(kind: Kind.ruleRemoved, atMs: Clock.nowMs()) { $0.string(1, id) } }
             return r.count != n
         }
@@ -139,6 +150,7 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     public func removeAll() {
         rules.withLock { r in
             r.removeAll()
+            byID.withLock { $0.removeAll() }
             if changes.isLogging { changes.emit(kind: Kind.rulesCleared, atMs: Clock.nowMs(), []) }
         }
         version.add(1, ordering: .releasing)
@@ -153,9 +165,24 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
         }
     }
 
-    /// The rule list under its lock, for the state extension (which bumps the version after).
+    /// The rule list under its lock, for the state extension (the version bumped and the index
+    /// by id made again after: applying records changes the list wholesale).
     func withRules<R>(_ body: (inout [FaultRule]) throws -> R) rethrows -> R {
-        let r = try rules.withLock { try body(&$0) }
+        let r = try rules.withLock { list in
+            let count = list.count
+            let last = list.last
+            let out = try body(&list)
+            // One rule appended (a start's records, one by one): the index takes just it.
+            if list.count == count + 1, list.count < 2 || list[list.count - 2] === last {
+                byID.withLock { $0[list[list.count - 1].id] = list[list.count - 1] }
+            } else {
+                byID.withLock { m in
+                    m.removeAll(keepingCapacity: true)
+                    for rule in list { m[rule.id] = rule }
+                }
+            }
+            return out
+        }
         version.add(1, ordering: .releasing)
         return r
     }

@@ -24,7 +24,7 @@ extension DeviceStore {
     public var recordSchemas: [RecordSchema] {
         let pending: [FieldSchema] = [
             FieldSchema(1, "provider", .string), FieldSchema(2, "app", .string), FieldSchema(3, "environment", .string),
-            FieldSchema(4, "notificationId", .string), FieldSchema(5, "messageName", .string), FieldSchema(6, "receivedAt", .int),
+            FieldSchema(4, "notificationId", .uuid), FieldSchema(5, "messageName", .string), FieldSchema(6, "receivedAt", .int),
             FieldSchema(7, "payload", .json), FieldSchema(8, "mutableContent", .bool), FieldSchema(9, "contentAvailable", .bool),
             FieldSchema(10, "hasData", .bool), FieldSchema(11, "alerts", .uint), FieldSchema(12, "collapseId", .string),
             FieldSchema(13, "expiresAt", .int), FieldSchema(14, "channelId", .string), FieldSchema(15, "heldUntil", .int),
@@ -38,7 +38,7 @@ extension DeviceStore {
             FieldSchema(15, "endedAt", .int),
         ]
         let inbox: [FieldSchema] = [
-            FieldSchema(1, "notificationId", .string), FieldSchema(2, "receivedAt", .int), FieldSchema(3, "collapseId", .string),
+            FieldSchema(1, "notificationId", .uuid), FieldSchema(2, "receivedAt", .int), FieldSchema(3, "collapseId", .string),
             FieldSchema(4, "displayed", .bool), FieldSchema(5, "activityId", .string), FieldSchema(6, "activityEvent", .string),
             FieldSchema(7, "channelId", .string),
         ]
@@ -154,7 +154,7 @@ extension DeviceStore {
                 m.string(1, x.provider.name)
                 m.string(2, x.app)
                 m.string(3, x.environment)
-                m.string(4, x.notificationID.description)
+                m.uuid(4, x.notificationID)
                 m.string(5, x.messageName)
                 m.int(6, x.receivedAtMs)
                 m.bytes(7, x.payload)
@@ -201,7 +201,7 @@ extension DeviceStore {
             w.bool(30, true)
             for e in d.inboxEntries {
                 w.message(31) { m in
-                    m.string(1, e.notificationID.description)
+                    m.uuid(1, e.notificationID)
                     m.int(2, e.receivedAtMs)
                     m.string(3, e.collapseID)
                     if e.displayed { m.bool(4, true) }
@@ -227,7 +227,7 @@ extension DeviceStore {
 
     // MARK: applying records
 
-    public func apply(_ record: ChangeRecord) throws {
+    public func apply(_ record: RecordView) throws {
         guard record.version == 1 else { throw StateFormatError("devices record version \(record.version) is newer than this pushemu") }
         switch record.kind {
         case Kind.fleet: try applyFleet(record.body)
@@ -278,7 +278,7 @@ extension DeviceStore {
         return p
     }
 
-    private func applyFleet(_ body: [UInt8]) throws {
+    private func applyFleet(_ body: UnsafeRawBufferPointer) throws {
         var number = 0
         var count = 0
         var registerRate = 10_000
@@ -293,7 +293,7 @@ extension DeviceStore {
         var registration: RegistrationConfig?
         var profile: AppProfile?
         var states = FleetDeviceStates()
-        try body.withUnsafeBytes { raw in
+        try withExtendedLifetime(body) { raw in
             var r = StateReader(raw)
             while let f = try r.next() {
                 switch f {
@@ -335,7 +335,7 @@ extension DeviceStore {
         if let progress = spec.registrationProgress, !replaced { registrar.add(spec, progress) }
     }
 
-    private func applyRegistration(_ body: [UInt8]) throws {
+    private func applyRegistration(_ body: UnsafeRawBufferPointer) throws {
         var fleet = 0
         var next = 0
         var sent = 0
@@ -343,7 +343,7 @@ extension DeviceStore {
         var waits = 0
         var paused = false
         var finished: Int64 = 0
-        try body.withUnsafeBytes { raw in
+        try withExtendedLifetime(body) { raw in
             var r = StateReader(raw)
             while let f = try r.next() {
                 switch f {
@@ -389,8 +389,8 @@ extension DeviceStore {
         }
     }
 
-    private func applyDevice(_ body: [UInt8]) throws {
-        let (decoded, counted) = try body.withUnsafeBytes { try DeviceStore.decodeDevice($0) }
+    private func applyDevice(_ body: UnsafeRawBufferPointer) throws {
+        let (decoded, counted) = try DeviceStore.decodeDevice(body)
         let k = TokenKey(decoded.token)
         let old = shard(k).map.withLock { m -> SimDevice? in
             let old = m[k]
@@ -489,18 +489,21 @@ extension DeviceStore {
             }
         }
         guard !d.token.isEmpty else { throw StateFormatError("a device record needs a token") }
-        d.tracking = overrides.0
-        d.behavior = overrides.1
-        d.registration = overrides.2
-        d.registrationFingerprint = overrides.3
+        // Most devices have none: each setter rebuilds the record's box.
+        if let t = overrides.0 { d.tracking = t }
+        if let b = overrides.1 { d.behavior = b }
+        if let r = overrides.2 { d.registration = r }
+        if let f = overrides.3 { d.registrationFingerprint = f }
         if let h = overrides.4 { d.hardwareID = h }
-        d.profile = overrides.5
-        d.inbox = inbox
-        d.pending = pending.map {
-            var p = $0
-            p.delivery.tokenBytes = Array(d.token.utf8)[...]
-            p.delivery.platform = d.platform
-            return p
+        if let p = overrides.5 { d.profile = p }
+        if !inbox.isEmpty { d.inbox = inbox }
+        if !pending.isEmpty {
+            d.pending = pending.map {
+                var p = $0
+                p.delivery.tokenBytes = Array(d.token.utf8)[...]
+                p.delivery.platform = d.platform
+                return p
+            }
         }
         if d.platform == .ios {
             if !activities.isEmpty { d.activities = activities }
@@ -509,11 +512,6 @@ extension DeviceStore {
             if fcmProject != nil { d.fcmProject = fcmProject }
         }
         return (d, counted)
-    }
-
-    static func uuid(_ s: String, _ what: String) throws -> UUIDValue {
-        guard let id = UUIDValue.parseCanonicalLowercase(Array(s.utf8)) else { throw StateFormatError("\(what) must be a lowercase UUID") }
-        return id
     }
 
     static func decodePending(_ reader: StateReader) throws -> SimDevice.Pending {
@@ -539,7 +537,7 @@ extension DeviceStore {
                 provider = p
             case 2: app = try m.string()
             case 3: environment = try m.string()
-            case 4: id = try uuid(try m.string(), "a held notification's notificationId")
+            case 4: id = try m.uuid()
             case 5: messageName = try m.string()
             case 6: received = try m.int()
             case 7: payload = try m.bytes()
@@ -602,7 +600,7 @@ extension DeviceStore {
         var live: (String?, String?, String?) = (nil, nil, nil)
         while let g = try m.next() {
             switch g {
-            case 1: e.notificationID = try uuid(try m.string(), "an inbox entry's notificationId")
+            case 1: e.notificationID = try m.uuid()
             case 2: e.receivedAtMs = try m.int()
             case 3: e.collapseID = try m.string()
             case 4: e.displayed = try m.bool()
@@ -620,8 +618,8 @@ extension DeviceStore {
 
     // MARK: snapshots, checkpoints, reset
 
-    /// Fleets in number order (each with its registration's progress), then devices in the order
-    /// of their token's key.
+    /// Fleets in number order (each with its registration's progress: fleets are numbered in
+    /// order, and a registration names its fleet).
     public func snapshot(_ emit: (ChangeRecord) -> Void) {
         for f in allFleets {
             emit(ChangeRecord(store: stateName, kind: Kind.fleet, body: DeviceStore.record(f)))
@@ -629,6 +627,10 @@ extension DeviceStore {
                 emit(ChangeRecord(store: stateName, kind: Kind.registration, body: DeviceStore.record(registration: p, fleet: f.number)))
             }
         }
+    }
+
+    /// Device records (each its own token's), shard by shard in the order of their token's key.
+    public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
         for s in shards {
             let records = s.map.withLock { m -> [(TokenKey, [UInt8])] in m.map { ($0.key, DeviceStore.record($0.value, counted: true)) } }
             for (_, body) in records.sorted(by: { ($0.0.a, $0.0.b) < ($1.0.a, $1.0.b) }) {
@@ -660,6 +662,13 @@ extension DeviceStore {
     }
 
     public func reset(_ scope: ResetScope) { removeAll() }
+
+    /// Each shard's table sized once for its share of `records` (a start's snapshot), instead
+    /// of doubling as they come (each doubling allocated and zeroed a new table).
+    public func reserve(records: Int) {
+        let each = records / shards.count + records / (shards.count * 8) + 16
+        for s in shards { s.map.withLock { $0.reserveCapacity($0.count + each) } }
+    }
 
     public func addStats(to stats: inout StatsDocument) {
         let c = self.stats

@@ -76,6 +76,25 @@ extension StateReader {
     }
 }
 
+/// A record as a store applies it: its body borrowed from the buffer it was read from (a
+/// snapshot's or log file's bytes, valid for the call only), so a start copies no body.
+public struct RecordView {
+    public let kind: Int
+    public let version: Int
+    public let atMs: Int64
+    public let body: UnsafeRawBufferPointer
+
+    public init(kind: Int, version: Int, atMs: Int64, body: UnsafeRawBufferPointer) {
+        self.kind = kind
+        self.version = version
+        self.atMs = atMs
+        self.body = body
+    }
+
+    /// `body` for `work` (the same shape as `Array.withUnsafeBytes`).
+    public func withBody<R>(_ work: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try work(body) }
+}
+
 /// Records framed for a file: `[length: u32 LE][CRC-32C of the payload: u32 LE][payload]`, so a
 /// record cut short by a crash, or damaged, is found and not applied.
 enum StateFrame {

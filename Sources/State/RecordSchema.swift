@@ -15,6 +15,8 @@ public indirect enum FieldType: Sendable {
     case json
     /// A number written by name in JSON: the names in order, from 0.
     case enumeration([String])
+    /// 16 bytes; in JSON the canonical lowercase UUID.
+    case uuid
     case message([FieldSchema])
 }
 
@@ -113,6 +115,7 @@ public enum RecordJSON {
         case .enumeration(let names):
             let n = try r.uint()
             return n < UInt64(names.count) ? JSONWriter.quote(names[Int(n)]) : String(n)
+        case .uuid: return JSONWriter.quote(try r.uuid().description)
         case .message(let fields):
             var sub = try r.message()
             return "{" + (try members(&sub, fields)) + "}"
@@ -184,6 +187,11 @@ public enum RecordJSON {
             w.bytes(f.number, b)
         case .json:
             w.bytes(f.number, v.raw(i))
+        case .uuid:
+            guard kind == .string, let id = UUIDValue.parseCanonicalLowercase(Array(v.string(i).utf8)) else {
+                throw StateFormatError("\(name) must be a lowercase UUID")
+            }
+            w.uuid(f.number, id)
         case .enumeration(let names):
             guard kind == .string, let n = names.firstIndex(of: v.string(i)) else {
                 throw StateFormatError("\(name) must be one of \(names.joined(separator: ", "))")

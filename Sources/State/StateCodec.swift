@@ -1,3 +1,5 @@
+import PushCore
+
 /// The binary form of change records and snapshots: numbered fields, each a key (`field << 3 |
 /// wire`) then its value, as protocol buffers lay them out. Wire 0 is a varint (unsigned, or
 /// zigzag for signed numbers, or 0/1), wire 1 eight little-endian bytes (a double), wire 2 a
@@ -84,6 +86,15 @@ public struct StateWriter: Sendable {
         for i in 0..<5 {
             bytes[at + i] = UInt8(truncatingIfNeeded: n & 0x7F) | (i < 4 ? 0x80 : 0)
             n >>= 7
+        }
+    }
+
+    /// A UUID as 16 bytes (big-endian halves).
+    public mutating func uuid(_ field: Int, _ id: UUIDValue) {
+        key(field, 2)
+        bytes.append(16)
+        for word in [id.high, id.low] {
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
         }
     }
 
@@ -212,6 +223,19 @@ public struct StateReader {
     public mutating func rawBytes() throws -> UnsafeRawBufferPointer {
         let r = try span()
         return UnsafeRawBufferPointer(rebasing: base[r])
+    }
+
+    /// A UUID written by `StateWriter.uuid`.
+    public mutating func uuid() throws -> UUIDValue {
+        let r = try span()
+        guard r.count == 16 else { throw StateFormatError("a UUID must be 16 bytes") }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for i in 0..<8 {
+            high = high << 8 | UInt64(base[r.lowerBound + i])
+            low = low << 8 | UInt64(base[r.lowerBound + 8 + i])
+        }
+        return UUIDValue(high: high, low: low)
     }
 
     /// A reader over a nested message.

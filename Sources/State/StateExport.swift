@@ -30,7 +30,7 @@ extension StoreRegistry {
         line(StateExport.header)
         var failure: Error?
         for store in persistentStores {
-            store.snapshot { record in
+            store.allRecords { record in
                 guard failure == nil else { return }
                 do { line(try exportLine(record)) } catch { failure = error }
             }

@@ -349,6 +349,21 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         return (fd, h.count)
     }
 
+    /// A file mapped read-only (no copy, no zeroed pages), for `body` only.
+    static func withMapped<R>(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        let size = Int(st.st_size)
+        guard size > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        guard let p = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), p != MAP_FAILED else { return nil }
+        defer { munmap(p, size) }
+        _ = madvise(p, size, MADV_SEQUENTIAL)
+        return try body(UnsafeRawBufferPointer(start: p, count: size))
+    }
+
     /// A whole file's bytes (nil: unreadable).
     static func readAll(_ path: String) -> [UInt8]? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
@@ -429,11 +444,10 @@ extension StateLog {
         var base: UInt64 = 1
         for s in snapshots {
             let path = directory + "/" + StateLog.name("snapshot", s)
-            guard let data = StateLog.readAll(path) else {
+            guard let result = try StateLog.withMapped(path, { b in try StateLog.loadSnapshot(b, path: path, into: registry) }) else {
                 report.warnings.append("cannot read \(path): \(String(cString: strerror(errno)))")
                 continue
             }
-            let result = try data.withUnsafeBytes { b in try StateLog.loadSnapshot(b, path: path, into: registry) }
             switch result {
             case .loaded(let n):
                 base = s
@@ -527,40 +541,194 @@ extension StateLog {
         case damaged(String)
     }
 
-    /// Checks a snapshot whole (every frame, and the end marker's count), then applies it.
+    /// A record's envelope read in place: the store's name and the body are ranges of `b`.
+    struct Envelope {
+        var seq: UInt64 = 0
+        var atMs: Int64 = 0
+        var store: Range<Int> = 0..<0
+        var kind = 0
+        var version = 1
+        var body: Range<Int> = 0..<0
+    }
+
+    static func envelope(_ b: UnsafeRawBufferPointer, _ frame: Range<Int>) throws -> Envelope {
+        var r = StateReader(b, from: frame.lowerBound, to: frame.upperBound)
+        var e = Envelope()
+        var hasStore = false
+        while let f = try r.next() {
+            switch f {
+            case ChangeRecord.Field.seq: e.seq = try r.uint()
+            case ChangeRecord.Field.atMs: e.atMs = try r.int()
+            case ChangeRecord.Field.store:
+                e.store = try r.span()
+                hasStore = true
+            case ChangeRecord.Field.kind: e.kind = try r.int(in: 0...255, unsigned: true)
+            case ChangeRecord.Field.version: e.version = try r.int(in: 1...255, unsigned: true)
+            case ChangeRecord.Field.body: e.body = try r.span()
+            default: try r.skip()
+            }
+        }
+        guard hasStore, !e.store.isEmpty else { throw StateFormatError("a record names no store") }
+        return e
+    }
+
+    /// One store's part of a snapshot, as its end marker lists it.
+    struct Section {
+        var name = ""
+        var offset = 0
+        var length = 0
+        var count = 0
+        var independent = false
+    }
+
+    /// Reads a snapshot: its end marker (found by the file's last eight bytes) lists each store's
+    /// section; up to two threads verify (every frame's checksum) and apply them, a chunk at a
+    /// time from one queue: first every store's ordered section whole, then the independent
+    /// sections cut into chunks. Damage anywhere stops every thread: the caller then resets the
+    /// stores and tries an older snapshot.
     static func loadSnapshot(_ b: UnsafeRawBufferPointer, path: String, into registry: StoreRegistry) throws -> SnapshotLoad {
         if let why = try checkHeader(b, type: UInt8(ascii: "S"), path: path) { return .damaged(why) }
-        var frames: [Range<Int>] = []
-        var at = fileHeaderSize
-        scan: while true {
-            switch StateFrame.read(b, at: at) {
-            case .frame(let r):
-                frames.append(r)
-                at = r.upperBound
-            case .end: break scan
-            case .truncated: return .damaged("cut short at byte \(at)")
-            case .damaged: return .damaged("a bad record at byte \(at)")
-            }
-        }
-        guard let lastFrame = frames.last, let end = try? ChangeRecord.decode(UnsafeRawBufferPointer(rebasing: b[lastFrame])),
-            end.store == snapshotEnd
+        guard b.count >= fileHeaderSize + 8 else { return .damaged("cut short") }
+        var endAt = 0
+        for i in 0..<8 { endAt |= Int(b[b.count - 8 + i]) << (8 * i) }
+        guard endAt >= fileHeaderSize, endAt < b.count - 8, case .frame(let endFrame) = StateFrame.read(b, at: endAt),
+            endFrame.upperBound == b.count - 8, let end = try? envelope(b, endFrame),
+            UnsafeRawBufferPointer(rebasing: b[end.store]).elementsEqual(snapshotEnd.utf8)
         else { return .damaged("no end marker: it was not written whole") }
-        let count = try end.body.withUnsafeBytes { raw -> UInt64 in
-            var r = StateReader(raw)
-            var n: UInt64 = 0
-            while let f = try r.next() { if f == 1 { n = try r.uint() } else { try r.skip() } }
-            return n
+        var total = 0
+        var sections: [Section] = []
+        do {
+            var r = StateReader(b, from: end.body.lowerBound, to: end.body.upperBound)
+            while let f = try r.next() {
+                switch f {
+                case 1: total = try r.int(in: 0...Int.max, unsigned: true)
+                case 2:
+                    var m = try r.message()
+                    var section = Section()
+                    while let g = try m.next() {
+                        switch g {
+                        case 1: section.name = try m.string()
+                        case 2: section.offset = try m.int(in: 0...Int.max, unsigned: true)
+                        case 3: section.length = try m.int(in: 0...Int.max, unsigned: true)
+                        case 4: section.count = try m.int(in: 0...Int.max, unsigned: true)
+                        case 5: section.independent = try m.bool()
+                        default: try m.skip()
+                        }
+                    }
+                    sections.append(section)
+                default: try r.skip()
+                }
+            }
+        } catch {
+            return .damaged("its end marker is unreadable")
         }
-        guard count == UInt64(frames.count - 1) else { return .damaged("it holds \(frames.count - 1) records, its end says \(count)") }
-        for r in frames.dropLast() {
-            let record = try ChangeRecord.decode(UnsafeRawBufferPointer(rebasing: b[r]))
-            do {
-                try registry.apply(record)
-            } catch let e as StateFormatError {
-                throw StateFormatError("\(path): \(e.description)")
+        var expected = fileHeaderSize
+        for section in sections {
+            guard section.offset == expected, section.length >= 0, section.offset + section.length <= endAt else {
+                return .damaged("its sections do not follow one another")
+            }
+            expected += section.length
+        }
+        guard expected == endAt, sections.reduce(0, { $0 + $1.count }) == total else {
+            return .damaged("it holds other records than its end marker lists")
+        }
+        // Chunks: an ordered section whole; an independent one in runs of about 16k records.
+        struct Chunk {
+            let store: any PersistentStore
+            let from: Int
+            let to: Int
+        }
+        var ordered: [Chunk] = []
+        var independent: [Chunk] = []
+        var reserved: [String: Int] = [:]
+        for section in sections { reserved[section.name, default: 0] += section.count }
+        for section in sections where section.count > 0 {
+            guard let store = registry.persistent[section.name] else {
+                throw StateFormatError(
+                    "\(path): records of store '\(section.name)', which this pushemu does not have (written by a newer version?)")
+            }
+            if let n = reserved.removeValue(forKey: section.name) { store.reserve(records: n) }
+            guard section.independent else {
+                ordered.append(Chunk(store: store, from: section.offset, to: section.offset + section.length))
+                continue
+            }
+            var at = section.offset
+            let stop = section.offset + section.length
+            var start = at
+            var n = 0
+            while at < stop {
+                guard stop - at >= StateFrame.headerSize else { return .damaged("cut short at byte \(at)") }
+                at += StateFrame.headerSize + Int(StateFrame.u32(b, at))
+                n += 1
+                if n == 16_384 || at >= stop {
+                    independent.append(Chunk(store: store, from: start, to: min(at, stop)))
+                    start = at
+                    n = 0
+                }
+            }
+            guard at == stop else { return .damaged("a record runs past its section at byte \(stop)") }
+        }
+        // Each chunk verified and applied by whichever thread takes it next.
+        let next = Atomic<Int>(0)
+        let damage = FutexLock<String?>(nil)
+        let failure = FutexLock<Error?>(nil)
+        let applied = Atomic<Int>(0)
+        let base = UInt(bitPattern: b.baseAddress)
+        let size = b.count
+        let work: @Sendable ([Chunk]) -> Void = { chunks in
+            let buffer = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: base), count: size)
+            while damage.withLock({ $0 == nil }) && failure.withLock({ $0 == nil }) {
+                let i = next.add(1, ordering: .relaxed).oldValue
+                guard i < chunks.count else { return }
+                let chunk = chunks[i]
+                var at = chunk.from
+                var views: [RecordView] = []
+                views.reserveCapacity(16_384)
+                do {
+                    while at < chunk.to {
+                        guard case .frame(let r) = StateFrame.read(buffer, at: at), r.upperBound <= chunk.to else {
+                            damage.withLock { if $0 == nil { $0 = "a bad record at byte \(at)" } }
+                            return
+                        }
+                        at = r.upperBound
+                        let e = try envelope(buffer, r)
+                        views.append(
+                            RecordView(
+                                kind: e.kind, version: e.version, atMs: e.atMs, body: UnsafeRawBufferPointer(rebasing: buffer[e.body])))
+                        // An ordered section's records go in batches too (in order).
+                        if views.count == 16_384 {
+                            try chunk.store.apply(batch: views)
+                            applied.add(views.count, ordering: .relaxed)
+                            views.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    try chunk.store.apply(batch: views)
+                    applied.add(views.count, ordering: .relaxed)
+                } catch {
+                    failure.withLock { if $0 == nil { $0 = error } }
+                    return
+                }
             }
         }
-        return .loaded(frames.count - 1)
+        func run(_ list: [Chunk]) {
+            next.store(0, ordering: .releasing)
+            if csys_cpu_count() > 1, list.count > 1 {
+                let helper = Threads.spawn { work(list) }
+                work(list)
+                pthread_join(helper, nil)
+            } else {
+                work(list)
+            }
+        }
+        run(ordered)
+        run(independent)
+        if let e = failure.withLock({ $0 }) {
+            if let f = e as? StateFormatError { throw StateFormatError("\(path): \(f.description)") }
+            throw e
+        }
+        if let why = damage.withLock({ $0 }) { return .damaged(why) }
+        guard applied.load(ordering: .relaxed) == total else { return .damaged("it holds other records than its end marker lists") }
+        return .loaded(total)
     }
 
     struct Replay {
@@ -729,18 +897,43 @@ extension StateLog {
             buffer.removeAll(keepingCapacity: true)
         }
         var count: UInt64 = 0
-        for store in registry.persistentStores {
-            store.snapshot { record in
+        // Where each store's records are: the end marker lists them, so a start hands each
+        // store's section (or its chunks) to a thread without reading the records first.
+        var sections: [(name: String, offset: Int, length: Int, count: UInt64, independent: Bool)] = []
+        func section(_ store: any PersistentStore, independent: Bool) {
+            let offset = total + buffer.count
+            let before = count
+            let write: (ChangeRecord) -> Void = { record in
                 var r = record
                 r.seq = 0
                 StateFrame.append(r.encoded(), to: &buffer)
                 count += 1
                 flush(false)
             }
+            if independent { store.snapshotIndependent(write) } else { store.snapshot(write) }
+            if count > before { sections.append((store.stateName, offset, total + buffer.count - offset, count - before, independent)) }
         }
+        for store in registry.persistentStores { section(store, independent: false) }
+        for store in registry.persistentStores { section(store, independent: true) }
+        let endOffset = total + buffer.count
         var end = StateWriter()
         end.uint(1, count)
+        for section in sections {
+            end.message(2) { m in
+                m.string(1, section.name)
+                m.uint(2, UInt64(section.offset))
+                m.uint(3, UInt64(section.length))
+                m.uint(4, section.count)
+                if section.independent { m.bool(5, true) }
+            }
+        }
         StateFrame.append(ChangeRecord(store: StateLog.snapshotEnd, kind: 0, body: end.bytes).encoded(), to: &buffer)
+        // The trailer: where the end marker starts.
+        var trailer = UInt64(endOffset)
+        for _ in 0..<8 {
+            buffer.append(UInt8(truncatingIfNeeded: trailer))
+            trailer >>= 8
+        }
         flush(true)
         if failed == 0, fsync(fd) != 0 { failed = errno }
         close(fd)

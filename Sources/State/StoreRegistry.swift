@@ -83,16 +83,39 @@ public protocol PersistentStore: StateStore {
     var recordSchemas: [RecordSchema] { get }
     /// Applies one of its records. Idempotent; a record of an unknown kind or a newer version
     /// than `recordSchemas` says is refused (`StateFormatError`).
-    func apply(_ record: ChangeRecord) throws
-    /// Its whole state as records that `apply` turns back into it, in a deterministic order.
+    func apply(_ record: RecordView) throws
+    /// Its whole state as records that `apply` turns back into it, in a deterministic order:
+    /// the records that must be applied in order; then `snapshotIndependent`'s.
     func snapshot(_ emit: (ChangeRecord) -> Void)
+    /// The rest of its state: records independent of one another (each names its own key, none
+    /// needs another applied first: device records by token), in a deterministic order. A start
+    /// applies them, after every store's ordered records, on several threads.
+    func snapshotIndependent(_ emit: (ChangeRecord) -> Void)
     /// Logs what the push path changed since the last call and should survive a kill (counts,
     /// progress): called by the log's thread once a second, and at stop.
     func checkpoint()
+    /// About `records` of its records follow (a snapshot's): room for them, made once.
+    func reserve(records: Int)
+    /// `apply` for each of `batch`, in order.
+    func apply(batch: [RecordView]) throws
 }
 
 extension PersistentStore {
+    /// Applies records in order (a start's chunk of a snapshot); a store may take its shared
+    /// locks once for all of them.
+    public func apply(batch: [RecordView]) throws {
+        for r in batch { try apply(r) }
+    }
+
     public func checkpoint() {}
+    public func reserve(records: Int) {}
+    public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {}
+
+    /// Every record of its state (`snapshot`'s, then `snapshotIndependent`'s).
+    public func allRecords(_ emit: (ChangeRecord) -> Void) {
+        snapshot(emit)
+        snapshotIndependent(emit)
+    }
 }
 
 /// A store's handle on the state log: the store calls `emit` with each change it applied,
@@ -138,6 +161,7 @@ public final class ChangeLink: @unchecked Sendable { // `log` is set once, befor
 public final class StoreRegistry: Sendable {
     public let stores: [any StateStore]
     let persistent: [String: any PersistentStore]
+    let persistentByBytes: [([UInt8], any PersistentStore)]
 
     public init(_ stores: [any StateStore]) {
         self.stores = stores
@@ -150,6 +174,7 @@ public final class StoreRegistry: Sendable {
             }
         }
         self.persistent = persistent
+        persistentByBytes = persistent.map { (Array($0.key.utf8), $0.value) }
     }
 
     /// The stores whose state is kept, in registration order.
@@ -197,7 +222,15 @@ public final class StoreRegistry: Sendable {
         guard let store = persistent[record.store] else {
             throw StateFormatError("a record for store '\(record.store)', which this pushemu does not have (written by a newer version?)")
         }
-        try store.apply(record)
+        try record.body.withUnsafeBytes {
+            try store.apply(RecordView(kind: record.kind, version: record.version, atMs: record.atMs, body: $0))
+        }
+    }
+
+    /// The store a record names, by the name's bytes (a start compares, it does not make Strings).
+    func store(named name: UnsafeRawBufferPointer) -> (any PersistentStore)? {
+        for (n, s) in persistentByBytes where n.count == name.count && n.elementsEqual(name) { return s }
+        return nil
     }
 
     /// `/emulator/v1/stats`, from every store.

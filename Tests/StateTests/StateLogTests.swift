@@ -41,11 +41,11 @@ final class KeyValueStore: PersistentStore, @unchecked Sendable {
         }
     }
 
-    func apply(_ record: ChangeRecord) throws {
+    func apply(_ record: RecordView) throws {
         guard record.version == 1 else { throw StateFormatError("kv record version \(record.version) is newer than this pushemu") }
         var key = ""
         var value = ""
-        try record.body.withUnsafeBytes { raw in
+        try record.withBody { raw in
             var r = StateReader(raw)
             while let f = try r.next() {
                 switch f {
