@@ -195,18 +195,33 @@ public final class FCMDeviceRegistry: PersistentStore {
     /// the call (naming the tokens it subscribed).
     public func subscribe(tokens: [String], topic: String, project: String?, nowMs: Int64) -> [SubscriptionResult] {
         let day = Int32(nowMs / 86_400_000)
+        return change(tokens, topic: topic, kind: Kind.subscribed, project: project, day: day, nowMs: nowMs) {
+            subscribeOne($0, topic: topic, project: project, day: day, nowMs: nowMs, checked: false)
+        }
+    }
+
+    /// Unsubscribes each of `tokens` from `topic`: one result per token, one state-log record.
+    public func unsubscribe(tokens: [String], topic: String, nowMs: Int64) -> [SubscriptionResult] {
+        change(tokens, topic: topic, kind: Kind.unsubscribed, project: nil, day: nil, nowMs: nowMs) { unsubscribeOne($0, topic: topic) }
+    }
+
+    /// One subscription change to each token (`one`), then one record naming the tokens it changed.
+    private func change(
+        _ tokens: [String], topic: String, kind: Int, project: String?, day: Int32?, nowMs: Int64,
+        _ one: (String) -> SubscriptionResult
+    ) -> [SubscriptionResult] {
         var done: [String] = []
         let results = tokens.map { token -> SubscriptionResult in
-            let r = subscribeOne(token, topic: topic, project: project, day: day, nowMs: nowMs, checked: false)
+            let r = one(token)
             if r == .ok { done.append(token) }
             return r
         }
         if !done.isEmpty, changes.isLogging {
-            changes.emit(kind: Kind.subscribed, atMs: nowMs) { w in
+            changes.emit(kind: kind, atMs: nowMs) { w in
                 w.string(1, topic)
                 for t in done { w.string(2, t) }
                 w.string(3, project)
-                w.int(4, Int64(day))
+                if let day { w.int(4, Int64(day)) }
             }
         }
         return results
@@ -248,23 +263,6 @@ public final class FCMDeviceRegistry: PersistentStore {
 
     public func unsubscribe(token: String, topic: String) -> SubscriptionResult {
         unsubscribe(tokens: [token], topic: topic, nowMs: Clock.nowMs())[0]
-    }
-
-    /// Unsubscribes each of `tokens` from `topic`: one result per token, one state-log record.
-    public func unsubscribe(tokens: [String], topic: String, nowMs: Int64) -> [SubscriptionResult] {
-        var done: [String] = []
-        let results = tokens.map { token -> SubscriptionResult in
-            let r = unsubscribeOne(token, topic: topic)
-            if r == .ok { done.append(token) }
-            return r
-        }
-        if !done.isEmpty, changes.isLogging {
-            changes.emit(kind: Kind.unsubscribed, atMs: nowMs) { w in
-                w.string(1, topic)
-                for t in done { w.string(2, t) }
-            }
-        }
-        return results
     }
 
     private func unsubscribeOne(_ token: String, topic: String) -> SubscriptionResult {

@@ -364,26 +364,6 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         return try body(UnsafeRawBufferPointer(start: p, count: size))
     }
 
-    /// A whole file's bytes (nil: unreadable).
-    static func readAll(_ path: String) -> [UInt8]? {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
-        let size = Int(st.st_size)
-        var out = [UInt8](repeating: 0, count: size)
-        var off = 0
-        while off < size {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + off, size - off) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            off += n
-        }
-        if off < size { out.removeLast(size - off) }
-        return out
-    }
-
     /// Checks a file's header: nil when it is one of ours of a format this pushemu reads; a
     /// message otherwise. A newer format throws (starting would lose what it holds).
     static func checkHeader(_ b: UnsafeRawBufferPointer, type: UInt8, path: String) throws -> String? {
@@ -473,12 +453,11 @@ extension StateLog {
         let usable = logs.filter { $0 >= base || (report.snapshot == nil) }
         for (i, s) in usable.enumerated() {
             let path = directory + "/" + StateLog.name("log", s)
-            guard let data = StateLog.readAll(path) else {
+            guard let read = try StateLog.withMapped(path, { b in try StateLog.replay(b, path: path, after: base, into: registry) }) else {
                 report.warnings.append("cannot read \(path): \(String(cString: strerror(errno)))")
                 continue
             }
             let isLast = i == usable.count - 1
-            let read = try data.withUnsafeBytes { b in try StateLog.replay(b, path: path, after: base, into: registry) }
             report.logRecords += read.applied
             dropped += read.dropped
             last = max(last, read.lastSeq)
