@@ -64,9 +64,15 @@ public struct ProviderToken: Sendable {
 
     /// JWT's NumericDate: a JSON number of seconds, which may carry a fraction (the PyAPNs2
     /// family signs `time.time()`; Apple accepts it). A finite number from 0 to `maxIssuedAt`
-    /// gives its integer part; a string, a negative or out-of-range number, or anything else
-    /// gives nil.
+    /// gives its integer part. A string of 1 to 10 decimal digits is the number it spells
+    /// (kalyke-apns has signed `"iat":"1796460390"` since 2022, and senders in production use
+    /// it). Any other string, a negative or out-of-range number, or anything else gives nil.
     static func issuedAt(_ view: JSONView, _ index: Int) -> Int64? {
+        if view.tokens[index].kind == .string {
+            let raw = view.raw(index)
+            guard raw.count >= 1, raw.count <= 10, raw.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return raw.reduce(0) { $0 * 10 + Int64($1 - 0x30) }
+        }
         if let whole = view.integer(index) { return whole >= 0 && Int64(whole) <= maxIssuedAt ? Int64(whole) : nil }
         guard let seconds = view.number(index), seconds.isFinite, seconds >= 0, seconds < Double(maxIssuedAt + 1) else {
             return nil

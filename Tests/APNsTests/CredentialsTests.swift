@@ -75,7 +75,9 @@ final class CredentialsTests: XCTestCase {
 
 extension CredentialsTests {
     /// JWT's NumericDate may carry a fraction (PyAPNs2-family clients sign `iat: time.time()`):
-    /// its integer part is taken; strings, negatives, non-finite and out-of-range values are not.
+    /// its integer part is taken; a string of decimal digits is the number it spells (kalyke-apns
+    /// 1.5.0 signs `"iat":"1796460390"`); other strings, negatives, non-finite and out-of-range
+    /// values are not.
     func testIssuedAtMayBeFractionalButNotAnythingElse() throws {
         func token(_ iat: String) -> [UInt8] {
             let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"KEY1234567"}"#.utf8))
@@ -91,7 +93,10 @@ extension CredentialsTests {
         XCTAssertEqual(issuedAt("1.8e9"), 1_800_000_000)
         XCTAssertEqual(issuedAt("0"), 0)
         XCTAssertEqual(issuedAt("0.5"), 0)
-        for refused in ["\"1800000000\"", "-1", "-0.5", "1e400", "-1e400", "99999999999", "1e300", "null", "true", "[1]"] {
+        XCTAssertEqual(issuedAt("\"1800000000\""), 1_800_000_000)
+        XCTAssertEqual(issuedAt("\"0\""), 0)
+        for refused in [
+            "\"\"", "\"18e8\"", "\"-1\"", "\" 1800000000\"", "\"1800000000.5\"", "\"99999999999\"", "\"0x10\"", "\"１８\"", "-1", "-0.5", "1e400", "-1e400", "99999999999", "1e300", "null", "true", "[1]"] {
             XCTAssertNil(issuedAt(refused), "iat \(refused) must be refused")
         }
     }

@@ -96,6 +96,33 @@ final class ProxyTests: XCTestCase {
     }
 
     /// A client certificate inside a tunnel authenticates as on the TLS listener (its CA asked).
+    /// kalyke-apns 1.5.0, unchanged, signs `"iat"` as a string of digits: accepted under strict
+    /// APNs auth (refused as InvalidProviderToken before round 3), through the proxy.
+    func testKalykeAPNsSendsThroughTheProxy() throws {
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: Self.python), "run Scripts/install-deps to create .venv")
+        let data = dir.path + "/data"
+        let s = try ServerProcess(["--in-memory=false", "--data-dir", data, "--apns-auth", "strict"])
+        defer { s.stop() }
+        let c = try runCommand(
+            ServerProcess.binaryPath,
+            ["credentials", "apns", "--data-dir", data, "--out", dir.path, "--team-id", "TEAM123456", "--key-id", "KEY1234567"],
+            timeout: 20)
+        XCTAssertEqual(c.status, 0, c.stderr)
+        var env = try environment(port: s.httpPort, dataDir: data)
+        env["PYTHONWARNINGS"] = "ignore"
+        let token = String(repeating: "ab", count: 32)
+        let r = try runCommand(
+            Self.python,
+            [Self.root + "/Tests/Clients/kalyke_send.py", dir.path + "/AuthKey_KEY1234567.p8", "KEY1234567", "TEAM123456", token],
+            timeout: 60, environment: env)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let lines = r.stdout.split(separator: "\n")
+        XCTAssertTrue(lines.first?.hasPrefix("sent ") == true, r.stdout + r.stderr)
+        XCTAssertEqual(lines.dropFirst().first, "refused BadDeviceToken", r.stdout)
+        let latest = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications/latest"], timeout: 10)
+        XCTAssertTrue(latest.stdout.contains(token) && latest.stdout.contains("kalyke"), latest.stdout)
+    }
+
     func testCertificateAuthenticationThroughATunnel() throws {
         let s = try ServerProcess()
         let token = String(repeating: "c3", count: 32)
