@@ -181,9 +181,46 @@ public final class FCMGateway: PushGateway {
 
     @inlinable @inline(__always)
     public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
-        PushSubject(
-            token: decision.recipientToken(in: request.body) ?? [],
-            topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
+        if let token = decision.recipientToken(in: request.body) {
+            return PushSubject(token: token, topic: decision.topicLabel.map { Array($0.utf8)[...] }, scope: decision.project)
+        }
+        return FCMGateway.namedSubject(of: decision, request: request)
+    }
+
+    /// A send not delivered to a token: the token, fid, topic or condition the request named,
+    /// so a rejected send is journaled, streamed and counted under its recipient (a request
+    /// refused before its body was read, for its credentials or the quota, is read for it here).
+    @usableFromInline
+    static func namedSubject(of decision: FCMSendDecision, request: Request) -> PushSubject {
+        let body = request.body
+        if let r = decision.namedRecipient {
+            return PushSubject(token: body[r], topic: nil, scope: decision.project)
+        }
+        if let label = decision.topicLabel {
+            return PushSubject(token: [], topic: Array(label.utf8)[...], scope: decision.project)
+        }
+        guard !decision.accepted, !body.isEmpty else { return PushSubject(token: [], topic: nil, scope: decision.project) }
+        // `{"message": {"token" | "fid" | "topic" | "condition": "..."}}`, read as it stands.
+        var named: (token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?) = ([], nil)
+        body.withUnsafeBytes { raw in
+            var tokens: [JSONToken] = []
+            var limits = JSONLimits()
+            limits.maxTokens = 4096
+            guard JSONParser.parse(raw, into: &tokens, limits: limits) == nil, tokens.first?.kind == .object else { return }
+            let v = JSONView(bytes: raw, tokens: tokens)
+            guard let m = v.member(0, "message"), v.tokens[m].kind == .object else { return }
+            func text(_ key: StaticString) -> ArraySlice<UInt8>? {
+                guard let i = v.member(m, key), v.tokens[i].kind == .string, !v.tokens[i].escaped else { return nil }
+                let t = v.tokens[i]
+                return body[Int(t.start)..<Int(t.end)]
+            }
+            if let t = text("token") ?? text("fid") {
+                named.token = t
+            } else if let t = text("topic") ?? text("condition") {
+                named.topic = t
+            }
+        }
+        return PushSubject(token: named.token, topic: named.topic, scope: decision.project)
     }
 
     /// FCM has no per-token limit (its per-project quota is part of `decide`): this is asked only

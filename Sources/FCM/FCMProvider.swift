@@ -14,6 +14,9 @@ public struct FCMSendDecision: Sendable {
     public var tokenRange: Range<Int>?
     /// An `fid` send that is delivered: the registration token of that installation's device.
     public var resolvedToken: [UInt8]?
+    /// The token or fid the request named (a range of the body), delivered or not: what a
+    /// rejected send is journaled under.
+    public var namedRecipient: Range<Int>?
     /// The delivered recipient's `TokenKey` (hashed once, for the registry and the device layer).
     public var tokenKey: TokenKey?
     /// The recipient of a token or fid send is an iOS app (delivered through APNs).
@@ -142,6 +145,7 @@ public struct FCMProvider: Sendable {
         }
         switch d.message.target {
         case .token(let r):
+            d.namedRecipient = r
             let token = request.body[r]
             let key = TokenKey(token)
             if FCMProvider.admit(devices.check(token: token, key: key, project: d.project, nowMs: nowMs), into: &d),
@@ -151,6 +155,7 @@ public struct FCMProvider: Sendable {
                 d.tokenKey = key
             }
         case .fid(let r):
+            d.namedRecipient = r
             // An installation id reaches its installation's device (the registration token it
             // prefixes), never a new one: with no such device the installation is unregistered.
             guard let token = devices.registrationToken(forInstallation: request.body[r]) else {

@@ -1,0 +1,55 @@
+import EmulatorTesting
+import Foundation
+import Journal
+import PushCore
+import XCTest
+
+/// What new users and real clients tripped on (round 3), in process: each case fails on the
+/// build before it was fixed.
+final class FrictionTests: XCTestCase {
+    static let token = "e" + String(repeating: "0", count: 20) + "1:APA91b" + String(repeating: "Tok001", count: 22) + "x"
+
+    func object(_ r: TestResponse) throws -> [String: Any] {
+        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any], r.text)
+    }
+
+    /// Every request the journal holds, oldest first.
+    func requests(_ emulator: TestEmulator) throws -> [StoredRequest] {
+        let journal = try XCTUnwrap(emulator.inProcess?.journal)
+        var out: [StoredRequest] = []
+        journal.scan { entry in
+            if case .request(let r) = entry { out.append(r) }
+            return true
+        }
+        return out
+    }
+
+    func send(_ emulator: TestEmulator, _ message: String, auth: Bool = true, project: String = "p1") throws -> TestResponse {
+        var headers = [("content-type", "application/json")]
+        if auth { headers.append(("authorization", "Bearer anything")) }
+        return try emulator.h2([TestRequest("POST", "/v1/projects/\(project)/messages:send", headers: headers, body: message)])[0]
+    }
+
+    /// A rejected FCM send is journaled under the token (or fid, topic, condition) it named,
+    /// whatever refused it: the registry (an uninstalled app), the credentials (before the body
+    /// is read), or the message's rules.
+    func testRejectedFCMSendsAreJournaledUnderWhatTheyNamed() throws {
+        let emulator = try TestEmulator(.inProcess, arguments: ["--durability", "strict"])
+        defer { emulator.stop() }
+        let t = FrictionTests.token
+        XCTAssertEqual(try emulator.http1(TestRequest("DELETE", "/emulator/v1/devices/\(t)")).status, 200)
+        XCTAssertEqual(try send(emulator, #"{"message":{"token":"\#(t)","data":{"k":"v"}}}"#).status, 404)
+        XCTAssertEqual(try send(emulator, #"{"message":{"token":"\#(t)","data":{"k":"v"}}}"#, auth: false).status, 401)
+        XCTAssertEqual(try send(emulator, #"{"message":{"token":"\#(t)","data":{"k":1}}}"#).status, 400)
+        XCTAssertEqual(try send(emulator, #"{"message":{"topic":"news","data":{"k":"v"}}}"#, auth: false).status, 401)
+        XCTAssertEqual(try send(emulator, #"{"message":{"fid":"cAAAAAAAAAAAAAAAAAAAAA","data":{"k":"v"}}}"#).status, 404)
+        let rejected = try requests(emulator).filter { $0.status != 200 }
+        XCTAssertEqual(rejected.count, 5)
+        XCTAssertEqual(rejected.map(\.token), [t, t, t, "", "cAAAAAAAAAAAAAAAAAAAAA"])
+        XCTAssertEqual(rejected.map { $0.topic ?? "" }, ["", "", "", "news", ""])
+        // The report counts the rejected device as a device.
+        let report = try object(try emulator.get("/emulator/v1/report?format=json"))
+        let totals = try XCTUnwrap(report["totals"] as? [String: Any])
+        XCTAssertEqual(totals["uniqueDevices"] as? Int, 2, "\(totals)")
+    }
+}
