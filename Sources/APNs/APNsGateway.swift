@@ -48,12 +48,13 @@ public final class APNsGateway: PushGateway {
                 nil, "/4/*", maxBodySize: APNsProvider.maxBroadcastPayload,
                 bodyTooLarge: { APNsProvider.broadcastError(.payloadTooLarge, request: $0, configuration: configuration) },
                 unavailable: { APNsProvider.broadcastError(.serviceUnavailable, request: $0, configuration: configuration) },
-                handling: .push),
+                kind: .broadcast, handling: .push),
             // Channel management: answered here, unless a fault rule on its path answers.
             GatewayRoute(
                 nil, "/1/*", maxBodySize: 64 * 1024,
                 bodyTooLarge: { APNsProvider.broadcastError(.payloadTooLarge, request: $0, configuration: configuration) },
                 unavailable: { APNsProvider.broadcastError(.serviceUnavailable, request: $0, configuration: configuration) },
+                kind: .channels,
                 handling: .faultable(
                     manage,
                     injected: { answer, request in

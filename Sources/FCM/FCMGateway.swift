@@ -61,10 +61,10 @@ public final class FCMGateway: PushGateway {
                 bodyTooLarge: { _ in FCMError.tooLarge.response }, handling: .push),
             GatewayRoute(
                 [.post], "/token", maxBodySize: 64 * 1024, bodyTooLarge: FCMGateway.oauthTooLarge,
-                unavailable: FCMGateway.oauthUnavailable, handling: .faultable(token, injected: oauthError)),
+                unavailable: FCMGateway.oauthUnavailable, kind: .token, handling: .faultable(token, injected: oauthError)),
             GatewayRoute(
                 [.post], "/oauth2/v4/token", maxBodySize: 64 * 1024, bodyTooLarge: FCMGateway.oauthTooLarge,
-                unavailable: FCMGateway.oauthUnavailable, handling: .faultable(token, injected: oauthError)),
+                unavailable: FCMGateway.oauthUnavailable, kind: .token, handling: .faultable(token, injected: oauthError)),
             GatewayRoute(
                 [.post], "/iid/v1:batchAdd", maxBodySize: 1 << 20,
                 handling: .direct { exchange in

@@ -214,6 +214,11 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
         var hits = FixedList()
         func consider(_ i: Int) {
             let r = snap.rules[i]
+            if let route = r.match.route {
+                guard c.route == route else { return }
+            } else if c.route.needsNaming, r.pathBytes == nil {
+                return
+            }
             if let t = r.topicBytes {
                 guard let topic = c.topic, Bytes.equal(topic, t) else { return }
             }

@@ -99,6 +99,14 @@ public enum FaultParser {
             case "topic": m.topic = str(val, name)
             case "project", "environment": m.project = str(val, name)
             case "path": m.pathPrefix = str(val, name)
+            case "route":
+                if let s = str(val, name) {
+                    if let r = RouteKind.named(s) {
+                        m.route = r
+                    } else {
+                        err = "match.route must be " + RouteKind.allCases.map(\.name).joined(separator: ", ")
+                    }
+                }
             case "fleet": m.fleet = str(val, name)
             case "label": m.label = str(val, name)
             case "header":

@@ -37,6 +37,8 @@ public struct FaultMatch: Sendable {
     /// FCM project, or APNs environment.
     public var project: String?
     public var pathPrefix: String?
+    /// Only requests on this kind of route (`send`, `broadcast`, `token`, `channels`).
+    public var route: RouteKind?
     /// Lowercased header name -> exact value.
     public var headers: [(String, String)] = []
     public var fleet: String?

@@ -14,7 +14,7 @@ extension PushPipeline {
             var handler: Handler
             switch route.handling {
             case .push:
-                handler = { exchange in handle(exchange) }
+                handler = { exchange in handle(exchange, route: route.kind) }
             case .direct(let direct):
                 handler = { exchange in direct(exchange) }
             case .faultable(let direct, let injected):
@@ -23,8 +23,9 @@ extension PushPipeline {
                 let provider = self.provider
                 handler = { exchange in
                     let request = exchange.request
+                    let kind = route.kind
                     let context = FaultContext(
-                        provider: provider, token: [], topic: nil, project: nil, path: request.path,
+                        provider: provider, token: [], topic: nil, project: nil, path: request.path, route: kind,
                         headers: request.headers, device: { lifecycle.faultView($0) })
                     if let fired = faults.fire(context, headers: request.headers, loop: exchange.eventLoop.index, nowMs: Clock.nowMs()),
                         fired.effect.answers

@@ -70,7 +70,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
     }
 
     /// One push request, through every stage (see the type's comment).
-    public func handle(_ exchange: Exchange) {
+    public func handle(_ exchange: Exchange, route: RouteKind = .send) {
         let started = Clock.monotonicNanoseconds()
         let state = connectionState(exchange.connection)
         let nowMs = exchange.eventLoop.nowMs
@@ -87,7 +87,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let fired = faults.fire(
             FaultContext(
                 provider: provider, token: subject.token, topic: subject.topic,
-                project: subject.scope, path: request.path, headers: request.headers,
+                project: subject.scope, path: request.path, route: route, headers: request.headers,
                 device: { services.lifecycle.faultView($0) }),
             headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
         if let fired, fired.effect.answers {

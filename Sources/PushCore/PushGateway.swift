@@ -125,6 +125,28 @@ public protocol PushDecision {
     var accepted: Bool { get }
 }
 
+/// What a route is, for fault rules (`"route"` in a rule's match): a push, a broadcast, the
+/// OAuth token endpoint, or channel management.
+public enum RouteKind: UInt8, Sendable, CaseIterable {
+    case send, broadcast, token, channels
+
+    public var name: String {
+        switch self {
+        case .send: "send"
+        case .broadcast: "broadcast"
+        case .token: "token"
+        case .channels: "channels"
+        }
+    }
+
+    public static func named(_ s: String) -> RouteKind? { allCases.first { $0.name == s } }
+
+    /// The OAuth token endpoint is not the push service: a rule reaches it only by naming it
+    /// (its `route`, or a `path` that selects it), so a rule meant for an outage of FCM's
+    /// sends does not break the SDK's credentials first.
+    public var needsNaming: Bool { self == .token }
+}
+
 /// One route a gateway serves, and how the pipeline handles it.
 public struct GatewayRoute: Sendable {
     public enum Handling: Sendable {
@@ -146,6 +168,8 @@ public struct GatewayRoute: Sendable {
     /// The 503 while the server sheds load, in the gateway's format (nil: the router's).
     public var unavailable: (@Sendable (Request) -> Response)?
     public var handling: Handling
+    /// What it is, for fault rules.
+    public var kind: RouteKind
 
     /// Whether the pipeline's stages run it.
     public var isPush: Bool {
@@ -156,8 +180,9 @@ public struct GatewayRoute: Sendable {
     public init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
         bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
-        unavailable: (@Sendable (Request) -> Response)? = nil, handling: Handling
+        unavailable: (@Sendable (Request) -> Response)? = nil, kind: RouteKind = .send, handling: Handling
     ) {
+        self.kind = kind
         self.methods = methods
         self.pattern = pattern
         self.maxBodySize = maxBodySize

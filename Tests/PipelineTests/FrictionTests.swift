@@ -52,4 +52,29 @@ final class FrictionTests: XCTestCase {
         let totals = try XCTUnwrap(report["totals"] as? [String: Any])
         XCTAssertEqual(totals["uniqueDevices"] as? Int, 2, "\(totals)")
     }
+
+    /// A rule for FCM's sends does not reach the OAuth token endpoint (firebase-admin then got a
+    /// RefreshError instead of exercising its send retries); a rule naming the route does.
+    func testProviderRulesSpareTheTokenEndpointUnlessTheyNameIt() throws {
+        let emulator = try TestEmulator(.inProcess)
+        defer { emulator.stop() }
+        let grant = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=not.a.jwt"
+        func token() throws -> TestResponse {
+            try emulator.http1(TestRequest("POST", "/token", headers: [("content-type", "application/x-www-form-urlencoded")], body: grant))
+        }
+        let unfaulted = try token()
+        XCTAssertEqual(unfaulted.status, 400, unfaulted.text)
+        var r = try emulator.http1(
+            TestRequest("POST", "/emulator/v1/faults", body: #"{"match":{"provider":"fcm"},"effect":{"errorCode":"UNAVAILABLE"}}"#))
+        XCTAssertEqual(r.status, 201, r.text)
+        XCTAssertEqual(try token().text, unfaulted.text, "the send rule left the token endpoint alone")
+        XCTAssertEqual(try send(emulator, #"{"message":{"token":"\#(FrictionTests.token)","data":{"k":"v"}}}"#).status, 503)
+        r = try emulator.http1(
+            TestRequest("POST", "/emulator/v1/faults", body: #"{"match":{"provider":"fcm","route":"token"},"effect":{"status":500}}"#))
+        XCTAssertEqual(r.status, 201, r.text)
+        XCTAssertEqual(try token().status, 500, "a rule naming the route reaches it")
+        r = try emulator.http1(TestRequest("POST", "/emulator/v1/faults", body: #"{"match":{"route":"oauth"},"effect":{"status":500}}"#))
+        XCTAssertEqual(r.status, 400)
+        XCTAssertTrue(r.text.contains("match.route must be send, broadcast, token, channels"), r.text)
+    }
 }
