@@ -88,7 +88,8 @@ let package = Package(
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore", "Transport"]),
         .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
         .testTarget(
-            name: "PipelineTests", dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet", "Journal", "TestSupport"]),
+            name: "PipelineTests",
+            dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet", "Journal", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
         .testTarget(name: "HardeningTests", dependencies: ["pushemu", "TestSupport"]),
     ],
