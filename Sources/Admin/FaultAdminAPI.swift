@@ -13,11 +13,11 @@ struct FaultAdminAPI: Sendable {
                 let body = ex.request.body
                 // One rule, or a list of them.
                 if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
-                    let list = try FaultParser.rules(body, nowMs: Clock.nowMs(), id: { engine.newID() })
+                    let list = try FaultParser.rules(body, nowMs: Clock.nowMs(), id: { engine.newID() }, known: engine.vocabulary)
                     for rule in list { engine.add(rule) }
                     return ex.respond(.json(201, JSONObjectWriter.list("faults", list.map(\.json))))
                 }
-                let rule = try FaultParser.rule(body, id: engine.newID(), nowMs: Clock.nowMs())
+                let rule = try FaultParser.rule(body, id: engine.newID(), nowMs: Clock.nowMs(), known: engine.vocabulary)
                 engine.add(rule)
                 ex.respond(.json(201, rule.json))
             } catch {
@@ -39,7 +39,8 @@ struct FaultAdminAPI: Sendable {
         }
         r.add(.post, "/emulator/v1/scenarios", maxBodySize: 256 * 1024) { ex in
             do {
-                let s = try Scenario.parse(ex.request.body, id: scenarios.newID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() })
+                let s = try Scenario.parse(
+                    ex.request.body, id: scenarios.newID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
                 scenarios.add(s, to: engine)
                 ex.respond(.json(201, s.json(nowMs: Clock.nowMs())))
             } catch {

@@ -1,3 +1,5 @@
+import APNs
+import FCM
 import Faults
 import PushCore
 
@@ -7,7 +9,10 @@ extension Emulator {
     static func makeFaultEngine(_ configuration: EmulatorConfiguration) -> FaultEngine {
         var shaping = FaultEngine.Shaping()
         for (provider, distribution) in configuration.latency { shaping.latency[provider.index] = distribution }
-        return FaultEngine(loops: configuration.threads, shaping: shaping, allowOverrideHeader: configuration.allowOverrideHeader)
+        return FaultEngine(
+            loops: configuration.threads, shaping: shaping, allowOverrideHeader: configuration.allowOverrideHeader,
+            vocabulary: FaultVocabulary(
+                reasons: APNsReason.allCases.map(\.rawValue), errorCodes: FCMErrorCode.allCases.map(\.rawValue)))
     }
 
     /// What the configuration starts with, at each start and never kept in the state log:
@@ -44,7 +49,7 @@ extension Emulator {
             do {
                 var scenario = try Scenario.parse(
                     try Emulator.readFile(path, what: "scenario"), id: scenarios.newID(),
-                    nowMs: Clock.nowMs(), ruleID: { faults.newID() })
+                    nowMs: Clock.nowMs(), ruleID: { faults.newID() }, known: faults.vocabulary)
                 scenario.persistent = false
                 scenarios.addConfigured(scenario, to: faults)
             } catch let error as ConfigurationError {

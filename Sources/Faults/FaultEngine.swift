@@ -71,13 +71,17 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     public let allowOverrideHeader: Bool
     /// The scenarios started (their steps are rules here).
     public let scenarios: ScenarioRegistry
+    /// The answers rules may give (checked when a rule is made).
+    public let vocabulary: FaultVocabulary
     public let stateName = "faults"
     public let changes = ChangeLink(store: "faults")
 
     public init(
-        loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false, scenarios: ScenarioRegistry = ScenarioRegistry()
+        loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false, scenarios: ScenarioRegistry = ScenarioRegistry(),
+        vocabulary: FaultVocabulary = .any
     ) {
         self.scenarios = scenarios
+        self.vocabulary = vocabulary
         slotCount = max(1, loops)
         slots = .allocate(capacity: slotCount + 1) // the last slot: callers off the loops (under the lock)
         slots.initialize(repeating: (0, Snapshot([])), count: slotCount + 1)

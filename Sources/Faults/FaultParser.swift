@@ -1,6 +1,40 @@
 import Glibc
 import PushCore
 
+/// The answers a rule may give: APNs's reasons and FCM's error codes (the composition root
+/// lists them from the gateways). A rule naming anything else is refused, with the nearest
+/// name, unless its effect says `"custom": true`.
+public struct FaultVocabulary: Sendable {
+    public let reasons: [String]
+    public let errorCodes: [String]
+
+    public init(reasons: [String], errorCodes: [String]) {
+        self.reasons = reasons
+        self.errorCodes = errorCodes
+    }
+
+    /// No check (a rule read back from the state log was checked when it was made).
+    public static let any = FaultVocabulary(reasons: [], errorCodes: [])
+
+    var checks: Bool { !reasons.isEmpty || !errorCodes.isEmpty }
+
+    /// Why `e` cannot be sent as it is, if it cannot: APNs's reasons for a rule of APNs (or of
+    /// any provider), FCM's codes for one of FCM (or any); another gateway's rules are its own.
+    func refusal(_ e: FaultEffect, provider: PushProvider?) -> String? {
+        guard checks, !e.custom else { return nil }
+        let checked: [(String?, [String], String, String)] = [
+            (provider == nil || provider == .apns ? e.reason : nil, reasons, "reason", "APNs's reasons"),
+            (provider == nil || provider == .fcm ? e.errorCode : nil, errorCodes, "errorCode", "FCM's error codes"),
+        ]
+        for (value, list, field, provider) in checked {
+            guard let value, !list.isEmpty, !list.contains(value) else { continue }
+            let hint = NearestName.suggest(value, in: list).map { " (did you mean \($0)?)" } ?? ""
+            return "effect.\(field) '\(value)' is not one of \(provider)\(hint); to send it anyway, add \"custom\": true to the effect"
+        }
+        return nil
+    }
+}
+
 /// Reads fault rules: the admin API's `{"match": {...}, "effect": {...}, "seed": N}`, a file
 /// holding a list of them (`--faults`), and the `x-pushemu-fault` override header.
 public enum FaultParser {
@@ -10,18 +44,18 @@ public enum FaultParser {
     }
 
     /// One rule from its JSON object text.
-    public static func rule(_ json: [UInt8], id: String, nowMs: Int64) throws -> FaultRule {
+    public static func rule(_ json: [UInt8], id: String, nowMs: Int64, known: FaultVocabulary = .any) throws -> FaultRule {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
                 throw ParseError("a fault rule is a JSON object: {\"match\": {...}, \"effect\": {...}, \"seed\": N}")
             }
-            return try rule(JSONView(bytes: raw, tokens: t), 0, id: id, nowMs: nowMs)
+            return try rule(JSONView(bytes: raw, tokens: t), 0, id: id, nowMs: nowMs, known: known)
         }
     }
 
     /// Rules from a file's JSON: a list of rule objects (or `{"faults": [...]}`).
-    public static func rules(_ json: [UInt8], nowMs: Int64, id: () -> String) throws -> [FaultRule] {
+    public static func rules(_ json: [UInt8], nowMs: Int64, id: () -> String, known: FaultVocabulary = .any) throws -> [FaultRule] {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else { throw ParseError("the faults file is not valid JSON") }
@@ -33,14 +67,14 @@ public enum FaultParser {
             var err: Error?
             v.forEachElement(list) { e in
                 guard err == nil else { return }
-                do { out.append(try rule(v, e, id: id(), nowMs: nowMs)) } catch { err = error }
+                do { out.append(try rule(v, e, id: id(), nowMs: nowMs, known: known)) } catch { err = error }
             }
             if let err { throw err }
             return out
         }
     }
 
-    static func rule(_ v: JSONView, _ obj: Int, id: String, nowMs: Int64) throws -> FaultRule {
+    static func rule(_ v: JSONView, _ obj: Int, id: String, nowMs: Int64, known: FaultVocabulary = .any) throws -> FaultRule {
         guard v.tokens[obj].kind == .object else { throw ParseError("a fault rule is a JSON object") }
         var match = FaultMatch()
         var effect = FaultEffect()
@@ -66,6 +100,7 @@ public enum FaultParser {
         }
         if let err { throw ParseError(err) }
         guard hasEffect else { throw ParseError("a fault rule needs an effect") }
+        if let refusal = known.refusal(effect, provider: match.provider) { throw ParseError(refusal) }
         return FaultRule(id: id, match: match, effect: effect, seed: seed, createdAtMs: nowMs, matchJSON: matchJSON, effectJSON: effectJSON)
     }
 
@@ -192,6 +227,7 @@ public enum FaultParser {
             case "uninstall": e.uninstall = bool()
             case "rotate": e.rotate = bool()
             case "dropHandshake": e.dropHandshake = bool()
+            case "custom": e.custom = bool()
             default: err = "unknown effect field \(name)"
             }
         }

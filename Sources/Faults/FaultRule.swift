@@ -75,6 +75,8 @@ public struct FaultEffect: Sendable {
     public var rotate = false
     /// Drop TLS connections as their handshake starts (selectors apply; request matches do not).
     public var dropHandshake = false
+    /// The `reason` or `errorCode` is the sender's own, not one of the provider's (not checked).
+    public var custom = false
     public init() {}
 
     public var answers: Bool { status != nil || reason != nil || errorCode != nil }

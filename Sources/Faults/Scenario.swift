@@ -20,7 +20,9 @@ public struct Scenario: Sendable {
     /// Kept in the state log (false: from `--scenario` at start).
     public var persistent = true
 
-    public static func parse(_ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String) throws -> Scenario {
+    public static func parse(
+        _ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String, known: FaultVocabulary = .any
+    ) throws -> Scenario {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
             guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
@@ -42,7 +44,7 @@ public struct Scenario: Sendable {
                     }
                     v.forEachElement(val) { s in
                         guard err == nil else { return }
-                        do { steps.append(try step(v, s, id: ruleID(), startMs: nowMs)) } catch { err = error }
+                        do { steps.append(try step(v, s, id: ruleID(), startMs: nowMs, known: known)) } catch { err = error }
                     }
                 default: err = FaultParser.ParseError("unknown scenario field \(v.string(k))")
                 }
@@ -53,7 +55,7 @@ public struct Scenario: Sendable {
         }
     }
 
-    static func step(_ v: JSONView, _ o: Int, id: String, startMs: Int64) throws -> Step {
+    static func step(_ v: JSONView, _ o: Int, id: String, startMs: Int64, known: FaultVocabulary = .any) throws -> Step {
         guard v.tokens[o].kind == .object, let atI = v.member(o, "at"), let at = FaultParser.duration(v, atI) else {
             throw FaultParser.ParseError("each step needs \"at\" (milliseconds or \"30s\")")
         }
@@ -71,10 +73,12 @@ public struct Scenario: Sendable {
         }
         match.afterMs = at
         match.forMs = forMs
+        let effect = try FaultParser.parseEffect(v, e)
+        if let refusal = known.refusal(effect, provider: match.provider) { throw FaultParser.ParseError(refusal) }
         var seed: UInt64 = 0
         if let s = v.member(o, "seed"), let n = v.integer(s), n >= 0 { seed = UInt64(n) }
         let rule = FaultRule(
-            id: id, match: match, effect: try FaultParser.parseEffect(v, e), seed: seed, createdAtMs: startMs,
+            id: id, match: match, effect: effect, seed: seed, createdAtMs: startMs,
             matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self), stepAtMs: at, stepForMs: forMs)
         return Step(atMs: at, forMs: forMs, rule: rule)
     }

@@ -77,4 +77,37 @@ final class FrictionTests: XCTestCase {
         XCTAssertEqual(r.status, 400)
         XCTAssertTrue(r.text.contains("match.route must be send, broadcast, token, channels"), r.text)
     }
+
+    /// A rule's reason or error code is one the provider has, or refused with the nearest one;
+    /// `"custom": true` sends any.
+    func testRuleReasonsAreCheckedAgainstTheProvidersLists() throws {
+        let emulator = try TestEmulator(.inProcess)
+        defer { emulator.stop() }
+        func rule(_ effect: String, provider: String = "apns") throws -> TestResponse {
+            try emulator.http1(
+                TestRequest("POST", "/emulator/v1/faults", body: #"{"match":{"provider":"\#(provider)"},"effect":\#(effect)}"#))
+        }
+        var r = try rule(#"{"status":503,"reason":"Sevice Unavailable"}"#)
+        XCTAssertEqual(r.status, 400)
+        XCTAssertTrue(
+            r.text.contains("effect.reason 'Sevice Unavailable' is not one of APNs's reasons (did you mean ServiceUnavailable?)"), r.text)
+        XCTAssertTrue(r.text.contains(#"add \"custom\": true"#), r.text)
+        r = try rule(#"{"status":503,"errorCode":"UNAVAILABEL"}"#, provider: "fcm")
+        XCTAssertEqual(r.status, 400)
+        XCTAssertTrue(r.text.contains("is not one of FCM's error codes (did you mean UNAVAILABLE?)"), r.text)
+        r = try emulator.http1(
+            TestRequest(
+                "POST", "/emulator/v1/scenarios",
+                body: #"{"steps":[{"at":0,"match":{"provider":"apns"},"effect":{"status":500,"reason":"InternalError"}}]}"#))
+        XCTAssertEqual(r.status, 400, "scenario steps too: \(r.text)")
+        r = try emulator.http1(
+            TestRequest("POST", "/emulator/v1/faults", body: #"{"match":{"percent":5},"effect":{"errorCode":"QUOTA_EXCEDED"}}"#))
+        XCTAssertTrue(r.status == 400 && r.text.contains("did you mean QUOTA_EXCEEDED?"), "a rule of any provider: \(r.text)")
+        XCTAssertEqual(try rule(#"{"status":503,"reason":"ServiceUnavailable"}"#).status, 201)
+        XCTAssertEqual(try rule(#"{"status":418,"reason":"Teapot","custom":true}"#).status, 201)
+        XCTAssertEqual(
+            try emulator.http1(TestRequest("GET", "/emulator/v1/faults")).text.contains(
+                #""effect":{"status":418,"reason":"Teapot","custom":true}"#),
+            true)
+    }
 }
