@@ -103,14 +103,18 @@ public final class FCMGateway: PushGateway {
             GatewayRoute(
                 [.delete], "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", maxBodySize: 4096,
                 handling: .direct { exchange in registration(exchange, FCMGateway.decoded(exchange.parameter(2)), false) }),
-            // Shut down in July 2024: stale clients fail here as they would in production.
+            // Shut down in July 2024: stale clients fail here as they would in production (the
+            // legacy send answers each target DeprecatedApi; the batch endpoint is gone).
             GatewayRoute(
                 nil, "/fcm/send", maxBodySize: 64 * 1024,
                 handling: .direct { exchange in
-                    exchange.respond(
-                        FCMGateway.retired(
-                            "The legacy FCM HTTP API (/fcm/send) was shut down in July 2024. Use the HTTP v1 API: POST /v1/projects/{project}/messages:send."
-                        ))
+                    guard exchange.request.method == .post else {
+                        return exchange.respond(
+                            FCMGateway.retired(
+                                "The legacy FCM HTTP API (/fcm/send) was shut down in July 2024. Use the HTTP v1 API: POST /v1/projects/{project}/messages:send."
+                            ))
+                    }
+                    exchange.respond(FCMLegacyAPI.send(exchange.request))
                 }),
             GatewayRoute(
                 nil, "/batch", maxBodySize: 1 << 20,

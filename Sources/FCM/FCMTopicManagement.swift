@@ -24,6 +24,13 @@ public struct FCMTopicManagement: Sendable {
         guard let h = request.headers.first("authorization") else {
             return .failure(Rejection(FCMTopicManagement.iidError(401, "Unauthorized: the request is missing an OAuth 2 access token")))
         }
+        // A legacy server key (`key=AAAA...`): refused as Google refuses it since the legacy
+        // APIs' shutdown.
+        if h.count > 4, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(4)), "key=") }) {
+            return .failure(
+                Rejection(
+                    FCMTopicManagement.iidError(401, "Authenticating using server key is deprecated. Please use an OAuth2 token instead.")))
+        }
         guard h.count > 7, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(7)), "bearer ") }) else {
             return .failure(Rejection(FCMTopicManagement.iidError(401, "Unauthorized")))
         }

@@ -143,12 +143,35 @@ final class FCMClientTests: XCTestCase {
         r = try runCommand("curl", ["-sS", "-i", "-d", "{}", base + "/v1/projects/curl-project/messages:send"], timeout: 10)
         XCTAssertTrue(r.stdout.hasPrefix("HTTP/1.1 401"), r.stdout)
         XCTAssertTrue(r.stdout.lowercased().contains("www-authenticate: bearer realm=\"https://accounts.google.com/\""), r.stdout)
-        // Retired APIs answer 404 with an explanation.
-        for path in ["/fcm/send", "/batch"] {
-            r = try runCommand("curl", ["-sS", "-w", "\n%{http_code}", "-d", "{}", base + path], timeout: 10)
-            XCTAssertTrue(r.stdout.hasSuffix("\n404"), r.stdout)
-            XCTAssertTrue(r.stdout.contains("shut down"), r.stdout)
-        }
+        // The retired legacy send answers as Google's does since its shutdown: 200, every target
+        // DeprecatedApi (JSON, or plain text for a form body); the batch endpoint is gone (404).
+        r = try runCommand(
+            "curl",
+            [
+                "-sS", "-w", "\n%{http_code}", "-H", "content-type: application/json", "-H", "authorization: key=AAAAlegacy",
+                "-d", #"{"registration_ids":["a","b","c"],"data":{"k":"v"}}"#, base + "/fcm/send",
+            ], timeout: 10)
+        XCTAssertTrue(r.stdout.hasSuffix("\n200"), r.stdout)
+        let legacy = try json(String(r.stdout.split(separator: "\n")[0]))
+        XCTAssertEqual(legacy["success"] as? Int, 0)
+        XCTAssertEqual(legacy["failure"] as? Int, 3)
+        XCTAssertEqual(
+            (legacy["results"] as? [[String: String]])?.map { $0["error"] }, ["DeprecatedApi", "DeprecatedApi", "DeprecatedApi"])
+        XCTAssertNotNil(legacy["multicast_id"] as? Int)
+        r = try runCommand(
+            "curl", ["-sS", "-H", "authorization: key=AAAAlegacy", "-d", "registration_id=abc&data.k=v", base + "/fcm/send"], timeout: 10)
+        XCTAssertEqual(r.stdout, "Error=DeprecatedApi\n")
+        r = try runCommand("curl", ["-sS", "-w", "\n%{http_code}", "-d", "{}", base + "/batch"], timeout: 10)
+        XCTAssertTrue(r.stdout.hasSuffix("\n404") && r.stdout.contains("shut down"), r.stdout)
+        // The Instance ID API refuses a legacy server key as Google's does.
+        r = try runCommand(
+            "curl",
+            [
+                "-sS", "-w", "\n%{http_code}", "-H", "authorization: key=AAAAlegacy", "-H", "content-type: application/json",
+                "-d", #"{"to":"/topics/x","registration_tokens":["\#(token)"]}"#, base + "/iid/v1:batchAdd",
+            ], timeout: 10)
+        XCTAssertEqual(
+            r.stdout, #"{"error":"Authenticating using server key is deprecated. Please use an OAuth2 token instead."}"# + "\n401")
         // The device is visible and can be uninstalled through the admin API.
         r = try runCommand("curl", ["-sS", "-X", "DELETE", base + "/emulator/v1/devices/" + token], timeout: 10)
         let device = try json(r.stdout)
