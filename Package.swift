@@ -37,7 +37,7 @@ let package = Package(
         // snapshots, export and import, and the durability gate of the routes that change state.
         .target(name: "State", dependencies: ["PushCore", "Transport", "CSystem"]),
         // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
-        .target(name: "APNs", dependencies: ["PushCore", "Transport", "State", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "APNs", dependencies: ["PushCore", "Transport", "State", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["PushCore", "Transport", "State", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.

@@ -1,4 +1,6 @@
+import CSystem
 import PushCore
+import Synchronization
 import Transport
 
 /// APNs as a push gateway: `POST /3/device/<token>` decided by `APNsProvider` (the rules, a pure
@@ -37,6 +39,41 @@ public final class APNsGateway: PushGateway {
             }
         }
         let gateway = self
+        return apnsRoutes(manage: manage, gateway: gateway).map { route in
+            var route = route
+            if !configuration.allowHTTP1 { route.http1Answer = APNsGateway.http1Refusal }
+            return route
+        }
+    }
+
+    /// Apple serves the provider API over HTTP/2 only, and its front end answers a request line
+    /// where the HTTP/2 preface belongs as an HTTP/2 server does: SETTINGS, then GOAWAY with
+    /// PROTOCOL_ERROR and "Unexpected HTTP/1.x request: METHOD PATH" (what a client that printed
+    /// it reported, reactor-netty#399), and the connection closed. An HTTP/1.1 client reads those
+    /// bytes as a broken response. pushemu adds how to serve HTTP/1.1 anyway, and says so once on
+    /// stderr.
+    static func http1Refusal(_ request: Request) -> Response {
+        let line = "Unexpected HTTP/1.x request: \(request.method.name) \(request.path.utf8String)"
+        if APNsGateway.http1Said.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            csys_write_stderr(
+                "pushemu: an HTTP/1.1 request to the APNs provider API (\(request.method.name) \(request.path.utf8String)) got what Apple's servers give it, a GOAWAY: APNs speaks HTTP/2 only (start with --apns-http1 to serve HTTP/1.1 for curl)\n"
+            )
+        }
+        let debug = Array((line + " (APNs speaks HTTP/2 only; pushemu serves HTTP/1.1 with --apns-http1)").utf8)
+        var out: [UInt8] = [0, 0, 0, 4, 0, 0, 0, 0, 0] // SETTINGS, empty
+        let length = 8 + debug.count
+        out += [UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)]
+        out += [7, 0, 0, 0, 0, 0] // GOAWAY, no flags, stream 0
+        out += [0, 0, 0, 0, 0, 0, 0, 1] // last stream 0, PROTOCOL_ERROR
+        return .verbatim(out + debug)
+    }
+
+    static let http1Said = Atomic<Bool>(false)
+
+    private func apnsRoutes(
+        manage: @escaping @Sendable (Exchange) -> Void, gateway: APNsGateway
+    ) -> [GatewayRoute] {
+        let configuration = rules.configuration
         return [
             GatewayRoute(
                 nil, "/3/*", maxBodySize: APNsPushType.voip.maxPayloadSize,

@@ -150,6 +150,9 @@ public struct APNsConfiguration: Sendable {
     public var tokenUpdateInterval: Int64 = 20 * 60
     /// Tolerated clock skew for an `iat` in the future.
     public var clockSkew: Int64 = 60
+    /// Serve HTTP/1.1 requests (`--apns-http1`, for poking with curl); else they get what Apple's
+    /// servers give them: an HTTP/2 GOAWAY, and the connection closed.
+    public var allowHTTP1 = false
 
     public init() {}
 

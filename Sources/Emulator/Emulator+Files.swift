@@ -24,17 +24,22 @@ extension Emulator {
         let clientCA =
             try configuration.clientCAPath.map { try readFile($0, what: "client CA") }
             ?? Array(DevelopmentCredentials.certificateAuthority.utf8)
-        return TLSConfiguration(certificateChainPEM: certificate, privateKeyPEM: key, clientCAPEM: clientCA)
+        // Apple's host names agree h2 alone in ALPN, as Apple's servers do (unless --apns-http1).
+        return TLSConfiguration(
+            certificateChainPEM: certificate, privateKeyPEM: key, clientCAPEM: clientCA,
+            h2OnlyServerNames: configuration.apns.allowHTTP1 ? [] : Set(APNsEnvironment.hostNames))
     }
 
     /// The proxy: the APNs and FCM host names and `--intercept-host`'s, each tunnel's certificate
     /// signed by the development CA (the one `pushemu ca` writes and `pushemu env` trusts).
     static func interceptConfiguration(_ configuration: EmulatorConfiguration, clientCA: [UInt8]?) -> InterceptConfiguration {
-        InterceptConfiguration(
+        var intercept = InterceptConfiguration(
             hosts: Set(APNsEnvironment.hostNames + FCMGateway.hostNames + configuration.interceptHosts),
             caCertificatePEM: Array(DevelopmentCredentials.certificateAuthority.utf8),
             caKeyPEM: Array(DevelopmentCredentials.certificateAuthorityKey.utf8), clientCAPEM: clientCA,
             refusalHint: "Add a host with --intercept-host HOST (repeatable).")
+        if !configuration.apns.allowHTTP1 { intercept.h2OnlyHosts = Set(APNsEnvironment.hostNames) }
+        return intercept
     }
 
     /// A whole file (at most `limit` bytes), or a `ConfigurationError` naming what it was for.

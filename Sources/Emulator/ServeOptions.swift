@@ -309,6 +309,10 @@ package enum ServeOptions {
             c.apns.broadcastApps = Set(apps)
         },
         Option(
+            name: "apns-http1", valueName: nil,
+            help: "serve HTTP/1.1 requests to the APNs routes (for curl); by default they get Apple's answer, an HTTP/2 GOAWAY"
+        ) { c, v in c.apns.allowHTTP1 = try bool(v, "apns-http1") },
+        Option(
             name: "apns-adaptive-streams", valueName: nil,
             help: "halve a connection's stream limit after an error, raise it after successes"
         ) { c, v in c.apnsAdaptiveStreams = try bool(v, "apns-adaptive-streams") },

@@ -39,6 +39,13 @@ extension PushPipeline {
                 }
             }
             if let gate, !route.isPush { handler = gate.wrap(handler) }
+            if let refuse = route.http1Answer {
+                let served = handler
+                handler = { exchange in
+                    guard exchange.request.version != .http2 else { return try served(exchange) }
+                    exchange.respond(refuse(exchange.request))
+                }
+            }
             router.add(
                 route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
                 unavailable: route.unavailable, handler: handler)

@@ -170,6 +170,9 @@ public struct GatewayRoute: Sendable {
     public var handling: Handling
     /// What it is, for fault rules.
     public var kind: RouteKind
+    /// What an HTTP/1.x request gets instead of being served (nil: served), for a service that
+    /// speaks HTTP/2 only.
+    public var http1Answer: (@Sendable (Request) -> Response)?
 
     /// Whether the pipeline's stages run it.
     public var isPush: Bool {

@@ -290,6 +290,14 @@ final class HTTP1Session: ExchangeOwner {
     // MARK: ExchangeOwner
 
     func respond(_ ex: Exchange, _ response: Response) {
+        if response.status == Response.verbatimStatus {
+            ex.owner = nil
+            state = .closing
+            pending = []
+            connection.write { $0.append(response.body) }
+            connection.closeAfterFlush()
+            return
+        }
         var bodyRead = false
         if case .waiting(let w, _) = state, w === ex { bodyRead = true }
         // Answered before its body was read (413, 431): the connection cannot be reused.

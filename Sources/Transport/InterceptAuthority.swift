@@ -14,6 +14,8 @@ public struct InterceptConfiguration: Sendable {
     public var clientCAPEM: [UInt8]?
     /// Appended to the 403 answer for a host that is not intercepted (how to add one).
     public var refusalHint: String
+    /// Hosts whose tunnels agree h2 alone in ALPN (see `TLSConfiguration.h2OnlyServerNames`).
+    public var h2OnlyHosts: Set<String> = []
 
     public init(hosts: Set<String>, caCertificatePEM: [UInt8], caKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil, refusalHint: String = "") {
         self.hosts = Set(hosts.map { InterceptAuthority.normalized($0) })
@@ -63,7 +65,9 @@ final class InterceptAuthority: Sendable {
         if let existing = contexts.withLock({ $0[name] }) { return existing }
         let (certificatePEM, keyPEM) = try issue(for: name)
         let made = try TLSContext(
-            TLSConfiguration(certificateChainPEM: certificatePEM, privateKeyPEM: keyPEM, clientCAPEM: configuration.clientCAPEM))
+            TLSConfiguration(
+                certificateChainPEM: certificatePEM, privateKeyPEM: keyPEM, clientCAPEM: configuration.clientCAPEM,
+                h2OnlyServerNames: configuration.h2OnlyHosts.contains(name) ? [name] : []))
         return contexts.withLock { cache in
             if let raced = cache[name] { return raced }
             cache[name] = made

@@ -12,6 +12,14 @@ public struct Response: Sendable {
         self.body = body
     }
 
+    /// The status of a `verbatim` response.
+    public static let verbatimStatus = -1
+
+    /// Bytes written to an HTTP/1.x connection as they are, which then closes: for a service
+    /// that answers an HTTP/1.x request with another protocol's bytes (an HTTP/2-only server's
+    /// SETTINGS and GOAWAY). Over HTTP/2 it is a 500.
+    public static func verbatim(_ bytes: [UInt8]) -> Response { Response(status: verbatimStatus, body: bytes) }
+
     /// A response with `content-type: application/json`.
     public static func json(_ status: Int, _ body: String) -> Response {
         var h = HTTPFields()

@@ -8,21 +8,33 @@ public struct TLSConfiguration: Sendable {
     public var privateKeyPEM: [UInt8]
     /// When set, a client certificate is requested (not required) and verified against these CAs.
     public var clientCAPEM: [UInt8]?
+    /// Server names (SNI, lower case) for which ALPN offers h2 alone, as services that speak
+    /// HTTP/2 only do: a client that offers only http/1.1 gets no protocol agreed.
+    public var h2OnlyServerNames: Set<String>
 
-    public init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil) {
+    public init(certificateChainPEM: [UInt8], privateKeyPEM: [UInt8], clientCAPEM: [UInt8]? = nil, h2OnlyServerNames: Set<String> = []) {
         self.certificateChainPEM = certificateChainPEM
         self.privateKeyPEM = privateKeyPEM
         self.clientCAPEM = clientCAPEM
+        self.h2OnlyServerNames = h2OnlyServerNames
     }
+}
+
+/// The server names ALPN offers h2 alone for, held for the context's life (the callback's arg).
+private final class ALPNPolicy {
+    let h2Only: Set<String>
+    init(_ names: Set<String>) { h2Only = names }
 }
 
 /// An OpenSSL server context: TLS 1.2 and 1.3, ALPN h2 then http/1.1 (none is fine too).
 final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
+    private let policy: Unmanaged<ALPNPolicy>
 
     init(_ config: TLSConfiguration) throws {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TransportError.tls("SSL_CTX_new: \(tlsErrors())") }
         self.ctx = ctx
+        policy = Unmanaged.passRetained(ALPNPolicy(config.h2OnlyServerNames))
         _ = pushemu_ssl_ctx_set_min_proto_version(ctx, TLS1_2_VERSION)
         pushemu_ssl_ctx_set_server_options(ctx)
         _ = pushemu_ssl_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
@@ -61,8 +73,14 @@ final class TLSContext: @unchecked Sendable {
 
         SSL_CTX_set_alpn_select_cb(
             ctx,
-            { _, out, outlen, input, inlen, _ in
+            { ssl, out, outlen, input, inlen, arg in
                 guard let input, let out, let outlen else { return SSL_TLSEXT_ERR_NOACK }
+                // h2 alone for the names that speak only HTTP/2 (APNs's).
+                var h2Only = false
+                if let arg, let ssl, let sni = pushemu_ssl_get_servername(ssl) {
+                    let names = Unmanaged<ALPNPolicy>.fromOpaque(arg).takeUnretainedValue().h2Only
+                    h2Only = !names.isEmpty && names.contains(String(cString: sni).lowercased())
+                }
                 // Prefer h2, then http/1.1; offer none otherwise (the client may still speak h2).
                 var chosen: (Int, Int)? = nil
                 var i = 0
@@ -75,17 +93,20 @@ final class TLSContext: @unchecked Sendable {
                         chosen = (start, len)
                         break
                     }
-                    if len == 8 && chosen == nil && memcmp(input + start, "http/1.1", 8) == 0 { chosen = (start, len) }
+                    if !h2Only, len == 8, chosen == nil, memcmp(input + start, "http/1.1", 8) == 0 { chosen = (start, len) }
                     i = start + len
                 }
                 guard let (s, l) = chosen else { return SSL_TLSEXT_ERR_NOACK }
                 out.pointee = input + s
                 outlen.pointee = UInt8(l)
                 return SSL_TLSEXT_ERR_OK
-            }, nil)
+            }, policy.toOpaque())
     }
 
-    deinit { SSL_CTX_free(ctx) }
+    deinit {
+        SSL_CTX_free(ctx)
+        policy.release()
+    }
 
     /// The private key in `pem` (the caller frees it with EVP_PKEY_free).
     static func readPrivateKey(_ pem: [UInt8], what: String) throws -> OpaquePointer {

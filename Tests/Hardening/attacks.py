@@ -948,7 +948,7 @@ CASES = {
     "tls-handshake-stalls": (tls_handshake_stalls, ["--threads", "1"], 200),
     "http1-malformed": (http1_malformed, ["--threads", "1"], 200),
     "too-large-shapes": (too_large_shapes, ["--threads", "1"], 200),
-    "fuzzed-bodies": (fuzzed_bodies, ["--threads", "2", "--allow-override-header"], 200),
+    "fuzzed-bodies": (fuzzed_bodies, ["--threads", "2", "--allow-override-header", "--apns-http1"], 200),
     "service-account-flood": (service_account_flood, ["--threads", "1"], 200),
     "h2-frame-fuzz": (h2_frame_fuzz, ["--threads", "1"], 200),
     "admin-flood": (admin_flood, ["--threads", "1", "--admin-rate", "500"], 200),

@@ -40,7 +40,10 @@ public final class RawClient {
     public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 
     /// Reads until the peer closes or the receive timeout passes.
-    public func readAll() -> String {
+    public func readAll() -> String { String(decoding: readAllBytes(), as: UTF8.self) }
+
+    /// The bytes read until the peer closes or the receive timeout passes.
+    public func readAllBytes() -> [UInt8] {
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -48,7 +51,7 @@ public final class RawClient {
             if n <= 0 { break }
             out.append(contentsOf: buf[0..<n])
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 
     /// Reads until `marker` has been seen `count` times (or timeout/close).
