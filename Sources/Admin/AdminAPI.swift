@@ -206,12 +206,13 @@ package struct AdminAPI: Sendable {
         r.add(.get, "/emulator/v1/devices/{token}/notifications") { ex in
             var f = NotificationLog.Filter()
             f.token = ex.parameter(0).utf8String
-            guard let wait = intParameter(ex.request, "wait", default: 0, range: 0...300) else {
-                return ex.respond(AdminAPI.error(400, "wait must be 0...300 seconds"))
+            guard let wait = intParameter(ex.request, "wait", default: 0, range: 0...300),
+                let limit = intParameter(ex.request, "limit", default: 10_000, range: 1...10_000)
+            else {
+                return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
             }
-            f.limit = 10_000
-            let filter = f
-            longPoll(ex, waitSeconds: wait) { withJournal(log.query(filter), filter) }
+            f.limit = limit
+            list(ex, f, wait: wait)
         }
         var deviceAdmin = DeviceAdminAPI(
             lifecycle: devicesLayer.lifecycle, apnsDevices: devices, fcmDevices: fcmDevices,
@@ -269,7 +270,7 @@ package struct AdminAPI: Sendable {
     /// Answers `query` once it finds something or `waitSeconds` pass. It first waits (up to
     /// 10 s) for the topic and broadcast sends answered before the request to be delivered, so
     /// a test that sends and then asks sees every device it reached.
-    func longPoll(_ ex: Exchange, waitSeconds: Int, _ query: @escaping @Sendable () -> [PushNotification]) {
+    func longPoll(_ ex: Exchange, waitSeconds: Int, limit: Int, _ query: @escaping @Sendable () -> [PushNotification]) {
         let started = Clock.nowMs()
         let deadline = started + Int64(waitSeconds) * 1000
         let fanOut = records.fanOut
@@ -281,7 +282,13 @@ package struct AdminAPI: Sendable {
             }
             runQuery(ex, query) { found in
                 if !found.isEmpty || Clock.nowMs() >= deadline {
-                    ex.respond(.json(200, JSONObjectWriter.list("notifications", found.map(\.json))))
+                    // The query asked for one more than `limit`: an older one means a next page.
+                    let list = found.suffix(limit)
+                    let next = found.count > limit ? list.first.map { NotificationCursor(key: NotificationLog.PageKey($0)).text } : nil
+                    var out = JSONObjectWriter()
+                    out.add("notifications", jsonArray: list.map(\.json))
+                    out.add("next", json: next.map(JSONWriter.quote) ?? "null")
+                    ex.respond(.json(200, out.text))
                 } else {
                     ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
                 }

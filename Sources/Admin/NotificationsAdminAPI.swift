@@ -6,11 +6,12 @@ import Transport
 /// The notification inspection endpoints:
 ///
 /// - `GET /emulator/v1/notifications?provider=&token=&topic=&campaign=&q=&limit=&wait=`: the
-///   matching notifications, oldest first, at most `limit` (1-10,000; 100) of the newest.
-///   With `order=asc|desc` or `cursor=`, a page instead: `{"notifications":[...],"next":CURSOR}`
-///   in (receive time, id) order, from the oldest (`asc`) or the newest (`desc`, the default
-///   with a cursor); `next` (null on the last page) continues after the page's last one, and
-///   stays valid while new pushes arrive.
+///   matching notifications, oldest first, at most `limit` (1-10,000; 100) of the newest, as
+///   `{"notifications":[...],"next":CURSOR}`; `next` (null when there are no older ones) gives
+///   the page of older ones. With `order=asc|desc` or `cursor=`, a page in (receive time, id)
+///   order, from the oldest (`asc`) or the newest (`desc`, the default with a cursor); `next`
+///   (null on the last page) continues after the page's last one, and stays valid while new
+///   pushes arrive. `/emulator/v1/devices/{token}/notifications` answers the same for a device.
 /// - `GET /emulator/v1/notifications/latest?...`: the newest match, whole (404 when none; `wait=`
 ///   long-polls for one).
 /// - `GET /emulator/v1/notifications/{id}`: one notification, whole: the record, the device it
@@ -32,25 +33,7 @@ extension AdminAPI {
             else {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
             }
-            let filter = query.filter(campaignKeys: api.campaignKeys, limit: limit)
-            let order = q.queryParameter("order").flatMap { $0.isEmpty ? nil : $0 }
-            let cursorText = q.queryParameter("cursor").flatMap { $0.isEmpty ? nil : percentDecode($0) }
-            guard order != nil || cursorText != nil else {
-                return api.longPoll(ex, waitSeconds: wait) { api.withJournal(api.log.query(filter), filter) }
-            }
-            guard order == nil || order == "asc" || order == "desc" else {
-                return ex.respond(AdminAPI.error(400, "order must be asc or desc"))
-            }
-            var cursor: NotificationLog.PageKey?
-            if let cursorText {
-                guard let c = NotificationCursor(text: cursorText) else {
-                    return ex.respond(
-                        AdminAPI.error(400, "cursor is not one this server gave (pass the \"next\" of a page back unchanged)"))
-                }
-                cursor = c.key
-            }
-            let newest = order != "asc"
-            api.page(ex, filter, cursor: cursor, newest: newest)
+            api.list(ex, query.filter(campaignKeys: api.campaignKeys, limit: limit), wait: wait)
         }
         r.add(.delete, "/emulator/v1/notifications") { ex in
             let query: NotificationQuery
@@ -91,6 +74,34 @@ extension AdminAPI {
                 ex.respond(.json(200, api.whole(n)))
             }
         }
+    }
+
+    /// The answer of a notifications list: the newest `filter.limit` matches oldest first (long-
+    /// polled for up to `wait` seconds while there are none), or with `order` or `cursor` a
+    /// page. Either way `next` continues it: after the plain answer, the page of older ones
+    /// (newest first, as a cursor without `order` gives), so a client can page from the first.
+    func list(_ ex: Exchange, _ filter: NotificationLog.Filter, wait: Int) {
+        let q = ex.request
+        let order = q.queryParameter("order").flatMap { $0.isEmpty ? nil : $0 }
+        let cursorText = q.queryParameter("cursor").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+        guard order != nil || cursorText != nil else {
+            var wider = filter
+            wider.limit = filter.limit + 1 // one more tells whether there are older ones
+            let probe = wider
+            let api = self
+            return longPoll(ex, waitSeconds: wait, limit: filter.limit) { api.withJournal(api.log.query(probe), probe) }
+        }
+        guard order == nil || order == "asc" || order == "desc" else {
+            return ex.respond(AdminAPI.error(400, "order must be asc or desc"))
+        }
+        var cursor: NotificationLog.PageKey?
+        if let cursorText {
+            guard let c = NotificationCursor(text: cursorText) else {
+                return ex.respond(AdminAPI.error(400, "cursor is not one this server gave (pass the \"next\" of a page back unchanged)"))
+            }
+            cursor = c.key
+        }
+        page(ex, filter, cursor: cursor, newest: order != "asc")
     }
 
     /// A page of `filter`'s matches after (ascending) or before (descending) `cursor`.

@@ -124,6 +124,34 @@ final class InspectionTests: XCTestCase {
         XCTAssertEqual(try emulator.get("/emulator/v1/notifications?order=sideways").status, 400)
     }
 
+    /// The plain list (no `order`, no `cursor`) gives a `next` too: a client that pages from the
+    /// first answer reads every notification, the newest first, then older pages.
+    func testPlainListGivesANextCursor() throws {
+        let emulator = try TestEmulator(.inProcess)
+        defer { emulator.stop() }
+        let p = try pusher(emulator)
+        try pushSeries(p, "n", count: 12)
+        let first = try list(emulator, "limit=5")
+        XCTAssertEqual(first.titles, ["n7", "n8", "n9", "n10", "n11"], "the newest five, oldest first")
+        var seen = first.titles
+        var cursor = try XCTUnwrap(first.next, "a plain answer with older ones has a next")
+        for _ in 0..<10 {
+            let page = try list(emulator, "limit=5&cursor=" + cursor)
+            seen += page.titles
+            guard let next = page.next else { break }
+            cursor = next
+        }
+        XCTAssertEqual(seen.sorted(), (0..<12).map { "n\($0)" }.sorted(), "each once")
+        XCTAssertEqual(seen.count, 12)
+        // Everything in one answer: null.
+        let all = try emulator.get("/emulator/v1/notifications?limit=100")
+        XCTAssertTrue(all.text.hasSuffix(",\"next\":null}"), all.text)
+        // A device's list answers the same way.
+        let device = try json(try emulator.get("/emulator/v1/devices/\(Self.token)/notifications?limit=4"))
+        XCTAssertEqual((device["notifications"] as? [Any])?.count, 4)
+        XCTAssertNotNil(device["next"] as? String)
+    }
+
     func testLatestAndOneNotificationWhole() throws {
         let sink = try TrackingSink()
         defer { sink.stop() }
