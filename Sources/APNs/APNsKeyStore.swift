@@ -33,6 +33,15 @@ public final class APNsKeyStore: PersistentStore {
     public let stateName = "apns.keys"
     public let changes = ChangeLink(store: "apns.keys")
 
+    /// Said once per key id a provider token names that this store does not have.
+    public let missing = OnceNotice()
+
+    /// Where a key is looked for, for the operator: the admin API's keys and the drop-in folder.
+    public var searched: String {
+        "among the keys registered over the admin API"
+            + (directory.map { " and in \(Files.absolute($0))/<KEY ID>.json" } ?? " (there is no data directory: --in-memory)")
+    }
+
     /// `directory`: the drop-in folder, read on a miss (nil: none).
     public init(directory: String?) {
         self.directory = directory

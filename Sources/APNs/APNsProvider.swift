@@ -429,7 +429,16 @@ public struct APNsProvider: Sendable {
         if token.issuedAt > nowSeconds + configuration.clockSkew { return invalid }
         var v = APNsConnectionState.TokenVerdict(reason: nil, teamID: token.teamID, keyID: token.keyID, issuedAt: token.issuedAt)
         guard let entry = keys.lookup(token.keyID) else {
-            return configuration.authMode == .strict ? invalid : v
+            let strict = configuration.authMode == .strict
+            keys.missing.say(token.keyID) {
+                "a provider token names key id \(token.keyID) (team \(token.teamID)), which this emulator does not have; it looked "
+                    + keys.searched
+                    + (strict
+                        ? ". Answered 403 InvalidProviderToken (--apns-auth strict)."
+                        : ". Accepted unverified (--apns-auth lenient).")
+                    + " Register the key with `pushemu credentials apns --server URL` or POST /emulator/v1/apns/keys."
+            }
+            return strict ? invalid : v
         }
         guard entry.teamID == token.teamID else { return invalid }
         let ok = token.signingInput.withUnsafeBytes { ES256.verify(entry.key, message: $0, signature: token.signature) }

@@ -1,4 +1,5 @@
 import Fleet
+import Glibc
 import Journal
 import Pipeline
 import Tracking
@@ -56,9 +57,25 @@ struct ServerService: EmulatorService {
         if !configuration.inMemory { try Emulator.makeDirectory(configuration.dataDirectory) }
         do {
             try server.start()
+        } catch TransportError.system(let what, let code) where code == EADDRINUSE {
+            throw ConfigurationError("\(TransportError.system(what, code))" + ServerService.portInUseHint(what, configuration))
         } catch {
             throw ConfigurationError("\(error)")
         }
+    }
+
+    /// What to do about a port in use: it may be another pushemu (ask it), or start on a free
+    /// port (`0`; the listening line says which).
+    static func portInUseHint(_ what: String, _ configuration: EmulatorConfiguration) -> String {
+        let http = what.hasSuffix(":\(configuration.httpPort)")
+        let flag = http ? "--http-port" : "--https-port"
+        var hint = " (another program has it"
+        if http {
+            let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
+            let shown = host.contains(":") ? "[\(host)]" : host
+            hint += "; if it is a pushemu, `pushemu stats --server http://\(shown):\(configuration.httpPort)` asks it"
+        }
+        return hint + "; start with \(flag) 0 for a free port, or \(flag) with another)"
     }
 
     func stop() { server.shutdown(drainTimeout: configuration.drainTimeout) }

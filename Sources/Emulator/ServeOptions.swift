@@ -451,7 +451,7 @@ package enum ServeOptions {
                 continue
             }
             let takesValue = name == "config" || option(name)?.valueName != nil
-            if option(name) == nil && name != "config" { throw ConfigurationError("unknown option '--\(name)' (see pushemu --help)") }
+            if option(name) == nil && name != "config" { throw ConfigurationError(unknownOption(name)) }
             if takesValue && value == nil {
                 guard i + 1 < args.count else { throw ConfigurationError("option '--\(name)' needs a value") }
                 value = args[i + 1]
@@ -466,7 +466,10 @@ package enum ServeOptions {
         var fromFiles: [(String, String, Source)] = []
         for (path, _) in configFiles {
             for (n, v) in try parseConfigFile(try readFile(path), path: path) {
-                guard option(n) != nil else { throw ConfigurationError("unknown option '\(n)' in config file '\(path)'") }
+                guard option(n) != nil else {
+                    let hint = NearestName.suggest(n, in: options.map(\.name)).map { " (did you mean \($0)?)" } ?? ""
+                    throw ConfigurationError("unknown option '\(n)' in config file '\(path)'\(hint)")
+                }
                 fromFiles.append((n, v, .configFile(path)))
             }
         }
@@ -481,6 +484,42 @@ package enum ServeOptions {
         }
         let fileEntries = fromFiles.filter { !flagged.contains($0.0) && !fromEnvironment.contains($0.0) }
         return fileEntries.map { (name: $0.0, value: $0.1, source: $0.2) } + out + flags.map { (name: $0.0, value: $0.1, source: .flag) }
+    }
+
+    /// "unknown option '--http-prot' (did you mean --http-port?)".
+    package static func unknownOption(_ name: String) -> String {
+        let names = options.map(\.name) + ["config", "print-config", "help", "version"]
+        if let near = NearestName.suggest(name, in: names) { return "unknown option '--\(name)' (did you mean --\(near)?)" }
+        return "unknown option '--\(name)' (see pushemu --help)"
+    }
+
+    /// The `PUSHEMU_` variables pushemu reads besides its options' (`PUSHEMU_CONFIG`), writes
+    /// for others (`pushemu env`'s `PUSHEMU_CA`), or its test helpers read (`PUSHEMU_BIN`).
+    static let otherVariables: Set<String> = ["PUSHEMU_CONFIG", "PUSHEMU_CA", "PUSHEMU_BIN"]
+
+    /// One warning per `PUSHEMU_` variable of `environment` that names no option (a misspelt
+    /// one would be ignored silently otherwise), with the nearest variable that does.
+    package static func unknownVariableWarnings(_ environment: [String: String]) -> [String] {
+        let known = options.map { environmentName($0.name) }
+        return environment.keys.filter { $0.hasPrefix("PUSHEMU_") && !otherVariables.contains($0) && !known.contains($0) }.sorted()
+            .map { name in
+                let hint = NearestName.suggest(name, in: known + otherVariables.sorted()).map { "did you mean \($0)? " } ?? ""
+                return "environment variable \(name) names no option (\(hint)see pushemu serve --help); it is ignored"
+            }
+    }
+
+    /// The value of serve option `name` for another command, by serve's rule: the command's own
+    /// flag, then `PUSHEMU_<NAME>`, then the config file `PUSHEMU_CONFIG` names, else nil (the
+    /// command's default). `pushemu credentials` then writes where `pushemu serve` reads.
+    package static func commandSetting(
+        _ name: String, flag: String?, environment: [String: String], readFile: (String) throws -> String = defaultReadFile
+    ) throws -> (value: String, source: Source)? {
+        if let flag { return (flag, .flag) }
+        let variable = environmentName(name)
+        if let value = environment[variable], !value.isEmpty { return (value, .environment(variable)) }
+        guard let path = environment[environmentName("config")], !path.isEmpty else { return nil }
+        let entries = try parseConfigFile(try readFile(path), path: path)
+        return entries.last { $0.0 == name }.map { ($0.1, .configFile(path)) }
     }
 
     /// Parses arguments after the command name, with `PUSHEMU_*` variables and config files.

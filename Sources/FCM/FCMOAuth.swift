@@ -98,6 +98,14 @@ public struct FCMOAuth: Sendable {
                 })
         else { return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid JWT: the claim set is not a JSON object."))) }
         guard let iss = c.iss, let account = accounts.lookup(email: iss) else {
+            if let named = c.iss {
+                let shown = String(named.prefix(200))
+                accounts.missing.say(shown) {
+                    "a token request (the OAuth JWT of a service-account key file) names \(shown), an account this emulator does not have; it looked "
+                        + accounts.searched
+                        + ". Answered invalid_grant \"account not found\". Register the account with `pushemu credentials fcm --server URL` or POST /emulator/v1/fcm/service-accounts."
+                }
+            }
             return .failure(Rejection(FCMOAuth.error("invalid_grant", "Invalid grant: account not found")))
         }
         if let kid, kid != account.privateKeyID {

@@ -30,6 +30,15 @@ public final class FCMServiceAccounts: PersistentStore {
     public let stateName = "fcm.serviceAccounts"
     public let changes = ChangeLink(store: "fcm.serviceAccounts")
 
+    /// Said once per client email a token request names that this store does not have.
+    public let missing = OnceNotice()
+
+    /// Where an account is looked for, for the operator: the admin API's and the drop-in folder.
+    public var searched: String {
+        "among the accounts registered over the admin API"
+            + (directory.map { " and in \(Files.absolute($0))" } ?? " (there is no data directory: --in-memory)")
+    }
+
     public init(directory: String?) {
         self.directory = directory
     }

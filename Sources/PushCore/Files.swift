@@ -11,6 +11,18 @@ public enum Files {
         }
     }
 
+    /// `path` from the root (the working directory joined when relative), for messages that
+    /// must say where, whatever directory the reader runs in.
+    public static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var rest = Substring(path)
+        while rest.hasPrefix("./") { rest = rest.dropFirst(2) }
+        return rest.isEmpty || rest == "." ? cwd : cwd + "/" + rest
+    }
+
     /// The names in a directory (empty if it cannot be read).
     public static func list(_ path: String) -> [String] {
         guard let d = opendir(path) else { return [] }

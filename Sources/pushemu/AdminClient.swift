@@ -39,7 +39,9 @@ enum AdminClient {
         defer { curl_slist_free_all(headers) }
         let rc = curl_easy_perform(h)
         guard rc == CURLE_OK else {
-            throw ConfigurationError("cannot reach the emulator at \(url): \(String(cString: curl_easy_strerror(rc)))")
+            throw ConfigurationError(
+                "cannot reach the emulator at \(url): \(String(cString: curl_easy_strerror(rc))) (is it running? point at it with --server URL, or set the PUSHEMU_HOST and PUSHEMU_HTTP_PORT it was started with)"
+            )
         }
         var status = 0
         pushemu_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)

@@ -16,7 +16,17 @@ struct CommandSpec {
     let words: [String]
     let operand: String?
     let summary: String
+    /// Its options, `--json` last for a command that prints an admin API answer readably.
     let options: [Option]
+
+    init(words: [String], operand: String?, summary: String, options: [Option], readable: Bool = false) {
+        self.words = words
+        self.operand = operand
+        self.summary = summary
+        self.options = readable ? options + [CommandSpec.json] : options
+    }
+
+    static let json = Option(name: "json", value: "", help: "print the admin API's answer, JSON, instead of a table (for scripts)")
 
     /// The option names the parser accepts.
     var allowed: Set<String> { Set(options.map(\.name)) }
@@ -46,7 +56,9 @@ struct CommandSpec {
     }
 
     static let timeHelp = "milliseconds since the epoch, 2026-11-29T10:00:00Z, or an age such as 30m, 12h, 7d"
-    static let server = Option(name: "server", value: "URL", help: "the running emulator (default http://127.0.0.1:8080)")
+    static let server = Option(
+        name: "server", value: "URL",
+        help: "the running emulator (default http://127.0.0.1:8080, or the PUSHEMU_HOST and PUSHEMU_HTTP_PORT serve uses)")
     /// What the notification commands search by (the admin API's parameters and `q`).
     static let searchOptions = [
         server,
@@ -55,30 +67,35 @@ struct CommandSpec {
         Option(name: "token", value: "T", help: "only this device's"),
         Option(name: "campaign", value: "ID", help: "only this campaign's"),
     ]
-    static let dataDirectory = Option(name: "data-dir", value: "DIR", help: "the emulator's data directory (default ./.pushemu)")
+    static let dataDirectory = Option(
+        name: "data-dir", value: "DIR", help: "the emulator's data directory (default PUSHEMU_DATA_DIR, the config file's, or ./.pushemu)")
 
     /// Every command, in the order `pushemu --help` lists them.
     static let all: [CommandSpec] = [
         CommandSpec(
             words: ["credentials", "apns"], operand: nil,
-            summary: "Writes a .p8 signing key and registers its public half with the emulator.",
+            summary:
+                "Writes a .p8 signing key and registers its public half with a running emulator (--server) or in the data directory.",
             options: [
                 Option(name: "team-id", value: "T", help: "the 10-character team id (default: generated)"),
                 Option(name: "key-id", value: "K", help: "the 10-character key id (default: generated)"),
                 Option(name: "out", value: "DIR", help: "where AuthKey_<KEYID>.p8 is written (default .)"),
+                Option(name: "server", value: "URL", help: "register it with this running emulator, over its admin API"),
                 dataDirectory,
                 Option(name: "environment", value: "sandbox|production", help: "limit the key to one environment"),
                 Option(name: "topics", value: "a,b", help: "a topic-specific key for these bundle ids"),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["credentials", "fcm"], operand: nil,
-            summary: "Writes a service-account JSON key file and registers it with the emulator.",
+            summary:
+                "Writes a service-account JSON key file and registers it with a running emulator (--server) or in the data directory.",
             options: [
                 Option(name: "project", value: "P", help: "the Firebase project id", required: true),
                 Option(name: "out", value: "FILE", help: "where the key file is written (default: standard output)"),
                 Option(
                     name: "token-uri", value: "URL|google",
-                    help: "the file's token_uri (default http://127.0.0.1:8080/token; google: Google's own, for the proxy)"),
+                    help: "the file's token_uri (default: the emulator's /token; google: Google's own, for the proxy)"),
+                Option(name: "server", value: "URL", help: "register it with this running emulator, over its admin API"),
                 dataDirectory,
             ]),
         CommandSpec(
@@ -128,14 +145,15 @@ struct CommandSpec {
                 Option(name: "labels", value: "a,b", help: "labels fault rules and queries can select"),
                 Option(name: "topics", value: "a,b", help: "FCM topic subscriptions (Android, or iOS with --fcm-token)"),
                 Option(name: "fcm-token", value: "T|new", help: "iOS with the Firebase SDK: its FCM registration token (new: generated)"),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["devices", "list"], operand: nil, summary: "Lists the devices a running emulator holds as records.",
             options: [
                 server, Option(name: "label", value: "L", help: "only devices with this label"),
                 Option(name: "limit", value: "N", help: "at most N (1-10000, default 100)"),
-            ]),
-        CommandSpec(words: ["devices", "show"], operand: "TOKEN", summary: "Prints one device.", options: [server]),
+                Option(name: "cursor", value: "C", help: "the page after this \"next\" (the table's last line gives it)"),
+            ], readable: true),
+        CommandSpec(words: ["devices", "show"], operand: "TOKEN", summary: "Prints one device.", options: [server], readable: true),
         CommandSpec(
             words: ["notifications", "list"], operand: nil,
             summary: "Prints the notifications a running emulator recorded (a page with --order or --cursor).",
@@ -143,20 +161,20 @@ struct CommandSpec {
                 Option(name: "limit", value: "N", help: "at most N (1-10000, default 100)"),
                 Option(name: "order", value: "asc|desc", help: "a page in (receive time, id) order, with its \"next\" cursor"),
                 Option(name: "cursor", value: "C", help: "the page after this \"next\""),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["notifications", "latest"], operand: nil,
             summary: "Prints the newest matching notification, whole; fails when none matches (a one-line CI assertion).",
-            options: searchOptions + [Option(name: "wait", value: "SECONDS", help: "wait up to this long for one (0-300)")]),
+            options: searchOptions + [Option(name: "wait", value: "SECONDS", help: "wait up to this long for one (0-300)")], readable: true),
         CommandSpec(
             words: ["notifications", "show"], operand: "ID", summary: "Prints one notification, whole (device, tracking calls).",
-            options: [server]),
+            options: [server], readable: true),
         CommandSpec(
             words: ["notifications", "delete"], operand: nil, summary: "Forgets the matching notifications (all, without filters).",
-            options: searchOptions),
+            options: searchOptions, readable: true),
         CommandSpec(
             words: ["devices", "uninstall"], operand: "TOKEN", summary: "Uninstalls the device's app (its next push is unregistered).",
-            options: [server]),
+            options: [server], readable: true),
         CommandSpec(
             words: ["activity", "start"], operand: "TOKEN",
             summary: "Starts a Live Activity on an iOS device (as the app would) and prints it with its push token.",
@@ -166,23 +184,23 @@ struct CommandSpec {
                 Option(name: "attributes", value: "JSON", help: "its static attributes (default {})"),
                 Option(name: "content-state", value: "JSON", help: "its first content state (default {})"),
                 Option(name: "channel", value: "ID", help: "a broadcast channel it listens to"),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["activity", "subscribe"], operand: "TOKEN",
             summary: "Subscribes a device's Live Activity to a broadcast channel (it gets the channel's stored message).",
             options: [
                 server, Option(name: "activity", value: "ID", help: "the activity's id", required: true),
                 Option(name: "channel", value: "ID", help: "the channel id", required: true),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["activity", "end"], operand: "TOKEN", summary: "Ends a device's Live Activity (the user dismissed it).",
-            options: [server, Option(name: "activity", value: "ID", help: "the activity's id", required: true)]),
+            options: [server, Option(name: "activity", value: "ID", help: "the activity's id", required: true)], readable: true),
         CommandSpec(
-            words: ["activity", "list"], operand: "TOKEN", summary: "Prints a device's Live Activities.", options: [server]),
+            words: ["activity", "list"], operand: "TOKEN", summary: "Prints a device's Live Activities.", options: [server], readable: true),
         CommandSpec(
             words: ["activity", "push-to-start"], operand: "TOKEN",
             summary: "Prints the device's push-to-start token for an attributes type (made on first request).",
-            options: [server, Option(name: "type", value: "NAME", help: "the ActivityKit attributes type", required: true)]),
+            options: [server, Option(name: "type", value: "NAME", help: "the ActivityKit attributes type", required: true)], readable: true),
         CommandSpec(
             words: ["fleet", "create"], operand: nil, summary: "Creates a fleet of simulated devices in a running emulator.",
             options: [
@@ -202,13 +220,35 @@ struct CommandSpec {
                 Option(name: "url-schemes", value: "a,b", help: "the URL schemes its app declares"),
                 Option(name: "sounds", value: "a,b", help: "the sound files in its app bundle"),
                 Option(name: "labels", value: "a,b", help: "labels of every device in the fleet"),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["fleet", "tokens"], operand: "ID", summary: "Prints a fleet's tokens, one per line (all of them by default).",
             options: [
                 server, Option(name: "offset", value: "N", help: "the first token's index (default 0)"),
                 Option(name: "limit", value: "N", help: "at most N tokens"),
             ]),
+        CommandSpec(words: ["fleet", "list"], operand: nil, summary: "Lists the fleets.", options: [server], readable: true),
+        CommandSpec(
+            words: ["fleet", "show"], operand: "ID", summary: "Prints one fleet (with its registration's progress).", options: [server],
+            readable: true),
+        CommandSpec(
+            words: ["faults", "list"], operand: nil, summary: "Lists the fault rules, with how often each matched and fired.",
+            options: [server], readable: true),
+        CommandSpec(
+            words: ["faults", "add"], operand: "RULE",
+            summary: "Adds a fault rule: its JSON (docs/faults.md) inline, @FILE, or - for standard input.", options: [server],
+            readable: true),
+        CommandSpec(
+            words: ["faults", "delete"], operand: "ID", summary: "Deletes a fault rule (all: every rule).", options: [server],
+            readable: true),
+        CommandSpec(
+            words: ["reset"], operand: nil,
+            summary:
+                "Forgets what a running emulator holds: devices, fleets, subscriptions, rules, notifications, the journal (credentials stay).",
+            options: [server, Option(name: "all", value: "", help: "credentials too")], readable: true),
+        CommandSpec(
+            words: ["stats"], operand: nil, summary: "Prints a running emulator's counts (devices, deliveries, tracking, journal).",
+            options: [server], readable: true),
         CommandSpec(
             words: ["state", "export"], operand: nil,
             summary:
@@ -225,7 +265,7 @@ struct CommandSpec {
                 Option(name: "replace", value: "", help: "forget the state first (without it, the file's records go over what is there)"),
                 Option(name: "server", value: "URL", help: "a running emulator (the default, at http://127.0.0.1:8080)"),
                 Option(name: "data-dir", value: "DIR", help: "a stopped emulator's data directory instead of --server"),
-            ]),
+            ], readable: true),
         CommandSpec(
             words: ["export"], operand: nil, summary: "Prints the journal, one JSON object per line (no server needed).",
             options: [
@@ -247,7 +287,7 @@ struct CommandSpec {
             summary: "Every campaign's totals (sent, accepted, rejections by reason) from a running emulator's journal index, at once.",
             options: [
                 Option(name: "campaign", value: "ID", help: "one campaign only"), Option(name: "since", value: "T", help: timeHelp), server,
-            ]),
+            ], readable: true),
     ]
 
     /// The spec named by the first words of `args`, and the arguments after them.

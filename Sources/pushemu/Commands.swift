@@ -7,58 +7,96 @@ import PushCore
 
 /// The commands besides `serve` (`CommandSpec.all` lists them with their options).
 enum Commands {
-    /// Runs a command; returns its stdout text or throws a one-line error. `--help` anywhere
-    /// after a command's words prints that command's usage and options.
+    /// Runs a command; returns its stdout text or throws a one-line error (`UsageError` for a
+    /// command line that cannot run as given). `--help` anywhere after a command's words prints
+    /// that command's usage and options.
     static func run(_ args: [String]) throws -> String {
-        guard let first = args.first else { throw ConfigurationError("missing command") }
+        guard let first = args.first else { throw UsageError("missing command") }
         guard let (spec, afterWords) = CommandSpec.find(args) else {
             if CommandSpec.all.contains(where: { $0.words.first == first }) {
                 if args.contains("--help") || args.contains("-h") { return CommandSpec.group(first) }
-                throw ConfigurationError(CommandSpec.group(first))
+                let words = CommandSpec.all.filter { $0.words.first == first }.map { $0.words.dropFirst().joined(separator: " ") }
+                let hint = args.count > 1 ? NearestName.suggest(args[1], in: words).map { "did you mean '\(first) \($0)'?\n" } ?? "" : ""
+                throw UsageError(hint + CommandSpec.group(first))
             }
-            throw ConfigurationError("unknown command '\(first)' (see pushemu --help)")
+            throw UsageError(unknownCommand(first))
         }
         if afterWords.contains("--help") || afterWords.contains("-h") { return spec.help }
         var rest = afterWords
         var operand = ""
-        if spec.operand != nil {
-            guard let value = rest.first, !value.hasPrefix("--") else { throw ConfigurationError("usage: " + spec.usageLine) }
+        if let name = spec.operand {
+            guard let value = rest.first, !value.hasPrefix("--") else {
+                throw UsageError("\(spec.words.joined(separator: " ")) needs \(name)\nusage: " + spec.usageLine)
+            }
             operand = value
             rest.removeFirst()
         }
-        let f = try flags(rest, allowed: spec.allowed, switches: Set(spec.options.filter(\.isSwitch).map(\.name)))
-        switch spec.words.joined(separator: " ") {
-        case "credentials apns": return try apnsCredentials(f)
-        case "credentials fcm": return try fcmCredentials(f)
-        case "token apns": return try apnsToken(f)
-        case "env": return try ProxyCommands.env(f, environment: ServeOptions.processEnvironment())
-        case "ca": return try ProxyCommands.ca(f)
-        case "devices add": return try addDevice(f)
+        let f = try flags(rest, spec: spec)
+        for option in spec.options where option.required && f[option.name] == nil {
+            throw UsageError(
+                "\(spec.words.joined(separator: " ")) needs --\(option.name) \(option.value) (\(option.help))\nusage: " + spec.usageLine)
+        }
+        let (answer, view) = try answer(spec.words.joined(separator: " "), operand, f)
+        guard let view, f["json"] == nil else { return answer }
+        return ReadableOutput.render(answer, view)
+    }
+
+    /// "unknown command 'devcies' (did you mean devices?)".
+    static func unknownCommand(_ word: String) -> String {
+        var names: [String] = []
+        for spec in CommandSpec.all where !names.contains(spec.words[0]) { names.append(spec.words[0]) }
+        let hint = NearestName.suggest(word, in: names + ["serve", "help", "version"]).map { "did you mean \($0)? " } ?? ""
+        return "unknown command '\(word)' (\(hint)see pushemu --help)"
+    }
+
+    /// What a command prints: its text, and how to show it readably when it is an admin API
+    /// answer (nil: printed as it is).
+    static func answer(_ command: String, _ operand: String, _ f: [String: String]) throws -> (String, ReadableOutput.View?) {
+        let devices = "/emulator/v1/devices/"
+        switch command {
+        case "credentials apns": return (try Credentials.apns(f), .fields)
+        case "credentials fcm": return (try Credentials.fcm(f), nil)
+        case "token apns": return (try apnsToken(f), nil)
+        case "env": return (try ProxyCommands.env(f), nil)
+        case "ca": return (try ProxyCommands.ca(f), nil)
+        case "devices add": return (try addDevice(f), .fields)
         case "devices list":
             var query = "?limit=" + (f["limit"] ?? "100")
             if let label = f["label"] { query += "&label=" + PercentEncoding.encode(label) }
-            return try call("GET", server(f) + "/emulator/v1/devices" + query)
-        case "devices show": return try call("GET", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
-        case "devices uninstall": return try call("DELETE", server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(operand))
-        case "activity start", "activity subscribe", "activity end", "activity list", "activity push-to-start":
-            return try activity(spec.words[1], device: operand, f)
+            if let cursor = f["cursor"] { query += "&cursor=" + PercentEncoding.encode(cursor) }
+            return (try call("GET", server(f) + "/emulator/v1/devices" + query), .devices)
+        case "devices show": return (try call("GET", server(f) + devices + PercentEncoding.encode(operand)), .fields)
+        case "devices uninstall": return (try call("DELETE", server(f) + devices + PercentEncoding.encode(operand)), .fields)
+        case "activity start", "activity subscribe", "activity end", "activity push-to-start":
+            return (try activity(String(command.dropFirst(9)), device: operand, f), .fields)
+        case "activity list": return (try activity("list", device: operand, f), .activities)
         case "notifications list":
-            return try call("GET", server(f) + "/emulator/v1/notifications" + search(f, extra: ["limit", "order", "cursor"]))
+            let query = search(f, extra: ["limit", "order", "cursor"])
+            return (try call("GET", server(f) + "/emulator/v1/notifications" + query), .notifications)
         case "notifications latest":
-            return try call("GET", server(f) + "/emulator/v1/notifications/latest" + search(f, extra: ["wait"]))
+            return (try call("GET", server(f) + "/emulator/v1/notifications/latest" + search(f, extra: ["wait"])), .fields)
         case "notifications show":
-            return try call("GET", server(f) + "/emulator/v1/notifications/" + PercentEncoding.encode(operand))
-        case "notifications delete": return try call("DELETE", server(f) + "/emulator/v1/notifications" + search(f, extra: []))
-        case "fleet create": return try createFleet(f)
-        case "fleet tokens": return try fleetTokens(operand, f)
-        case "state export": return try StateCommands.export(f)
-        case "state import": return try StateCommands.importFile(operand, f)
-        case "export": return try JournalCommands.export(f)
-        case "report": return try JournalCommands.report(f)
+            return (try call("GET", server(f) + "/emulator/v1/notifications/" + PercentEncoding.encode(operand)), .fields)
+        case "notifications delete":
+            return (try call("DELETE", server(f) + "/emulator/v1/notifications" + search(f, extra: [])), .fields)
+        case "fleet create": return (try createFleet(f), .fields)
+        case "fleet list": return (try call("GET", server(f) + "/emulator/v1/fleets"), .fleets)
+        case "fleet show": return (try call("GET", server(f) + "/emulator/v1/fleets/" + PercentEncoding.encode(operand)), .fields)
+        case "fleet tokens": return (try fleetTokens(operand, f), nil)
+        case "faults list": return (try call("GET", server(f) + "/emulator/v1/faults"), .faults)
+        case "faults add": return (try FaultCommands.add(operand, f), .fields)
+        case "faults delete": return (try FaultCommands.delete(operand, f), .fields)
+        case "reset": return (try call("POST", server(f) + "/emulator/v1/reset" + (f["all"] != nil ? "?all=true" : ""), body: ""), .fields)
+        case "stats": return (try call("GET", server(f) + "/emulator/v1/stats"), .fields)
+        case "state export": return (try StateCommands.export(f), nil)
+        case "state import": return (try StateCommands.importFile(operand, f), .fields)
+        case "export": return (try JournalCommands.export(f), nil)
+        case "report": return (try JournalCommands.report(f), nil)
         case "campaigns":
             let pairs = ["campaign", "since"].compactMap { name in f[name].map { name + "=" + PercentEncoding.encode($0) } }
-            return try call("GET", server(f) + "/emulator/v1/campaigns" + (pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")))
-        default: throw ConfigurationError("unknown command '\(first)' (see pushemu --help)")
+            let query = pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")
+            return (try call("GET", server(f) + "/emulator/v1/campaigns" + query), .campaigns)
+        default: throw UsageError(unknownCommand(command))
         }
     }
 
@@ -104,7 +142,7 @@ enum Commands {
 
     /// `pushemu activity ...`: the Live Activity admin endpoints of one device.
     static func activity(_ command: String, device: String, _ f: [String: String]) throws -> String {
-        let base = server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(device)
+        let base = try server(f) + "/emulator/v1/devices/" + PercentEncoding.encode(device)
         let activityID = f["activity"].map { PercentEncoding.encode($0) } ?? ""
         switch command {
         case "start":
@@ -131,7 +169,7 @@ enum Commands {
         }
         for (key, field) in [("count", "count"), ("seed", "seed"), ("register-rate", "registerRate")] {
             if let value = f[key] {
-                guard Int(value) != nil else { throw ConfigurationError("--\(key) must be an integer") }
+                guard Int(value) != nil else { throw UsageError("--\(key) must be an integer, got '\(value)'") }
                 fields.append(JSONWriter.quote(field) + ":" + value)
             }
         }
@@ -149,7 +187,7 @@ enum Commands {
         var out = ""
         while left > 0 {
             let page = min(left, 100_000)
-            let r = try AdminClient.request("GET", server(f) + "/emulator/v1/fleets/\(id)/tokens?offset=\(offset)&limit=\(page)")
+            let r = try AdminClient.request("GET", try server(f) + "/emulator/v1/fleets/\(id)/tokens?offset=\(offset)&limit=\(page)")
             guard r.status == 200 else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
             let tokens = Array(r.body.utf8).withUnsafeBytes { raw -> [String] in
                 var t: [JSONToken] = []
@@ -184,11 +222,7 @@ enum Commands {
         return out
     }
 
-    static func server(_ f: [String: String]) -> String {
-        var s = f["server"] ?? "http://127.0.0.1:8080"
-        while s.hasSuffix("/") { s.removeLast() }
-        return s
-    }
+    static func server(_ f: [String: String]) throws -> String { try CommandSettings.server(f) }
 
     static func call(_ method: String, _ url: String, body: String? = nil) throws -> String {
         let r = try AdminClient.request(method, url, body: body)
@@ -196,22 +230,32 @@ enum Commands {
         return r.body + "\n"
     }
 
-    static func flags(_ args: [String], allowed: Set<String>, switches: Set<String> = []) throws -> [String: String] {
+    /// `--name value`, `--name=value` and switches, each one the command has (an unknown one is
+    /// refused with the nearest it has).
+    static func flags(_ args: [String], spec: CommandSpec) throws -> [String: String] {
+        let allowed = spec.allowed
+        let switches = Set(spec.options.filter(\.isSwitch).map(\.name))
         var out: [String: String] = [:]
         var i = 0
         while i < args.count {
             let a = args[i]
-            guard a.hasPrefix("--") else { throw ConfigurationError("unexpected argument '\(a)'") }
+            guard a.hasPrefix("--") else {
+                throw UsageError("unexpected argument '\(a)'\nusage: " + spec.usageLine)
+            }
             var name = String(a.dropFirst(2))
             var value: String? = nil
             if let eq = name.firstIndex(of: "=") {
                 value = String(name[name.index(after: eq)...])
                 name = String(name[..<eq])
             }
-            guard allowed.contains(name) else { throw ConfigurationError("unknown option '--\(name)'") }
+            guard allowed.contains(name) else {
+                let near = NearestName.suggest(name, in: spec.options.map(\.name)).map { "did you mean --\($0)? " } ?? ""
+                throw UsageError(
+                    "unknown option '--\(name)' (\(near)see pushemu \(spec.words.joined(separator: " ")) --help)")
+            }
             if value == nil && switches.contains(name) { value = "true" }
             if value == nil {
-                guard i + 1 < args.count else { throw ConfigurationError("option '--\(name)' needs a value") }
+                guard i + 1 < args.count else { throw UsageError("option '--\(name)' needs a value") }
                 value = args[i + 1]
                 i += 1
             }
@@ -221,65 +265,9 @@ enum Commands {
         return out
     }
 
-    /// Generates a key pair, writes `AuthKey_<KEYID>.p8` to `--out` (default .) and registers the
-    /// public key under `--data-dir` (default ./.pushemu), where a running emulator finds it.
-    static func apnsCredentials(_ f: [String: String]) throws -> String {
-        var env: APNsEnvironment? = nil
-        if let e = f["environment"] {
-            guard let v = APNsEnvironment(rawValue: e) else { throw ConfigurationError("--environment must be sandbox or production") }
-            env = v
-        }
-        for id in [f["team-id"], f["key-id"]].compactMap({ $0 }) where !APNsKeyStore.isValidID(id) {
-            throw ConfigurationError("'\(id)' is not a 10-character id (letters and digits)")
-        }
-        let topics = f["topics"].map { $0.split(separator: ",").map(String.init) }
-        let dataDir = f["data-dir"] ?? "./.pushemu"
-        let (entry, pem) = try APNsKeyStore.makeKey(teamID: f["team-id"], keyID: f["key-id"], environment: env, topics: topics)
-        try APNsKeyStore.writeDropIn(entry, directory: dataDir + "/apns/keys")
-        let outDir = f["out"] ?? "."
-        try Emulator.makeDirectory(outDir)
-        let path = outDir + "/AuthKey_\(entry.keyID).p8"
-        guard let file = fopen(path, "w") else { throw ConfigurationError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        fputs(pem, file)
-        fclose(file)
-        chmod(path, 0o600)
-        return "{\"teamId\":\"\(entry.teamID)\",\"keyId\":\"\(entry.keyID)\",\"keyFile\":" + JSONWriter.quote(path) + "}\n"
-    }
-
-    /// Generates a service account for `--project`, registers its public key under `--data-dir`
-    /// (default ./.pushemu), where a running emulator finds it, and writes the key file to
-    /// `--out` (default: stdout). `token_uri` defaults to http://127.0.0.1:8080/token; `google`
-    /// writes Google's own (https://oauth2.googleapis.com/token), served through the proxy.
-    static func fcmCredentials(_ f: [String: String]) throws -> String {
-        guard let project = f["project"] else {
-            throw ConfigurationError("usage: pushemu credentials fcm --project P [--out FILE] [--token-uri URL]")
-        }
-        var tokenURI = f["token-uri"] ?? "http://127.0.0.1:8080/token"
-        // Google's own token endpoint, as a production key file names it: reached through the proxy.
-        if tokenURI == "google" { tokenURI = "https://oauth2.googleapis.com/token" }
-        guard tokenURI.hasPrefix("http://") || tokenURI.hasPrefix("https://") else {
-            throw ConfigurationError("--token-uri must be an http(s) URL")
-        }
-        let json: String
-        do {
-            let (account, privatePEM) = try FCMServiceAccounts.makeAccount(projectID: project)
-            try FCMServiceAccounts.writeDropIn(account, directory: (f["data-dir"] ?? "./.pushemu") + "/fcm/service-accounts")
-            json = FCMServiceAccounts.serviceAccountJSON(account, privateKeyPEM: privatePEM, tokenURI: tokenURI)
-        } catch {
-            throw ConfigurationError("\(error)")
-        }
-        guard let path = f["out"] else { return json }
-        do {
-            try Files.writeAtomically(path, Array(json.utf8), mode: 0o600)
-        } catch {
-            throw ConfigurationError("\(error)")
-        }
-        return "{\"project\":" + JSONWriter.quote(project) + ",\"credentialsFile\":" + JSONWriter.quote(path) + "}\n"
-    }
-
     static func apnsToken(_ f: [String: String]) throws -> String {
         guard let keyPath = f["key"], let kid = f["key-id"], let team = f["team-id"] else {
-            throw ConfigurationError("usage: pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]")
+            throw UsageError("usage: pushemu token apns --key FILE --key-id K --team-id T [--iat SECONDS]")
         }
         let pem = String(decoding: try Emulator.readFile(keyPath, what: "key"), as: UTF8.self)
         guard let key = ES256.Key.fromPEM(pem, isPrivate: true) else {
@@ -287,7 +275,7 @@ enum Commands {
         }
         var iat = Clock.nowSeconds()
         if let s = f["iat"] {
-            guard let v = Int64(s) else { throw ConfigurationError("--iat must be an integer (seconds since the epoch)") }
+            guard let v = Int64(s) else { throw UsageError("--iat must be an integer (seconds since the epoch)") }
             iat = v
         }
         guard let jwt = ProviderToken.make(key: key, keyID: kid, teamID: team, issuedAt: iat) else {

@@ -7,7 +7,7 @@ import PushCore
 /// or, with `--server URL`, the report of a running emulator (one started `--in-memory`).
 enum JournalCommands {
     static func export(_ f: [String: String]) throws -> String {
-        guard (f["format"] ?? "ndjson") == "ndjson" else { throw ConfigurationError("--format: only ndjson is supported") }
+        guard (f["format"] ?? "ndjson") == "ndjson" else { throw UsageError("--format: only ndjson is supported") }
         let path = try journalPath(f)
         let since = try sinceMs(f)
         var failed = false
@@ -21,14 +21,14 @@ enum JournalCommands {
     static func report(_ f: [String: String]) throws -> String {
         let formatName = f["format"] ?? "text"
         guard let format = CampaignReport.Format(rawValue: formatName) else {
-            throw ConfigurationError("--format must be text, json or html")
+            throw UsageError("--format must be text, json or html")
         }
         let text: String
         if f["server"] != nil {
             var q = "?format=" + format.rawValue
             if let c = f["campaign"] { q += "&campaign=" + PercentEncoding.encode(c) }
             if let s = f["since"] { q += "&since=" + PercentEncoding.encode(s) }
-            let r = try AdminClient.request("GET", Commands.server(f) + "/emulator/v1/report" + q, body: nil)
+            let r = try AdminClient.request("GET", try Commands.server(f) + "/emulator/v1/report" + q, body: nil)
             guard r.status == 200 else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
             text = r.body
         } else {
@@ -45,7 +45,7 @@ enum JournalCommands {
     }
 
     static func journalPath(_ f: [String: String]) throws -> String {
-        let path = (f["data-dir"] ?? "./.pushemu") + "/journal.sqlite"
+        let path = try CommandSettings.dataDirectory(f) + "/journal.sqlite"
         guard access(path, R_OK) == 0 else {
             throw ConfigurationError(
                 "no journal at \(path) (is --data-dir right? a server started --in-memory keeps it in memory: use --server URL)")

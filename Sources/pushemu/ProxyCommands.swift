@@ -6,17 +6,15 @@ import PushCore
 /// its proxy with its code unchanged.
 enum ProxyCommands {
     /// Writes the CA files under `<data-dir>/ca/` and prints the variables for `--shell`.
-    static func env(_ f: [String: String], environment: [String: String]) throws -> String {
+    static func env(_ f: [String: String]) throws -> String {
         let shellName = f["shell"] ?? "sh"
         guard let shell = ProxyEnvironment.Shell(rawValue: shellName) else {
-            throw ConfigurationError("--shell must be sh, fish or powershell, got '\(shellName)'")
+            throw UsageError("--shell must be sh, fish or powershell, got '\(shellName)'")
         }
-        // As `serve` reads them: the flag, else its PUSHEMU_ variable (empty is unset), else the default.
-        func setting(_ name: String, default value: String) -> String {
-            f[name] ?? environment[ServeOptions.environmentName(name)].flatMap { $0.isEmpty ? nil : $0 } ?? value
-        }
-        let host = setting("host", default: "127.0.0.1")
-        let portText = setting("http-port", default: "8080")
+        // As `serve` reads them: the flag, its PUSHEMU_ variable (empty is unset), the config file.
+        func setting(_ name: String, default value: String) throws -> String { try CommandSettings.setting(name, f) ?? value }
+        let host = try setting("host", default: "127.0.0.1")
+        let portText = try setting("http-port", default: "8080")
         guard let port = Int(portText), (1...65535).contains(port) else {
             throw ConfigurationError("--http-port must be a port number (1-65535), got '\(portText)'")
         }
@@ -27,7 +25,7 @@ enum ProxyCommands {
             case "::": "[::1]"
             default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
             }
-        let dataDir = setting("data-dir", default: "./.pushemu")
+        let dataDir = try CommandSettings.dataDirectory(f)
         let files = try ProxyEnvironment.writeFiles(under: dataDir + "/ca")
         let noProxy = (f["no-proxy"] ?? "").split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
         let variables = ProxyEnvironment.variables(proxy: "http://\(address):\(port)", noProxy: noProxy, ca: files.ca, bundle: files.bundle)

@@ -16,7 +16,7 @@ enum StateCommands {
             try emulator.registry.export { out += $0 + "\n" }
             text = out
         } else {
-            let reply = try AdminClient.request("GET", Commands.server(f) + "/emulator/v1/state")
+            let reply = try AdminClient.request("GET", try Commands.server(f) + "/emulator/v1/state")
             guard reply.status == 200 else { throw ConfigurationError("the emulator answered \(reply.status): \(reply.body)") }
             text = reply.body
         }
@@ -33,7 +33,7 @@ enum StateCommands {
         let bytes = try Emulator.readFile(path, what: "state", limit: 1 << 30)
         let replace = f["replace"] != nil
         guard let dir = f["data-dir"] else {
-            let url = Commands.server(f) + "/emulator/v1/state" + (replace ? "?replace=true" : "")
+            let url = try Commands.server(f) + "/emulator/v1/state" + (replace ? "?replace=true" : "")
             return try Commands.call("POST", url, body: String(decoding: bytes, as: UTF8.self))
         }
         let emulator = try Emulator.offline(dataDirectory: dir)

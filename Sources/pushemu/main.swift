@@ -15,10 +15,17 @@ guard !CommandLine.arguments.isEmpty else { fail("cannot read the command line: 
 var args = Array(CommandLine.arguments.dropFirst())
 let namedServe = args.first == "serve"
 if namedServe { args.removeFirst() }
+// A misspelt PUSHEMU_ variable would be ignored silently: say so (serve and every command read them).
+let environment = ServeOptions.processEnvironment()
+for warning in ServeOptions.unknownVariableWarnings(environment) { csys_write_stderr("pushemu: \(warning)\n") }
+
+// Exit codes: 0 done, 1 a command that could run failed, 2 a command line that cannot run.
 if let first = args.first, CommandSpec.all.contains(where: { $0.words.first == first }) {
     do {
         csys_write_stdout(try Commands.run(args))
         exit(0)
+    } catch let error as UsageError {
+        fail(error.description, code: 2)
     } catch {
         fail("\(error)", code: 1)
     }
@@ -36,10 +43,9 @@ if args.contains("--version") || args.first == "version" {
     exit(0)
 }
 if let first = args.first, !first.hasPrefix("-") {
-    fail("unknown command '\(first)' (see pushemu --help)")
+    fail(Commands.unknownCommand(first))
 }
 
-let environment = ServeOptions.processEnvironment()
 if args.contains("--print-config") {
     do {
         csys_write_stdout(try ServeOptions.printConfig(args, environment: environment))

@@ -130,7 +130,7 @@ final class BroadcastClientTests: XCTestCase {
         defer { s.stop() }
         let server = ["--server", "http://127.0.0.1:\(s.httpPort)"]
         func pushemu(_ args: [String]) throws -> [String: Any] {
-            let r = try runCommand(ServerProcess.binaryPath, args + server, timeout: 10)
+            let r = try runCommand(ServerProcess.binaryPath, args + server + ["--json"], timeout: 10)
             XCTAssertEqual(r.status, 0, r.stderr)
             return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], r.stdout)
         }

@@ -190,14 +190,14 @@ final class DevicesTrackingTests: XCTestCase {
         r = try runCommand(
             ServerProcess.binaryPath,
             [
-                "devices", "add", "--server", server, "--platform", "ios", "--app", "com.y",
+                "devices", "add", "--server", server, "--json", "--platform", "ios", "--app", "com.y",
                 "--labels", "beta",
             ], timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         let token = try XCTUnwrap(try json(r.stdout)["token"] as? String)
-        r = try runCommand(ServerProcess.binaryPath, ["devices", "uninstall", token, "--server", server], timeout: 10)
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "uninstall", token, "--server", server, "--json"], timeout: 10)
         XCTAssertEqual(try json(r.stdout)["installed"] as? Bool, false)
-        r = try runCommand(ServerProcess.binaryPath, ["devices", "list", "--label", "beta", "--server", server], timeout: 10)
+        r = try runCommand(ServerProcess.binaryPath, ["devices", "list", "--label", "beta", "--server", server, "--json"], timeout: 10)
         XCTAssertEqual((try json(r.stdout)["devices"] as? [Any])?.count, 1)
         r = try runCommand(ServerProcess.binaryPath, ["devices", "show", "nope", "--server", server], timeout: 10)
         XCTAssertEqual(r.status, 1)
@@ -205,7 +205,7 @@ final class DevicesTrackingTests: XCTestCase {
         r = try runCommand(
             ServerProcess.binaryPath,
             [
-                "devices", "add", "--server", server, "--platform", "android", "--app", "com.y",
+                "devices", "add", "--server", server, "--json", "--platform", "android", "--app", "com.y",
                 "--project", "p-one", "--topics", "news,sports",
             ], timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -218,7 +218,7 @@ final class DevicesTrackingTests: XCTestCase {
         let s = try ServerProcess()
         let server = "http://127.0.0.1:\(s.httpPort)"
         let jwt = try jwt()
-        let cli = { (args: [String]) in try runCommand(ServerProcess.binaryPath, args + ["--server", server], timeout: 15) }
+        let cli = { (args: [String]) in try runCommand(ServerProcess.binaryPath, args + ["--server", server, "--json"], timeout: 15) }
         var r = try cli(["notifications", "latest"])
         XCTAssertEqual(r.status, 1, "nothing matches yet")
         XCTAssertTrue(r.stderr.contains("404"), r.stderr)

@@ -179,7 +179,8 @@ final class ReportTests: XCTestCase {
         XCTAssertEqual((try json(file)["campaigns"] as? [[String: Any]])?.first?["sent"] as? Int, 2)
         // The same totals from the index, through the CLI.
         let counts = try runCommand(
-            ServerProcess.binaryPath, ["campaigns", "--server", "http://127.0.0.1:\(s.httpPort)", "--campaign", "camp-C"], timeout: 30)
+            ServerProcess.binaryPath, ["campaigns", "--server", "http://127.0.0.1:\(s.httpPort)", "--campaign", "camp-C", "--json"],
+            timeout: 30)
         XCTAssertEqual(counts.status, 0, counts.stderr)
         let counted = try XCTUnwrap((try json(counts.stdout)["campaigns"] as? [[String: Any]])?.first, counts.stdout)
         XCTAssertEqual(counted["campaign"] as? String, "camp-C")

@@ -184,7 +184,7 @@ final class StateFaultsTests: XCTestCase {
         b.stop()
         // pushemu state import --server into a running emulator.
         let c = try ServerProcess([])
-        r = try runCommand(ServerProcess.binaryPath, ["state", "import", first, "--server", "http://127.0.0.1:\(c.httpPort)"])
+        r = try runCommand(ServerProcess.binaryPath, ["state", "import", first, "--server", "http://127.0.0.1:\(c.httpPort)", "--json"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains(#""imported":"#), r.stdout)
         XCTAssertEqual(try export(c), original)

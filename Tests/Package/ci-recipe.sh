@@ -29,8 +29,10 @@ server=$!
 for _ in $(seq 1 100); do grep -q '^pushemu listening ' pushemu.out && break; sleep 0.1; done
 grep '^pushemu listening ' pushemu.out || fail "no listening line"
 
-# 3. Credentials that look like production's, and the environment for unmodified senders.
-pushemu credentials fcm --project ci-proj --token-uri google --out "$work/service-account.json" >/dev/null
+# 3. Credentials that look like production's, registered with the running emulator over its
+#    admin API, and the environment for unmodified senders.
+pushemu credentials fcm --server "http://127.0.0.1:$PUSHEMU_HTTP_PORT" --project ci-proj --token-uri google \
+  --out "$work/service-account.json" >/dev/null
 export GOOGLE_APPLICATION_CREDENTIALS="$work/service-account.json"
 eval "$(pushemu env)"
 

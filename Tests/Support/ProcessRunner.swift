@@ -12,7 +12,7 @@ public struct CommandResult: Sendable {
 /// Output goes through temporary files so a chatty command can never block on a full pipe.
 public func runCommand(
     _ executable: String, _ arguments: [String], timeout: Double = 30,
-    environment: [String: String]? = nil, stdin: Data? = nil
+    environment: [String: String]? = nil, stdin: Data? = nil, currentDirectory: String? = nil
 ) throws -> CommandResult {
     let dir = FileManager.default.temporaryDirectory
     let outURL = dir.appendingPathComponent("pushemu-test-\(UUID().uuidString).out")
@@ -26,6 +26,7 @@ public func runCommand(
     let p = Process()
     p.executableURL = URL(fileURLWithPath: try resolveExecutable(executable))
     p.arguments = arguments
+    if let currentDirectory { p.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
     if let environment { p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
     p.standardOutput = try FileHandle(forWritingTo: outURL)
     p.standardError = try FileHandle(forWritingTo: errURL)
