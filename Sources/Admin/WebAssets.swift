@@ -366,7 +366,7 @@ export function androidEntry(n, now = Date.now()) {
     h("figcaption", { class: "caption" }, c.image ? "big picture style (expanded)" : longText ? "big text style (expanded)" : "default style"));
 }
 """####),
-        WebAsset(path: "/ui/style.css", contentType: "text/css; charset=utf-8", etag: "\"9b84bee39d942038525e\"", text: ####"""
+        WebAsset(path: "/ui/style.css", contentType: "text/css; charset=utf-8", etag: "\"acf4d674a3c8cbb232ae\"", text: ####"""
 /* pushemu dashboard: system fonts, light and dark from the system setting, no external resources. */
 :root {
   --bg: #f6f7f9; --panel: #ffffff; --text: #1d2330; --muted: #5d6677; --line: #dde1e8;
@@ -434,6 +434,7 @@ form.inline { display: flex; flex-wrap: wrap; gap: 10px; align-items: flex-end; 
 .events tbody tr { animation: arrive .6s ease-out; }
 @keyframes arrive { from { background: color-mix(in srgb, var(--accent) 18%, transparent); } to { background: transparent; } }
 @media (prefers-reduced-motion: reduce) { .events tbody tr { animation: none; } }
+.events tbody tr.earlier { animation: none; opacity: .8; }
 
 /* Previews: an iOS lock-screen banner and an Android notification-shade entry. */
 .previews { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; }
@@ -471,7 +472,7 @@ svg.chart .axis { stroke: var(--muted); }
   .two { grid-template-columns: 1fr; }
 }
 """####),
-        WebAsset(path: "/ui/pages/campaigns.js", contentType: "text/javascript; charset=utf-8", etag: "\"f62bd018fec446778662\"", text: ####"""
+        WebAsset(path: "/ui/pages/campaigns.js", contentType: "text/javascript; charset=utf-8", etag: "\"9171cba7fbdc8fe59522\"", text: ####"""
 // Campaigns: every campaign's counts from the journal's index (GET /emulator/v1/campaigns, at
 // once on any journal), then the chosen one's full report (GET /emulator/v1/report) and its charts.
 import { h, s, put, api, notice, dateTime } from "../lib.js";
@@ -482,13 +483,15 @@ const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44",
 export function bars(rows, { id, title, color = "#2563eb" } = {}) {
   if (!rows.length) return h("figure", {}, title ? h("figcaption", { class: "muted" }, title) : "", notice("None."));
   const max = Math.max(1, ...rows.map((r) => r[1]));
-  const rowH = 26, left = 120, width = 440;
+  // The labels' column fits the longest (up to 40 characters, about 7 px each at 12 px).
+  const labels = rows.map(([label]) => { const t = String(label); return t.length > 40 ? t.slice(0, 39) + "…" : t; });
+  const rowH = 26, left = Math.max(80, 16 + 7 * Math.max(...labels.map((t) => t.length))), width = left + 320;
   const svg = s("svg", { class: "chart", id, role: "img", "aria-label": title, viewBox: `0 0 ${width} ${rows.length * rowH + 6}`, width: "100%", preserveAspectRatio: "xMinYMin meet" });
   rows.forEach(([label, value], i) => {
     const w = Math.round((value / max) * (width - left - 70));
     const y = i * rowH + 4;
     svg.append(
-      s("text", { x: left - 8, y: y + 15, "text-anchor": "end" }, String(label).slice(0, 18)),
+      s("text", { x: left - 8, y: y + 15, "text-anchor": "end" }, labels[i]),
       s("rect", { x: left, y: y + 2, width: Math.max(value > 0 ? 2 : 0, w), height: 18, rx: 3, fill: COLORS[label] || color }, s("title", {}, `${label}: ${value}`)),
       s("text", { x: left + w + 6, y: y + 15 }, String(value)));
   });
@@ -528,7 +531,10 @@ export async function render(main, { rest, isCurrent }) {
   }
   if (!isCurrent()) return;
   const campaigns = counts.campaigns || [];
-  const chosen = rest.length ? campaigns.find((c) => nameOf(c) === rest[0]) : campaigns[0];
+  // Opened without one: the newest campaign that has an id (requests without one are a
+  // campaign of their own, chosen only when there is no other).
+  const newest = campaigns.filter((c) => c.campaign !== null).sort((a, b) => (b.lastAt || 0) - (a.lastAt || 0))[0];
+  const chosen = rest.length ? campaigns.find((c) => nameOf(c) === rest[0]) : newest || campaigns[0];
   const list = h("div", { class: "scroll" }, h("table", { id: "campaigns" },
     h("thead", {}, h("tr", {}, ["Campaign", "Sent", "Accepted", "Rejected", "First", "Last"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, campaigns.map((c) => h("tr", { class: c === chosen ? "clickable selected" : "clickable" },
@@ -733,7 +739,7 @@ export async function render(main, { rest, isCurrent }) {
       h("div", {}, h("h2", {}, "Payload"), h("pre", { id: "payload" }, JSON.stringify(n.payload, null, 2)))));
 }
 """####),
-        WebAsset(path: "/ui/pages/devices.js", contentType: "text/javascript; charset=utf-8", etag: "\"ea9ab9bafa6521d52742\"", text: ####"""
+        WebAsset(path: "/ui/pages/devices.js", contentType: "text/javascript; charset=utf-8", etag: "\"f433b0e29d877686b26b\"", text: ####"""
 // Devices and fleets: paged lists, a device's inbox, install state and Live Activities,
 // uninstall / rotate / online / offline, and a form that makes a fleet.
 import { h, put, api, notice, dateTime, tokenText, qs, fields } from "../lib.js";
@@ -766,7 +772,8 @@ export async function render(main, args) {
     h("button", { type: "submit", class: "primary" }, "Create fleet"));
   const filter = h("form", { class: "row", onsubmit: (e) => { e.preventDefault(); location.hash = "#/devices" + qs({ label: e.target.label.value.trim() }); } },
     h("input", { name: "label", value: label, placeholder: "label", "aria-label": "Only devices with this label" }), h("button", { type: "submit" }, "Filter"));
-  put(main, h("h1", {}, "Devices and fleets"), h("h2", {}, "Devices"), filter, list, h("h2", {}, "Fleets"), fleets, h("h3", {}, "Create a fleet"), fleetForm, made);
+  // Fleets first: a few rows and the form, above a page of up to 50 devices.
+  put(main, h("h1", {}, "Devices and fleets"), h("h2", {}, "Fleets"), fleets, h("h3", {}, "Create a fleet"), fleetForm, made, h("h2", {}, "Devices"), filter, list);
 
   async function loadFleets() {
     const r = await api("/emulator/v1/fleets");
@@ -779,6 +786,7 @@ export async function render(main, args) {
       : notice("No fleets yet."));
   }
 
+  await loadFleets();
   const page = await api("/emulator/v1/devices" + qs({ limit: 50, cursor, label }));
   if (!isCurrent()) return;
   const rows = (page.devices || []).map((d) => {
@@ -796,7 +804,6 @@ export async function render(main, args) {
   h("div", { class: "row" },
     cursor ? h("a", { class: "button", href: "#/devices" + qs({ label }) }, "← First page") : "",
     page.next ? h("a", { class: "button", href: "#/devices" + qs({ label, cursor: page.next }) }, "Next →") : ""));
-  await loadFleets();
 }
 
 async function device(main, { rest, isCurrent }) {
@@ -938,9 +945,9 @@ export async function render(main, { isCurrent }) {
   return () => clearInterval(timer);
 }
 """####),
-        WebAsset(path: "/ui/pages/live.js", contentType: "text/javascript; charset=utf-8", etag: "\"5c0a8f818a99992cdf45\"", text: ####"""
+        WebAsset(path: "/ui/pages/live.js", contentType: "text/javascript; charset=utf-8", etag: "\"1e6549c474381308f466\"", text: ####"""
 // Live: what happens as it happens, from the event stream (GET /emulator/v1/events), no reload.
-import { h, put, time, statusChip, displayChip, tokenText, status, qs } from "../lib.js";
+import { h, put, api, time, statusChip, displayChip, tokenText, status, qs } from "../lib.js";
 
 const KEEP = 200;
 const WINDOW_MS = 10_000;
@@ -994,7 +1001,7 @@ export function render(main, { query }) {
       : kind === "device" ? `${data.change}${data.fleet ? " " + data.fleet : ""}`
       : kind === "dropped" ? `${data.dropped} events lost (the page read too slowly)`
       : data.topic || "";
-    const tr = h("tr", { class: id ? "clickable" : "", dataset: { kind } },
+    const tr = h("tr", { class: id ? "clickable" : "", dataset: id ? { kind, id } : { kind } },
       h("td", { class: "mono" }, time(data.at || Date.now())),
       h("td", {}, h("span", { class: "chip " + ({ accepted: "ok", rejected: "bad", fault: "warn", dropped: "warn" }[kind] || "info") }, kind)),
       h("td", {}, data.provider || (data.platform ? (data.platform === "ios" ? "apns" : "fcm") : "")),
@@ -1056,7 +1063,29 @@ export function render(main, { query }) {
     }
   }
 
+  /** What happened before the page opened: the newest notifications and tracking calls (a
+   * rejection is not kept in memory: they show from now on), under the stream's rows. */
+  async function history() {
+    if (query.get("q")) { body.append(h("tr", { class: "muted" }, h("td", { colspan: 7 }, "Earlier events are shown without a filter."))); return; }
+    const [n, t] = await Promise.all([
+      api("/emulator/v1/notifications" + qs({ limit: 50 })).catch(() => ({ notifications: [] })),
+      api("/emulator/v1/tracking" + qs({ limit: 50 })).catch(() => ({ tracking: [] })),
+    ]);
+    const seen = new Set([...body.querySelectorAll("tr[data-id]")].map((r) => r.dataset.id));
+    const earlier = [
+      ...(n.notifications || []).filter((x) => !seen.has(x.id)).map((x) => ["accepted", { at: x.receivedAt, provider: x.provider, id: x.id, token: x.token, topic: x.topic, status: 200, display: x.display }]),
+      ...(t.tracking || []).map((x) => ["tracking", x]),
+    ].sort((a, b) => b[1].at - a[1].at).slice(0, KEEP);
+    for (const [kind, data] of earlier) {
+      if (body.childElementCount >= KEEP) break;
+      const tr = row(kind, data);
+      tr.classList.add("earlier");
+      body.append(tr);
+    }
+  }
+
   connect();
+  history();
   drawRates();
   const timer = setInterval(drawRates, 1000);
   return () => { clearInterval(timer); if (source) source.close(); };

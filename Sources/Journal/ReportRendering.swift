@@ -137,14 +137,14 @@ extension CampaignReport {
     public var html: String {
         var s = """
             <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title>
+            <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title><link rel="icon" href="data:,">
             <style>
             body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1000px;color:#1d2330;padding:0 1em}
             h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e7ef;padding-bottom:.2em}
             table{border-collapse:collapse;margin:.8em 0}td,th{padding:.3em .8em;border-bottom:1px solid #e3e7ef;text-align:right}
             th:first-child,td:first-child{text-align:left}.muted{color:#6b7385}.grid{display:flex;flex-wrap:wrap;gap:1.5em}
             .card{border:1px solid #e3e7ef;border-radius:8px;padding:.8em 1em}.big{font-size:1.5em;font-weight:600}
-            svg text{font:11px system-ui,sans-serif;fill:#1d2330}
+            svg text{font:11px system-ui,sans-serif}svg text:not([fill]){fill:#1d2330}
             </style></head><body>
             <h1>pushemu campaign report</h1>
             """

@@ -70,7 +70,8 @@ public enum RegistrationPresets {
             return .skip("unknown registration preset \(config.preset)")
         }
         let job = TrackingJob(
-            request: built.0, event: ctx.event, preset: config.preset, token: ctx.token, notificationID: "", notBeforeMs: ctx.atMs)
+            request: built.0, event: ctx.event, preset: config.preset, token: ctx.token, notificationID: "", notBeforeMs: ctx.atMs,
+            platform: ctx.platform)
         return .job(job, fingerprint: built.1)
     }
 

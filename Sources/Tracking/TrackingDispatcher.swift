@@ -33,12 +33,14 @@ public final class TrackingJob: @unchecked Sendable {
     public var notificationID: String
     public var notBeforeMs: Int64
     public var batch: TrackingBatch?
+    /// The device's platform, "ios" or "android".
+    public var platform: String
     var attempt = 1
     var events = 1
 
     public init(
         request: TrackingRequest, event: TrackingEvent, preset: String, token: String, notificationID: String,
-        notBeforeMs: Int64, batch: TrackingBatch? = nil
+        notBeforeMs: Int64, batch: TrackingBatch? = nil, platform: String = ""
     ) {
         self.request = request
         self.event = event
@@ -47,6 +49,7 @@ public final class TrackingJob: @unchecked Sendable {
         self.notificationID = notificationID
         self.notBeforeMs = notBeforeMs
         self.batch = batch
+        self.platform = platform
     }
 }
 
@@ -458,7 +461,7 @@ final class TrackingLane: @unchecked Sendable {
                 event: job.event, preset: job.preset, token: job.token,
                 notificationID: job.notificationID, method: job.request.method, url: job.request.url,
                 status: status, latencyMs: latency, error: error, attempt: job.attempt,
-                outcome: outcome, atMs: Clock.nowMs(), events: job.events))
+                outcome: outcome, atMs: Clock.nowMs(), events: job.events, platform: job.platform))
         if willRetry {
             let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, job.attempt - 1)))
             job.attempt += 1

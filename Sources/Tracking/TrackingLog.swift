@@ -23,10 +23,13 @@ public struct TrackingAttempt: Sendable {
     public var atMs: Int64
     /// Events a batched request carried (MoEngage, Braze).
     public var events: Int
+    /// The device's platform, "ios" or "android" ("" when not known: read back from the journal).
+    public var platform: String
 
     public init(
         sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
-        url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int
+        url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int,
+        platform: String = ""
     ) {
         self.sequence = sequence
         self.event = event
@@ -42,6 +45,16 @@ public struct TrackingAttempt: Sendable {
         self.outcome = outcome
         self.atMs = atMs
         self.events = events
+        self.platform = platform
+    }
+
+    /// The push provider of the device's platform (nil when not known).
+    public var provider: PushProvider? {
+        switch platform {
+        case "ios": .apns
+        case "android": .fcm
+        default: nil
+        }
     }
 
     public var json: String {
@@ -49,7 +62,9 @@ public struct TrackingAttempt: Sendable {
         s += ",\"notificationId\":" + JSONWriter.quote(notificationID) + ",\"method\":\"\(method)\",\"url\":" + JSONWriter.quote(url)
         s += ",\"status\":\(status),\"latencyMs\":\((latencyMs * 1000).rounded() / 1000)"
         s += ",\"error\":" + (error.map(JSONWriter.quote) ?? "null")
-        s += ",\"attempt\":\(attempt),\"outcome\":\"\(outcome)\",\"at\":\(atMs),\"events\":\(events)}"
+        s += ",\"attempt\":\(attempt),\"outcome\":\"\(outcome)\",\"at\":\(atMs),\"events\":\(events)"
+        if let provider { s += ",\"platform\":\"\(platform)\",\"provider\":\"\(provider.name)\"" }
+        s += "}"
         return s
     }
 }
@@ -157,7 +172,7 @@ public final class TrackingLog: Sendable {
     func record(_ a: TrackingAttempt) {
         onRecord?(a)
         if let events, events.wants(.tracking) {
-            events.publish(EmulatorEvent(kind: .tracking, provider: nil, token: a.token, status: a.status, reason: a.outcome)) {
+            events.publish(EmulatorEvent(kind: .tracking, provider: a.provider, token: a.token, status: a.status, reason: a.outcome)) {
                 $0.addMembers(ofObject: a.json)
             }
         }

@@ -7,7 +7,10 @@ Checks, each against the running pushemu at HTTP_BASE (127.0.0.1 only):
   detail     the detail page shows the iOS and Android previews with the payload's title and body
   faults     a rule added through the Faults page fires on the next push
   devices    a device uninstalled from the Devices page answers 410 to the next push
-  campaigns  a campaign's charts render (SVGs with their bars)
+  campaigns  a campaign's charts render (SVGs with their bars); opened bare, the newest campaign
+             with an id is chosen; a long reason label is drawn whole
+  history    the Live page opens on the most recent events, tracking rows with their provider
+  report     the standalone HTML report's legend swatches keep their colours
   guard      a page on another origin cannot change pushemu's state through the browser
 Saves a screenshot of each page in SCREENSHOT_DIR and prints one JSON line of results.
 """
@@ -83,6 +86,7 @@ wait = WebDriverWait(driver, 5)
 status, android = admin("/emulator/v1/devices", "POST", {"platform": "android", "app": "com.example.shop", "project": "demo-shop"})
 assert status == 201, android
 ANDROID = android["token"]
+TOKEN2 = "ab" * 32
 
 
 def live():
@@ -155,8 +159,13 @@ def faults():
 
 
 def devices():
+    # More devices than a page shows: the fleets and their form are still in the first screen.
+    for _ in range(55):
+        assert admin("/emulator/v1/devices", "POST", {"platform": "android", "app": "com.example.filler", "project": "demo-shop"})[0] == 201
     driver.get(BASE + "/#/devices")
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#devices tbody tr"))
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#devices tbody tr")) == 50)
+    top = driver.execute_script("return [document.getElementById('fleet-form').getBoundingClientRect().bottom, window.innerHeight]")
+    assert top[0] < top[1], f"the fleet form ends at {top[0]} px, below the {top[1]} px window"
     shot(driver, "devices")
     link = driver.find_element(By.CSS_SELECTOR, f"#devices a[href='#/devices/{TOKEN}']")
     link.click()
@@ -187,6 +196,73 @@ def campaigns():
     wait.until(EC.presence_of_element_located((By.ID, "chart-timeline")))
     assert driver.find_elements(By.CSS_SELECTOR, "#chart-timeline rect")
     shot(driver, "campaigns")
+    # A newer campaign whose pushes a rule answers ServiceUnavailable (a long reason), then
+    # requests with no campaign id, newest of all: opened bare, the page picks "autumn".
+    assert admin("/emulator/v1/faults", "POST", {"match": {"provider": "apns", "first": 2},
+                                                 "effect": {"status": 503, "reason": "ServiceUnavailable"}})[0] == 201
+    for _ in range(3):
+        apns(TOKEN2, {"aps": {"alert": "Autumn"}, "_mId": "7", "_dId": "autumn"})
+    assert admin("/emulator/v1/faults", "DELETE")[0] == 200
+    assert apns(TOKEN2, {"aps": {"alert": "no campaign"}}) == 200
+    driver.get(BASE + "/#/campaigns")
+    wait.until(EC.presence_of_element_located((By.ID, "chart-rejections")))
+    selected = driver.find_element(By.CSS_SELECTOR, "#campaigns tbody tr.selected").text
+    assert "autumn" in selected, selected
+    # Every label of the rejections chart is drawn whole, inside the chart.
+    labels = driver.execute_script(
+        "return [...document.querySelectorAll('#chart-rejections text[text-anchor=end]')].map(t => [t.textContent, t.getBBox().x])")
+    assert ["ServiceUnavailable"] == [l[0] for l in labels], labels
+    assert all(x >= 0 for _, x in labels), labels
+
+
+def history():
+    # A device whose SDK reports to a webhook sink here, and a push to it, before the page opens.
+    class Sink(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    http.server.ThreadingHTTPServer.request_queue_size = 128
+    sink = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    sink.daemon_threads = True
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    try:
+        tracking = {"preset": "webhook", "url": f"http://127.0.0.1:{sink.server_address[1]}/t", "method": "GET", "events": ["receive"]}
+        status, dev = admin("/emulator/v1/devices", "POST", {"platform": "ios", "app": "com.example.shop", "tracking": tracking})
+        assert status == 201, dev
+        # The notification service extension reports the receive (mutable-content).
+        assert apns(dev["token"], {"aps": {"alert": {"title": "Before the page", "body": "opened"}, "mutable-content": 1}}) == 200
+        deadline = time.monotonic() + 5
+        while not admin("/emulator/v1/tracking?token=" + dev["token"])[1]["tracking"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        driver.get(BASE + "/#/live")
+        # No new traffic: the rows are what happened before.
+        WebDriverWait(driver, 2).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#events tbody tr[data-kind='tracking']"))
+        accepted = driver.find_elements(By.CSS_SELECTOR, "#events tbody tr[data-kind='accepted']")
+        assert any(dev["token"][:8] in r.text for r in accepted), [r.text for r in accepted]
+        provider = driver.find_element(By.CSS_SELECTOR, "#events tbody tr[data-kind='tracking'] td:nth-child(3)").text
+        assert provider == "apns", provider
+        shot(driver, "live-history")
+    finally:
+        sink.shutdown()
+
+
+def report():
+    # The standalone HTML report: a legend swatch is drawn in its own colour.
+    driver.get(BASE + "/emulator/v1/report?format=html")
+    swatches = driver.execute_script(
+        "return [...document.querySelectorAll('svg text[fill]')].map(t => [t.getAttribute('fill'), getComputedStyle(t).fill])")
+    assert swatches, "no legend"
+
+    def rgb(hexcolor):
+        return "rgb(%d, %d, %d)" % tuple(int(hexcolor[i:i + 2], 16) for i in (1, 3, 5))
+
+    assert all(rgb(a) == c for a, c in swatches), swatches
+    shot(driver, "report-html")
 
 
 def credentials():
@@ -258,7 +334,8 @@ def guard():
 
 try:
     for name, fn in [("live", live), ("detail", detail), ("faults", faults), ("devices", devices), ("campaigns", campaigns),
-                     ("credentials", credentials), ("keyboard", keyboard), ("dark", dark)]:
+                     ("history", history), ("report", report), ("credentials", credentials), ("keyboard", keyboard),
+                     ("dark", dark)]:
         check(name, fn)
     # The dashboard's own pages logged no errors (the guard's refused request, next, logs one by design).
     results["consoleErrors"] = [l["message"] for l in driver.get_log("browser") if l.get("level") == "SEVERE"]

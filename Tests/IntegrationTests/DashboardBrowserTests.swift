@@ -47,7 +47,7 @@ final class DashboardBrowserTests: XCTestCase {
         XCTAssertEqual(r.status, 0, "stdout: \(r.stdout)\nstderr: \(r.stderr)")
         let line = r.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let results = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], r.stdout)
-        for check in ["live", "detail", "faults", "devices", "campaigns", "credentials", "guard", "keyboard", "dark"] {
+        for check in ["live", "detail", "faults", "devices", "campaigns", "history", "report", "credentials", "guard", "keyboard", "dark"] {
             XCTAssertEqual((results[check] as? [String: Any])?["ok"] as? Bool, true, "\(check): \(results[check] ?? "not run")")
         }
         XCTAssertLessThan(results["liveLatencyMs"] as? Int ?? 9999, 1000)
@@ -55,6 +55,7 @@ final class DashboardBrowserTests: XCTestCase {
         let files = try FileManager.default.contentsOfDirectory(atPath: shots.path).filter { $0.hasSuffix(".png") }
         for page in [
             "live", "notifications", "detail-apns", "detail-fcm", "devices", "device", "faults", "campaigns", "credentials", "detail-dark",
+            "live-history", "report-html",
         ] {
             XCTAssertTrue(files.contains("\(page).png"), "no screenshot of \(page): \(files)")
         }

@@ -8,13 +8,15 @@ const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44",
 export function bars(rows, { id, title, color = "#2563eb" } = {}) {
   if (!rows.length) return h("figure", {}, title ? h("figcaption", { class: "muted" }, title) : "", notice("None."));
   const max = Math.max(1, ...rows.map((r) => r[1]));
-  const rowH = 26, left = 120, width = 440;
+  // The labels' column fits the longest (up to 40 characters, about 7 px each at 12 px).
+  const labels = rows.map(([label]) => { const t = String(label); return t.length > 40 ? t.slice(0, 39) + "…" : t; });
+  const rowH = 26, left = Math.max(80, 16 + 7 * Math.max(...labels.map((t) => t.length))), width = left + 320;
   const svg = s("svg", { class: "chart", id, role: "img", "aria-label": title, viewBox: `0 0 ${width} ${rows.length * rowH + 6}`, width: "100%", preserveAspectRatio: "xMinYMin meet" });
   rows.forEach(([label, value], i) => {
     const w = Math.round((value / max) * (width - left - 70));
     const y = i * rowH + 4;
     svg.append(
-      s("text", { x: left - 8, y: y + 15, "text-anchor": "end" }, String(label).slice(0, 18)),
+      s("text", { x: left - 8, y: y + 15, "text-anchor": "end" }, labels[i]),
       s("rect", { x: left, y: y + 2, width: Math.max(value > 0 ? 2 : 0, w), height: 18, rx: 3, fill: COLORS[label] || color }, s("title", {}, `${label}: ${value}`)),
       s("text", { x: left + w + 6, y: y + 15 }, String(value)));
   });
@@ -54,7 +56,10 @@ export async function render(main, { rest, isCurrent }) {
   }
   if (!isCurrent()) return;
   const campaigns = counts.campaigns || [];
-  const chosen = rest.length ? campaigns.find((c) => nameOf(c) === rest[0]) : campaigns[0];
+  // Opened without one: the newest campaign that has an id (requests without one are a
+  // campaign of their own, chosen only when there is no other).
+  const newest = campaigns.filter((c) => c.campaign !== null).sort((a, b) => (b.lastAt || 0) - (a.lastAt || 0))[0];
+  const chosen = rest.length ? campaigns.find((c) => nameOf(c) === rest[0]) : newest || campaigns[0];
   const list = h("div", { class: "scroll" }, h("table", { id: "campaigns" },
     h("thead", {}, h("tr", {}, ["Campaign", "Sent", "Accepted", "Rejected", "First", "Last"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, campaigns.map((c) => h("tr", { class: c === chosen ? "clickable selected" : "clickable" },

@@ -30,7 +30,8 @@ export async function render(main, args) {
     h("button", { type: "submit", class: "primary" }, "Create fleet"));
   const filter = h("form", { class: "row", onsubmit: (e) => { e.preventDefault(); location.hash = "#/devices" + qs({ label: e.target.label.value.trim() }); } },
     h("input", { name: "label", value: label, placeholder: "label", "aria-label": "Only devices with this label" }), h("button", { type: "submit" }, "Filter"));
-  put(main, h("h1", {}, "Devices and fleets"), h("h2", {}, "Devices"), filter, list, h("h2", {}, "Fleets"), fleets, h("h3", {}, "Create a fleet"), fleetForm, made);
+  // Fleets first: a few rows and the form, above a page of up to 50 devices.
+  put(main, h("h1", {}, "Devices and fleets"), h("h2", {}, "Fleets"), fleets, h("h3", {}, "Create a fleet"), fleetForm, made, h("h2", {}, "Devices"), filter, list);
 
   async function loadFleets() {
     const r = await api("/emulator/v1/fleets");
@@ -43,6 +44,7 @@ export async function render(main, args) {
       : notice("No fleets yet."));
   }
 
+  await loadFleets();
   const page = await api("/emulator/v1/devices" + qs({ limit: 50, cursor, label }));
   if (!isCurrent()) return;
   const rows = (page.devices || []).map((d) => {
@@ -60,7 +62,6 @@ export async function render(main, args) {
   h("div", { class: "row" },
     cursor ? h("a", { class: "button", href: "#/devices" + qs({ label }) }, "← First page") : "",
     page.next ? h("a", { class: "button", href: "#/devices" + qs({ label, cursor: page.next }) }, "Next →") : ""));
-  await loadFleets();
 }
 
 async function device(main, { rest, isCurrent }) {

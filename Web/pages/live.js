@@ -1,5 +1,5 @@
 // Live: what happens as it happens, from the event stream (GET /emulator/v1/events), no reload.
-import { h, put, time, statusChip, displayChip, tokenText, status, qs } from "../lib.js";
+import { h, put, api, time, statusChip, displayChip, tokenText, status, qs } from "../lib.js";
 
 const KEEP = 200;
 const WINDOW_MS = 10_000;
@@ -53,7 +53,7 @@ export function render(main, { query }) {
       : kind === "device" ? `${data.change}${data.fleet ? " " + data.fleet : ""}`
       : kind === "dropped" ? `${data.dropped} events lost (the page read too slowly)`
       : data.topic || "";
-    const tr = h("tr", { class: id ? "clickable" : "", dataset: { kind } },
+    const tr = h("tr", { class: id ? "clickable" : "", dataset: id ? { kind, id } : { kind } },
       h("td", { class: "mono" }, time(data.at || Date.now())),
       h("td", {}, h("span", { class: "chip " + ({ accepted: "ok", rejected: "bad", fault: "warn", dropped: "warn" }[kind] || "info") }, kind)),
       h("td", {}, data.provider || (data.platform ? (data.platform === "ios" ? "apns" : "fcm") : "")),
@@ -115,7 +115,29 @@ export function render(main, { query }) {
     }
   }
 
+  /** What happened before the page opened: the newest notifications and tracking calls (a
+   * rejection is not kept in memory: they show from now on), under the stream's rows. */
+  async function history() {
+    if (query.get("q")) { body.append(h("tr", { class: "muted" }, h("td", { colspan: 7 }, "Earlier events are shown without a filter."))); return; }
+    const [n, t] = await Promise.all([
+      api("/emulator/v1/notifications" + qs({ limit: 50 })).catch(() => ({ notifications: [] })),
+      api("/emulator/v1/tracking" + qs({ limit: 50 })).catch(() => ({ tracking: [] })),
+    ]);
+    const seen = new Set([...body.querySelectorAll("tr[data-id]")].map((r) => r.dataset.id));
+    const earlier = [
+      ...(n.notifications || []).filter((x) => !seen.has(x.id)).map((x) => ["accepted", { at: x.receivedAt, provider: x.provider, id: x.id, token: x.token, topic: x.topic, status: 200, display: x.display }]),
+      ...(t.tracking || []).map((x) => ["tracking", x]),
+    ].sort((a, b) => b[1].at - a[1].at).slice(0, KEEP);
+    for (const [kind, data] of earlier) {
+      if (body.childElementCount >= KEEP) break;
+      const tr = row(kind, data);
+      tr.classList.add("earlier");
+      body.append(tr);
+    }
+  }
+
   connect();
+  history();
   drawRates();
   const timer = setInterval(drawRates, 1000);
   return () => { clearInterval(timer); if (source) source.close(); };
