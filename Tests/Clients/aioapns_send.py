@@ -1,40 +1,36 @@
 #!/usr/bin/env python3
-"""Sends pushes with the real aioapns library (PyPI) to pushemu.
+"""Sends pushes with the real aioapns library (PyPI) to pushemu, the way docs/apns.md says:
 
-aioapns dials api.development.push.apple.com:443 (sandbox) without ALPN and sends only a
-`host` header; here name resolution is pointed at 127.0.0.1 and the port at pushemu's.
+    import aioapns.connection
+    aioapns.connection.APNsDevelopmentClientProtocol.APNS_SERVER = "localhost"
+    aioapns.connection.APNsDevelopmentClientProtocol.APNS_PORT = 8443
+    # and SSL_CERT_FILE=Certs/ca.pem in the environment (aioapns's default SSL context reads it)
 
-usage: aioapns_send.py PORT CAFILE token KEYFILE KEY_ID TEAM_ID TOPIC COUNT [BADTOKEN]
-       aioapns_send.py PORT CAFILE cert CERT_AND_KEY_PEM COUNT
+usage: SSL_CERT_FILE=Certs/ca.pem aioapns_send.py PORT token KEYFILE KEY_ID TEAM_ID TOPIC COUNT [BADTOKEN]
+       SSL_CERT_FILE=Certs/ca.pem aioapns_send.py PORT cert CERT_AND_KEY_PEM COUNT
 Prints one JSON line per push: {"id", "ok", "status", "description"}.
 """
-import asyncio, json, socket, ssl, sys, uuid
+import asyncio, json, sys, uuid
 
-import aioapns.connection as conn
+import aioapns.connection
 from aioapns import APNs, NotificationRequest, PushType
 
 port = int(sys.argv[1])
-cafile = sys.argv[2]
-mode = sys.argv[3]
+mode = sys.argv[2]
 
-conn.APNsTLSClientProtocol.APNS_PORT = port
-_getaddrinfo = socket.getaddrinfo
-def _resolve(host, *args, **kwargs):
-    if isinstance(host, str) and host.endswith("push.apple.com"):
-        host = "127.0.0.1"
-    return _getaddrinfo(host, *args, **kwargs)
-socket.getaddrinfo = _resolve
+# The recipe: the host and port aioapns dials (and names in its host header), nothing else.
+aioapns.connection.APNsDevelopmentClientProtocol.APNS_SERVER = "localhost"
+aioapns.connection.APNsDevelopmentClientProtocol.APNS_PORT = port
 
 async def main():
-    ctx = ssl.create_default_context(cafile=cafile)
     if mode == "token":
-        keyfile, key_id, team_id, topic, count = sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7], int(sys.argv[8])
-        bad = sys.argv[9] if len(sys.argv) > 9 else None
-        client = APNs(key=open(keyfile).read(), key_id=key_id, team_id=team_id, topic=topic, use_sandbox=True, ssl_context=ctx)
+        keyfile, key_id, team_id, topic, count = sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7])
+        bad = sys.argv[8] if len(sys.argv) > 8 else None
+        client = APNs(key=open(keyfile).read(), key_id=key_id, team_id=team_id, topic=topic, use_sandbox=True)
     else:
-        certfile, count = sys.argv[4], int(sys.argv[5])
+        certfile, count = sys.argv[3], int(sys.argv[4])
         bad = None
-        client = APNs(client_cert=certfile, use_sandbox=True, ssl_context=ctx)
+        client = APNs(client_cert=certfile, use_sandbox=True)
     tokens = ["%064x" % (0xabc0000 + i) for i in range(count)]
     if bad:
         tokens.append(bad)

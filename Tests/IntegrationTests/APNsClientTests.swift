@@ -29,7 +29,7 @@ final class APNsClientTests: XCTestCase {
             ServerProcess.binaryPath,
             [
                 "credentials", "apns", "--out", dir.path + "/keys",
-                "--data-dir", dir.path + "/data",
+                "--data-dir", dir.path + "/data", "--json",
             ] + extra, timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: String])
@@ -69,9 +69,9 @@ final class APNsClientTests: XCTestCase {
         let r = try runCommand(
             Self.python,
             [
-                Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "token",
+                Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", "token",
                 keyFile, kid, team, "com.example.app", "40", "xyz",
-            ], timeout: 60)
+            ], timeout: 60, environment: ["SSL_CERT_FILE": Self.ca])
         let out = try results(r)
         XCTAssertEqual(out.count, 41, r.stdout + r.stderr)
         XCTAssertEqual(out.prefix(40).filter { $0["ok"] as? Bool == true }.count, 40, r.stdout)
@@ -80,7 +80,7 @@ final class APNsClientTests: XCTestCase {
         let got = try notifications(s, "provider=apns&limit=100")
         XCTAssertEqual(got.count, 40)
         let first = try XCTUnwrap(got.first)
-        XCTAssertEqual(first["environment"] as? String, "sandbox", "aioapns's host header names the sandbox")
+        XCTAssertEqual(first["environment"] as? String, "sandbox", "localhost names no environment: the default, sandbox")
         let ids = Set(out.prefix(40).compactMap { $0["id"] as? String })
         XCTAssertEqual(Set(got.compactMap { $0["id"] as? String }), ids, "apns-id echoed and recorded")
         let payload = try XCTUnwrap(first["payload"] as? [String: Any])
@@ -103,9 +103,9 @@ final class APNsClientTests: XCTestCase {
         let r = try runCommand(
             Self.python,
             [
-                Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "cert",
+                Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", "cert",
                 combined.path, "5",
-            ], timeout: 60)
+            ], timeout: 60, environment: ["SSL_CERT_FILE": Self.ca])
         let out = try results(r)
         XCTAssertEqual(out.count, 5, r.stdout + r.stderr)
         XCTAssertTrue(out.allSatisfy { $0["ok"] as? Bool == true }, r.stdout)
@@ -312,8 +312,8 @@ extension APNsClientTests {
         let s = try server()
         defer { s.stop() }
         let r = try runCommand(
-            Self.python, [Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", Self.ca, "cert", combined.path, "1"],
-            timeout: 60)
+            Self.python, [Self.root + "/Tests/Clients/aioapns_send.py", "\(s.httpsPort)", "cert", combined.path, "1"],
+            timeout: 60, environment: ["SSL_CERT_FILE": Self.ca])
         let out = try results(r)
         XCTAssertEqual(out.count, 1, r.stdout + r.stderr)
         XCTAssertEqual(out.first?["status"] as? String, "403", r.stdout + r.stderr)
