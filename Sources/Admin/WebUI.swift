@@ -60,5 +60,7 @@ struct WebUI: Sendable {
         let ui = self
         r.add([.get, .head], "/", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: "/ui/index.html")) }
         r.add([.get, .head], "/ui/*", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: ex.request.path.utf8String)) }
+        // What a browser asks for by itself on any page of this origin (the HTML report too).
+        r.add([.get, .head], "/favicon.ico", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: "/ui/icon.svg")) }
     }
 }

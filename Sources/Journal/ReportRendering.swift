@@ -137,7 +137,7 @@ extension CampaignReport {
     public var html: String {
         var s = """
             <!DOCTYPE html>
-            <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title><link rel="icon" href="data:,">
+            <html lang="en"><head><meta charset="utf-8"><title>pushemu campaign report</title>
             <style>
             body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1000px;color:#1d2330;padding:0 1em}
             h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:2px solid #e3e7ef;padding-bottom:.2em}
