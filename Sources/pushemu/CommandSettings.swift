@@ -35,12 +35,15 @@ enum CommandSettings {
         guard let n = Int(port), (1...65535).contains(n) else {
             throw UsageError("no --server given, and the http port set for serve is '\(port)': give --server URL")
         }
-        let address =
-            switch host {
-            case "0.0.0.0": "127.0.0.1"
-            case "::": "[::1]"
-            default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            }
-        return "http://\(address):\(n)"
+        return "http://\(reachable(host)):\(n)"
+    }
+
+    /// How a client reaches a server bound to `host`: a wildcard on loopback, IPv6 in brackets.
+    static func reachable(_ host: String) -> String {
+        switch host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "[::1]"
+        default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        }
     }
 }

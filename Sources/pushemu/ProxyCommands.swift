@@ -18,13 +18,7 @@ enum ProxyCommands {
         guard let port = Int(portText), (1...65535).contains(port) else {
             throw ConfigurationError("--http-port must be a port number (1-65535), got '\(portText)'")
         }
-        // A wildcard bind is reached on loopback.
-        let address =
-            switch host {
-            case "0.0.0.0": "127.0.0.1"
-            case "::": "[::1]"
-            default: host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            }
+        let address = CommandSettings.reachable(host)
         let dataDir = try CommandSettings.dataDirectory(f)
         let files = try ProxyEnvironment.writeFiles(under: dataDir + "/ca")
         let noProxy = (f["no-proxy"] ?? "").split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
