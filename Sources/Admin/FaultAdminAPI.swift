@@ -14,11 +14,11 @@ struct FaultAdminAPI: Sendable {
                 // One rule, or a list of them.
                 if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
                     let list = try FaultParser.rules(body, nowMs: Clock.nowMs(), id: { engine.newID() }, known: engine.vocabulary)
-                    for rule in list { engine.add(rule) }
+                    try engine.add(list)
                     return ex.respond(.json(201, JSONObjectWriter.list("faults", list.map(\.json))))
                 }
                 let rule = try FaultParser.rule(body, id: engine.newID(), nowMs: Clock.nowMs(), known: engine.vocabulary)
-                engine.add(rule)
+                try engine.add(rule)
                 ex.respond(.json(201, rule.json))
             } catch {
                 ex.respond(AdminAPI.error(400, "\(error)"))
@@ -33,7 +33,7 @@ struct FaultAdminAPI: Sendable {
         }
         r.add([.get, .delete], "/emulator/v1/faults/{id}") { ex in
             let id = ex.parameter(0).utf8String
-            guard let rule = engine.all.first(where: { $0.id == id }) else { return ex.respond(AdminAPI.error(404, "no fault \(id)")) }
+            guard let rule = engine.rule(id: id) else { return ex.respond(AdminAPI.error(404, "no fault \(id)")) }
             if ex.request.method == .delete { engine.remove(id: id) }
             ex.respond(.json(200, rule.json))
         }
@@ -41,7 +41,7 @@ struct FaultAdminAPI: Sendable {
             do {
                 let s = try Scenario.parse(
                     ex.request.body, id: scenarios.newID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
-                scenarios.add(s, to: engine)
+                try scenarios.add(s, to: engine)
                 ex.respond(.json(201, s.json(nowMs: Clock.nowMs())))
             } catch {
                 ex.respond(AdminAPI.error(400, "\(error)"))

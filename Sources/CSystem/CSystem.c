@@ -117,6 +117,12 @@ void csys_tune_malloc(void) {
 
 void csys_trim_heap(void) { malloc_trim(0); }
 
+void csys_heap_usage(size_t *in_use, size_t *held_free) {
+    struct mallinfo2 m = mallinfo2();
+    *in_use = m.uordblks + m.hblkhd;
+    *held_free = m.fordblks;
+}
+
 long csys_raise_nofile_limit(void) {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;

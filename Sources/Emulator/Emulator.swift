@@ -157,7 +157,7 @@ package final class Emulator: Sendable {
             DispatcherService(dispatcher: stores.dispatcher),
             RegistrarService(registrar: stores.devices.registrar),
             FanOutService(worker: pipelineServices.fanOut), SlowWorkService(worker: slowWork),
-            SlowWorkService(worker: journalReads),
+            SlowWorkService(worker: journalReads), HeapReclaimService(reclaimer: HeapReclaimer()),
             ServerService(server: server, configuration: configuration),
         ]
     }

@@ -48,6 +48,13 @@ struct SlowWorkService: EmulatorService {
     func stop() { worker.stop() }
 }
 
+/// Memory given back to the kernel after bursts (`HeapReclaimer`).
+struct HeapReclaimService: EmulatorService {
+    let reclaimer: HeapReclaimer
+    func start() throws { reclaimer.start() }
+    func stop() { reclaimer.stop() }
+}
+
 /// The HTTP server: binds and serves; stops with GOAWAY and a drain.
 struct ServerService: EmulatorService {
     let server: HTTPServer

@@ -16,7 +16,7 @@ extension FaultEngine {
     public func fire(_ context: @autoclosure () -> FaultContext, headers: HTTPFields, loop: Int, nowMs: Int64) -> FiredFault? {
         if allowOverrideHeader, let effect = override(headers) { return FiredFault(effect) }
         // No rules in force: nothing is built (one atomic load per request).
-        guard active(loop: loop), let rule = evaluate(context(), loop: loop, nowMs: nowMs) else { return nil }
+        guard active(loop: loop, nowMs: nowMs), let rule = evaluate(context(), loop: loop, nowMs: nowMs) else { return nil }
         return rule.firedEffect
     }
 

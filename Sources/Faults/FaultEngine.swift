@@ -1,3 +1,4 @@
+import Glibc
 import PushCore
 import State
 import Synchronization
@@ -6,52 +7,6 @@ import Transport
 /// The fault rules in force, read on every request without a shared lock: each event loop keeps
 /// its own snapshot of the (immutable) rule list and refreshes it only when the version moves.
 public final class FaultEngine: PersistentStore, @unchecked Sendable {
-    /// The rules in force, indexed per provider: rules bound to specific tokens or a topic are
-    /// found with one hash lookup each, so rules aimed at other devices cost nothing; the rest
-    /// are checked in order.
-    final class Snapshot: Sendable {
-        final class Index: @unchecked Sendable { // written only while the snapshot is built
-            var general: [Int] = []
-            var byToken = KeyTable()
-            var byTopic = KeyTable()
-            /// Rules keyed by their first header condition: name -> (value -> rules).
-            var byHeader: [(name: [UInt8], values: KeyTable)] = []
-        }
-        let rules: [FaultRule]
-        /// One index per provider, at `PushProvider.index`.
-        let index: [Index]
-        let hasRules: Bool
-        /// Rules acting on TLS handshakes, not requests.
-        let handshake: [FaultRule]
-
-        init(_ r: [FaultRule]) {
-            rules = r
-            handshake = r.filter { $0.effect.dropHandshake }
-            hasRules = r.contains { !$0.effect.dropHandshake }
-            let idx = (0..<PushProvider.capacity).map { _ in Index() }
-            for (i, rule) in r.enumerated() where !rule.effect.dropHandshake {
-                for p in 0..<PushProvider.capacity where rule.provider == nil || rule.provider?.index == p {
-                    if let tokens = rule.match.tokens {
-                        for t in tokens { idx[p].byToken.add(TokenKey(t), i) }
-                    } else if let topic = rule.match.topic {
-                        idx[p].byTopic.add(TokenKey(topic), i)
-                    } else if let (name, value) = rule.headerBytes.first {
-                        if let h = idx[p].byHeader.firstIndex(where: { $0.name == name }) {
-                            idx[p].byHeader[h].values.add(TokenKey(value), i)
-                        } else {
-                            var t = KeyTable()
-                            t.add(TokenKey(value), i)
-                            idx[p].byHeader.append((name, t))
-                        }
-                    } else {
-                        idx[p].general.append(i)
-                    }
-                }
-            }
-            index = idx
-        }
-    }
-
     public struct Shaping: Sendable {
         /// Latency added to every response, per provider index (a realistic service profile).
         public var latency: [DelayDistribution?] = Array(repeating: nil, count: PushProvider.capacity)
@@ -65,7 +20,12 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     private let version = Atomic<Int>(1)
     private let nextID = Atomic<Int>(0)
     /// One slot per event loop: (version, snapshot). Only that loop touches its slot.
-    private let slots: UnsafeMutablePointer<(Int, Snapshot)>
+    private let slots: UnsafeMutablePointer<(Int, FaultSnapshot)>
+    /// The latest snapshot built, by whichever loop or the background builder, for the others.
+    private let shared = FutexLock<(version: Int, snapshot: FaultSnapshot)>((0, FaultSnapshot([], nowMs: 0)))
+    private let building = Atomic<Bool>(false)
+    /// Snapshots of at most this many rules are built on the loop that needs one.
+    let inlineRules: Int
     private let slotCount: Int
     public let shaping: Shaping
     public let allowOverrideHeader: Bool
@@ -78,13 +38,14 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
 
     public init(
         loops: Int, shaping: Shaping = Shaping(), allowOverrideHeader: Bool = false, scenarios: ScenarioRegistry = ScenarioRegistry(),
-        vocabulary: FaultVocabulary = .any
+        vocabulary: FaultVocabulary = .any, inlineRules: Int = 2_000
     ) {
+        self.inlineRules = inlineRules
         self.scenarios = scenarios
         self.vocabulary = vocabulary
         slotCount = max(1, loops)
         slots = .allocate(capacity: slotCount + 1) // the last slot: callers off the loops (under the lock)
-        slots.initialize(repeating: (0, Snapshot([])), count: slotCount + 1)
+        slots.initialize(repeating: (0, FaultSnapshot([], nowMs: 0)), count: slotCount + 1)
         self.shaping = shaping
         self.allowOverrideHeader = allowOverrideHeader
     }
@@ -96,14 +57,37 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
 
     // MARK: management
 
+    /// At most this many rules (scenario steps included) are in force at once: each costs about
+    /// 1 KB and a share of a rebuild (docs/faults.md).
+    public static let maxRules = 100_000
+
+    public struct TooManyRules: Error, CustomStringConvertible {
+        public let description: String
+    }
+
     /// Adds a rule (kept in the state log unless it is `persistent: false`).
-    public func add(_ r: FaultRule) {
-        rules.withLock { list in
-            list.append(r)
-            byID.withLock { $0[r.id] = r }
-            if r.persistent, changes.isLogging { changes.emit(kind: Kind.rule, atMs: r.createdAtMs, FaultEngine.record(r)) }
+    public func add(_ r: FaultRule) throws(TooManyRules) { try add([r]) }
+
+    /// Adds rules, all or none: past `maxRules` in all, none is added.
+    public func add(_ list: [FaultRule]) throws(TooManyRules) {
+        let added = rules.withLock { all -> Bool in
+            guard all.count + list.count <= FaultEngine.maxRules else { return false }
+            for r in list {
+                all.append(r)
+                byID.withLock { $0[r.id] = r }
+                if r.persistent, changes.isLogging { changes.emit(kind: Kind.rule, atMs: r.createdAtMs, FaultEngine.record(r)) }
+            }
+            return true
         }
+        guard added else { throw FaultEngine.tooMany(adding: list.count) }
         version.add(1, ordering: .releasing)
+    }
+
+    static func tooMany(adding n: Int) -> TooManyRules {
+        TooManyRules(
+            description:
+                "at most \(maxRules) fault rules (scenario steps included) are in force at once; \(n == 1 ? "this one was" : "these \(n) were") not added (DELETE /emulator/v1/faults/{id} or /emulator/v1/faults)"
+        )
     }
 
     /// The rule with `id`, if any (one lookup).
@@ -122,8 +106,9 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     }
 
     /// Starts a scenario: its steps' rules, then the scenario, in the state log.
-    func add(scenario s: Scenario, to registry: ScenarioRegistry) {
-        rules.withLock { list in
+    func add(scenario s: Scenario, to registry: ScenarioRegistry) throws(TooManyRules) {
+        let added = rules.withLock { list -> Bool in
+            guard list.count + s.steps.count <= FaultEngine.maxRules else { return false }
             for step in s.steps {
                 list.append(step.rule)
                 byID.withLock { $0[step.rule.id] = step.rule }
@@ -131,7 +116,9 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
             }
             registry.list.withLock { $0.append(s) }
             if changes.isLogging { changes.emit(kind: Kind.scenario, atMs: s.startMs, FaultEngine.record(s)) }
+            return true
         }
+        guard added else { throw FaultEngine.tooMany(adding: s.steps.count) }
         version.add(1, ordering: .releasing)
     }
 
@@ -195,74 +182,128 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
 
     // MARK: the request path
 
-    func snapshot(loop: Int) -> Snapshot {
+    /// The loop's snapshot of the rules. A change to the rules is taken at the loop's next
+    /// request while building a snapshot is cheap (at most `inlineRules` rules, under a
+    /// millisecond);
+    /// past that, one background thread builds it for every loop and the loops keep their last
+    /// one until it is ready (tens of milliseconds at 100,000 rules), so no loop stalls and a
+    /// burst of changes costs one build at a time. A window about to open is built for a
+    /// horizon ahead (`FaultSnapshot.windowHorizonMs`), so it opens on time either way.
+    func snapshot(loop: Int, nowMs: Int64) -> FaultSnapshot {
         let v = version.load(ordering: .acquiring)
         let i = loop < slotCount ? loop : slotCount
-        if slots[i].0 == v { return slots[i].1 }
-        let s = Snapshot(rules.withLock { $0 })
-        if i < slotCount { slots[i] = (v, s) }
-        return s
+        let (have, current) = slots[i]
+        if have == v && nowMs < current.validUntilMs { return current }
+        let (builtVersion, built) = shared.withLock { $0 }
+        if builtVersion == v && nowMs < built.validUntilMs {
+            if i < slotCount { slots[i] = (v, built) }
+            return built
+        }
+        let list = rules.withLock { $0 }
+        if i == slotCount || list.count <= inlineRules {
+            let s = FaultSnapshot(list, nowMs: nowMs)
+            shared.withLock { if $0.version <= v { $0 = (v, s) } }
+            if i < slotCount { slots[i] = (v, s) }
+            return s
+        }
+        buildInBackground(nowMs: nowMs)
+        let newer = builtVersion > have ? built : current
+        if i < slotCount { slots[i] = (max(builtVersion, have), newer) }
+        return newer
+    }
+
+    /// Builds the latest rules' snapshot on a thread of its own (one at a time) for the loops.
+    private func buildInBackground(nowMs: Int64) {
+        guard building.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        let started = Clock.nowMs()
+        let thread = Threads.spawn { [self] in
+            while true {
+                let v = version.load(ordering: .acquiring)
+                // The requesting loop's clock, moved on by the time spent since.
+                let s = FaultSnapshot(rules.withLock { $0 }, nowMs: nowMs &+ max(0, Clock.nowMs() - started))
+                shared.withLock { if $0.version <= v { $0 = (v, s) } }
+                building.store(false, ordering: .releasing)
+                // A change made while building: build again, unless another thread took over.
+                guard version.load(ordering: .acquiring) != v,
+                    building.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+                else { return }
+            }
+        }
+        pthread_detach(thread)
     }
 
     /// Whether any rule is in force for this loop (one atomic load when none changed).
-    public func active(loop: Int) -> Bool { snapshot(loop: loop).hasRules }
+    public func active(loop: Int, nowMs: Int64) -> Bool { snapshot(loop: loop, nowMs: nowMs).hasRules }
 
     /// The first rule (in the order they were added) that matches this request and whose
-    /// selector fires (counted), if any.
+    /// selector fires (counted), if any. Only the rules the index finds for the request are
+    /// tested, in rule order; a rule's `seen` counts requests up to the one a rule fires on.
     public func evaluate(_ c: FaultContext, loop: Int, nowMs: Int64) -> FaultRule? {
-        let snap = snapshot(loop: loop)
+        let snap = snapshot(loop: loop, nowMs: nowMs)
         guard snap.hasRules else { return nil }
         let idx = snap.index[c.provider.index]
         var device: (fleet: String?, labels: [String])?
-        // Rules whose conditions hold, in rule order (a small inline set: rules rarely overlap).
-        var hits = FixedList()
-        func consider(_ i: Int) {
+        var lists = CandidateLists()
+        idx.candidates(c, device: &device) { lists.append($0) }
+        if lists.isEmpty { return nil }
+        var fired: FaultRule?
+        lists.walk { i in
             let r = snap.rules[i]
-            if let route = r.match.route {
-                guard c.route == route else { return }
-            } else if c.route.needsNaming, r.pathBytes == nil {
-                return
-            }
-            if let t = r.topicBytes {
-                guard let topic = c.topic, Bytes.equal(topic, t) else { return }
-            }
-            if let p = r.project, c.project != p { return }
-            if let p = r.pathBytes {
-                guard c.path.count >= p.count, Bytes.equal(c.path.prefix(p.count), p) else { return }
-            }
-            for (n, v) in r.headerBytes {
-                guard let got = c.headers.first(bytes: n), Bytes.equal(got, v) else { return }
-            }
-            if r.needsDevice {
-                if device == nil { device = c.device(c.token) }
-                if let f = r.fleet, device?.fleet != f { return }
-                if let l = r.label, device?.labels.contains(l) != true { return }
-            }
-            hits.insert(i)
-        }
-        for i in idx.general { consider(i) }
-        if !idx.byToken.isEmpty, let list = idx.byToken.find(TokenKey(c.token)) { for i in list { consider(i) } }
-        if !idx.byTopic.isEmpty, let t = c.topic, let list = idx.byTopic.find(TokenKey(t)) { for i in list { consider(i) } }
-        for h in 0..<idx.byHeader.count {
-            if let v = c.headers.first(bytes: idx.byHeader[h].name), let list = idx.byHeader[h].values.find(TokenKey(v)) {
-                for i in list { consider(i) }
-            }
-        }
-        for i in hits.sorted() {
-            let r = snap.rules[i]
+            guard FaultEngine.conditionsHold(r, c, device: &device) else { return false }
             let n = r.seen.add(1, ordering: .relaxed).newValue
-            if r.selects(n, nowMs: nowMs) {
-                r.firedCount.add(1, ordering: .relaxed)
-                if r.match.first != nil { keepCounts(r) }
-                return r
-            }
+            guard r.selects(n, nowMs: nowMs) else { return false }
+            r.firedCount.add(1, ordering: .relaxed)
+            if r.match.first != nil { keepCounts(r) }
+            fired = r
+            return true
         }
-        return nil
+        return fired
+    }
+
+    /// How many rules the index hands `evaluate` to test for this request (what a request
+    /// costs beyond the lookups: the figures in docs/faults.md come from it).
+    public func candidateCount(_ c: FaultContext, loop: Int, nowMs: Int64) -> Int {
+        let snap = snapshot(loop: loop, nowMs: nowMs)
+        var device: (fleet: String?, labels: [String])?
+        var n = 0
+        snap.index[c.provider.index].candidates(c, device: &device) { n += $0.count }
+        return n
+    }
+
+    /// Whether every condition of `r` holds for the request (its index bucket held one).
+    static func conditionsHold(_ r: FaultRule, _ c: FaultContext, device: inout (fleet: String?, labels: [String])?) -> Bool {
+        if let route = r.match.route {
+            guard c.route == route else { return false }
+        } else if c.route.needsNaming, r.pathBytes == nil {
+            return false
+        }
+        if let list = r.tokenList {
+            let k = TokenKey(c.token)
+            guard list.contains(where: { $0.a == k.a && $0.b == k.b }) else { return false }
+        } else if let keys = r.tokenKeys {
+            guard keys.contains(TokenKey(c.token)) else { return false }
+        }
+        if let t = r.topicBytes {
+            guard let topic = c.topic, Bytes.equal(topic, t) else { return false }
+        }
+        if let p = r.project, c.project != p { return false }
+        if let p = r.pathBytes {
+            guard c.path.count >= p.count, Bytes.equal(c.path.prefix(p.count), p) else { return false }
+        }
+        for (n, v) in r.headerBytes {
+            guard let got = c.headers.first(bytes: n), Bytes.equal(got, v) else { return false }
+        }
+        if r.needsDevice {
+            if device == nil { device = c.device(c.token) }
+            if let f = r.fleet, device?.fleet != f { return false }
+            if let l = r.label, device?.labels.contains(l) != true { return false }
+        }
+        return true
     }
 
     /// Whether a TLS handshake starting now may proceed (false: a rule drops it).
     public func admitHandshake(loop: Int, nowMs: Int64) -> Bool {
-        for r in snapshot(loop: loop).handshake {
+        for r in snapshot(loop: loop, nowMs: nowMs).handshake {
             let n = r.seen.add(1, ordering: .relaxed).newValue
             if r.selects(n, nowMs: nowMs) {
                 r.firedCount.add(1, ordering: .relaxed)
@@ -278,71 +319,5 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     public func override(_ headers: HTTPFields) -> FaultEffect? {
         guard allowOverrideHeader, let v = headers.firstString("x-pushemu-fault") else { return nil }
         return try? FaultParser.overrideEffect(v)
-    }
-}
-
-/// A few rule indices without allocating (spills to an array past eight).
-struct FixedList {
-    var inline: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
-    var count = 0
-    var spill: [Int] = []
-
-    mutating func insert(_ v: Int) {
-        if count < 8 {
-            withUnsafeMutableBytes(of: &inline) { $0.storeBytes(of: v, toByteOffset: count * MemoryLayout<Int>.stride, as: Int.self) }
-        } else {
-            spill.append(v)
-        }
-        count += 1
-    }
-
-    func sorted() -> [Int] {
-        if count == 0 { return [] }
-        var out = withUnsafeBytes(of: inline) { b in
-            (0..<min(count, 8)).map { b.load(fromByteOffset: $0 * MemoryLayout<Int>.stride, as: Int.self) }
-        }
-        out += spill
-        return Set(out).sorted()
-    }
-}
-
-/// An open-addressing table from a 128-bit key to rule indices. The key is already a hash, so
-/// a lookup is a mask and a compare (no general-purpose hasher on the request path).
-struct KeyTable: Sendable {
-    private var keys: [TokenKey?] = Array(repeating: nil, count: 8)
-    private var values: [[Int]] = Array(repeating: [], count: 8)
-    private(set) var count = 0
-    var isEmpty: Bool { count == 0 }
-
-    mutating func add(_ k: TokenKey, _ v: Int) {
-        if (count + 1) * 2 > keys.count { grow() }
-        var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
-        while let existing = keys[i] {
-            if existing.a == k.a && existing.b == k.b {
-                values[i].append(v)
-                return
-            }
-            i = (i + 1) & (keys.count - 1)
-        }
-        keys[i] = k
-        values[i] = [v]
-        count += 1
-    }
-
-    func find(_ k: TokenKey) -> [Int]? {
-        var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
-        while let existing = keys[i] {
-            if existing.a == k.a && existing.b == k.b { return values[i] }
-            i = (i + 1) & (keys.count - 1)
-        }
-        return nil
-    }
-
-    private mutating func grow() {
-        let old = zip(keys, values).compactMap { k, v in k.map { ($0, v) } }
-        keys = Array(repeating: nil, count: keys.count * 2)
-        values = Array(repeating: [], count: keys.count)
-        count = 0
-        for (k, vs) in old { for v in vs { add(k, v) } }
     }
 }

@@ -130,6 +130,9 @@ public final class FaultRule: Sendable {
     let needsDevice: Bool
     let fleet: String?
     let label: String?
+    /// The time window (`after`, `for`), as instants: nil where it is open-ended.
+    let windowOpensAtMs: Int64?
+    let windowClosesAtMs: Int64?
 
     public init(
         id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String,
@@ -157,6 +160,13 @@ public final class FaultRule: Sendable {
         topicBytes = match.topic.map { Array($0.utf8) }
         pathBytes = match.pathPrefix.map { Array($0.utf8) }
         headerBytes = match.headers.map { (Array($0.0.utf8), Array($0.1.utf8)) }
+        // Durations are bounded when parsed (no overflow), the sums saturate all the same.
+        let opens = match.afterMs.map { createdAtMs.addingReportingOverflow($0) }.map { $0.overflow ? Int64.max : $0.partialValue }
+        windowOpensAtMs = opens
+        windowClosesAtMs = match.forMs.map { f in
+            let (v, o) = (opens ?? createdAtMs).addingReportingOverflow(f)
+            return o ? Int64.max : v
+        }
     }
 
     public var fired: UInt64 { firedCount.load(ordering: .relaxed) }

@@ -136,8 +136,8 @@ public final class ScenarioRegistry: Sendable {
     public func newID() -> String { "scenario-\(next.add(1, ordering: .relaxed).newValue)" }
 
     /// Starts a scenario: its steps become rules of `engine` (both kept in its state log).
-    public func add(_ s: Scenario, to engine: FaultEngine) {
-        engine.add(scenario: s, to: self)
+    public func add(_ s: Scenario, to engine: FaultEngine) throws(FaultEngine.TooManyRules) {
+        try engine.add(scenario: s, to: self)
     }
 
     /// A scenario from the configuration (`--scenario`): not kept in the state log.

@@ -287,8 +287,6 @@ final class Sweeper {
     let budget: ConnectionBudget
     private var ticks = 0
     /// The most this loop held since the heap was last trimmed.
-    private var peak = 0
-    private var lastTrim: UInt64 = 0
 
     init(loop: EventLoop, budget: ConnectionBudget) {
         self.loop = loop
@@ -319,13 +317,6 @@ final class Sweeper {
                 c.close()
             }
             _ = budget.publish(loop: loop.index, bytes: held)
-        }
-        peak = max(peak, held)
-        // Buffers went from large to small: give the memory back (at most once every 5 s).
-        if peak > 16 << 20 && held < peak / 4 && now &- lastTrim > 5_000_000_000 {
-            lastTrim = now
-            peak = held
-            csys_trim_heap()
         }
     }
 }

@@ -19,7 +19,7 @@ final class FaultRuleTests: XCTestCase {
 
     func engine(_ rules: [FaultRule]) -> FaultEngine {
         let e = FaultEngine(loops: 1)
-        for r in rules { e.add(r) }
+        for r in rules { try! e.add(r) }
         return e
     }
 
@@ -115,7 +115,7 @@ final class FaultRuleTests: XCTestCase {
         let live = engine([])
         XCTAssertNil(live.evaluate(ctx(), loop: 0, nowMs: 0))
         let r = try rule(#"{"effect":{"status":500}}"#)
-        live.add(r)
+        try live.add(r)
         XCTAssertNotNil(live.evaluate(ctx(), loop: 0, nowMs: 0))
         live.remove(id: r.id)
         XCTAssertNil(live.evaluate(ctx(), loop: 0, nowMs: 0))
@@ -174,7 +174,7 @@ final class FaultRuleTests: XCTestCase {
                     .utf8),
             id: "s1", nowMs: 10_000, ruleID: { "rule" })
         let e = FaultEngine(loops: 1)
-        ScenarioRegistry().add(s, to: e)
+        try ScenarioRegistry().add(s, to: e)
         XCTAssertNil(e.evaluate(ctx(), loop: 0, nowMs: 10_999))
         XCTAssertEqual(e.evaluate(ctx(), loop: 0, nowMs: 11_000)?.effect.status, 503)
         XCTAssertNil(e.evaluate(ctx(), loop: 0, nowMs: 12_000))

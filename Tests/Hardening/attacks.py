@@ -784,6 +784,62 @@ def admin_flood(case):
     case.check(peak_threads[0] < 30, f"reports ran on the journal-read worker, not a thread each ({peak_threads[0]} threads at most)")
 
 
+def h2load_rate(port, jwt, requests=20000):
+    """APNs pushes from h2load (4 connections, 16 streams each): the req/s it reports."""
+    payload = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
+    payload.write(b'{"aps":{"alert":"rule scale"}}')
+    payload.close()
+    try:
+        out = subprocess.run(["h2load", "-n", str(requests), "-c", "4", "-m", "16", "-t", "1", "-d", payload.name,
+                              "-H", "authorization: bearer " + jwt, "-H", "apns-topic: com.example.app",
+                              "-H", "apns-push-type: alert", f"http://127.0.0.1:{port}/3/device/{'ab' * 32}"],
+                             capture_output=True, text=True, timeout=120).stdout
+    finally:
+        os.unlink(payload.name)
+    m = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
+    ok = re.search(r"(\d+) succeeded", out)
+    if not m or not ok or int(ok.group(1)) != requests:
+        raise RuntimeError("h2load: " + out[-600:])
+    return float(m.group(1))
+
+
+def fault_rule_scale(case):
+    """100,000 rules aimed at other paths: pushes go as fast as with none (the index finds no
+    candidate), and the 100,001st rule is refused with a 400 that says the bound."""
+    jwt = provider_token(case.server.binary)
+    port = case.server.http
+    batch = 1000
+
+    def add_rules():
+        for b in range(0, 100_000, batch):
+            rules = [{"match": {"provider": "apns", "path": "/3/device/%064x" % (b + i)}, "effect": {"status": 500}}
+                     for i in range(batch)]
+            status, body = http1(port, "POST", "/emulator/v1/faults", json.dumps(rules).encode(),
+                                 headers={"content-type": "application/json"}, timeout=60)
+            if status != 201:
+                raise RuntimeError(f"adding rules: {status} {body[:200]}")
+
+    ratios = []
+    for _ in range(3):
+        none = h2load_rate(port, jwt)
+        add_rules()
+        many = h2load_rate(port, jwt)
+        ratios.append(many / none)
+        if len(ratios) == 1:
+            status, body = http1(port, "POST", "/emulator/v1/faults",
+                                 b'{"match":{"path":"/x"},"effect":{"status":500}}', timeout=30)
+            case.check(status == 400 and b"at most 100000 fault rules" in body,
+                       f"the 100,001st rule refused with a 400 naming the bound ({status} {body[:120]!r})")
+        status, _ = http1(port, "DELETE", "/emulator/v1/faults", timeout=30)
+        if status != 200:
+            raise RuntimeError(f"deleting rules: {status}")
+    # Each loop lets go of the deleted rules' snapshot at its next request.
+    h2load_rate(port, jwt, requests=100)
+    ratios.sort()
+    case.check(ratios[1] >= 0.85, "pushes with 100,000 rules aimed elsewhere at %.0f%% of the rate with none "
+               "(median of 3 alternating rounds: %s)" % (ratios[1] * 100, ", ".join("%.2f" % r for r in ratios)))
+
+
 def wait(predicate, seconds):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -952,6 +1008,7 @@ CASES = {
     "service-account-flood": (service_account_flood, ["--threads", "1"], 200),
     "h2-frame-fuzz": (h2_frame_fuzz, ["--threads", "1"], 200),
     "admin-flood": (admin_flood, ["--threads", "1", "--admin-rate", "500"], 200),
+    "fault-rule-scale": (fault_rule_scale, ["--threads", "1"], 400),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }
 

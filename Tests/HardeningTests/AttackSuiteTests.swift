@@ -42,5 +42,6 @@ final class AttackSuiteTests: XCTestCase {
     func testTooLargeShapes() throws { try attack("too-large-shapes") }
     func testH2FrameFuzz() throws { try attack("h2-frame-fuzz") }
     func testAdminFlood() throws { try attack("admin-flood") }
+    func testFaultRuleScale() throws { try attack("fault-rule-scale") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
 }

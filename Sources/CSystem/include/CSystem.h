@@ -40,6 +40,8 @@ int64_t csys_wall_ms(void);
 void csys_tune_malloc(void);
 /* Gives free heap memory back to the kernel (malloc_trim) after buffers shrank. */
 void csys_trim_heap(void);
+/* The allocator's bytes in use and free-but-held, over every arena (mallinfo2). */
+void csys_heap_usage(size_t *in_use, size_t *held_free);
 /* Raises the soft open-file limit to the hard limit; returns the new soft limit. */
 long csys_raise_nofile_limit(void);
 /* 64 random bits from the kernel (getrandom). */

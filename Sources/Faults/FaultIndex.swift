@@ -1,0 +1,284 @@
+import PushCore
+
+/// The rules in force as one loop reads them: immutable, rebuilt when the rules change (at most
+/// as often as `FaultEngine.snapshot` allows) or when a rule's time window is about to open.
+/// Each rule sits in one bucket of its provider's `FaultIndex`, under the most selective field
+/// it matches on, so a request tests only the rules that can match it: rules aimed at other
+/// tokens, topics, header values, paths, projects, fleets or labels cost one lookup per field
+/// in use, whatever their number.
+final class FaultSnapshot: Sendable {
+    let rules: [FaultRule]
+    /// One index per provider, at `PushProvider.index`.
+    let index: [FaultIndex]
+    /// Some request rule is in force now or will be (a window not yet open).
+    let hasRules: Bool
+    /// Rules acting on TLS handshakes, not requests.
+    let handshake: [FaultRule]
+    /// Valid until then: a rule whose window opens later is left out until a rebuild at most
+    /// `windowHorizonMs` before it opens (`.max`: no window pending).
+    let validUntilMs: Int64
+    /// When it was built and what that took (the engine spaces rebuilds by their cost).
+    let builtAtMs: Int64
+    let buildNs: UInt64
+
+    /// A rule whose window opens within this long of a build is indexed by it.
+    static let windowHorizonMs: Int64 = 1000
+
+    init(_ r: [FaultRule], nowMs: Int64) {
+        let started = Clock.monotonicNanoseconds()
+        rules = r
+        handshake = r.filter { $0.effect.dropHandshake }
+        var pending = false
+        var nextOpen = Int64.max
+        let idx = (0..<PushProvider.capacity).map { _ in FaultIndex() }
+        for (i, rule) in r.enumerated() where !rule.effect.dropHandshake {
+            // A window that has closed never opens again; one that opens later waits.
+            if let closes = rule.windowClosesAtMs, closes <= nowMs { continue }
+            pending = true
+            if let opens = rule.windowOpensAtMs, opens > nowMs + FaultSnapshot.windowHorizonMs {
+                nextOpen = min(nextOpen, opens - FaultSnapshot.windowHorizonMs)
+                continue
+            }
+            for p in 0..<PushProvider.capacity where rule.provider == nil || rule.provider?.index == p { idx[p].add(rule, i) }
+        }
+        for i in idx { i.finish() }
+        index = idx
+        hasRules = pending
+        validUntilMs = nextOpen == .max ? .max : max(nextOpen, nowMs + FaultSnapshot.windowHorizonMs)
+        builtAtMs = nowMs
+        buildNs = Clock.monotonicNanoseconds() &- started
+    }
+}
+
+/// One provider's rules by the field each is found under.
+final class FaultIndex: @unchecked Sendable { // written only while its snapshot is built
+    /// Rules with none of the fields below: tested on every request of the provider.
+    private(set) var general: [Int] = []
+    private(set) var byToken = KeyTable()
+    private(set) var byTopic = KeyTable()
+    /// Rules keyed by their first header condition: name -> (value -> rules).
+    private(set) var byHeader: [(name: [UInt8], values: KeyTable)] = []
+    private(set) var byPath = PrefixIndex()
+    private(set) var byProject = KeyTable()
+    private(set) var byFleet = KeyTable()
+    private(set) var byLabel = KeyTable()
+
+    var needsDevice: Bool { !byFleet.isEmpty || !byLabel.isEmpty }
+
+    func add(_ rule: FaultRule, _ i: Int) {
+        if let tokens = rule.match.tokens {
+            for t in tokens { byToken.add(TokenKey(t), i) }
+        } else if let topic = rule.topicBytes {
+            byTopic.add(TokenKey(topic), i)
+        } else if let (name, value) = rule.headerBytes.first {
+            if let h = byHeader.firstIndex(where: { $0.name == name }) {
+                byHeader[h].values.add(TokenKey(value), i)
+            } else {
+                var t = KeyTable()
+                t.add(TokenKey(value), i)
+                byHeader.append((name, t))
+            }
+        } else if let path = rule.pathBytes {
+            byPath.add(path, i)
+        } else if let project = rule.project {
+            byProject.add(TokenKey(project), i)
+        } else if let fleet = rule.fleet {
+            byFleet.add(TokenKey(fleet), i)
+        } else if let label = rule.label {
+            byLabel.add(TokenKey(label), i)
+        } else {
+            general.append(i)
+        }
+    }
+
+    func finish() { byPath.finish() }
+
+    /// Every list of rule indices (each ascending) that may hold rules matching `c`.
+    func candidates(_ c: FaultContext, device: inout (fleet: String?, labels: [String])?, _ body: (ArraySlice<Int>) -> Void) {
+        if !general.isEmpty { body(general[...]) }
+        if !byToken.isEmpty, let list = byToken.find(TokenKey(c.token)) { body(list[...]) }
+        if !byTopic.isEmpty, let t = c.topic, let list = byTopic.find(TokenKey(t)) { body(list[...]) }
+        for h in 0..<byHeader.count {
+            if let v = c.headers.first(bytes: byHeader[h].name), let list = byHeader[h].values.find(TokenKey(v)) { body(list[...]) }
+        }
+        if !byPath.isEmpty { byPath.forEachPrefix(of: c.path) { body($0[...]) } }
+        if !byProject.isEmpty, let p = c.project, let list = byProject.find(TokenKey(p)) { body(list[...]) }
+        if needsDevice {
+            if device == nil { device = c.device(c.token) }
+            if !byFleet.isEmpty, let f = device?.fleet, let list = byFleet.find(TokenKey(f)) { body(list[...]) }
+            if !byLabel.isEmpty, let labels = device?.labels {
+                for l in labels { if let list = byLabel.find(TokenKey(l)) { body(list[...]) } }
+            }
+        }
+    }
+}
+
+/// Path prefixes and their rules: the prefixes of a request path that are in the set. With
+/// few distinct prefix lengths (the usual case: `/3/device/` and a token), one hash lookup per
+/// length. With many, a sorted list: the largest entry not above the path is either a prefix
+/// of it (a match; the next candidates are its own shorter prefixes) or shares a shorter
+/// common prefix with it (the search goes on from that), so each step shortens what is
+/// searched for and a request costs a few binary searches whatever the number of rules.
+struct PrefixIndex: Sendable {
+    /// Past this many distinct lengths, the sorted list is used.
+    static let maxHashedLengths = 8
+    private var building: [[UInt8]: [Int]] = [:]
+    private var byLength: [(length: Int, table: KeyTable)] = []
+    private var prefixes: [[UInt8]] = []
+    private var lists: [[Int]] = []
+
+    var isEmpty: Bool { byLength.isEmpty && prefixes.isEmpty && building.isEmpty }
+
+    mutating func add(_ prefix: [UInt8], _ i: Int) { building[prefix, default: []].append(i) }
+
+    mutating func finish() {
+        let lengths = Set(building.keys.map(\.count))
+        if lengths.count <= PrefixIndex.maxHashedLengths {
+            for length in lengths.sorted(by: >) {
+                var table = KeyTable()
+                for (prefix, rules) in building where prefix.count == length { for i in rules { table.add(TokenKey(prefix), i) } }
+                byLength.append((length, table))
+            }
+        } else {
+            let sorted = building.sorted { PrefixIndex.less($0.key[...], $1.key[...]) }
+            prefixes = sorted.map(\.key)
+            lists = sorted.map(\.value)
+        }
+        building = [:]
+    }
+
+    /// Calls `body` with the rules of each prefix of `path` in the set, longest first (hashed
+    /// by length, a case-folded key: the rule's own test compares the bytes).
+    func forEachPrefix(of path: ArraySlice<UInt8>, _ body: ([Int]) -> Void) {
+        if !byLength.isEmpty {
+            for (length, table) in byLength where length <= path.count {
+                if let list = table.find(TokenKey(path.prefix(length))) { body(list) }
+            }
+            return
+        }
+        var q = path
+        while true {
+            // The largest entry <= q.
+            var lo = 0
+            var hi = prefixes.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if PrefixIndex.less(q, prefixes[mid][...]) { hi = mid } else { lo = mid + 1 }
+            }
+            guard lo > 0 else { return }
+            let e = prefixes[lo - 1]
+            var common = 0
+            let limit = min(e.count, q.count)
+            while common < limit, e[common] == q[q.startIndex + common] { common += 1 }
+            if common == e.count {
+                body(lists[lo - 1])
+                guard common > 0 else { return }
+                q = q.prefix(common - 1)
+            } else {
+                q = q.prefix(common)
+            }
+        }
+    }
+
+    /// Byte-wise lexicographic order (a prefix sorts before what extends it).
+    static func less(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
+        let n = min(a.count, b.count)
+        var i = 0
+        while i < n {
+            let x = a[a.startIndex + i]
+            let y = b[b.startIndex + i]
+            if x != y { return x < y }
+            i += 1
+        }
+        return a.count < b.count
+    }
+}
+
+/// An open-addressing table from a 128-bit key to rule indices. The key is already a hash, so
+/// a lookup is a mask and a compare (no general-purpose hasher on the request path).
+struct KeyTable: Sendable {
+    private var keys: [TokenKey?] = Array(repeating: nil, count: 8)
+    private var values: [[Int]] = Array(repeating: [], count: 8)
+    private(set) var count = 0
+    var isEmpty: Bool { count == 0 }
+
+    mutating func add(_ k: TokenKey, _ v: Int) {
+        if (count + 1) * 2 > keys.count { grow() }
+        var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
+        while let existing = keys[i] {
+            if existing.a == k.a && existing.b == k.b {
+                values[i].append(v)
+                return
+            }
+            i = (i + 1) & (keys.count - 1)
+        }
+        keys[i] = k
+        values[i] = [v]
+        count += 1
+    }
+
+    func find(_ k: TokenKey) -> [Int]? {
+        var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)
+        while let existing = keys[i] {
+            if existing.a == k.a && existing.b == k.b { return values[i] }
+            i = (i + 1) & (keys.count - 1)
+        }
+        return nil
+    }
+
+    private mutating func grow() {
+        let old = zip(keys, values).compactMap { k, v in k.map { ($0, v) } }
+        keys = Array(repeating: nil, count: keys.count * 2)
+        values = Array(repeating: [], count: keys.count)
+        count = 0
+        for (k, vs) in old { for v in vs { add(k, v) } }
+    }
+}
+
+/// Up to eight candidate lists without allocating (more spill to an array), read in rule order
+/// by a merge: the first rule that matches and fires ends the walk.
+struct CandidateLists {
+    private var inline: (ArraySlice<Int>, ArraySlice<Int>, ArraySlice<Int>, ArraySlice<Int>) = ([], [], [], [])
+    private var inlineCount = 0
+    private var spill: [ArraySlice<Int>] = []
+
+    var isEmpty: Bool { inlineCount == 0 }
+
+    mutating func append(_ list: ArraySlice<Int>) {
+        guard !list.isEmpty else { return }
+        switch inlineCount {
+        case 0: inline.0 = list
+        case 1: inline.1 = list
+        case 2: inline.2 = list
+        case 3: inline.3 = list
+        default: spill.append(list)
+        }
+        inlineCount += 1
+    }
+
+    /// Calls `body` with each rule index in ascending order (an index in two lists, once)
+    /// until it returns true.
+    mutating func walk(_ body: (Int) -> Bool) {
+        if inlineCount == 1 {
+            for i in inline.0 where body(i) { return }
+            return
+        }
+        var lists = [inline.0, inline.1, inline.2, inline.3].prefix(min(inlineCount, 4)) + spill
+        var last = -1
+        while true {
+            var best = -1
+            var bestValue = Int.max
+            for k in lists.indices {
+                if let v = lists[k].first, v < bestValue {
+                    bestValue = v
+                    best = k
+                }
+            }
+            guard best >= 0 else { return }
+            lists[best] = lists[best].dropFirst()
+            if bestValue == last { continue }
+            last = bestValue
+            if body(bestValue) { return }
+        }
+    }
+}
