@@ -140,6 +140,8 @@ public final class APNsGateway: PushGateway {
     }
 
     /// Under an APNs host name every unknown path is APNs's 404 BadPath.
+    public var hostNames: [String] { APNsEnvironment.hostNames }
+
     public func notFound(_ request: Request) -> Response? {
         guard let authority = request.authority, APNsEnvironment.forHost(authority) != nil else { return nil }
         return APNsProvider.errorResponse(.badPath, request: request, configuration: rules.configuration)

@@ -345,6 +345,13 @@ public final class FCMGateway: PushGateway {
 
     /// FCM's error envelope for the code given (or the one the status implies); a bare 502 is
     /// Google's front-end HTML page, not JSON.
+    public var hostNames: [String] { FCMGateway.hostNames }
+
+    /// Google's 403 for a request refused to a browser page of another site.
+    public func browserRefusal(_ request: Request, reason: String) -> Response {
+        FCMError(httpStatus: 403, status: "PERMISSION_DENIED", message: reason).response
+    }
+
     public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
         (FCMGateway.injectedResponse(answer), answer.errorCode ?? "")
     }

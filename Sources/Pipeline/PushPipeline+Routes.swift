@@ -39,6 +39,16 @@ extension PushPipeline {
                 }
             }
             if let gate, !route.isPush { handler = gate.wrap(handler) }
+            // A browser page on another site (DNS rebinding included) cannot send or read here.
+            let served = handler
+            let gateway = self.gateway
+            let hosts = Set(gateway.hostNames)
+            handler = { exchange in
+                if let why = BrowserOrigin.refusal(exchange.request, hosts: hosts) {
+                    return exchange.respond(gateway.browserRefusal(exchange.request, reason: why))
+                }
+                try served(exchange)
+            }
             if let refuse = route.http1Answer {
                 let served = handler
                 handler = { exchange in

@@ -105,9 +105,23 @@ public protocol PushGateway: Sendable {
 
     /// GOAWAY debug data for a fault's `goaway` reason, in the gateway's style.
     static func goAwayDebugData(reason: String) -> [UInt8]
+
+    /// The 403 for a browser request from another site (`BrowserOrigin`), in the gateway's
+    /// format. Defaults to its injected 403 (`Forbidden`).
+    func browserRefusal(_ request: Request, reason: String) -> Response
+
+    /// The host names senders reach it under (the proxy's, `--resolve`'s): a browser request
+    /// naming one is not taken for a rebinding page.
+    var hostNames: [String] { get }
 }
 
 extension PushGateway {
+    public var hostNames: [String] { [] }
+
+    public func browserRefusal(_ request: Request, reason: String) -> Response {
+        injectedAnswer(InjectedAnswer(status: 403, reason: "Forbidden", errorCode: nil, retryAfter: nil), request: request).response
+    }
+
     public static func acts(_ actions: ConnectionActions) -> Bool { true }
     public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
     public func notFound(_ request: Request) -> Response? { nil }

@@ -214,8 +214,11 @@ def http1(port, method, path, body=b"", headers=None, timeout=5.0):
     """One HTTP/1.1 request on a new connection; returns (status, body)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
-        head = f"{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-length: {len(body)}\r\n"
+        host = (headers or {}).get("host", "localhost")
+        head = f"{method} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\ncontent-length: {len(body)}\r\n"
         for k, v in (headers or {}).items():
+            if k == "host":
+                continue
             head += f"{k}: {v}\r\n"
         s.sendall(head.encode() + b"\r\n" + body)
         data = b""
@@ -784,6 +787,44 @@ def admin_flood(case):
     case.check(peak_threads[0] < 30, f"reports ran on the journal-read worker, not a thread each ({peak_threads[0]} threads at most)")
 
 
+def rebinding(case):
+    """A DNS-rebinding page (Host: evil.example, a same-origin Origin) is refused on every route:
+    admin, dashboard, FCM sends, Instance ID, OAuth, APNs pushes and channels. The real services'
+    host names (the proxy's, --resolve's) and requests without browser headers pass."""
+    port = case.server.http
+    evil = {"host": f"evil.example:{port}", "origin": f"http://evil.example:{port}", "sec-fetch-site": "same-origin",
+            "content-type": "application/json", "authorization": "Bearer ya29.rebinding"}
+    token = "e" * 20 + ":APA91b" + "x" * 140
+    routes = [
+        ("GET", "/emulator/v1/devices", b""),
+        ("POST", "/emulator/v1/faults", b'{"match":{},"effect":{"status":500}}'),
+        ("GET", "/", b""),
+        ("POST", "/v1/projects/demo/messages:send", json.dumps({"message": {"token": token, "data": {"a": "b"}}}).encode()),
+        ("POST", "/iid/v1:batchAdd", json.dumps({"to": "/topics/news", "registration_tokens": [token]}).encode()),
+        ("GET", "/iid/info/" + token + "?details=true", b""),
+        ("POST", "/token", b"grant_type=x&assertion=a.b.c"),
+        ("POST", "/fcm/send", b'{"to":"x"}'),
+        ("POST", "/3/device/" + "ab" * 32, b'{"aps":{"alert":"x"}}'),
+        ("POST", "/1/apps/com.example/channels", b'{"message-storage-policy":0,"push-type":"LiveActivity"}'),
+    ]
+    refused = []
+    for method, path, body in routes:
+        status, answer = http1(port, method, path, body, headers=evil)
+        refused.append((path.split("?")[0][:40], status))
+        case.check(status == 403, f"{method} {path[:50]} from a rebinding page: {status} {answer[:100]!r}")
+    # The same send from a tool (no browser headers) goes through; so does a browser request under
+    # the service's own name (the proxy's and --resolve's), same-origin.
+    plain = {k: v for k, v in evil.items() if k in ("content-type", "authorization")}
+    status, _ = http1(port, "POST", "/v1/projects/demo/messages:send", routes[3][2], headers={**plain, "host": f"evil.example:{port}"})
+    case.check(status == 200, f"the same send without browser headers: {status}")
+    named = {**plain, "host": "fcm.googleapis.com", "origin": "https://fcm.googleapis.com", "sec-fetch-site": "same-origin"}
+    status, _ = http1(port, "POST", "/v1/projects/demo/messages:send", routes[3][2], headers=named)
+    case.check(status == 200, f"a same-origin browser request under fcm.googleapis.com: {status}")
+    cross = {**named, "origin": "https://evil.example", "sec-fetch-site": "cross-site"}
+    status, _ = http1(port, "POST", "/v1/projects/demo/messages:send", routes[3][2], headers=cross)
+    case.check(status == 403, f"a cross-site send under fcm.googleapis.com: {status}")
+
+
 def h2load_rate(port, jwt, requests=20000):
     """APNs pushes from h2load (4 connections, 16 streams each): the req/s it reports."""
     payload = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
@@ -1009,6 +1050,7 @@ CASES = {
     "h2-frame-fuzz": (h2_frame_fuzz, ["--threads", "1"], 200),
     "admin-flood": (admin_flood, ["--threads", "1", "--admin-rate", "500"], 200),
     "fault-rule-scale": (fault_rule_scale, ["--threads", "1"], 400),
+    "rebinding": (rebinding, ["--threads", "1", "--apns-http1"], 200),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }
 

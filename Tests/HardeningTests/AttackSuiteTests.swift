@@ -43,5 +43,6 @@ final class AttackSuiteTests: XCTestCase {
     func testH2FrameFuzz() throws { try attack("h2-frame-fuzz") }
     func testAdminFlood() throws { try attack("admin-flood") }
     func testFaultRuleScale() throws { try attack("fault-rule-scale") }
+    func testRebinding() throws { try attack("rebinding") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
 }
