@@ -118,13 +118,13 @@ package struct AdminAPI: Sendable {
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
         gauges: ServerGauges, state: StateParts, slowWork: BackgroundWorker = BackgroundWorker(),
-        journalReads: BackgroundWorker = BackgroundWorker(), rate: (perSecond: Int, loops: Int) = (0, 1), developmentCA: String = ""
+        journalReads: BackgroundWorker = BackgroundWorker(), adminRate: Int = 0, developmentCA: String = ""
     ) {
         self.developmentCA = developmentCA
         self.state = state
         self.slowWork = slowWork
         self.journalReads = journalReads
-        self.rateLimit = AdminRateLimit(perSecond: rate.perSecond, loops: rate.loops)
+        self.rateLimit = AdminRateLimit(perSecond: adminRate)
         self.gateways = gateways
         self.devicesLayer = devices
         self.records = records
@@ -163,7 +163,7 @@ package struct AdminAPI: Sendable {
             if limit.perSecond > 0 {
                 r.wrapHandlers(from: first, except: ["/healthz", "/metrics"]) { handler in
                     { ex in
-                        guard limit.admit(loop: ex.eventLoop.index) else { return ex.respond(AdminRateLimit.tooMany(limit.perSecond)) }
+                        guard limit.admit() else { return ex.respond(AdminRateLimit.tooMany(limit.perSecond)) }
                         try handler(ex)
                     }
                 }

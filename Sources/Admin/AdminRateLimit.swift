@@ -2,43 +2,43 @@ import CSystem
 import Transport
 
 /// The admin API's own rate limit, so a flood of admin requests (a test polling in a tight
-/// loop, a script gone wrong) cannot take the event loops from the push traffic: a token
-/// bucket per event loop, each refilled at `perSecond / loops` with a burst of one second's
-/// worth. Each loop touches only its own bucket: nothing is shared between loops. Past it,
-/// requests get 429 in the admin error shape with `retry-after: 1`. `/healthz` and `/metrics`
-/// are not limited (probes and scrapers must always get through).
-final class AdminRateLimit: @unchecked Sendable { // each bucket is used by its own loop only
-    final class Bucket {
+/// loop, a script gone wrong) cannot take the event loops from the push traffic: one token
+/// bucket for the process, refilled at `perSecond` with a burst of one second's worth, whatever
+/// the loop or connection a request arrives on. Admin requests are not the push path: the
+/// bucket's short lock is taken by them only. Past it, requests get 429 in the admin error
+/// shape with `retry-after: 1`. `/healthz` and `/metrics` are not limited (probes and scrapers
+/// must always get through).
+final class AdminRateLimit: Sendable {
+    struct Bucket {
         var tokens: Double
         var lastNs: UInt64 = 0
-        init(tokens: Double) { self.tokens = tokens }
     }
 
-    /// Requests per second over all loops (0: no limit).
+    /// Requests per second, for the whole process (0: no limit).
     let perSecond: Int
-    private let perLoop: Double
-    private let buckets: [Bucket]
+    private let bucket: FutexLock<Bucket>
 
-    init(perSecond: Int, loops: Int) {
+    init(perSecond: Int) {
         self.perSecond = perSecond
-        let n = max(1, loops)
-        perLoop = Double(perSecond) / Double(n)
-        buckets = (0..<n).map { _ in Bucket(tokens: Double(perSecond) / Double(n)) }
+        bucket = FutexLock(Bucket(tokens: Double(perSecond)))
     }
 
-    /// Takes one request's token from `loop`'s bucket; false when it is empty.
-    func admit(loop: Int) -> Bool {
+    /// Takes one request's token; false when the bucket is empty.
+    func admit() -> Bool {
         guard perSecond > 0 else { return true }
-        let bucket = buckets[loop % buckets.count]
-        let now = csys_monotonic_ns()
-        if bucket.lastNs != 0 {
-            let elapsed = Double(now &- bucket.lastNs) / 1e9
-            bucket.tokens = min(perLoop, bucket.tokens + elapsed * perLoop)
+        let rate = Double(perSecond)
+        return bucket.withLock { b in
+            // Read under the lock: a time read before it could be older than the last one kept.
+            let now = csys_monotonic_ns()
+            if b.lastNs != 0, now > b.lastNs {
+                let elapsed = Double(now &- b.lastNs) / 1e9
+                b.tokens = min(rate, b.tokens + elapsed * rate)
+            }
+            b.lastNs = now
+            guard b.tokens >= 1 else { return false }
+            b.tokens -= 1
+            return true
         }
-        bucket.lastNs = now
-        guard bucket.tokens >= 1 else { return false }
-        bucket.tokens -= 1
-        return true
     }
 
     static func tooMany(_ perSecond: Int) -> Response {

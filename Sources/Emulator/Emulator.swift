@@ -110,7 +110,7 @@ package final class Emulator: Sendable {
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
             state: .init(registry: registry, log: stateLog, deletions: deletions),
             slowWork: slowWork, journalReads: journalReads,
-            rate: (configuration.adminRate, max(1, configuration.threads)), developmentCA: ProxyEnvironment.developmentCA)
+            adminRate: configuration.adminRate, developmentCA: ProxyEnvironment.developmentCA)
 
         // One router: the push routes first (they are matched before the admin ones). The routes
         // that change state (the gateways' own, the admin API's) answer once their changes are

@@ -72,7 +72,8 @@ package enum ServeOptions {
         },
         Option(
             name: "admin-rate", valueName: "N",
-            help: "admin requests a second before 429 (default 10000; 0: no limit; /healthz and /metrics are never limited)"
+            help:
+                "admin requests a second for the whole process before 429 (default 10000; 0: no limit; /healthz and /metrics are never limited)"
         ) { c, v in c.adminRate = try int(v, "admin-rate", 0...10_000_000) },
         Option(
             name: "max-memory", valueName: "SIZE",

@@ -825,6 +825,43 @@ def rebinding(case):
     case.check(status == 403, f"a cross-site send under fcm.googleapis.com: {status}")
 
 
+def admin_rate(case):
+    """--admin-rate 100 on two loops is one budget for the process: one connection gets the
+    whole rate, four connections share it (about 100 a second after a second's burst)."""
+    import http.client
+
+    def hammer(seconds, connections):
+        counts = {"ok": 0, "limited": 0}
+        lock = threading.Lock()
+        stop = time.time() + seconds
+
+        def one():
+            c = http.client.HTTPConnection("127.0.0.1", case.server.http, timeout=5)
+            while time.time() < stop:
+                c.request("GET", "/emulator/v1/stats")
+                r = c.getresponse()
+                r.read()
+                with lock:
+                    counts["ok" if r.status == 200 else "limited"] += 1
+            c.close()
+
+        workers = [threading.Thread(target=one) for _ in range(connections)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return counts
+
+    one = hammer(3, 1)
+    case.check(250 <= one["ok"] <= 420 and one["limited"] > 0,
+               f"one connection for 3 s: {one['ok']} answered (a burst of 100, then 100 a second), {one['limited']} limited")
+    time.sleep(1.2)
+    four = hammer(3, 4)
+    case.check(250 <= four["ok"] <= 420, f"four connections for 3 s: {four['ok']} answered in all ({four['limited']} limited)")
+    status, body = http1(case.server.http, "GET", "/emulator/v1/stats")
+    case.check(status in (200, 429) and (status == 200 or b"100 admin requests" in body), f"the 429 names the rate ({status})")
+
+
 def h2load_rate(port, jwt, requests=20000):
     """APNs pushes from h2load (4 connections, 16 streams each): the req/s it reports."""
     payload = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
@@ -1051,6 +1088,7 @@ CASES = {
     "admin-flood": (admin_flood, ["--threads", "1", "--admin-rate", "500"], 200),
     "fault-rule-scale": (fault_rule_scale, ["--threads", "1"], 400),
     "rebinding": (rebinding, ["--threads", "1", "--apns-http1"], 200),
+    "admin-rate": (admin_rate, ["--threads", "2", "--admin-rate", "100"], 200),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }
 

@@ -44,5 +44,6 @@ final class AttackSuiteTests: XCTestCase {
     func testAdminFlood() throws { try attack("admin-flood") }
     func testFaultRuleScale() throws { try attack("fault-rule-scale") }
     func testRebinding() throws { try attack("rebinding") }
+    func testAdminRate() throws { try attack("admin-rate") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
 }
