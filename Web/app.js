@@ -42,6 +42,30 @@ async function route() {
   }
 }
 
+/** The header says when the journal or the state log cannot store (a full disk), from /healthz. */
+async function health() {
+  const el = document.getElementById("status");
+  try {
+    const r = await fetch("/healthz", { cache: "no-store" });
+    if (r.status === 503) {
+      const b = await r.json();
+      const parts = [];
+      if (b.journal) parts.push(`the journal is failing (${b.journal.error || "unknown error"}): pushes are answered 503 under strict durability`);
+      if (b.stateLog) parts.push(`the state log is failing (${b.stateLog.error || "unknown error"}): changes are refused`);
+      el.textContent = parts.join("; ");
+      el.className = "bad";
+    } else if (el.className === "bad") {
+      el.textContent = "";
+      el.className = "muted";
+    }
+  } catch {
+    el.textContent = "pushemu is not answering";
+    el.className = "bad";
+  }
+}
+
 window.addEventListener("hashchange", () => { route(); document.getElementById("main").focus({ preventScroll: true }); });
 status("");
 route();
+health();
+setInterval(health, 5000);

@@ -169,8 +169,29 @@ package struct AdminAPI: Sendable {
                 }
             }
         }
+        // 200 {"status":"ok"}; 503 {"status":"failing",...} while the journal or the state log
+        // cannot store what it is given (a full disk): pushes are then answered 503 under
+        // strict durability, and a probe should see it.
+        let healthLog = state.log
         r.add([.get, .head], "/healthz", maxBodySize: 0) { ex in
-            ex.respond(.json(200, "{\"status\":\"ok\"}"))
+            let journalFailing = journal?.isFailing ?? false
+            let stateFailing = healthLog?.isFailing ?? false
+            guard journalFailing || stateFailing else { return ex.respond(.json(200, "{\"status\":\"ok\"}")) }
+            var body = JSONObjectWriter()
+            body.add("status", "failing")
+            if journalFailing, let journal {
+                var j = JSONObjectWriter()
+                j.add("failing", true)
+                j.add("error", journal.lastError)
+                body.add("journal", json: j.text)
+            }
+            if stateFailing, let healthLog {
+                var l = JSONObjectWriter()
+                l.add("failing", true)
+                l.add("error", healthLog.statistics.lastError)
+                body.add("stateLog", json: l.text)
+            }
+            ex.respond(.json(503, body.text))
         }
         r.add(.get, "/metrics") { ex in
             let fleets = store.allFleets
@@ -472,6 +493,8 @@ extension AdminAPI {
         object.add("lastCommitUs", stats.lastCommitUs)
         object.add("dropped", stats.dropped)
         object.add("failedCommits", stats.failedCommits)
+        object.add("failing", stats.failing)
+        object.add("lastError", stats.lastError)
         object.add("withheldAnswers", stats.withheldAnswers)
         object.add("awaitingStore", stats.awaitingStore)
         object.add("pruned", stats.pruned)

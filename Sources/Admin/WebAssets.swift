@@ -4,7 +4,7 @@
 /// The dashboard's files, served under `/ui/` (and `index.html` at `/`) by `WebUI`.
 enum WebAssets {
     static let all: [WebAsset] = [
-        WebAsset(path: "/ui/app.js", contentType: "text/javascript; charset=utf-8", etag: "\"08a9fd97cf5a9c241708\"", text: ####"""
+        WebAsset(path: "/ui/app.js", contentType: "text/javascript; charset=utf-8", etag: "\"1ab8fa4c06279cf1ca7e\"", text: ####"""
 // The dashboard's router: #/page/rest?query -> the page module's render(main, {rest, query}),
 // which may give back a function that stops what it started (an event stream, a timer).
 import { notice, put, status } from "./lib.js";
@@ -49,9 +49,33 @@ async function route() {
   }
 }
 
+/** The header says when the journal or the state log cannot store (a full disk), from /healthz. */
+async function health() {
+  const el = document.getElementById("status");
+  try {
+    const r = await fetch("/healthz", { cache: "no-store" });
+    if (r.status === 503) {
+      const b = await r.json();
+      const parts = [];
+      if (b.journal) parts.push(`the journal is failing (${b.journal.error || "unknown error"}): pushes are answered 503 under strict durability`);
+      if (b.stateLog) parts.push(`the state log is failing (${b.stateLog.error || "unknown error"}): changes are refused`);
+      el.textContent = parts.join("; ");
+      el.className = "bad";
+    } else if (el.className === "bad") {
+      el.textContent = "";
+      el.className = "muted";
+    }
+  } catch {
+    el.textContent = "pushemu is not answering";
+    el.className = "bad";
+  }
+}
+
 window.addEventListener("hashchange", () => { route(); document.getElementById("main").focus({ preventScroll: true }); });
 status("");
 route();
+health();
+setInterval(health, 5000);
 """####),
         WebAsset(path: "/ui/icon.svg", contentType: "image/svg+xml", etag: "\"2892140f1b350247b76b\"", text: ####"""
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#2563eb"/><path d="M16 6a7 7 0 0 0-7 7v5l-2 3v1h18v-1l-2-3v-5a7 7 0 0 0-7-7z" fill="#fff"/><circle cx="16" cy="25" r="2.5" fill="#fff"/><circle cx="23.5" cy="8.5" r="3.5" fill="#f97316"/></svg>
@@ -366,7 +390,7 @@ export function androidEntry(n, now = Date.now()) {
     h("figcaption", { class: "caption" }, c.image ? "big picture style (expanded)" : longText ? "big text style (expanded)" : "default style"));
 }
 """####),
-        WebAsset(path: "/ui/style.css", contentType: "text/css; charset=utf-8", etag: "\"acf4d674a3c8cbb232ae\"", text: ####"""
+        WebAsset(path: "/ui/style.css", contentType: "text/css; charset=utf-8", etag: "\"85e8a785ab955ba4125b\"", text: ####"""
 /* pushemu dashboard: system fonts, light and dark from the system setting, no external resources. */
 :root {
   --bg: #f6f7f9; --panel: #ffffff; --text: #1d2330; --muted: #5d6677; --line: #dde1e8;
@@ -395,6 +419,7 @@ nav a { padding: 6px 10px; border-radius: 6px; color: var(--text); text-decorati
 nav a:hover { background: var(--chip); }
 nav a[aria-current="page"] { background: var(--accent); color: var(--accent-text); }
 #status { margin-left: auto; font-size: 13px; }
+#status.bad { color: var(--bad); font-weight: 600; }
 main { padding: 18px; max-width: 1400px; margin: 0 auto; }
 main:focus { outline: none; }
 h1 { font-size: 22px; margin: 0 0 12px; }

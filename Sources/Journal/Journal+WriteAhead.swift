@@ -1,3 +1,4 @@
+import CSystem
 import Glibc
 import Synchronization
 import Transport
@@ -51,6 +52,7 @@ extension Journal {
         }
         var ok = !storeFailing.load(ordering: .relaxed)
         if ok && e.byteCount > p.written.byteCount {
+            errno = 0
             if p.file == nil, let dir = aheadDirectory {
                 p.file = AheadLog.create(in: dir, loop: shard, serial: nextSerial.wrappingAdd(1, ordering: .relaxed).oldValue)
             }
@@ -61,6 +63,17 @@ extension Journal {
             } else {
                 ok = false
             }
+            if ok {
+                if aheadFailing.load(ordering: .relaxed) { aheadFailing.store(false, ordering: .relaxed) }
+            } else {
+                let code = errno
+                let why =
+                    p.file == nil
+                    ? "cannot create a write-ahead file in \(aheadDirectory ?? "")\(code != 0 ? ": " + String(cString: strerror(code)) : "")"
+                    : "write-ahead write to \(p.file!.path) failed: "
+                        + (code != 0 ? String(cString: strerror(code)) : Journal.shortWriteReason(p.file!.fd))
+                aheadWriteFailed(why, records: e.count - p.written.records)
+            }
         }
         if ok {
             p.written = e.mark
@@ -68,6 +81,37 @@ extension Journal {
             cut(&p)
         }
         decide(&p, stored: ok)
+    }
+
+    /// Why a write came out short: the disk's free space says whether it is full.
+    static func shortWriteReason(_ fd: Int32) -> String {
+        var st = statvfs()
+        if fstatvfs(fd, &st) == 0, st.f_bavail == 0 { return "No space left on device (a short write)" }
+        return "a short write"
+    }
+
+    /// A write-ahead write the disk refused, reported as a refused commit is: counted in
+    /// `failedCommits`, the journal failing until a write succeeds, and said on stderr at most
+    /// once a second with what was not stored.
+    func aheadWriteFailed(_ why: String, records: Int) {
+        aheadFailing.store(true, ordering: .relaxed)
+        stats.withLock {
+            $0.failedCommits += 1
+            $0.lastError = why
+        }
+        let now = csys_monotonic_ns()
+        let say = aheadFailures.withLock { f -> (Int, Int)? in
+            f.count += 1
+            f.records += records
+            guard f.reportedAt == 0 || now &- f.reportedAt >= 1_000_000_000 else { return nil }
+            defer { f = (now, 0, 0) }
+            return (f.count, f.records)
+        }
+        if let (count, lost) = say {
+            csys_write_stderr(
+                "pushemu: journal write-ahead failed: \(why) (\(count) failed write(s), \(lost) record(s) not stored since the last message; their requests were answered 503, not acknowledged)\n"
+            )
+        }
     }
 
     /// Moves the undecided runs to `decided`, merging a run into the last one of its waiter.

@@ -47,7 +47,12 @@ public final class Journal: @unchecked Sendable {
         public var lastBatch = 0
         public var lastCommitUs: UInt64 = 0
         public var dropped: UInt64 = 0
+        /// Commits SQLite refused, and write-ahead writes the disk refused (strict), counted alike.
         public var failedCommits: UInt64 = 0
+        /// True from a failed commit or write-ahead write until one succeeds again.
+        public var failing = false
+        /// The last failure's error (kept after recovery, for the record).
+        public var lastError: String?
         /// Strict answers not acknowledged because their record's commit failed (answered 503).
         public var withheldAnswers: UInt64 = 0
         /// Strict: answered records held in their write-ahead files because SQLite refused their
@@ -172,6 +177,13 @@ public final class Journal: @unchecked Sendable {
     /// Set by the writer while SQLite refuses commits: loops then store nothing new (answers
     /// told not stored) until a commit of what was already answered succeeds.
     let storeFailing = Atomic<Bool>(false)
+    /// Set while the last commit failed (whatever the durability), cleared by one that succeeds.
+    let commitFailing = Atomic<Bool>(false)
+    /// Set while a loop's last write-ahead write failed, cleared by one that succeeds.
+    let aheadFailing = Atomic<Bool>(false)
+    /// Write-ahead failures since the last stderr message (said at most once a second, by
+    /// whichever loop fails): (reported at, failures, records not stored).
+    let aheadFailures = FutexLock<(reportedAt: UInt64, count: Int, records: Int)>((0, 0, 0))
     /// Written-ahead segments whose commit failed (writer thread only): committed first next time.
     var retry: [AheadSegment] = []
     /// Reads waiting for the writer to commit what was queued before they asked.
@@ -403,8 +415,18 @@ public final class Journal: @unchecked Sendable {
         _ = Glibc.write(wakeFD, &one, 8)
     }
 
+    /// Whether the journal cannot store what it is given now (a commit or a write-ahead write
+    /// failed, and none has succeeded since): `/healthz` and the dashboard say so.
+    public var isFailing: Bool {
+        commitFailing.load(ordering: .relaxed) || aheadFailing.load(ordering: .relaxed) || storeFailing.load(ordering: .relaxed)
+    }
+
+    /// The last failure's error.
+    public var lastError: String? { stats.withLock { $0.lastError } }
+
     public var statistics: Stats {
         var s = stats.withLock { $0 }
+        s.failing = isFailing
         s.queued = shards.reduce(0) { n, shard in n + shard.pending.withLock { $0.encoder?.count ?? 0 } }
         (s.storedRequests, s.storedTracking) = store.totals()
         return s
@@ -583,7 +605,11 @@ public final class Journal: @unchecked Sendable {
             // acknowledgement. The failure is counted in /stats and /metrics and said on stderr,
             // at most once a second.
             ok = false
-            stats.withLock { $0.failedCommits += 1 }
+            commitFailing.store(true, ordering: .relaxed)
+            stats.withLock {
+                $0.failedCommits += 1
+                $0.lastError = "\(error)"
+            }
             failures.count += 1
             failures.records += records
             if t0 &- failures.reportedAt >= 1_000_000_000 || failures.reportedAt == 0 {
@@ -594,6 +620,7 @@ public final class Journal: @unchecked Sendable {
                 failures = (t0, 0, 0)
             }
         }
+        if ok, commitFailing.load(ordering: .relaxed) { commitFailing.store(false, ordering: .relaxed) }
         let us = (Clock.monotonicNanoseconds() - t0) / 1000
         stats.withLock { s in
             if ok { s.committed &+= UInt64(records) }

@@ -167,8 +167,12 @@ public final class Metrics: Sendable {
         out += "pushemu_journal_last_commit_seconds \(Double(journal.lastCommitUs) / 1e6)\n"
         help("pushemu_journal_dropped_total", "counter", "Journal records dropped because the queue was full (relaxed records only).")
         out += "pushemu_journal_dropped_total \(journal.dropped)\n"
-        help("pushemu_journal_failed_commits_total", "counter", "Group commits that failed.")
+        help("pushemu_journal_failed_commits_total", "counter", "Group commits, and strict write-ahead writes, that failed.")
         out += "pushemu_journal_failed_commits_total \(journal.failedCommits)\n"
+        help(
+            "pushemu_journal_failing", "gauge",
+            "1 while the journal cannot store what it is given (a commit or write-ahead write failed and none succeeded since).")
+        out += "pushemu_journal_failing \(journal.failing ? 1 : 0)\n"
         help(
             "pushemu_journal_withheld_answers_total", "counter",
             "Strict answers not acknowledged because their record could not be stored (answered 503).")

@@ -1024,6 +1024,103 @@ def provider_token(binary):
         subprocess.run(["rm", "-rf", work])
 
 
+def journal_full(binary):
+    """A disk that fills under --durability strict, through the write-ahead files: pushes are
+    answered 503 (not acknowledged), and it is visible: a stderr line with the error,
+    pushemu_journal_failed_commits_total and pushemu_journal_failing in /metrics, /healthz 503
+    naming the journal; freeing space brings 200s and a healthy /healthz back, no restart.
+    The data directory is a 8 MiB tmpfs (in a mount namespace of its own), 6 MiB taken by a file."""
+    case = Case("journal-full", None, 0)
+    work = tempfile.mkdtemp(prefix="pushemu-full-")
+    data = work + "/data"
+    os.mkdir(data)
+    out, err = work + "/out", work + "/err"
+    script = (f"mount -t tmpfs -o size=8m tmpfs {data} && dd if=/dev/zero of={data}/filler bs=1M count=6 status=none && "
+              f"exec {binary} serve --http-port 0 --https-port 0 --data-dir {data} --durability strict --threads 1")
+    proc = subprocess.Popen(["unshare", "-r", "-m", "sh", "-c", script], stdout=open(out, "w"), stderr=open(err, "w"))
+    try:
+        port = None
+        for _ in range(200):
+            m = re.search(r"http=[^ ]*:(\d+)", open(out).read())
+            if m:
+                port = int(m.group(1))
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not case.check(port is not None, "started on a tmpfs data directory: " + open(err).read()[-300:]):
+            return case
+        jwt = provider_token(binary)
+        body = json.dumps({"aps": {"alert": "x" * 2000}}).encode()
+
+        def push(i):
+            st, _ = http2_push(port, jwt, "%064x" % i, body)
+            return st
+
+        statuses = {}
+        for i in range(3000):
+            st = push(i)
+            statuses[st] = statuses.get(st, 0) + 1
+            if statuses.get(503, 0) >= 20:
+                break
+        case.check(statuses.get(503, 0) >= 20 and statuses.get(200, 0) > 0,
+                   f"pushes answered 200 until the disk filled, then 503 ({statuses})")
+        text = open(err).read()
+        said = [l for l in text.splitlines() if "journal" in l]
+        first = said[0] if said else "stderr says nothing of the journal"
+        case.check(("journal write-ahead failed" in first and "No space left on device" in first)
+                   or ("journal commit failed" in first and "disk is full" in first),
+                   "stderr says so (the write-ahead file or SQLite, whichever the disk refused first), with the error: " + first[:220])
+        case.check(len(said) <= 5, f"at most once a second on stderr ({len(said)} line(s))")
+        _, metrics = http1(port, "GET", "/metrics")
+        failed = re.search(rb"^pushemu_journal_failed_commits_total (\d+)", metrics, re.M)
+        failing = re.search(rb"^pushemu_journal_failing (\d+)", metrics, re.M)
+        case.check(failed and int(failed.group(1)) > 0 and failing and failing.group(1) == b"1",
+                   f"/metrics: failed commits {failed and failed.group(1)}, failing {failing and failing.group(1)}")
+        st, health = http1(port, "GET", "/healthz")
+        case.check(st == 503 and b'"journal":{"failing":true' in health, f"/healthz: {st} {health[:160]!r}")
+        # Room again: the next pushes are stored and acknowledged, /healthz is ok.
+        os.unlink(f"/proc/{proc.pid}/root{data}/filler")
+        recovered = False
+        deadline = time.time() + 10
+        i = 10000
+        while time.time() < deadline:
+            i += 1
+            if push(i) == 200:
+                recovered = True
+                break
+            time.sleep(0.05)
+        case.check(recovered, "a push is acknowledged again once there is room")
+        healthy = False
+        while time.time() < deadline:
+            st, health = http1(port, "GET", "/healthz")
+            if st == 200:
+                healthy = True
+                break
+            push(i := i + 1)
+            time.sleep(0.1)
+        case.check(healthy, f"/healthz ok again ({st} {health[:120]!r})")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["rm", "-rf", work])
+    return case
+
+
+def http2_push(port, jwt, token, body):
+    """One APNs push over h2c with curl: (status, body)."""
+    r = subprocess.run(["curl", "-s", "--http2-prior-knowledge", "--max-time", "10", "-w", "\n%{http_code}",
+                        "-H", "authorization: bearer " + jwt, "-H", "apns-topic: com.example.app",
+                        "--data-binary", "@-", f"http://127.0.0.1:{port}/3/device/{token}"],
+                       input=body, capture_output=True, timeout=20)
+    text = r.stdout.rsplit(b"\n", 1)
+    return int(text[-1] or 0), text[0]
+
+
 def kill_nine_three_times(binary):
     """kill -9 under load, three times in a row on one data directory: every apns-id a client
     got a 200 for is in `pushemu export` afterwards."""
@@ -1089,6 +1186,7 @@ CASES = {
     "fault-rule-scale": (fault_rule_scale, ["--threads", "1"], 400),
     "rebinding": (rebinding, ["--threads", "1", "--apns-http1"], 200),
     "admin-rate": (admin_rate, ["--threads", "2", "--admin-rate", "100"], 200),
+    "journal-full": (journal_full, None, 0),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }
 

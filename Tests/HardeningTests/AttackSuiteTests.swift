@@ -45,5 +45,6 @@ final class AttackSuiteTests: XCTestCase {
     func testFaultRuleScale() throws { try attack("fault-rule-scale") }
     func testRebinding() throws { try attack("rebinding") }
     func testAdminRate() throws { try attack("admin-rate") }
+    func testJournalFull() throws { try attack("journal-full") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
 }

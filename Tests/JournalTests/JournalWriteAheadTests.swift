@@ -251,12 +251,20 @@ final class JournalWriteAheadTests: XCTestCase {
         XCTAssertEqual(w.released.map(\.count), [3])
         XCTAssertEqual(w.released.map(\.stored), [false])
         XCTAssertEqual(j.statistics.withheldAnswers, 3)
+        // Reported as a refused commit is: counted, the journal failing, the error kept.
+        XCTAssertEqual(j.statistics.failedCommits, 1)
+        XCTAssertTrue(j.isFailing)
+        XCTAssertTrue(j.statistics.failing)
+        XCTAssertTrue(
+            j.lastError?.hasPrefix("cannot create a write-ahead file in \(ahead): No such file or directory") ?? false,
+            "\(j.lastError ?? "")")
         // The directory is back: the next answers are stored, and only their records are kept.
         XCTAssertEqual(mkdir(ahead, 0o700), 0)
         runOn(loop) { for i in 3..<5 { JournalCommitWaiterTests.append(j, i, loop: loop, waiter: w) } }
         runOn(loop) {}
         XCTAssertEqual(w.released.last?.count, 2)
         XCTAssertEqual(w.released.last?.stored, true)
+        XCTAssertFalse(j.isFailing, "a write that succeeds ends it")
         j.start()
         j.stop()
         XCTAssertEqual(j.counts().requests, 2, "\(j.statistics)")
