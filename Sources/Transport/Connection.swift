@@ -619,6 +619,17 @@ final class Connection: EventHandler {
         if holdsSlot { core.budget.releaseConnection() } else { loop.sheddingConnections -= 1 }
     }
 
+    /// Admitted past the limit, not closed, and no slot taken since.
+    var isWaitingPastLimit: Bool { !holdsSlot && phase != .closed }
+
+    /// Closes with a TCP reset (no FIN, nothing more sent): the cheapest answer there is.
+    func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        if let ssl { SSL_set_quiet_shutdown(ssl, 1) }
+        close()
+    }
+
     /// A connection admitted past the limit takes a slot that was given back meanwhile (an
     /// idle connection another loop closed for it): it is then served as any other.
     func takeSlotIfFree() -> Bool {

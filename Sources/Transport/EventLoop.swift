@@ -85,6 +85,18 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Connections admitted past the server's limit, to be answered 503 / GOAWAY (loop only).
     var sheddingConnections = 0
+    /// Those connections, oldest first (some closed since: skipped when reached), so a newcomer
+    /// past `Acceptor.maxShedding` resets the oldest instead of being refused unheard.
+    var sheddingQueue: [Connection] = []
+    var sheddingQueueHead = 0
+
+    /// Drops the queued connections that closed or took a slot (on the sweep: the queue holds
+    /// no more than the connections still waiting, give or take a sweep's worth).
+    func compactSheddingQueue() {
+        guard sheddingQueue.count > 2 * sheddingConnections + 64 else { return }
+        sheddingQueue = sheddingQueue[sheddingQueueHead...].filter(\.isWaitingPastLimit)
+        sheddingQueueHead = 0
+    }
     /// This loop's acceptors, one per listening socket.
     var acceptors: [Acceptor] = []
     /// The loops are made one after another: what each writes per read stays off the next one's lines.

@@ -168,7 +168,9 @@ final class Acceptor: EventHandler {
     let core: ServerCore
     let tls: TLSContext?
     let localPort: Int
-    /// Clients admitted past the limit per loop, only to be told so (beyond: closed unanswered).
+    /// Clients admitted past the limit per loop, only to be told so. One more resets the
+    /// oldest of them (a TCP RST): every newcomer is heard, and a probe of `/healthz` arriving
+    /// in a flood is answered before 256 newer ones push it out.
     static let maxShedding = 256
 
     init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int) {
@@ -251,16 +253,31 @@ final class Acceptor: EventHandler {
             }) {
                 other.execute { _ = other.evictIdleConnection() }
             }
-            guard loop.sheddingConnections < Acceptor.maxShedding else {
-                Glibc.close(cfd)
-                return
-            }
+            if loop.sheddingConnections >= Acceptor.maxShedding { resetOldestShedding() }
             loop.sheddingConnections += 1
         }
         var one: Int32 = 1
         setsockopt(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let conn = Connection(fd: cfd, loop: loop, core: core, tls: tls, localPort: localPort, holdsSlot: holdsSlot)
+        if !holdsSlot { loop.sheddingQueue.append(conn) }
         _ = conn.start()
+    }
+
+    /// Resets the oldest connection still waiting past the limit (it took a slot meanwhile, or
+    /// closed: skipped), and drops what the queue's head has passed once that is most of it.
+    private func resetOldestShedding() {
+        while loop.sheddingQueueHead < loop.sheddingQueue.count {
+            let c = loop.sheddingQueue[loop.sheddingQueueHead]
+            loop.sheddingQueueHead += 1
+            if c.isWaitingPastLimit {
+                c.reset()
+                break
+            }
+        }
+        if loop.sheddingQueueHead > 64 && loop.sheddingQueueHead * 2 > loop.sheddingQueue.count {
+            loop.sheddingQueue.removeFirst(loop.sheddingQueueHead)
+            loop.sheddingQueueHead = 0
+        }
     }
 }
 
@@ -301,6 +318,7 @@ final class Sweeper {
         if ticks % 10 == 0 {
             for c in loop.connections { c.checkTimeout(now: now) }
         }
+        loop.compactSheddingQueue()
         measure(now: now)
         loop.schedule(afterNanoseconds: 100_000_000, tick)
     }

@@ -558,6 +558,66 @@ def connection_limit(case):
     case.check(ok, f"connections given back ({case.server.open_connections()} open)")
 
 
+def limit_flood(case):
+    """Past --max-connections, a flood of newcomers (six times what the loops hold waiting):
+    each is answered 503 or reset (the oldest waiting one, for a newer), never closed unheard,
+    and /healthz on a new connection is answered 200 throughout."""
+    busy = []
+    for _ in range(40):
+        b = socket.create_connection(("127.0.0.1", case.server.http), timeout=5)
+        b.sendall(b"POST /emulator/v1/devices HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{")
+        busy.append(b)
+    time.sleep(0.3)
+    # Silent newcomers first (they hold their place for 5 s), more than both loops keep waiting.
+    silent = [socket.create_connection(("127.0.0.1", case.server.http), timeout=5) for _ in range(800)]
+    time.sleep(0.3)
+    flood = []
+    for _ in range(3000):
+        try:
+            f = socket.create_connection(("127.0.0.1", case.server.http), timeout=5)
+            f.sendall(b"GET /emulator/v1/stats HTTP/1.1\r\nhost: x\r\n\r\n")
+            flood.append(f)
+        except OSError:
+            pass
+    worst = 0.0
+    for _ in range(5):
+        t0 = time.time()
+        status, _ = http1(case.server.http, "GET", "/healthz", timeout=2)
+        worst = max(worst, time.time() - t0)
+        case.check(status == 200, f"/healthz answered during the flood ({status}, {(time.time() - t0) * 1000:.0f} ms)")
+    outcomes = {"answered 503": 0, "reset": 0, "closed unheard": 0, "other": 0}
+    for f in flood:
+        f.settimeout(6)
+        try:
+            data = f.recv(4096)
+            if data.startswith(b"HTTP/1.1 503"):
+                outcomes["answered 503"] += 1
+            elif data:
+                outcomes["other"] += 1
+            else:
+                outcomes["closed unheard"] += 1
+        except ConnectionResetError:
+            outcomes["reset"] += 1
+        except OSError:
+            outcomes["other"] += 1
+        f.close()
+    case.check(outcomes["closed unheard"] == 0 and outcomes["other"] == 0 and outcomes["answered 503"] > 0,
+               f"{len(flood)} newcomers with a request: {outcomes}")
+    reset = 0
+    for q in silent:
+        q.settimeout(0.5)
+        try:
+            q.recv(1)
+        except ConnectionResetError:
+            reset += 1
+        except OSError:
+            pass
+        q.close()
+    case.check(reset >= 800 - 2 * 256, f"{reset} of 800 silent newcomers reset for newer ones (both loops keep 256 waiting)")
+    for b in busy:
+        b.close()
+
+
 def tls_handshake_stalls(case):
     socks = []
     for i in range(200):
@@ -1176,6 +1236,7 @@ CASES = {
     "h2-open-stream-timeout": (h2_open_stream_timeout, ["--threads", "1", "--body-timeout", "2", "--idle-timeout", "2"], 200),
     "zero-window-send-timeout": (zero_window_send_timeout, ["--threads", "1", "--body-timeout", "2"], 200),
     "connection-limit": (connection_limit, ["--threads", "2", "--max-connections", "40"], 200),
+    "limit-flood": (limit_flood, ["--threads", "2", "--max-connections", "40"], 200),
     "tls-handshake-stalls": (tls_handshake_stalls, ["--threads", "1"], 200),
     "http1-malformed": (http1_malformed, ["--threads", "1"], 200),
     "too-large-shapes": (too_large_shapes, ["--threads", "1"], 200),

@@ -35,6 +35,7 @@ final class AttackSuiteTests: XCTestCase {
     func testH2OpenStreamTimeout() throws { try attack("h2-open-stream-timeout") }
     func testZeroWindowSendTimeout() throws { try attack("zero-window-send-timeout") }
     func testConnectionLimit() throws { try attack("connection-limit") }
+    func testLimitFlood() throws { try attack("limit-flood") }
     func testTlsHandshakeStalls() throws { try attack("tls-handshake-stalls") }
     func testHttp1Malformed() throws { try attack("http1-malformed") }
     func testFuzzedBodies() throws { try attack("fuzzed-bodies") }
