@@ -90,3 +90,30 @@ package struct EmulatorConfiguration: Sendable {
 
     package init() {}
 }
+
+extension EmulatorConfiguration {
+    /// Descriptors kept for everything but client connections: the data files, each loop's
+    /// epoll and wake-up descriptors, the listeners, tracking connections.
+    package var reservedDescriptors: Int { 256 + 64 * max(1, threads) }
+
+    /// Lowers `maxConnections` to what the open-file limit allows (`openFiles`, the soft limit
+    /// after raising it to the hard one): each connection, and each client kept waiting past
+    /// the limit, takes a descriptor, and `reservedDescriptors` stay free. Returns the warning
+    /// to print when it was lowered.
+    package mutating func fitOpenFileLimit(_ openFiles: Int) -> String? {
+        guard openFiles > 0 else { return nil }
+        // Clients kept waiting past the limit: 256 a loop, or a quarter of what is left when
+        // that is less (more than that pauses accepting until a descriptor frees, not a spin).
+        let waiting = min(256 * max(1, threads), max(0, openFiles - reservedDescriptors) / 4)
+        let fits = openFiles - reservedDescriptors - waiting
+        guard fits < maxConnections else { return nil }
+        let lowered = max(16, fits)
+        let message =
+            "the open-file limit is \(openFiles) (ulimit -n), below what --max-connections \(maxConnections) needs "
+            + "(\(maxConnections + waiting + reservedDescriptors) with \(waiting) for clients waiting past the limit and "
+            + "\(reservedDescriptors) for files and tracking): at most \(lowered) connections are taken; raise the limit "
+            + "(ulimit -n, LimitNOFILE=, docker --ulimit nofile=) for more"
+        maxConnections = lowered
+        return message
+    }
+}

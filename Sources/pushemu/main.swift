@@ -54,7 +54,7 @@ if args.contains("--print-config") {
         fail("\(error)")
     }
 }
-let configuration: EmulatorConfiguration
+var configuration: EmulatorConfiguration
 do {
     configuration = try ServeOptions.parse(args, environment: environment)
 } catch {
@@ -64,7 +64,8 @@ do {
 // Signals are taken synchronously by this thread; every loop thread inherits the mask.
 csys_block_signals()
 csys_tune_malloc()
-_ = csys_raise_nofile_limit()
+// As many descriptors as allowed; connections lowered to fit what that is.
+if let warning = configuration.fitOpenFileLimit(Int(csys_raise_nofile_limit())) { csys_write_stderr("pushemu: \(warning)\n") }
 
 let emulator: Emulator
 do {

@@ -152,10 +152,10 @@ def send_until_closed(sock, data, seconds, reader=None, stop=None):
 # The server, and the probes every case runs
 
 class Server:
-    def __init__(self, binary, extra):
+    def __init__(self, binary, extra, wrapper=()):
         self.out = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".out", delete=False)
         self.err = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".err", delete=False)
-        args = [binary, "serve", "--http-port", "0", "--https-port", "0", "--in-memory"] + extra
+        args = list(wrapper) + [binary, "serve", "--http-port", "0", "--https-port", "0", "--in-memory"] + extra
         self.binary = binary
         self.proc = subprocess.Popen(args, stdout=self.out, stderr=self.err, stdin=subprocess.DEVNULL)
         deadline = time.time() + 20
@@ -1084,6 +1084,42 @@ def provider_token(binary):
         subprocess.run(["rm", "-rf", work])
 
 
+def fd_limit(binary):
+    """Under an open-file limit of 1,024 with the default --max-connections 10,000: a warning
+    at start that names the limit and what is taken instead, and a flood of 1,500 connections
+    leaves /healthz on a new connection answered at once (accepting never stalls on EMFILE)."""
+    server = Server(binary, ["--threads", "2"], wrapper=["prlimit", "--nofile=1024:1024"])
+    case = Case("fd-limit", server, 0)
+    try:
+        err = server.stderr()
+        case.check("the open-file limit is 1024" in err and "at most 480 connections are taken" in err,
+                   "warned at start: " + (err.strip().splitlines() or ["nothing"])[0][:200])
+        held = []
+        for _ in range(1500):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", server.http), timeout=2))
+            except OSError:
+                break
+        time.sleep(0.5)
+        worst = 0.0
+        ok = 0
+        for _ in range(10):
+            t0 = time.time()
+            try:
+                status, _ = http1(server.http, "GET", "/healthz", timeout=2)
+                ok += status == 200
+            except OSError:
+                pass
+            worst = max(worst, time.time() - t0)
+        case.check(ok == 10 and worst < 1.0, f"/healthz with {len(held)} connections open: {ok} of 10 answered, worst {worst * 1000:.0f} ms")
+        for h in held:
+            h.close()
+        case.check(server.alive(), "the process is alive")
+    finally:
+        server.stop()
+    return case
+
+
 def journal_full(binary):
     """A disk that fills under --durability strict, through the write-ahead files: pushes are
     answered 503 (not acknowledged), and it is visible: a stderr line with the error,
@@ -1248,6 +1284,7 @@ CASES = {
     "rebinding": (rebinding, ["--threads", "1", "--apns-http1"], 200),
     "admin-rate": (admin_rate, ["--threads", "2", "--admin-rate", "100"], 200),
     "journal-full": (journal_full, None, 0),
+    "fd-limit": (fd_limit, None, 0),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),
 }
 

@@ -47,5 +47,6 @@ final class AttackSuiteTests: XCTestCase {
     func testRebinding() throws { try attack("rebinding") }
     func testAdminRate() throws { try attack("admin-rate") }
     func testJournalFull() throws { try attack("journal-full") }
+    func testFdLimit() throws { try attack("fd-limit") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
 }
