@@ -114,7 +114,12 @@ public final class APNsChannelRegistry: PersistentStore {
         state.withLock { s -> Bool in
             let key = AppKey(bundle: bundle, environment: environment)
             guard s.byKey[key]?.channels.removeValue(forKey: id) != nil else { return false }
-            s.byKey[key]?.order.removeAll { $0 == id }
+            // The order list keeps the id until it is mostly gone ones (a walk of it per
+            // delete would hold the lock for the app's whole list).
+            if let count = s.byKey[key]?.channels.count, let listed = s.byKey[key]?.order.count, listed > 2 * count + 64 {
+                let channels = s.byKey[key]!.channels
+                s.byKey[key]?.order.removeAll { channels[$0] == nil }
+            }
             s.total -= 1
             if changes.isLogging {
                 changes.emit(kind: Kind.channelRemoved, atMs: Clock.nowMs()) { w in
@@ -129,7 +134,11 @@ public final class APNsChannelRegistry: PersistentStore {
 
     /// The app's channel ids, oldest first.
     public func list(bundle: String, environment: APNsEnvironment) -> [String] {
-        state.withLock { $0.byKey[AppKey(bundle: bundle, environment: environment)]?.order ?? [] }
+        // Under the lock: a copy of the app kept past it would make the next create copy its table.
+        state.withLock { s in
+            guard let app = s.byKey[AppKey(bundle: bundle, environment: environment)] else { return [] }
+            return app.order.count == app.channels.count ? app.order : app.order.filter { app.channels[$0] != nil }
+        }
     }
 
     /// Whether `team` may manage the app's channels, binding the app to it on first use (nil:

@@ -922,6 +922,58 @@ def admin_rate(case):
     case.check(status in (200, 429) and (status == 200 or b"100 admin requests" in body), f"the 429 names the rate ({status})")
 
 
+def channel_fill(case):
+    """APNs broadcast channels filling 20 apps to their 10,000 each (h2load on the channel API):
+    creation as fast in a full app as in an empty one, and /healthz on a new connection quick
+    throughout (creating never holds the registry's lock, which broadcasts take, for long)."""
+    jwt = provider_token(case.server.binary)
+    body = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
+    body.write(b'{"message-storage-policy":1,"push-type":"LiveActivity"}')
+    body.close()
+    latencies = []
+    stop = threading.Event()
+
+    def probe():
+        while not stop.is_set():
+            t0 = time.time()
+            try:
+                http1(case.server.http, "GET", "/healthz", timeout=2)
+                latencies.append(time.time() - t0)
+            except OSError:
+                latencies.append(2.0)
+            time.sleep(0.02)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    rates = []
+    try:
+        for app in range(20):
+            out = subprocess.run(["h2load", "-n", "10000", "-c", "4", "-m", "16", "-t", "1", "-d", body.name,
+                                  "-H", "authorization: bearer " + jwt,
+                                  "-H", ":authority: api-manage-broadcast.sandbox.push.apple.com",
+                                  f"http://127.0.0.1:{case.server.http}/1/apps/com.example.fill{app}/channels"],
+                                 capture_output=True, text=True, timeout=120).stdout
+            m = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
+            codes = re.search(r"status codes: (\d+) 2xx", out)
+            if not m or not codes or int(codes.group(1)) != 10000:
+                raise RuntimeError("h2load: " + out[-500:])
+            rates.append(float(m.group(1)))
+    finally:
+        stop.set()
+        prober.join()
+        os.unlink(body.name)
+    case.check(min(rates[-3:]) >= 0.5 * max(rates[:3]),
+               "channels a second, first apps %s, last apps %s (filling 20 apps to 10,000 each)"
+               % ([round(r) for r in rates[:3]], [round(r) for r in rates[-3:]]))
+    latencies.sort()
+    case.check(latencies[-1] < 0.1, "/healthz during the fill: p50 %.1f ms, max %.1f ms (%d probes)"
+               % (latencies[len(latencies) // 2] * 1000, latencies[-1] * 1000, len(latencies)))
+    status, body_ = http1(case.server.http, "GET", "/emulator/v1/stats")
+    case.check(b'"channels":200000' in body_, f"200,000 channels held ({body_[body_.find(b'apns'):][:40]!r})")
+    status, _ = http1(case.server.http, "POST", "/emulator/v1/reset", b"")
+    case.check(status == 200, f"reset forgets them ({status})")
+
+
 def h2load_rate(port, jwt, requests=20000):
     """APNs pushes from h2load (4 connections, 16 streams each): the req/s it reports."""
     payload = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
@@ -1283,6 +1335,7 @@ CASES = {
     "fault-rule-scale": (fault_rule_scale, ["--threads", "1"], 400),
     "rebinding": (rebinding, ["--threads", "1", "--apns-http1"], 200),
     "admin-rate": (admin_rate, ["--threads", "2", "--admin-rate", "100"], 200),
+    "channel-fill": (channel_fill, ["--threads", "2"], 400),
     "journal-full": (journal_full, None, 0),
     "fd-limit": (fd_limit, None, 0),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),

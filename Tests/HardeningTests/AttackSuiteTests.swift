@@ -46,6 +46,7 @@ final class AttackSuiteTests: XCTestCase {
     func testFaultRuleScale() throws { try attack("fault-rule-scale") }
     func testRebinding() throws { try attack("rebinding") }
     func testAdminRate() throws { try attack("admin-rate") }
+    func testChannelFill() throws { try attack("channel-fill") }
     func testJournalFull() throws { try attack("journal-full") }
     func testFdLimit() throws { try attack("fd-limit") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
