@@ -28,6 +28,11 @@ static inline const char *pushemu_ssl_get_servername(const SSL *ssl) {
 static inline long pushemu_ssl_ctx_set_session_cache_server(SSL_CTX *ctx) {
     return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
 }
+/* Sessions kept for resumption, at most (OpenSSL's default is 20,480: a burst of handshakes
+   would hold tens of MiB for the sessions' lifetime). */
+static inline long pushemu_ssl_ctx_sess_set_cache_size(SSL_CTX *ctx, long n) {
+    return SSL_CTX_sess_set_cache_size(ctx, n);
+}
 static inline long pushemu_ssl_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *x) {
     return SSL_CTX_add1_chain_cert(ctx, x);
 }

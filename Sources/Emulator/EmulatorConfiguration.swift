@@ -38,7 +38,7 @@ package struct EmulatorConfiguration: Sendable {
     /// Admin requests a second over all loops (`--admin-rate`; 0: no limit).
     package var adminRate = 10_000
     /// Bytes all connections may hold in buffers (`--max-memory`).
-    package var maxBufferedBytes = 128 << 20
+    package var maxBufferedBytes = 512 << 20
     /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).
     package var notificationLogSize = 10_000
     package var apns = APNsConfiguration()

@@ -77,7 +77,8 @@ package enum ServeOptions {
         ) { c, v in c.adminRate = try int(v, "admin-rate", 0...10_000_000) },
         Option(
             name: "max-memory", valueName: "SIZE",
-            help: "bytes all connections may hold in buffers before new requests get 503 (default 128MiB; k/m/g suffixes)"
+            help:
+                "bytes connections may hold (their TLS and HTTP/2 state, and buffers) before new ones and new requests get 503 (default 512MiB; k/m/g suffixes)"
         ) { c, v in c.maxBufferedBytes = try size(v, "max-memory", (16 << 20)...(1 << 40)) },
         Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in
             c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000))

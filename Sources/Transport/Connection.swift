@@ -15,6 +15,9 @@ final class Connection: EventHandler {
     let core: ServerCore
     let context: ConnectionContext
     private var ssl: OpaquePointer?
+    /// What this connection counts in the memory budget while it holds a slot (its kind when
+    /// accepted: a tunnel that turns TLS later keeps the cleartext figure).
+    let fixedCost: Int
     private(set) var phase: Phase
     private(set) var http1: HTTP1Session?
     private(set) var http2: HTTP2Session?
@@ -46,6 +49,7 @@ final class Connection: EventHandler {
     private var handshakeAdmitted = false
 
     init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int, holdsSlot: Bool = true) {
+        fixedCost = tls != nil ? ConnectionBudget.tlsCost : ConnectionBudget.cleartextCost
         self.fd = fd
         self.loop = loop
         self.core = core
@@ -616,7 +620,7 @@ final class Connection: EventHandler {
         out.removeAll()
         sniffed = []
         loop.openConnections.subtract(1, ordering: .relaxed)
-        if holdsSlot { core.budget.releaseConnection() } else { loop.sheddingConnections -= 1 }
+        if holdsSlot { core.budget.releaseConnection(cost: fixedCost) } else { loop.sheddingConnections -= 1 }
     }
 
     /// Admitted past the limit, not closed, and no slot taken since.
@@ -634,7 +638,7 @@ final class Connection: EventHandler {
     /// idle connection another loop closed for it): it is then served as any other.
     func takeSlotIfFree() -> Bool {
         guard !holdsSlot else { return true }
-        guard core.budget.admitConnection() else { return false }
+        guard core.budget.admitConnection(cost: fixedCost) else { return false }
         holdsSlot = true
         context.isShedding = false
         loop.sheddingConnections -= 1

@@ -243,8 +243,9 @@ final class Acceptor: EventHandler {
     /// Takes an accepted socket on this loop: a connection slot (or one freed by closing an
     /// idle connection), else a brief stay to be told the server is full.
     func admit(_ cfd: Int32) {
-        var holdsSlot = core.budget.admitConnection()
-        if !holdsSlot, loop.evictIdleConnection() { holdsSlot = core.budget.admitConnection() }
+        let cost = tls != nil ? ConnectionBudget.tlsCost : ConnectionBudget.cleartextCost
+        var holdsSlot = core.budget.admitConnection(cost: cost)
+        if !holdsSlot, loop.evictIdleConnection() { holdsSlot = core.budget.admitConnection(cost: cost) }
         if !holdsSlot {
             // None idle here: the busiest other loop closes its idlest, and this client
             // takes that slot when its first request arrives (else it is answered 503).

@@ -15,7 +15,7 @@ public final class HeapReclaimer: @unchecked Sendable { // the thread handle is 
     private let trims = Atomic<Int>(0)
     private var thread: pthread_t?
 
-    public init(minimumFree: Int = 16 << 20, intervalNanos: UInt64 = 2_000_000_000) {
+    public init(minimumFree: Int = 4 << 20, intervalNanos: UInt64 = 2_000_000_000) {
         self.minimumFree = minimumFree
         self.intervalNanos = intervalNanos
     }

@@ -8,7 +8,7 @@ public struct ServerLimits: Sendable {
     /// Bytes all connections together may hold in buffers (request bodies being read, answers
     /// not yet sent, pipelined input). Past it new requests are answered 503 in their route's
     /// format and the connections holding the most are closed until it fits again.
-    public var maxBufferedBytes = 128 * 1024 * 1024
+    public var maxBufferedBytes = 512 * 1024 * 1024
     /// Answers one HTTP/2 connection may hold unsent (a peer that stops reading, or keeps its
     /// window shut); past it its new streams are refused (RST_STREAM REFUSED_STREAM).
     public var maxUnsentPerConnection = 16 * 1024 * 1024

@@ -37,9 +37,11 @@ final class TLSContext: @unchecked Sendable {
         policy = Unmanaged.passRetained(ALPNPolicy(config.h2OnlyServerNames))
         _ = pushemu_ssl_ctx_set_min_proto_version(ctx, TLS1_2_VERSION)
         pushemu_ssl_ctx_set_server_options(ctx)
-        _ = pushemu_ssl_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        _ = pushemu_ssl_ctx_set_mode(
+            ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
         _ = pushemu_ssl_ctx_set_read_ahead(ctx, 1)
         _ = pushemu_ssl_ctx_set_session_cache_server(ctx)
+        _ = pushemu_ssl_ctx_sess_set_cache_size(ctx, 256)
         // AES-128-GCM first (as h2o does): as safe for this use and cheaper per byte than AES-256.
         _ = SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
         _ = SSL_CTX_set_cipher_list(

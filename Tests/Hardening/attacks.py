@@ -974,6 +974,49 @@ def channel_fill(case):
     case.check(status == 200, f"reset forgets them ({status})")
 
 
+def connection_memory(case):
+    """Idle TLS connections count in --max-memory (32 MiB here: about 740 at 44 KiB each):
+    past it newcomers get the answer past the limit, RSS stays bounded, and after five bursts
+    of 1,200 connections closed, RSS comes back to the baseline (within 10%, or 4 MiB)."""
+    ctx = ssl.create_default_context(cafile=os.path.join(os.path.dirname(__file__), "..", "..", "Certs", "ca.pem"))
+    ctx.set_alpn_protocols(["h2"])
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0)
+    # The baseline after a few handshakes: the TLS code paged in is not memory held.
+    for _ in range(3):
+        ctx.wrap_socket(socket.create_connection(("127.0.0.1", case.server.https), timeout=5), server_hostname="localhost").close()
+    time.sleep(0.5)
+    baseline = case.server.rss_mib()
+    peaks = []
+    for burst in range(5):
+        held = []
+        for _ in range(1200):
+            try:
+                s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", case.server.https), timeout=5), server_hostname="localhost")
+                s.sendall(preface)
+                held.append(s)
+            except (OSError, ssl.SSLError):
+                pass
+        time.sleep(1.0)
+        peaks.append(case.server.rss_mib())
+        if burst == 0:
+            status, _ = http1(case.server.http, "POST", "/emulator/v1/devices", b'{"platform":"ios","app":"com.example.mem"}', timeout=5)
+            case.check(status in (201, 503), f"a new client past the budget is answered ({status})")
+        for s in held:
+            try:
+                s.close()
+            except OSError:
+                pass
+        time.sleep(0.5)
+    case.check(max(peaks) < baseline + 32 + 30, "RSS with 1,200 TLS connections held: %s MiB (baseline %.0f, budget 32 MiB)"
+               % ([round(p) for p in peaks], baseline))
+    deadline = time.time() + 8
+    after = case.server.rss_mib()
+    while time.time() < deadline and after > baseline + max(4, baseline * 0.1):
+        time.sleep(0.25)
+        after = case.server.rss_mib()
+    case.check(after <= baseline + max(4, baseline * 0.1), f"RSS after five bursts closed: {after:.0f} MiB (baseline {baseline:.0f})")
+
+
 def h2load_rate(port, jwt, requests=20000):
     """APNs pushes from h2load (4 connections, 16 streams each): the req/s it reports."""
     payload = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
@@ -1336,6 +1379,7 @@ CASES = {
     "rebinding": (rebinding, ["--threads", "1", "--apns-http1"], 200),
     "admin-rate": (admin_rate, ["--threads", "2", "--admin-rate", "100"], 200),
     "channel-fill": (channel_fill, ["--threads", "2"], 400),
+    "connection-memory": (connection_memory, ["--threads", "2", "--max-memory", "32MiB"], 200),
     "journal-full": (journal_full, None, 0),
     "fd-limit": (fd_limit, None, 0),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),

@@ -47,6 +47,7 @@ final class AttackSuiteTests: XCTestCase {
     func testRebinding() throws { try attack("rebinding") }
     func testAdminRate() throws { try attack("admin-rate") }
     func testChannelFill() throws { try attack("channel-fill") }
+    func testConnectionMemory() throws { try attack("connection-memory") }
     func testJournalFull() throws { try attack("journal-full") }
     func testFdLimit() throws { try attack("fd-limit") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }

@@ -21,18 +21,33 @@ final class BoundsTests: XCTestCase {
 
     func testOneConnectionCountForTheWholeServer() {
         let budget = ConnectionBudget(maxConnections: 3, maxBufferedBytes: 1 << 20, loops: 4)
-        XCTAssertTrue(budget.admitConnection())
-        XCTAssertTrue(budget.admitConnection())
-        XCTAssertTrue(budget.admitConnection())
-        XCTAssertFalse(budget.admitConnection(), "the limit is the server's, whichever loop asks")
-        budget.releaseConnection()
-        XCTAssertTrue(budget.admitConnection())
+        XCTAssertTrue(budget.admitConnection(cost: 1))
+        XCTAssertTrue(budget.admitConnection(cost: 1))
+        XCTAssertTrue(budget.admitConnection(cost: 1))
+        XCTAssertFalse(budget.admitConnection(cost: 1), "the limit is the server's, whichever loop asks")
+        budget.releaseConnection(cost: 1)
+        XCTAssertTrue(budget.admitConnection(cost: 1))
         XCTAssertEqual(budget.openConnections, 3)
+    }
+
+    /// A connection's fixed cost counts in the memory budget, with the loops' buffers.
+    func testConnectionsCostMemoryInTheBudget() {
+        let budget = ConnectionBudget(maxConnections: 100, maxBufferedBytes: 10 << 20, loops: 2)
+        for _ in 0..<4 { XCTAssertTrue(budget.admitConnection(cost: 2 << 20)) }
+        XCTAssertFalse(budget.admitConnection(cost: 4 << 20), "8 MiB held: 4 more would pass 10")
+        XCTAssertEqual(budget.openConnections, 4, "a refused one holds nothing")
+        _ = budget.publish(loop: 0, bytes: 1 << 20)
+        XCTAssertFalse(budget.admitConnection(cost: 2 << 20), "the buffers count too")
+        XCTAssertTrue(budget.admitConnection(cost: 1 << 20))
+        XCTAssertEqual(budget.publish(loop: 1, bytes: 1 << 20), 11 << 20)
+        XCTAssertTrue(budget.overBudget)
+        budget.releaseConnection(cost: 2 << 20)
+        XCTAssertEqual(budget.connectionBytes, 7 << 20)
     }
 
     func testBudgetSumsEveryLoop() {
         let budget = ConnectionBudget(maxConnections: 10, maxBufferedBytes: 100 << 20, loops: 2)
-        XCTAssertEqual(budget.perLoopShare, 50 << 20)
+        XCTAssertEqual(budget.perLoopShare, 50 << 20, "no connection costs yet")
         XCTAssertEqual(budget.publish(loop: 0, bytes: 60 << 20), 60 << 20)
         XCTAssertFalse(budget.overBudget)
         XCTAssertEqual(budget.publish(loop: 1, bytes: 50 << 20), 110 << 20)
