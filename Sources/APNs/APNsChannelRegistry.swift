@@ -70,7 +70,10 @@ public final class APNsChannelRegistry: PersistentStore {
     public let stateName = "apns.channels"
     public let changes = ChangeLink(store: "apns.channels")
 
-    public init() {}
+    /// Its share of `--max-state-memory`.
+    public let memory: StateMemory.Account
+
+    public init(memory: StateMemory = StateMemory()) { self.memory = StateMemory.Account(memory) }
 
     /// A new channel id: 16 random bytes in base64 (Apple's ids are base64 too).
     func newID() -> String {
@@ -90,7 +93,8 @@ public final class APNsChannelRegistry: PersistentStore {
         return state.withLock { s -> Result<Channel, APNsReason> in
             let key = AppKey(bundle: bundle, environment: environment)
             guard s.byKey[key] != nil || s.byKey.count < APNsChannelRegistry.maxApps else { return .failure(.cannotCreateChannelConfig) }
-            guard (s.byKey[key]?.channels.count ?? 0) < APNsChannelRegistry.maxChannelsPerApp, s.total < APNsChannelRegistry.maxChannels
+            guard (s.byKey[key]?.channels.count ?? 0) < APNsChannelRegistry.maxChannelsPerApp, s.total < APNsChannelRegistry.maxChannels,
+                memory.take(StateMemory.Cost.channel)
             else {
                 return .failure(.cannotCreateChannelConfig)
             }
@@ -114,6 +118,7 @@ public final class APNsChannelRegistry: PersistentStore {
         state.withLock { s -> Bool in
             let key = AppKey(bundle: bundle, environment: environment)
             guard s.byKey[key]?.channels.removeValue(forKey: id) != nil else { return false }
+            memory.give(StateMemory.Cost.channel)
             // The order list keeps the id until it is mostly gone ones (a walk of it per
             // delete would hold the lock for the app's whole list).
             if let count = s.byKey[key]?.channels.count, let listed = s.byKey[key]?.order.count, listed > 2 * count + 64 {
@@ -186,7 +191,10 @@ public final class APNsChannelRegistry: PersistentStore {
 
     public var count: Int { state.withLock { $0.total } }
 
-    public func removeAll() { state.withLock { $0 = Apps() } }
+    public func removeAll() {
+        state.withLock { $0 = Apps() }
+        memory.releaseAll()
+    }
 
     // MARK: state
 
@@ -290,6 +298,7 @@ public final class APNsChannelRegistry: PersistentStore {
                     if s.byKey[key]?.channels[channel.id] == nil {
                         s.byKey[key, default: App()].order.append(channel.id)
                         s.total += 1
+                        memory.force(StateMemory.Cost.channel)
                     }
                     s.byKey[key, default: App()].channels[channel.id] = channel
                 }

@@ -43,7 +43,14 @@ public final class APNsDeviceRegistry: PersistentStore {
     public let stateName = "apns.tokens"
     public let changes = ChangeLink(store: "apns.tokens")
 
-    public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
+    /// Its share of `--max-state-memory`.
+    public let memory: StateMemory.Account
+
+    public init(
+        shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false,
+        memory: StateMemory = StateMemory()
+    ) {
+        self.memory = StateMemory.Account(memory)
         shards = (0..<shardCount).map { _ in Shard() }
         maxPerShard = max(1, capacity / shardCount)
         self.directory = directory
@@ -81,7 +88,7 @@ public final class APNsDeviceRegistry: PersistentStore {
         if strict { return .unknown }
         return shard.map.withLock { map -> Verdict in
             if map[key] != nil { return .ok }
-            if map.count < maxPerShard {
+            if map.count < maxPerShard, memory.take(StateMemory.Cost.apnsToken) {
                 map[key] = Device(
                     token: String(decoding: token, as: UTF8.self), environment: environment, bundleKey: bundleKey,
                     bundleID: String(decoding: bundle, as: UTF8.self), uninstalledAtMs: nil, pushes: 1)
@@ -130,7 +137,10 @@ public final class APNsDeviceRegistry: PersistentStore {
 
     public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
 
-    public func removeAll() { for s in shards { s.map.withLock { $0.removeAll() } } }
+    public func removeAll() {
+        for s in shards { s.map.withLock { $0.removeAll() } }
+        memory.releaseAll()
+    }
 
     // MARK: state
 
@@ -180,11 +190,12 @@ public final class APNsDeviceRegistry: PersistentStore {
         d.bundleKey = TokenKey(d.bundleID)
         let key = TokenKey(token)
         let device = d
-        shards[key.shard(shards.count)].map.withLock { m in
+        let added = shards[key.shard(shards.count)].map.withLock { m -> Bool in
             var next = device
             next.pushes = pushes ?? m[key]?.pushes ?? 0
-            m[key] = next
+            return m.updateValue(next, forKey: key) == nil
         }
+        if added { memory.force(StateMemory.Cost.apnsToken) }
     }
 
     /// Nothing in order: every record names its own token (see `snapshotIndependent`).

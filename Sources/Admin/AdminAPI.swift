@@ -204,6 +204,8 @@ package struct AdminAPI: Sendable {
                     notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
                     faultsFired: rules.reduce(0) { $0 + $1.fired },
                     journal: journal?.statistics) + (state.log.map(AdminAPI.stateMetrics) ?? "")
+                + "# HELP pushemu_state_memory_bytes What the stored state takes by its measured costs (device records, tokens, subscriptions, channels).\n# TYPE pushemu_state_memory_bytes gauge\npushemu_state_memory_bytes \(store.memory.memory.usedBytes)\n"
+                + "# HELP pushemu_state_memory_limit_bytes --max-state-memory.\n# TYPE pushemu_state_memory_limit_bytes gauge\npushemu_state_memory_limit_bytes \(store.memory.memory.limit)\n"
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
@@ -240,9 +242,12 @@ package struct AdminAPI: Sendable {
             tracking: tracking, dispatcher: dispatcher, log: log)
         // Every store's counts, in the registry's order.
         let registry = state.registry
+        let stateMemory = store.memory.memory
         r.add(.get, "/emulator/v1/stats") { ex in
             var doc = StatsDocument()
             registry.addStats(to: &doc)
+            doc.add("stateMemory", "usedBytes", stateMemory.usedBytes)
+            doc.add("stateMemory", "limitBytes", stateMemory.limit)
             ex.respond(.json(200, doc.text))
         }
         StateAdminAPI(registry: registry, log: state.log, slowWork: slowWork).register(&r)

@@ -336,7 +336,13 @@ struct DeviceAdminAPI: Sendable {
             d.fcmProject = project
         }
         if let e = DeviceAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
-        do { try store.register(d) } catch { return AdminAPI.error(400, "\(error)") }
+        do {
+            try store.register(d)
+        } catch let e as DeviceStore.StoreError where e.isLimit {
+            return AdminAPI.error(507, e.description)
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
         if platform == .ios, let e = APNsEnvironment(rawValue: env ?? "sandbox") {
             apnsDevices.register(token: tok, environment: e, bundleID: app)
             if let fcm = d.fcmToken {

@@ -12,7 +12,9 @@ extension Emulator {
         package let apnsKeys: APNsKeyStore
         package let apnsDevices: APNsDeviceRegistry
         /// Live Activity broadcast channels, shared by the APNs gateway and the admin API.
-        package let apnsChannels = APNsChannelRegistry()
+        package let apnsChannels: APNsChannelRegistry
+        /// The stored state's memory budget (`--max-state-memory`), shared by the stores.
+        package let stateMemory: StateMemory
         package let fcmAccounts: FCMServiceAccounts
         package let fcmDevices: FCMDeviceRegistry
         /// FCM's rules with their stores (access tokens, quota), shared by its gateway and admin.
@@ -29,6 +31,8 @@ extension Emulator {
                 throw ConfigurationError("--tracking-preset \(tracking.preset) needs --tracking-url")
             }
             let dataDirectory: String? = configuration.inMemory ? nil : configuration.dataDirectory
+            stateMemory = StateMemory(limit: configuration.maxStateMemory)
+            apnsChannels = APNsChannelRegistry(memory: stateMemory)
             apnsKeys = APNsKeyStore(directory: dataDirectory.map { $0 + "/apns/keys" })
             // One bus for the event stream: the device layer, its tracking and the pipelines publish to it.
             let events = EventBus()
@@ -36,14 +40,16 @@ extension Emulator {
             var tracking = configuration.tracking
             tracking.threads = configuration.trackingLanes ?? min(configuration.threads, EmulatorConfiguration.maxDefaultTrackingLanes)
             dispatcher = TrackingDispatcher(options: tracking, log: trackingLog)
-            devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events)
+            devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events, memory: stateMemory)
             let strict = configuration.devices.policy == .strict
-            apnsDevices = APNsDeviceRegistry(capacity: configuration.devices.maxDevices, directory: devices, strict: strict)
+            apnsDevices = APNsDeviceRegistry(
+                capacity: configuration.devices.maxDevices, directory: devices, strict: strict, memory: stateMemory)
             // One shard per event loop, and the last for the fan-out worker.
             notifications = NotificationLog(shards: configuration.threads + 1, capacity: configuration.notificationLogSize)
             let fcmDirectory = dataDirectory.map { $0 + "/fcm" }
             fcmAccounts = FCMServiceAccounts(directory: fcmDirectory.map { $0 + "/service-accounts" })
-            fcmDevices = FCMDeviceRegistry(capacity: configuration.devices.maxDevices, directory: devices, strict: strict)
+            fcmDevices = FCMDeviceRegistry(
+                capacity: configuration.devices.maxDevices, directory: devices, strict: strict, memory: stateMemory)
             fcmProvider = FCMProvider(
                 configuration: configuration.fcm, accounts: fcmAccounts,
                 tokens: FCMAccessTokens.load(directory: fcmDirectory), devices: fcmDevices,

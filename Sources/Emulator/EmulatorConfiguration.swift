@@ -39,6 +39,9 @@ package struct EmulatorConfiguration: Sendable {
     package var adminRate = 10_000
     /// Bytes all connections may hold in buffers (`--max-memory`).
     package var maxBufferedBytes = 512 << 20
+    /// Bytes the stored state may take (`--max-state-memory`): device records, tokens,
+    /// subscriptions, channels, by their measured costs.
+    package var maxStateMemory = 2 << 30
     /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).
     package var notificationLogSize = 10_000
     package var apns = APNsConfiguration()

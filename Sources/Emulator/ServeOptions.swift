@@ -80,6 +80,11 @@ package enum ServeOptions {
             help:
                 "bytes connections may hold (their TLS and HTTP/2 state, and buffers) before new ones and new requests get 503 (default 512MiB; k/m/g suffixes)"
         ) { c, v in c.maxBufferedBytes = try size(v, "max-memory", (16 << 20)...(1 << 40)) },
+        Option(
+            name: "max-state-memory", valueName: "SIZE",
+            help:
+                "bytes the stored state may take: device records (768 B each), FCM tokens (832 B) and subscriptions (208 B), APNs tokens (512 B), channels (512 B); new ones are refused past it (default 2GiB)"
+        ) { c, v in c.maxStateMemory = try size(v, "max-state-memory", (16 << 20)...(1 << 40)) },
         Option(name: "max-concurrent-streams", valueName: "N", help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)") { c, v in
             c.maxConcurrentStreams = UInt32(try int(v, "max-concurrent-streams", 1...1_000_000))
         },

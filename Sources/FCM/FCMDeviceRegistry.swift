@@ -80,7 +80,14 @@ public final class FCMDeviceRegistry: PersistentStore {
     public let stateName = "fcm.tokens"
     public let changes = ChangeLink(store: "fcm.tokens")
 
-    public init(shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false) {
+    /// Its share of `--max-state-memory`.
+    public let memory: StateMemory.Account
+
+    public init(
+        shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false,
+        memory: StateMemory = StateMemory()
+    ) {
+        self.memory = StateMemory.Account(memory)
         shards = (0..<shardCount).map { _ in Shard() }
         installations = (0..<shardCount).map { _ in InstallationShard() }
         maxPerShard = max(1, capacity / shardCount)
@@ -147,7 +154,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         if let v = external(token, project: project) { return v }
         return shard(key).map.withLock { map -> Verdict in
             if map[key] != nil { return .ok }
-            if map.count < maxPerShard {
+            if map.count < maxPerShard, memory.take(StateMemory.Cost.fcmToken) {
                 map[key] = Device(token: String(decoding: token, as: UTF8.self), project: project, createdAtMs: nowMs, pushes: 1)
                 indexInstallation(token)
             }
@@ -175,6 +182,7 @@ public final class FCMDeviceRegistry: PersistentStore {
             let old = map[key]
             var device = Device(token: token, project: project, app: app, createdAtMs: nowMs)
             device.platform = platform // (didSet keeps isIOS; an initializer would not run it)
+            if old == nil { memory.force(StateMemory.Cost.fcmToken) } // a device the admin API made: counted, never refused here
             map[key] = device
             if changes.isLogging { changes.emit(kind: Kind.token, atMs: nowMs, FCMDeviceRegistry.record(device)) }
             return old
@@ -246,11 +254,15 @@ public final class FCMDeviceRegistry: PersistentStore {
             if d.uninstalledAtMs != nil { return .notFound }
             if let project, let p = d.project, p != project { return .senderMismatch }
             if d.project == nil { d.project = project }
+            let isNew = map[key] == nil
             if d.topics[topic] == nil {
                 if d.topics.count >= FCMDeviceRegistry.maxTopicsPerDevice { return .tooManyTopics }
+                let cost = StateMemory.Cost.fcmSubscription + (isNew ? StateMemory.Cost.fcmToken : 0)
+                guard !isNew || map.count < maxPerShard, memory.take(cost) else { return .full }
                 d.topics[topic] = day
+            } else if isNew {
+                guard map.count < maxPerShard, memory.take(StateMemory.Cost.fcmToken) else { return .full }
             }
-            guard map[key] != nil || map.count < maxPerShard else { return .full }
             map[key] = d
             return .ok
         }
@@ -274,6 +286,7 @@ public final class FCMDeviceRegistry: PersistentStore {
             return map[key]?.topics.removeValue(forKey: topic) == nil ? .notSubscribed : .ok
         }
         if r == .ok {
+            memory.give(StateMemory.Cost.fcmSubscription)
             topicIndex.withLock { idx in
                 idx[topic]?.remove(key)
                 if idx[topic]?.isEmpty == true { idx[topic] = nil }
@@ -345,6 +358,7 @@ public final class FCMDeviceRegistry: PersistentStore {
     public var topicCount: Int { topicIndex.withLock { $0.count } }
 
     public func removeAll() {
+        memory.releaseAll()
         for s in shards { s.map.withLock { $0.removeAll() } }
         for s in installations { s.map.withLock { $0.removeAll() } }
         topicIndex.withLock { $0.removeAll() }
@@ -509,6 +523,7 @@ public final class FCMDeviceRegistry: PersistentStore {
             if let pushes { map[key]?.pushes = pushes }
             return nil
         }
+        if oldTopics == nil { memory.force(StateMemory.Cost.fcmToken + topics.count * StateMemory.Cost.fcmSubscription) }
         indexInstallation(token)
         if let oldTopics, oldTopics.contains(where: { !topics.contains($0) }) {
             topicIndex.withLock { idx in

@@ -407,6 +407,7 @@ extension DeviceStore {
             m[k] = d
             return old
         }
+        if old == nil { memory.force(StateMemory.Cost.deviceRecord) }
         reindex(old: old, new: decoded)
     }
 

@@ -195,7 +195,14 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     /// Device changes and late deliveries go to the event stream through it.
     public let events: EventBus
 
-    public init(configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?, events: EventBus = EventBus()) {
+    /// Its share of `--max-state-memory` (device records).
+    public let memory: StateMemory.Account
+
+    public init(
+        configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?, events: EventBus = EventBus(),
+        memory: StateMemory = StateMemory()
+    ) {
+        self.memory = StateMemory.Account(memory)
         self.configuration = configuration
         self.events = events
         hasDefaultTracking = configuration.defaultTracking != nil
@@ -209,7 +216,11 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     // MARK: fleets
 
-    public struct StoreError: Error, CustomStringConvertible { public let description: String }
+    public struct StoreError: Error, CustomStringConvertible {
+        public let description: String
+        /// A limit was reached (the record count, the state memory): not the request's fault.
+        public var isLimit = false
+    }
 
     public static let maxFleets = 65_536
 
@@ -336,7 +347,17 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     public func register(_ d: SimDevice) throws {
         let k = TokenKey(d.token)
         let old = try shard(k).map.withLock { m -> SimDevice? in
-            if m[k] == nil && m.count >= configuration.maxDevices / shards.count { throw StoreError(description: "device limit reached") }
+            if m[k] == nil {
+                if m.count >= configuration.maxDevices / shards.count {
+                    throw StoreError(description: "device limit reached (--max-devices)", isLimit: true)
+                }
+                guard memory.take(StateMemory.Cost.deviceRecord) else {
+                    throw StoreError(
+                        description:
+                            "the state memory limit is reached (--max-state-memory, \(memory.memory.limit >> 20) MiB: 768 B a device record)",
+                        isLimit: true)
+                }
+            }
             let old = m[k]
             m[k] = d
             logDevice(d, atMs: Clock.nowMs())
@@ -376,7 +397,10 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             }
         }
         return shard(k).map.withLock { m -> SimDevice? in
-            if m.index(forKey: k) == nil, let v = fleetView { m[k] = v }
+            if m.index(forKey: k) == nil, let v = fleetView {
+                m[k] = v
+                memory.force(StateMemory.Cost.deviceRecord) // a change asked of a fleet member: kept
+            }
             guard let i = m.index(forKey: k) else { return nil }
             body(&m.values[i])
             logDevice(m.values[i], atMs: Clock.nowMs())
@@ -440,6 +464,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     }
 
     public func removeAll() {
+        memory.releaseAll()
         for s in shards {
             s.map.withLock { $0.removeAll() }
             s.verified.withLock { $0 = nil }
@@ -589,7 +614,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             var unstored = false
             outcome = sh.map.withLock { m -> Outcome in
                 if let i = m.index(forKey: k) { return work(&m, i, fleetTracks: fleetTracks) }
-                guard m.count < perShard else {
+                guard m.count < perShard, memory.take(StateMemory.Cost.deviceRecord) else {
                     unstored = true
                     return .absent
                 }

@@ -1017,6 +1017,43 @@ def connection_memory(case):
     case.check(after <= baseline + max(4, baseline * 0.1), f"RSS after five bursts closed: {after:.0f} MiB (baseline {baseline:.0f})")
 
 
+def state_memory(case):
+    """Stored state is bounded by memory (--max-state-memory 16MiB here): Instance ID
+    subscriptions of new tokens are refused 429 RESOURCE_EXHAUSTED once the state's measured
+    cost reaches it, device records 507, a push to a new token still answered 200 (delivered
+    without a record); RSS follows the budget; a reset gives it back."""
+    port = case.server.http
+    baseline = case.server.rss_mib()
+    tok = lambda i: "e%021d:APA91b" % i + ("T%05d" % (i % 100000)) * 23 + "xx"
+    added = 0
+    refused = None
+    for b in range(0, 100_000, 1000):
+        status, body = http1(port, "POST", "/iid/v1:batchAdd",
+                             json.dumps({"to": "/topics/news", "registration_tokens": [tok(i) for i in range(b, b + 1000)]}).encode(),
+                             headers={"content-type": "application/json", "authorization": "Bearer ya29.state"}, timeout=30)
+        results = json.loads(body).get("results", []) if status == 200 else []
+        added += sum(1 for r in results if r == {})
+        if status != 200 or any(r.get("error") for r in results):
+            refused = (status, [r for r in results if r.get("error")][:1] or body[:100])
+            break
+    case.check(refused is not None and "RESOURCE_EXHAUSTED" in str(refused[1]),
+               f"subscriptions of new tokens refused per token past the budget, after {added}: {refused}")
+    case.check(14_000 <= added <= 18_000, f"{added} tokens with a subscription in 16 MiB (1,040 B each)")
+    for _ in range(100):
+        status, body = http1(port, "POST", "/emulator/v1/devices", b'{"platform":"ios","app":"com.example.state"}')
+        if status != 201:
+            break
+    case.check(status == 507 and b"max-state-memory" in body, f"device records past it: {status} {body[:120]!r}")
+    status, body = http1(port, "GET", "/emulator/v1/stats")
+    used = json.loads(body)["stateMemory"]
+    case.check(used["usedBytes"] <= used["limitBytes"] == 16 << 20, f"stateMemory {used}")
+    grown = case.server.rss_mib() - baseline
+    case.check(grown < 16 * 1.5 + 16, f"RSS grew {grown:.0f} MiB for a 16 MiB state budget")
+    status, _ = http1(port, "POST", "/emulator/v1/reset", b"")
+    status, body = http1(port, "POST", "/emulator/v1/devices", b'{"platform":"ios","app":"com.example.state"}')
+    case.check(status == 201, f"after a reset, a device record is kept again ({status})")
+
+
 def h2load_rate(port, jwt, requests=20000):
     """APNs pushes from h2load (4 connections, 16 streams each): the req/s it reports."""
     payload = tempfile.NamedTemporaryFile(prefix="pushemu-attack-", suffix=".json", delete=False)
@@ -1380,6 +1417,7 @@ CASES = {
     "admin-rate": (admin_rate, ["--threads", "2", "--admin-rate", "100"], 200),
     "channel-fill": (channel_fill, ["--threads", "2"], 400),
     "connection-memory": (connection_memory, ["--threads", "2", "--max-memory", "32MiB"], 200),
+    "state-memory": (state_memory, ["--threads", "1", "--max-state-memory", "16MiB"], 200),
     "journal-full": (journal_full, None, 0),
     "fd-limit": (fd_limit, None, 0),
     "kill-nine-three-times": (kill_nine_three_times, None, 0),

@@ -48,6 +48,7 @@ final class AttackSuiteTests: XCTestCase {
     func testAdminRate() throws { try attack("admin-rate") }
     func testChannelFill() throws { try attack("channel-fill") }
     func testConnectionMemory() throws { try attack("connection-memory") }
+    func testStateMemory() throws { try attack("state-memory") }
     func testJournalFull() throws { try attack("journal-full") }
     func testFdLimit() throws { try attack("fd-limit") }
     func testKillNineThreeTimes() throws { try attack("kill-nine-three-times") }
