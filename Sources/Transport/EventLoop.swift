@@ -93,6 +93,12 @@ public final class EventLoop: @unchecked Sendable {
     /// Drops the queued connections that closed or took a slot (on the sweep: the queue holds
     /// no more than the connections still waiting, give or take a sweep's worth).
     func compactSheddingQueue() {
+        if sheddingConnections == 0 {
+            // None waiting: the closed ones (and their sessions' memory) go at once.
+            if !sheddingQueue.isEmpty { sheddingQueue = [] }
+            sheddingQueueHead = 0
+            return
+        }
         guard sheddingQueue.count > 2 * sheddingConnections + 64 else { return }
         sheddingQueue = sheddingQueue[sheddingQueueHead...].filter(\.isWaitingPastLimit)
         sheddingQueueHead = 0

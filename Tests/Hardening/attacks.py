@@ -1398,7 +1398,7 @@ CASES = {
     "half-open-bodies": (half_open_bodies, ["--threads", "2"], 200),
     "zero-window-pages": (zero_window_pages, ["--threads", "2"], 200),
     "http1-abandoned-bodies": (http1_abandoned_bodies, ["--threads", "2"], 200),
-    "http1-large-bodies": (http1_large_bodies, ["--threads", "2"], 200),
+    "http1-large-bodies": (http1_large_bodies, ["--threads", "2", "--max-memory", "128MiB"], 200),
     "slowloris": (slowloris, ["--threads", "1", "--head-timeout", "2"], 200),
     "http1-body-timeout": (http1_body_timeout, ["--threads", "1", "--body-timeout", "2"], 200),
     "h2-open-stream-timeout": (h2_open_stream_timeout, ["--threads", "1", "--body-timeout", "2", "--idle-timeout", "2"], 200),
