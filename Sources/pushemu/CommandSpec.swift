@@ -84,7 +84,7 @@ struct CommandSpec {
                 dataDirectory,
                 Option(name: "environment", value: "sandbox|production", help: "limit the key to one environment"),
                 Option(name: "topics", value: "a,b", help: "a topic-specific key for these bundle ids"),
-            ], readable: true),
+            ]),
         CommandSpec(
             words: ["credentials", "fcm"], operand: nil,
             summary:

@@ -54,7 +54,7 @@ enum Commands {
     static func answer(_ command: String, _ operand: String, _ f: [String: String]) throws -> (String, ReadableOutput.View?) {
         let devices = "/emulator/v1/devices/"
         switch command {
-        case "credentials apns": return (try Credentials.apns(f), .fields)
+        case "credentials apns": return (try Credentials.apns(f), nil)
         case "credentials fcm": return (try Credentials.fcm(f), nil)
         case "token apns": return (try apnsToken(f), nil)
         case "env": return (try ProxyCommands.env(f), nil)

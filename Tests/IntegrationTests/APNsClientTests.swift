@@ -29,7 +29,7 @@ final class APNsClientTests: XCTestCase {
             ServerProcess.binaryPath,
             [
                 "credentials", "apns", "--out", dir.path + "/keys",
-                "--data-dir", dir.path + "/data", "--json",
+                "--data-dir", dir.path + "/data",
             ] + extra, timeout: 10)
         XCTAssertEqual(r.status, 0, r.stderr)
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: String])

@@ -36,7 +36,7 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(exists(fromEnvironment + "/apns/keys/KEYENV0001.json"), "PUSHEMU_DATA_DIR")
         XCTAssertFalse(exists(dir + "/cwd/.pushemu"), "not ./.pushemu")
-        XCTAssertTrue(r.stdout.contains(fromEnvironment + "/apns/keys"), "says where: \(r.stdout)")
+        XCTAssertEqual(try json(r.stdout)["registeredWith"] as? String, fromEnvironment + "/apns/keys", "says where")
         r = try pushemu(
             ["credentials", "fcm", "--project", "env-proj", "--out", dir + "/sa.json"], environment: ["PUSHEMU_DATA_DIR": fromEnvironment])
         XCTAssertEqual(r.status, 0, r.stderr)
