@@ -44,7 +44,7 @@ extension PushPipeline {
             let gateway = self.gateway
             let hosts = Set(gateway.hostNames)
             handler = { exchange in
-                if let why = BrowserOrigin.refusal(exchange.request, hosts: hosts) {
+                if exchange.request.headers.mayBeFromBrowser, let why = BrowserOrigin.refusal(exchange.request, hosts: hosts) {
                     return exchange.respond(gateway.browserRefusal(exchange.request, reason: why))
                 }
                 try served(exchange)

@@ -17,6 +17,7 @@ public enum BrowserOrigin {
     /// Why `r` is refused, or nil. Two header lookups for a request without browser headers.
     @inline(__always)
     public static func refusal(_ r: Request, hosts: Set<String> = []) -> String? {
+        guard r.headers.mayBeFromBrowser else { return nil }
         let origin = r.headers.first("origin")
         let fetchSite = r.headers.first("sec-fetch-site")
         guard origin != nil || fetchSite != nil else { return nil }

@@ -92,6 +92,23 @@ public struct HTTPFields: Sendable {
         return nil
     }
 
+    /// Whether a field may be a browser's (`origin`, `sec-fetch-*`): one pass comparing name
+    /// lengths and a byte, for a check every request makes (`BrowserOrigin`).
+    @inlinable
+    public var mayBeFromBrowser: Bool {
+        storage.withUnsafeBufferPointer { s in
+            for e in entries {
+                let n = Int(e.nameLength)
+                guard n == 6 || n >= 10 else { continue }
+                let first = s[Int(e.nameStart)]
+                if (n == 6 && first == UInt8(ascii: "o")) || (n >= 10 && first == UInt8(ascii: "s") && s[Int(e.nameStart) + 3] == UInt8(ascii: "-")) {
+                    return true
+                }
+            }
+            return false
+        }
+    }
+
     /// How many fields are named `name` (lowercase literal).
     @inlinable
     public func count(of name: StaticString) -> Int {
