@@ -80,7 +80,8 @@ final class ServeOptionsTests: XCTestCase {
 
     func testHardeningFlags() throws {
         let d = try ServeOptions.parse([])
-        XCTAssertEqual(d.maxBufferedBytes, 128 << 20)
+        XCTAssertEqual(d.maxBufferedBytes, 512 << 20)
+        XCTAssertEqual(d.maxStateMemory, 2 << 30)
         XCTAssertEqual(d.headTimeout, 30)
         XCTAssertEqual(d.bodyTimeout, 60)
         XCTAssertEqual(d.adminRate, 10_000)
