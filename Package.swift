@@ -29,69 +29,88 @@ let package = Package(
         // A SQLite VFS shim that turns a journal commit's many small writes into one.
         .target(name: "CJournalVFS", dependencies: ["CSQLite"]),
 
+        // The runtime every module shares: locks, thread stripes, threads and background workers,
+        // clocks, small file I/O, the heap reclaimer.
+        .target(name: "Runtime", dependencies: ["CSystem"], swiftSettings: hotPath),
         // HTTP server core: knows nothing about push.
-        .target(name: "Transport", dependencies: ["CNghttp2", "CH2Memory", "COpenSSL", "CSystem"], swiftSettings: hotPath),
+        .target(name: "Transport", dependencies: ["Runtime", "CH2Memory", "CNghttp2", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // Provider-neutral push values: the JSON scanner, ids, the accepted-notification record and log.
-        .target(name: "PushCore", dependencies: ["Transport", "CSystem"], swiftSettings: hotPath),
+        .target(name: "PushCore", dependencies: ["Runtime", "Transport", "CSystem"], swiftSettings: hotPath),
+        // What can be watched: the notification log the inspection API reads, the event bus and
+        // its ring behind the event stream.
+        .target(name: "Observation", dependencies: ["Runtime", "Transport", "PushCore"], swiftSettings: hotPath),
         // The emulator's state as a log of changes: typed, versioned records, the store registry,
         // snapshots, export and import, and the durability gate of the routes that change state.
-        .target(name: "State", dependencies: ["PushCore", "Transport", "CSystem"]),
+        .target(name: "State", dependencies: ["Runtime", "Transport", "PushCore", "CSystem"]),
         // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
-        .target(name: "APNs", dependencies: ["PushCore", "Transport", "State", "COpenSSL", "CSystem"], swiftSettings: hotPath),
+        .target(name: "APNs", dependencies: ["Runtime", "Transport", "PushCore", "State", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
-        .target(name: "FCM", dependencies: ["PushCore", "Transport", "State", "APNs", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "FCM", dependencies: ["Runtime", "Transport", "PushCore", "State", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
         .target(
-            name: "Tracking", dependencies: ["PushCore", "Transport", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"], swiftSettings: hotPath
+            name: "Tracking",
+            dependencies: ["Runtime", "Transport", "PushCore", "Observation", "CCurl", "CCurlMemory", "COpenSSL", "CSystem"],
+            swiftSettings: hotPath
         ),
         // Simulated devices: the device model, fleets of keyed-hash tokens, delivery and behaviour.
-        .target(name: "Fleet", dependencies: ["PushCore", "Transport", "State", "Tracking", "CSystem"], swiftSettings: hotPath),
+        .target(
+            name: "Fleet", dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Tracking", "CSystem"],
+            swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
-        .target(name: "Faults", dependencies: ["PushCore", "Transport", "State"], swiftSettings: hotPath),
+        .target(name: "Faults", dependencies: ["Runtime", "Transport", "PushCore", "State"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
         .target(
-            name: "Journal", dependencies: ["PushCore", "Transport", "State", "CSQLite", "CJournalVFS", "CSystem"], swiftSettings: hotPath),
+            name: "Journal", dependencies: ["Runtime", "Transport", "PushCore", "State", "CJournalVFS", "CSQLite", "CSystem"],
+            swiftSettings: hotPath),
         // The one request path every gateway runs through (PushPipeline<G: PushGateway>) and its metrics.
         .target(
-            name: "Pipeline", dependencies: ["PushCore", "Transport", "State", "Faults", "Fleet", "Journal", "Tracking", "CSystem"],
+            name: "Pipeline",
+            dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Tracking", "Fleet", "Faults", "Journal"],
             swiftSettings: hotPath),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(
             name: "Admin",
-            dependencies: ["PushCore", "Transport", "State", "APNs", "FCM", "Faults", "Fleet", "Journal", "Pipeline", "Tracking"]),
+            dependencies: [
+                "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "Tracking", "Fleet", "Faults", "Journal",
+                "Pipeline", "CSystem",
+            ]),
         // Composition root: configuration, the gateways in their pipelines, the services.
         .target(
             name: "Emulator",
-            dependencies: ["Transport", "PushCore", "State", "APNs", "FCM", "Fleet", "Tracking", "Faults", "Journal", "Pipeline", "Admin"],
+            dependencies: [
+                "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "Tracking", "Fleet", "Faults", "Journal",
+                "Pipeline", "Admin", "CSystem",
+            ],
             swiftSettings: hotPath),
         // The CLI: main, the commands besides serve, and the admin client they use.
         .executableTarget(
             name: "pushemu",
-            dependencies: ["Emulator", "State", "APNs", "FCM", "Journal", "PushCore", "Tracking", "Transport", "CCurl", "CSystem"]),
+            dependencies: ["Runtime", "PushCore", "State", "APNs", "FCM", "Tracking", "Journal", "Emulator", "CCurl", "CSystem"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
         // The parsers' fuzz targets: a corpus replayer here, libFuzzer with Scripts/fuzz.
-        .executableTarget(name: "pushemu-fuzz", dependencies: ["APNs", "FCM", "Faults", "PushCore", "Transport"]),
+        .executableTarget(name: "pushemu-fuzz", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Faults"]),
 
         // An emulator in process on port 0 (or the spawned binary) with small h2c and HTTP/1.1
         // clients, for the tests of any module.
-        .target(name: "EmulatorTesting", dependencies: ["Emulator", "Pipeline", "CNghttp2"]),
+        .target(name: "EmulatorTesting", dependencies: ["Pipeline", "Emulator", "CNghttp2"]),
         // Helpers for the tests: running commands, raw sockets, starting the real binary.
         .target(name: "TestSupport", dependencies: ["Transport"], path: "Tests/Support"),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "CH2Memory", "TestSupport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Runtime", "Transport", "TestSupport", "CH2Memory", "CNghttp2"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
-        .testTarget(name: "StateTests", dependencies: ["State", "PushCore", "Transport", "CSystem"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "Transport"]),
-        .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "Transport"]),
-        .testTarget(name: "FleetTests", dependencies: ["Fleet", "Tracking", "CCurlMemory", "PushCore", "TestSupport"]),
-        .testTarget(name: "FaultsTests", dependencies: ["Faults", "PushCore", "Transport"]),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "PushCore", "Transport"]),
-        .testTarget(name: "EmulatorTests", dependencies: ["Emulator", "Transport", "APNs", "FCM"]),
+        .testTarget(name: "ObservationTests", dependencies: ["Transport", "PushCore", "Observation"]),
+        .testTarget(name: "StateTests", dependencies: ["Runtime", "Transport", "PushCore", "State", "CSystem"]),
+        .testTarget(name: "APNsTests", dependencies: ["Transport", "PushCore", "APNs"]),
+        .testTarget(name: "FCMTests", dependencies: ["Runtime", "Transport", "PushCore", "FCM"]),
+        .testTarget(name: "FleetTests", dependencies: ["Runtime", "PushCore", "Tracking", "Fleet", "TestSupport", "CCurlMemory"]),
+        .testTarget(name: "FaultsTests", dependencies: ["Transport", "PushCore", "Faults"]),
+        .testTarget(name: "JournalTests", dependencies: ["Runtime", "Transport", "PushCore", "Journal", "CSQLite"]),
+        .testTarget(name: "EmulatorTests", dependencies: ["APNs", "Emulator"]),
         .testTarget(
             name: "PipelineTests",
-            dependencies: ["EmulatorTesting", "Pipeline", "PushCore", "Transport", "APNs", "Fleet", "Journal", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["pushemu", "TestSupport", "Transport"]),
-        .testTarget(name: "HardeningTests", dependencies: ["pushemu", "TestSupport"]),
+            dependencies: ["Runtime", "Transport", "PushCore", "APNs", "Fleet", "Journal", "Pipeline", "EmulatorTesting", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["TestSupport", "pushemu"]),
+        .testTarget(name: "HardeningTests", dependencies: ["TestSupport", "pushemu"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import CSystem
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

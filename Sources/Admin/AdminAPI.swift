@@ -3,8 +3,10 @@ import FCM
 import Faults
 import Fleet
 import Journal
+import Observation
 import Pipeline
 import PushCore
+import Runtime
 import State
 import Tracking
 import Transport

@@ -1,4 +1,5 @@
 import CSystem
+import Runtime
 import Transport
 
 /// The admin API's own rate limit, so a flood of admin requests (a test polling in a tight

@@ -1,7 +1,9 @@
 import APNs
 import FCM
 import Fleet
+import Observation
 import PushCore
+import Runtime
 import Tracking
 import Transport
 

@@ -1,5 +1,6 @@
 import Faults
 import PushCore
+import Runtime
 import Transport
 
 /// `/emulator/v1/faults` and `/emulator/v1/scenarios`.

@@ -1,6 +1,8 @@
 import Glibc
 import Journal
+import Observation
 import PushCore
+import Runtime
 import Tracking
 import Transport
 

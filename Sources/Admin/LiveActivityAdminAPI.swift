@@ -1,6 +1,8 @@
 import APNs
 import Fleet
+import Observation
 import PushCore
+import Runtime
 import Transport
 
 /// The Live Activity admin endpoints: what an iOS app does with ActivityKit, on a simulated

@@ -1,4 +1,6 @@
+import Observation
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

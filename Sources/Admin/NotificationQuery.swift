@@ -1,3 +1,4 @@
+import Observation
 import PushCore
 import Tracking
 import Transport
@@ -199,7 +200,7 @@ struct NotificationQuery: Sendable {
 
 /// The app an `apns-topic` names (`com.example.app.voip` and the rest are the app's).
 enum APNsTopics {
-    static func bundle(_ topic: String) -> String { EventSelector.bundle(ofTopic: topic) }
+    static func bundle(_ topic: String) -> String { AppTopic.bundle(ofTopic: topic) }
 }
 
 /// Where a page of notifications ends: the last one's receive time and id, opaque to clients

@@ -1,5 +1,7 @@
 import Fleet
+import Observation
 import PushCore
+import Runtime
 import Tracking
 import Transport
 

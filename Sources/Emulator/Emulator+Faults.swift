@@ -2,6 +2,7 @@ import APNs
 import FCM
 import Faults
 import PushCore
+import Runtime
 
 extension Emulator {
     /// The fault engine with the configuration's latency profile (its rules come from the state

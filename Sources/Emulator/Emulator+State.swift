@@ -7,6 +7,7 @@ import Fleet
 import Journal
 import Pipeline
 import PushCore
+import Runtime
 import State
 import Tracking
 

@@ -1,6 +1,7 @@
 import APNs
 import FCM
 import Fleet
+import Observation
 import PushCore
 import Tracking
 

@@ -2,6 +2,7 @@ import Fleet
 import Glibc
 import Journal
 import Pipeline
+import Runtime
 import Tracking
 import Transport
 

@@ -1,5 +1,6 @@
 import Glibc
 import PushCore
+import Runtime
 
 /// What `pushemu env` and `pushemu ca` hand a sender's process so that its unmodified code
 /// reaches the emulator through the proxy: the proxy variables, and a CA bundle (the system's

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 import Transport
 
 /// FCM HTTP v1 as a push gateway: `messages:send` decided by `FCMProvider` (credentials, quota,

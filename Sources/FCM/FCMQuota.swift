@@ -1,3 +1,4 @@
+import Runtime
 import Synchronization
 import Transport
 

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 import Transport
 
 /// Topic subscriptions: the Instance ID API (`iid.googleapis.com`: `/iid/v1:batchAdd`,

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 import Transport
 
 /// Carrying out what a rule decided, next to the rules themselves: which effect fires for a

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// The rules in force as one loop reads them: immutable, rebuilt when the rules change (at most
 /// as often as `FaultEngine.snapshot` allows) or when a rule's time window is about to open.

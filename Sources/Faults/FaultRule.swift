@@ -1,5 +1,6 @@
 import Glibc
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

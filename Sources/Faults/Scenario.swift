@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

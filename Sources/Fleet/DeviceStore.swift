@@ -1,5 +1,7 @@
 import CSystem
+import Observation
 import PushCore
+import Runtime
 import State
 import Synchronization
 import Tracking

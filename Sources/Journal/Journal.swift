@@ -2,6 +2,7 @@ import CSQLite
 import CSystem
 import Glibc
 import PushCore
+import Runtime
 import State
 import Synchronization
 import Transport

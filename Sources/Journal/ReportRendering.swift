@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// The report's three forms: JSON (tests and tools), text (a terminal), and one self-contained
 /// HTML file with inline SVG charts (no external assets, no JavaScript).

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 
@@ -229,7 +230,7 @@ final class SegmentIndex: Sendable {
         if v.wrote(.topic), let t = field(.topic) { block.insertOnce(SummaryKey.bytes(.topic, t)) }
         if v.wrote(.headers), let h = field(.headers), block.seen.insert(SummaryKey.bytes(.headers, h)).inserted {
             for (name, value) in SegmentCursor.headers(h) where name == "apns-topic" {
-                block.insertOnce(SummaryKey.text(.app, EventSelector.bundle(ofTopic: value)))
+                block.insertOnce(SummaryKey.text(.app, AppTopic.bundle(ofTopic: value)))
             }
         }
         if v.wrote(.warnings), field(.warnings) != nil { block.insertOnce(SummaryKey.flag(.hasWarnings)) }

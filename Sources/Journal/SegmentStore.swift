@@ -1,6 +1,7 @@
 import CJournalVFS
 import CSQLite
 import Glibc
+import Runtime
 import Synchronization
 import Transport
 

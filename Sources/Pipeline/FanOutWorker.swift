@@ -1,6 +1,8 @@
 import Fleet
 import Glibc
+import Observation
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

@@ -1,5 +1,6 @@
 import Journal
 import PushCore
+import Runtime
 import Synchronization
 import Tracking
 import Transport

@@ -1,6 +1,7 @@
 import Faults
 import Journal
 import PushCore
+import Runtime
 import Transport
 
 /// One answer that is decided but not yet given: what stages 8 to 10 need (see `PushPipeline`).

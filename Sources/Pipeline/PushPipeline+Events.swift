@@ -1,4 +1,5 @@
 import Faults
+import Observation
 import PushCore
 import Transport
 

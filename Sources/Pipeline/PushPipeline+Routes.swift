@@ -1,5 +1,6 @@
 import Faults
 import PushCore
+import Runtime
 import State
 import Transport
 

@@ -1,7 +1,9 @@
 import Faults
 import Fleet
 import Journal
+import Observation
 import PushCore
+import Runtime
 import Transport
 
 /// The one request path every push gateway runs through. A gateway (`PushGateway`: APNs, FCM,

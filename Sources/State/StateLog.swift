@@ -1,6 +1,7 @@
 import CSystem
 import Glibc
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

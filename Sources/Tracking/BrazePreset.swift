@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// Braze: push delivered (`pd`, Android, after the `bz_p_fn`..`bz_p_fx` minutes delay) and push clicked (`pc`) events, batched into `POST {base}/api/v3/data`.
 struct BrazePreset: TrackingPreset {

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// MoEngage: `NOTIFICATION_RECEIVED_MOE` / `NOTIFICATION_CLICKED_MOE` events (the `_IOS_` ones on iOS), batched into `POST {base}/v2/sdk/report/{appId}`.
 struct MoEngagePreset: TrackingPreset {

@@ -1,5 +1,6 @@
 import COpenSSL
 import PushCore
+import Runtime
 
 /// `{placeholder|transform|...}` templates for webhooks. Sources: `payload.PATH` (or `$.PATH`),
 /// `device.token|previousToken|platform|app|hwid|userId|locale|model`, `message.id|name`, `event`,

@@ -2,6 +2,7 @@ import CCurl
 import CSystem
 import Glibc
 import PushCore
+import Runtime
 import Synchronization
 import Transport
 

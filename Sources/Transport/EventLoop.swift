@@ -1,5 +1,6 @@
 import CSystem
 import Glibc
+import Runtime
 import Synchronization
 
 /// Something registered with an event loop's epoll set.

@@ -101,7 +101,9 @@ public struct HTTPFields: Sendable {
                 let n = Int(e.nameLength)
                 guard n == 6 || n >= 10 else { continue }
                 let first = s[Int(e.nameStart)]
-                if (n == 6 && first == UInt8(ascii: "o")) || (n >= 10 && first == UInt8(ascii: "s") && s[Int(e.nameStart) + 3] == UInt8(ascii: "-")) {
+                if (n == 6 && first == UInt8(ascii: "o"))
+                    || (n >= 10 && first == UInt8(ascii: "s") && s[Int(e.nameStart) + 3] == UInt8(ascii: "-"))
+                {
                     return true
                 }
             }

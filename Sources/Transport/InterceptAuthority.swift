@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import Runtime
 import Synchronization
 
 /// Which host names the cleartext listener intercepts as an HTTP proxy (`CONNECT host:port`,

@@ -4,6 +4,7 @@ import FCM
 import Glibc
 import Journal
 import PushCore
+import Runtime
 
 /// The commands besides `serve` (`CommandSpec.all` lists them with their options).
 enum Commands {

@@ -3,6 +3,7 @@ import Emulator
 import FCM
 import Glibc
 import PushCore
+import Runtime
 
 /// `pushemu credentials apns|fcm`: a key made here, its private half written for the sender,
 /// its public half registered with the emulator. With `--server URL` it is registered over the

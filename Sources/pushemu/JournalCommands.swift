@@ -2,6 +2,7 @@ import Emulator
 import Glibc
 import Journal
 import PushCore
+import Runtime
 
 /// `pushemu export` and `pushemu report`: the journal read from `--data-dir` (no server needed),
 /// or, with `--server URL`, the report of a running emulator (one started `--in-memory`).

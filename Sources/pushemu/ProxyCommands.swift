@@ -1,6 +1,7 @@
 import Emulator
 import Glibc
 import PushCore
+import Runtime
 
 /// `pushemu env` and `pushemu ca`: what a sender's process needs to reach the emulator through
 /// its proxy with its code unchanged.

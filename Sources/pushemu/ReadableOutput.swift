@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// How the commands that print an admin API answer show it: readable by default (a table for a
 /// list, one `name  value` line per field for one object), the answer itself with `--json`.

@@ -1,5 +1,6 @@
 import Emulator
 import PushCore
+import Runtime
 import State
 
 /// `pushemu state export` and `pushemu state import`: the state as the Firebase emulators'

@@ -1,5 +1,6 @@
 import FCM
 import PushCore
+import Runtime
 import Transport
 import XCTest
 

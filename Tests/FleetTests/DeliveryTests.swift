@@ -1,5 +1,6 @@
 import Fleet
 import PushCore
+import Runtime
 import TestSupport
 import Tracking
 import XCTest

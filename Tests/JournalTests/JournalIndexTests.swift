@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+import Runtime
 import Transport
 import XCTest
 

@@ -3,6 +3,7 @@ import EmulatorTesting
 import Fleet
 import Foundation
 import PushCore
+import Runtime
 import TestSupport
 import XCTest
 

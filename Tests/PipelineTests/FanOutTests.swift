@@ -2,6 +2,7 @@ import EmulatorTesting
 import Fleet
 import Foundation
 import PushCore
+import Runtime
 import XCTest
 
 /// Topic sends are answered at once and delivered by the fan-out worker off the event loop:

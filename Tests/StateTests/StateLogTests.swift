@@ -1,5 +1,6 @@
 import CSystem
 import Foundation
+import Runtime
 import Transport
 import XCTest
 

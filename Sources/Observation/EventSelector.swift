@@ -1,3 +1,5 @@
+import PushCore
+
 /// Which events a stream takes: all of its conditions must hold. Matching reads only the
 /// event's fields, kinds first (one bit), so a stream that wants none of a push's events
 /// costs the push path almost nothing (`EventBus.wants`).
@@ -66,27 +68,10 @@ public struct EventSelector: Sendable {
         if !environments.isEmpty, !environments.contains(where: { $0.utf8.elementsEqual(env) }) { return false }
         if !reasons.isEmpty, !reasons.contains(where: { $0.utf8.elementsEqual(r) }) { return false }
         if !apps.isEmpty {
-            let app = EventSelector.bundle(ofTopic: tp)
+            let app = AppTopic.bundle(ofTopic: tp)
             if !apps.contains(where: { $0.utf8.elementsEqual(app) }) { return false }
         }
         return true
-    }
-
-    /// The app an `apns-topic`'s bytes name (the topic without an app-topic suffix).
-    static func bundle(ofTopic topic: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
-        for s in topicSuffixes where topic.count >= s.utf8.count && topic.suffix(s.utf8.count).elementsEqual(s.utf8) {
-            return UnsafeRawBufferPointer(rebasing: topic[0..<(topic.count - s.utf8.count)])
-        }
-        return topic
-    }
-
-    /// The suffixes of an app's other `apns-topic`s.
-    public static let topicSuffixes = [".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity", ".location-query"]
-
-    /// The app an `apns-topic` names.
-    public static func bundle(ofTopic topic: String) -> String {
-        for s in topicSuffixes where topic.hasSuffix(s) { return String(topic.dropLast(s.count)) }
-        return topic
     }
 }
 

@@ -1,7 +1,8 @@
 import Foundation
+import PushCore
 import XCTest
 
-@testable import PushCore
+@testable import Observation
 
 /// `EventBus`'s bounds: a reader that does not keep up loses events, is told how many, and
 /// never makes the bus hold more than its ring and the stream's unsent limit.

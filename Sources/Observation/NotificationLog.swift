@@ -1,4 +1,6 @@
 import Glibc
+import PushCore
+import Runtime
 import Synchronization
 import Transport
 
