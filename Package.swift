@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "Observation", dependencies: ["Runtime", "Transport", "PushCore"], swiftSettings: hotPath),
         // The emulator's state as a log of changes: typed, versioned records, the store registry,
         // snapshots, export and import, and the durability gate of the routes that change state.
-        .target(name: "State", dependencies: ["Runtime", "Transport", "PushCore", "CSystem"]),
+        .target(name: "State", dependencies: ["Runtime", "Transport", "PushCore", "Observation", "CSystem"]),
         // Apple's provider API: validation, JWT and certificate auth, wire format. No sockets.
         .target(name: "APNs", dependencies: ["Runtime", "Transport", "PushCore", "State", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
@@ -57,15 +57,16 @@ let package = Package(
             name: "Fleet", dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Tracking", "CSystem"],
             swiftSettings: hotPath),
         // Fault injection and traffic shaping: rules, selectors, effects, scenarios.
-        .target(name: "Faults", dependencies: ["Runtime", "Transport", "PushCore", "State"], swiftSettings: hotPath),
+        .target(name: "Faults", dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State"], swiftSettings: hotPath),
         // The durable journal: SQLite (WAL) on a writer thread with group commit.
         .target(
-            name: "Journal", dependencies: ["Runtime", "Transport", "PushCore", "State", "CJournalVFS", "CSQLite", "CSystem"],
+            name: "Journal",
+            dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "CJournalVFS", "CSQLite", "CSystem"],
             swiftSettings: hotPath),
         // The one request path every gateway runs through (PushPipeline<G: PushGateway>) and its metrics.
         .target(
             name: "Pipeline",
-            dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Tracking", "Fleet", "Faults", "Journal"],
+            dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Fleet", "Faults", "Journal"],
             swiftSettings: hotPath),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(

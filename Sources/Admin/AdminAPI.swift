@@ -104,6 +104,8 @@ package struct AdminAPI: Sendable {
     let faults: FaultEngine
     let scenarios: ScenarioRegistry
     let gauges: ServerGauges
+    /// What `/metrics` shows, in order: the request counters first, then each service's families.
+    let metricsSources: [any MetricsSource]
     /// Admin work too slow for an event loop (RSA-2048 key generation: about 180 ms).
     let slowWork: BackgroundWorker
     /// Journal reads (reports, notification queries reaching into the journal): a worker of
@@ -119,7 +121,7 @@ package struct AdminAPI: Sendable {
 
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
-        gauges: ServerGauges, state: StateParts, slowWork: BackgroundWorker = BackgroundWorker(),
+        gauges: ServerGauges, metricsSources: [any MetricsSource], state: StateParts, slowWork: BackgroundWorker = BackgroundWorker(),
         journalReads: BackgroundWorker = BackgroundWorker(), adminRate: Int = 0, developmentCA: String = ""
     ) {
         self.developmentCA = developmentCA
@@ -133,6 +135,7 @@ package struct AdminAPI: Sendable {
         self.faults = faults
         self.scenarios = scenarios
         self.gauges = gauges
+        self.metricsSources = metricsSources
     }
 
     var keys: APNsKeyStore { gateways.apnsKeys }
@@ -195,22 +198,23 @@ package struct AdminAPI: Sendable {
             }
             ex.respond(.json(503, body.text))
         }
+        let sources = metricsSources
+        let memory = store.memory.memory
         r.add(.get, "/metrics") { ex in
-            let fleets = store.allFleets
-            let rules = faults.all
-            let text =
-                metrics.render(
-                    openConnections: gauges.openConnections(), openStreams: gauges.openStreams(), tracking: tracking,
-                    queueDepth: dispatcher.depth,
-                    devices: store.recordCount, fleets: fleets.count, fleetDevices: fleets.reduce(0) { $0 + $1.count },
-                    notificationsKept: log.count, notificationsEvicted: log.evicted, faultRules: rules.count,
-                    faultsFired: rules.reduce(0) { $0 + $1.fired },
-                    journal: journal?.statistics) + (state.log.map(AdminAPI.stateMetrics) ?? "")
-                + "# HELP pushemu_state_memory_bytes What the stored state takes by its measured costs (device records, tokens, subscriptions, channels).\n# TYPE pushemu_state_memory_bytes gauge\npushemu_state_memory_bytes \(store.memory.memory.usedBytes)\n"
-                + "# HELP pushemu_state_memory_limit_bytes --max-state-memory.\n# TYPE pushemu_state_memory_limit_bytes gauge\npushemu_state_memory_limit_bytes \(store.memory.memory.limit)\n"
+            var m = MetricsText()
+            // The requests first, then the transport's gauges, then each service's families.
+            sources.first?.writeMetrics(&m)
+            m.single("pushemu_open_connections", "gauge", "Open client connections.", gauges.openConnections())
+            m.single(
+                "pushemu_open_streams", "gauge", "Open HTTP/2 streams (requests in progress on HTTP/2 connections).", gauges.openStreams())
+            for source in sources.dropFirst() { source.writeMetrics(&m) }
+            m.single(
+                "pushemu_state_memory_bytes", "gauge",
+                "What the stored state takes by its measured costs (device records, tokens, subscriptions, channels).", memory.usedBytes)
+            m.single("pushemu_state_memory_limit_bytes", "gauge", "--max-state-memory.", memory.limit)
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
-            ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
+            ex.respond(Response(status: 200, headers: h, body: Array(m.text.utf8)))
         }
         r.add(.post, "/emulator/v1/apns/keys", maxBodySize: 64 * 1024) { ex in ex.respond(createKey(ex.request)) }
         r.add(.get, "/emulator/v1/apns/keys") { ex in
@@ -532,27 +536,6 @@ extension AdminAPI {
         object.add("droppedAtStart", s.droppedAtStart)
         object.add("loadMs", s.loadMs)
         return object.text
-    }
-
-    /// The state log's Prometheus families (appended to `/metrics`).
-    static func stateMetrics(_ log: StateLog) -> String {
-        let s = log.statistics
-        var out = ""
-        func family(_ name: String, _ type: String, _ help: String, _ value: String) {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
-        }
-        family("pushemu_state_log_bytes", "gauge", "Bytes in the state log's files since the last snapshot.", String(s.logBytes))
-        family("pushemu_state_log_records", "gauge", "State changes logged since the last snapshot.", String(s.recordsSinceSnapshot))
-        family("pushemu_state_changes_total", "counter", "State changes appended to the state log.", String(s.appended))
-        family("pushemu_state_write_failures_total", "counter", "Writes of the state log that failed.", String(s.writeFailures))
-        family(
-            "pushemu_state_failing", "gauge", "1 while the state log cannot be written (changes are refused).", log.isFailing ? "1" : "0")
-        family("pushemu_state_snapshots_total", "counter", "Snapshots of the state written.", String(s.snapshots))
-        family(
-            "pushemu_state_last_snapshot_timestamp_seconds", "gauge", "When the last snapshot of the state was written.",
-            s.lastSnapshotAtMs.map { String(Double($0) / 1000) } ?? "0")
-        family("pushemu_state_last_snapshot_bytes", "gauge", "The size of the last snapshot of the state.", String(s.lastSnapshotBytes))
-        return out
     }
 
     /// An FCM service account as `GET /emulator/v1/fcm/service-accounts` lists it.

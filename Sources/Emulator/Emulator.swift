@@ -110,6 +110,8 @@ package final class Emulator: Sendable {
                 fanOut: pipelineServices.fanOut),
             faults: faults, scenarios: scenarios,
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
+            metricsSources: [metrics, stores.trackingLog, stores.dispatcher, stores.devices, stores.notifications, faults]
+                + [journal as (any MetricsSource)?, stateLog].compactMap { $0 },
             state: .init(registry: registry, log: stateLog, deletions: deletions),
             slowWork: slowWork, journalReads: journalReads,
             adminRate: configuration.adminRate, developmentCA: ProxyEnvironment.developmentCA)

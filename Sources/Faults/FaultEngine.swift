@@ -1,4 +1,5 @@
 import Glibc
+import Observation
 import PushCore
 import Runtime
 import State
@@ -320,5 +321,14 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     public func override(_ headers: HTTPFields) -> FaultEffect? {
         guard allowOverrideHeader, let v = headers.firstString("x-pushemu-fault") else { return nil }
         return try? FaultParser.overrideEffect(v)
+    }
+}
+
+extension FaultEngine: MetricsSource {
+    /// The rules in force and how often they fired.
+    public func writeMetrics(_ m: inout MetricsText) {
+        let rules = all
+        m.single("pushemu_fault_rules", "gauge", "Fault rules in force.", rules.count)
+        m.single("pushemu_faults_fired_total", "counter", "Times fault rules fired.", rules.reduce(0) { $0 + $1.fired })
     }
 }

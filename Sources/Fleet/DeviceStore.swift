@@ -798,3 +798,15 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         return outcome
     }
 }
+
+extension DeviceStore: MetricsSource {
+    /// Devices held as records, fleets and their members.
+    public func writeMetrics(_ m: inout MetricsText) {
+        let fleets = allFleets
+        m.single(
+            "pushemu_devices", "gauge", "Simulated devices held as records (registered, auto-created, deviated fleet members).", recordCount
+        )
+        m.single("pushemu_fleets", "gauge", "Fleets created.", fleets.count)
+        m.single("pushemu_fleet_devices", "gauge", "Devices in all fleets.", fleets.reduce(0) { $0 + $1.count })
+    }
+}

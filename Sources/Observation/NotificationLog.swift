@@ -509,3 +509,11 @@ extension NotificationLog {
         return !name.equals("authorization")
     }
 }
+
+extension NotificationLog: MetricsSource {
+    /// What the inspection API can still read from memory, and what it has let go.
+    public func writeMetrics(_ m: inout MetricsText) {
+        m.single("pushemu_notifications_kept", "gauge", "Accepted notifications kept for the admin API.", count)
+        m.single("pushemu_notifications_evicted_total", "counter", "Accepted notifications evicted from the in-memory log.", evicted)
+    }
+}

@@ -1,20 +1,19 @@
-import Journal
+import Observation
 import PushCore
 import Runtime
 import Synchronization
-import Tracking
 import Transport
 
 /// Request counters and latency histograms for `GET /metrics`, kept per event loop (each loop
 /// writes only its own shard, so the lock is never contended on the request path).
-public final class Metrics: Sendable {
+public final class Metrics: MetricsSource {
     struct Key: Hashable {
         var provider: PushProvider
         var status: Int
         var reason: String
     }
 
-    typealias Histogram = TrackingLog.LatencyHistogram
+    typealias Histogram = LatencyHistogram
 
     /// Its arrays are made by the first `record`, on the shard's loop: buffers allocated there
     /// come from that thread's heap arena, not next to another loop's (made together at start-up,
@@ -31,9 +30,6 @@ public final class Metrics: Sendable {
             latency = (0..<PushProvider.capacity).map { _ in Histogram() }
         }
     }
-
-    /// Seconds: 100 µs to 10 s.
-    static let bounds = TrackingLog.LatencyHistogram.bounds
 
     private final class Box: Sendable {
         let m = FutexLock(Shard())
@@ -66,12 +62,8 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// The Prometheus text exposition (format 0.0.4).
-    public func render(
-        openConnections: Int, openStreams: Int, tracking: TrackingLog, queueDepth: Int, devices: Int, fleets: Int, fleetDevices: Int,
-        notificationsKept: Int, notificationsEvicted: UInt64, faultRules: Int, faultsFired: UInt64,
-        journal: Journal.Stats?
-    ) -> String {
+    /// `pushemu_requests_total` and `pushemu_request_duration_seconds`, summed over the shards.
+    public func writeMetrics(_ m: inout MetricsText) {
         var requests: [Key: UInt64] = [:]
         var latency: [PushProvider: Histogram] = [:]
         for s in shards {
@@ -85,121 +77,17 @@ public final class Metrics: Sendable {
                 }
             }
         }
-        var out = ""
-        func help(_ name: String, _ type: String, _ text: String) { out += "# HELP \(name) \(text)\n# TYPE \(name) \(type)\n" }
-        func label(_ v: String) -> String {
-            var s = ""
-            for c in v.unicodeScalars {
-                switch c {
-                case "\\": s += "\\\\"
-                case "\"": s += "\\\""
-                case "\n": s += "\\n"
-                default: s.unicodeScalars.append(c)
-                }
-            }
-            return s
-        }
-        func histogram(_ name: String, _ labelName: String, _ hs: [(String, Histogram)]) {
-            for (l, h) in hs {
-                let cumulative = h.cumulative
-                for (i, b) in Metrics.bounds.enumerated() {
-                    out += "\(name)_bucket{\(labelName)=\"\(label(l))\",le=\"\(b)\"} \(cumulative[i])\n"
-                }
-                out += "\(name)_bucket{\(labelName)=\"\(label(l))\",le=\"+Inf\"} \(h.count)\n"
-                out += "\(name)_sum{\(labelName)=\"\(label(l))\"} \(h.sum)\n"
-                out += "\(name)_count{\(labelName)=\"\(label(l))\"} \(h.count)\n"
-            }
-        }
-
-        help(
+        m.family(
             "pushemu_requests_total", "counter",
             "Provider requests answered, by provider, HTTP status and reason (APNs reason or FCM errorCode).")
         for (k, v) in requests.sorted(by: {
             ($0.key.provider.name, $0.key.status, $0.key.reason) < ($1.key.provider.name, $1.key.status, $1.key.reason)
         }) {
-            out += "pushemu_requests_total{provider=\"\(k.provider.name)\",status=\"\(k.status)\",reason=\"\(label(k.reason))\"} \(v)\n"
+            m.sample("pushemu_requests_total", [("provider", k.provider.name), ("status", "\(k.status)"), ("reason", k.reason)], v)
         }
-        help("pushemu_request_duration_seconds", "histogram", "Time from a provider request to its answer, injected latency included.")
-        histogram(
-            "pushemu_request_duration_seconds", "provider", latency.sorted { $0.key.name < $1.key.name }.map { ($0.key.name, $0.value) })
-        help("pushemu_open_connections", "gauge", "Open client connections.")
-        out += "pushemu_open_connections \(openConnections)\n"
-        help("pushemu_open_streams", "gauge", "Open HTTP/2 streams (requests in progress on HTTP/2 connections).")
-        out += "pushemu_open_streams \(openStreams)\n"
-
-        let t = tracking.metrics
-        help(
-            "pushemu_tracking_attempts_total", "counter",
-            "Tracking requests sent by simulated SDKs, by preset and outcome (succeeded, retrying, failed).")
-        for (k, v) in t.attempts.sorted(by: { ($0.key.preset, $0.key.outcome) < ($1.key.preset, $1.key.outcome) }) {
-            out += "pushemu_tracking_attempts_total{preset=\"\(label(k.preset))\",outcome=\"\(k.outcome)\"} \(v)\n"
-        }
-        help("pushemu_tracking_duration_seconds", "histogram", "Tracking request latency, by preset.")
-        histogram("pushemu_tracking_duration_seconds", "preset", t.latency.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        let c = tracking.counters
-        help("pushemu_tracking_dropped_total", "counter", "Tracking calls dropped because the queue was full.")
-        out += "pushemu_tracking_dropped_total \(c.dropped)\n"
-        help("pushemu_tracking_queue_depth", "gauge", "Tracking calls waiting or in flight.")
-        out += "pushemu_tracking_queue_depth \(queueDepth)\n"
-        help("pushemu_devices", "gauge", "Simulated devices held as records (registered, auto-created, deviated fleet members).")
-        out += "pushemu_devices \(devices)\n"
-        help("pushemu_fleets", "gauge", "Fleets created.")
-        out += "pushemu_fleets \(fleets)\n"
-        help("pushemu_fleet_devices", "gauge", "Devices in all fleets.")
-        out += "pushemu_fleet_devices \(fleetDevices)\n"
-        help("pushemu_notifications_kept", "gauge", "Accepted notifications kept for the admin API.")
-        out += "pushemu_notifications_kept \(notificationsKept)\n"
-        help("pushemu_notifications_evicted_total", "counter", "Accepted notifications evicted from the in-memory log.")
-        out += "pushemu_notifications_evicted_total \(notificationsEvicted)\n"
-        help("pushemu_fault_rules", "gauge", "Fault rules in force.")
-        out += "pushemu_fault_rules \(faultRules)\n"
-        help("pushemu_faults_fired_total", "counter", "Times fault rules fired.")
-        out += "pushemu_faults_fired_total \(faultsFired)\n"
-        guard let journal else { return out }
-        help("pushemu_journal_queue_depth", "gauge", "Journal records waiting for the writer.")
-        out += "pushemu_journal_queue_depth \(journal.queued)\n"
-        help("pushemu_journal_records_total", "counter", "Journal records committed.")
-        out += "pushemu_journal_records_total \(journal.committed)\n"
-        help("pushemu_journal_commits_total", "counter", "Journal transactions (group commits).")
-        out += "pushemu_journal_commits_total \(journal.batches)\n"
-        help("pushemu_journal_last_batch_size", "gauge", "Records in the last group commit.")
-        out += "pushemu_journal_last_batch_size \(journal.lastBatch)\n"
-        help("pushemu_journal_last_commit_seconds", "gauge", "Duration of the last group commit (write and fsync).")
-        out += "pushemu_journal_last_commit_seconds \(Double(journal.lastCommitUs) / 1e6)\n"
-        help("pushemu_journal_dropped_total", "counter", "Journal records dropped because the queue was full (relaxed records only).")
-        out += "pushemu_journal_dropped_total \(journal.dropped)\n"
-        help("pushemu_journal_failed_commits_total", "counter", "Group commits, and strict write-ahead writes, that failed.")
-        out += "pushemu_journal_failed_commits_total \(journal.failedCommits)\n"
-        help(
-            "pushemu_journal_failing", "gauge",
-            "1 while the journal cannot store what it is given (a commit or write-ahead write failed and none succeeded since).")
-        out += "pushemu_journal_failing \(journal.failing ? 1 : 0)\n"
-        help(
-            "pushemu_journal_withheld_answers_total", "counter",
-            "Strict answers not acknowledged because their record could not be stored (answered 503).")
-        out += "pushemu_journal_withheld_answers_total \(journal.withheldAnswers)\n"
-        help(
-            "pushemu_journal_awaiting_store_records", "gauge",
-            "Answered strict records held in their write-ahead files because their commit failed (stored by the next that succeeds).")
-        out += "pushemu_journal_awaiting_store_records \(journal.awaitingStore)\n"
-        help("pushemu_journal_pruned_total", "counter", "Journal records removed by retention.")
-        out += "pushemu_journal_pruned_total \(journal.pruned)\n"
-        help("pushemu_journal_stored_records", "gauge", "Journal records stored, by kind.")
-        out += "pushemu_journal_stored_records{kind=\"request\"} \(journal.storedRequests)\n"
-        out += "pushemu_journal_stored_records{kind=\"tracking\"} \(journal.storedTracking)\n"
-        func plain(_ name: String, _ bounds: [Double], _ counts: [UInt64], _ sum: String) {
-            var c: UInt64 = 0
-            for (i, b) in bounds.enumerated() {
-                c += counts[i]
-                out += "\(name)_bucket{le=\"\(b)\"} \(c)\n"
-            }
-            let total = counts.reduce(0, +)
-            out += "\(name)_bucket{le=\"+Inf\"} \(total)\n\(name)_sum \(sum)\n\(name)_count \(total)\n"
-        }
-        help("pushemu_journal_commit_duration_seconds", "histogram", "Duration of group commits (write and fsync).")
-        plain("pushemu_journal_commit_duration_seconds", Journal.commitBounds, journal.commitSeconds, String(journal.commitSecondsSum))
-        help("pushemu_journal_batch_records", "histogram", "Records per group commit.")
-        plain("pushemu_journal_batch_records", Journal.batchBounds, journal.batchRecords, String(journal.batchRecordsSum))
-        return out
+        m.family("pushemu_request_duration_seconds", "histogram", "Time from a provider request to its answer, injected latency included.")
+        m.histograms(
+            "pushemu_request_duration_seconds", label: "provider",
+            latency.sorted { $0.key.name < $1.key.name }.map { ($0.key.name, $0.value) })
     }
 }

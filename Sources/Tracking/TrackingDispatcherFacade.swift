@@ -1,4 +1,5 @@
 import CCurl
+import Observation
 import PushCore
 
 /// The tracking dispatcher: `threads` lanes, each a thread with its own libcurl multi handle,
@@ -62,5 +63,12 @@ public final class TrackingDispatcher: @unchecked Sendable {
     public func offer(_ job: TrackingJob) -> Bool {
         let lane = lanes.count == 1 ? lanes[0] : lanes[TokenKey(job.token).shard(lanes.count)]
         return lane.submit(job, leaving: max(1, lane.options.queueCapacity / 10))
+    }
+}
+
+extension TrackingDispatcher: MetricsSource {
+    /// The calls waiting or in flight, over every lane.
+    public func writeMetrics(_ m: inout MetricsText) {
+        m.single("pushemu_tracking_queue_depth", "gauge", "Tracking calls waiting or in flight.", depth)
     }
 }

@@ -105,40 +105,6 @@ public final class TrackingLog: Sendable {
         public var key: (String, String) { (preset, outcome) }
     }
 
-    /// Seconds buckets shared with the request histograms. `buckets[i]` counts observations in
-    /// (bounds[i-1], bounds[i]] (one increment each); `cumulative` gives Prometheus's view.
-    public struct LatencyHistogram: Sendable {
-        public static let bounds: [Double] = [
-            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-        ]
-        public var buckets = [UInt64](repeating: 0, count: LatencyHistogram.bounds.count)
-        public var sum = 0.0
-        public var count: UInt64 = 0
-        public init() {}
-        public mutating func observe(_ s: Double) {
-            var i = 0
-            let bounds = LatencyHistogram.bounds
-            while i < bounds.count && s > bounds[i] { i += 1 }
-            if i < bounds.count { buckets[i] += 1 }
-            sum += s
-            count += 1
-        }
-
-        /// Observations at or below each bound.
-        public var cumulative: [UInt64] {
-            var total: UInt64 = 0
-            return buckets.map {
-                total += $0
-                return total
-            }
-        }
-        public mutating func merge(_ o: LatencyHistogram) {
-            for i in buckets.indices { buckets[i] += o.buckets[i] }
-            sum += o.sum
-            count += o.count
-        }
-    }
-
     /// One preset's attempts by outcome (succeeded, retrying, failed) and latency.
     struct PresetStats {
         let preset: String
@@ -271,5 +237,21 @@ public final class TrackingLog: Sendable {
             scheduled.store(0, ordering: .relaxed)
             dropped.store(0, ordering: .relaxed)
         }
+    }
+}
+
+extension TrackingLog: MetricsSource {
+    /// The SDKs' tracking calls: attempts by preset and outcome, their latency, the drops.
+    public func writeMetrics(_ m: inout MetricsText) {
+        let t = metrics
+        m.family(
+            "pushemu_tracking_attempts_total", "counter",
+            "Tracking requests sent by simulated SDKs, by preset and outcome (succeeded, retrying, failed).")
+        for (k, v) in t.attempts.sorted(by: { ($0.key.preset, $0.key.outcome) < ($1.key.preset, $1.key.outcome) }) {
+            m.sample("pushemu_tracking_attempts_total", [("preset", k.preset), ("outcome", k.outcome)], v)
+        }
+        m.family("pushemu_tracking_duration_seconds", "histogram", "Tracking request latency, by preset.")
+        m.histograms("pushemu_tracking_duration_seconds", label: "preset", t.latency.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        m.single("pushemu_tracking_dropped_total", "counter", "Tracking calls dropped because the queue was full.", counters.dropped)
     }
 }
