@@ -74,7 +74,9 @@ let package = Package(
             dependencies: [
                 "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "Tracking", "Fleet", "Faults", "Journal",
                 "Pipeline", "CSystem",
-            ]),
+            ],
+            // The dashboard (Web/) is embedded at build time.
+            plugins: ["EmbedWebAssets"]),
         // Composition root: configuration, the gateways in their pipelines, the services.
         .target(
             name: "Emulator",
@@ -87,6 +89,9 @@ let package = Package(
         .executableTarget(
             name: "pushemu",
             dependencies: ["Runtime", "PushCore", "State", "APNs", "FCM", "Tracking", "Journal", "Emulator", "CCurl", "CSystem"]),
+        // The dashboard's files as Swift source, run by the EmbedWebAssets build plugin.
+        .executableTarget(name: "embed-web"),
+        .plugin(name: "EmbedWebAssets", capability: .buildTool(), dependencies: ["embed-web"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
         // The parsers' fuzz targets: a corpus replayer here, libFuzzer with Scripts/fuzz.

@@ -1,7 +1,8 @@
 import PushCore
 import Transport
 
-/// One dashboard file (see `WebAssets`, generated from `Web/` by `Scripts/generate-web`).
+/// One dashboard file (see `WebAssets`, generated from `Web/` at build time by the
+/// `EmbedWebAssets` plugin).
 struct WebAsset: Sendable {
     let path: String
     let contentType: String
