@@ -357,44 +357,22 @@ package struct AdminAPI: Sendable {
         var env: APNsEnvironment?
         var topics: [String]?
         if !req.body.isEmpty {
-            var bad: String? = nil
-            let ok = req.body.withUnsafeBytes { raw -> Bool in
-                var tokens: [JSONToken] = []
-                guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
-                let v = JSONView(bytes: raw, tokens: tokens)
-                v.forEachMember(0) { k, val in
-                    let isString = v.tokens[val].kind == .string
-                    switch v.string(k) {
-                    case "teamId": if isString { teamID = v.string(val) } else { bad = "teamId must be a string" }
-                    case "keyId": if isString { keyID = v.string(val) } else { bad = "keyId must be a string" }
-                    case "publicKeyPem": if isString { pem = v.string(val) } else { bad = "publicKeyPem must be a string" }
-                    case "environment":
-                        if isString, let e = APNsEnvironment(rawValue: v.string(val)) {
-                            env = e
-                        } else {
-                            bad = "environment must be sandbox or production"
+            do {
+                try JSONObjectReader.read(req.body) { r in
+                    teamID = try r.string("teamId")
+                    keyID = try r.string("keyId")
+                    pem = try r.string("publicKeyPem")
+                    if let e = try r.string("environment") {
+                        guard let known = APNsEnvironment(rawValue: e) else {
+                            throw r.failure("environment", "must be sandbox or production")
                         }
-                    case "topics":
-                        var list: [String] = []
-                        if v.tokens[val].kind == .array {
-                            v.forEachElement(val) {
-                                if v.tokens[$0].kind == .string {
-                                    list.append(v.string($0))
-                                } else {
-                                    bad = "topics must be an array of strings"
-                                }
-                            }
-                            topics = list
-                        } else {
-                            bad = "topics must be an array of strings"
-                        }
-                    default: bad = "unknown field \(v.string(k))"
+                        env = known
                     }
+                    topics = try r.strings("topics")
                 }
-                return true
+            } catch {
+                return AdminAPI.error(400, "\(error)")
             }
-            if !ok { return AdminAPI.error(400, "the body must be a JSON object") }
-            if let bad { return AdminAPI.error(400, bad) }
         }
         do {
             if let pem {
@@ -430,27 +408,14 @@ package struct AdminAPI: Sendable {
     /// `POST /emulator/v1/fcm/service-accounts` (run on the slow-work thread: it reads only its arguments).
     func createServiceAccount(_ body: [UInt8], tokenURI: String) -> Response {
         var fields: [String: String] = [:]
-        var bad: String?
-        let ok = body.withUnsafeBytes { raw -> Bool in
-            var tokens: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
-            let v = JSONView(bytes: raw, tokens: tokens)
-            v.forEachMember(0) { k, val in
-                let name = v.string(k)
-                guard ["projectId", "clientEmail", "privateKeyId", "publicKeyPem"].contains(name) else {
-                    bad = "unknown field \(name)"
-                    return
-                }
-                guard v.tokens[val].kind == .string else {
-                    bad = "\(name) must be a string"
-                    return
-                }
-                fields[name] = v.string(val)
+        do {
+            try JSONObjectReader.read(body, example: #"{"projectId":"my-project"}"#) { r in
+                fields["projectId"] = try r.string("projectId", required: true)
+                for name in ["clientEmail", "privateKeyId", "publicKeyPem"] { fields[name] = try r.string(name) }
             }
-            return true
+        } catch {
+            return AdminAPI.error(400, "\(error)")
         }
-        guard ok else { return AdminAPI.error(400, "the body must be a JSON object such as {\"projectId\":\"my-project\"}") }
-        if let bad { return AdminAPI.error(400, bad) }
         guard let project = fields["projectId"] else { return AdminAPI.error(400, "projectId is required") }
         do {
             if let pem = fields["publicKeyPem"] {

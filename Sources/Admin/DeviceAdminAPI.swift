@@ -74,19 +74,14 @@ struct DeviceAdminAPI: Sendable {
                 // Topics first (FCM's registry), each checked before anything changes.
                 var topics: [String]?
                 var err: String?
-                ex.request.body.withUnsafeBytes { raw in
-                    var t: [JSONToken] = []
-                    guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return }
-                    let v = JSONView(bytes: raw, tokens: t)
-                    v.forEachMember(0) { k, val in
-                        guard v.string(k) == "topics" else { return }
-                        switch DeviceAdminAPI.topics(v, val) {
-                        case .success(let list): topics = list
-                        case .failure(let e): err = e.message
-                        }
+                do {
+                    try JSONObjectReader.read(ex.request.body) { r in
+                        if let i = r.value("topics") { topics = try DeviceAdminAPI.topics(r, i) }
+                        _ = r.remaining()
                     }
+                } catch {
+                    return ex.respond(AdminAPI.error(400, "\(error)"))
                 }
-                if let err { return ex.respond(AdminAPI.error(400, err)) }
                 if topics != nil && dev.platform != .android { return ex.respond(AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs)) }
                 var registrationGiven = false
                 store.update(token: token) { d in err = DeviceAdminAPI.apply(ex.request.body, to: &d, registrationGiven: &registrationGiven)
@@ -260,48 +255,34 @@ struct DeviceAdminAPI: Sendable {
         var project: String?
         var fcmToken: String?
         var wantsFCMToken = false
-        var err: String?
         var topics: [String]?
-        let ok = req.body.withUnsafeBytes { raw -> Bool in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
-            let v = JSONView(bytes: raw, tokens: t)
-            v.forEachMember(0) { k, val in
-                let isString = v.tokens[val].kind == .string
-                switch v.string(k) {
-                case "platform":
-                    if isString, let p = DevicePlatform(rawValue: v.string(val)) {
-                        platform = p
-                    } else {
-                        err = "platform must be ios or android"
-                    }
-                case "app": if isString { app = v.string(val) } else { err = "app must be a string" }
-                case "token": if isString { token = v.string(val) } else { err = "token must be a string" }
-                case "environment": if isString { env = v.string(val) } else { err = "environment must be a string" }
-                case "project": if isString { project = v.string(val) } else { err = "project must be a string" }
-                case "fcmToken":
-                    switch v.tokens[val].kind {
-                    case .string: fcmToken = v.string(val)
+        do {
+            // The identity here; the other fields are `apply`'s (which refuses unknown ones).
+            try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app"}"#) { r in
+                if let p = try r.string("platform") {
+                    guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios or android") }
+                    platform = known
+                }
+                app = try r.string("app")
+                token = try r.string("token")
+                env = try r.string("environment")
+                project = try r.string("project")
+                if let i = r.value("fcmToken") {
+                    switch r.view.tokens[i].kind {
+                    case .string: fcmToken = r.view.string(i)
                     case .true: wantsFCMToken = true
                     case .false: break
-                    default: err = "fcmToken must be an FCM registration token, or true for a new one"
+                    default: throw r.failure("fcmToken", "must be an FCM registration token, or true for a new one")
                     }
-                case "topics":
-                    switch DeviceAdminAPI.topics(v, val) {
-                    case .success(let list): topics = list
-                    case .failure(let e): err = e.message
-                    }
-                default: break
                 }
+                if let i = r.value("topics") { topics = try DeviceAdminAPI.topics(r, i) }
+                _ = r.remaining()
             }
-            return true
+        } catch {
+            return AdminAPI.error(400, "\(error)")
         }
         // Android: the project is the device's; iOS: the environment is APNs's, the project FCM's.
         if platform != .ios, env == nil { env = project }
-        guard ok else {
-            return AdminAPI.error(400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\"}")
-        }
-        if let err { return AdminAPI.error(400, err) }
         guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
         guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
         if platform == .ios && fcmToken == nil && !wantsFCMToken {
@@ -363,27 +344,26 @@ struct DeviceAdminAPI: Sendable {
 
     static let topicsAreFCMs = "topics are FCM topic subscriptions: android devices only"
 
-    struct Message: Error { let message: String }
-
     /// A `"topics"` array: FCM topic names (`[a-zA-Z0-9-_.~%]{1,900}`, `/topics/` prefix allowed).
-    static func topics(_ v: JSONView, _ val: Int) -> Result<[String], Message> {
-        guard v.tokens[val].kind == .array else { return .failure(Message(message: "topics must be an array of topic names")) }
+    static func topics(_ r: JSONObjectReader, _ val: Int) throws(JSONObjectReader.Failure) -> [String] {
+        let v = r.view
+        guard v.tokens[val].kind == .array else { throw r.failure("topics", "must be an array of topic names") }
         var list: [String] = []
-        var bad: String?
+        var bad: JSONObjectReader.Failure?
         v.forEachElement(val) { i in
             guard v.tokens[i].kind == .string else {
-                bad = "topics must be an array of topic names"
+                bad = r.failure("topics", "must be an array of topic names")
                 return
             }
             let raw = Array(v.string(i).utf8)
             guard let name = FCMFormats.topicName(raw) else {
-                bad = "invalid topic name \(v.string(i)): [a-zA-Z0-9-_.~%]{1,900}"
+                bad = JSONObjectReader.Failure("invalid topic name \(v.string(i)): [a-zA-Z0-9-_.~%]{1,900}")
                 return
             }
             list.append(String(decoding: name, as: UTF8.self))
         }
-        if let bad { return .failure(Message(message: bad)) }
-        return .success(list)
+        if let bad { throw bad }
+        return list
     }
 
     /// Makes `topics` the FCM device's subscriptions (subscribing the new ones, unsubscribing the
@@ -412,74 +392,50 @@ struct DeviceAdminAPI: Sendable {
 
     /// Applies the body's device fields; `registrationGiven` says whether it set `registration`.
     static func apply(_ body: [UInt8], to d: inout SimDevice, registrationGiven: inout Bool) -> String? {
-        var err: String?
+        var device = d
         var given = false
-        defer { registrationGiven = given }
-        let ok = body.withUnsafeBytes { raw -> Bool in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
-            let v = JSONView(bytes: raw, tokens: t)
-            v.forEachMember(0) { k, val in
-                let kind = v.tokens[val].kind
-                switch v.string(k) {
+        do {
+            try JSONObjectReader.read(body) { r in
                 // The callers' (topics: FCM's registry).
-                case "platform", "app", "token", "environment", "project", "topics", "fcmToken": break
-                case "tracking":
-                    if kind == .null {
-                        d.tracking = nil
-                        return
-                    }
-                    do { d.tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
-                case "registration":
+                for name in ["platform", "app", "token", "environment", "project", "topics", "fcmToken"] { _ = r.value(name) }
+                if let i = r.value("tracking") {
+                    device.tracking = r.view.tokens[i].kind == .null ? nil : try TrackingConfig.parse(Array(r.view.raw(i)))
+                }
+                if let i = r.value("registration") {
                     given = true
-                    if kind == .null {
-                        d.registration = nil
-                        return
+                    device.registration = r.view.tokens[i].kind == .null ? nil : try RegistrationConfig.parse(Array(r.view.raw(i)))
+                }
+                if let i = r.value("behavior") {
+                    device.behavior = r.view.tokens[i].kind == .null ? nil : try Behavior.parse(r.view, i)
+                }
+                if let l = try r.strings("labels") { device.labels = l }
+                if let s = try r.string("appState") {
+                    guard let state = SimDevice.AppState(rawValue: s) else {
+                        throw r.failure("appState", "must be foreground, background, killed or offline")
                     }
-                    do { d.registration = try RegistrationConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
-                case "behavior":
-                    if kind == .null {
-                        d.behavior = nil
-                        return
+                    device.appState = state
+                }
+                if let p = try r.string("permission") {
+                    guard let permission = SimDevice.Permission(rawValue: p) else {
+                        throw r.failure("permission", "must be authorized, provisional or denied")
                     }
-                    do { d.behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
-                case "labels":
-                    guard kind == .array else {
-                        err = "labels must be an array of strings"
-                        return
-                    }
-                    var l: [String] = []
-                    v.forEachElement(val) {
-                        if v.tokens[$0].kind == .string { l.append(v.string($0)) } else { err = "labels must be an array of strings" }
-                    }
-                    d.labels = l
-                case "appState":
-                    if kind == .string, let s = SimDevice.AppState(rawValue: v.string(val)) {
-                        d.appState = s
-                    } else {
-                        err = "appState must be foreground, background, killed or offline"
-                    }
-                case "permission":
-                    if kind == .string, let p = SimDevice.Permission(rawValue: v.string(val)) {
-                        d.permission = p
-                    } else {
-                        err = "permission must be authorized, provisional or denied"
-                    }
-                case "nseInstalled":
-                    if kind == .true || kind == .false { d.nseInstalled = kind == .true } else { err = "nseInstalled must be a boolean" }
-                case "privacyOptOut":
-                    if kind == .true || kind == .false { d.privacyOptOut = kind == .true } else { err = "privacyOptOut must be a boolean" }
-                case "urlSchemes", "sounds":
-                    var profile = d.profile ?? AppProfile()
-                    do { try profile.set(v, key: k, value: val) } catch { err = "\(error)" }
-                    d.profile = profile
-                default: err = "unknown device field \(v.string(k))"
+                    device.permission = permission
+                }
+                if let b = try r.bool("nseInstalled") { device.nseInstalled = b }
+                if let b = try r.bool("privacyOptOut") { device.privacyOptOut = b }
+                if r.has("urlSchemes") || r.has("sounds") {
+                    var profile = device.profile ?? AppProfile()
+                    try profile.read(&r)
+                    device.profile = profile
                 }
             }
-            return true
+        } catch {
+            registrationGiven = given
+            return "\(error)"
         }
-        if !ok { return "the body must be a JSON object" }
-        return err
+        registrationGiven = given
+        d = device
+        return nil
     }
 
     // MARK: fleets
@@ -500,66 +456,39 @@ struct DeviceAdminAPI: Sendable {
         var labels: [String] = []
         var states = FleetDeviceStates()
         var profile = AppProfile()
-        var err: String?
-        var topLevel: [(Int, Int)] = []
-        let ok = req.body.withUnsafeBytes { raw -> Bool in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
-            let v = JSONView(bytes: raw, tokens: t)
-            v.forEachMember(0) { k, val in
-                let kind = v.tokens[val].kind
-                switch v.string(k) {
-                case "platform":
-                    if kind == .string, let p = DevicePlatform(rawValue: v.string(val)) {
-                        platform = p
-                    } else {
-                        err = "platform must be ios or android"
-                    }
-                case "app": if kind == .string { app = v.string(val) } else { err = "app must be a string" }
-                case "count": if let n = v.integer(val) { count = n } else { err = "count must be an integer" }
-                case "environment", "project": if kind == .string { env = v.string(val) } else { err = "\(v.string(k)) must be a string" }
-                case "seed":
+        do {
+            try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app","count":1000000}"#) { r in
+                let p = try r.string("platform", required: true)!
+                guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios or android") }
+                platform = known
+                app = try r.string("app", required: true)
+                count = try r.int("count", in: 1...1_000_000_000, required: true)
+                env = try r.string("environment") ?? r.string("project")
+                if let i = r.value("seed") {
                     // Any 64-bit seed, exactly (a double would round one past 2^53).
-                    if kind == .number, let n = UInt64(String(decoding: v.raw(val), as: UTF8.self)) {
-                        seed = n
-                    } else {
-                        err = "seed must be an integer from 0 to 18446744073709551615"
+                    guard r.view.tokens[i].kind == .number, let n = UInt64(String(decoding: r.view.raw(i), as: UTF8.self)) else {
+                        throw r.failure("seed", "must be an integer from 0 to 18446744073709551615")
                     }
-                case "behavior": do { behavior = try Behavior.parse(v, val) } catch { err = "\(error)" }
-                case "tracking": do { tracking = try TrackingConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
-                case "registration": do { registration = try RegistrationConfig.parse(Array(v.raw(val))) } catch { err = "\(error)" }
-                case "registerRate":
-                    if let n = v.integer(val), (1...1_000_000).contains(n) {
-                        registerRate = n
-                    } else {
-                        err = "registerRate must be 1 to 1000000 a second"
-                    }
-                case "labels":
-                    v.forEachElement(val) {
-                        if v.tokens[$0].kind == .string { labels.append(v.string($0)) } else { err = "labels must be strings" }
-                    }
-                case let name where Behavior.fields.contains(name): topLevel.append((k, val))
-                case let name where FleetDeviceStates.fields.contains(name):
-                    do { try states.set(v, key: k, value: val) } catch { err = "\(error)" }
-                case let name where AppProfile.fields.contains(name):
-                    do { try profile.set(v, key: k, value: val) } catch { err = "\(error)" }
-                default: err = "unknown fleet field \(v.string(k))"
+                    seed = n
                 }
+                if let i = r.value("behavior") { behavior = try Behavior.parse(r.view, i) }
+                if let i = r.value("tracking") { tracking = try TrackingConfig.parse(Array(r.view.raw(i))) }
+                if let i = r.value("registration") { registration = try RegistrationConfig.parse(Array(r.view.raw(i))) }
+                if let n = try r.int("registerRate", in: 1...1_000_000) { registerRate = n }
+                if let l = try r.strings("labels") { labels = l }
+                // Behaviour fields at the top level ({"count":..., "uninstalledRate":0.03}) apply over
+                // "behavior" (or the server's default).
+                if Behavior.fields.contains(where: { r.has($0) }) {
+                    var b = behavior ?? store.configuration.defaultBehavior
+                    try b.read(&r)
+                    behavior = b
+                }
+                try states.read(&r)
+                try profile.read(&r)
             }
-            // Behaviour fields at the top level ({"count":..., "uninstalledRate":0.03}) apply over
-            // "behavior" (or the server's default).
-            if err == nil, !topLevel.isEmpty {
-                var b = behavior ?? store.configuration.defaultBehavior
-                do { for (k, val) in topLevel { try b.set(v, key: k, value: val) } } catch { err = "\(error)" }
-                behavior = b
-            }
-            return true
+        } catch {
+            return AdminAPI.error(400, "\(error)")
         }
-        guard ok else {
-            return AdminAPI.error(
-                400, "the body must be a JSON object such as {\"platform\":\"ios\",\"app\":\"com.example.app\",\"count\":1000000}")
-        }
-        if let err { return AdminAPI.error(400, err) }
         guard let platform, let app, !app.isEmpty, let count else { return AdminAPI.error(400, "platform, app and count are required") }
         guard count >= 1, count <= 1_000_000_000 else { return AdminAPI.error(400, "count must be 1 to 1000000000") }
         if platform == .ios {

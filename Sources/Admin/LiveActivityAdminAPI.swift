@@ -53,9 +53,15 @@ struct LiveActivityAdminAPI: Sendable {
         }
         r.add(.post, "/emulator/v1/devices/{token}/push-to-start", maxBodySize: 4096) { ex in
             let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
-            guard let fields = LiveActivityAdminAPI.fields(ex.request.body), let type = fields.strings["attributesType"], !type.isEmpty
-            else {
-                return ex.respond(AdminAPI.error(400, "the body must be {\"attributesType\":\"<ActivityAttributes type name>\"}"))
+            let type: String
+            do {
+                type = try JSONObjectReader.read(ex.request.body, example: #"{"attributesType":"<ActivityAttributes type name>"}"#) { r in
+                    let t = try r.string("attributesType", required: true)!
+                    guard !t.isEmpty else { throw r.failure("attributesType", "must name the ActivityKit attributes type") }
+                    return t
+                }
+            } catch {
+                return ex.respond(AdminAPI.error(400, "\(error)"))
             }
             switch store.pushToStartToken(token: token, attributesType: type) {
             case .success(let t): ex.respond(.json(201, t.json))
@@ -95,68 +101,46 @@ struct LiveActivityAdminAPI: Sendable {
         }
     }
 
-    /// The string members and the JSON texts of the object members of a body, or nil when it
-    /// is not an object.
-    struct Fields {
-        var strings: [String: String] = [:]
-        var objects: [String: String] = [:]
-        var numbers: [String: Double] = [:]
-        var other: [String] = []
-    }
-
-    static func fields(_ body: [UInt8]) -> Fields? {
-        body.withUnsafeBytes { raw -> Fields? in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return nil }
-            let v = JSONView(bytes: raw, tokens: t)
-            var f = Fields()
-            v.forEachMember(0) { k, val in
-                let name = v.string(k)
-                switch v.tokens[val].kind {
-                case .string: f.strings[name] = v.string(val)
-                case .object: f.objects[name] = String(decoding: v.raw(val), as: UTF8.self)
-                case .number: f.numbers[name] = v.number(val)
-                default: f.other.append(name)
-                }
-            }
-            return f
-        }
-    }
-
     /// The app starts an activity.
     func start(_ token: String, _ request: Request, shard: Int) -> Response {
-        let usage =
-            "the body must be {\"attributesType\":\"<type>\",\"attributes\":{...},\"contentState\":{...}} with optional \"channel\" and \"staleDate\""
-        guard let f = LiveActivityAdminAPI.fields(request.body) else { return AdminAPI.error(400, usage) }
-        let known: Set<String> = ["attributesType", "attributes", "contentState", "channel", "staleDate"]
-        let names = Set(f.strings.keys).union(f.objects.keys).union(f.numbers.keys).union(f.other)
-        if let unknown = names.subtracting(known).sorted().first { return AdminAPI.error(400, "unknown activity field \(unknown)") }
-        guard let type = f.strings["attributesType"], !type.isEmpty else { return AdminAPI.error(400, usage) }
-        if names.contains("attributes") && f.objects["attributes"] == nil { return AdminAPI.error(400, "attributes must be an object") }
-        if names.contains("contentState") && f.objects["contentState"] == nil {
-            return AdminAPI.error(400, "contentState must be an object")
-        }
+        var type = ""
+        var attributes = "{}"
+        var contentState = "{}"
         var staleDate: Int64?
-        if names.contains("staleDate") {
-            guard let s = f.numbers["staleDate"], s.isFinite, s >= 0, s < 1e11 else {
-                return AdminAPI.error(400, "staleDate must be a time in seconds since 1970")
+        var channel: String?
+        do {
+            try JSONObjectReader.read(request.body, example: #"{"attributesType":"<type>","attributes":{},"contentState":{}}"#) { r in
+                type = try r.string("attributesType", required: true)!
+                guard !type.isEmpty else { throw r.failure("attributesType", "must name the ActivityKit attributes type") }
+                for (name, keep) in [("attributes", 0), ("contentState", 1)] {
+                    guard let i = r.value(name) else { continue }
+                    guard r.view.tokens[i].kind == .object else { throw r.failure(name, "must be an object") }
+                    let text = String(decoding: r.view.raw(i), as: UTF8.self)
+                    if keep == 0 { attributes = text } else { contentState = text }
+                }
+                if let s = try r.double("staleDate", in: 0...(1e11 - 1)) { staleDate = Int64(s) }
+                channel = try r.string("channel")
             }
-            staleDate = Int64(s)
+        } catch {
+            return AdminAPI.error(400, "\(error)")
         }
-        let channel = f.strings["channel"]
-        if names.contains("channel") && channel == nil { return AdminAPI.error(400, "channel must be a channel id") }
         if let channel, let problem = checkChannel(channel, token) { return problem }
         let result = store.startActivity(
-            token: token, attributesType: type, attributes: f.objects["attributes"] ?? "{}",
-            contentState: f.objects["contentState"] ?? "{}", channel: channel, staleDate: staleDate, nowMs: Clock.nowMs())
+            token: token, attributesType: type, attributes: attributes, contentState: contentState, channel: channel,
+            staleDate: staleDate, nowMs: Clock.nowMs())
         if case .success(let a) = result, let channel { handOver(channel, to: a, token, shard: shard) }
         return answer(result.map { a in store.device(token: token)?.activities.first { $0.id == a.id } ?? a }, status: 201)
     }
 
     /// An activity subscribes to a channel.
     func subscribe(_ token: String, _ id: String, _ request: Request, shard: Int) -> Response {
-        guard let f = LiveActivityAdminAPI.fields(request.body), let channel = f.strings["channel"] else {
-            return AdminAPI.error(400, "the body must be {\"channel\":\"<channel id>\"}")
+        let channel: String
+        do {
+            channel = try JSONObjectReader.read(request.body, example: #"{"channel":"<channel id>"}"#) { r in
+                try r.string("channel", required: true)!
+            }
+        } catch {
+            return AdminAPI.error(400, "\(error)")
         }
         if let problem = checkChannel(channel, token) { return problem }
         let result = store.subscribeActivity(token: token, activityID: id, channel: channel)

@@ -75,163 +75,102 @@ public enum FaultParser {
     }
 
     static func rule(_ v: JSONView, _ obj: Int, id: String, nowMs: Int64, known: FaultVocabulary = .any) throws -> FaultRule {
-        guard v.tokens[obj].kind == .object else { throw ParseError("a fault rule is a JSON object") }
+        var r = try JSONObjectReader(v, obj, what: "a fault rule is a JSON object: {\"match\": {...}, \"effect\": {...}, \"seed\": N}")
         var match = FaultMatch()
-        var effect = FaultEffect()
-        var seed: UInt64 = 0
         var matchJSON = "{}"
-        var effectJSON = "{}"
-        var hasEffect = false
-        var err: String?
-        v.forEachMember(obj) { k, val in
-            switch v.string(k) {
-            case "match":
-                matchJSON = String(decoding: v.raw(val), as: UTF8.self)
-                do { match = try parseMatch(v, val) } catch { err = "\(error)" }
-            case "effect":
-                effectJSON = String(decoding: v.raw(val), as: UTF8.self)
-                hasEffect = true
-                do { effect = try parseEffect(v, val) } catch { err = "\(error)" }
-            case "seed":
-                if let n = v.integer(val), n >= 0 { seed = UInt64(n) } else { err = "seed must be a non-negative integer" }
-            case "id": break
-            default: err = "unknown fault field \(v.string(k))"
-            }
+        if let i = r.value("match") {
+            matchJSON = String(decoding: v.raw(i), as: UTF8.self)
+            match = try parseMatch(v, i)
         }
-        if let err { throw ParseError(err) }
-        guard hasEffect else { throw ParseError("a fault rule needs an effect") }
+        guard let e = r.value("effect") else { throw JSONObjectReader.Failure("effect is required: a fault rule needs an effect") }
+        let effectJSON = String(decoding: v.raw(e), as: UTF8.self)
+        let effect = try parseEffect(v, e)
+        let seed = UInt64(try r.int("seed", in: 0...Int.max) ?? 0)
+        _ = r.value("id") // the server's own (a rule read back)
+        try r.finish()
         if let refusal = known.refusal(effect, provider: match.provider) { throw ParseError(refusal) }
         return FaultRule(id: id, match: match, effect: effect, seed: seed, createdAtMs: nowMs, matchJSON: matchJSON, effectJSON: effectJSON)
     }
 
     static func parseMatch(_ v: JSONView, _ o: Int) throws -> FaultMatch {
-        guard v.tokens[o].kind == .object else { throw ParseError("match must be an object") }
+        var r = try JSONObjectReader(v, o, path: "match.")
         var m = FaultMatch()
-        var err: String?
-        func str(_ i: Int, _ name: String) -> String? {
-            if v.tokens[i].kind == .string { return v.string(i) }
-            err = "match.\(name) must be a string"
-            return nil
+        if let s = try r.string("provider") {
+            guard let p = PushProvider.named(s) else { throw r.failure("provider", "must be \(PushProvider.namesForMessages)") }
+            m.provider = p
         }
-        v.forEachMember(o) { k, val in
-            let name = v.string(k)
-            switch name {
-            case "provider":
-                if let s = str(val, name) {
-                    if let p = PushProvider.named(s) {
-                        m.provider = p
-                    } else {
-                        err = "match.provider must be \(PushProvider.namesForMessages)"
-                    }
+        if let t = try r.string("token") { m.tokens = [t] }
+        if let list = try r.strings("tokens") { m.tokens = Set(list) }
+        m.topic = try r.string("topic")
+        m.project = try r.string("project") ?? r.string("environment")
+        m.pathPrefix = try r.string("path")
+        if let s = try r.string("route") {
+            guard let route = RouteKind.named(s) else {
+                throw r.failure("route", "must be " + RouteKind.allCases.map(\.name).joined(separator: ", "))
+            }
+            m.route = route
+        }
+        m.fleet = try r.string("fleet")
+        m.label = try r.string("label")
+        if let h = try r.stringPairs("header") { m.headers = h.map { ($0.0.lowercased(), $0.1) } }
+        m.percent = try r.double("percent", in: 0...100)
+        m.every = try r.int("every", in: 1...1_000_000_000)
+        m.first = try r.int("first", in: 0...1_000_000_000)
+        for (names, label) in [(["after", "afterMs"], "after"), (["for", "forMs"], "for")] {
+            for name in names {
+                guard let i = r.value(name) else { continue }
+                guard let d = duration(v, i) else {
+                    throw r.failure(name, "must be milliseconds or a duration such as \"30s\" (at most ten years)")
                 }
-            case "token": if let s = str(val, name) { m.tokens = [s] }
-            case "tokens":
-                var set = Set<String>()
-                v.forEachElement(val) {
-                    if v.tokens[$0].kind == .string { set.insert(v.string($0)) } else { err = "match.tokens holds strings" }
-                }
-                m.tokens = set
-            case "topic": m.topic = str(val, name)
-            case "project", "environment": m.project = str(val, name)
-            case "path": m.pathPrefix = str(val, name)
-            case "route":
-                if let s = str(val, name) {
-                    if let r = RouteKind.named(s) {
-                        m.route = r
-                    } else {
-                        err = "match.route must be " + RouteKind.allCases.map(\.name).joined(separator: ", ")
-                    }
-                }
-            case "fleet": m.fleet = str(val, name)
-            case "label": m.label = str(val, name)
-            case "header":
-                guard v.tokens[val].kind == .object else {
-                    err = "match.header must be an object"
-                    return
-                }
-                v.forEachMember(val) { hk, hv in
-                    if v.tokens[hv].kind == .string {
-                        m.headers.append((v.string(hk).lowercased(), v.string(hv)))
-                    } else {
-                        err = "header values must be strings"
-                    }
-                }
-            case "percent":
-                if let p = v.number(val), p >= 0, p <= 100 { m.percent = p } else { err = "match.percent must be 0 to 100" }
-            case "every":
-                if let n = v.integer(val), n >= 1 { m.every = n } else { err = "match.every must be a positive integer" }
-            case "first":
-                if let n = v.integer(val), n >= 0 { m.first = n } else { err = "match.first must be a non-negative integer" }
-            case "after", "afterMs":
-                if let d = duration(v, val) {
-                    m.afterMs = d
-                } else {
-                    err = "match.after must be milliseconds or a duration such as \"30s\""
-                }
-            case "for", "forMs":
-                if let d = duration(v, val) { m.forMs = d } else { err = "match.for must be milliseconds or a duration such as \"10s\"" }
-            default: err = "unknown match field \(name)"
+                if label == "after" { m.afterMs = d } else { m.forMs = d }
             }
         }
-        if let err { throw ParseError(err) }
+        try r.finish()
         return m
     }
 
     static func parseEffect(_ v: JSONView, _ o: Int) throws -> FaultEffect {
-        guard v.tokens[o].kind == .object else { throw ParseError("effect must be an object") }
+        var r = try JSONObjectReader(v, o, path: "effect.")
         var e = FaultEffect()
-        var err: String?
-        v.forEachMember(o) { k, val in
-            let name = v.string(k)
-            let kind = v.tokens[val].kind
-            func bool() -> Bool {
-                if kind == .true { return true }
-                if kind != .false { err = "effect.\(name) must be a boolean" }
-                return false
+        if let n = try r.int("status", in: 100...599) { e.status = n }
+        e.reason = try r.string("reason")
+        e.errorCode = try r.string("errorCode")
+        if let i = r.value("retryAfter") {
+            guard let n = v.integer(i), n >= 0, n <= maxRetryAfter else {
+                throw r.failure("retryAfter", "must be seconds (at most a year)")
             }
-            switch name {
-            case "status":
-                if let n = v.integer(val), (100...599).contains(n) { e.status = n } else { err = "effect.status must be an HTTP status" }
-            case "reason": if kind == .string { e.reason = v.string(val) } else { err = "effect.reason must be a string" }
-            case "errorCode": if kind == .string { e.errorCode = v.string(val) } else { err = "effect.errorCode must be a string" }
-            case "retryAfter":
-                if let n = v.integer(val), n >= 0, n <= maxRetryAfter {
-                    e.retryAfter = n
-                } else {
-                    err = "effect.retryAfter must be seconds (at most a year)"
-                }
-            case "delayMs", "delay":
-                if let d = duration(v, val, limit: maxDelayMs) {
-                    e.delay = .fixed(Double(d))
-                } else if kind == .object {
-                    do { e.delay = try distribution(v, val) } catch { err = "\(error)" }
-                } else {
-                    err = "effect.delayMs must be milliseconds (at most an hour) or {\"dist\": ...}"
-                }
-            case "goaway":
-                if kind == .string {
-                    e.goaway = v.string(val)
-                } else if kind == .true {
-                    e.goaway = ""
-                } else if kind != .false {
-                    err = "effect.goaway must be a reason or true"
-                }
-            case "rst": e.rst = bool()
-            case "close": e.close = bool()
-            case "stallMs", "stall":
-                if let d = duration(v, val, limit: maxDelayMs) {
-                    e.stallMs = d
-                } else {
-                    err = "effect.stallMs must be milliseconds (at most an hour)"
-                }
-            case "uninstall": e.uninstall = bool()
-            case "rotate": e.rotate = bool()
-            case "dropHandshake": e.dropHandshake = bool()
-            case "custom": e.custom = bool()
-            default: err = "unknown effect field \(name)"
+            e.retryAfter = n
+        }
+        for name in ["delayMs", "delay"] {
+            guard let i = r.value(name) else { continue }
+            if let d = duration(v, i, limit: maxDelayMs) {
+                e.delay = .fixed(Double(d))
+            } else if v.tokens[i].kind == .object {
+                e.delay = try distribution(v, i)
+            } else {
+                throw r.failure(name, "must be milliseconds (at most an hour) or {\"dist\": ...}")
             }
         }
-        if let err { throw ParseError(err) }
+        if let i = r.value("goaway") {
+            switch v.tokens[i].kind {
+            case .string: e.goaway = v.string(i)
+            case .true: e.goaway = ""
+            case .false: break
+            default: throw r.failure("goaway", "must be a reason or true")
+            }
+        }
+        e.rst = try r.bool("rst") ?? false
+        e.close = try r.bool("close") ?? false
+        for name in ["stallMs", "stall"] {
+            guard let i = r.value(name) else { continue }
+            guard let d = duration(v, i, limit: maxDelayMs) else { throw r.failure(name, "must be milliseconds (at most an hour)") }
+            e.stallMs = d
+        }
+        e.uninstall = try r.bool("uninstall") ?? false
+        e.rotate = try r.bool("rotate") ?? false
+        e.dropHandshake = try r.bool("dropHandshake") ?? false
+        e.custom = try r.bool("custom") ?? false
+        try r.finish()
         return e
     }
 

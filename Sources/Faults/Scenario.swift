@@ -24,60 +24,48 @@ public struct Scenario: Sendable {
     public static func parse(
         _ json: [UInt8], id: String, nowMs: Int64, ruleID: () -> String, known: FaultVocabulary = .any
     ) throws -> Scenario {
-        try json.withUnsafeBytes { raw in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
-                throw FaultParser.ParseError(
-                    "a scenario is a JSON object: {\"steps\": [{\"at\": \"30s\", \"for\": \"10s\", \"match\": {...}, \"effect\": {...}}]}")
-            }
-            let v = JSONView(bytes: raw, tokens: t)
-            var name = id
+        try JSONObjectReader.read(
+            json, example: #"{"steps": [{"at": "30s", "for": "10s", "match": {...}, "effect": {...}}]}"#
+        ) { r in
+            let name = try r.string("name") ?? id
+            guard let list = r.value("steps") else { throw JSONObjectReader.Failure("steps is required: a scenario needs steps") }
+            guard r.view.tokens[list].kind == .array else { throw r.failure("steps", "must be a list of steps") }
             var steps: [Step] = []
-            var err: Error?
-            v.forEachMember(0) { k, val in
-                guard err == nil else { return }
-                switch v.string(k) {
-                case "name": name = v.string(val)
-                case "steps":
-                    guard v.tokens[val].kind == .array else {
-                        err = FaultParser.ParseError("steps must be a list")
-                        return
-                    }
-                    v.forEachElement(val) { s in
-                        guard err == nil else { return }
-                        do { steps.append(try step(v, s, id: ruleID(), startMs: nowMs, known: known)) } catch { err = error }
-                    }
-                default: err = FaultParser.ParseError("unknown scenario field \(v.string(k))")
-                }
+            var failure: Error?
+            var n = 0
+            r.view.forEachElement(list) { s in
+                guard failure == nil else { return }
+                do { steps.append(try step(r.view, s, index: n, id: ruleID(), startMs: nowMs, known: known)) } catch { failure = error }
+                n += 1
             }
-            if let err { throw err }
-            guard !steps.isEmpty else { throw FaultParser.ParseError("a scenario needs steps") }
+            if let failure { throw failure }
+            guard !steps.isEmpty else { throw r.failure("steps", "must hold at least one step") }
             return Scenario(id: id, name: name, startMs: nowMs, steps: steps)
         }
     }
 
-    static func step(_ v: JSONView, _ o: Int, id: String, startMs: Int64, known: FaultVocabulary = .any) throws -> Step {
-        guard v.tokens[o].kind == .object, let atI = v.member(o, "at"), let at = FaultParser.duration(v, atI) else {
-            throw FaultParser.ParseError("each step needs \"at\" (milliseconds or \"30s\")")
-        }
+    static func step(_ v: JSONView, _ o: Int, index: Int, id: String, startMs: Int64, known: FaultVocabulary = .any) throws -> Step {
+        var r = try JSONObjectReader(v, o, path: "steps[\(index)].")
+        guard let atI = r.value("at") else { throw r.failure("at", "is required (milliseconds or \"30s\")") }
+        guard let at = FaultParser.duration(v, atI) else { throw r.failure("at", "must be milliseconds or a duration such as \"30s\"") }
         var forMs: Int64?
-        if let f = v.member(o, "for") {
-            guard let d = FaultParser.duration(v, f) else { throw FaultParser.ParseError("step \"for\" must be a duration") }
+        if let f = r.value("for") {
+            guard let d = FaultParser.duration(v, f) else { throw r.failure("for", "must be milliseconds or a duration such as \"10s\"") }
             forMs = d
         }
-        guard let e = v.member(o, "effect") else { throw FaultParser.ParseError("each step needs an effect") }
+        guard let e = r.value("effect") else { throw r.failure("effect", "is required") }
         var match = FaultMatch()
         var matchJSON = "{}"
-        if let m = v.member(o, "match") {
+        if let m = r.value("match") {
             match = try FaultParser.parseMatch(v, m)
             matchJSON = String(decoding: v.raw(m), as: UTF8.self)
         }
         match.afterMs = at
         match.forMs = forMs
         let effect = try FaultParser.parseEffect(v, e)
+        let seed = UInt64(try r.int("seed", in: 0...Int.max) ?? 0)
+        try r.finish()
         if let refusal = known.refusal(effect, provider: match.provider) { throw FaultParser.ParseError(refusal) }
-        var seed: UInt64 = 0
-        if let s = v.member(o, "seed"), let n = v.integer(s), n >= 0 { seed = UInt64(n) }
         let rule = FaultRule(
             id: id, match: match, effect: effect, seed: seed, createdAtMs: startMs,
             matchJSON: matchJSON, effectJSON: String(decoding: v.raw(e), as: UTF8.self), stepAtMs: at, stepForMs: forMs)

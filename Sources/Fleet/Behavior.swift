@@ -28,55 +28,39 @@ public struct Behavior: Sendable, Equatable {
 
     public init() {}
 
-    public struct BehaviorError: Error, CustomStringConvertible { public let description: String }
-
     /// The behaviour fields (also accepted at a fleet's top level).
     public static let fields: Set<String> = ["openRate", "uninstalledRate", "receiveDelayMs", "openDelayMs"]
 
+    /// `behavior` as an object of its own.
     public static func parse(_ v: JSONView, _ obj: Int) throws -> Behavior {
-        guard v.tokens[obj].kind == .object else { throw BehaviorError(description: "behavior must be an object") }
+        var r = try JSONObjectReader(v, obj, path: "behavior.", what: "behavior must be an object")
         var b = Behavior()
-        var failure: Error?
-        v.forEachMember(obj) { k, val in
-            guard failure == nil else { return }
-            do { try b.set(v, key: k, value: val) } catch { failure = error }
-        }
-        if let failure { throw failure }
+        try b.read(&r)
+        try r.finish()
         return b
     }
 
-    /// Sets one field from a JSON member (`key`, `value`: token indexes of `v`).
-    public mutating func set(_ v: JSONView, key k: Int, value val: Int) throws {
-        var b = self
-        var err: String?
-        func rate(_ i: Int, _ name: String) -> Double? {
-            guard let d = v.number(i), d >= 0, d <= 1 else {
-                err = "behavior.\(name) must be a number from 0 to 1"
-                return nil
+    /// Takes the behaviour fields `r` has (a `behavior` object's, or a fleet body's top level).
+    public mutating func read(_ r: inout JSONObjectReader) throws {
+        if let x = try r.double("openRate", in: 0...1) { openRate = x }
+        if let x = try r.double("uninstalledRate", in: 0...1) { uninstalledRate = x }
+        if let d = try Behavior.delay(&r, "receiveDelayMs") { receiveDelayMs = d }
+        if let d = try Behavior.delay(&r, "openDelayMs") { openDelayMs = d }
+    }
+
+    /// Milliseconds, or `[MIN, MAX]`, at most a day.
+    static func delay(_ r: inout JSONObjectReader, _ name: String) throws -> DelayRange? {
+        guard let i = r.value(name) else { return nil }
+        let v = r.view
+        if let n = v.integer(i), n >= 0, n <= 86_400_000 { return DelayRange(Int64(n), Int64(n)) }
+        if v.tokens[i].kind == .array, v.tokens[i].count == 2 {
+            var vals: [Int] = []
+            v.forEachElement(i) { if let n = v.integer($0) { vals.append(n) } }
+            if vals.count == 2, vals[0] >= 0, vals[1] >= vals[0], vals[1] <= 86_400_000 {
+                return DelayRange(Int64(vals[0]), Int64(vals[1]))
             }
-            return d
         }
-        func delay(_ i: Int, _ name: String) -> DelayRange? {
-            if let n = v.integer(i), n >= 0, n <= 86_400_000 { return DelayRange(Int64(n), Int64(n)) }
-            if v.tokens[i].kind == .array, v.tokens[i].count == 2 {
-                var vals: [Int] = []
-                v.forEachElement(i) { if let n = v.integer($0) { vals.append(n) } }
-                if vals.count == 2, vals[0] >= 0, vals[1] >= vals[0], vals[1] <= 86_400_000 {
-                    return DelayRange(Int64(vals[0]), Int64(vals[1]))
-                }
-            }
-            err = "behavior.\(name) must be milliseconds or [MIN, MAX] (at most a day)"
-            return nil
-        }
-        switch v.string(k) {
-        case "openRate": if let r = rate(val, "openRate") { b.openRate = r }
-        case "uninstalledRate": if let r = rate(val, "uninstalledRate") { b.uninstalledRate = r }
-        case "receiveDelayMs": if let d = delay(val, "receiveDelayMs") { b.receiveDelayMs = d }
-        case "openDelayMs": if let d = delay(val, "openDelayMs") { b.openDelayMs = d }
-        default: err = "unknown behavior field \(v.string(k))"
-        }
-        if let err { throw BehaviorError(description: err) }
-        self = b
+        throw r.failure(name, "must be milliseconds or [MIN, MAX] (at most a day)")
     }
 
     public var json: String {

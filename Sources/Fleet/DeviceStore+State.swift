@@ -239,19 +239,12 @@ extension DeviceStore {
     }
 
     /// Parses a JSON object's members into `set` (the admin API's own setters).
-    static func members(_ json: [UInt8], _ what: String, _ set: (JSONView, Int, Int) throws -> Void) throws {
-        try json.withUnsafeBytes { raw in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else {
-                throw StateFormatError("\(what) is not a JSON object")
-            }
-            let v = JSONView(bytes: raw, tokens: t)
-            var failure: Error?
-            v.forEachMember(0) { k, val in
-                guard failure == nil else { return }
-                do { try set(v, k, val) } catch { failure = error }
-            }
-            if let failure { throw StateFormatError("\(what): \(failure)") }
+    /// The saved object `json` read with `body` (its unknown fields refused).
+    static func object(_ json: [UInt8], _ what: String, _ body: (inout JSONObjectReader) throws -> Void) throws {
+        do {
+            try JSONObjectReader.read(json) { try body(&$0) }
+        } catch {
+            throw StateFormatError("\(what): \(error)")
         }
     }
 
@@ -275,7 +268,7 @@ extension DeviceStore {
 
     static func profile(_ json: [UInt8]) throws -> AppProfile {
         var p = AppProfile()
-        try members(json, "profile") { v, k, val in try p.set(v, key: k, value: val) }
+        try object(json, "profile") { try p.read(&$0) }
         return p
     }
 
@@ -310,7 +303,7 @@ extension DeviceStore {
                 case 10: registerRate = try r.int(in: 1...1_000_000, unsigned: true)
                 case 11:
                     var s = FleetDeviceStates()
-                    try DeviceStore.members(try r.bytes(), "states") { v, k, val in try s.set(v, key: k, value: val) }
+                    try DeviceStore.object(try r.bytes(), "states") { try s.read(&$0) }
                     states = s
                 case 12: profile = try DeviceStore.profile(try r.bytes())
                 case 13: labels.append(try r.string())

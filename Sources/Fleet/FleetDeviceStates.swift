@@ -17,46 +17,48 @@ public struct FleetDeviceStates: Sendable, Equatable {
 
     public static let fields: Set<String> = ["permission", "appState", "nseInstalled"]
 
-    public struct StatesError: Error, CustomStringConvertible { public let description: String }
-
-    public mutating func set(_ v: JSONView, key k: Int, value val: Int) throws {
-        switch v.string(k) {
-        case "permission": permission = try FleetDeviceStates.shares(v, val, "permission", SimDevice.Permission.allCases.map(\.rawValue))
-        case "appState": appState = try FleetDeviceStates.shares(v, val, "appState", SimDevice.AppState.allCases.map(\.rawValue))
-        case "nseInstalled":
-            switch v.tokens[val].kind {
+    /// Takes the members' start states `r` has (a fleet body's top level, or a saved fleet's).
+    public mutating func read(_ r: inout JSONObjectReader) throws {
+        if let i = r.value("permission") {
+            permission = try FleetDeviceStates.shares(&r, i, "permission", SimDevice.Permission.allCases.map(\.rawValue))
+        }
+        if let i = r.value("appState") {
+            appState = try FleetDeviceStates.shares(&r, i, "appState", SimDevice.AppState.allCases.map(\.rawValue))
+        }
+        if let i = r.value("nseInstalled") {
+            switch r.view.tokens[i].kind {
             case .true: nseInstalled = 1
             case .false: nseInstalled = 0
             default:
-                guard let d = v.number(val), d >= 0, d <= 1 else {
-                    throw StatesError(description: "nseInstalled must be a boolean or a share from 0 to 1")
+                guard let d = r.view.number(i), d >= 0, d <= 1 else {
+                    throw r.failure("nseInstalled", "must be a boolean or a share from 0 to 1")
                 }
                 nseInstalled = d
             }
-        default: throw StatesError(description: "unknown fleet field \(v.string(k))")
         }
     }
 
     /// One name, or `{name: share}` with shares from 0 to 1 that sum to 1.
-    static func shares(_ v: JSONView, _ i: Int, _ field: String, _ names: [String]) throws -> [Double] {
-        let expected = "\(field) must be one of \(names.joined(separator: ", ")), or an object of their shares summing to 1"
+    static func shares(_ r: inout JSONObjectReader, _ i: Int, _ field: String, _ names: [String]) throws -> [Double] {
+        let v = r.view
+        let expected = r.failure(field, "must be one of \(names.joined(separator: ", ")), or an object of their shares summing to 1")
         var out = [Double](repeating: 0, count: names.count)
         if v.tokens[i].kind == .string {
-            guard let n = names.firstIndex(of: v.string(i)) else { throw StatesError(description: expected) }
+            guard let n = names.firstIndex(of: v.string(i)) else { throw expected }
             out[n] = 1
             return out
         }
-        guard v.tokens[i].kind == .object else { throw StatesError(description: expected) }
-        var failure: String?
+        guard v.tokens[i].kind == .object else { throw expected }
+        var failed = false
         v.forEachMember(i) { k, val in
             guard let n = names.firstIndex(of: v.string(k)), let d = v.number(val), d >= 0, d <= 1 else {
-                failure = expected
+                failed = true
                 return
             }
             out[n] = d
         }
-        if let failure { throw StatesError(description: failure) }
-        guard abs(out.reduce(0, +) - 1) < 1e-6 else { throw StatesError(description: "\(field) shares must sum to 1") }
+        if failed { throw expected }
+        guard abs(out.reduce(0, +) - 1) < 1e-6 else { throw r.failure(field, "shares must sum to 1") }
         return out
     }
 

@@ -36,7 +36,8 @@ public struct RegistrationConfig: Sendable, Equatable {
         public let description: String
     }
 
-    /// Parses the admin API's `"registration"` object (the JSON text of it).
+    /// Parses the admin API's `"registration"` object (the JSON text of it): the fields below,
+    /// and any other as a preset option.
     public static func parse(_ json: [UInt8]) throws -> RegistrationConfig {
         var preset: String?
         var url: String?
@@ -45,51 +46,17 @@ public struct RegistrationConfig: Sendable, Equatable {
         var options: [String: String] = [:]
         var headers: [(String, String)] = []
         var params: [(String, String)] = []
-        var bad: String?
-        let ok = json.withUnsafeBytes { raw -> Bool in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
-            let v = JSONView(bytes: raw, tokens: t)
-            v.forEachMember(0) { k, val in
-                let key = v.string(k)
-                let kind = v.tokens[val].kind
-                func strings(into list: inout [(String, String)]) {
-                    guard kind == .object else {
-                        bad = "registration.\(key) must be an object of strings"
-                        return
-                    }
-                    v.forEachMember(val) { mk, mv in
-                        if v.tokens[mv].kind == .string {
-                            list.append((v.string(mk), v.string(mv)))
-                        } else {
-                            bad = "registration.\(key) values must be strings"
-                        }
-                    }
-                }
-                switch key {
-                case "preset": if kind == .string { preset = v.string(val) } else { bad = "registration.preset must be a string" }
-                case "url": if kind == .string { url = v.string(val) } else { bad = "registration.url must be a string" }
-                case "method":
-                    if kind == .string { method = v.string(val).uppercased() } else { bad = "registration.method must be a string" }
-                case "body": if kind == .string { body = v.string(val) } else { bad = "registration.body must be a string (a template)" }
-                case "headers": strings(into: &headers)
-                case "additionalParams": strings(into: &params)
-                default:
-                    if let text = TrackingConfig.optionText(v, val) {
-                        options[key] = text
-                    } else {
-                        bad = "registration.\(key) must be a string, number or boolean"
-                    }
-                }
-            }
-            return true
+        try JSONObjectReader.read(
+            json, path: "registration.", example: #"{"preset":"adobe-campaign","url":"https://marketing.example.com"}"#
+        ) { r in
+            preset = try r.string("preset")
+            url = try r.string("url")
+            method = try r.string("method")?.uppercased()
+            body = try r.string("body")
+            if let h = try r.stringPairs("headers") { headers = h }
+            if let p = try r.stringPairs("additionalParams") { params = p }
+            try TrackingConfig.readOptions(&r, into: &options)
         }
-        guard ok else {
-            throw ConfigError(
-                description:
-                    "registration must be a JSON object such as {\"preset\":\"adobe-campaign\",\"url\":\"https://marketing.example.com\"}")
-        }
-        if let bad { throw ConfigError(description: bad) }
         let known = presets.joined(separator: ", ")
         guard let preset else { throw ConfigError(description: "registration.preset is required: one of \(known)") }
         if unconfirmed.contains(preset) {

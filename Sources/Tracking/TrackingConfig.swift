@@ -32,7 +32,8 @@ public struct TrackingConfig: Sendable, Equatable {
         public let description: String
     }
 
-    /// Parses the admin API's `"tracking"` object (the JSON text of it).
+    /// Parses the admin API's `"tracking"` object (the JSON text of it): the fields below, and
+    /// any other as a preset option (a string, number or boolean, kept as text).
     public static func parse(_ json: [UInt8]) throws -> TrackingConfig {
         var preset: String?
         var url: String?
@@ -42,63 +43,27 @@ public struct TrackingConfig: Sendable, Equatable {
         var body: String?
         var events: Set<TrackingEvent>?
         var when: String?
-        var bad: String?
-        let ok = json.withUnsafeBytes { raw -> Bool in
-            var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return false }
-            let v = JSONView(bytes: raw, tokens: t)
-            v.forEachMember(0) { k, val in
-                let key = v.string(k)
-                let kind = v.tokens[val].kind
-                switch key {
-                case "preset": if kind == .string { preset = v.string(val) } else { bad = "tracking.preset must be a string" }
-                case "url": if kind == .string { url = v.string(val) } else { bad = "tracking.url must be a string" }
-                case "method": if kind == .string { method = v.string(val).uppercased() } else { bad = "tracking.method must be a string" }
-                case "body": if kind == .string { body = v.string(val) } else { bad = "tracking.body must be a string (a template)" }
-                case "when": if kind == .string { when = v.string(val) } else { bad = "tracking.when must be a payload path" }
-                case "headers":
-                    guard kind == .object else {
-                        bad = "tracking.headers must be an object"
-                        return
+        try JSONObjectReader.read(
+            json, path: "tracking.", example: #"{"preset":"adobe-campaign","url":"http://host:port"}"#
+        ) { r in
+            preset = try r.string("preset")
+            url = try r.string("url")
+            method = try r.string("method")?.uppercased()
+            body = try r.string("body")
+            when = try r.string("when")
+            if let h = try r.stringPairs("headers") { headers = h }
+            if let list = try r.strings("events") {
+                var set = Set<TrackingEvent>()
+                for name in list {
+                    guard let ev = TrackingEvent(rawValue: name), TrackingEvent.notificationEvents.contains(ev) else {
+                        throw r.failure("events", "holds receive and/or open")
                     }
-                    v.forEachMember(val) { hk, hv in
-                        if v.tokens[hv].kind == .string {
-                            headers.append((v.string(hk), v.string(hv)))
-                        } else {
-                            bad = "tracking.headers values must be strings"
-                        }
-                    }
-                case "events":
-                    guard kind == .array else {
-                        bad = "tracking.events must be an array"
-                        return
-                    }
-                    var set = Set<TrackingEvent>()
-                    v.forEachElement(val) { e in
-                        if v.tokens[e].kind == .string, let ev = TrackingEvent(rawValue: v.string(e)),
-                            TrackingEvent.notificationEvents.contains(ev)
-                        {
-                            set.insert(ev)
-                        } else {
-                            bad = "tracking.events holds receive and/or open"
-                        }
-                    }
-                    events = set
-                default:
-                    if let text = TrackingConfig.optionText(v, val) {
-                        options[key] = text
-                    } else {
-                        bad = "tracking.\(key) must be a string, number or boolean"
-                    }
+                    set.insert(ev)
                 }
+                events = set
             }
-            return true
+            try TrackingConfig.readOptions(&r, into: &options)
         }
-        guard ok else {
-            throw ConfigError(
-                description: "tracking must be a JSON object such as {\"preset\":\"adobe-campaign\",\"url\":\"http://host:port\"}")
-        }
-        if let bad { throw ConfigError(description: bad) }
         guard let preset else { throw ConfigError(description: "tracking.preset is required: one of \(presets.joined(separator: ", "))") }
         guard presets.contains(preset) else {
             throw ConfigError(description: "unknown tracking preset '\(preset)': one of \(presets.joined(separator: ", "))")
@@ -118,6 +83,14 @@ public struct TrackingConfig: Sendable, Equatable {
         }
         if let events { c.events = events }
         return c
+    }
+
+    /// The members `r` did not read, as preset options (shared with `RegistrationConfig`).
+    static func readOptions(_ r: inout JSONObjectReader, into options: inout [String: String]) throws {
+        for (name, i) in r.remaining() {
+            guard let text = optionText(r.view, i) else { throw r.failure(name, "must be a string, number or boolean") }
+            options[name] = text
+        }
     }
 
     /// A preset option's value as text: a string as is, a number or boolean as written; nil for

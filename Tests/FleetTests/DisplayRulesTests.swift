@@ -105,16 +105,7 @@ final class DisplayRulesTests: XCTestCase {
     func testFleetStatesDrawTheirShares() throws {
         var states = FleetDeviceStates()
         let body = Array(#"{"permission":{"authorized":0.7,"provisional":0.1,"denied":0.2},"appState":"killed","nseInstalled":0.5}"#.utf8)
-        try body.withUnsafeBytes { raw in
-            var t: [JSONToken] = []
-            XCTAssertNil(JSONParser.parse(raw, into: &t))
-            let v = JSONView(bytes: raw, tokens: t)
-            var failure: Error?
-            v.forEachMember(0) { k, val in
-                do { try states.set(v, key: k, value: val) } catch { failure = error }
-            }
-            if let failure { throw failure }
-        }
+        try JSONObjectReader.read(body) { try states.read(&$0) }
         var counts: [SimDevice.Permission: Int] = [:]
         var nse = 0
         for i in 0..<10_000 {
@@ -140,14 +131,7 @@ final class DisplayRulesTests: XCTestCase {
         ] {
             var states = FleetDeviceStates()
             var failed = false
-            Array(bad.utf8).withUnsafeBytes { raw in
-                var t: [JSONToken] = []
-                _ = JSONParser.parse(raw, into: &t)
-                let v = JSONView(bytes: raw, tokens: t)
-                v.forEachMember(0) { k, val in
-                    do { try states.set(v, key: k, value: val) } catch { failed = true }
-                }
-            }
+            do { try JSONObjectReader.read(Array(bad.utf8)) { try states.read(&$0) } } catch { failed = true }
             XCTAssertTrue(failed, bad)
         }
     }

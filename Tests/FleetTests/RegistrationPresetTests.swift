@@ -119,7 +119,7 @@ final class RegistrationPresetTests: XCTestCase {
             (#"{"preset":"airship","url":"http://x"}"#, "unknown registration preset"),
             (#"{"preset":"adobe-campaign"}"#, "registration.url is required"),
             (#"{"preset":"adobe-campaign","url":"ftp://x"}"#, "must start with http"),
-            (#"{"preset":"adobe-campaign","url":"http://x","additionalParams":{"a":1}}"#, "values must be strings"),
+            (#"{"preset":"adobe-campaign","url":"http://x","additionalParams":{"a":1}}"#, "must be an object of strings"),
             (#"{"preset":"pushwoosh","url":"http://x","body":"x"}"#, "the webhook preset's"),
             (#"[1]"#, "must be a JSON object"),
         ] {

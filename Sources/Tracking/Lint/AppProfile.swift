@@ -17,41 +17,41 @@ public struct AppProfile: Sendable, Equatable {
 
     public var isEmpty: Bool { urlSchemes == nil && sounds == nil }
 
-    public struct ProfileError: Error, CustomStringConvertible { public let description: String }
-
     /// The device and fleet fields this reads.
     public static let fields: Set<String> = ["urlSchemes", "sounds"]
 
-    /// Sets `urlSchemes` or `sounds` from a JSON member (`key`, `value`: token indexes of `v`).
-    public mutating func set(_ v: JSONView, key k: Int, value val: Int) throws {
-        let name = v.string(k)
-        if v.tokens[val].kind == .null {
-            if name == "urlSchemes" { urlSchemes = nil } else { sounds = nil }
-            return
-        }
-        guard v.tokens[val].kind == .array, v.tokens[val].count <= 256 else {
-            throw ProfileError(description: "\(name) must be an array of at most 256 strings")
-        }
-        var list: [String] = []
-        var bad = false
-        v.forEachElement(val) { e in
-            guard v.tokens[e].kind == .string else {
-                bad = true
-                return
+    /// Takes `urlSchemes` and `sounds` from `r` (null: not known).
+    public mutating func read(_ r: inout JSONObjectReader) throws {
+        for name in ["urlSchemes", "sounds"] {
+            guard let i = r.value(name) else { continue }
+            let v = r.view
+            if v.tokens[i].kind == .null {
+                if name == "urlSchemes" { urlSchemes = nil } else { sounds = nil }
+                continue
             }
-            let s = v.string(e)
-            if s.isEmpty || s.utf8.count > 128 { bad = true }
-            list.append(s)
-        }
-        if name == "urlSchemes" {
-            guard !bad, list.allSatisfy(AppProfile.isScheme) else {
-                throw ProfileError(
-                    description: "urlSchemes must be URL schemes (a letter, then letters, digits, + - or .), such as \"myapp\"")
+            guard v.tokens[i].kind == .array, v.tokens[i].count <= 256 else {
+                throw r.failure(name, "must be an array of at most 256 strings")
             }
-            urlSchemes = list.map { $0.lowercased() }
-        } else {
-            guard !bad else { throw ProfileError(description: "sounds must be file names (1 to 128 bytes), such as \"chime.caf\"") }
-            sounds = list
+            var list: [String] = []
+            var bad = false
+            v.forEachElement(i) { e in
+                guard v.tokens[e].kind == .string else {
+                    bad = true
+                    return
+                }
+                let s = v.string(e)
+                if s.isEmpty || s.utf8.count > 128 { bad = true }
+                list.append(s)
+            }
+            if name == "urlSchemes" {
+                guard !bad, list.allSatisfy(AppProfile.isScheme) else {
+                    throw r.failure(name, "must be URL schemes (a letter, then letters, digits, + - or .), such as \"myapp\"")
+                }
+                urlSchemes = list.map { $0.lowercased() }
+            } else {
+                guard !bad else { throw r.failure(name, "must be file names (1 to 128 bytes), such as \"chime.caf\"") }
+                sounds = list
+            }
         }
     }
 
