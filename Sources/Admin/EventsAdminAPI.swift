@@ -14,10 +14,12 @@ import Transport
 /// `status:`, `reason:` (for tracking the outcome, for a fault its rule id, for a device the
 /// change). Terms the list takes that need the stored record (`campaign:`, words, `has:`,
 /// `display:`, `lint:`, times) are refused with a 400 naming them.
-extension AdminAPI {
-    func registerEvents(_ r: inout Router) {
-        let bus = store.events
-        r.add(.get, "/emulator/v1/events", maxBodySize: 0) { ex in
+struct EventsAdminAPI: AdminResource {
+    let bus: EventBus
+
+    func register(_ routes: inout RouterGroup) {
+        let bus = self.bus
+        routes.add(.get, "/events", maxBodySize: 0) { ex in
             let selector: EventSelector
             do { selector = try EventFilter.parse(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
             var head = Response(status: 200)
@@ -35,7 +37,7 @@ extension AdminAPI {
     }
 }
 
-/// The stream's filter as its parameters give it: an `EventSelector` (see `registerEvents`).
+/// The stream's filter as its parameters give it: an `EventSelector` (see `EventsAdminAPI`).
 enum EventFilter {
     static let terms = ["type", "provider", "token", "topic", "environment", "app", "status", "reason"]
 

@@ -4,12 +4,12 @@ import Runtime
 import Transport
 
 /// `/emulator/v1/faults` and `/emulator/v1/scenarios`.
-struct FaultAdminAPI: Sendable {
+struct FaultAdminAPI: AdminResource {
     let engine: FaultEngine
     let scenarios: ScenarioRegistry
 
-    func register(_ r: inout Router) {
-        r.add(.post, "/emulator/v1/faults", maxBodySize: 256 * 1024) { ex in
+    func register(_ routes: inout RouterGroup) {
+        routes.add(.post, "/faults", maxBodySize: 256 * 1024) { ex in
             do {
                 let body = ex.request.body
                 // One rule, or a list of them.
@@ -25,20 +25,20 @@ struct FaultAdminAPI: Sendable {
                 ex.respond(AdminAPI.error(400, "\(error)"))
             }
         }
-        r.add(.get, "/emulator/v1/faults") { ex in
+        routes.add(.get, "/faults") { ex in
             ex.respond(.json(200, JSONObjectWriter.list("faults", engine.all.map(\.json))))
         }
-        r.add(.delete, "/emulator/v1/faults") { ex in
+        routes.add(.delete, "/faults") { ex in
             engine.removeAll()
             ex.respond(.json(200, "{\"faults\":[]}"))
         }
-        r.add([.get, .delete], "/emulator/v1/faults/{id}") { ex in
-            let id = ex.parameter(0).utf8String
+        routes.add([.get, .delete], "/faults/{id}") { ex in
+            let id = ex.parameter("id").utf8String
             guard let rule = engine.rule(id: id) else { return ex.respond(AdminAPI.error(404, "no fault \(id)")) }
             if ex.request.method == .delete { engine.remove(id: id) }
             ex.respond(.json(200, rule.json))
         }
-        r.add(.post, "/emulator/v1/scenarios", maxBodySize: 256 * 1024) { ex in
+        routes.add(.post, "/scenarios", maxBodySize: 256 * 1024) { ex in
             do {
                 let s = try Scenario.parse(
                     ex.request.body, id: scenarios.newID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
@@ -48,7 +48,7 @@ struct FaultAdminAPI: Sendable {
                 ex.respond(AdminAPI.error(400, "\(error)"))
             }
         }
-        r.add(.get, "/emulator/v1/scenarios") { ex in
+        routes.add(.get, "/scenarios") { ex in
             let now = Clock.nowMs()
             ex.respond(.json(200, JSONObjectWriter.list("scenarios", scenarios.all.map { $0.json(nowMs: now) })))
         }

@@ -11,14 +11,14 @@ import Transport
 /// Journal reads run on the journal-read worker (a report over millions of records never
 /// stalls a loop, and a flood of them queues at most its capacity, then 503); the answer is
 /// sent from there.
-struct JournalAdminAPI: Sendable {
+struct JournalAdminAPI: AdminResource {
     let journal: Journal
     let reads: BackgroundWorker
 
-    func register(_ r: inout Router) {
+    func register(_ routes: inout RouterGroup) {
         let journal = self.journal
         let reads = self.reads
-        r.add(.get, "/emulator/v1/report") { ex in
+        routes.add(.get, "/report") { ex in
             let q = ex.request
             let format = q.queryParameter("format").flatMap { $0.isEmpty ? nil : $0 } ?? "json"
             guard let f = CampaignReport.Format(rawValue: format) else {
@@ -35,7 +35,7 @@ struct JournalAdminAPI: Sendable {
             if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
         }
         // Campaign totals from the index's block counts: milliseconds on any journal.
-        r.add(.get, "/emulator/v1/campaigns") { ex in
+        routes.add(.get, "/campaigns") { ex in
             let q = ex.request
             guard let sinceMs = JournalAdminAPI.since(q) else { return ex.respond(JournalAdminAPI.badSince) }
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }

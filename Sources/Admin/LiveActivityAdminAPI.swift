@@ -19,14 +19,14 @@ import Transport
 ///   push-to-start token for that type (`Activity<T>.pushToStartToken`).
 /// - `GET /emulator/v1/devices/{token}/inbox`: what the device received, oldest first.
 /// - `GET /emulator/v1/apns/channels?app=&environment=`: the broadcast channels APNs holds.
-struct LiveActivityAdminAPI: Sendable {
+struct LiveActivityAdminAPI: AdminResource {
     let store: DeviceStore
     let channels: APNsChannelRegistry
     let log: NotificationLog
 
-    func register(_ r: inout Router) {
-        r.add([.get, .post], "/emulator/v1/devices/{token}/activities", maxBodySize: 64 * 1024) { ex in
-            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
+    func register(_ routes: inout RouterGroup) {
+        routes.add([.get, .post], "/devices/{token}/activities", maxBodySize: 64 * 1024) { ex in
+            let token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
             if ex.request.method == .get {
                 guard let device = store.device(token: token) else {
                     return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
@@ -35,9 +35,9 @@ struct LiveActivityAdminAPI: Sendable {
             }
             ex.respond(start(token, ex.request, shard: ex.eventLoop.index))
         }
-        r.add([.get, .delete], "/emulator/v1/devices/{token}/activities/{id}") { ex in
-            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
-            let id = PercentEncoding.decode(ex.parameter(1), plusAsSpace: false)
+        routes.add([.get, .delete], "/devices/{token}/activities/{id}") { ex in
+            let token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
+            let id = PercentEncoding.decode(ex.parameter("id"), plusAsSpace: false)
             if ex.request.method == .delete {
                 return ex.respond(answer(store.endActivity(token: token, activityID: id, nowMs: Clock.nowMs()), status: 200))
             }
@@ -46,13 +46,13 @@ struct LiveActivityAdminAPI: Sendable {
             }
             ex.respond(.json(200, activity.json))
         }
-        r.add(.post, "/emulator/v1/devices/{token}/activities/{id}/channel", maxBodySize: 4096) { ex in
-            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
-            let id = PercentEncoding.decode(ex.parameter(1), plusAsSpace: false)
+        routes.add(.post, "/devices/{token}/activities/{id}/channel", maxBodySize: 4096) { ex in
+            let token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
+            let id = PercentEncoding.decode(ex.parameter("id"), plusAsSpace: false)
             ex.respond(subscribe(token, id, ex.request, shard: ex.eventLoop.index))
         }
-        r.add(.post, "/emulator/v1/devices/{token}/push-to-start", maxBodySize: 4096) { ex in
-            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
+        routes.add(.post, "/devices/{token}/push-to-start", maxBodySize: 4096) { ex in
+            let token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
             let type: String
             do {
                 type = try JSONObjectReader.read(ex.request.body, example: #"{"attributesType":"<ActivityAttributes type name>"}"#) { r in
@@ -68,12 +68,12 @@ struct LiveActivityAdminAPI: Sendable {
             case .failure(let e): ex.respond(LiveActivityAdminAPI.error(e))
             }
         }
-        r.add(.get, "/emulator/v1/devices/{token}/inbox") { ex in
-            let token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
+        routes.add(.get, "/devices/{token}/inbox") { ex in
+            let token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
             guard let device = store.device(token: token) else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
             ex.respond(.json(200, JSONObjectWriter.list("inbox", device.inboxEntries.map(LiveActivityAdminAPI.entryJSON))))
         }
-        r.add(.get, "/emulator/v1/apns/channels") { ex in
+        routes.add(.get, "/apns/channels") { ex in
             guard let app = ex.request.queryParameter("app").map(percentDecode), !app.isEmpty else {
                 return ex.respond(AdminAPI.error(400, "app (the bundle id) is required"))
             }

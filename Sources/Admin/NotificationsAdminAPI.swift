@@ -1,5 +1,7 @@
 import Fleet
+import Journal
 import Observation
+import Pipeline
 import PushCore
 import Runtime
 import Tracking
@@ -23,10 +25,24 @@ import Transport
 ///
 /// `q` is `NotificationQuery`'s search. Answers come from the in-memory log, completed from the
 /// journal once the log has evicted anything (journal reads run on the journal-read worker).
-extension AdminAPI {
-    func registerNotifications(_ r: inout Router) {
+struct NotificationsAdminAPI: AdminResource {
+    let log: NotificationLog
+    /// The journal (nil when off) and the worker its reads run on.
+    let journal: Journal?
+    let journalReads: BackgroundWorker
+    /// What `DELETE /emulator/v1/notifications` removed, for the reads that reach into the journal.
+    let deletions: NotificationDeletions
+    /// `--campaign-key`: extra payload paths that name a campaign.
+    let campaignKeys: [String]
+    /// Topic, condition and broadcast deliveries still to make: a long poll waits for them.
+    let fanOut: FanOutWorker?
+    /// For a whole notification: the tracking calls it caused and the device it reached.
+    let tracking: TrackingLog
+    let deviceStore: DeviceStore
+
+    func register(_ routes: inout RouterGroup) {
         let api = self
-        r.add(.get, "/emulator/v1/notifications") { ex in
+        routes.add(.get, "/notifications") { ex in
             let q = ex.request
             let query: NotificationQuery
             do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs()) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
@@ -37,7 +53,7 @@ extension AdminAPI {
             }
             api.list(ex, query.filter(campaignKeys: api.campaignKeys, limit: limit), wait: wait)
         }
-        r.add(.delete, "/emulator/v1/notifications") { ex in
+        routes.add(.delete, "/notifications") { ex in
             let query: NotificationQuery
             do { query = try NotificationQuery.parse(ex.request, nowMs: Clock.nowMs()) } catch {
                 return ex.respond(AdminAPI.error(400, "\(error)"))
@@ -59,8 +75,8 @@ extension AdminAPI {
             }
             ex.respond(.json(200, "{\"deleted\":\(api.log.remove(filter))}"))
         }
-        r.add(.get, "/emulator/v1/notifications/{id}") { ex in
-            let id = ex.parameter(0).utf8String
+        routes.add(.get, "/notifications/{id}") { ex in
+            let id = ex.parameter("id").utf8String
             if id == "latest" { return api.latest(ex) }
             guard let uuid = UUIDValue.parseCanonicalLowercase(Array(id.lowercased().utf8)) else {
                 return ex.respond(
@@ -75,6 +91,17 @@ extension AdminAPI {
                 guard let n = found.first else { return ex.respond(AdminAPI.error(404, "no notification \(id) is recorded")) }
                 ex.respond(.json(200, api.whole(n)))
             }
+        }
+        routes.add(.get, "/devices/{token}/notifications") { ex in
+            var f = NotificationLog.Filter()
+            f.token = ex.parameter("token").utf8String
+            guard let wait = intParameter(ex.request, "wait", default: 0, range: 0...300),
+                let limit = intParameter(ex.request, "limit", default: 10_000, range: 1...10_000)
+            else {
+                return ex.respond(AdminAPI.error(400, "limit must be 1...10000 and wait 0...300 seconds"))
+            }
+            f.limit = limit
+            api.list(ex, f, wait: wait)
         }
     }
 
@@ -180,10 +207,64 @@ extension AdminAPI {
         attempts.limit = 10_000
         let id = n.id.description
         let calls = tracking.query(attempts).filter { $0.notificationID == id }
-        let device = store.device(token: token)
+        let device = deviceStore.device(token: token)
         var s = String(n.json.dropLast())
-        s += ",\"device\":" + (device.map { $0.json(fleetID: store.fleetID($0)) } ?? "null")
+        s += ",\"device\":" + (device.map { $0.json(fleetID: deviceStore.fleetID($0)) } ?? "null")
         s += ",\"tracking\":[" + calls.map(\.json).joined(separator: ",") + "]}"
         return s
+    }
+
+    /// The in-memory log's answer, completed from the journal (oldest first, up to the limit) once
+    /// the log has evicted anything.
+    func withJournal(_ found: [PushNotification], _ filter: NotificationLog.Filter) -> [PushNotification] {
+        guard let journal, found.count < filter.limit, log.mayMissOlder else { return found }
+        let older = JournalAdminAPI(journal: journal, reads: journalReads).notifications(
+            deletions.excluding(filter), campaignKeys: campaignKeys, excluding: Set(found.map(\.id)),
+            limit: filter.limit - found.count)
+        return older.reversed() + found
+    }
+
+    /// Answers with the matching notifications now, or polls until some exist or `waitSeconds` pass.
+    /// Answers `query` once it finds something or `waitSeconds` pass. It first waits (up to
+    /// 10 s) for the topic and broadcast sends answered before the request to be delivered, so
+    /// a test that sends and then asks sees every device it reached.
+    func longPoll(_ ex: Exchange, waitSeconds: Int, limit: Int, _ query: @escaping @Sendable () -> [PushNotification]) {
+        let started = Clock.nowMs()
+        let deadline = started + Int64(waitSeconds) * 1000
+        let mark = fanOut?.submittedMark ?? 0
+        @Sendable func attempt() {
+            if let fanOut, !fanOut.hasFinished(mark), Clock.nowMs() < started + 10_000 {
+                ex.eventLoop.schedule(afterNanoseconds: 2_000_000) { attempt() }
+                return
+            }
+            runQuery(ex, query) { found in
+                if !found.isEmpty || Clock.nowMs() >= deadline {
+                    // The query asked for one more than `limit`: an older one means a next page.
+                    let list = found.suffix(limit)
+                    let next = found.count > limit ? list.first.map { NotificationCursor(key: NotificationLog.PageKey($0)).text } : nil
+                    var out = JSONObjectWriter()
+                    out.add("notifications", jsonArray: list.map(\.json))
+                    out.add("next", json: next.map(JSONWriter.quote) ?? "null")
+                    ex.respond(.json(200, out.text))
+                } else {
+                    ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
+                }
+            }
+        }
+        attempt()
+    }
+
+    /// Runs a notification query and hands its result to `then` on the exchange's loop: at once
+    /// without a journal, else on the journal-read worker (a query can reach into the journal).
+    func runQuery(
+        _ ex: Exchange, _ query: @escaping @Sendable () -> [PushNotification],
+        then: @escaping @Sendable ([PushNotification]) -> Void
+    ) {
+        guard journal != nil else { return then(query()) }
+        let accepted = journalReads.submit {
+            let found = query()
+            ex.eventLoop.execute { then(found) }
+        }
+        if !accepted { ex.respond(AdminAPI.busy(journalReads, "journal reads")) }
     }
 }

@@ -7,7 +7,7 @@ import Transport
 /// `?replace=true` resets first), and a snapshot taken now (`POST /emulator/v1/state/snapshot`).
 /// Exports and imports run on the slow-work thread (a large state takes seconds); the answer
 /// to an import leaves once its records are as durable as `--durability` says.
-struct StateAdminAPI: Sendable {
+struct StateAdminAPI: AdminResource {
     let registry: StoreRegistry
     let log: StateLog?
     let slowWork: BackgroundWorker
@@ -16,8 +16,8 @@ struct StateAdminAPI: Sendable {
     /// state import --data-dir` on a stopped emulator.
     static let maxImportBytes = 64 << 20
 
-    func register(_ r: inout Router) {
-        r.add(.get, "/emulator/v1/state", maxBodySize: 0) { ex in
+    func register(_ routes: inout RouterGroup) {
+        routes.add(.get, "/state", maxBodySize: 0) { ex in
             let registry = self.registry
             submit(ex) {
                 var lines: [UInt8] = []
@@ -35,7 +35,7 @@ struct StateAdminAPI: Sendable {
                 return Response(status: 200, headers: h, body: lines)
             }
         }
-        r.add(.post, "/emulator/v1/state", maxBodySize: StateAdminAPI.maxImportBytes) { ex in
+        routes.add(.post, "/state", maxBodySize: StateAdminAPI.maxImportBytes) { ex in
             let body = ex.request.body
             let replace = ex.request.queryParameter("replace") == "true"
             let registry = self.registry
@@ -56,7 +56,7 @@ struct StateAdminAPI: Sendable {
                 }
             }
         }
-        r.add(.post, "/emulator/v1/state/snapshot", maxBodySize: 0) { ex in
+        routes.add(.post, "/state/snapshot", maxBodySize: 0) { ex in
             guard let log else { return ex.respond(AdminAPI.error(409, "this emulator keeps no state on disk (--in-memory)")) }
             submit(ex) {
                 do {

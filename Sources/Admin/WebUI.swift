@@ -16,7 +16,7 @@ struct WebAsset: Sendable {
 /// inline script or style; no framing), `nosniff` and `no-referrer`, and an ETag (a 304 for
 /// `if-none-match`). The pages call the admin API, same-origin, so `BrowserGuard` lets them
 /// change state while a page on another site cannot.
-struct WebUI: Sendable {
+struct WebUI: AdminResource {
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
         + "font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -57,11 +57,11 @@ struct WebUI: Sendable {
         return file.response
     }
 
-    func register(_ r: inout Router) {
+    func register(_ routes: inout RouterGroup) {
         let ui = self
-        r.add([.get, .head], "/", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: "/ui/index.html")) }
-        r.add([.get, .head], "/ui/*", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: ex.request.path.utf8String)) }
+        routes.add([.get, .head], "/", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: "/ui/index.html")) }
+        routes.add([.get, .head], "/ui/*", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: ex.request.path.utf8String)) }
         // What a browser asks for by itself on any page of this origin (the HTML report too).
-        r.add([.get, .head], "/favicon.ico", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: "/ui/icon.svg")) }
+        routes.add([.get, .head], "/favicon.ico", maxBodySize: 0) { ex in ex.respond(ui.answer(ex.request, path: "/ui/icon.svg")) }
     }
 }

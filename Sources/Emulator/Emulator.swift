@@ -38,6 +38,9 @@ package final class Emulator: Sendable {
     /// Topic, condition and broadcast deliveries (tests wait on it).
     package let fanOut: FanOutWorker
     let server: HTTPServer
+    /// Every route: the gateways' first, then the admin API's (what the server serves; tests
+    /// drive it without sockets through `EmbeddedTransport`).
+    package let router: Router
     let services: [any EmulatorService]
 
     package var apnsKeys: APNsKeyStore { stores.apnsKeys }
@@ -144,6 +147,7 @@ package final class Emulator: Sendable {
             return response
         }
 
+        self.router = router
         var serverConfiguration = try Emulator.serverConfiguration(configuration)
         serverConfiguration.sessionSetup = { connection in
             for gateway in gateways where gateway.setUpConnection(connection) { return }
@@ -169,8 +173,14 @@ package final class Emulator: Sendable {
     /// Starts every service in order: the journal, the tracking dispatcher, then the server
     /// (binding its listeners; the data directory is made first unless in memory).
     package func start() throws {
+        try start(listening: true)
+    }
+
+    /// `start()`; with `listening: false` every service but the server (for tests that drive
+    /// `router` through an `EmbeddedTransport`: nothing is bound).
+    package func start(listening: Bool) throws {
         let startedMs = Clock.nowMs()
-        for service in services { try service.start() }
+        for service in services where listening || !(service is ServerService) { try service.start() }
         // A journal from an earlier run holds notifications the log never had: inspection
         // reads reach into it for anything older than this start.
         if let journal, journal.counts().requests > 0 { stores.notifications.markHistory(before: startedMs) }
@@ -187,7 +197,9 @@ package final class Emulator: Sendable {
     /// Stops every service in reverse order: GOAWAY to every connection and drain within the
     /// configured time, then the dispatcher, then the journal.
     package func shutdown() {
-        for service in services.reversed() { service.stop() }
+        for service in services.reversed() where !(service is ServerService) || server.httpAddress != nil || server.httpsAddress != nil {
+            service.stop()
+        }
     }
 
     /// The transport's settings from the configuration (listeners, limits, TLS, GOAWAY texts).

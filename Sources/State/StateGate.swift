@@ -6,7 +6,7 @@ import Transport
 /// written a request that would change state is refused before it changes anything.
 ///
 /// Per request it costs two atomic loads; a request that changed nothing is not held.
-public final class StateGate: ResponseGate {
+public final class StateGate: ResponseGate, RouterMiddleware {
     public let log: StateLog
     /// The answer when a change cannot be kept: the route's 503 in its own format, with why.
     public typealias Refusal = @Sendable (Exchange, String) -> Response
@@ -20,14 +20,18 @@ public final class StateGate: ResponseGate {
 
     /// `handler` behind the gate.
     public func wrap(_ handler: @escaping Handler) -> Handler {
-        { [self] ex in
-            if log.isFailing, StateGate.changes(ex.request.method) {
-                return ex.respond(refusal(ex, refusalText))
-            }
-            ex.gateMark = log.lastAppended
-            ex.gate = self
-            try handler(ex)
+        { [self] ex in try handle(ex, next: handler) }
+    }
+
+    /// As a route group's middleware: refuses a change while the log cannot be written, else
+    /// notes where the log stands and holds the answer (see `hold`).
+    public func handle(_ ex: Exchange, next: Handler) throws {
+        if log.isFailing, StateGate.changes(ex.request.method) {
+            return ex.respond(refusal(ex, refusalText))
         }
+        ex.gateMark = log.lastAppended
+        ex.gate = self
+        try next(ex)
     }
 
     /// The methods that may change state.

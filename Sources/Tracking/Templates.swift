@@ -168,7 +168,8 @@ public enum AdobeIDs {
         }
     }
 
-    static func isUUID(_ s: String) -> Bool {
+    /// Whether `s` is a UUID in its 8-4-4-4-12 hex form (either case).
+    public static func isUUID(_ s: String) -> Bool {
         guard s.utf8.count == 36 else { return false }
         let b = Array(s.utf8)
         for (i, c) in b.enumerated() {

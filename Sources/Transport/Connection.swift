@@ -5,8 +5,11 @@ import Glibc
 /// One accepted socket: TLS (when on the TLS listener), protocol selection (ALPN, or sniffing
 /// the HTTP/2 preface when there is none), the HTTP/1.1 or HTTP/2 session, and output
 /// buffering with backpressure. Owned by one event loop.
+///
+/// What the connection is doing lives in `state` (`ConnectionStateMachine`): this class does
+/// the I/O (socket, TLS, sessions) and reports each event to it; what the machine answers
+/// decides what happens next.
 final class Connection: EventHandler {
-    enum Phase { case handshake, sniff, http1, http2, lingering, closed }
 
     let fd: Int32
     /// The loop outlives its connections (it closes them all before it stops): no reference
@@ -18,35 +21,30 @@ final class Connection: EventHandler {
     /// What this connection counts in the memory budget while it holds a slot (its kind when
     /// accepted: a tunnel that turns TLS later keeps the cleartext figure).
     let fixedCost: Int
-    private(set) var phase: Phase
+    /// What it is doing and may do next.
+    private(set) var state: ConnectionStateMachine
     private(set) var http1: HTTP1Session?
     private(set) var http2: HTTP2Session?
+    /// The first bytes while sniffing the protocol.
     private var sniffed: [UInt8] = []
     private var out = OutputBuffer()
+    /// The epoll events registered (what `state.events` was last time).
     private var interest: UInt32 = 0
-    private var wantWrite = false
-    private var readWantsWrite = false
-    private var outputPaused = false
-    private var inputPaused = false
-    private var peerClosed = false
-    /// The HTTP/2 session is ending (it queued a GOAWAY for a flood or an error): read no more.
-    private var inputEnded = false
-    private var closeWhenFlushed = false
+    /// In the loop's deferred-flush list (`requestFlush`).
     private var flushQueued = false
-    private(set) var isDraining = false
+    /// In the loop's read-again list (TLS holds decrypted input past a turn's budget).
+    private var readQueued = false
     private let createdAt: UInt64
-    /// When the handshake (or protocol sniffing) began: at accept, or when a tunnel's TLS starts.
-    private var handshakeStartedAt: UInt64
     private(set) var lastActivity: UInt64
     /// When output last moved (or there was none): a peer that stops reading is closed after
     /// the send timeout.
     private var lastWriteProgress: UInt64
-    private var readQueued = false
     /// Whether this connection holds one of the server's `maxConnections` slots (false: it was
     /// admitted past the limit only to be answered 503 / GOAWAY).
     private(set) var holdsSlot: Bool
 
-    private var handshakeAdmitted = false
+    /// Draining or closing: HTTP/1.1 answers close the connection, no h2c upgrade.
+    var isDraining: Bool { state.isDraining }
 
     init(fd: Int32, loop: EventLoop, core: ServerCore, tls: TLSContext?, localPort: Int, holdsSlot: Bool = true) {
         fixedCost = tls != nil ? ConnectionBudget.tlsCost : ConnectionBudget.cleartextCost
@@ -61,19 +59,14 @@ final class Connection: EventHandler {
             id: connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue,
             transport: tls == nil ? .cleartext : .tls, remoteAddress: remote,
             localPort: localPort, eventLoop: loop,
-            maxConcurrentStreams: core.configuration.maxConcurrentStreams)
+            maxConcurrentStreams: core.configuration.maxConcurrentStreams, parameterNames: core.dispatcher.router.parameterNames)
         createdAt = csys_monotonic_ns()
-        handshakeStartedAt = createdAt
+        state = ConnectionStateMachine(tls: tls != nil, now: createdAt)
         lastActivity = createdAt
         lastWriteProgress = createdAt
         self.holdsSlot = holdsSlot
         context.isShedding = !holdsSlot
-        if let tls {
-            ssl = SSL_new(tls.ctx)
-            phase = .handshake
-        } else {
-            phase = .sniff
-        }
+        if let tls { ssl = SSL_new(tls.ctx) }
         context.control = self
     }
 
@@ -91,7 +84,7 @@ final class Connection: EventHandler {
             }
             SSL_set_accept_state(ssl)
         }
-        interest = CSYS_EPOLLIN | CSYS_EPOLLRDHUP
+        interest = state.events
         guard loop.register(fd: fd, handler: self, events: interest) else {
             close()
             return false
@@ -107,43 +100,40 @@ final class Connection: EventHandler {
             return
         }
         if events & CSYS_EPOLLOUT != 0 { onWritable() }
-        if phase != .closed && events & (CSYS_EPOLLIN | CSYS_EPOLLHUP | CSYS_EPOLLRDHUP) != 0 {
+        if !state.isClosed && events & (CSYS_EPOLLIN | CSYS_EPOLLHUP | CSYS_EPOLLRDHUP) != 0 {
             onReadable()
         }
     }
 
     private func onReadable() {
-        if phase == .lingering {
+        if state.isLingering {
             discardInput()
             return
         }
         lastActivity = csys_monotonic_ns()
-        if phase == .handshake {
+        if state.isHandshaking {
             handshake()
-            if phase == .handshake || phase == .closed { return }
+            if state.isHandshaking || state.isClosed { return }
         }
         readLoop()
         flush()
     }
 
     private func onWritable() {
-        if phase == .handshake {
+        if state.isHandshaking {
             handshake()
-            if phase == .handshake || phase == .closed { return }
+            if state.isHandshaking || state.isClosed { return }
             readLoop()
-        } else if readWantsWrite {
-            readWantsWrite = false
+        } else if state.becameWritable() {
             readLoop()
         }
         flush()
     }
 
-    private var readBlocked: Bool { outputPaused || inputPaused || peerClosed || inputEnded }
-
     /// Reads again after the loop served its other connections (see `readLoop`).
     func resumeReading() {
         readQueued = false
-        guard phase != .closed, phase != .lingering, phase != .handshake else { return }
+        guard !state.isClosed, !state.isLingering, !state.isHandshaking else { return }
         readLoop()
         flush()
     }
@@ -155,7 +145,7 @@ final class Connection: EventHandler {
     private func readLoop() {
         let buf = loop.readBuffer
         var budget = core.configuration.limits.readPerTurn
-        while phase != .closed && phase != .lingering && !readBlocked {
+        while state.reads {
             if budget <= 0 {
                 if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0, !readQueued {
                     readQueued = true
@@ -170,8 +160,7 @@ final class Connection: EventHandler {
                     let err = SSL_get_error(ssl, Int32(n))
                     if err == SSL_ERROR_WANT_READ { break }
                     if err == SSL_ERROR_WANT_WRITE {
-                        readWantsWrite = true
-                        wantWrite = true
+                        state.readWaitsForWritable()
                         updateInterest()
                         break
                     }
@@ -199,12 +188,11 @@ final class Connection: EventHandler {
             budget -= n
             deliver(UnsafeRawBufferPointer(rebasing: buf[0..<n]))
             // A CONNECT was accepted: what follows is TLS, read when the handshake starts.
-            if phase == .handshake { break }
-            if phase == .http2, let h2 = http2 {
+            if state.isHandshaking { break }
+            if state.speaksHTTP2, let h2 = http2 {
                 if !h2.wantsRead {
                     // The session is ending (a GOAWAY it queued, a flood it detected): read no more.
-                    inputEnded = true
-                    closeWhenFlushed = true
+                    state.sessionEnded()
                     updateInterest()
                     break
                 }
@@ -212,10 +200,7 @@ final class Connection: EventHandler {
                 if n == buf.count { flush() }
             }
             loop.noteInput(n)
-            if out.count > core.configuration.limits.outputHighWater {
-                outputPaused = true
-                updateInterest()
-            }
+            if out.count > core.configuration.limits.outputHighWater, state.setOutputBacklog(true) { updateInterest() }
             if n < buf.count {
                 if let ssl {
                     if SSL_pending(ssl) == 0 && SSL_has_pending(ssl) == 0 { break }
@@ -227,33 +212,22 @@ final class Connection: EventHandler {
     }
 
     private func peerDidClose() {
-        peerClosed = true
-        switch phase {
-        case .http1:
-            // A request still being read can never complete: close now (its buffer goes with
-            // it). One already dispatched is still owed its answer.
-            if http1?.isAnswering == true { closeWhenFlushed = true } else { close() }
-        case .http2:
-            closeWhenFlushed = true
-        default:
-            close()
-        }
+        // A request still being read can never complete: close now (its buffer goes with it).
+        // One already dispatched is still owed its answer; HTTP/2 streams finish.
+        if state.peerClosedInput(answering: http1?.isAnswering == true) { return close() }
         updateInterest()
     }
 
     private func deliver(_ bytes: UnsafeRawBufferPointer) {
-        switch phase {
+        switch state.stage {
         case .http2:
-            if !http2!.receive(bytes) {
-                closeWhenFlushed = true
-                inputEnded = true
-            }
+            if !http2!.receive(bytes) { state.sessionEnded() }
         case .http1:
             http1!.receive(bytes)
-        case .sniff:
+        case .sniffing:
             sniffed.append(contentsOf: bytes)
             selectBySniffing()
-        case .handshake, .lingering, .closed:
+        case .handshaking, .lingering, .closed:
             break
         }
     }
@@ -275,10 +249,7 @@ final class Connection: EventHandler {
 
     private func handshake() {
         guard let ssl else { return }
-        if !handshakeAdmitted {
-            handshakeAdmitted = true
-            if let admit = core.configuration.acceptTLS, !admit(loop.index) { return close() }
-        }
+        if state.admitHandshake(), let admit = core.configuration.acceptTLS, !admit(loop.index) { return close() }
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             handshakeDone(ssl)
@@ -286,10 +257,10 @@ final class Connection: EventHandler {
         }
         switch SSL_get_error(ssl, rc) {
         case SSL_ERROR_WANT_READ:
-            wantWrite = false
+            state.handshakeWaits(write: false)
             updateInterest()
         case SSL_ERROR_WANT_WRITE:
-            wantWrite = true
+            state.handshakeWaits(write: true)
             updateInterest()
         default:
             ERR_clear_error()
@@ -298,7 +269,6 @@ final class Connection: EventHandler {
     }
 
     private func handshakeDone(_ ssl: OpaquePointer) {
-        wantWrite = false
         var alpnPtr: UnsafePointer<UInt8>?
         var alpnLen: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &alpnPtr, &alpnLen)
@@ -311,10 +281,11 @@ final class Connection: EventHandler {
             if SSL_get_verify_result(ssl) == X509_V_OK { context.peerCertificate = decodePeerCertificate(cert) }
             X509_free(cert)
         }
-        switch context.alpn {
-        case "h2": startHTTP2()
-        case "http/1.1": startHTTP1()
-        default: phase = .sniff // no ALPN: Pushy and aioapns send the h2 preface anyway
+        // No ALPN: sniffing, as Pushy and aioapns send the h2 preface anyway.
+        switch state.handshakeDone(alpn: context.alpn) {
+        case .http2: startHTTP2()
+        case .http1: startHTTP1()
+        default: break
         }
         updateInterest()
     }
@@ -324,7 +295,7 @@ final class Connection: EventHandler {
         http1 = HTTP1Session(
             connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
             allowH2CUpgrade: ssl == nil)
-        phase = .http1
+        state.speak(http2: false)
     }
 
     private func startHTTP2() {
@@ -335,8 +306,8 @@ final class Connection: EventHandler {
         http2 = HTTP2Session(
             connection: self, dispatcher: core.dispatcher, limits: core.configuration.limits,
             maxConcurrentStreams: streams)
-        phase = .http2
-        if isDraining {
+        state.speak(http2: true)
+        if state.isDraining {
             http2!.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
         }
     }
@@ -444,10 +415,7 @@ final class Connection: EventHandler {
         ssl = made
         context.transport = .tls
         context.httpVersion = nil
-        handshakeAdmitted = false
-        handshakeStartedAt = csys_monotonic_ns()
-        phase = .handshake
-        wantWrite = false
+        state.tunnelStarted(now: csys_monotonic_ns())
         updateInterest()
     }
 
@@ -459,7 +427,7 @@ final class Connection: EventHandler {
 
     /// Flushes at the end of this loop iteration (used for responses given outside input processing).
     func requestFlush() {
-        guard !flushQueued, phase != .closed else { return }
+        guard !flushQueued, !state.isClosed else { return }
         flushQueued = true
         loop.pendingFlush.append(self)
     }
@@ -470,21 +438,20 @@ final class Connection: EventHandler {
     }
 
     func closeAfterFlush() {
-        closeWhenFlushed = true
+        state.closeAfterFlush()
         requestFlush()
     }
 
     func setInputPaused(_ paused: Bool) {
-        guard paused != inputPaused else { return }
-        inputPaused = paused
-        updateInterest()
+        if state.setSessionPaused(paused) { updateInterest() }
     }
 
     private func flush() {
-        guard phase != .closed, phase != .lingering else { return }
+        guard !state.isClosed, !state.isLingering else { return }
         let highWater = core.configuration.limits.outputHighWater
+        let speaksHTTP2 = state.speaksHTTP2
         while true {
-            if phase == .http2, let h2 = http2 { h2.produce(into: &out, highWater: highWater) }
+            if speaksHTTP2, let h2 = http2 { h2.produce(into: &out, highWater: highWater) }
             if out.isEmpty { break }
             var blocked = false
             var failed = false
@@ -516,45 +483,34 @@ final class Connection: EventHandler {
                 return
             }
             if blocked {
-                if !wantWrite {
-                    wantWrite = true
-                    updateInterest()
-                }
+                if state.writeBlocked() { updateInterest() }
                 return
             }
         }
         lastWriteProgress = loop.nowNs
-        if wantWrite && !readWantsWrite { wantWrite = false }
-        if phase == .http2, let h2 = http2 {
-            if h2.closeAfterGoAway || !h2.wantsIO {
-                // Closing with unread input would send RST and could destroy the GOAWAY.
-                if peerClosed { close() } else { linger() }
-                return
-            }
-        }
-        // A client that half-closed after its request still gets the response it is owed.
-        if closeWhenFlushed && !(phase == .http1 && peerClosed && http1?.isBusy == true) {
-            if (phase == .http1 || phase == .http2) && !peerClosed { linger() } else { close() }
-            return
-        }
-        if outputPaused {
-            outputPaused = false
+        // Closing with unread input would send RST and could destroy the GOAWAY or the answer:
+        // the machine says when to linger instead.
+        let sessionDone = speaksHTTP2 && (http2.map { $0.closeAfterGoAway || !$0.wantsIO } ?? false)
+        switch state.flushed(sessionDone: sessionDone, answerOwed: http1?.isBusy == true) {
+        case .close:
+            close()
+        case .linger:
+            linger()
+        case .resumeReading:
             updateInterest()
             // TLS may hold decrypted input that epoll will not report again.
             if let ssl, SSL_pending(ssl) > 0 || SSL_has_pending(ssl) != 0 {
                 readLoop()
                 requestFlush()
             }
-            return
+        case .serve:
+            updateInterest()
         }
-        updateInterest()
     }
 
     private func updateInterest() {
-        guard phase != .closed else { return }
-        var ev: UInt32 = 0
-        if !readBlocked { ev |= CSYS_EPOLLIN | CSYS_EPOLLRDHUP }
-        if wantWrite { ev |= CSYS_EPOLLOUT }
+        guard !state.isClosed else { return }
+        let ev = state.events
         if ev != interest {
             interest = ev
             loop.modify(fd: fd, events: ev)
@@ -571,30 +527,16 @@ final class Connection: EventHandler {
             ERR_clear_error()
         }
         shutdown(fd, Int32(SHUT_WR))
-        phase = .lingering
-        lingerUntil = csys_monotonic_ns() &+ 2_000_000_000
-        lingerBudget = 4 * 1024 * 1024
-        outputPaused = false
-        inputPaused = false
-        wantWrite = false
-        peerClosed = false
-        inputEnded = false
+        state.linger(now: csys_monotonic_ns())
         updateInterest()
     }
-
-    private var lingerUntil: UInt64 = 0
-    private var lingerBudget = 0
 
     private func discardInput() {
         let buf = loop.readBuffer
         while true {
             let n = Glibc.read(fd, buf.baseAddress, buf.count)
             if n > 0 {
-                lingerBudget -= n
-                if lingerBudget <= 0 {
-                    close()
-                    return
-                }
+                if state.dropped(n) { return close() }
                 continue
             }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
@@ -605,8 +547,7 @@ final class Connection: EventHandler {
     }
 
     func close() {
-        guard phase != .closed else { return }
-        phase = .closed
+        guard state.close() else { return }
         loop.unregister(fd: fd)
         if let ssl {
             SSL_set_quiet_shutdown(ssl, 1)
@@ -624,7 +565,7 @@ final class Connection: EventHandler {
     }
 
     /// Admitted past the limit, not closed, and no slot taken since.
-    var isWaitingPastLimit: Bool { !holdsSlot && phase != .closed }
+    var isWaitingPastLimit: Bool { !holdsSlot && !state.isClosed }
 
     /// Closes with a TCP reset (no FIN, nothing more sent): the cheapest answer there is.
     func reset() {
@@ -659,21 +600,21 @@ final class Connection: EventHandler {
         // in this very iteration, and a wrapped difference would call it idle.
         let now = csys_monotonic_ns()
         guard now > lastActivity, now - lastActivity > 1_000_000_000 else { return false }
-        switch phase {
+        switch state.stage {
         case .http1: return http1?.isBusy == false && out.isEmpty
         case .http2: return http2?.activeStreams == 0 && out.isEmpty
-        case .sniff: return sniffed.isEmpty
-        case .handshake, .lingering, .closed: return false
+        case .sniffing: return sniffed.isEmpty
+        case .handshaking, .lingering, .closed: return false
         }
     }
 
     func goAway(lastStreamID: Int32?, errorCode: UInt32, debugData: [UInt8], closeAfterSend: Bool) {
-        switch phase {
+        switch state.stage {
         case .http2:
             http2?.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData, closeAfterSend: closeAfterSend)
         case .http1:
-            isDraining = true
-            if closeAfterSend { closeAfterFlush() }
+            state.stopKeepAlive(closeAfterSend: closeAfterSend)
+            if closeAfterSend { requestFlush() }
         default:
             close()
         }
@@ -681,15 +622,13 @@ final class Connection: EventHandler {
 
     /// Graceful shutdown: GOAWAY on HTTP/2, close idle HTTP/1.1, finish in-flight work.
     func beginDrain() {
-        guard !isDraining else { return }
-        isDraining = true
-        switch phase {
-        case .http2:
+        switch state.beginDrain() {
+        case .goAway:
             http2?.finishStreams()
             http2?.goAway(lastStreamID: nil, errorCode: 0, debugData: core.configuration.shutdownGoAwayDebugData, closeAfterSend: false)
-        case .http1: http1?.beginDrain()
-        case .handshake, .sniff, .lingering: close()
-        case .closed: break
+        case .finishHTTP1: http1?.beginDrain()
+        case .close: close()
+        case .none: break
         }
         requestFlush()
     }
@@ -701,10 +640,10 @@ final class Connection: EventHandler {
     func checkTimeout(now: UInt64) {
         let t = core.configuration.timeouts
         if !holdsSlot && now &- createdAt > 5_000_000_000 { return close() }
-        if !out.isEmpty && now &- lastWriteProgress > t.sendNanos && phase != .lingering { return close() }
-        switch phase {
-        case .handshake, .sniff:
-            if now &- handshakeStartedAt > t.handshakeNanos { close() }
+        if !out.isEmpty && now &- lastWriteProgress > t.sendNanos && !state.isLingering { return close() }
+        switch state.stage {
+        case .handshaking(let startedAt, _), .sniffing(let startedAt):
+            if now &- startedAt > t.handshakeNanos { close() }
         case .http1:
             guard let h1 = http1 else { return }
             if h1.deadlinePassed(now: now, timeouts: t) {
@@ -712,8 +651,8 @@ final class Connection: EventHandler {
             } else if !h1.isBusy && now &- lastActivity > t.idleNanos {
                 close()
             }
-        case .lingering:
-            if now > lingerUntil { close() }
+        case .lingering(let until, _):
+            if now > until { close() }
         case .http2:
             guard let h2 = http2 else { return }
             if h2.expireStreams(now: now, timeouts: t) { requestFlush() }

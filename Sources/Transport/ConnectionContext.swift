@@ -59,6 +59,8 @@ public final class ConnectionContext: @unchecked Sendable {
         }
     }
 
+    /// The router's parameter names by route (`Exchange.parameter(_:)` looks names up here).
+    let parameterNames: [[String]]
     /// Cleared when the connection closes.
     var control: Connection?
     /// Admitted past the connection limit: its first request is answered 503, then it closes.
@@ -66,8 +68,9 @@ public final class ConnectionContext: @unchecked Sendable {
 
     init(
         id: UInt64, transport: Transport, remoteAddress: String, localPort: Int, eventLoop: EventLoop,
-        maxConcurrentStreams: UInt32
+        maxConcurrentStreams: UInt32, parameterNames: [[String]]
     ) {
+        self.parameterNames = parameterNames
         self.id = id
         self.transport = transport
         self.remoteAddress = remoteAddress

@@ -209,30 +209,49 @@ public final class EventLoop: @unchecked Sendable {
     private func run() {
         thread = pthread_self()
         var events = [csys_event](repeating: csys_event(), count: 256)
-        while !stopping {
-            let timeout = nextTimeoutMs()
-            let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, 256, timeout) }
-            nowMs = csys_wall_ms()
-            nowNs = csys_monotonic_ns()
-            if n > 0 {
-                for i in 0..<Int(n) {
-                    let fd = Int(truncatingIfNeeded: events[i].data)
-                    if fd == Int(wakeFD) {
-                        var v: UInt64 = 0
-                        _ = read(wakeFD, &v, 8)
-                        continue
-                    }
-                    if fd < handlers.count, let h = handlers[fd] {
-                        h.handle(events: events[i].events)
-                    }
+        while !stopping { iterate(&events, timeoutMs: nextTimeoutMs()) }
+    }
+
+    /// One turn: wait for events (up to `timeoutMs`), handle them, then the flushes, the
+    /// timers, the tasks sent from other threads, and the connections that read again.
+    private func iterate(_ events: inout [csys_event], timeoutMs: Int32) {
+        let n = events.withUnsafeMutableBufferPointer { csys_epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeoutMs) }
+        nowMs = csys_wall_ms()
+        nowNs = csys_monotonic_ns()
+        if n > 0 {
+            for i in 0..<Int(n) {
+                let fd = Int(truncatingIfNeeded: events[i].data)
+                if fd == Int(wakeFD) {
+                    var v: UInt64 = 0
+                    _ = read(wakeFD, &v, 8)
+                    continue
+                }
+                if fd < handlers.count, let h = handlers[fd] {
+                    h.handle(events: events[i].events)
                 }
             }
-            runFlushes()
-            runTimers()
-            runInbox()
-            runFlushes()
-            runPendingReads()
         }
+        runFlushes()
+        runTimers()
+        runInbox()
+        runFlushes()
+        runPendingReads()
+    }
+
+    /// Runs the loop on the calling thread until `done()` or `timeoutNs` passed (an embedded
+    /// loop, never `start`ed: see `EmbeddedTransport`). Returns `done()`.
+    func runEmbedded(timeoutNs: UInt64, until done: () -> Bool) -> Bool {
+        precondition(pthread_equal(pthread_self(), thread ?? pthread_self()) != 0, "an embedded loop runs on one thread")
+        thread = pthread_self()
+        let deadline = csys_monotonic_ns() &+ timeoutNs
+        var events = [csys_event](repeating: csys_event(), count: 16)
+        while !done() {
+            let now = csys_monotonic_ns()
+            guard now < deadline else { return false }
+            let left = Int32(min((deadline - now) / 1_000_000 + 1, 1000))
+            iterate(&events, timeoutMs: min(nextTimeoutMs(), left))
+        }
+        return true
     }
 
     private func runPendingReads() {

@@ -104,6 +104,16 @@ public final class Exchange: @unchecked Sendable {
         parameters.value(i, in: request.path)
     }
 
+    /// The path parameter the route's pattern names `name` (`{token}`: "token"; a trailing
+    /// `*`: "*"), as bytes, not percent-decoded. A name the route does not have is a programming
+    /// error.
+    public func parameter(_ name: String) -> ArraySlice<UInt8> {
+        guard routeIndex >= 0, let i = connection.parameterNames[routeIndex].firstIndex(of: name), i < parameters.count else {
+            preconditionFailure("the route has no parameter \(name)")
+        }
+        return parameters.value(i, in: request.path)
+    }
+
     /// The route's answer for a request the server cannot take now (503 in the route's format:
     /// APNs's ServiceUnavailable, FCM's UNAVAILABLE, the admin API's error), for a handler
     /// that must not acknowledge a request (its record could not be stored, say).

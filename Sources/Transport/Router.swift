@@ -60,6 +60,8 @@ public struct Router: Sendable {
         public let unavailable: (@Sendable (Request) -> Response)?
         public fileprivate(set) var handler: Handler
         let segments: [Segment]
+        /// The names of its `{name}` segments (and `*` for the rest), in order.
+        public let parameterNames: [String]
     }
 
     public enum Match {
@@ -69,6 +71,8 @@ public struct Router: Sendable {
     }
 
     public private(set) var routes: [Route] = []
+    /// Each route's parameter names, by route index (what `Exchange.parameter(_:)` looks up).
+    public private(set) var parameterNames: [[String]] = []
     /// The routes a path can match, by its first segment: for each first segment a route names
     /// literally, the indices (in order) of those routes and of every route whose first segment
     /// is a parameter or `*`; `otherRoutes` alone serves any other first segment. A request is
@@ -110,6 +114,7 @@ public struct Router: Sendable {
         handler: @escaping Handler
     ) {
         var segments: [Route.Segment] = []
+        var names: [String] = []
         let parts = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         precondition(
             parts.filter { $0 == "*" || ($0.hasPrefix("{") && $0.hasSuffix("}")) }.count <= RouteParameters.maxCount,
@@ -118,8 +123,12 @@ public struct Router: Sendable {
             if p == "*" {
                 precondition(i == parts.count - 1, "'*' must be the last segment of \(pattern)")
                 segments.append(.rest)
+                names.append("*")
             } else if p.hasPrefix("{") && p.hasSuffix("}") {
+                let name = String(p.dropFirst().dropLast())
+                precondition(!name.isEmpty && !names.contains(name), "parameter names in \(pattern) must be unique and non-empty")
                 segments.append(.parameter)
+                names.append(name)
             } else {
                 segments.append(.literal(Array(p.utf8)))
             }
@@ -128,7 +137,9 @@ public struct Router: Sendable {
         routes.append(
             Route(
                 methods: methods, pattern: pattern, maxBodySize: maxBodySize,
-                bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler, segments: segments))
+                bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler, segments: segments,
+                parameterNames: names))
+        parameterNames.append(names)
         if case .literal(let first) = segments.first {
             if let k = byFirstSegment.firstIndex(where: { $0.segment == first }) {
                 byFirstSegment[k].routes.append(index)

@@ -1,3 +1,4 @@
+import Fleet
 import PushCore
 import Tracking
 import XCTest

@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// What the app on a device declares that a payload's links and sounds must match: its custom
 /// URL schemes (`Info.plist` `CFBundleURLSchemes`, Android intent filters) and the sound files in

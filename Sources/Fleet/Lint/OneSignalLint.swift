@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// OneSignal's SDK (tracking.md §5):
 ///

@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// What a campaign SDK inside the app would make of a payload: the lint of its conventions (the
 /// keys it needs to recognise, track and open a push, and what its docs warn against), whether it

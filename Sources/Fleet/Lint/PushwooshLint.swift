@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// Pushwoosh's SDK (tracking.md §3):
 ///

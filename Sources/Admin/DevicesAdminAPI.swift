@@ -7,23 +7,22 @@ import Runtime
 import Tracking
 import Transport
 
-/// The device layer's admin endpoints: devices, fleets, tracking records, stats.
-struct DeviceAdminAPI: Sendable {
+/// `/emulator/v1/devices`: the simulated devices. `POST` makes one (an app installed on a
+/// phone: it registers, receives, tracks); `GET` pages them (`limit`, `label`, `cursor`);
+/// `/devices/{token}` reads (`GET`), changes (`PATCH`), uninstalls (`DELETE`) one, and
+/// `POST {token}:online|:offline|:rotate` takes it on or off the network or has its app get
+/// a new token.
+struct DevicesAdminAPI: AdminResource {
     let lifecycle: DeviceLifecycle
-    var store: DeviceStore { lifecycle.store }
+    /// Fleet's device records (the simulated devices).
+    var deviceStore: DeviceStore { lifecycle.store }
+    /// What the gateways know of tokens: APNs's and FCM's registries.
     let apnsDevices: APNsDeviceRegistry
     let fcmDevices: FCMDeviceRegistry
-    let tracking: TrackingLog
-    let dispatcher: TrackingDispatcher
-    let log: NotificationLog
-    /// Tracking attempts the in-memory log no longer holds come from here.
-    var journal: JournalAdminAPI?
 
-    static let maxFleetPage = 100_000
-
-    func register(_ r: inout Router) {
-        r.add(.post, "/emulator/v1/devices", maxBodySize: 64 * 1024) { ex in ex.respond(create(ex.request)) }
-        r.add(.get, "/emulator/v1/devices") { ex in
+    func register(_ routes: inout RouterGroup) {
+        routes.add(.post, "/devices", maxBodySize: 64 * 1024) { ex in ex.respond(create(ex.request)) }
+        routes.add(.get, "/devices") { ex in
             guard let limit = intParameter(ex.request, "limit", default: 100, range: 1...10_000) else {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...10000"))
             }
@@ -36,16 +35,16 @@ struct DeviceAdminAPI: Sendable {
                 }
                 after = key
             }
-            let (devices, more) = store.page(after: after, limit: limit, label: label)
+            let (devices, more) = deviceStore.page(after: after, limit: limit, label: label)
             var object = JSONObjectWriter()
-            object.add("devices", jsonArray: devices.map { $0.json(fleetID: store.fleetID($0)) })
+            object.add("devices", jsonArray: devices.map { $0.json(fleetID: deviceStore.fleetID($0)) })
             object.add(
                 "next",
                 more ? devices.last.map { DeviceCursor.text(DeviceStore.PageKey(createdAtMs: $0.createdAtMs, token: $0.token)) } : nil)
             ex.respond(.json(200, object.text))
         }
-        r.add([.get, .delete, .post, .patch], "/emulator/v1/devices/{token}", maxBodySize: 64 * 1024) { ex in
-            var token = PercentEncoding.decode(ex.parameter(0), plusAsSpace: false)
+        routes.add([.get, .delete, .post, .patch], "/devices/{token}", maxBodySize: 64 * 1024) { ex in
+            var token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
             let now = Clock.nowMs()
             switch ex.request.method {
             case .delete:
@@ -66,7 +65,7 @@ struct DeviceAdminAPI: Sendable {
                 } else {
                     return ex.respond(AdminAPI.error(404, "POST /emulator/v1/devices/{token}:online, :offline or :rotate"))
                 }
-                guard ensure(token, now) != nil, store.setOnline(token: token, online, nowMs: now) != nil else {
+                guard ensure(token, now) != nil, deviceStore.setOnline(token: token, online, nowMs: now) != nil else {
                     return ex.respond(AdminAPI.error(404, "no device with token \(token)"))
                 }
             case .patch:
@@ -76,19 +75,22 @@ struct DeviceAdminAPI: Sendable {
                 var err: String?
                 do {
                     try JSONObjectReader.read(ex.request.body) { r in
-                        if let i = r.value("topics") { topics = try DeviceAdminAPI.topics(r, i) }
+                        if let i = r.value("topics") { topics = try DevicesAdminAPI.topics(r, i) }
                         _ = r.remaining()
                     }
                 } catch {
                     return ex.respond(AdminAPI.error(400, "\(error)"))
                 }
-                if topics != nil && dev.platform != .android { return ex.respond(AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs)) }
+                if topics != nil && dev.platform != .android { return ex.respond(AdminAPI.error(400, DevicesAdminAPI.topicsAreFCMs)) }
                 var registrationGiven = false
-                store.update(token: token) { d in err = DeviceAdminAPI.apply(ex.request.body, to: &d, registrationGiven: &registrationGiven)
+                deviceStore.update(token: token) { d in
+                    err = DevicesAdminAPI.apply(ex.request.body, to: &d, registrationGiven: &registrationGiven)
                 }
                 if let err { return ex.respond(AdminAPI.error(400, err)) }
                 // A registration given anew: the SDK registers (Adobe's skips it when nothing changed).
-                if registrationGiven && dev.uninstalledAtMs == nil { store.sendRegistration(token: token, event: .register, nowMs: now) }
+                if registrationGiven && dev.uninstalledAtMs == nil {
+                    deviceStore.sendRegistration(token: token, event: .register, nowMs: now)
+                }
                 if let topics, let e = setTopics(token, topics, project: fcmDevices.device(token: token)?.project ?? dev.environment, now) {
                     return ex.respond(AdminAPI.error(400, e))
                 }
@@ -97,98 +99,7 @@ struct DeviceAdminAPI: Sendable {
             guard let json = deviceJSON(token) else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
             ex.respond(.json(200, json))
         }
-        r.add(.post, "/emulator/v1/fleets", maxBodySize: 64 * 1024) { ex in ex.respond(createFleet(ex.request)) }
-        r.add(.get, "/emulator/v1/fleets") { ex in
-            ex.respond(.json(200, JSONObjectWriter.list("fleets", store.allFleets.map(\.json))))
-        }
-        // GET: the fleet (with its registration's progress). POST `{id}:pauseRegistration` and
-        // `{id}:resumeRegistration`: the bulk registration stops where it is and goes on from there.
-        r.add([.get, .post], "/emulator/v1/fleets/{id}") { ex in
-            var id = ex.parameter(0).utf8String
-            if ex.request.method == .get {
-                guard let f = store.fleet(id: id) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
-                return ex.respond(.json(200, f.json))
-            }
-            let pause: Bool
-            if id.hasSuffix(":pauseRegistration") {
-                pause = true
-                id.removeLast(":pauseRegistration".count)
-            } else if id.hasSuffix(":resumeRegistration") {
-                pause = false
-                id.removeLast(":resumeRegistration".count)
-            } else {
-                return ex.respond(AdminAPI.error(404, "POST /emulator/v1/fleets/{id}:pauseRegistration or :resumeRegistration"))
-            }
-            guard let f = store.fleet(id: id) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
-            guard let progress = f.registrationProgress else { return ex.respond(AdminAPI.error(409, "fleet \(id) has no registration")) }
-            store.registrar.setPaused(progress, pause)
-            ex.respond(.json(200, f.json))
-        }
-        r.add(.get, "/emulator/v1/fleets/{id}/tokens") { ex in
-            guard let f = store.fleet(id: ex.parameter(0).utf8String) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
-            guard let offset = intParameter(ex.request, "offset", default: 0, range: 0...Int(Int32.max) * 256),
-                let limit = intParameter(ex.request, "limit", default: 1000, range: 1...DeviceAdminAPI.maxFleetPage)
-            else {
-                return ex.respond(AdminAPI.error(400, "offset must be >= 0 and limit 1...\(DeviceAdminAPI.maxFleetPage)"))
-            }
-            let tokens = store.tokens(f, offset: offset, limit: limit)
-            var body: [UInt8] = []
-            body.reserveCapacity(tokens.count * (f.platform == .ios ? 67 : 166) + 64)
-            body.append(contentsOf: Array("{\"fleet\":\"\(f.id)\",\"offset\":\(offset),\"count\":\(f.count),\"tokens\":[".utf8))
-            for (i, t) in tokens.enumerated() {
-                if i > 0 { body.append(UInt8(ascii: ",")) }
-                body.append(UInt8(ascii: "\""))
-                body.append(contentsOf: t.utf8)
-                body.append(UInt8(ascii: "\""))
-            }
-            body.append(contentsOf: Array("]}".utf8))
-            var h = HTTPFields()
-            h.add(name: "content-type", value: "application/json")
-            ex.respond(Response(status: 200, headers: h, body: body))
-        }
-        r.add(.get, "/emulator/v1/tracking") { ex in
-            var f = TrackingLog.Filter()
-            let q = ex.request
-            f.token = q.queryParameter("token").flatMap { $0.isEmpty ? nil : percentDecode($0) }
-            if let e = q.queryParameter("event"), !e.isEmpty {
-                guard let ev = TrackingEvent(rawValue: e) else {
-                    return ex.respond(AdminAPI.error(400, "event must be receive, open, register, unregister or appOpen"))
-                }
-                f.event = ev
-            }
-            f.status = q.queryParameter("status").flatMap { $0.isEmpty ? nil : $0 }
-            guard let limit = intParameter(q, "limit", default: 100, range: 1...100_000),
-                let wait = intParameter(q, "wait", default: 0, range: 0...300)
-            else {
-                return ex.respond(AdminAPI.error(400, "limit must be 1...100000 and wait 0...300 seconds"))
-            }
-            f.limit = limit
-            let filter = f
-            let deadline = Clock.nowMs() + Int64(wait) * 1000
-            let journal = self.journal
-            @Sendable func answer(_ found: [TrackingAttempt]) {
-                if !found.isEmpty || Clock.nowMs() >= deadline {
-                    ex.respond(.json(200, JSONObjectWriter.list("tracking", found.map(\.json))))
-                } else {
-                    ex.eventLoop.schedule(afterNanoseconds: 25_000_000) { attempt() }
-                }
-            }
-            @Sendable func attempt() {
-                let found = tracking.query(filter)
-                guard let journal, found.count < filter.limit, tracking.counters.evicted > 0 else { return answer(found) }
-                // Reaching into the journal: on the journal-read worker, the answer back on the loop.
-                let accepted = journal.reads.submit {
-                    let before = found.first?.atMs ?? Int64.max
-                    let all = journal.tracking(filter, beforeMs: before, limit: filter.limit - found.count).reversed() + found
-                    ex.eventLoop.execute { answer(all) }
-                }
-                if !accepted { ex.respond(AdminAPI.busy(journal.reads, "journal reads")) }
-            }
-            attempt()
-        }
     }
-
-    // MARK: devices
 
     /// A device as the admin API shows it: the simulated device's record (with its FCM topics
     /// and push count for Android), or what a gateway alone knows of the token.
@@ -275,7 +186,7 @@ struct DeviceAdminAPI: Sendable {
                     default: throw r.failure("fcmToken", "must be an FCM registration token, or true for a new one")
                     }
                 }
-                if let i = r.value("topics") { topics = try DeviceAdminAPI.topics(r, i) }
+                if let i = r.value("topics") { topics = try DevicesAdminAPI.topics(r, i) }
                 _ = r.remaining()
             }
         } catch {
@@ -286,7 +197,7 @@ struct DeviceAdminAPI: Sendable {
         guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
         guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
         if platform == .ios && fcmToken == nil && !wantsFCMToken {
-            if topics != nil { return AdminAPI.error(400, DeviceAdminAPI.topicsAreFCMs) }
+            if topics != nil { return AdminAPI.error(400, DevicesAdminAPI.topicsAreFCMs) }
             if project != nil { return AdminAPI.error(400, "project is FCM's: an iOS device has one with \"fcmToken\"") }
         }
         if platform == .android && (fcmToken != nil || wantsFCMToken) {
@@ -318,9 +229,9 @@ struct DeviceAdminAPI: Sendable {
             d.fcmToken = fcmToken ?? DeviceLifecycle.randomToken(.android, &r)
             d.fcmProject = project
         }
-        if let e = DeviceAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
+        if let e = DevicesAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
         do {
-            try store.register(d)
+            try deviceStore.register(d)
         } catch let e as DeviceStore.StoreError where e.isLimit {
             return AdminAPI.error(507, e.description)
         } catch {
@@ -338,7 +249,7 @@ struct DeviceAdminAPI: Sendable {
             if let topics, let e = setTopics(tok, topics, project: env, now) { return AdminAPI.error(400, e) }
         }
         // The app is installed: its SDK registers the token with the campaign platform.
-        store.sendRegistration(token: tok, event: .register, nowMs: now)
+        deviceStore.sendRegistration(token: tok, event: .register, nowMs: now)
         return .json(201, deviceJSON(tok) ?? d.json(fleetID: nil))
     }
 
@@ -436,74 +347,6 @@ struct DeviceAdminAPI: Sendable {
         registrationGiven = given
         d = device
         return nil
-    }
-
-    // MARK: fleets
-
-    /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
-    /// "seed","behavior","tracking","registration","registerRate","labels", the members' start
-    /// "permission","appState","nseInstalled" (`FleetDeviceStates`) and their app's "urlSchemes","sounds"}`.
-    func createFleet(_ req: Request) -> Response {
-        var platform: DevicePlatform?
-        var app: String?
-        var count: Int?
-        var env: String?
-        var seed: UInt64?
-        var behavior: Behavior?
-        var tracking: TrackingConfig?
-        var registration: RegistrationConfig?
-        var registerRate = 10_000
-        var labels: [String] = []
-        var states = FleetDeviceStates()
-        var profile = AppProfile()
-        do {
-            try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app","count":1000000}"#) { r in
-                let p = try r.string("platform", required: true)!
-                guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios or android") }
-                platform = known
-                app = try r.string("app", required: true)
-                count = try r.int("count", in: 1...1_000_000_000, required: true)
-                env = try r.string("environment") ?? r.string("project")
-                if let i = r.value("seed") {
-                    // Any 64-bit seed, exactly (a double would round one past 2^53).
-                    guard r.view.tokens[i].kind == .number, let n = UInt64(String(decoding: r.view.raw(i), as: UTF8.self)) else {
-                        throw r.failure("seed", "must be an integer from 0 to 18446744073709551615")
-                    }
-                    seed = n
-                }
-                if let i = r.value("behavior") { behavior = try Behavior.parse(r.view, i) }
-                if let i = r.value("tracking") { tracking = try TrackingConfig.parse(Array(r.view.raw(i))) }
-                if let i = r.value("registration") { registration = try RegistrationConfig.parse(Array(r.view.raw(i))) }
-                if let n = try r.int("registerRate", in: 1...1_000_000) { registerRate = n }
-                if let l = try r.strings("labels") { labels = l }
-                // Behaviour fields at the top level ({"count":..., "uninstalledRate":0.03}) apply over
-                // "behavior" (or the server's default).
-                if Behavior.fields.contains(where: { r.has($0) }) {
-                    var b = behavior ?? store.configuration.defaultBehavior
-                    try b.read(&r)
-                    behavior = b
-                }
-                try states.read(&r)
-                try profile.read(&r)
-            }
-        } catch {
-            return AdminAPI.error(400, "\(error)")
-        }
-        guard let platform, let app, !app.isEmpty, let count else { return AdminAPI.error(400, "platform, app and count are required") }
-        guard count >= 1, count <= 1_000_000_000 else { return AdminAPI.error(400, "count must be 1 to 1000000000") }
-        if platform == .ios {
-            env = env ?? "sandbox"
-            guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
-        }
-        do {
-            let f = try store.createFleet(
-                platform: platform, app: app, count: count, environment: env, seed: seed,
-                behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs(), registration: registration,
-                registerRate: registerRate, states: states, profile: profile)
-            return .json(201, f.json)
-        } catch {
-            return AdminAPI.error(400, "\(error)")
-        }
     }
 }
 

@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// Braze's SDK (tracking.md §4):
 ///

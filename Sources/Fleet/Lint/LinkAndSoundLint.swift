@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// The rules every SDK shares: the link its tap opens, and an iOS custom sound.
 ///

@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// Adobe Campaign Classic's SDK (AEP Campaign Classic extension, tracking.md §1):
 ///

@@ -1,4 +1,5 @@
 import PushCore
+import Tracking
 
 /// MoEngage's SDK (tracking.md §2):
 ///

@@ -1,0 +1,139 @@
+import APNs
+import FCM
+import Fleet
+import Observation
+import PushCore
+import Runtime
+import Tracking
+import Transport
+
+/// `/emulator/v1/fleets`: many simulated devices made at once (up to a billion, from a seed,
+/// registered at `registerRate`). `POST` makes one; `GET` lists them; `/fleets/{id}` reads one
+/// (with its registration's progress), `POST {id}:pauseRegistration|:resumeRegistration`;
+/// `/fleets/{id}/tokens` pages its tokens (`offset`, `limit`).
+struct FleetsAdminAPI: AdminResource {
+    /// Fleet's device records.
+    let deviceStore: DeviceStore
+
+    static let maxPage = 100_000
+
+    func register(_ routes: inout RouterGroup) {
+        routes.add(.post, "/fleets", maxBodySize: 64 * 1024) { ex in ex.respond(createFleet(ex.request)) }
+        routes.add(.get, "/fleets") { ex in
+            ex.respond(.json(200, JSONObjectWriter.list("fleets", deviceStore.allFleets.map(\.json))))
+        }
+        // GET: the fleet (with its registration's progress). POST `{id}:pauseRegistration` and
+        // `{id}:resumeRegistration`: the bulk registration stops where it is and goes on from there.
+        routes.add([.get, .post], "/fleets/{id}") { ex in
+            var id = ex.parameter("id").utf8String
+            if ex.request.method == .get {
+                guard let f = deviceStore.fleet(id: id) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+                return ex.respond(.json(200, f.json))
+            }
+            let pause: Bool
+            if id.hasSuffix(":pauseRegistration") {
+                pause = true
+                id.removeLast(":pauseRegistration".count)
+            } else if id.hasSuffix(":resumeRegistration") {
+                pause = false
+                id.removeLast(":resumeRegistration".count)
+            } else {
+                return ex.respond(AdminAPI.error(404, "POST /emulator/v1/fleets/{id}:pauseRegistration or :resumeRegistration"))
+            }
+            guard let f = deviceStore.fleet(id: id) else { return ex.respond(AdminAPI.error(404, "no such fleet")) }
+            guard let progress = f.registrationProgress else { return ex.respond(AdminAPI.error(409, "fleet \(id) has no registration")) }
+            deviceStore.registrar.setPaused(progress, pause)
+            ex.respond(.json(200, f.json))
+        }
+        routes.add(.get, "/fleets/{id}/tokens") { ex in
+            guard let f = deviceStore.fleet(id: ex.parameter("id").utf8String) else {
+                return ex.respond(AdminAPI.error(404, "no such fleet"))
+            }
+            guard let offset = intParameter(ex.request, "offset", default: 0, range: 0...Int(Int32.max) * 256),
+                let limit = intParameter(ex.request, "limit", default: 1000, range: 1...FleetsAdminAPI.maxPage)
+            else {
+                return ex.respond(AdminAPI.error(400, "offset must be >= 0 and limit 1...\(FleetsAdminAPI.maxPage)"))
+            }
+            let tokens = deviceStore.tokens(f, offset: offset, limit: limit)
+            var body: [UInt8] = []
+            body.reserveCapacity(tokens.count * (f.platform == .ios ? 67 : 166) + 64)
+            body.append(contentsOf: Array("{\"fleet\":\"\(f.id)\",\"offset\":\(offset),\"count\":\(f.count),\"tokens\":[".utf8))
+            for (i, t) in tokens.enumerated() {
+                if i > 0 { body.append(UInt8(ascii: ",")) }
+                body.append(UInt8(ascii: "\""))
+                body.append(contentsOf: t.utf8)
+                body.append(UInt8(ascii: "\""))
+            }
+            body.append(contentsOf: Array("]}".utf8))
+            var h = HTTPFields()
+            h.add(name: "content-type", value: "application/json")
+            ex.respond(Response(status: 200, headers: h, body: body))
+        }
+    }
+
+    /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
+    /// "seed","behavior","tracking","registration","registerRate","labels", the members' start
+    /// "permission","appState","nseInstalled" (`FleetDeviceStates`) and their app's "urlSchemes","sounds"}`.
+    func createFleet(_ req: Request) -> Response {
+        var platform: DevicePlatform?
+        var app: String?
+        var count: Int?
+        var env: String?
+        var seed: UInt64?
+        var behavior: Behavior?
+        var tracking: TrackingConfig?
+        var registration: RegistrationConfig?
+        var registerRate = 10_000
+        var labels: [String] = []
+        var states = FleetDeviceStates()
+        var profile = AppProfile()
+        do {
+            try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app","count":1000000}"#) { r in
+                let p = try r.string("platform", required: true)!
+                guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios or android") }
+                platform = known
+                app = try r.string("app", required: true)
+                count = try r.int("count", in: 1...1_000_000_000, required: true)
+                env = try r.string("environment") ?? r.string("project")
+                if let i = r.value("seed") {
+                    // Any 64-bit seed, exactly (a double would round one past 2^53).
+                    guard r.view.tokens[i].kind == .number, let n = UInt64(String(decoding: r.view.raw(i), as: UTF8.self)) else {
+                        throw r.failure("seed", "must be an integer from 0 to 18446744073709551615")
+                    }
+                    seed = n
+                }
+                if let i = r.value("behavior") { behavior = try Behavior.parse(r.view, i) }
+                if let i = r.value("tracking") { tracking = try TrackingConfig.parse(Array(r.view.raw(i))) }
+                if let i = r.value("registration") { registration = try RegistrationConfig.parse(Array(r.view.raw(i))) }
+                if let n = try r.int("registerRate", in: 1...1_000_000) { registerRate = n }
+                if let l = try r.strings("labels") { labels = l }
+                // Behaviour fields at the top level ({"count":..., "uninstalledRate":0.03}) apply over
+                // "behavior" (or the server's default).
+                if Behavior.fields.contains(where: { r.has($0) }) {
+                    var b = behavior ?? deviceStore.configuration.defaultBehavior
+                    try b.read(&r)
+                    behavior = b
+                }
+                try states.read(&r)
+                try profile.read(&r)
+            }
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
+        guard let platform, let app, !app.isEmpty, let count else { return AdminAPI.error(400, "platform, app and count are required") }
+        guard count >= 1, count <= 1_000_000_000 else { return AdminAPI.error(400, "count must be 1 to 1000000000") }
+        if platform == .ios {
+            env = env ?? "sandbox"
+            guard env == "sandbox" || env == "production" else { return AdminAPI.error(400, "environment must be sandbox or production") }
+        }
+        do {
+            let f = try deviceStore.createFleet(
+                platform: platform, app: app, count: count, environment: env, seed: seed,
+                behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs(), registration: registration,
+                registerRate: registerRate, states: states, profile: profile)
+            return .json(201, f.json)
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
+    }
+}
