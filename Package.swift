@@ -102,7 +102,8 @@ let package = Package(
         .target(name: "EmulatorTesting", dependencies: ["Pipeline", "Emulator", "CNghttp2"]),
         // Helpers for the tests: running commands, raw sockets, starting the real binary.
         .target(name: "TestSupport", dependencies: ["Transport"], path: "Tests/Support"),
-        .testTarget(name: "TransportTests", dependencies: ["Runtime", "Transport", "TestSupport", "CH2Memory", "CNghttp2", "CSystem"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport", "CH2Memory", "CNghttp2", "CSystem"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"]),
         .testTarget(name: "ObservationTests", dependencies: ["Transport", "PushCore", "Observation"]),
         .testTarget(name: "StateTests", dependencies: ["Runtime", "Transport", "PushCore", "State", "CSystem"]),

@@ -30,7 +30,7 @@ extension Journal {
     func writeAheadAndGive(_ b: AheadBarrier) {
         shards[b.shard].pending.withLock { p in
             writeAhead(&p, shard: b.shard)
-            swap(&p.decided, &b.spare)
+            swap(&p.ahead.decided, &b.spare)
         }
         var withheld = 0
         for r in b.spare {
@@ -51,15 +51,15 @@ extension Journal {
             return
         }
         var ok = !storeFailing.load(ordering: .relaxed)
-        if ok && e.byteCount > p.written.byteCount {
+        if ok && e.byteCount > p.ahead.written.byteCount {
             errno = 0
-            if p.file == nil, let dir = aheadDirectory {
-                p.file = AheadLog.create(in: dir, loop: shard, serial: nextSerial.wrappingAdd(1, ordering: .relaxed).oldValue)
+            if p.ahead.file == nil, let dir = aheadDirectory {
+                p.ahead.file = AheadLog.create(in: dir, loop: shard, serial: nextSerial.wrappingAdd(1, ordering: .relaxed).oldValue)
             }
-            let from = p.written.byteCount
-            if p.file != nil {
-                if from == 0 { p.segmentStart = p.file!.length }
-                ok = e.withBytes { AheadLog.write(&p.file!, offset: from, UnsafeRawBufferPointer(rebasing: $0[from...])) }
+            let from = p.ahead.written.byteCount
+            if p.ahead.file != nil {
+                if from == 0 { p.ahead.segmentStart = p.ahead.file!.length }
+                ok = e.withBytes { AheadLog.write(&p.ahead.file!, offset: from, UnsafeRawBufferPointer(rebasing: $0[from...])) }
             } else {
                 ok = false
             }
@@ -68,15 +68,15 @@ extension Journal {
             } else {
                 let code = errno
                 let why =
-                    p.file == nil
+                    p.ahead.file == nil
                     ? "cannot create a write-ahead file in \(aheadDirectory ?? "")\(code != 0 ? ": " + String(cString: strerror(code)) : "")"
-                    : "write-ahead write to \(p.file!.path) failed: "
-                        + (code != 0 ? String(cString: strerror(code)) : Journal.shortWriteReason(p.file!.fd))
-                aheadWriteFailed(why, records: e.count - p.written.records)
+                    : "write-ahead write to \(p.ahead.file!.path) failed: "
+                        + (code != 0 ? String(cString: strerror(code)) : Journal.shortWriteReason(p.ahead.file!.fd))
+                aheadWriteFailed(why, records: e.count - p.ahead.written.records)
             }
         }
         if ok {
-            p.written = e.mark
+            p.ahead.written = e.mark
         } else {
             cut(&p)
         }
@@ -119,10 +119,10 @@ extension Journal {
         guard !p.runs.isEmpty else { return }
         for var r in p.runs {
             r.stored = stored
-            if let last = p.decided.indices.last, p.decided[last].waiter === r.waiter, p.decided[last].stored == stored {
-                p.decided[last].count += r.count
+            if let last = p.ahead.decided.indices.last, p.ahead.decided[last].waiter === r.waiter, p.ahead.decided[last].stored == stored {
+                p.ahead.decided[last].count += r.count
             } else {
-                p.decided.append(r)
+                p.ahead.decided.append(r)
             }
         }
         p.runs.removeAll(keepingCapacity: true)
@@ -131,21 +131,21 @@ extension Journal {
     /// Cuts the shard's segment back to what its file holds (sealed for the writer) and starts
     /// over with no segment and no file (the file, closed, keeps what it holds).
     private func cut(_ p: inout Pending) {
-        if var e = p.encoder, p.written.records > 0, let f = p.file {
-            e.truncate(to: p.written)
-            p.sealed.append(AheadSegment(encoder: e, location: location(p, f)))
+        if var e = p.encoder, p.ahead.written.records > 0, let f = p.ahead.file {
+            e.truncate(to: p.ahead.written)
+            p.ahead.sealed.append(AheadSegment(encoder: e, location: location(p, f)))
         }
-        if let f = p.file {
+        if let f = p.ahead.file {
             if f.length == 0 { unlink(f.path) }
             close(f.fd)
         }
         p.encoder = nil
-        p.file = nil
-        p.written = SegmentEncoder.Mark()
+        p.ahead.file = nil
+        p.ahead.written = SegmentEncoder.Mark()
     }
 
     private func location(_ p: Pending, _ f: AheadLog.File) -> AheadLog.Location {
-        AheadLog.Location(loop: f.loop, serial: f.serial, start: p.segmentStart, end: f.length)
+        AheadLog.Location(loop: f.loop, serial: f.serial, start: p.ahead.segmentStart, end: f.length)
     }
 
     /// The writer's take from a write-ahead shard (under its lock): what is not written yet is
@@ -154,15 +154,15 @@ extension Journal {
     /// the loop's next segment, unless it has grown past `aheadRotateBytes`.
     func takeAhead(_ p: inout Pending, shard: Int, into out: inout [AheadSegment]) {
         writeAhead(&p, shard: shard)
-        out.append(contentsOf: p.sealed)
-        p.sealed.removeAll()
+        out.append(contentsOf: p.ahead.sealed)
+        p.ahead.sealed.removeAll()
         if let e = p.encoder, !e.isEmpty {
-            out.append(AheadSegment(encoder: e, location: p.file.map { location(p, $0) }))
+            out.append(AheadSegment(encoder: e, location: p.ahead.file.map { location(p, $0) }))
             p.encoder = nil
-            p.written = SegmentEncoder.Mark()
-            if let f = p.file, f.length >= aheadRotateBytes {
+            p.ahead.written = SegmentEncoder.Mark()
+            if let f = p.ahead.file, f.length >= aheadRotateBytes {
                 close(f.fd)
-                p.file = nil
+                p.ahead.file = nil
             }
         }
     }
@@ -172,9 +172,9 @@ extension Journal {
     func closeAheadFiles() {
         for shard in shards.prefix(loopShards) {
             shard.pending.withLock { p in
-                guard let f = p.file, p.encoder == nil else { return }
+                guard let f = p.ahead.file, p.encoder == nil else { return }
                 close(f.fd)
-                p.file = nil
+                p.ahead.file = nil
             }
         }
     }

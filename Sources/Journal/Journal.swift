@@ -95,10 +95,16 @@ public final class Journal: @unchecked Sendable {
     struct Pending {
         var encoder: SegmentEncoder?
         var answers: [Answer] = []
-        /// Answers parked by their callers (`appendRequest(..., waiter:)`), in append order.
+        /// Answers parked by their callers (`StoredNotice.parked`), in append order.
         var runs: [WaiterRun] = []
+        /// The loop the answers are given on (the first that parked or handed one over).
         var loop: EventLoop?
-        // Write-ahead (`.strict` on disk, event-loop shards):
+        /// Write-ahead's part (`.strict` on disk, event-loop shards only).
+        var ahead = Ahead()
+    }
+
+    /// What a loop's shard holds for write-ahead (`.strict` on disk) beyond its encoder.
+    struct Ahead {
         /// The loop's write-ahead file (nil: none open; the next record opens one).
         var file: AheadLog.File?
         /// How much of the encoder is in `file`.
@@ -161,19 +167,43 @@ public final class Journal: @unchecked Sendable {
     /// request answered before it: answers leave at once and every read first commits what is
     /// waiting (`flush`). When false, a caller may answer at once and append without a completion.
     public let answersWait: Bool
-    /// `.sync` on disk: the writer releases answers after each fsynced commit.
-    let syncs: Bool
-    /// `.strict` on disk: loops write their records ahead (`AheadLog`) and give their own answers.
-    let writesAhead: Bool
-    /// Reads first have the writer commit what is queued (all but `.relaxed` and `.sync` on disk,
-    /// where a read sees every answered request anyway or is not promised to).
-    private var flushesBeforeReads: Bool { durability != .relaxed && !syncs }
-    /// The write-ahead files' directory (`writesAhead`).
+    /// How the writer commits: the durability mode on its medium.
+    let mode: WriterMode
+
+    /// One case per way the journal commits, fixed at start-up; each reads on its own in the
+    /// writer (`waitForMore`, `takeBatch`) and in `appendRequest`.
+    enum WriterMode: Equatable, Sendable {
+        /// `.relaxed`, on disk or in memory: records follow their answers, the backlog bounded.
+        case relaxed
+        /// `.strict` or `.sync` in memory: answers go at once; a read first has the writer
+        /// commit what is queued.
+        case memory
+        /// `.sync` on disk: the writer releases answers after each fsynced commit.
+        case sync
+        /// `.strict` on disk: loops write their records ahead (`AheadLog`) and give their own
+        /// answers at their flush barrier; reads flush first.
+        case writeAhead
+
+        init(_ durability: Durability, onDisk: Bool) {
+            switch durability {
+            case .relaxed: self = .relaxed
+            case .sync: self = onDisk ? .sync : .memory
+            case .strict: self = onDisk ? .writeAhead : .memory
+            }
+        }
+
+        /// Whether answers wait for their records.
+        var answersWait: Bool { self == .sync || self == .writeAhead }
+        /// Whether a read first has the writer commit what is queued (where a read would not
+        /// see every answered request otherwise).
+        var flushesBeforeReads: Bool { self == .memory || self == .writeAhead }
+    }
+    /// The write-ahead files' directory (`.writeAhead`).
     let aheadDirectory: String?
     let nextSerial = Atomic<UInt64>(1)
     /// A loop's write-ahead file past this size is closed when the writer takes its segment.
     let aheadRotateBytes: Int
-    /// One barrier per event-loop shard (`writesAhead`).
+    /// One barrier per event-loop shard (`.writeAhead`).
     private var barriers: [AheadBarrier] = []
     /// Set by the writer while SQLite refuses commits: loops then store nothing new (answers
     /// told not stored) until a commit of what was already answered succeeds.
@@ -231,9 +261,8 @@ public final class Journal: @unchecked Sendable {
     ) throws {
         self.aheadRotateBytes = max(1, aheadRotateBytes ?? AheadLog.rotateBytes)
         self.durability = durability
-        answersWait = durability != .relaxed && path != nil
-        syncs = durability == .sync && path != nil
-        writesAhead = durability == .strict && path != nil
+        mode = WriterMode(durability, onDisk: path != nil)
+        answersWait = mode.answersWait
         aheadDirectory = path.map(AheadLog.directory(journal:))
         self.maxQueue = maxQueue
         self.retention = retention
@@ -269,14 +298,14 @@ public final class Journal: @unchecked Sendable {
             )
         }
         wakeFD = csys_eventfd()
-        if writesAhead { barriers = (0..<loopShards).map { AheadBarrier(journal: self, shard: $0) } }
+        if mode == .writeAhead { barriers = (0..<loopShards).map { AheadBarrier(journal: self, shard: $0) } }
     }
 
     deinit {
         close(wakeFD)
         for shard in shards {
             shard.pending.withLock { p in
-                if let f = p.file { close(f.fd) }
+                if let f = p.ahead.file { close(f.fd) }
             }
         }
     }
@@ -311,22 +340,22 @@ public final class Journal: @unchecked Sendable {
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
             payload: r.payload, warnings: r.warnings, device: r.device, notificationID: r.notificationID, loop: loop,
-            completion: completion)
+            notify: .handedOver(completion))
     }
 
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
     /// its references, only to release them once encoded (about eight pairs per request).
-    /// `completion` may be nil only when answers do not wait (`answersWait` false): the caller
+    /// `notice` may be `.none` only when answers do not wait (`answersWait` false): the caller
     /// answers at once, and no closure is built per request.
     public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
         headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil,
-        notificationID: UUIDValue?, loop: EventLoop?, completion: (@Sendable (Bool) -> Void)?, waiter: (any CommitWaiter)? = nil
+        notificationID: UUIDValue?, loop: EventLoop?, notify notice: StoredNotice
     ) {
-        precondition(completion != nil || waiter != nil || !answersWait, "a strict journal on disk answers through its completion")
-        precondition(
-            waiter == nil || !answersWait || loop.map(parksOwnAnswers) == true, "a waiter parks answers on a loop with its own shard")
+        if case .parked = notice, answersWait {
+            precondition(loop.map(parksOwnAnswers) == true, "answers park on a loop with a shard of its own")
+        }
         let strict = answersWait
         let shard = loop.map { min($0.index, loopShards - 1) } ?? otherShard
         let kept = shards[shard].pending.withLock { p -> Bool in
@@ -339,22 +368,29 @@ public final class Journal: @unchecked Sendable {
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
                 payload: payload, warnings: warnings, device: device, notificationID: notificationID,
                 maxPayload: Journal.maxPayload, campaignOf: campaignOf)
-            if strict, let waiter {
+            guard strict else { return true }
+            switch notice {
+            case .none:
+                preconditionFailure("answers wait for their records here: each needs a notice")
+            case .parked(let waiter):
                 if let last = p.runs.indices.last, p.runs[last].waiter === waiter {
                     p.runs[last].count += 1
                 } else {
                     p.runs.append(WaiterRun(waiter: waiter, count: 1))
                 }
-                if p.loop == nil { p.loop = loop }
-            } else if strict, let completion {
+            case .handedOver(let completion):
                 p.answers.append(Answer(run: completion))
-                if p.loop == nil { p.loop = loop }
             }
+            if p.loop == nil { p.loop = loop }
             return true
         }
         if !strict {
-            if let waiter { waiter.committed(1, stored: true) } else { completion?(true) }
-        } else if writesAhead, let loop, waiter != nil {
+            switch notice {
+            case .none: break
+            case .parked(let waiter): waiter.committed(1, stored: true)
+            case .handedOver(let completion): completion(true)
+            }
+        } else if mode == .writeAhead, let loop, case .parked = notice {
             let b = barriers[shard]
             if !b.armed {
                 b.armed = true
@@ -436,111 +472,35 @@ public final class Journal: @unchecked Sendable {
     // MARK: the writer thread
 
     private func run() {
-        // Strict answers wait on this thread: at a higher scheduling priority than the event
-        // loops it runs as soon as its window or its fsync ends instead of queueing behind the
-        // loop on the same CPU, so answers are held for less time (measured: see README). It
-        // needs CAP_SYS_NICE (or RLIMIT_NICE); without it the writer keeps the default priority.
-        if syncs, Journal.setThreadNice(Journal.strictWriterNice) {
+        // Sync answers wait on this thread: at a higher scheduling priority than the event loops
+        // it runs as soon as its window or its fsync ends instead of queueing behind the loop on
+        // the same CPU, so answers are held for less time. It needs CAP_SYS_NICE (or
+        // RLIMIT_NICE); without it the writer keeps the default priority.
+        if mode == .sync, Journal.setThreadNice(Journal.strictWriterNice) {
             stats.withLock { $0.writerNice = Int(Journal.strictWriterNice) }
         }
         var lastPrune: Int64 = 0
         var lastBatch = 0
         while true {
-            // Group commit window: while many producers are active (the last commit carried
-            // several records), let more records join before paying for the next fsync.
-            if lastBatch > 0, !syncs || lastBatch >= Journal.windowThreshold {
-                if flushesBeforeReads {
-                    // In memory: the relaxed window, cut short by a read asking for a flush.
-                    var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-                    if poll(&p, 1, Int32(Journal.relaxedWindowNs / 1_000_000)) > 0 {
-                        var v: UInt64 = 0
-                        _ = read(wakeFD, &v, 8)
-                    }
-                } else {
-                    var t = timespec(tv_sec: 0, tv_nsec: Journal.windowNs(strict: syncs, lastBatch: lastBatch))
-                    nanosleep(&t, nil)
-                }
-            }
+            if lastBatch > 0 { waitForMore(after: lastBatch) }
             sleeping.store(true, ordering: .releasing)
             stateLog?.writerTurn()
             // Taken before the shards: what was queued before a read asked is in this commit.
-            var flushing: [FlushWaiter] = []
-            if flushesBeforeReads {
-                flushing = flushWaiters.withLock { w in
-                    let out = w
-                    w.removeAll()
-                    return out
-                }
-            }
-            let resetting = resets.withLock { r in
-                let out = r
-                r.removeAll()
-                return out
-            }
-            var segments: [SegmentEncoder] = []
-            var ahead: [AheadSegment] = []
-            var released: [Released] = []
-            for (i, shard) in shards.enumerated() {
-                shard.pending.withLock { p in
-                    if writesAhead && i < loopShards {
-                        takeAhead(&p, shard: i, into: &ahead)
-                    } else if let e = p.encoder {
-                        segments.append(e)
-                        p.encoder = nil
-                    }
-                    // Under write-ahead the loop's barrier gives the runs.
-                    let runs = writesAhead ? [] : p.runs
-                    if !p.answers.isEmpty || !runs.isEmpty {
-                        released.append(Released(loop: p.loop, answers: p.answers, runs: runs))
-                        // The next batch starts with room for as many as this one (growing from
-                        // empty cost nine reallocations a commit).
-                        if !p.answers.isEmpty {
-                            let n = p.answers.count
-                            p.answers = []
-                            p.answers.reserveCapacity(n)
-                        }
-                        if !runs.isEmpty {
-                            let n = p.runs.count
-                            p.runs = []
-                            p.runs.reserveCapacity(n)
-                        }
-                    }
-                }
-            }
-            if segments.isEmpty && ahead.isEmpty && retry.isEmpty && resetting.isEmpty {
+            let flushing = mode.flushesBeforeReads ? Journal.takeAll(flushWaiters) : []
+            let resetting = Journal.takeAll(resets)
+            let batch = takeBatch()
+            if batch.isEmpty && retry.isEmpty && resetting.isEmpty {
                 for w in flushing { w.signal() }
                 if stateLog?.hasWork == true { continue }
                 // Idle: the next records (or a read's flush) need no window first.
-                if flushesBeforeReads { lastBatch = 0 }
+                if mode.flushesBeforeReads { lastBatch = 0 }
                 if stopping.load(ordering: .acquiring) { break }
-                var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-                _ = poll(&p, 1, 100)
-                var v: UInt64 = 0
-                _ = read(wakeFD, &v, 8)
+                waitIdle()
                 prune(&lastPrune)
                 continue
             }
             sleeping.store(false, ordering: .releasing)
-            let stored = commitAll(segments, ahead: ahead)
-            for w in flushing { w.signal() }
-            lastBatch = segments.reduce(0) { $0 + $1.count } + ahead.reduce(0) { $0 + $1.encoder.count }
-            // Held for a retry (SQLite refused the commit): tried again after a window, not at once.
-            if !retry.isEmpty { lastBatch = max(lastBatch, 1) }
-            if !resetting.isEmpty {
-                atDefaultPriority {
-                    try? store.removeAll()
-                    index.removeAll()
-                    discardRetry()
-                }
-                for done in resetting { done() }
-            }
-            if !stored {
-                let withheld = released.reduce(0) { $0 + $1.count }
-                stats.withLock { $0.withheldAnswers &+= UInt64(withheld) }
-            }
-            for batch in released {
-                if let loop = batch.loop { loop.execute { batch.run(stored) } } else { batch.run(stored) }
-            }
+            lastBatch = store(batch, resetting: resetting, flushing: flushing)
             prune(&lastPrune)
             // Stopping with commits refused: what is held stays in its write-ahead files, for the
             // next start to store (retrying here would never let the process stop).
@@ -548,13 +508,117 @@ public final class Journal: @unchecked Sendable {
         }
         // The open block is stored too, so the next start has no tail to summarise again.
         if let open = index.closeOpen() { try? store.appendBlock(open) }
-        if writesAhead { closeAheadFiles() }
+        if mode == .writeAhead { closeAheadFiles() }
         running.store(false, ordering: .releasing)
-        for w in flushWaiters.withLock({ w in
-            let out = w
-            w.removeAll()
+        for w in Journal.takeAll(flushWaiters) { w.signal() }
+    }
+
+    /// The group commit window: while many producers are active (the last commit carried
+    /// several records), more records join before the next commit is paid for. Each mode's own.
+    private func waitForMore(after lastBatch: Int) {
+        switch mode {
+        case .memory, .writeAhead:
+            // The relaxed window, cut short by a read asking for a flush.
+            var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, Int32(Journal.relaxedWindowNs / 1_000_000)) > 0 {
+                var v: UInt64 = 0
+                _ = read(wakeFD, &v, 8)
+            }
+        case .sync:
+            // Answers wait for this commit: a window only under load, sized by it.
+            guard lastBatch >= Journal.windowThreshold else { return }
+            var t = timespec(tv_sec: 0, tv_nsec: Journal.windowNs(strict: true, lastBatch: lastBatch))
+            nanosleep(&t, nil)
+        case .relaxed:
+            var t = timespec(tv_sec: 0, tv_nsec: Journal.windowNs(strict: false, lastBatch: lastBatch))
+            nanosleep(&t, nil)
+        }
+    }
+
+    /// Nothing to commit: sleeps until a producer wakes the writer, 100 ms at most.
+    private func waitIdle() {
+        var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+        _ = poll(&p, 1, 100)
+        var v: UInt64 = 0
+        _ = read(wakeFD, &v, 8)
+    }
+
+    /// What one turn of the writer took from the shards.
+    struct Batch {
+        var segments: [SegmentEncoder] = []
+        /// Write-ahead shards' segments, with where their files hold them.
+        var ahead: [AheadSegment] = []
+        /// Answers to give after the commit, per loop (write-ahead loops give their own).
+        var released: [Released] = []
+        var isEmpty: Bool { segments.isEmpty && ahead.isEmpty }
+        var records: Int { segments.reduce(0) { $0 + $1.count } + ahead.reduce(0) { $0 + $1.encoder.count } }
+    }
+
+    /// Takes every shard's queued records and the answers waiting for them.
+    private func takeBatch() -> Batch {
+        var batch = Batch()
+        for (i, shard) in shards.enumerated() {
+            shard.pending.withLock { p in
+                if mode == .writeAhead && i < loopShards {
+                    takeAhead(&p, shard: i, into: &batch.ahead)
+                } else if let e = p.encoder {
+                    batch.segments.append(e)
+                    p.encoder = nil
+                }
+                // Under write-ahead the loop's barrier gives the runs.
+                let runs = mode == .writeAhead ? [] : p.runs
+                guard !p.answers.isEmpty || !runs.isEmpty else { return }
+                batch.released.append(Released(loop: p.loop, answers: p.answers, runs: runs))
+                // The next batch starts with room for as many as this one (growing from empty
+                // cost nine reallocations a commit).
+                if !p.answers.isEmpty {
+                    let n = p.answers.count
+                    p.answers = []
+                    p.answers.reserveCapacity(n)
+                }
+                if !runs.isEmpty {
+                    let n = p.runs.count
+                    p.runs = []
+                    p.runs.reserveCapacity(n)
+                }
+            }
+        }
+        return batch
+    }
+
+    /// Commits one batch, runs the resets that waited for it, wakes the reads that asked for it
+    /// and releases its answers (told whether it was stored). Answers the batch's record count.
+    private func store(_ batch: Batch, resetting: [@Sendable () -> Void], flushing: [FlushWaiter]) -> Int {
+        let stored = commitAll(batch.segments, ahead: batch.ahead)
+        for w in flushing { w.signal() }
+        var records = batch.records
+        // Held for a retry (SQLite refused the commit): tried again after a window, not at once.
+        if !retry.isEmpty { records = max(records, 1) }
+        if !resetting.isEmpty {
+            atDefaultPriority {
+                try? store.removeAll()
+                index.removeAll()
+                discardRetry()
+            }
+            for done in resetting { done() }
+        }
+        if !stored {
+            let withheld = batch.released.reduce(0) { $0 + $1.count }
+            stats.withLock { $0.withheldAnswers &+= UInt64(withheld) }
+        }
+        for released in batch.released {
+            if let loop = released.loop { loop.execute { released.run(stored) } } else { released.run(stored) }
+        }
+        return records
+    }
+
+    /// Empties a locked list, answering what it held.
+    static func takeAll<T>(_ list: FutexLock<[T]>) -> [T] {
+        list.withLock { l in
+            let out = l
+            l.removeAll()
             return out
-        }) { w.signal() }
+        }
     }
 
     /// One read waiting on a flush: an eventfd the writer signals once the commit is stored. A
@@ -572,7 +636,7 @@ public final class Journal: @unchecked Sendable {
     /// caller's read sees every request answered before it (the reads below call it first). A
     /// round trip to the writer, which cuts its window short for it. Elsewhere it returns at once.
     public func flush() {
-        guard flushesBeforeReads, running.load(ordering: .acquiring) else { return }
+        guard mode.flushesBeforeReads, running.load(ordering: .acquiring) else { return }
         let w = FlushWaiter()
         guard w.fd >= 0 else { return }
         flushWaiters.withLock { $0.append(w) }
@@ -886,4 +950,17 @@ extension JournalEntry {
 /// `.relaxed`, and in memory, it is told at once, on the caller's thread, with a count of 1.
 public protocol CommitWaiter: AnyObject, Sendable {
     func committed(_ count: Int, stored: Bool)
+}
+
+/// How the answer to an appended request hears that its record is stored: one case per way an
+/// answer can wait (see `Journal.appendRequest`).
+public enum StoredNotice: Sendable {
+    /// Nothing waits: the caller answered already (`.relaxed`, or in memory).
+    case none
+    /// The caller's loop parked the answer (a `CommitWaiter` on a loop with its own shard): the
+    /// waiter is told how many of its oldest answers may go, in order, on that loop.
+    case parked(any CommitWaiter)
+    /// A closure given whether the record was stored, run on the loop the shard answers on
+    /// (a loop without a shard of its own, or a caller that is no loop: the writer thread).
+    case handedOver(@Sendable (Bool) -> Void)
 }

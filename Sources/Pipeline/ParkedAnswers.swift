@@ -38,6 +38,16 @@ struct PendingAnswer {
     }
 }
 
+extension PendingAnswer {
+    /// Stages 8 to 10 for an answer that waited for its record: shaping and metrics, then the
+    /// connection's actions. On the loop the answer is given on.
+    @inline(__always)
+    func complete(stored: Bool, _ services: PipelineServices, provider: PushProvider, goAwayDebugData: (String) -> [UInt8]) {
+        give(stored: stored, services, provider: provider, goAwayDebugData: goAwayDebugData)
+        after?(exchange.connection)
+    }
+}
+
 /// One event loop's answers waiting for their records (strict: written ahead; sync: committed),
 /// oldest first, for one gateway's pipeline. The journal counts them (`CommitWaiter`) and tells
 /// this loop how many of the oldest may go: under strict at the loop's flush barrier, in the
@@ -72,8 +82,7 @@ final class ParkedAnswers: CommitWaiter, @unchecked Sendable {
             let answer = queue[head].take()
             head += 1
             guard let answer else { continue }
-            answer.give(stored: stored, services, provider: provider, goAwayDebugData: goAwayDebugData)
-            answer.after?(answer.exchange.connection)
+            answer.complete(stored: stored, services, provider: provider, goAwayDebugData: goAwayDebugData)
         }
         if head == queue.count {
             queue.removeAll(keepingCapacity: true)

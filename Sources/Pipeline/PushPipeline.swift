@@ -169,9 +169,31 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let started: UInt64
     }
 
-    /// Stages 7 to 10 for one answer: the journal commit (the answer waits for its record under
-    /// `--durability strict` or `sync` on disk, parked on its loop's `ParkedAnswers`), then shaping,
-    /// metrics and the connection's actions (`PendingAnswer.give`).
+    /// How one answer leaves the pipeline: the one choice `finish` makes, each case handled in
+    /// one place below it.
+    enum Departure {
+        /// Nothing waits for its record (no journal, `.relaxed`, or in memory): it goes now, its
+        /// latency ending at `decidedNs`, and the connection's actions run at once.
+        case now(decidedNs: UInt64)
+        /// It waits for its record on its own loop, in that loop's `ParkedAnswers` (no closure).
+        case parked(ParkedAnswers)
+        /// It waits for its record as a closure, run on the loop the journal's shard answers on
+        /// (a loop beyond the journal's shards).
+        case handedOver
+    }
+
+    /// Which way an answer on `loop` leaves.
+    @inline(__always)
+    func departure(on loop: EventLoop) -> Departure {
+        guard let journal = services.journal, journal.answersWait else {
+            return .now(decidedNs: Clock.monotonicNanoseconds())
+        }
+        return journal.parksOwnAnswers(loop) ? .parked(parked[loop.index]) : .handedOver
+    }
+
+    /// Stages 7 to 10 for one answer: the journal commit (`departure` says whether the answer
+    /// waits for its record, and where), then shaping and metrics (`PendingAnswer.give`) and the
+    /// connection's actions.
     @inline(__always)
     func finish(
         _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: consuming Response,
@@ -180,63 +202,60 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         if services.events.wants(outcome.status == 200 ? .accepted : .rejected) || (fired != nil && services.events.wants(.fault)) {
             publishAnswer(subject, outcome, fired: fired, id: id, device: device, nowMs: timing.nowMs)
         }
-        let journal = services.journal
-        guard let journal, journal.answersWait else {
-            // The answer goes now: its record's latency and its metrics' end at one clock reading.
-            let decidedNs = Clock.monotonicNanoseconds()
-            if let journal {
-                commit(
-                    journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, decidedNs: decidedNs,
-                    id: id, device: device)
+        switch departure(on: exchange.eventLoop) {
+        case .now(let decidedNs):
+            // Its record's latency and its metrics' end at one clock reading.
+            if let journal = services.journal {
+                commit(journal, exchange, request, subject, outcome, timing, decidedNs: decidedNs, id: id, device: device, .none)
             }
             PendingAnswer(
                 exchange: exchange, response: response, fired: fired, status: outcome.status, reason: outcome.reason,
                 started: timing.started, after: nil
             ).give(stored: true, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:), decidedNs: decidedNs)
-            return Gateway.perform(actions, on: exchange.connection)
-        }
-        var after: (@Sendable (ConnectionContext) -> Void)?
-        if Gateway.acts(actions) { after = { Gateway.perform(actions, on: $0) } }
-        let answer = PendingAnswer(
-            exchange: exchange, response: response, fired: fired, status: outcome.status, reason: outcome.reason,
-            started: timing.started, after: after)
-        let loop = exchange.eventLoop
-        if journal.parksOwnAnswers(loop) {
-            let waiter = parked[loop.index]
-            waiter.park(consume answer)
+            Gateway.perform(actions, on: exchange.connection)
+        case .parked(let waiter):
+            waiter.park(pending(exchange, response, fired, outcome, timing, actions))
             commit(
-                journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device,
-                waiter: waiter)
-        } else {
-            // A loop the journal has no shard of its own for: the answer as a closure, run on
-            // whichever loop its shard answers on.
+                services.journal!, exchange, request, subject, outcome, timing, decidedNs: Clock.monotonicNanoseconds(), id: id,
+                device: device, .parked(waiter))
+        case .handedOver:
+            let answer = pending(exchange, response, fired, outcome, timing, actions)
             let services = self.services
             let provider = self.provider
             commit(
-                journal, exchange, request, subject, outcome, nowMs: timing.nowMs, started: timing.started, id: id, device: device,
-                completion: {
-                    answer.give(stored: $0, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:))
-                    answer.after?(answer.exchange.connection)
-                })
+                services.journal!, exchange, request, subject, outcome, timing, decidedNs: Clock.monotonicNanoseconds(), id: id,
+                device: device,
+                .handedOver { answer.complete(stored: $0, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:)) })
         }
     }
 
-    /// Appends the request's record to the journal; the answer, when one waits (`completion` or
-    /// `waiter`), is given once its record is written (`--durability strict` or `sync` on disk), told
-    /// whether the record was stored. The record's fields are passed as they lie (see
-    /// `Journal.appendRequest`).
+    /// Appends the request's record to the journal (stage 7), the record's fields passed as they
+    /// lie (see `Journal.appendRequest`); `notice` says how a waiting answer hears it is stored.
     @inline(__always)
     func commit(
-        _ journal: Journal, _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, nowMs: Int64,
-        started: UInt64, decidedNs: UInt64 = Clock.monotonicNanoseconds(), id: UUIDValue?, device: DeviceOutcome?,
-        completion: (@Sendable (_ stored: Bool) -> Void)? = nil, waiter: (any CommitWaiter)? = nil
+        _ journal: Journal, _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome,
+        _ timing: Timing, decidedNs: UInt64, id: UUIDValue?, device: DeviceOutcome?, _ notice: StoredNotice
     ) {
         journal.appendRequest(
-            atMs: nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
+            atMs: timing.nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
-            latencyUs: Int64(truncatingIfNeeded: (decidedNs &- started) / 1000), headers: request.headers,
+            latencyUs: Int64(truncatingIfNeeded: (decidedNs &- timing.started) / 1000), headers: request.headers,
             payload: outcome.payload, warnings: outcome.warnings, device: device, notificationID: id,
-            loop: exchange.eventLoop, completion: completion, waiter: waiter)
+            loop: exchange.eventLoop, notify: notice)
+    }
+
+    /// An answer that waits for its record, with the gateway's connection actions (when they do
+    /// anything) for after it.
+    @inline(__always)
+    func pending(
+        _ exchange: Exchange, _ response: consuming Response, _ fired: FiredFault?, _ outcome: PushOutcome, _ timing: Timing,
+        _ actions: Gateway.ConnectionActions
+    ) -> PendingAnswer {
+        var after: (@Sendable (ConnectionContext) -> Void)?
+        if Gateway.acts(actions) { after = { Gateway.perform(actions, on: $0) } }
+        return PendingAnswer(
+            exchange: exchange, response: response, fired: fired, status: outcome.status, reason: outcome.reason,
+            started: timing.started, after: after)
     }
 }
 

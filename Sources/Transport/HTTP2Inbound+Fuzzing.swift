@@ -28,9 +28,9 @@ public enum HTTP2ReceiveFuzzing {
                     switch inbound.step(read, &position) {
                     case .done, .tooManyContinuations: break steps
                     case .pass(let range): precondition(range.upperBound <= read.count)
-                    case .emit(let verdict):
-                        precondition(inbound.output.count >= 9 || verdict == nil)
-                        if verdict == .plain { inbound.takeFields(into: &fields) }
+                    case .emit(let block):
+                        precondition(inbound.output.count >= 9 || block == nil)
+                        if block?.verdict == .plain { inbound.takeFields(into: &fields) }
                     }
                 }
             }

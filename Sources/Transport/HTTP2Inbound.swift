@@ -41,7 +41,7 @@ final class HTTP2Inbound {
         /// Hand `input[range]` to nghttp2 as it is.
         case pass(Range<Int>)
         /// Hand `output` to nghttp2 (a re-encoded header block, or frame bytes held back).
-        case emit(BlockVerdict?)
+        case emit(DecodedBlock?)
         /// Too many CONTINUATION frames: the session ends the connection.
         case tooManyContinuations
         /// Everything given has been handed on or buffered.
@@ -52,6 +52,14 @@ final class HTTP2Inbound {
         case plain
         case full
         case reset
+    }
+
+    /// A header block decoded here, as `.emit` hands it to the session: which stream it opens or
+    /// continues and what nghttp2 is given for it. The session passes it to nghttp2's callbacks
+    /// for that stream (`HTTP2Session.feed`).
+    struct DecodedBlock: Equatable {
+        let stream: Int32
+        let verdict: BlockVerdict
     }
 
     let decoder = HPACKDecoder()
@@ -309,7 +317,7 @@ final class HTTP2Inbound {
             case .reset: out.append(0x82) // :method GET, whose callback resets the stream
             }
         }
-        return .emit(verdict)
+        return .emit(DecodedBlock(stream: blockStream, verdict: verdict))
     }
 }
 

@@ -31,8 +31,9 @@ final class HTTP2Session: ExchangeOwner {
     private var inReceive = false
     /// Header blocks are decoded here, ahead of nghttp2.
     private let inbound: HTTP2Inbound
-    /// What nghttp2 is being given for the header block it is reading now (nil: no block of ours).
-    private var blockVerdict: HTTP2Inbound.BlockVerdict?
+    /// The decoded block nghttp2 is reading now, set only inside `feed` (nil: nghttp2 reads
+    /// bytes as received). Callbacks ask `verdict(for:)` with their stream.
+    private var reading: HTTP2Inbound.DecodedBlock?
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
     var closeAfterGoAway = false
@@ -111,6 +112,23 @@ final class HTTP2Session: ExchangeOwner {
         return true
     }
 
+    /// Hands nghttp2 what `inbound` emitted (a re-encoded header block, or frame bytes held
+    /// back). Only during this call do nghttp2's callbacks for `block`'s stream see its verdict.
+    private func feed(_ block: HTTP2Inbound.DecodedBlock?) -> Int {
+        reading = block
+        defer { reading = nil }
+        let bytes = inbound.output
+        return nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+    }
+
+    /// The verdict on stream `id`'s header block when nghttp2 is reading one `inbound` decoded
+    /// (nil: nghttp2 decodes the block itself, and the per-field callbacks do the work).
+    @inline(__always)
+    private func verdict(for id: Int32) -> HTTP2Inbound.BlockVerdict? {
+        guard let reading, reading.stream == id else { return nil }
+        return reading.verdict
+    }
+
     /// Feeds received bytes. Returns false on a fatal protocol error.
     ///
     /// The bytes go through `inbound` first: frames pass to nghttp2 as they are, header blocks
@@ -127,11 +145,8 @@ final class HTTP2Session: ExchangeOwner {
             case .pass(let range):
                 rv = nghttp2_session_mem_recv(
                     session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + range.lowerBound, range.count)
-            case .emit(let verdict):
-                blockVerdict = verdict
-                let block = inbound.output
-                rv = nghttp2_session_mem_recv(session, block.baseAddress?.assumingMemoryBound(to: UInt8.self), block.count)
-                blockVerdict = nil
+            case .emit(let block):
+                rv = feed(block)
             case .tooManyContinuations:
                 rv = Int(NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue)
             }
@@ -400,7 +415,7 @@ final class HTTP2Session: ExchangeOwner {
             ex = Exchange(request: req, connection: connection.context, streamID: id, owner: self)
             ex.request.headers.reserveCapacity(bytes: 512, fields: 12)
         }
-        if blockVerdict == .plain && inbound.blockStream == id {
+        if verdict(for: id) == .plain {
             // The fields were decoded and checked ahead of nghttp2 (`HTTP2Inbound`).
             ex.request.method = inbound.block.method
             ex.request.pathIndex = inbound.block.pathIndex
@@ -424,7 +439,7 @@ final class HTTP2Session: ExchangeOwner {
     }
 
     fileprivate func header(_ id: Int32, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Int32 {
-        switch blockVerdict {
+        switch verdict(for: id) {
         case .plain: return 0 // the request's fields came from `inbound` already
         case .reset: return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue // over four times the limit
         case .full, nil: break

@@ -34,7 +34,7 @@ final class JournalCommitWaiterTests: XCTestCase {
         j.appendRequest(
             atMs: 1_000 + Int64(i), provider: .apns, connection: 1, environment: "sandbox", token: Array("tok\(i)".utf8)[...],
             topic: nil, status: 200, reason: "", latencyUs: 1, headers: HTTPFields([("apns-topic", "t")]),
-            payload: Array(#"{"aps":{}}"#.utf8)[...], warnings: [], notificationID: nil, loop: loop, completion: nil, waiter: waiter)
+            payload: Array(#"{"aps":{}}"#.utf8)[...], warnings: [], notificationID: nil, loop: loop, notify: .parked(waiter))
     }
 
     /// `n` started event loops (indexes 0..<n), for `stop` in a `defer`.

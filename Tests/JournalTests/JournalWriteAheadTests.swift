@@ -11,6 +11,20 @@ import XCTest
 /// the files hold survives the process and is stored by the next journal opened on the path;
 /// a write that fails tells its answers they were not stored.
 final class JournalWriteAheadTests: XCTestCase {
+    /// Each durability mode on each medium is one writer mode, and only the on-disk ones make
+    /// answers wait.
+    func testWriterModes() {
+        typealias M = Journal.WriterMode
+        XCTAssertEqual(M(.relaxed, onDisk: true), .relaxed)
+        XCTAssertEqual(M(.relaxed, onDisk: false), .relaxed)
+        XCTAssertEqual(M(.sync, onDisk: true), .sync)
+        XCTAssertEqual(M(.strict, onDisk: true), .writeAhead)
+        XCTAssertEqual(M(.sync, onDisk: false), .memory)
+        XCTAssertEqual(M(.strict, onDisk: false), .memory)
+        XCTAssertEqual([M.relaxed, .memory, .sync, .writeAhead].map(\.answersWait), [false, false, true, true])
+        XCTAssertEqual([M.relaxed, .memory, .sync, .writeAhead].map(\.flushesBeforeReads), [false, true, false, true])
+    }
+
     typealias Waiter = JournalCommitWaiterTests.Waiter
 
     private func directory(_ name: String) -> String {
@@ -42,7 +56,7 @@ final class JournalWriteAheadTests: XCTestCase {
         let j = try Journal(
             path: path, durability: .strict, loops: 2, retention: .init(maxRecords: .max, maxAgeMs: .max), campaignOf: { _, _ in nil })
         XCTAssertTrue(j.answersWait)
-        XCTAssertTrue(j.writesAhead)
+        XCTAssertEqual(j.mode, .writeAhead)
         // The writer never starts: nothing is committed, yet every answer goes, once written ahead.
         let a = Waiter(loop: loops[0])
         let b = Waiter(loop: loops[0])

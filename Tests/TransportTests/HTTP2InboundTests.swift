@@ -55,6 +55,8 @@ final class HTTP2InboundTests: XCTestCase {
     struct Fed: Equatable {
         var bytes: [UInt8] = []
         var verdicts: [HTTP2Inbound.BlockVerdict] = []
+        /// The stream each decoded block was for, in order.
+        var streams: [Int32] = []
         var fields: [[String]] = []
         var tooManyContinuations = false
     }
@@ -76,10 +78,13 @@ final class HTTP2InboundTests: XCTestCase {
                     switch inbound.step(raw, &position) {
                     case .done: break loop
                     case .pass(let r): fed.bytes += raw[r]
-                    case .emit(let verdict):
+                    case .emit(let block):
                         fed.bytes += inbound.output
-                        if let verdict { fed.verdicts.append(verdict) }
-                        if verdict == .plain {
+                        if let block {
+                            fed.verdicts.append(block.verdict)
+                            fed.streams.append(block.stream)
+                        }
+                        if block?.verdict == .plain {
                             var fields = HTTPFields()
                             inbound.takeFields(into: &fields)
                             fed.fields.append(fields.pairs.map { "\($0.0): \($0.1)" })
@@ -129,6 +134,7 @@ final class HTTP2InboundTests: XCTestCase {
         XCTAssertEqual(
             whole.verdicts,
             [.plain, .plain, .plain, .plain, .full, .full, .full])
+        XCTAssertEqual(whole.streams, [1, 3, 5, 7, 9, 9, 11], "each verdict names the stream its block is for")
         XCTAssertEqual(whole.fields.count, 4)
         XCTAssertEqual(whole.fields[0].first, ":method: POST")
         XCTAssertTrue(whole.fields[0].contains(":path: /3/device/" + String(repeating: "ab", count: 32)))

@@ -1,9 +1,8 @@
 import Foundation
-import Runtime
 import Synchronization
 import XCTest
 
-@testable import Transport
+@testable import Runtime
 
 /// `FutexLock` keeps its value consistent with more threads than cores taking it at once, hands
 /// back what the body returns or throws, and frees its value with itself.
