@@ -15,13 +15,13 @@ import Transport
 /// broadcast on (with its stored message), `channelRemoved`, and `owner` when a team first
 /// manages an app's channels.
 public final class APNsChannelRegistry: PersistentStore {
-    public static let maxChannelsPerApp = 10_000
+    static let maxChannelsPerApp = 10_000
     /// Bounds on what clients can make the registry hold: channels in all, and apps (an app is
     /// remembered once a team manages its channels).
-    public static let maxChannels = 1_000_000
-    public static let maxApps = 100_000
+    static let maxChannels = 1_000_000
+    static let maxApps = 100_000
     /// How long a Most Recent Message channel keeps its message.
-    public static let storedMessageLifetimeMs: Int64 = 8 * 3600 * 1000
+    static let storedMessageLifetimeMs: Int64 = 8 * 3600 * 1000
 
     /// `message-storage-policy`: 0 keeps nothing (and needs `apns-expiration: 0`), 1 keeps the
     /// most recent message.
@@ -169,7 +169,7 @@ public final class APNsChannelRegistry: PersistentStore {
 
     /// Counts a broadcast on the channel and, under Most Recent Message, keeps it (replacing the
     /// last one) until `expiresAtMs` or 8 hours, whichever is first.
-    public func recordBroadcast(_ id: String, bundle: String, environment: APNsEnvironment, message: StoredMessage) {
+    func recordBroadcast(_ id: String, bundle: String, environment: APNsEnvironment, message: StoredMessage) {
         let logged = state.withLock { s -> Bool in
             let key = AppKey(bundle: bundle, environment: environment)
             guard var channel = s.byKey[key]?.channels[id] else { return false }
@@ -377,7 +377,7 @@ public final class APNsChannelRegistry: PersistentStore {
     }
 
     /// Whether `id` is a well-formed channel id: standard base64 (padded) of 8 to 64 bytes.
-    public static func isWellFormed(_ id: ArraySlice<UInt8>) -> Bool {
+    static func isWellFormed(_ id: ArraySlice<UInt8>) -> Bool {
         guard id.count >= 12, id.count <= 88, id.count % 4 == 0,
             !id.contains(UInt8(ascii: "-")), !id.contains(UInt8(ascii: "_")), let bytes = Base64URL.decode(id)
         else { return false }

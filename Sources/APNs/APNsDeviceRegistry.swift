@@ -16,7 +16,7 @@ public final class APNsDeviceRegistry: PersistentStore {
         /// The token (snapshots and exports name it).
         public var token: String
         public var environment: APNsEnvironment
-        public var bundleKey: TokenKey
+        var bundleKey: TokenKey
         public var bundleID: String
         public var uninstalledAtMs: Int64?
         public var pushes: UInt64

@@ -47,8 +47,8 @@ public final class APNsBroadcastTarget: Sendable {
 ///     CannotCreateChannelConfig (the app has 10,000 channels in this environment)
 ///     read, delete: MissingChannelId, BadChannelId, ChannelNotRegistered
 extension APNsProvider {
-    public static let broadcastPrefix: StaticString = "/4/broadcasts/apps/"
-    public static let maxBroadcastPayload = 5120
+    static let broadcastPrefix: StaticString = "/4/broadcasts/apps/"
+    static let maxBroadcastPayload = 5120
 
     /// The app a broadcast or channel path names, or the reason it is refused (steps 2 and 3).
     static func broadcastBundle(_ path: ArraySlice<UInt8>, prefix: StaticString) -> Result<ArraySlice<UInt8>, APNsReason> {
@@ -114,7 +114,7 @@ extension APNsProvider {
     // MARK: broadcast send
 
     /// `POST /4/broadcasts/apps/<bundleId>`, decided into `d` (see the order above).
-    public func decideBroadcast(
+    func decideBroadcast(
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState, nowMs: Int64,
         into d: inout APNsDecision
     ) {
@@ -180,7 +180,7 @@ extension APNsProvider {
     }
 
     /// An error answer built from the request alone (an oversized body), with `apns-request-id`.
-    public static func broadcastError(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
+    static func broadcastError(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
         var h = HTTPFields()
         var rng = FastRandom()
         (request.headers.first("apns-request-id").flatMap(parseRequestID) ?? UUIDValue.random(&rng)).withBytes {
@@ -202,7 +202,7 @@ extension APNsProvider {
     }
 
     /// `POST`/`GET`/`DELETE /1/apps/<bundleId>/channels`, `GET /1/apps/<bundleId>/all-channels`.
-    public func manageChannels(
+    func manageChannels(
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState, nowMs: Int64
     ) -> ChannelAnswer {
         var d = APNsDecision(environment: environment(request, conn))
@@ -316,7 +316,7 @@ extension APNsProvider {
 
 extension APNsPayload {
     /// `aps.event` of a Live Activity payload, when it is a string.
-    public static func liveActivityEvent(_ payload: [UInt8]) -> String? {
+    static func liveActivityEvent(_ payload: [UInt8]) -> String? {
         payload.withUnsafeBytes { raw -> String? in
             var tokens: [JSONToken] = []
             guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return nil }

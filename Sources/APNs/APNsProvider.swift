@@ -20,7 +20,7 @@ public struct APNsDecision: Sendable {
     public var reason: APNsReason?
     public var status: Int { reason?.status ?? 200 }
     /// 410 responses: when the token stopped being valid (ms).
-    public var timestampMs: Int64?
+    var timestampMs: Int64?
     public var environment: APNsEnvironment
     /// Generated when the request carried no valid `apns-id`. For the broadcast APIs: the
     /// answer's `apns-request-id` (the sender's when valid, else generated).

@@ -52,15 +52,15 @@ public enum APNsPushType: String, Sendable, CaseIterable {
     public var topicSuffix: String? { staticSuffix.map { $0.description } }
 
     /// Largest body: 5120 bytes for VoIP, 4096 otherwise.
-    public var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }
+    var maxPayloadSize: Int { self == .voip ? 5120 : 4096 }
 
     /// Only token-based connections may send these.
-    public var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
+    var requiresTokenAuth: Bool { self == .liveactivity || self == .location }
 
     /// Length of the bundle id in `topic` (`<bundleId><suffix>`) for this push type, or nil when
     /// the topic lacks the suffix or its bundle part carries another type's suffix (so
     /// ".voip-ptt" is never read as ".voip" + "-ptt"). Bytes only: this runs per request.
-    public func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
+    func bundleLength(ofTopic topic: ArraySlice<UInt8>) -> Int? {
         guard let suffix = staticSuffix else { return topic.count }
         return topic.withUnsafeBytes { raw -> Int? in
             // Whether the first `n` bytes end with `s` (and have something before it).
@@ -89,7 +89,7 @@ public enum APNsEnvironment: String, Sendable {
     case sandbox, production
 
     /// The environment a host name (optionally with ":port") stands for, or nil for other hosts.
-    public static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
+    static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
         host.withUnsafeBytes { raw -> APNsEnvironment? in
             var n = raw.count
             // Drop a ":port" suffix (digits only, so a bracketed IPv6 literal is left alone).
@@ -112,7 +112,7 @@ public enum APNsEnvironment: String, Sendable {
         }
     }
 
-    public static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
+    static func forHost(_ host: String) -> APNsEnvironment? { forHost(ArraySlice(host.utf8)) }
 
     /// Every APNs host name `forHost` knows (what the proxy intercepts).
     public static let hostNames = [
@@ -139,17 +139,17 @@ public struct APNsConfiguration: Sendable {
     /// Accepted device token lengths in hex characters.
     public var tokenLength: ClosedRange<Int> = 64...200
     /// SETTINGS_MAX_CONCURRENT_STREAMS before a valid token (token connections) and after.
-    public var streamsBeforeAuth: UInt32 = 1
+    var streamsBeforeAuth: UInt32 = 1
     public var streamsAfterAuth: UInt32 = 1000
     /// Spelling of the wrong-environment key reason.
     public var badEnvironmentReason = "BadEnvironmentKeyIdInToken"
     /// Error budget per connection (BadDeviceToken weighs 5, other 4xx 1, 410 0); past it, GOAWAY.
     public var maxConnectionErrors = 500
     /// JWT rules (TOK).
-    public var tokenMaxAge: Int64 = 3600
-    public var tokenUpdateInterval: Int64 = 20 * 60
+    var tokenMaxAge: Int64 = 3600
+    var tokenUpdateInterval: Int64 = 20 * 60
     /// Tolerated clock skew for an `iat` in the future.
-    public var clockSkew: Int64 = 60
+    var clockSkew: Int64 = 60
     /// Serve HTTP/1.1 requests (`--apns-http1`, for poking with curl); else they get what Apple's
     /// servers give them: an HTTP/2 GOAWAY, and the connection closed.
     public var allowHTTP1 = false

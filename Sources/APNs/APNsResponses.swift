@@ -47,7 +47,7 @@ extension APNsProvider {
 
     /// An error response built from the request alone (for answers given before the provider
     /// runs: an oversized body, a path outside `/3/device`).
-    public static func errorResponse(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
+    static func errorResponse(_ reason: APNsReason, request: Request, configuration: APNsConfiguration) -> Response {
         var h = HTTPFields()
         if let id = request.headers.first("apns-id"), UUIDValue.parseCanonicalLowercase(id) != nil {
             id.withUnsafeBytes { h.add(name: "apns-id", value: $0) }

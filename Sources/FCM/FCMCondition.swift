@@ -18,7 +18,7 @@ public struct FCMCondition: Sendable, Equatable {
         case invalidTopic(String)
     }
 
-    public static let maxTopics = 5
+    static let maxTopics = 5
 
     public let root: Node
     /// The distinct topic names, in order of appearance.

@@ -8,6 +8,6 @@ public final class FCMConnectionState {
     var bearerVerdict: FCMAccessTokens.Verdict = .foreign
     public var rng = FastRandom()
     /// This connection's share of its project's send quota (no lock shared across loops per send).
-    public let quotaLease = FCMQuota.Lease()
+    let quotaLease = FCMQuota.Lease()
     public init() {}
 }

@@ -26,7 +26,7 @@ public final class FCMDeviceRegistry: PersistentStore {
             didSet { isIOS = platform == "ios" }
         }
         /// `platform == "ios"`, kept so the send path compares no strings.
-        public private(set) var isIOS = false
+        private(set) var isIOS = false
         public var createdAtMs: Int64
         public var uninstalledAtMs: Int64?
         /// Topic name -> day subscribed (days since 1970-01-01).
@@ -345,7 +345,7 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
 
     /// Whether `token` is an iOS app's registration token (delivered through APNs).
-    public func isIOS(token: String) -> Bool {
+    func isIOS(token: String) -> Bool {
         let key = TokenKey(token)
         return shard(key).map.withLock { $0[key]?.isIOS ?? false }
     }
@@ -356,7 +356,7 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
 
     public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
-    public var topicCount: Int { topicIndex.withLock { $0.count } }
+    var topicCount: Int { topicIndex.withLock { $0.count } }
 
     public func removeAll() {
         memory.releaseAll()

@@ -25,7 +25,7 @@ public enum FCMErrorCode: String, Sendable, CaseIterable {
     }
 
     /// The top-level message FCM uses for this code when nothing more specific applies.
-    public var defaultMessage: String {
+    var defaultMessage: String {
         switch self {
         case .invalidArgument: "Request contains an invalid argument."
         case .unregistered: "Requested entity was not found."
@@ -59,7 +59,7 @@ public struct FCMError: Error, Sendable, Equatable {
     public var errorCode: FCMErrorCode?
     public var violations: [FieldViolation] = []
     /// `google.rpc.QuotaFailure` violations (subject, description).
-    public var quotaViolations: [FieldViolation] = []
+    var quotaViolations: [FieldViolation] = []
     /// `google.rpc.ErrorInfo` (reason, domain), with metadata service/method.
     public var errorInfoReason: String?
     /// Extra response headers (`www-authenticate`, `retry-after`).
@@ -109,16 +109,16 @@ public struct FCMError: Error, Sendable, Equatable {
         httpStatus: 400, status: "INVALID_ARGUMENT",
         message: "Request contains an invalid argument.")
 
-    public static let invalidToken = FCMError.fcm(
+    static let invalidToken = FCMError.fcm(
         .invalidArgument, "The registration token is not a valid FCM registration token",
         field: "message.token")
-    public static let noRecipient = FCMError.fcm(.invalidArgument, "Recipient of the message is not set.", field: "message")
+    static let noRecipient = FCMError.fcm(.invalidArgument, "Recipient of the message is not set.", field: "message")
 
     static let authHelp =
         "Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
 
     /// 401 for a request without credentials.
-    public static let credentialsMissing: FCMError = {
+    static let credentialsMissing: FCMError = {
         var e = FCMError(
             httpStatus: 401, status: "UNAUTHENTICATED",
             message: "Request is missing required authentication credential. " + authHelp)
@@ -128,7 +128,7 @@ public struct FCMError: Error, Sendable, Equatable {
     }()
 
     /// 401 for a bearer token that is not (or no longer) valid.
-    public static func invalidCredentials(expired: Bool) -> FCMError {
+    static func invalidCredentials(expired: Bool) -> FCMError {
         var e = FCMError(
             httpStatus: 401, status: "UNAUTHENTICATED",
             message: "Request had invalid authentication credentials. " + authHelp)
@@ -149,7 +149,7 @@ public struct FCMError: Error, Sendable, Equatable {
     }
 
     /// 403 for a token whose scopes allow no FCM access.
-    public static let insufficientScopes: FCMError = {
+    static let insufficientScopes: FCMError = {
         var e = FCMError(httpStatus: 403, status: "PERMISSION_DENIED", message: "Request had insufficient authentication scopes.")
         e.errorInfoReason = "ACCESS_TOKEN_SCOPE_INSUFFICIENT"
         e.headers = [

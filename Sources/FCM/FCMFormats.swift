@@ -22,12 +22,12 @@ public enum FCMFormats {
     }
 
     /// `^[a-zA-Z0-9-_.~%]{1,50}$`
-    public static func isAnalyticsLabel<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    static func isAnalyticsLabel<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         !s.isEmpty && s.count <= 50 && s.allSatisfy(isTopicByte)
     }
 
     /// `#rrggbb`
-    public static func isColor<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    static func isColor<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         guard s.count == 7, s.first == UInt8(ascii: "#") else { return false }
         return s.dropFirst().allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
     }
@@ -53,12 +53,12 @@ public enum FCMFormats {
     }
 
     /// A Firebase installation id: 22 base64url characters.
-    public static func isFID<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    static func isFID<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         s.count == 22 && s.allSatisfy(isBase64URL)
     }
 
     /// `https://host...`
-    public static func isHTTPSURL(_ s: String) -> Bool {
+    static func isHTTPSURL(_ s: String) -> Bool {
         let lower = s.lowercased()
         guard lower.hasPrefix("https://") else { return false }
         let rest = lower.dropFirst(8)
@@ -107,7 +107,7 @@ public enum FCMFormats {
     }
 
     /// An RFC 3339 timestamp (`2026-11-29T12:00:00.5Z`, `...+01:00`).
-    public static func isTimestamp<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
+    static func isTimestamp<C: Collection>(_ s: C) -> Bool where C.Element == UInt8 {
         let b = Array(s)
         func digits(_ r: Range<Int>) -> Int? {
             guard r.upperBound <= b.count else { return nil }
@@ -139,12 +139,12 @@ public enum FCMFormats {
     }
 
     /// A reserved `data` key: `from`, `message_type`, or starting with `google` or `gcm` (any case).
-    public static func isReservedDataKey(_ key: String) -> Bool {
+    static func isReservedDataKey(_ key: String) -> Bool {
         var k = key
         return k.withUTF8 { isReservedDataKey(UnsafeRawBufferPointer($0)) }
     }
 
-    public static func isReservedDataKey(_ k: UnsafeRawBufferPointer) -> Bool {
+    static func isReservedDataKey(_ k: UnsafeRawBufferPointer) -> Bool {
         func lower(_ i: Int) -> UInt8 { k[i] >= 0x41 && k[i] <= 0x5A ? k[i] | 0x20 : k[i] }
         func starts(_ p: StaticString) -> Bool {
             guard k.count >= p.utf8CodeUnitCount else { return false }

@@ -8,12 +8,12 @@ import Transport
 /// (Python's google-auth always signs the former).
 public struct FCMOAuth: Sendable {
     public static let grantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-    public static let googleAudiences: Set<String> = [
+    static let googleAudiences: Set<String> = [
         "https://oauth2.googleapis.com/token",
         "https://www.googleapis.com/oauth2/v4/token",
         "https://accounts.google.com/o/oauth2/token",
     ]
-    public static let messagingScopes: Set<String> = [
+    static let messagingScopes: Set<String> = [
         "https://www.googleapis.com/auth/cloud-platform",
         "https://www.googleapis.com/auth/firebase.messaging",
     ]
@@ -164,7 +164,7 @@ public struct FCMOAuth: Sendable {
     }
 
     /// `application/x-www-form-urlencoded` fields (the first of each name).
-    public static func parseForm(_ body: [UInt8]) -> [String: String] {
+    static func parseForm(_ body: [UInt8]) -> [String: String] {
         var out: [String: String] = [:]
         for part in body.split(separator: UInt8(ascii: "&")) {
             let kv = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)

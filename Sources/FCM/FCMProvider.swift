@@ -16,7 +16,7 @@ public struct FCMSendDecision: Sendable {
     public var resolvedToken: [UInt8]?
     /// The token or fid the request named (a range of the body), delivered or not: what a
     /// rejected send is journaled under.
-    public var namedRecipient: Range<Int>?
+    var namedRecipient: Range<Int>?
     /// The delivered recipient's `TokenKey` (hashed once, for the registry and the device layer).
     public var tokenKey: TokenKey?
     /// The recipient of a token or fid send is an iOS app (delivered through APNs).
@@ -114,7 +114,7 @@ public struct FCMProvider: Sendable {
     }
 
     /// The project the caller's credentials belong to, when they are the emulator's own.
-    public func credentialProject(_ request: Request, nowMs: Int64) -> String? {
+    func credentialProject(_ request: Request, nowMs: Int64) -> String? {
         guard let h = request.headers.first("authorization"), h.count > 7 else { return nil }
         if case .valid(let c) = tokens.verify(h.dropFirst(7), nowSeconds: nowMs / 1000) { return c.project }
         return nil

@@ -46,7 +46,7 @@ public final class FCMServiceAccounts: PersistentStore {
 
     /// A project id as Google allows them: 6 to 30 lowercase letters, digits and hyphens,
     /// starting with a letter (the emulator also accepts the `demo-` ids of the Firebase emulators).
-    public static func isValidProjectID(_ s: String) -> Bool {
+    static func isValidProjectID(_ s: String) -> Bool {
         let b = Array(s.utf8)
         guard b.count >= 4, b.count <= 30, let f = b.first, f >= 0x61 && f <= 0x7A, b.last != UInt8(ascii: "-") else { return false }
         return b.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "-") }

@@ -7,14 +7,14 @@ import Transport
 /// per-registration API firebase-admin 7.7+ uses (`/v1/projects/{p}/registrations/{token}/
 /// topicSubscriptions`), over one subscription state.
 public struct FCMTopicManagement: Sendable {
-    public static let maxBatch = 1000
+    static let maxBatch = 1000
     public let provider: FCMProvider
     var devices: FCMDeviceRegistry { provider.devices }
 
     public init(provider: FCMProvider) { self.provider = provider }
 
     /// IID errors are `{"error":"<Code>"}`.
-    public static func iidError(_ status: Int, _ code: String) -> Response {
+    static func iidError(_ status: Int, _ code: String) -> Response {
         FCMResponses.json(status, Array(("{\"error\":" + JSONWriter.quote(code) + "}").utf8))
     }
 
@@ -108,7 +108,7 @@ public struct FCMTopicManagement: Sendable {
     }
 
     /// `POST /iid/v1/{token}/rel/topics/{topic}`.
-    public func relate(_ request: Request, token: String, topic rawTopic: String, nowMs: Int64) -> Response {
+    func relate(_ request: Request, token: String, topic rawTopic: String, nowMs: Int64) -> Response {
         let project: String?
         switch authorize(request, nowMs: nowMs) {
         case .failure(let r): return r.response

@@ -45,7 +45,7 @@ public enum RS256 {
     }
 
     /// HMAC-SHA256 of `message` under `key`.
-    public static func hmac(key: [UInt8], message: UnsafeRawBufferPointer) -> [UInt8] {
+    static func hmac(key: [UInt8], message: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 32
         _ = HMAC(
@@ -55,7 +55,7 @@ public enum RS256 {
     }
 
     /// Cryptographically random bytes.
-    public static func randomBytes(_ n: Int) -> [UInt8] {
+    static func randomBytes(_ n: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: n)
         _ = RAND_bytes(&out, Int32(n))
         return out

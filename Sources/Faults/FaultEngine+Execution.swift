@@ -9,7 +9,7 @@ import Transport
 extension FaultEngine {
     /// The longest delay or stall carried out, in milliseconds (one hour): a larger draw, or a
     /// distribution that overflows, is held to it instead of trapping in the conversion.
-    public static let maxDelayMs = 3_600_000.0
+    static let maxDelayMs = 3_600_000.0
 
     /// The effect for this request: the override header first (`--allow-override-header`),
     /// then the first rule that fires. `context` is built only when rules are in force.

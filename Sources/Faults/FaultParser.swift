@@ -221,9 +221,9 @@ public enum FaultParser {
     /// before any arithmetic (a time plus 2^63 ms traps).
     public static let maxDurationMs: Int64 = 10 * 365 * 86_400_000
     /// The longest delay or stall: an hour, in milliseconds (what `FaultEngine.send` carries out).
-    public static let maxDelayMs: Int64 = 3_600_000
+    static let maxDelayMs: Int64 = 3_600_000
     /// The largest `retryAfter`: a year, in seconds.
-    public static let maxRetryAfter = 31_536_000
+    static let maxRetryAfter = 31_536_000
 
     /// Milliseconds from a number or a string such as "250ms", "30s", "2m", at most `limit`.
     static func duration(_ v: JSONView, _ i: Int, limit: Int64 = maxDurationMs) -> Int64? {

@@ -37,7 +37,7 @@ public struct FaultMatch: Sendable {
     public var topic: String?
     /// FCM project, or APNs environment.
     public var project: String?
-    public var pathPrefix: String?
+    var pathPrefix: String?
     /// Only requests on this kind of route (`send`, `broadcast`, `token`, `channels`).
     public var route: RouteKind?
     /// Lowercased header name -> exact value.
@@ -54,7 +54,7 @@ public struct FaultMatch: Sendable {
     public init() {}
 
     /// Whether the rule needs to know the device (fleet or label).
-    public var needsDevice: Bool { fleet != nil || label != nil }
+    var needsDevice: Bool { fleet != nil || label != nil }
 }
 
 /// What a rule does.
@@ -103,7 +103,7 @@ public final class FaultRule: Sendable {
     public let match: FaultMatch
     public let effect: FaultEffect
     /// `effect` by reference (made once, handed on each time the rule fires).
-    public let firedEffect: FiredFault
+    let firedEffect: FiredFault
     public let seed: UInt64
     public let createdAtMs: Int64
     /// The rule's JSON as given (for the admin API).
@@ -113,8 +113,8 @@ public final class FaultRule: Sendable {
     /// `--fcm-overload`, `--scenario`).
     public let persistent: Bool
     /// A scenario step's window (ms after `createdAtMs`), which its `matchJSON` does not hold.
-    public let stepAtMs: Int64?
-    public let stepForMs: Int64?
+    let stepAtMs: Int64?
+    let stepForMs: Int64?
     let seen = Atomic<UInt64>(0)
     let firedCount = Atomic<UInt64>(0)
     /// The counts last written to the state log (the checkpoint thread's alone).

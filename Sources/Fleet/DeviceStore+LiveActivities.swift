@@ -5,9 +5,9 @@ import PushCore
 /// broadcasts on the channel they subscribe to.
 extension DeviceStore {
     /// Activities a device keeps (active and ended); the oldest ended one makes room.
-    public static let maxActivitiesPerDevice = 64
+    static let maxActivitiesPerDevice = 64
     /// Push-to-start tokens a device keeps (one per attributes type).
-    public static let maxPushToStartTokens = 32
+    static let maxPushToStartTokens = 32
 
     public enum LiveActivityError: Error, Equatable, CustomStringConvertible {
         case unknownDevice, notIOS, uninstalled, unknownActivity, ended, full

@@ -38,7 +38,7 @@ public struct FleetSpec: Sendable {
     public var profile: AppProfile? = nil
     public var labels: [String]
     public var createdAtMs: Int64
-    public var uninstalledCount: Int?
+    var uninstalledCount: Int?
 
     /// The (tag, secret) of a fleet's tokens: a keyed mix of its seed, platform, app and count.
     public static func identity(seed: UInt64, platform: DevicePlatform, app: String, count: Int) -> (tag: Int, secret: UInt64) {
@@ -86,7 +86,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         public var defaultBehavior = Behavior()
         public var inboxSize = 100
         /// Notifications kept for an offline FCM device.
-        public var pendingLimit = 100
+        var pendingLimit = 100
         /// Device records kept at most (registered, auto-created, deviated fleet members). A push
         /// to a device beyond the limit is delivered and tracked all the same, but its record
         /// (inbox, state) is not kept: counted in `Counters.unstored`.
@@ -99,7 +99,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         public var heldOffline: UInt64 = 0
         public var droppedOffline: UInt64 = 0
         public var trackingSkipped: UInt64 = 0
-        public var trackingScheduled: UInt64 = 0
+        var trackingScheduled: UInt64 = 0
         /// Deliveries to devices whose record could not be kept (the record limit was reached).
         public var unstored: UInt64 = 0
     }
@@ -371,7 +371,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     }
 
     /// A `device` event for the stream (call only while `events.wants(.device)`).
-    public func publishChange(_ change: String, _ d: SimDevice, atMs: Int64 = Clock.nowMs()) {
+    func publishChange(_ change: String, _ d: SimDevice, atMs: Int64 = Clock.nowMs()) {
         let event = EmulatorEvent(
             kind: .device, provider: d.platform == .ios ? .apns : .fcm, token: d.token, environment: d.environment ?? "",
             reason: change)

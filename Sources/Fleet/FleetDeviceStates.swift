@@ -79,7 +79,7 @@ public struct FleetDeviceStates: Sendable, Equatable {
         d.nseInstalled = nseInstalled >= 1 || (nseInstalled > 0 && draw(0x6E73_6569) < nseInstalled)
     }
 
-    public var isDefault: Bool { self == FleetDeviceStates() }
+    var isDefault: Bool { self == FleetDeviceStates() }
 
     public var json: String {
         func shares(_ s: [Double], _ names: [String]) -> String {

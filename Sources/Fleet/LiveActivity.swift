@@ -20,16 +20,16 @@ public struct LiveActivity: Sendable {
     public var state = State.active
     /// `app` (started in the app) or `push-to-start`.
     public var startedBy: String
-    public var startedAtMs: Int64
-    public var updatedAtMs: Int64
+    var startedAtMs: Int64
+    var updatedAtMs: Int64
     /// Updates received (pushes and broadcasts, the start excluded).
     public var updates: UInt64 = 0
     /// `aps.timestamp` of the last content update (seconds): older updates are ignored, as ActivityKit does.
-    public var lastTimestamp: Int64?
+    var lastTimestamp: Int64?
     /// `aps.stale-date` and `aps.dismissal-date` (seconds), when a push gave them.
     public var staleDate: Int64?
     public var dismissalDate: Int64?
-    public var endedAtMs: Int64?
+    var endedAtMs: Int64?
 
     public var json: String {
         var o = JSONObjectWriter()

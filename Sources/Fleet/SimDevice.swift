@@ -85,7 +85,7 @@ public struct SimDevice: Sendable {
         set { change { $0.profile = newValue.flatMap { $0.isEmpty ? nil : $0 } } }
     }
     /// The fingerprint of the last registration sent (Adobe's SDK skips an unchanged one).
-    public var registrationFingerprint: String? {
+    var registrationFingerprint: String? {
         get { overrides?.fields.fingerprint }
         set { change { $0.fingerprint = newValue } }
     }
@@ -128,7 +128,7 @@ public struct SimDevice: Sendable {
     public var seed: UInt64
     /// A ring once full: the oldest entry is at `inboxStart` (see `inboxEntries`).
     public var inbox: [InboxEntry] = []
-    public var inboxStart = 0
+    var inboxStart = 0
     public var evicted: UInt64 = 0
     public var collapsed: UInt64 = 0
     public var pending: [Pending] = []
@@ -142,7 +142,7 @@ public struct SimDevice: Sendable {
         set { appleForWriting().activities = newValue }
     }
     /// iOS: push-to-start tokens, one per ActivityKit attributes type.
-    public var pushToStartTokens: [PushToStartToken] {
+    var pushToStartTokens: [PushToStartToken] {
         get { apple?.pushToStartTokens ?? [] }
         _modify { yield &appleForWriting().pushToStartTokens }
         set { appleForWriting().pushToStartTokens = newValue }

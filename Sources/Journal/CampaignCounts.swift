@@ -26,7 +26,7 @@ public struct CampaignCounts: Sendable {
         }
     }
 
-    public var generatedAtMs: Int64
+    var generatedAtMs: Int64
     public var sinceMs: Int64
     /// In order of their first request.
     public var campaigns: [Campaign]

@@ -22,7 +22,7 @@ public struct CampaignReport: Sendable {
     /// Counts per time bucket (sent, accepted, rejected; tracking events delivered by kind).
     public struct Timeline: Sendable {
         public var startMs: Int64 = 0
-        public var bucketMs: Int64 = 1000
+        var bucketMs: Int64 = 1000
         public var sent: [Int] = []
         public var accepted: [Int] = []
         public var rejected: [Int] = []
@@ -38,8 +38,8 @@ public struct CampaignReport: Sendable {
         public var byProvider: [String: Outcomes] = [:]
         public var byPlatform: [String: Outcomes] = [:]
         public var uniqueDevices = 0
-        public var payloadSizes: [Int] = []
-        public var latenciesUs: [Int64] = []
+        var payloadSizes: [Int] = []
+        var latenciesUs: [Int64] = []
         public var tracking: [String: TrackingCounts] = [:]
         /// Delivered notifications by display outcome ("shown", "quiet", "not-shown"), and by
         /// outcome and reason ("not-shown permission-denied").
@@ -58,7 +58,7 @@ public struct CampaignReport: Sendable {
         }
     }
 
-    public var generatedAtMs: Int64
+    var generatedAtMs: Int64
     public var sinceMs: Int64
     public var campaigns: [Campaign]
     /// Every campaign together.

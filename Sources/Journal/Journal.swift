@@ -66,14 +66,14 @@ public final class Journal: @unchecked Sendable {
         public var storedTracking = 0
         /// Histograms of commit durations (seconds) and of records per commit: counts per bound
         /// of `commitBounds` / `batchBounds` (not cumulative; the last slot is above every bound).
-        public var commitSeconds = [UInt64](repeating: 0, count: Journal.commitBounds.count + 1)
-        public var commitSecondsSum = 0.0
-        public var batchRecords = [UInt64](repeating: 0, count: Journal.batchBounds.count + 1)
-        public var batchRecordsSum: UInt64 = 0
+        var commitSeconds = [UInt64](repeating: 0, count: Journal.commitBounds.count + 1)
+        var commitSecondsSum = 0.0
+        var batchRecords = [UInt64](repeating: 0, count: Journal.batchBounds.count + 1)
+        var batchRecordsSum: UInt64 = 0
     }
 
-    public static let commitBounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
-    public static let batchBounds = [1.0, 4, 16, 64, 256, 1024, 4096, 16384]
+    static let commitBounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+    static let batchBounds = [1.0, 4, 16, 64, 256, 1024, 4096, 16384]
 
     static func bucket(_ v: Double, _ bounds: [Double]) -> Int { bounds.firstIndex { v <= $0 } ?? bounds.count }
 

@@ -17,7 +17,7 @@ public struct EventSelector: Sendable {
 
     public init() {}
 
-    public static let allKinds: UInt8 = EmulatorEvent.Kind.allCases.reduce(0) { $0 | $1.bit }
+    static let allKinds: UInt8 = EmulatorEvent.Kind.allCases.reduce(0) { $0 | $1.bit }
 
     /// Adds `kind` to an explicit list (the first call replaces "all").
     public mutating func take(_ kind: EmulatorEvent.Kind, first: Bool) {
@@ -25,12 +25,12 @@ public struct EventSelector: Sendable {
     }
 
     /// No condition but the kinds.
-    public var filtersOnlyKinds: Bool {
+    var filtersOnlyKinds: Bool {
         provider == nil && token == nil && topic == nil && status == nil && environments.isEmpty && reasons.isEmpty && apps.isEmpty
     }
 
     /// Every event, of every kind: a reader takes the ring's frames as one span.
-    public var takesEverything: Bool { kinds == EventSelector.allKinds && filtersOnlyKinds }
+    var takesEverything: Bool { kinds == EventSelector.allKinds && filtersOnlyKinds }
 
     /// Whether the stream takes `e` (a publisher asks before it writes the event).
     @inline(__always)

@@ -19,7 +19,7 @@ import Transport
 /// the notification log's last shard, which no event loop uses. `stop()` delivers every job
 /// already accepted before it returns.
 public final class FanOutWorker: @unchecked Sendable { // the thread handle is set by start/stop only
-    public static let maxJobs = 1_000
+    static let maxJobs = 1_000
     public static let batchSize = 1_024
 
     public struct Counters: Sendable {

@@ -225,7 +225,8 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             commit(
                 services.journal!, exchange, request, subject, outcome, timing, decidedNs: Clock.monotonicNanoseconds(), id: id,
                 device: device,
-                .handedOver { answer.complete(stored: $0, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:)) })
+                .handedOver { answer.complete(stored: $0, services, provider: provider, goAwayDebugData: Gateway.goAwayDebugData(reason:)) }
+            )
         }
     }
 

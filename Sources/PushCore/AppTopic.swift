@@ -11,7 +11,7 @@ public enum AppTopic {
     }
 
     /// The suffixes of an app's other `apns-topic`s.
-    public static let topicSuffixes = [".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity", ".location-query"]
+    static let topicSuffixes = [".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity", ".location-query"]
 
     /// The app an `apns-topic` names.
     public static func bundle(ofTopic topic: String) -> String {

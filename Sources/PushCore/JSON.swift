@@ -77,7 +77,7 @@ public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 public struct JSONLimits: Sendable {
-    public var maxDepth = 64
+    var maxDepth = 64
     public var maxTokens = 1 << 16
     public init() {}
 }

@@ -142,7 +142,7 @@ public struct StateReader {
         end = to
     }
 
-    public var isAtEnd: Bool { at >= end }
+    var isAtEnd: Bool { at >= end }
 
     @inline(__always) mutating func varint() throws -> UInt64 {
         var v: UInt64 = 0
@@ -220,7 +220,7 @@ public struct StateReader {
     }
 
     /// The raw bytes of a length-delimited value, valid while the caller's buffer is.
-    public mutating func rawBytes() throws -> UnsafeRawBufferPointer {
+    mutating func rawBytes() throws -> UnsafeRawBufferPointer {
         let r = try span()
         return UnsafeRawBufferPointer(rebasing: base[r])
     }

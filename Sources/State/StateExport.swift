@@ -39,7 +39,7 @@ extension StoreRegistry {
     }
 
     /// One record as an export line.
-    public func exportLine(_ record: ChangeRecord) throws -> String {
+    func exportLine(_ record: ChangeRecord) throws -> String {
         guard let schema = schema(store: record.store, kind: record.kind) else {
             throw StateFormatError("store \(record.store) has no record kind \(record.kind)")
         }

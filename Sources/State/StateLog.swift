@@ -36,7 +36,7 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         /// Snapshot once this many records were appended since the last one.
         public var snapshotRecords = 100_000
         /// Snapshot once the log files hold this many bytes.
-        public var snapshotBytes = 64 << 20
+        var snapshotBytes = 64 << 20
         /// Snapshot at most this often when only the push path changed state (counters, devices
         /// first seen), or a few records were appended (ms; 0: only by count, size and at stop).
         public var snapshotIntervalMs: Int64 = 60_000
@@ -80,7 +80,7 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         public var snapshots: UInt64 = 0
         /// The last snapshot: when (ms), its log position, size and how long it took.
         public var lastSnapshotAtMs: Int64?
-        public var lastSnapshotSeq: UInt64 = 0
+        var lastSnapshotSeq: UInt64 = 0
         public var lastSnapshotBytes = 0
         public var lastSnapshotDurationMs: Int64 = 0
         public var snapshotFailures: UInt64 = 0

@@ -112,7 +112,7 @@ extension PersistentStore {
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {}
 
     /// Every record of its state (`snapshot`'s, then `snapshotIndependent`'s).
-    public func allRecords(_ emit: (ChangeRecord) -> Void) {
+    func allRecords(_ emit: (ChangeRecord) -> Void) {
         snapshot(emit)
         snapshotIndependent(emit)
     }
@@ -178,7 +178,7 @@ public final class StoreRegistry: Sendable {
     }
 
     /// The stores whose state is kept, in registration order.
-    public var persistentStores: [any PersistentStore] { stores.compactMap { $0 as? any PersistentStore } }
+    var persistentStores: [any PersistentStore] { stores.compactMap { $0 as? any PersistentStore } }
 
     /// Connects every persistent store to `log`.
     func connect(_ log: StateLog) {

@@ -74,7 +74,7 @@ public enum Templates {
         }
     }
 
-    public static func transform(_ name: String, _ v: String) -> String? {
+    static func transform(_ name: String, _ v: String) -> String? {
         switch name {
         case "dec2hex": return AdobeIDs.hex(v)
         case "urlencode": return urlencode(v)
@@ -105,7 +105,7 @@ public enum Templates {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public static func sha256Hex(_ b: [UInt8]) -> String {
+    static func sha256Hex(_ b: [UInt8]) -> String {
         var md = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 0
         _ = EVP_Digest(b, b.count, &md, &len, EVP_sha256(), nil)

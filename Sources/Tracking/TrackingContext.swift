@@ -16,9 +16,9 @@ public struct TrackingContext: Sendable {
     public var atMs: Int64
     /// The APNs payload, or the FCM `message` object.
     public var payload: PayloadReader
-    public var userID: String?
-    public var locale = "en-US"
-    public var model: String
+    var userID: String?
+    var locale = "en-US"
+    var model: String
     /// A registration after a token refresh: the token the app had before.
     public var previousToken: String?
 
@@ -42,7 +42,7 @@ public struct TrackingContext: Sendable {
     /// A stable hardware id for the device (the SDKs' hwid / device_id): a UUID from the token.
     public var hwid: String { hardwareIDOverride ?? TrackingContext.hardwareID(token) }
     /// The device's hardware id when it is not its token's (after a token refresh).
-    public var hardwareIDOverride: String?
+    var hardwareIDOverride: String?
 
     /// The hardware id of the device that first had `token`: a UUID from it.
     public static func hardwareID(_ token: String) -> String {
@@ -52,7 +52,7 @@ public struct TrackingContext: Sendable {
 
     /// A key the app sees in its notification: APNs top-level keys; FCM `data` (the android
     /// override first, as the device receives it).
-    public func appValue(_ key: String) -> String? {
+    func appValue(_ key: String) -> String? {
         if platform == "ios" { return payload.value(key) }
         return payload.value("android.data." + key) ?? payload.value("data." + key)
     }

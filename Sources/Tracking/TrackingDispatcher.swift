@@ -11,8 +11,8 @@ import Transport
 public struct TrackingBatch: Sendable {
     public var key: String
     public var item: [UInt8]
-    public var flushAfterMs: Int64
-    public var maxItems: Int
+    var flushAfterMs: Int64
+    var maxItems: Int
     public var build: @Sendable ([[UInt8]]) -> TrackingRequest
 
     public init(key: String, item: [UInt8], flushAfterMs: Int64, maxItems: Int, build: @escaping @Sendable ([[UInt8]]) -> TrackingRequest) {

@@ -20,7 +20,7 @@ public final class TrackingDispatcher: @unchecked Sendable {
         /// Attempts in all, the first included.
         public var maxAttempts = 5
         public var backoffBaseMs: Int64 = 200
-        public var backoffMaxMs: Int64 = 30_000
+        var backoffMaxMs: Int64 = 30_000
         public var caFile: String?
         public init() {}
     }

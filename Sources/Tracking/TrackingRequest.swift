@@ -29,5 +29,5 @@ public enum TrackingEvent: String, Sendable, CaseIterable {
     case appOpen
 
     /// The events a tracking configuration reports (registration has its own configuration).
-    public static let notificationEvents: Set<TrackingEvent> = [.receive, .open]
+    static let notificationEvents: Set<TrackingEvent> = [.receive, .open]
 }

@@ -43,7 +43,7 @@ public enum BrowserOrigin {
     }
 
     /// `host[:port]` of a browser origin (`scheme://host[:port]`), lowercased; "" for `null`.
-    public static func originHost(_ origin: String) -> String {
+    static func originHost(_ origin: String) -> String {
         let parts = origin.lowercased().split(separator: "/", omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].hasSuffix(":"), origin.contains("://") else { return "" }
         return String(parts[1])
@@ -57,7 +57,7 @@ public enum BrowserOrigin {
     }
 
     /// A loopback name or an IP literal, with or without a port.
-    public static func isLocalHost(_ authority: String) -> Bool {
+    static func isLocalHost(_ authority: String) -> Bool {
         var host = authority.lowercased()
         if host.hasPrefix("[") {
             guard let end = host.firstIndex(of: "]") else { return false }

@@ -11,7 +11,7 @@ public final class ConnectionContext: @unchecked Sendable {
     public let id: UInt64
     /// `.tls` also for a proxy tunnel once its TLS starts (`CONNECT` on the cleartext listener).
     public internal(set) var transport: Transport
-    public let remoteAddress: String
+    let remoteAddress: String
     public let localPort: Int
     /// Loops outlive every connection they own.
     public unowned(unsafe) let eventLoop: EventLoop

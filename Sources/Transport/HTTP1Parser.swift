@@ -375,7 +375,7 @@ public struct ChunkedDecoder: Sendable {
         self.maxExtensionBytes = maxExtensionBytes
     }
 
-    public var isDone: Bool { if case .done = state { return true } else { return false } }
+    var isDone: Bool { if case .done = state { return true } else { return false } }
 
     /// Feeds `input`, appending chunk data to `body` (at most `maxBody` bytes in all).
     public mutating func decode(_ input: UnsafeRawBufferPointer, into body: inout [UInt8], maxBody: Int) -> Outcome {

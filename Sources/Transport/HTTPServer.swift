@@ -19,7 +19,7 @@ public final class HTTPServer: @unchecked Sendable {
     public private(set) var httpAddress: BoundAddress?
     public private(set) var httpsAddress: BoundAddress?
     /// The `extraTLSPorts` listeners, in that order, once started.
-    public private(set) var extraTLSAddresses: [BoundAddress] = []
+    private(set) var extraTLSAddresses: [BoundAddress] = []
     private var started = false
 
     /// Validates the configuration (TLS material included) without binding anything.

@@ -60,7 +60,7 @@ public struct PeerCertificate: Sendable {
     }
 
     /// The subject as an RFC 2253-like one-line string ("UID=..., CN=...").
-    public var subjectLine: String {
+    var subjectLine: String {
         subject.map { "\($0.name)=\($0.value)" }.joined(separator: ", ")
     }
 }

@@ -13,7 +13,7 @@ public struct Response: Sendable {
     }
 
     /// The status of a `verbatim` response.
-    public static let verbatimStatus = -1
+    static let verbatimStatus = -1
 
     /// Bytes written to an HTTP/1.x connection as they are, which then closes: for a service
     /// that answers an HTTP/1.x request with another protocol's bytes (an HTTP/2-only server's

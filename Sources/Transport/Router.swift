@@ -60,8 +60,6 @@ public struct Router: Sendable {
         public let unavailable: (@Sendable (Request) -> Response)?
         public fileprivate(set) var handler: Handler
         let segments: [Segment]
-        /// The names of its `{name}` segments (and `*` for the rest), in order.
-        public let parameterNames: [String]
     }
 
     public enum Match {
@@ -137,8 +135,7 @@ public struct Router: Sendable {
         routes.append(
             Route(
                 methods: methods, pattern: pattern, maxBodySize: maxBodySize,
-                bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler, segments: segments,
-                parameterNames: names))
+                bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler, segments: segments))
         parameterNames.append(names)
         if case .literal(let first) = segments.first {
             if let k = byFirstSegment.firstIndex(where: { $0.segment == first }) {
@@ -168,7 +165,7 @@ public struct Router: Sendable {
         }
     }
 
-    public static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
+    static let defaultBodyTooLarge: @Sendable (Request) -> Response = { _ in .text(413, "request body too large\n") }
 
     public mutating func add(
         _ method: HTTPMethod, _ pattern: String, maxBodySize: Int = 64 * 1024,

@@ -11,27 +11,27 @@ public struct ServerLimits: Sendable {
     public var maxBufferedBytes = 512 * 1024 * 1024
     /// Answers one HTTP/2 connection may hold unsent (a peer that stops reading, or keeps its
     /// window shut); past it its new streams are refused (RST_STREAM REFUSED_STREAM).
-    public var maxUnsentPerConnection = 16 * 1024 * 1024
+    var maxUnsentPerConnection = 16 * 1024 * 1024
     /// Bytes read from one connection per loop turn before the loop serves its others.
-    public var readPerTurn = 256 * 1024
+    var readPerTurn = 256 * 1024
     /// Cheap HTTP/2 frames (WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, empty DATA) a
     /// connection may send beyond what its requests and answers earn, before GOAWAY
     /// ENHANCE_YOUR_CALM.
-    public var http2ControlFrameAllowance = 10_000
+    var http2ControlFrameAllowance = 10_000
     /// HTTP/2 header list (name + value + 32 per field), advertised in SETTINGS and enforced (431).
     public var maxHeaderListSize = 16 * 1024
     /// HTTP/1.1 request line and head limits.
     public var http1 = HTTP1Limits()
     /// Body limit for requests no route matched (they get 404/405 after the body is read).
-    public var unroutedBodySize = 64 * 1024
+    var unroutedBodySize = 64 * 1024
     /// Pipelined HTTP/1.1 input buffered behind an unanswered request before reading pauses.
-    public var maxPendingInput = 256 * 1024
+    var maxPendingInput = 256 * 1024
     /// Output buffered for a slow reader before reading from it pauses.
-    public var outputHighWater = 1024 * 1024
-    public var http2InitialWindowSize = 1024 * 1024
+    var outputHighWater = 1024 * 1024
+    var http2InitialWindowSize = 1024 * 1024
     /// Request body bytes one HTTP/2 connection may have unread by a handler (the connection
     /// flow-control window; credit is given back when a request is dispatched or dropped).
-    public var http2ConnectionWindowSize = 8 * 1024 * 1024
+    var http2ConnectionWindowSize = 8 * 1024 * 1024
 
     public init() {}
 }

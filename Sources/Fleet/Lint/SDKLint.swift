@@ -28,11 +28,11 @@ public enum SDKLint {
     /// An Android data message as the input's SDK handles it: `.sdkRendered` when it builds a
     /// notification, `.sdkSilent` when it reads it as its silent push, nil when it is not the
     /// SDK's push (nothing displays it).
-    public static func dataMessageDisplay(_ input: LintInput) -> Display.Reason? { input.sdk?.dataMessageDisplay(input) }
+    static func dataMessageDisplay(_ input: LintInput) -> Display.Reason? { input.sdk?.dataMessageDisplay(input) }
 
     /// Whether the input's iOS SDK presents a notification that arrives while its app is in the
     /// foreground (its `userNotificationCenter(_:willPresent:)` asks for a banner).
-    public static func presentsInForeground(_ input: LintInput) -> Bool { input.sdk?.presentsInForeground ?? false }
+    static func presentsInForeground(_ input: LintInput) -> Bool { input.sdk?.presentsInForeground ?? false }
 }
 
 /// One SDK's conventions (see `SDKLint`).
