@@ -32,20 +32,33 @@ public final class APNsChannelRegistry: PersistentStore {
 
     /// A broadcast kept for activities that subscribe later.
     public struct StoredMessage: Sendable {
+        /// The broadcast's payload, as sent.
         public var payload: [UInt8]
+        /// The broadcast's `apns-id`.
         public var notificationID: UUIDValue
+        /// When it was received (ms since the epoch).
         public var receivedAtMs: Int64
+        /// When it stops being given to new subscribers (`apns-expiration`, ms).
         public var expiresAtMs: Int64
+        /// Its `apns-priority`.
         public var priority: Int
     }
 
+    /// One broadcast channel of an app in one environment.
     public struct Channel: Sendable {
+        /// The channel id Apple returns (base64 of 16 bytes).
         public var id: String
+        /// The app it belongs to.
         public var bundleID: String
+        /// Sandbox or production.
         public var environment: APNsEnvironment
+        /// Whether the most recent broadcast is kept for activities that subscribe later.
         public var policy: StoragePolicy
+        /// When it was created (ms since the epoch).
         public var createdAtMs: Int64
+        /// Broadcasts sent on it.
         public var broadcasts: UInt64 = 0
+        /// The kept broadcast (`mostRecentMessage`), if any.
         public var stored: StoredMessage?
     }
 
@@ -68,12 +81,15 @@ public final class APNsChannelRegistry: PersistentStore {
     }
     private let state = FutexLock(Apps())
     private let random = FutexLock(FastRandom())
+    /// The store's name in the state log and the store registry.
     public let stateName = "apns.channels"
+    /// Where this store's change records go.
     public let changes = ChangeLink(store: "apns.channels")
 
     /// Its share of `--max-state-memory`.
     public let memory: StateMemory.Account
 
+    /// An empty registry, counting its records against `memory` (`--max-state-memory`).
     public init(memory: StateMemory = StateMemory()) { self.memory = StateMemory.Account(memory) }
 
     /// A new channel id: 16 random bytes in base64 (Apple's ids are base64 too).
@@ -109,6 +125,7 @@ public final class APNsChannelRegistry: PersistentStore {
         }
     }
 
+    /// The channel `id` of `bundle` in `environment` (nil: none).
     public func channel(_ id: String, bundle: String, environment: APNsEnvironment) -> Channel? {
         state.withLock { $0.byKey[AppKey(bundle: bundle, environment: environment)]?.channels[id] }
     }
@@ -190,8 +207,10 @@ public final class APNsChannelRegistry: PersistentStore {
         return stored
     }
 
+    /// Channels held, every app together.
     public var count: Int { state.withLock { $0.total } }
 
+    /// Forgets every channel (`POST /emulator/v1/reset`).
     public func removeAll() {
         state.withLock { $0 = Apps() }
         memory.releaseAll()
@@ -207,6 +226,7 @@ public final class APNsChannelRegistry: PersistentStore {
 
     static let environments = ["sandbox", "production"]
 
+    /// The record kinds it writes to the state log (channel made, deleted, broadcast kept).
     public var recordSchemas: [RecordSchema] {
         [
             RecordSchema(
@@ -257,6 +277,7 @@ public final class APNsChannelRegistry: PersistentStore {
         return w.bytes
     }
 
+    /// Applies one record from the state log (at start, or from an import).
     public func apply(_ record: RecordView) throws {
         guard record.version == 1 else {
             throw StateFormatError("apns.channels record version \(record.version) is newer than this pushemu")
@@ -361,8 +382,10 @@ public final class APNsChannelRegistry: PersistentStore {
         }
     }
 
+    /// Forgets every channel whatever the scope (channels are state, not credentials).
     public func reset(_ scope: ResetScope) { removeAll() }
 
+    /// Adds its counts to `/emulator/v1/stats`.
     public func addStats(to stats: inout StatsDocument) {
         stats.add("apns", "channels", count)
     }

@@ -46,6 +46,7 @@ public final class APNsPayloadScanner {
         return scan(Array(payload), pushType, &warnings)
     }
 
+    @inline(__always)
     private func same(_ payload: UnsafeRawBufferPointer) -> Bool {
         payload.count == bytes.count
             && bytes.withUnsafeBytes { b in b.count == 0 || sameBytes(b.baseAddress!, payload.baseAddress!, b.count) }

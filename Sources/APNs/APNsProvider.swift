@@ -3,10 +3,13 @@ import Transport
 
 /// What a connection looks like to APNs.
 public struct APNsConnectionInfo: Sendable {
+    /// The TLS SNI the client sent (nil: cleartext).
     public var serverName: String?
+    /// The verified client certificate (certificate auth), if any.
     public var peerCertificate: PeerCertificate?
     /// The port the connection came in on (`--apns-manage-ports` name an environment each).
     public var localPort: Int
+    /// What the gateway knows of a connection.
     public init(serverName: String?, peerCertificate: PeerCertificate?, localPort: Int = 0) {
         self.serverName = serverName
         self.peerCertificate = peerCertificate
@@ -17,10 +20,13 @@ public struct APNsConnectionInfo: Sendable {
 /// The provider's verdict on one request: a pure value the composition root turns into a
 /// response, a hand-off and connection actions.
 public struct APNsDecision: Sendable {
+    /// Why it was refused (nil: accepted).
     public var reason: APNsReason?
+    /// The HTTP status Apple answers with for the reason.
     public var status: Int { reason?.status ?? 200 }
     /// 410 responses: when the token stopped being valid (ms).
     var timestampMs: Int64?
+    /// Sandbox or production, from the host or the port.
     public var environment: APNsEnvironment
     /// Generated when the request carried no valid `apns-id`. For the broadcast APIs: the
     /// answer's `apns-request-id` (the sender's when valid, else generated).
@@ -29,14 +35,19 @@ public struct APNsDecision: Sendable {
     public var token: ArraySlice<UInt8> = []
     /// `TokenKey(token)`, once the device check has computed it.
     public var tokenKey: TokenKey?
+    /// The `apns-topic` header (nil: none sent).
     public var topic: ArraySlice<UInt8>?
     /// The app's bundle id: the topic without its push type's suffix (once the topic passed).
     public var bundle: ArraySlice<UInt8>?
     /// `apns-collapse-id` and `apns-expiration` (seconds), when given.
     public var collapseID: ArraySlice<UInt8>?
+    /// `apns-expiration` (seconds since the epoch; 0: deliver once or not at all).
     public var expiration: Int64?
+    /// `apns-push-type` (alert when absent, as Apple assumes).
     public var pushType: APNsPushType = .alert
+    /// What the payload scan found (alert, sound, badge, content-available...).
     public var summary = APNsPayloadSummary()
+    /// Apple-compatible warnings about the payload (kept with the record).
     public var warnings: [String] = []
     /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (first valid token).
     public var raiseStreamsTo: UInt32?
@@ -47,8 +58,10 @@ public struct APNsDecision: Sendable {
     /// The request was for the broadcast API (its answers carry `apns-request-id`).
     public var isBroadcast = false
 
+    /// Whether Apple would accept it.
     public var accepted: Bool { reason == nil }
 
+    /// A blank decision for a push arriving in `environment`.
     public init(environment: APNsEnvironment) { self.environment = environment }
 }
 
@@ -74,12 +87,16 @@ public struct APNsDecision: Sendable {
 ///
 /// A path under `/4/` is the broadcast API: from step 4 on, `decideBroadcast` decides it.
 public struct APNsProvider: Sendable {
+    /// The gateway's options (`--apns-*`).
     public let configuration: APNsConfiguration
+    /// Signing keys, for token auth.
     public let keys: APNsKeyStore
+    /// Device tokens seen, with their environment and topic.
     public let devices: APNsDeviceRegistry
     /// Live Activity broadcast channels (`APNsProvider+Broadcast.swift`).
     public let channels: APNsChannelRegistry
 
+    /// Apple's rules over the key store and token registry.
     public init(
         configuration: APNsConfiguration, keys: APNsKeyStore, devices: APNsDeviceRegistry,
         channels: APNsChannelRegistry = APNsChannelRegistry()
@@ -102,6 +119,7 @@ public struct APNsProvider: Sendable {
         return configuration.defaultEnvironment
     }
 
+    /// Checks a push in Apple's order: path, method, headers, auth, topic, token, payload.
     public func decide(
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
         nowMs: Int64
@@ -117,13 +135,13 @@ public struct APNsProvider: Sendable {
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
         nowMs: Int64, into d: inout APNsDecision
     ) {
-        let h = request.headers
-        let idx = APNsHeaders(h)
-        let env = environment(h, idx, conn)
+        // The headers are read in place (`request.headers`): a local copy cost two retains a request.
+        let idx = APNsHeaders(request.headers)
+        let env = environment(request.headers, idx, conn)
         d = APNsDecision(environment: env)
 
         // The response echoes a single valid apns-id; any other case gets a fresh one.
-        let sentID = APNsHeaders.value(h, idx.id)
+        let sentID = APNsHeaders.value(request.headers, idx.id)
         let validID = sentID.map { UUIDValue.parseCanonicalLowercase($0) != nil } ?? false
         if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
@@ -173,8 +191,8 @@ public struct APNsProvider: Sendable {
         d.token = token
 
         // 5. Authentication
-        let topicHeader = APNsHeaders.value(h, idx.topic)
-        guard let credentials = authorize(h, idx, conn, env: env, state: state, nowMs: nowMs, &d) else { return }
+        let topicHeader = APNsHeaders.value(request.headers, idx.topic)
+        guard let credentials = authorize(request.headers, idx, conn, env: env, state: state, nowMs: nowMs, &d) else { return }
         let certInfo = credentials.certificate
         let keyTopics = credentials.keyTopics
 
@@ -190,7 +208,7 @@ public struct APNsProvider: Sendable {
         }
 
         // 7. BadCollapseId
-        if let c = APNsHeaders.value(h, idx.collapseID) {
+        if let c = APNsHeaders.value(request.headers, idx.collapseID) {
             if c.count > 64 {
                 reject(&d, .badCollapseId, state)
                 return
@@ -200,7 +218,7 @@ public struct APNsProvider: Sendable {
 
         // 8-9. BadPriority, InvalidPushType
         var priority = 10
-        let priorityHeader = APNsHeaders.value(h, idx.priority)
+        let priorityHeader = APNsHeaders.value(request.headers, idx.priority)
         if let p = priorityHeader {
             guard let value = APNsProvider.priority(p) else {
                 reject(&d, .badPriority, state)
@@ -209,7 +227,7 @@ public struct APNsProvider: Sendable {
             priority = value
         }
         var pushType = APNsPushType.alert
-        if let pt = APNsHeaders.value(h, idx.pushType) {
+        if let pt = APNsHeaders.value(request.headers, idx.pushType) {
             guard let t = APNsPushType(bytes: pt) else {
                 reject(&d, .invalidPushType, state)
                 return
@@ -225,7 +243,7 @@ public struct APNsProvider: Sendable {
         d.pushType = pushType
 
         // 10. BadExpirationDate
-        if let e = APNsHeaders.value(h, idx.expiration) {
+        if let e = APNsHeaders.value(request.headers, idx.expiration) {
             guard let seconds = APNsProvider.expiration(e) else {
                 reject(&d, .badExpirationDate, state)
                 return

@@ -21,13 +21,20 @@ import Transport
 package struct AdminAPI: Sendable {
     /// What the gateways keep that the admin API manages (keys, accounts, token registries, quota).
     package struct Gateways: Sendable {
+        /// APNs signing keys (`/emulator/v1/apns/keys`).
         package let apnsKeys: APNsKeyStore
+        /// APNs device tokens the gateway has seen.
         package let apnsDevices: APNsDeviceRegistry
+        /// APNs broadcast channels.
         package let apnsChannels: APNsChannelRegistry
+        /// FCM service accounts (`/emulator/v1/fcm/service-accounts`).
         package let fcmAccounts: FCMServiceAccounts
+        /// FCM registration tokens and topic subscriptions.
         package let fcmDevices: FCMDeviceRegistry
+        /// FCM's per-project quota.
         package let fcmQuota: FCMQuota
 
+        /// The gateways' stores, as the composition root made them.
         package init(
             apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, apnsChannels: APNsChannelRegistry = APNsChannelRegistry(),
             fcmAccounts: FCMServiceAccounts, fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota
@@ -43,10 +50,14 @@ package struct AdminAPI: Sendable {
 
     /// The device layer and its tracking.
     package struct Devices: Sendable {
+        /// Devices' lifecycle: ensure, uninstall, rotate, describe.
         package let lifecycle: DeviceLifecycle
+        /// The SDK tracking attempts.
         package let tracking: TrackingLog
+        /// Where tracking and registration calls go.
         package let dispatcher: TrackingDispatcher
 
+        /// The device layer and its tracking, as the composition root made them.
         package init(lifecycle: DeviceLifecycle, tracking: TrackingLog, dispatcher: TrackingDispatcher) {
             self.lifecycle = lifecycle
             self.tracking = tracking
@@ -56,14 +67,18 @@ package struct AdminAPI: Sendable {
 
     /// What was recorded: the notification log, the journal (nil when off), the metrics.
     package struct Records: Sendable {
+        /// The in-memory notification log.
         package let log: NotificationLog
+        /// The journal (nil with `--journal off`).
         package let journal: Journal?
+        /// Request metrics.
         package let metrics: Metrics
         /// `--campaign-key`: extra payload paths that name a campaign.
         package let campaignKeys: [String]
         /// Topic, condition and broadcast deliveries still to make (`stats.fanOut`).
         package let fanOut: FanOutWorker?
 
+        /// What was recorded, and the payload keys that name a campaign.
         package init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String], fanOut: FanOutWorker? = nil) {
             self.fanOut = fanOut
             self.log = log
@@ -76,10 +91,14 @@ package struct AdminAPI: Sendable {
     /// The state: the store registry (reset, stats, export, import), the state log (nil with
     /// `--in-memory`), and the record of deleted notifications (the registry resets it).
     package struct StateParts: Sendable {
+        /// Every store, for reset, stats, export and import.
         package let registry: StoreRegistry
+        /// The state log (nil in memory).
         package let log: StateLog?
+        /// Notifications deleted through the admin API (reset with the stores).
         package let deletions: NotificationDeletions
 
+        /// The state parts, as the composition root made them.
         package init(registry: StoreRegistry, log: StateLog?, deletions: NotificationDeletions) {
             self.registry = registry
             self.log = log
@@ -89,9 +108,12 @@ package struct AdminAPI: Sendable {
 
     /// The transport's gauges (read when `/metrics` is scraped).
     package struct ServerGauges: Sendable {
+        /// Connections open now.
         package let openConnections: @Sendable () -> Int
+        /// HTTP/2 streams open now.
         package let openStreams: @Sendable () -> Int
 
+        /// Gauges read from the server when `/metrics` is scraped.
         package init(openConnections: @escaping @Sendable () -> Int, openStreams: @escaping @Sendable () -> Int) {
             self.openConnections = openConnections
             self.openStreams = openStreams
@@ -119,6 +141,7 @@ package struct AdminAPI: Sendable {
     /// The development CA, PEM (`GET /emulator/v1/ca.pem`; empty: none).
     let developmentCA: String
 
+    /// The admin API over the emulator's parts (the composition root's call).
     package init(
         gateways: Gateways, devices: Devices, records: Records, faults: FaultEngine, scenarios: ScenarioRegistry,
         gauges: ServerGauges, metricsSources: [any MetricsSource], state: StateParts, slowWork: BackgroundWorker = BackgroundWorker(),

@@ -9,9 +9,13 @@ import Tracking
 
 /// Everything `pushemu serve` can be told, by flag or config file. Defaults are what a CI user wants.
 package struct EmulatorConfiguration: Sendable {
+    /// The address both listeners bind (`--host`).
     package var host = "127.0.0.1"
+    /// The cleartext listener's port: h2c, HTTP/1.1, the proxy (`--http-port`).
     package var httpPort = 8080
+    /// The TLS listener's port (`--https-port`).
     package var httpsPort = 8443
+    /// Event loops (`--threads`; default: the CPU count).
     package var threads = Int(csys_cpu_count())
     /// Where later layers persist keys, service accounts and the journal.
     package var dataDirectory = "./.pushemu"
@@ -19,6 +23,7 @@ package struct EmulatorConfiguration: Sendable {
     package var inMemory = false
     /// PEM files overriding the embedded development credentials.
     package var certificatePath: String?
+    /// The TLS key file (`--key`).
     package var keyPath: String?
     /// CA(s) that client certificates are verified against (default: the development CA).
     package var clientCAPath: String?
@@ -27,13 +32,18 @@ package struct EmulatorConfiguration: Sendable {
     package var interceptHosts: [String] = []
     /// Seconds to finish in-flight requests on SIGINT/SIGTERM.
     package var drainTimeout: Double = 10
+    /// Connections open at once, all listeners together (`--max-connections`).
     package var maxConnections = 10_000
+    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` (`--max-concurrent-streams`).
     package var maxConcurrentStreams: UInt32 = 1000
+    /// HTTP/2 `SETTINGS_MAX_HEADER_LIST_SIZE` (`--max-header-list-size`).
     package var maxHeaderListSize = 16 * 1024
+    /// Seconds a connection may sit idle (`--idle-timeout`).
     package var idleTimeout: Double = 3600
     /// Deadlines of a request head (from its first byte) and body (from the end of its head;
     /// also how long an answer may wait for a client that does not read it).
     package var headTimeout: Double = 30
+    /// Seconds a request body may take (`--body-timeout`).
     package var bodyTimeout: Double = 60
     /// Admin requests a second over all loops (`--admin-rate`; 0: no limit).
     package var adminRate = 10_000
@@ -44,10 +54,13 @@ package struct EmulatorConfiguration: Sendable {
     package var maxStateMemory = 2 << 30
     /// Accepted notifications kept for `GET /emulator/v1/notifications` (the newest).
     package var notificationLogSize = 10_000
+    /// The APNs gateway's options (`--apns-*`).
     package var apns = APNsConfiguration()
+    /// The FCM gateway's options (`--fcm-*`).
     package var fcm = FCMConfiguration()
     /// The simulated-device layer: registry policy, default tracking and behaviour, inbox size.
     package var devices = DeviceStore.Configuration()
+    /// The tracking dispatcher's options (`--tracking-timeout`, retries, concurrency, queue).
     package var tracking = TrackingDispatcher.Options()
     /// Tracking dispatcher lanes (`--tracking-lanes`); nil: one per event loop, at most
     /// `maxDefaultTrackingLanes`. A lane's CPU per call is about a loop's per push (most of it
@@ -59,6 +72,7 @@ package struct EmulatorConfiguration: Sendable {
     package static let maxDefaultTrackingLanes = 64
     /// Fault rules loaded at start (`--faults FILE`) and a scenario started at start (`--scenario FILE`).
     package var faultsFile: String?
+    /// The scenario started at start (`--scenario FILE`).
     package var scenarioFile: String?
     /// `x-pushemu-fault` request headers are obeyed.
     package var allowOverrideHeader = false
@@ -66,6 +80,7 @@ package struct EmulatorConfiguration: Sendable {
     package var latency: [PushProvider: DelayDistribution] = [:]
     /// APNs pushes per minute per device token before 429 TooManyRequests (0: off).
     package var apnsTokenRate = 0
+    /// Halve a connection's stream limit after an error, raise it after successes (`--apns-adaptive-streams`).
     package var apnsAdaptiveStreams = false
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     package var fcmOverloadPercent = 0.0
@@ -74,6 +89,7 @@ package struct EmulatorConfiguration: Sendable {
     package var durability: Journal.Durability? = .strict
     /// Journal retention: records kept (nil: 10,000,000 on disk, 1,000,000 in memory) and age.
     package var journalMaxRecords: Int?
+    /// Journal records older than this go (ms; `--journal-max-age`).
     package var journalMaxAgeMs: Int64 = 7 * 86_400_000
     /// Extra payload paths tried (first) for a notification's campaign id (`--campaign-key`).
     package var campaignKeys: [String] = []
@@ -84,13 +100,16 @@ package struct EmulatorConfiguration: Sendable {
     /// Snapshots of the state: at most this often when only pushes changed it (ms; 0: by count
     /// and at stop only), and once this many changes were logged.
     package var stateSnapshotIntervalMs: Int64 = 60_000
+    /// Take a snapshot once this many changes were logged (`--state-snapshot-records`).
     package var stateSnapshotRecords = 100_000
     /// Tracking attempts kept for `GET /emulator/v1/tracking`.
     package var trackingLogSize = 100_000
     /// `--registration-preset` and `--registration-url`, resolved into `devices.defaultRegistration`.
     package var registrationPreset: String?
+    /// `--registration-url`: where the registration preset's calls go.
     package var registrationURL: String?
 
+    /// The serve defaults.
     package init() {}
 }
 

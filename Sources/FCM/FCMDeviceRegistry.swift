@@ -15,25 +15,34 @@ import Transport
 /// it names (a `batchAdd` of 1,000 is one record); what sends bind on first sight, and push
 /// counts, are kept by snapshots.
 public final class FCMDeviceRegistry: PersistentStore {
+    /// Topics one token may be subscribed to at most, as Instance ID allows.
     public static let maxTopicsPerDevice = 2000
 
+    /// One FCM registration token and what was done with it.
     public struct Device: Sendable {
+        /// The registration token.
         public var token: String
         /// The project the token was issued for; nil until a project sends to it or subscribes it.
         public var project: String?
+        /// The app (package name or bundle id) the token belongs to, when known.
         public var app: String?
+        /// "android" or "ios" (an iOS app's token, delivered through APNs).
         public var platform: String = "android" {
             didSet { isIOS = platform == "ios" }
         }
         /// `platform == "ios"`, kept so the send path compares no strings.
         private(set) var isIOS = false
+        /// When it was first seen (ms since the epoch).
         public var createdAtMs: Int64
+        /// When its app was uninstalled (nil: installed); sends then get `UNREGISTERED`.
         public var uninstalledAtMs: Int64?
         /// Topic name -> day subscribed (days since 1970-01-01).
         public var topics: [String: Int32] = [:]
+        /// Messages sent to it.
         public var pushes: UInt64 = 0
     }
 
+    /// What a send to a token finds.
     public enum Verdict: Equatable, Sendable {
         case ok
         /// An iOS app's registration token: FCM delivers through APNs (`FCMAPNsMapping`).
@@ -44,6 +53,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         case unknown
     }
 
+    /// The outcome of one token's topic (un)subscription, in Instance ID's per-token form.
     public enum SubscriptionResult: String, Equatable, Sendable {
         case ok
         case notFound = "NOT_FOUND"
@@ -78,12 +88,15 @@ public final class FCMDeviceRegistry: PersistentStore {
     let directory: DeviceDirectory?
     /// Unknown tokens are refused instead of registered on first sight.
     let strict: Bool
+    /// The store's name in the state log and the store registry.
     public let stateName = "fcm.tokens"
+    /// Where this store's change records go.
     public let changes = ChangeLink(store: "fcm.tokens")
 
     /// Its share of `--max-state-memory`.
     public let memory: StateMemory.Account
 
+    /// An empty registry.
     public init(
         shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false,
         memory: StateMemory = StateMemory()
@@ -274,6 +287,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         return r
     }
 
+    /// Unsubscribes one token from one topic.
     public func unsubscribe(token: String, topic: String) -> SubscriptionResult {
         unsubscribe(tokens: [token], topic: topic, nowMs: Clock.nowMs())[0]
     }
@@ -350,14 +364,17 @@ public final class FCMDeviceRegistry: PersistentStore {
         return shard(key).map.withLock { $0[key]?.isIOS ?? false }
     }
 
+    /// The token's record (nil: never seen).
     public func device(token: String) -> Device? {
         let key = TokenKey(token)
         return shard(key).map.withLock { $0[key] }
     }
 
+    /// Tokens held.
     public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
     var topicCount: Int { topicIndex.withLock { $0.count } }
 
+    /// Forgets every token and subscription (`POST /emulator/v1/reset`).
     public func removeAll() {
         memory.releaseAll()
         for s in shards { s.map.withLock { $0.removeAll() } }
@@ -373,6 +390,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         static let unsubscribed = 3
     }
 
+    /// The record kinds it writes to the state log (tokens, subscriptions, uninstalls).
     public var recordSchemas: [RecordSchema] {
         [
             RecordSchema(
@@ -413,6 +431,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         return w.bytes
     }
 
+    /// Applies one record from the state log (at start, or from an import).
     public func apply(_ record: RecordView) throws {
         guard record.version == 1 else { throw StateFormatError("fcm.tokens record version \(record.version) is newer than this pushemu") }
         switch record.kind {
@@ -548,14 +567,17 @@ public final class FCMDeviceRegistry: PersistentStore {
         for d in all { emit(ChangeRecord(store: stateName, kind: Kind.token, body: FCMDeviceRegistry.record(d))) }
     }
 
+    /// Forgets every token whatever the scope (tokens are state, not credentials).
     public func reset(_ scope: ResetScope) { removeAll() }
 
+    /// Sizes the tables for `records` more tokens before a snapshot is read (one growth, not many).
     public func reserve(records: Int) {
         let each = records / shards.count + records / (shards.count * 8) + 16
         for s in shards { s.map.withLock { $0.reserveCapacity($0.count + each) } }
         for s in installations { s.map.withLock { $0.reserveCapacity($0.count + each) } }
     }
 
+    /// Adds its counts to `/emulator/v1/stats`.
     public func addStats(to stats: inout StatsDocument) {
         stats.add("devices", "fcmTokens", count)
         stats.add("fcm", "topics", topicCount)

@@ -8,7 +8,9 @@ import Transport
 /// the OAuth token endpoint (fault rules on its path answer in OAuth's error shape), Instance
 /// ID topic management, the v1 registration subscriptions, and the retired legacy APIs.
 public final class FCMGateway: PushGateway {
+    /// FCM's provider index and name.
     public let provider = PushProvider.fcm
+    /// Google's rules (schema, auth, quota, registry).
     public let rules: FCMProvider
     let oauth: FCMOAuth
     let topics: FCMTopicManagement
@@ -19,12 +21,14 @@ public final class FCMGateway: PushGateway {
     /// Instance ID topic management (what the proxy intercepts).
     public static let hostNames = ["fcm.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com", "iid.googleapis.com"]
 
+    /// A gateway over `rules`.
     public init(rules: FCMProvider) {
         self.rules = rules
         oauth = FCMOAuth(accounts: rules.accounts, tokens: rules.tokens, lifetime: rules.configuration.tokenLifetime)
         topics = FCMTopicManagement(provider: rules)
     }
 
+    /// FCM's routes: `/v1/projects/{p}/messages:send`, the legacy `/fcm/send`, Instance ID, OAuth, and their 404s.
     public func routes() -> [GatewayRoute] {
         let oauth = self.oauth
         let topics = self.topics
@@ -157,6 +161,7 @@ public final class FCMGateway: PushGateway {
 
     static func decoded(_ segment: ArraySlice<UInt8>) -> String { PercentEncoding.decode(segment, plusAsSpace: false) }
 
+    /// A fresh connection's FCM state (scratch buffers, the bearer verdict, a quota lease).
     public func makeConnectionState() -> FCMConnectionState { FCMConnectionState() }
 
     /// The connection's FCM state, for the routes outside the pipeline (topic subscriptions
@@ -175,6 +180,7 @@ public final class FCMGateway: PushGateway {
         return true
     }
 
+    /// Validates a send as FCM does: auth, quota, the message's schema and rules, the target's registration.
     @inlinable @inline(__always)
     public func decide(
         _ request: Request, on exchange: Exchange, state: FCMConnectionState, nowMs: Int64, into decision: inout FCMSendDecision
@@ -184,6 +190,7 @@ public final class FCMGateway: PushGateway {
         decision = rules.send(request, projectSegment: exchange.parameters.value(0, in: request.path), state: state, nowMs: nowMs)
     }
 
+    /// The token, topic or condition sent to, and the project.
     @inlinable @inline(__always)
     public func subject(of decision: FCMSendDecision, request: Request) -> PushSubject {
         if let token = decision.recipientToken(in: request.body) {
@@ -238,6 +245,7 @@ public final class FCMGateway: PushGateway {
         decision.fanOut = nil
     }
 
+    /// The accepted message's id (its `name`'s last part derives from it).
     @inlinable @inline(__always)
     public func notificationID(for decision: FCMSendDecision, request: Request, state: FCMConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
@@ -268,6 +276,7 @@ public final class FCMGateway: PushGateway {
         body(delivery, nil, decision.message.warnings, nil, flags)
     }
 
+    /// Whether the send goes to a topic or condition (fanned out off the loop).
     @inlinable @inline(__always)
     public func fansOut(_ decision: FCMSendDecision) -> Bool { decision.fanOut != nil }
 
@@ -325,6 +334,7 @@ public final class FCMGateway: PushGateway {
         return delivery
     }
 
+    /// `{"name": "projects/P/messages/ID"}`, or Google's error envelope.
     @inlinable @inline(__always)
     public func response(
         for decision: FCMSendDecision, request: Request, id: UUIDValue, state: FCMConnectionState,
@@ -333,6 +343,7 @@ public final class FCMGateway: PushGateway {
         rules.response(decision, id: id, nowMs: nowMs)
     }
 
+    /// What the journal and metrics record: status, error code, the message kept.
     @inlinable @inline(__always)
     public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
         guard !decision.accepted, let error = decision.error else {
@@ -353,6 +364,7 @@ public final class FCMGateway: PushGateway {
         FCMError(httpStatus: 403, status: "PERMISSION_DENIED", message: reason).response
     }
 
+    /// A fault's answer in Google's error envelope (or an OAuth error at the token endpoint).
     public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
         (FCMGateway.injectedResponse(answer), answer.errorCode ?? "")
     }
@@ -395,14 +407,19 @@ public final class FCMGateway: PushGateway {
 
     /// FCM takes no connection actions after an answer.
     public struct ConnectionActions: Sendable {
+        /// No actions.
         @inlinable public init() {}
     }
 
+    /// FCM closes nothing after a send.
     @inlinable @inline(__always)
     public func connectionActions(after decision: FCMSendDecision) -> ConnectionActions { ConnectionActions() }
+    /// Nor after a fault's answer.
     public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
+    /// Nothing to do.
     @inlinable @inline(__always)
     public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
+    /// Never acts.
     public static func acts(_ actions: ConnectionActions) -> Bool { false }
 
     /// The reason as given (no JSON).

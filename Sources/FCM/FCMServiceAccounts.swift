@@ -11,24 +11,36 @@ import Transport
 /// drop-in folder: `pushemu credentials fcm --data-dir` writes an account's public half there,
 /// and the emulator registers the files it finds at start and on a lookup that misses.
 public final class FCMServiceAccounts: PersistentStore {
+    /// One service account: its identity and the public half of its key (pushemu keeps no private key).
     public struct Account: Sendable {
+        /// The Firebase project it sends for.
         public let projectID: String
+        /// The project's number (the sender id).
         public let projectNumber: String
+        /// `...@PROJECT.iam.gserviceaccount.com`, what an OAuth assertion's `iss` names.
         public let clientEmail: String
+        /// Google's numeric client id.
         public let clientID: String
+        /// The key's id (`kid` of the assertions it signs).
         public let privateKeyID: String
+        /// The public key, PEM.
         public let publicKeyPEM: String
+        /// The key assertions are verified with.
         public let key: RS256.Key
     }
 
+    /// Why an account could not be registered, for the admin API's message.
     public struct AccountError: Error, CustomStringConvertible {
+        /// What went wrong.
         public let description: String
     }
 
     private let accounts = FutexLock<[String: Account]>([:])
     /// The drop-in folder (nil: none).
     private let directory: String?
+    /// The store's name in the state log and the store registry.
     public let stateName = "fcm.serviceAccounts"
+    /// Where this store's change records go.
     public let changes = ChangeLink(store: "fcm.serviceAccounts")
 
     /// Said once per client email a token request names that this store does not have.
@@ -40,6 +52,7 @@ public final class FCMServiceAccounts: PersistentStore {
             + (directory.map { " and in \(Files.absolute($0))" } ?? " (there is no data directory: --in-memory)")
     }
 
+    /// A store with the drop-in folder `directory` (nil: none, `--in-memory`).
     public init(directory: String?) {
         self.directory = directory
     }
@@ -139,6 +152,7 @@ public final class FCMServiceAccounts: PersistentStore {
         return accounts.withLock { $0.values.first { $0.projectNumber == s }?.projectID } ?? s
     }
 
+    /// Every account, by client email.
     public var all: [Account] { accounts.withLock { Array($0.values) }.sorted { $0.clientEmail < $1.clientEmail } }
 
     /// Forgets every account (and deletes their drop-in files, which would bring them back).
@@ -154,6 +168,7 @@ public final class FCMServiceAccounts: PersistentStore {
         if let directory { for g in gone { unlink(directory + "/" + g.privateKeyID + ".json") } }
     }
 
+    /// `.all` forgets the accounts; `.state` keeps them (credentials survive a plain reset).
     public func reset(_ scope: ResetScope) {
         guard scope == .all else { return }
         let gone = accounts.withLock { a -> [Account] in
@@ -171,6 +186,7 @@ public final class FCMServiceAccounts: PersistentStore {
         static let accountRemoved = 2
     }
 
+    /// The record kinds it writes to the state log (account added, removed).
     public var recordSchemas: [RecordSchema] {
         [
             RecordSchema(
@@ -194,6 +210,7 @@ public final class FCMServiceAccounts: PersistentStore {
         return w.bytes
     }
 
+    /// Applies one record from the state log (at start, or from an import).
     public func apply(_ record: RecordView) throws {
         guard record.version == 1 else {
             throw StateFormatError("fcm.serviceAccounts record version \(record.version) is newer than this pushemu")
@@ -223,6 +240,7 @@ public final class FCMServiceAccounts: PersistentStore {
         }
     }
 
+    /// Every account as records, for a snapshot or an export.
     public func snapshot(_ emit: (ChangeRecord) -> Void) {
         for a in all { emit(ChangeRecord(store: stateName, kind: Kind.account, body: FCMServiceAccounts.record(a))) }
     }
@@ -257,6 +275,7 @@ public final class FCMServiceAccounts: PersistentStore {
 
     // MARK: drop-in files
 
+    /// The account as the admin API lists it (no key material beyond the public key).
     public static func accountJSON(_ a: Account) -> String {
         "{\"projectId\":" + JSONWriter.quote(a.projectID) + ",\"projectNumber\":\"\(a.projectNumber)\",\"clientEmail\":"
             + JSONWriter.quote(a.clientEmail) + ",\"clientId\":\"\(a.clientID)\",\"privateKeyId\":" + JSONWriter.quote(a.privateKeyID)

@@ -11,6 +11,7 @@ public enum DelayDistribution: Sendable, Equatable {
     case normal(mean: Double, stddev: Double)
     case lognormal(mu: Double, sigma: Double)
 
+    /// One value from the distribution (ms), from the rule's seeded random numbers.
     public func draw(_ r: inout FastRandom) -> Double {
         switch self {
         case .fixed(let v): return v
@@ -32,8 +33,11 @@ public enum DelayDistribution: Sendable, Equatable {
 
 /// What a rule matches. Unset fields match anything.
 public struct FaultMatch: Sendable {
+    /// Only requests to this provider.
     public var provider: PushProvider?
+    /// Only pushes to one of these device tokens.
     public var tokens: Set<String>?
+    /// Only pushes to this APNs topic or FCM topic.
     public var topic: String?
     /// FCM project, or APNs environment.
     public var project: String?
@@ -42,15 +46,22 @@ public struct FaultMatch: Sendable {
     public var route: RouteKind?
     /// Lowercased header name -> exact value.
     public var headers: [(String, String)] = []
+    /// Only pushes to members of this fleet (`fleet-N`).
     public var fleet: String?
+    /// Only pushes to devices carrying this label.
     public var label: String?
     /// Selectors: a percentage (seeded), every Nth matching request, the first N, a time window
     /// (milliseconds after the rule was added).
     public var percent: Double?
+    /// Every Nth matching request.
     public var every: Int?
+    /// The first N matching requests only.
     public var first: Int?
+    /// Not before this many ms after the rule was added.
     public var afterMs: Int64?
+    /// For this many ms (after `afterMs`), then no more.
     public var forMs: Int64?
+    /// A match for every request.
     public init() {}
 
     /// Whether the rule needs to know the device (fleet or label).
@@ -59,27 +70,36 @@ public struct FaultMatch: Sendable {
 
 /// What a rule does.
 public struct FaultEffect: Sendable {
+    /// The HTTP status to answer with (the provider's body for it).
     public var status: Int?
     /// APNs reason.
     public var reason: String?
     /// FCM errorCode.
     public var errorCode: String?
+    /// A `Retry-After` header (seconds) on the answer.
     public var retryAfter: Int?
+    /// Delay the answer by a value drawn from this distribution.
     public var delay: DelayDistribution?
     /// GOAWAY after the response: with `{"reason": R}` debug data (APNs style), or none when empty.
     public var goaway: String?
+    /// Reset the stream (RST_STREAM) instead of answering.
     public var rst = false
+    /// Close the connection after the answer.
     public var close = false
     /// Hold the response this long (a stalled server: clients time out).
     public var stallMs: Int64?
+    /// Mark the device uninstalled (later pushes get the provider's unregistered error).
     public var uninstall = false
+    /// Give the device a new token (the old one becomes unregistered).
     public var rotate = false
     /// Drop TLS connections as their handshake starts (selectors apply; request matches do not).
     public var dropHandshake = false
     /// The `reason` or `errorCode` is the sender's own, not one of the provider's (not checked).
     public var custom = false
+    /// An effect that does nothing.
     public init() {}
 
+    /// Whether it replaces the provider's answer (a status, reason or error code).
     public var answers: Bool { status != nil || reason != nil || errorCode != nil }
 }
 
@@ -88,9 +108,11 @@ public struct FaultEffect: Sendable {
 /// destroyed field by field at each hand-off even when no fault applied (about 700
 /// instructions per request, callgrind).
 public final class FiredFault: Sendable {
+    /// What the rule does.
     public let effect: FaultEffect
     /// The rule that fired ("override" for the override header's effect).
     public let ruleID: String
+    /// The fired effect of rule `ruleID`.
     public init(_ effect: FaultEffect, ruleID: String = "override") {
         self.effect = effect
         self.ruleID = ruleID
@@ -99,15 +121,21 @@ public final class FiredFault: Sendable {
 
 /// One fault rule, with its own deterministic selector state and counters.
 public final class FaultRule: Sendable {
+    /// The rule's id, as the admin API names it.
     public let id: String
+    /// Which requests it applies to.
     public let match: FaultMatch
+    /// What it does to them.
     public let effect: FaultEffect
     /// `effect` by reference (made once, handed on each time the rule fires).
     let firedEffect: FiredFault
+    /// The seed of its percentage selector: the same seed picks the same requests.
     public let seed: UInt64
+    /// When it was added (ms since the epoch); its time window counts from here.
     public let createdAtMs: Int64
     /// The rule's JSON as given (for the admin API).
     public let matchJSON: String
+    /// The effect's JSON as given (for the admin API).
     public let effectJSON: String
     /// Kept in the state log (false: made from the configuration at each start: `--faults`,
     /// `--fcm-overload`, `--scenario`).
@@ -135,6 +163,7 @@ public final class FaultRule: Sendable {
     let windowOpensAtMs: Int64?
     let windowClosesAtMs: Int64?
 
+    /// A rule as read from the admin API, `--faults` or a scenario step.
     public init(
         id: String, match: FaultMatch, effect: FaultEffect, seed: UInt64, createdAtMs: Int64, matchJSON: String, effectJSON: String,
         persistent: Bool = true, stepAtMs: Int64? = nil, stepForMs: Int64? = nil
@@ -170,7 +199,9 @@ public final class FaultRule: Sendable {
         }
     }
 
+    /// How many times it has fired.
     public var fired: UInt64 { firedCount.load(ordering: .relaxed) }
+    /// How many requests met its conditions (before its selectors).
     public var seenCount: UInt64 { seen.load(ordering: .relaxed) }
 
     /// The same rule made from the configuration (not kept in the state log).
@@ -194,6 +225,7 @@ public final class FaultRule: Sendable {
         return true
     }
 
+    /// The rule as the admin API returns it, with its counts.
     public var json: String {
         "{\"id\":\"\(id)\",\"match\":\(matchJSON),\"effect\":\(effectJSON),\"seed\":\(seed),\"createdAt\":\(createdAtMs),\"seen\":\(seen.load(ordering: .relaxed)),\"fired\":\(fired)}"
     }

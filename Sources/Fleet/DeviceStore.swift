@@ -14,29 +14,42 @@ import Transport
 /// any process on any machine (`identity`), so a platform that imported a fleet's tokens finds
 /// them again after a restart, on another node, or in another run.
 public struct FleetSpec: Sendable {
+    /// The fleet's number, in creation order; its id is `fleet-N`.
     public var number: Int
+    /// The id the admin API and the CLI name the fleet by.
     public var id: String { "fleet-\(number)" }
+    /// Whether its members are iOS (APNs tokens) or Android (FCM registration tokens).
     public var platform: DevicePlatform
+    /// The app (bundle id or package name) every member has installed.
     public var app: String
+    /// The APNs environment (iOS) or Firebase project (Android) its members' tokens belong to.
     public var environment: String?
+    /// How many members it has; their tokens are indexes 0..<count.
     public var count: Int
     /// The keyed hash's key for the members' tokens (derived from the four above).
     public var secret: UInt64
     /// The 24 bits every member's token carries to name its fleet (derived, like `secret`).
     public var tag: Int
+    /// The seed the caller chose: with platform, app and count it fixes the tokens.
     public var seed: UInt64
+    /// How its members behave (open rate, delays, uninstalls, offline share).
     public var behavior: Behavior
+    /// What its members' SDK sends to the platform's servers (nil: no tracking).
     public var tracking: TrackingConfig?
     /// How its apps register their tokens (its own, or the server's when it was created), and
     /// how far the bulk registration is.
     public var registration: RegistrationConfig? = nil
+    /// Registration calls a second, at most, for the bulk registration.
     public var registerRate = 10_000
+    /// How far the bulk registration has gone (nil: none started).
     public var registrationProgress: FleetRegistration? = nil
     /// How its members start: permission, app state, extension (`FleetDeviceStates`).
     public var states = FleetDeviceStates()
     /// The URL schemes and sounds its app declares.
     public var profile: AppProfile? = nil
+    /// Labels to find the fleet and its members by (`?label=`).
     public var labels: [String]
+    /// When it was created (ms since the epoch).
     public var createdAtMs: Int64
     var uninstalledCount: Int?
 
@@ -56,6 +69,7 @@ public struct FleetSpec: Sendable {
         return Double(x >> 11) * (1.0 / 9_007_199_254_740_992.0) < behavior.uninstalledRate
     }
 
+    /// The fleet as the admin API returns it (`GET /emulator/v1/fleets/{id}`).
     public var json: String {
         var s = "{\"id\":\"\(id)\",\"platform\":\"\(platform.rawValue)\",\"app\":" + JSONWriter.quote(app) + ",\"count\":\(count)"
         s += platform == .ios ? ",\"environment\":" : ",\"project\":"
@@ -76,14 +90,20 @@ public struct FleetSpec: Sendable {
 /// dictionary operation. Fleets are a small array read under a mutex. A delivery updates the
 /// device's inbox and schedules its SDK's tracking calls on the dispatcher; it never waits.
 public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sendable {
+    /// What a push to an unknown token does: `auto` creates a device, `strict` answers the provider's unregistered error (`--devices`).
     public enum Policy: String, Sendable { case auto, strict }
 
+    /// The device layer's settings, from the serve options.
     public struct Configuration: Sendable {
+        /// How unknown tokens are treated (`--devices`).
         public var policy = Policy.auto
+        /// What devices send when neither they nor their fleet say (`--tracking-preset`, `--tracking`).
         public var defaultTracking: TrackingConfig?
         /// How devices register with the campaign platform when neither they nor their fleet say (`--registration`).
         public var defaultRegistration: RegistrationConfig?
+        /// How devices behave when neither they nor their fleet say (`--behavior`).
         public var defaultBehavior = Behavior()
+        /// Notifications kept in each device's inbox (`--inbox-size`).
         public var inboxSize = 100
         /// Notifications kept for an offline FCM device.
         var pendingLimit = 100
@@ -91,24 +111,32 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         /// to a device beyond the limit is delivered and tracked all the same, but its record
         /// (inbox, state) is not kept: counted in `Counters.unstored`.
         public var maxDevices = 5_000_000
+        /// The defaults of `pushemu serve`.
         public init() {}
     }
 
+    /// Counts of what deliveries did, summed over the thread stripes (`stats`).
     public struct Counters: Sendable {
+        /// Notifications delivered to a device.
         public var delivered: UInt64 = 0
+        /// Notifications held for an offline device, to be delivered when it comes online.
         public var heldOffline: UInt64 = 0
+        /// Notifications dropped because an offline device's queue was full.
         public var droppedOffline: UInt64 = 0
+        /// Deliveries whose tracking was not scheduled (no SDK, or the device opted out).
         public var trackingSkipped: UInt64 = 0
         var trackingScheduled: UInt64 = 0
         /// Deliveries to devices whose record could not be kept (the record limit was reached).
         public var unstored: UInt64 = 0
     }
 
+    /// The settings it was made with.
     public let configuration: Configuration
     /// `configuration.defaultTracking != nil`, computed once (asking copies the configuration).
     private let hasDefaultTracking: Bool
     /// `configuration.defaultRegistration != nil` (`DeviceStore+Registration`).
     let hasDefaultRegistration: Bool
+    /// Where SDK tracking and registration calls go (nil: nothing is sent).
     public let dispatcher: TrackingDispatcher?
     /// The one key every process uses for fleet tokens' headers: a token names its fleet's tag
     /// and its index the same way everywhere (the fleet's own secret keeps tokens unforgeable).
@@ -191,7 +219,9 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     /// Registers fleets' devices in bulk (started and stopped with the dispatcher's service).
     public let registrar = FleetRegistrar()
+    /// The store's name in the state log and the store registry.
     public let stateName = "devices"
+    /// Where this store's change records go (the state log, once attached).
     public let changes = ChangeLink(store: "devices")
 
     /// Device changes and late deliveries go to the event stream through it.
@@ -200,6 +230,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     /// Its share of `--max-state-memory` (device records).
     public let memory: StateMemory.Account
 
+    /// A device layer with the given settings, sending its calls through `dispatcher`, publishing to `events`.
     public init(
         configuration: Configuration = Configuration(), dispatcher: TrackingDispatcher?, events: EventBus = EventBus(),
         memory: StateMemory = StateMemory()
@@ -218,14 +249,18 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     // MARK: fleets
 
+    /// Why a device or fleet could not be made, in words the admin API passes on.
     public struct StoreError: Error, CustomStringConvertible {
+        /// What went wrong, for the admin API's message.
         public let description: String
         /// A limit was reached (the record count, the state memory): not the request's fault.
         public var isLimit = false
     }
 
+    /// Fleets kept at most: a token's 24-bit tag must name one of them.
     public static let maxFleets = 65_536
 
+    /// Creates a fleet and returns it (with its deterministic tokens), or throws a `StoreError` at a limit or for a bad spec.
     public func createFleet(
         platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
         behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64,
@@ -282,17 +317,21 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         return spec
     }
 
+    /// The fleet with this id (`fleet-N`), if any.
     public func fleet(id: String) -> FleetSpec? {
         guard id.hasPrefix("fleet-"), let n = Int(id.dropFirst(6)) else { return nil }
         return fleetRef(n)?.spec
     }
 
+    /// Every fleet, in creation order.
     public var allFleets: [FleetSpec] { fleets.withLock { $0.list.map(\.spec) } }
 
+    /// The token of member `index` of `f` (hex for iOS, an FCM registration token for Android).
     public func token(_ f: FleetSpec, index: Int) -> String {
         codec.token(f.platform, fleet: f.tag, secret: f.secret, index: index)
     }
 
+    /// The tokens of members `offset..<offset+limit` of `f`, for the admin API's token pages.
     public func tokens(_ f: FleetSpec, offset: Int, limit: Int) -> [String] {
         guard offset < f.count else { return [] }
         return (offset..<min(f.count, offset + limit)).map { token(f, index: $0) }
@@ -343,6 +382,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         return nil
     }
 
+    /// The id of the fleet `d` belongs to (nil: not a fleet member).
     public func fleetID(_ d: SimDevice) -> String? { d.fleet.map { "fleet-\($0)" } }
 
     /// Registers a device (replacing one with the same token), and its FCM token if it has one.
@@ -410,6 +450,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         }
     }
 
+    /// Marks the device uninstalled at `atMs` (later pushes get the provider's unregistered error); nil when there is no such device.
     public func uninstall(token: String, atMs: Int64) -> SimDevice? {
         let d = update(token: token) { d in if d.uninstalledAtMs == nil { d.uninstalledAtMs = atMs } }
         if let d, events.wants(.device) { publishChange("uninstalled", d, atMs: atMs) }
@@ -421,12 +462,16 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     /// Where a page of devices ends: the last one's creation time and token.
     public struct PageKey: Sendable, Comparable {
+        /// When the last device on the page was created (ms since the epoch).
         public var createdAtMs: Int64
+        /// The last device's token (ties on creation time are ordered by token).
         public var token: String
+        /// A page boundary after the device created at `createdAtMs` with `token`.
         public init(createdAtMs: Int64, token: String) {
             self.createdAtMs = createdAtMs
             self.token = token
         }
+        /// Orders by creation time, then token.
         public static func < (a: PageKey, b: PageKey) -> Bool {
             a.createdAtMs != b.createdAtMs ? a.createdAtMs < b.createdAtMs : a.token < b.token
         }
@@ -459,12 +504,14 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         return (devices, more)
     }
 
+    /// What deliveries have done since the start (or the last reset).
     public var stats: Counters {
         var c = Counters()
         for s in counterStripes { s.sum(into: &c) }
         return c
     }
 
+    /// Forgets every device and fleet, and gives their memory back (`POST /emulator/v1/reset`).
     public func removeAll() {
         memory.releaseAll()
         for s in shards {
@@ -500,6 +547,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     // MARK: DeviceDirectory
 
+    /// What the gateway needs to know about a token: whether it is known, installed, and its environment (nil: no such device).
     public func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus? {
         let k = TokenKey(token)
         // Only the fields the answer needs leave the lock (a whole record copied out costs a

@@ -6,17 +6,24 @@ public struct SimDevice: Sendable {
     /// `killed`: the user force-quit the app (iOS then launches it for no background push).
     /// `offline`: the device has no network (the service holds its notifications).
     public enum AppState: String, Sendable, CaseIterable { case foreground, background, killed, offline }
+    /// The user's notification permission: `provisional` shows quietly in the notification centre, `denied` never displays.
     public enum Permission: String, Sendable, CaseIterable { case authorized, provisional, denied }
 
+    /// One notification in the device's inbox.
     public struct InboxEntry: Sendable {
+        /// The notification's id (the `apns-id`, or the FCM message's).
         public var notificationID: UUIDValue
+        /// When the device received it (ms since the epoch).
         public var receivedAtMs: Int64
+        /// Its collapse id (`apns-collapse-id`, FCM `collapse_key`): a newer one replaces it.
         public var collapseID: String?
+        /// Whether the system (or the SDK) displayed it.
         public var displayed: Bool
         /// A Live Activity push's facts, out of line (nil for every other entry: inboxes hold
         /// up to `--inbox-size` entries per device).
         var live: LiveFacts?
 
+        /// An entry for a notification received at `receivedAtMs`.
         public init(notificationID: UUIDValue, receivedAtMs: Int64, collapseID: String?, displayed: Bool) {
             self.notificationID = notificationID
             self.receivedAtMs = receivedAtMs
@@ -26,6 +33,7 @@ public struct SimDevice: Sendable {
 
         /// A Live Activity push: the activity it started, updated or ended, and the event.
         public var activityID: String? { live?.activityID }
+        /// A Live Activity push's event (`update`, `end`, `start`).
         public var activityEvent: String? { live?.activityEvent }
         /// A broadcast: its channel.
         public var channelID: String? { live?.channelID }
@@ -44,24 +52,35 @@ public struct SimDevice: Sendable {
 
     /// A notification held for an offline device.
     public struct Pending: Sendable {
+        /// What was pushed, delivered when the device comes online.
         public var delivery: Delivery
         /// nil: no expiry.
         public var expiresAtMs: Int64?
     }
 
+    /// The device's token (APNs hex token, or FCM registration token).
     public var token: String
+    /// iOS or Android.
     public var platform: DevicePlatform
+    /// The app the token belongs to (bundle id or package name; nil: not known).
     public var app: String?
     /// iOS: sandbox or production. Android: the FCM project it belongs to (nil: any).
     public var environment: String?
+    /// When the device was made (ms since the epoch).
     public var createdAtMs: Int64
+    /// When the app was uninstalled (nil: installed); pushes then get the provider's unregistered error.
     public var uninstalledAtMs: Int64?
     /// When the token was rotated: the new token (the old one answers as uninstalled).
     public var rotatedTo: String?
+    /// Whether the app is in the foreground, background, killed, or the device offline.
     public var appState = AppState.background
+    /// The notification permission the user gave.
     public var permission = Permission.authorized
+    /// iOS: whether a notification service extension is installed (it may change what is shown).
     public var nseInstalled = true
+    /// Whether the user opted out of the SDK's tracking (no calls are made).
     public var privacyOptOut = false
+    /// Labels to find the device by (`?label=`).
     public var labels: [String] = []
     /// The device's own tracking, when it has one (most use their fleet's or the server's).
     public var tracking: TrackingConfig? {
@@ -123,17 +142,26 @@ public struct SimDevice: Sendable {
         body(&fields)
         overrides = Overrides.make(fields)
     }
+    /// The number of the fleet it belongs to (nil: not a fleet member).
     public var fleet: Int?
+    /// Its index in the fleet (its token derives from it).
     public var fleetIndex: Int?
+    /// The seed of its behaviour's random draws (opens, delays): the same seed, the same choices.
     public var seed: UInt64
     /// A ring once full: the oldest entry is at `inboxStart` (see `inboxEntries`).
     public var inbox: [InboxEntry] = []
     var inboxStart = 0
+    /// Inbox entries pushed out by newer ones (`--inbox-size`).
     public var evicted: UInt64 = 0
+    /// Inbox entries replaced by a newer one with the same collapse id.
     public var collapsed: UInt64 = 0
+    /// Notifications held while the device is offline.
     public var pending: [Pending] = []
+    /// Notifications dropped while offline (the queue was full, or they expired).
     public var dropped: UInt64 = 0
+    /// Notifications the device received.
     public var received: UInt64 = 0
+    /// Notifications the user opened (by the behaviour's open rate).
     public var opened: UInt64 = 0
     /// iOS: the Live Activities the app started (locally or by push-to-start), oldest first.
     public var activities: [LiveActivity] {
@@ -152,6 +180,7 @@ public struct SimDevice: Sendable {
         get { apple?.fcmToken }
         set { appleForWriting().fcmToken = newValue }
     }
+    /// iOS with the Firebase SDK: the FCM project of `fcmToken`.
     public var fcmProject: String? {
         get { apple?.fcmProject }
         set { appleForWriting().fcmProject = newValue }
@@ -185,6 +214,7 @@ public struct SimDevice: Sendable {
         return apple!
     }
 
+    /// A device record with default state (background, authorized, an extension, no labels).
     public init(token: String, platform: DevicePlatform, app: String?, environment: String?, createdAtMs: Int64, seed: UInt64) {
         self.token = token
         self.platform = platform
@@ -204,6 +234,7 @@ public struct SimDevice: Sendable {
         }
     }
 
+    /// The device as the admin API returns it, with its fleet's id when it has one.
     public func json(fleetID: String?) -> String {
         func list(_ l: [String]?) -> String { l.map { "[" + $0.map(JSONWriter.quote).joined(separator: ",") + "]" } ?? "null" }
         var s =

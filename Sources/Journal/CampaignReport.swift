@@ -3,53 +3,77 @@ import PushCore
 /// A campaign dry run summarised from the journal: per campaign (the id the payload carries, or
 /// none), what was sent and how it was answered, and what the devices' SDKs tracked.
 public struct CampaignReport: Sendable {
+    /// Requests sent and how they were answered.
     public struct Outcomes: Sendable {
+        /// Requests received.
         public var sent = 0
+        /// Requests answered 200.
         public var accepted = 0
+        /// Requests answered with an error.
         public var rejected = 0
     }
 
+    /// One tracking event's calls (receive, open...).
     public struct TrackingCounts: Sendable {
         /// Events whose first attempt was made.
         public var fired = 0
         /// Events delivered (2xx), failed for good, and attempts that failed and were retried.
         public var succeeded = 0
+        /// Events whose calls failed for good.
         public var failed = 0
+        /// Attempts that failed and were tried again.
         public var retried = 0
+        /// Every try made.
         public var attempts = 0
     }
 
     /// Counts per time bucket (sent, accepted, rejected; tracking events delivered by kind).
     public struct Timeline: Sendable {
+        /// The start of the first bucket (ms since the epoch).
         public var startMs: Int64 = 0
         var bucketMs: Int64 = 1000
+        /// Requests received per bucket.
         public var sent: [Int] = []
+        /// Requests accepted per bucket.
         public var accepted: [Int] = []
+        /// Requests rejected per bucket.
         public var rejected: [Int] = []
+        /// Tracking events delivered per bucket, by event.
         public var tracked: [String: [Int]] = [:]
     }
 
+    /// One campaign's summary.
     public struct Campaign: Sendable {
         /// nil: requests whose payload carries no campaign id (and tracking not matched to one).
         public var campaign: String?
+        /// Requests and their answers, all providers together.
         public var totals = Outcomes()
         /// Rejections by APNs reason or FCM errorCode ("HTTP <status>" when the answer had none).
         public var rejected: [String: Int] = [:]
+        /// Requests and answers per provider (`apns`, `fcm`).
         public var byProvider: [String: Outcomes] = [:]
+        /// Requests and answers per platform (`ios`, `android`).
         public var byPlatform: [String: Outcomes] = [:]
+        /// Distinct device tokens pushed to.
         public var uniqueDevices = 0
         var payloadSizes: [Int] = []
         var latenciesUs: [Int64] = []
+        /// Tracking calls per event.
         public var tracking: [String: TrackingCounts] = [:]
         /// Delivered notifications by display outcome ("shown", "quiet", "not-shown"), and by
         /// outcome and reason ("not-shown permission-denied").
         public var display: [String: Int] = [:]
+        /// Delivered notifications by outcome and reason (`not-shown permission-denied`).
         public var displayReasons: [String: Int] = [:]
         /// SDK lint findings by code, and each code's severity.
         public var lint: [String: Int] = [:]
+        /// Each lint code's severity.
         public var lintSeverity: [String: String] = [:]
+        /// When its first request was received (ms since the epoch).
         public var firstMs: Int64 = .max
+        /// When its last request was received (ms since the epoch).
         public var lastMs: Int64 = .min
+        /// Its requests and tracking over time.
         public var timeline = Timeline()
 
         /// Delivered tracking events of `event` per accepted request (0 when nothing was accepted).
@@ -59,7 +83,9 @@ public struct CampaignReport: Sendable {
     }
 
     var generatedAtMs: Int64
+    /// Records before this were left out (ms since the epoch; 0: none).
     public var sinceMs: Int64
+    /// One summary per campaign id, the requests without one included.
     public var campaigns: [Campaign]
     /// Every campaign together.
     public var all: Campaign

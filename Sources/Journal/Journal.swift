@@ -27,26 +27,37 @@ import Transport
 /// A record that cannot be stored (a full disk) is not acknowledged under `.strict` or `.sync`
 /// (its answer is told it was not stored); the event loop never waits on the disk.
 public final class Journal: @unchecked Sendable {
+    /// `--durability`: what an answer waits for (see `WriterMode` for each on disk and in memory).
     public enum Durability: String, Sendable { case strict, sync, relaxed }
 
     /// Retention: the oldest segments go once records exceed `maxRecords` or end before `maxAgeMs`
     /// ago (checked by the writer at most once a second; whole segments, so a limit can be passed
     /// by at most one commit's records).
     public struct Retention: Sendable {
+        /// Records kept at most (`--journal-max-records`).
         public var maxRecords: Int
+        /// Records older than this go (`--journal-max-age`, ms).
         public var maxAgeMs: Int64
+        /// The serve defaults: ten million records, seven days.
         public init(maxRecords: Int = 10_000_000, maxAgeMs: Int64 = 7 * 86_400_000) {
             self.maxRecords = maxRecords
             self.maxAgeMs = maxAgeMs
         }
     }
 
+    /// The journal's counts, for `/emulator/v1/stats` and `/metrics`.
     public struct Stats: Sendable {
+        /// Records appended and not yet committed.
         public var queued = 0
+        /// Records committed since the start.
         public var committed: UInt64 = 0
+        /// Group commits made.
         public var batches: UInt64 = 0
+        /// Records in the last commit.
         public var lastBatch = 0
+        /// How long the last commit took (µs).
         public var lastCommitUs: UInt64 = 0
+        /// Records dropped under `.relaxed` because the backlog was full.
         public var dropped: UInt64 = 0
         /// Commits SQLite refused, and write-ahead writes the disk refused (strict), counted alike.
         public var failedCommits: UInt64 = 0
@@ -59,10 +70,13 @@ public final class Journal: @unchecked Sendable {
         /// Strict: answered records held in their write-ahead files because SQLite refused their
         /// commit (a full disk); committed with the next commit that succeeds.
         public var awaitingStore = 0
+        /// Records removed by retention.
         public var pruned: UInt64 = 0
         /// The writer thread's nice value (-10 with strict durability where raising it is allowed).
         public var writerNice = 0
+        /// Request records in the store now.
         public var storedRequests = 0
+        /// Tracking records in the store now.
         public var storedTracking = 0
         /// Histograms of commit durations (seconds) and of records per commit: counts per bound
         /// of `commitBounds` / `batchBounds` (not cumulative; the last slot is above every bound).
@@ -160,6 +174,7 @@ public final class Journal: @unchecked Sendable {
         guard strict else { return relaxedWindowNs }
         return lastBatch >= wideWindowThreshold ? strictWideWindowNs : strictWindowNs
     }
+    /// The durability it was opened with.
     public let durability: Durability
     /// Answers wait for their record: `.strict` and `.sync` on disk (strict: until the loop has
     /// written it ahead, at its flush barrier; sync: until its commit). In memory nothing
@@ -220,7 +235,9 @@ public final class Journal: @unchecked Sendable {
     /// Reads waiting for the writer to commit what was queued before they asked.
     private let flushWaiters = FutexLock<[FlushWaiter]>([])
     private let running = Atomic<Bool>(false)
+    /// The SQLite file (nil: in memory).
     public let path: String?
+    /// How much it keeps.
     public let retention: Retention
     /// Campaign id of a payload (set by the composition root: the presets' keys).
     let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
@@ -317,6 +334,7 @@ public final class Journal: @unchecked Sendable {
         log.drive(wake: { [weak self] in self?.wake() })
     }
 
+    /// Starts the writer thread; records appended before this wait for it.
     public func start() {
         running.store(true, ordering: .releasing)
         thread = Threads.spawn { [self] in self.run() }
@@ -405,6 +423,7 @@ public final class Journal: @unchecked Sendable {
     /// the first loop that parked one).
     public func parksOwnAnswers(_ loop: EventLoop) -> Bool { loop.index < loopShards }
 
+    /// Records a tracking attempt (any thread; never waits).
     public func append(_ t: TrackingRecord) {
         appendOther(atMs: t.atMs) { $0.append(t) }
     }
@@ -461,6 +480,7 @@ public final class Journal: @unchecked Sendable {
     /// The last failure's error.
     public var lastError: String? { stats.withLock { $0.lastError } }
 
+    /// The counts now, with the store's totals (reads the store: not for the event loops).
     public var statistics: Stats {
         var s = stats.withLock { $0 }
         s.failing = isFailing
@@ -831,6 +851,7 @@ public final class Journal: @unchecked Sendable {
         CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in scan(sinceMs: sinceMs, body) }
     }
 
+    /// The campaign report of the journal at `path` without opening it for writing (`pushemu report`).
     public static func report(path: String, sinceMs: Int64 = 0, campaign: String? = nil) throws -> CampaignReport {
         var failure: Error?
         let r = CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in
@@ -848,6 +869,7 @@ public final class Journal: @unchecked Sendable {
         }
     }
 
+    /// Every record of the journal at `path` since `sinceMs` as NDJSON lines (`pushemu export`).
     public static func export(path: String, sinceMs: Int64, _ line: (String) -> Void) throws {
         try scan(path: path, sinceMs: sinceMs) {
             line($0.json)
@@ -858,16 +880,21 @@ public final class Journal: @unchecked Sendable {
 
 /// A search through the journal's index (`Journal.search`).
 public struct JournalSearch: Sendable {
+    /// Which records a search returns.
     public enum Records: Sendable {
         /// Accepted requests (they carry a notification id).
         case notifications
         case tracking
     }
 
+    /// Which records it returns.
     public var records: Records
+    /// The terms each must match (all of them).
     public var terms: [IndexTerm]
+    /// Newest first (the dashboard's order) or oldest first.
     public var newestFirst: Bool
 
+    /// A search for `records` matching every one of `terms`.
     public init(records: Records, terms: [IndexTerm], newestFirst: Bool) {
         self.records = records
         self.terms = terms
@@ -897,11 +924,17 @@ public struct JournalSearch: Sendable {
 
 /// Requests of one campaign (nil: none), provider and outcome (`rejection` empty: accepted).
 public struct CampaignTally: Sendable {
+    /// The campaign id (nil: requests outside any campaign).
     public var campaign: String?
+    /// The provider the requests went to.
     public var provider: PushProvider
+    /// The rejection reason (empty: accepted).
     public var rejection: String
+    /// How many requests.
     public var count: Int
+    /// When the first was received (ms since the epoch).
     public var firstMs: Int64
+    /// When the last was received (ms since the epoch).
     public var lastMs: Int64
 }
 
@@ -914,6 +947,7 @@ extension StoredRequest {
 }
 
 extension JournalEntry {
+    /// When the record was made (ms since the epoch).
     public var atMs: Int64 {
         switch self {
         case .request(let r): r.atMs

@@ -108,12 +108,16 @@ public final class NotificationLog: Sendable {
         payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome? = nil
     ) {
         shards[shard % shards.count].arena.withLock { a in
-            var env = environment
-            env.withUTF8 { envBytes in
+            func put(_ envBytes: UnsafeBufferPointer<UInt8>) {
                 a.append(
                     id: id, provider: provider, receivedAtMs: receivedAtMs, environment: UnsafeRawBufferPointer(envBytes),
                     token: token, topic: topic, headers: headers, payload: payload, payloadIsJSON: payloadIsJSON,
                     warnings: warnings, outcome: outcome)
+            }
+            // A native string's bytes in place; a copy (`withUTF8` on a var) only for a bridged one.
+            if environment.utf8.withContiguousStorageIfAvailable(put) == nil {
+                var env = environment
+                env.withUTF8(put)
             }
         }
     }

@@ -6,9 +6,12 @@
 /// journal record it with the notification, and the campaign report counts it. A lint finding is
 /// never a rejection: the real gateway accepts the payload, the SDK is what mis-handles it.
 public struct DeviceOutcome: Sendable, Equatable {
+    /// Whether the system displayed it, and why (or why not).
     public var display: Display
+    /// What the SDK's payload conventions found wrong with it (empty: clean, or no SDK).
     public var lint: [LintFinding]
 
+    /// An outcome with its display decision and lint findings.
     public init(display: Display, lint: [LintFinding] = []) {
         self.display = display
         self.lint = lint
@@ -21,6 +24,7 @@ public struct DeviceOutcome: Sendable, Equatable {
         return s
     }
 
+    /// Reads the journal's form back (nil: not one).
     public init?(storedText: String) {
         let lines = storedText.split(separator: "\n", omittingEmptySubsequences: false)
         guard let first = lines.first else { return nil }
@@ -36,10 +40,12 @@ public struct DeviceOutcome: Sendable, Equatable {
 /// (in Notification Center or the shade without a banner or sound), `not-shown`; and why, as a
 /// stable code with a sentence for people.
 public struct Display: Sendable, Equatable {
+    /// Shown, quiet, or not shown.
     public enum Outcome: UInt8, Sendable, CaseIterable {
         case shown = 1
         case quiet, notShown
 
+        /// The stable name the admin API and the journal use (`not-shown`).
         public var name: String {
             switch self {
             case .shown: "shown"
@@ -48,6 +54,7 @@ public struct Display: Sendable, Equatable {
             }
         }
 
+        /// The outcome with this name (nil: none).
         public init?(name: String) {
             guard let o = Outcome.allCases.first(where: { $0.name == name }) else { return nil }
             self = o
@@ -62,6 +69,7 @@ public struct Display: Sendable, Equatable {
         case permissionDenied, background, noAlert, foregroundNotPresented, foregroundNotificationMessage
         case dataMessage, sdkSilent, heldOffline, droppedOffline, uninstalled, appKilled
 
+        /// The stable code the admin API and the journal use (`system-tray`).
         public var code: String {
             switch self {
             case .alert: "alert"
@@ -85,11 +93,13 @@ public struct Display: Sendable, Equatable {
             }
         }
 
+        /// The reason with this code (nil: none).
         public init?(code: String) {
             guard let r = Reason.allCases.first(where: { $0.code == code }) else { return nil }
             self = r
         }
 
+        /// A sentence for people: why it was or was not displayed.
         public var message: String {
             switch self {
             case .alert: "displayed: the system showed the alert"
@@ -116,9 +126,12 @@ public struct Display: Sendable, Equatable {
         }
     }
 
+    /// Shown, quiet or not shown.
     public var outcome: Outcome
+    /// Which rule decided it.
     public var reason: Reason
 
+    /// A decision: `outcome` because of `reason`.
     public init(_ outcome: Outcome, _ reason: Reason) {
         self.outcome = outcome
         self.reason = reason
@@ -135,6 +148,7 @@ public struct Display: Sendable, Equatable {
     /// Two bytes, for the notification log and the journal (0: none).
     public var storedBytes: (UInt8, UInt8) { (outcome.rawValue, reason.rawValue) }
 
+    /// Reads the two stored bytes back (nil: none, or not a known pair).
     public init?(stored: (UInt8, UInt8)) {
         guard let o = Outcome(rawValue: stored.0), let r = Reason(rawValue: stored.1) else { return nil }
         self.init(o, r)
@@ -144,6 +158,7 @@ public struct Display: Sendable, Equatable {
 /// One thing an SDK would mis-handle in a payload: `code` (`adobe.missing-ids`), `severity`,
 /// a sentence, and the JSON path it is about (`data._mId`; "" for the payload as a whole).
 public struct LintFinding: Sendable, Equatable {
+    /// How much the finding matters to the sender.
     public enum Severity: String, Sendable {
         /// The SDK cannot do its job with it (tracking cannot fire, the push is not recognised).
         case error
@@ -153,11 +168,16 @@ public struct LintFinding: Sendable, Equatable {
         case info
     }
 
+    /// A stable code, `sdk.rule` (`adobe.missing-ids`).
     public var code: String
+    /// How much it matters.
     public var severity: Severity
+    /// A sentence for people.
     public var message: String
+    /// The JSON path it is about (`data._mId`; "" for the whole payload).
     public var path: String
 
+    /// A finding `code` of `severity` about `path`.
     public init(_ code: String, _ severity: Severity, _ message: String, path: String) {
         self.code = code
         self.severity = severity
@@ -165,6 +185,7 @@ public struct LintFinding: Sendable, Equatable {
         self.path = path
     }
 
+    /// The finding as the admin API returns it.
     public var json: String {
         "{\"code\":" + JSONWriter.quote(code) + ",\"severity\":\"\(severity.rawValue)\",\"message\":" + JSONWriter.quote(message)
             + ",\"path\":" + JSONWriter.quote(path) + "}"
@@ -177,6 +198,7 @@ public struct LintFinding: Sendable, Equatable {
             + String(message.map { $0 == "\t" || $0 == "\n" ? " " : $0 })
     }
 
+    /// Reads a `storedLine` back (nil: not one).
     public init?(storedLine line: Substring) {
         let parts = line.split(separator: "\t", maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count == 4, let s = Severity(rawValue: String(parts[1])) else { return nil }
@@ -186,12 +208,16 @@ public struct LintFinding: Sendable, Equatable {
 
 /// What a payload shows, as a gateway's parse found it (no second parse at delivery).
 public struct AlertFacts: OptionSet, Sendable {
+    /// The bits.
     public let rawValue: UInt8
+    /// Facts from their bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// APNs `aps.alert` (or an FCM notification title/body mapped to it).
     public static let alert = AlertFacts(rawValue: 1)
+    /// `aps.sound` (or an FCM notification sound).
     public static let sound = AlertFacts(rawValue: 2)
+    /// `aps.badge`.
     public static let badge = AlertFacts(rawValue: 4)
     /// `aps.interruption-level: passive`.
     public static let passive = AlertFacts(rawValue: 8)

@@ -7,6 +7,7 @@ import Transport
 public struct FastRandom: Sendable {
     private var state: UInt64
 
+    /// A generator starting from `seed`: the same seed, the same sequence.
     public init(seed: UInt64) { state = seed }
 
     /// Seeded from the kernel's generator.
@@ -14,6 +15,7 @@ public struct FastRandom: Sendable {
         state = csys_random_u64()
     }
 
+    /// The next 64 random bits.
     @inline(__always)
     public mutating func next() -> UInt64 {
         state &+= 0xA076_1D64_78BD_642F
@@ -30,9 +32,12 @@ public struct FastRandom: Sendable {
 
 /// A UUID held inline (no allocation), formatted as lowercase canonical text.
 public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
+    /// The UUID's first eight bytes, big-endian.
     public var high: UInt64
+    /// The UUID's last eight bytes, big-endian.
     public var low: UInt64
 
+    /// The UUID with these two halves.
     public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
@@ -50,10 +55,12 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         bytes.withUnsafeBytes { parseCanonicalLowercase($0) }
     }
 
+    /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex (nil: anything else).
     public static func parseCanonicalLowercase(_ bytes: [UInt8]) -> UUIDValue? {
         bytes.withUnsafeBytes { parseCanonicalLowercase($0) }
     }
 
+    /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex (nil: anything else).
     public static func parseCanonicalLowercase(_ bytes: UnsafeRawBufferPointer) -> UUIDValue? {
         guard bytes.count == 36 else { return nil }
         var h: UInt64 = 0
@@ -126,8 +133,10 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The canonical lowercase text.
     public var description: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 
+    /// Hashes both halves (for `Hasher`-based tables; `_rawHashValue` is the fast path).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(high)
         hasher.combine(low)
@@ -141,7 +150,9 @@ public struct UUIDValue: Hashable, Sendable, CustomStringConvertible {
 /// A 128-bit hash of bytes (two independent 64-bit FNV-1a variants), used as a compact key for
 /// tokens so registries never allocate per lookup. Collisions are practically impossible.
 public struct TokenKey: Hashable, Sendable {
+    /// The first 64-bit hash.
     public let a: UInt64
+    /// The second, independent 64-bit hash.
     public let b: UInt64
 
     /// Hashes 8 bytes at a time; ASCII letters are folded to lowercase first (hex tokens are
@@ -174,14 +185,17 @@ public struct TokenKey: Hashable, Sendable {
         b = y
     }
 
+    /// The key of the bytes of a token.
     public init(_ bytes: ArraySlice<UInt8>) {
         self = bytes.withUnsafeBytes { TokenKey($0) }
     }
 
+    /// The key of the bytes of a token.
     public init(_ bytes: [UInt8]) {
         self = bytes.withUnsafeBytes { TokenKey($0) }
     }
 
+    /// The key of a token's UTF-8 bytes.
     public init(_ s: String) {
         var s = s
         self = s.withUTF8 { TokenKey(UnsafeRawBufferPointer($0)) }
@@ -191,6 +205,7 @@ public struct TokenKey: Hashable, Sendable {
     @inline(__always)
     public func shard(_ n: Int) -> Int { Int(truncatingIfNeeded: (a ^ b) % UInt64(n)) }
 
+    /// Hashes both words (for `Hasher`-based tables).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(a)
         hasher.combine(b)
@@ -208,6 +223,7 @@ public struct TokenKey: Hashable, Sendable {
 /// xor, an odd multiply, an xor-shift), so two keys that differ in one word never collide, and
 /// the table's seed enters first, so which keys share a bucket differs from table to table.
 public enum HashMix {
+    /// Folds `a` and `b` with the table's `seed` into a bucket hash.
     @inline(__always)
     public static func fold(_ a: UInt64, _ b: UInt64, seed: Int) -> Int {
         var h = (a ^ UInt64(bitPattern: Int64(seed))) &* 0x9E37_79B9_7F4A_7C15
@@ -220,12 +236,14 @@ public enum HashMix {
 
 /// Byte comparisons that compile to memcmp (generic `elementsEqual` across modules does not).
 public enum Bytes {
+    /// Whether `a` and `b` hold the same bytes.
     @inline(__always)
     public static func equal(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || sameBytes(x.baseAddress!, y.baseAddress!, x.count) } }
     }
 
+    /// Whether `a` and the bytes `b` points at are the same.
     public static func equal(_ a: ArraySlice<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { x in x.count == 0 || sameBytes(x.baseAddress!, b.baseAddress!, x.count) }

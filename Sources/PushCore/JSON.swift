@@ -8,11 +8,15 @@ import Transport
 /// String until a caller asks for one. Accepts every `y_` and rejects every `n_` case of the
 /// JSONTestSuite; invalid UTF-8 inside strings is rejected, lone `\u` surrogates are accepted.
 
+/// One JSON value, as a span of the document's bytes: its kind, where it is, and how to skip it.
 public struct JSONToken: Sendable {
+    /// The value's JSON type.
     public enum Kind: UInt8, Sendable { case object, array, string, number, `true`, `false`, null }
+    /// Its JSON type.
     public var kind: Kind
     /// Strings: the bytes between the quotes (escapes not decoded). Others: the value's bytes.
     public var start: Int32
+    /// Where its bytes end (exclusive; for strings, the closing quote).
     public var end: Int32
     /// Index of the first token after this value (and its children).
     public var next: Int32
@@ -29,11 +33,13 @@ public final class JSONTokenBuffer {
     @usableFromInline var capacity: Int
     @usableFromInline var count = 0
 
+    /// An empty buffer with room for `capacity` tokens.
     public init(capacity: Int = 64) {
         self.capacity = max(8, capacity)
         base = UnsafeMutablePointer<JSONToken>.allocate(capacity: self.capacity)
     }
 
+    /// A buffer holding `tokens` (tests and cold paths).
     public convenience init(_ tokens: [JSONToken]) {
         self.init(capacity: tokens.count)
         for t in tokens { append(t) }
@@ -59,6 +65,7 @@ public final class JSONTokenBuffer {
 
     /// The tokens, valid while this buffer is alive and not parsed into again.
     public var tokens: UnsafeBufferPointer<JSONToken> { UnsafeBufferPointer(start: base, count: count) }
+    /// The tokens as an array (tests and cold paths).
     public var array: [JSONToken] { Array(tokens) }
 
     /// A copy of the tokens, kept when this buffer is parsed into again.
@@ -70,34 +77,46 @@ public final class JSONTokenBuffer {
     }
 }
 
+/// Why a document is not JSON, and the byte offset where that was found.
 public struct JSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The byte offset of the problem.
     public let offset: Int
+    /// What is wrong, in words.
     public let message: String
+    /// The message with its offset.
     public var description: String { "\(message) at byte \(offset)" }
 }
 
+/// Bounds a document must keep to (beyond the parser's depth limit).
 public struct JSONLimits: Sendable {
     var maxDepth = 64
+    /// Tokens at most: a document with more is refused rather than parsed.
     public var maxTokens = 1 << 16
+    /// The defaults: 65,536 tokens.
     public init() {}
 }
 
 /// A parsed document: the tokens plus the bytes they point into (valid while the bytes are).
 public struct JSONView {
+    /// The document's bytes.
     public let bytes: UnsafeRawBufferPointer
     private let buffer: JSONTokenBuffer
+    /// Its tokens, in document order.
     public let tokens: UnsafeBufferPointer<JSONToken>
 
+    /// A view over `tokens` parsed from `bytes` (tests and cold paths).
     public init(bytes: UnsafeRawBufferPointer, tokens: [JSONToken]) {
         self.init(bytes: bytes, buffer: JSONTokenBuffer(tokens))
     }
 
+    /// A view over the tokens `buffer` holds for `bytes`.
     public init(bytes: UnsafeRawBufferPointer, buffer: JSONTokenBuffer) {
         self.bytes = bytes
         self.buffer = buffer
         self.tokens = buffer.tokens
     }
 
+    /// The document's top-level value (nil: an empty view).
     public var root: Int? { tokens.isEmpty ? nil : 0 }
 
     /// Index of the value for `key` in the object at `object`, or nil.
@@ -178,6 +197,7 @@ public struct JSONView {
     }
 }
 
+/// The JSON tokenizer: one pass over the bytes into a token buffer, no Strings made.
 public enum JSONParser {
     /// Parses `bytes` into `buffer` (emptied first). Returns nil on success.
     public static func parse(

@@ -116,17 +116,24 @@ public protocol PushGateway: Sendable {
 }
 
 extension PushGateway {
+    /// No host names of its own: only loopback `Host`s pass the browser check.
     public var hostNames: [String] { [] }
 
+    /// A 403 in a plain text body, for gateways without an error format of their own.
     public func browserRefusal(_ request: Request, reason: String) -> Response {
         injectedAnswer(InjectedAnswer(status: 403, reason: "Forbidden", errorCode: nil, retryAfter: nil), request: request).response
     }
 
+    /// Conservatively true: the pipeline then builds the closure that performs the actions.
     public static func acts(_ actions: ConnectionActions) -> Bool { true }
+    /// No per-connection setup: the server's defaults apply.
     public func setUpConnection(_ connection: ConnectionContext) -> Bool { false }
+    /// The router's 404.
     public func notFound(_ request: Request) -> Response? { nil }
+    /// No many-device pushes.
     @inlinable @inline(__always)
     public func fanOut(_ decision: Decision, request: Request, id: UUIDValue, nowMs: Int64) -> FanOutJob? { nil }
+    /// No many-device pushes.
     @inlinable @inline(__always)
     public func fansOut(_ decision: Decision) -> Bool { false }
 }
@@ -144,6 +151,7 @@ public protocol PushDecision {
 public enum RouteKind: UInt8, Sendable, CaseIterable {
     case send, broadcast, token, channels
 
+    /// The name a fault rule's `"route"` uses (`send`, `broadcast`, `token`, `channels`).
     public var name: String {
         switch self {
         case .send: "send"
@@ -153,6 +161,7 @@ public enum RouteKind: UInt8, Sendable, CaseIterable {
         }
     }
 
+    /// The kind a rule names (nil: no such kind).
     public static func named(_ s: String) -> RouteKind? { allCases.first { $0.name == s } }
 
     /// The OAuth token endpoint is not the push service: a rule reaches it only by naming it
@@ -163,6 +172,7 @@ public enum RouteKind: UInt8, Sendable, CaseIterable {
 
 /// One route a gateway serves, and how the pipeline handles it.
 public struct GatewayRoute: Sendable {
+    /// Whether the pipeline runs a route, or the gateway answers it alone.
     public enum Handling: Sendable {
         /// A push request: the pipeline's stages, in order.
         case push
@@ -175,12 +185,15 @@ public struct GatewayRoute: Sendable {
 
     /// nil: every method (the handler decides).
     public var methods: [HTTPMethod]?
+    /// The path pattern (`/3/device/{token}`).
     public var pattern: String
+    /// The largest body it accepts.
     public var maxBodySize: Int
     /// The 413 in the gateway's format (nil: the router's).
     public var bodyTooLarge: (@Sendable (Request) -> Response)?
     /// The 503 while the server sheds load, in the gateway's format (nil: the router's).
     public var unavailable: (@Sendable (Request) -> Response)?
+    /// How the pipeline handles it.
     public var handling: Handling
     /// What it is, for fault rules.
     public var kind: RouteKind
@@ -194,6 +207,7 @@ public struct GatewayRoute: Sendable {
         return false
     }
 
+    /// A route with its pattern, handling and limits.
     public init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
         bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
@@ -218,6 +232,7 @@ public struct PushSubject {
     /// APNs environment or FCM project.
     public var scope: String
 
+    /// A subject with its token, topic and scope.
     @inlinable
     public init(token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, scope: String) {
         self.token = token
@@ -228,13 +243,16 @@ public struct PushSubject {
 
 /// How an answer is recorded (journal, metrics).
 public struct PushOutcome {
+    /// The HTTP status of the answer.
     public var status: Int
     /// The APNs reason or FCM error code; empty on success.
     public var reason: String
     /// The payload the journal keeps.
     public var payload: ArraySlice<UInt8>
+    /// The provider's warnings about the request, kept with its record.
     public var warnings: [String]
 
+    /// An outcome with its status, reason, payload and warnings.
     @inlinable
     public init(status: Int, reason: String, payload: ArraySlice<UInt8>, warnings: [String]) {
         self.status = status
@@ -265,6 +283,7 @@ public struct AcceptedPushFlags: Sendable {
     /// each subscriber of a topic send.
     public var appliesDeviceEffects: Bool
 
+    /// Flags for one accepted push.
     @inlinable
     public init(payloadIsJSON: Bool, appliesDeviceEffects: Bool) {
         self.payloadIsJSON = payloadIsJSON
@@ -275,6 +294,7 @@ public struct AcceptedPushFlags: Sendable {
 /// An answer a fault rule injects, before a gateway formats it. Unset fields take the gateway's
 /// defaults for the status (APNs: the reason a status implies; FCM: the error code).
 public struct InjectedAnswer: Sendable {
+    /// The HTTP status (nil: the gateway's default for the reason or error code).
     public var status: Int?
     /// An APNs reason (or an OAuth error description for FCM's token endpoint).
     public var reason: String?
@@ -283,6 +303,7 @@ public struct InjectedAnswer: Sendable {
     /// Seconds, sent as `retry-after`.
     public var retryAfter: Int?
 
+    /// An answer with the given fields.
     public init(status: Int?, reason: String?, errorCode: String?, retryAfter: Int?) {
         self.status = status
         self.reason = reason

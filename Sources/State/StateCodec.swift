@@ -11,8 +11,10 @@ import PushCore
 /// types): the stores write and read the binary form with `StateWriter` and `StateReader`, and
 /// the schema turns the same bytes into the export's JSON and back.
 public struct StateWriter: Sendable {
+    /// The record body written so far.
     public private(set) var bytes: [UInt8]
 
+    /// An empty body with room for `capacity` bytes.
     public init(capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
@@ -41,13 +43,16 @@ public struct StateWriter: Sendable {
         varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
     }
 
+    /// Writes `v` as a zigzag varint under `field`.
     public mutating func int(_ field: Int, _ v: Int) { int(field, Int64(v)) }
 
+    /// Writes `v` as a varint 0 or 1 under `field`.
     public mutating func bool(_ field: Int, _ v: Bool) {
         key(field, 0)
         bytes.append(v ? 1 : 0)
     }
 
+    /// Writes `v` as eight little-endian bytes under `field`.
     public mutating func double(_ field: Int, _ v: Double) {
         key(field, 1)
         var bits = v.bitPattern
@@ -57,17 +62,20 @@ public struct StateWriter: Sendable {
         }
     }
 
+    /// Writes `s`'s UTF-8 bytes, length first, under `field`.
     public mutating func string(_ field: Int, _ s: String) {
         var s = s
         s.withUTF8 { bytes(field, $0) }
     }
 
+    /// Writes `b`, length first, under `field`.
     public mutating func bytes(_ field: Int, _ b: UnsafeBufferPointer<UInt8>) {
         key(field, 2)
         varint(UInt64(b.count))
         bytes.append(contentsOf: b)
     }
 
+    /// Writes the bytes of `b`, length first, under `field`.
     public mutating func bytes<C: Collection>(_ field: Int, _ b: C) where C.Element == UInt8 {
         key(field, 2)
         varint(UInt64(b.count))
@@ -100,12 +108,15 @@ public struct StateWriter: Sendable {
 
     /// Optional helpers: nothing is written for nil (absent and present are told apart).
     public mutating func string(_ field: Int, _ s: String?) { if let s { string(field, s) } }
+    /// Writes `v` as a zigzag varint when it is not nil.
     public mutating func int(_ field: Int, _ v: Int64?) { if let v { int(field, v) } }
 }
 
 /// Why a record or snapshot could not be read.
 public struct StateFormatError: Error, CustomStringConvertible, Sendable {
+    /// What is wrong with the bytes, in words.
     public let description: String
+    /// An error saying `description`.
     public init(_ description: String) { self.description = description }
 }
 
@@ -130,6 +141,7 @@ public struct StateReader {
     /// The wire type of the field `next` returned.
     public internal(set) var wire: Int = 0
 
+    /// A reader over `raw`, at its first field.
     public init(_ raw: UnsafeRawBufferPointer) {
         base = raw
         at = 0
@@ -169,11 +181,13 @@ public struct StateReader {
         return field
     }
 
+    /// The current field's value as an unsigned varint.
     public mutating func uint() throws -> UInt64 {
         guard wire == 0 else { throw StateFormatError("a number was expected") }
         return try varint()
     }
 
+    /// The current field's value as a zigzag-encoded signed varint.
     public mutating func int() throws -> Int64 {
         let z = try uint()
         return Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
@@ -188,8 +202,10 @@ public struct StateReader {
         return Int(v)
     }
 
+    /// The current field's value as a boolean (a varint, nonzero: true).
     public mutating func bool() throws -> Bool { try uint() != 0 }
 
+    /// The current field's value as a double (wire 1).
     public mutating func double() throws -> Double {
         guard wire == 1 else { throw StateFormatError("a double was expected") }
         guard end - at >= 8 else { throw StateFormatError("a double runs past the end of its record") }
@@ -209,11 +225,13 @@ public struct StateReader {
         return r
     }
 
+    /// The current field's value as a UTF-8 string (wire 2); invalid UTF-8 is refused.
     public mutating func string() throws -> String {
         let r = try span()
         return String(decoding: UnsafeRawBufferPointer(rebasing: base[r]), as: UTF8.self)
     }
 
+    /// The current field's value as bytes (wire 2).
     public mutating func bytes() throws -> [UInt8] {
         let r = try span()
         return Array(base[r])

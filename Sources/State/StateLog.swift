@@ -30,8 +30,10 @@ import Transport
 /// Thread-safety: `append` from any thread (a leaf lock); writes are ordered by the file's lock;
 /// snapshots on their own thread.
 public final class StateLog: @unchecked Sendable { // mutable state is behind its locks or atomics
+    /// `--durability`: when an admin change's answer may leave (strict: its records written; sync: fdatasynced; relaxed: at once).
     public enum Durability: String, Sendable { case strict, sync, relaxed }
 
+    /// When snapshots are taken.
     public struct Options: Sendable {
         /// Snapshot once this many records were appended since the last one.
         public var snapshotRecords = 100_000
@@ -40,10 +42,13 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         /// Snapshot at most this often when only the push path changed state (counters, devices
         /// first seen), or a few records were appended (ms; 0: only by count, size and at stop).
         public var snapshotIntervalMs: Int64 = 60_000
+        /// Snapshots every 100,000 records, 64 MiB of log, or a minute.
         public init() {}
     }
 
+    /// The data directory's `state` folder (log files and snapshots).
     public let directory: String
+    /// The durability it was opened with.
     public let durability: Durability
     let registry: StoreRegistry
     let options: Options
@@ -70,23 +75,34 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
     /// Set while writes fail; cleared by the next one that succeeds.
     let failing = Atomic<Bool>(false)
 
+    /// The log's counts, for `/emulator/v1/stats` and `/metrics`.
     public struct Stats: Sendable {
         /// Bytes in the log files (since the last snapshot).
         public var logBytes = 0
+        /// Records appended since the last snapshot.
         public var recordsSinceSnapshot = 0
+        /// Records appended since the start.
         public var appended: UInt64 = 0
+        /// Writes the disk refused (each answered 503 under strict).
         public var writeFailures: UInt64 = 0
+        /// The last write's or snapshot's error (kept after recovery).
         public var lastError: String?
+        /// Snapshots taken since the start.
         public var snapshots: UInt64 = 0
         /// The last snapshot: when (ms), its log position, size and how long it took.
         public var lastSnapshotAtMs: Int64?
         var lastSnapshotSeq: UInt64 = 0
+        /// The last snapshot's size (bytes).
         public var lastSnapshotBytes = 0
+        /// How long the last snapshot took (ms).
         public var lastSnapshotDurationMs: Int64 = 0
+        /// Snapshots that failed (the log is kept until one succeeds).
         public var snapshotFailures: UInt64 = 0
         /// What start read: records applied, and dropped from a damaged log.
         public var loadedRecords = 0
+        /// Records dropped at start from a damaged log tail.
         public var droppedAtStart = 0
+        /// How long start took to read the state (ms).
         public var loadMs: Int64 = 0
     }
     private let counters = FutexLock(Stats())
@@ -307,6 +323,7 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
 
     // MARK: stats
 
+    /// The counts now.
     public var statistics: Stats {
         var s = counters.withLock { $0 }
         s.appended = appended.load(ordering: .relaxed)
@@ -387,11 +404,15 @@ extension StateLog {
     public struct StartReport: Sendable {
         /// Nothing was saved there before (a new or an older version's data directory).
         public var noSavedState = false
+        /// The snapshot file it started from (nil: none).
         public var snapshot: String?
+        /// Records read from the snapshot.
         public var snapshotRecords = 0
+        /// Records read from the log after it.
         public var logRecords = 0
         /// Problems found, one line each (damaged snapshot, records dropped from a damaged log).
         public var warnings: [String] = []
+        /// How long reading took (ms).
         public var loadMs: Int64 = 0
     }
 

@@ -22,6 +22,7 @@ public protocol StateStore: AnyObject, Sendable {
 }
 
 extension StateStore {
+    /// None by default.
     public func addStats(to stats: inout StatsDocument) {}
 }
 
@@ -33,6 +34,7 @@ public struct StatsDocument {
     private var objects: [String: JSONObjectWriter] = [:]
     private var values: [String: String] = [:]
 
+    /// An empty document.
     public init() {}
 
     private mutating func note(_ section: String) {
@@ -45,16 +47,19 @@ public struct StatsDocument {
         objects[section, default: JSONObjectWriter()].add(name, value)
     }
 
+    /// Adds a string member to the object `section` (null for nil).
     public mutating func add(_ section: String, _ name: String, _ value: String?) {
         note(section)
         objects[section, default: JSONObjectWriter()].add(name, value)
     }
 
+    /// Adds a boolean member to the object `section`.
     public mutating func add(_ section: String, _ name: String, _ value: Bool) {
         note(section)
         objects[section, default: JSONObjectWriter()].add(name, value)
     }
 
+    /// Adds a member whose value is JSON made elsewhere (null for nil).
     public mutating func add(_ section: String, _ name: String, json: String?) {
         note(section)
         objects[section, default: JSONObjectWriter()].add(name, json: json)
@@ -66,6 +71,7 @@ public struct StatsDocument {
         values[section] = json
     }
 
+    /// The document as JSON text.
     public var text: String {
         var out = JSONObjectWriter()
         for name in order { out.add(name, json: values[name] ?? objects[name]?.text ?? "null") }
@@ -107,8 +113,11 @@ extension PersistentStore {
         for r in batch { try apply(r) }
     }
 
+    /// Nothing to checkpoint by default (a store whose pushes change nothing kept).
     public func checkpoint() {}
+    /// No sizing by default.
     public func reserve(records: Int) {}
+    /// No independent records by default.
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {}
 
     /// Every record of its state (`snapshot`'s, then `snapshotIndependent`'s).
@@ -122,10 +131,12 @@ extension PersistentStore {
 /// inside the lock that ordered the change, so the log holds a store's changes in the order
 /// they took effect. A cheap no-op while no log is connected (`--in-memory`).
 public final class ChangeLink: @unchecked Sendable { // `log` is set once, before serving
+    /// The store's name its records carry.
     public let store: String
     /// Weak: the log refers to the stores (through the registry), not the other way round.
     weak var log: StateLog?
 
+    /// A link for the store `store`, connected when the log opens.
     public init(store: String) { self.store = store }
 
     /// Whether changes are kept (encode a record only then).
@@ -159,10 +170,12 @@ public final class ChangeLink: @unchecked Sendable { // `log` is set once, befor
 /// Every stateful service, in the order they were registered (the order reset, stats, snapshots
 /// and exports follow). Built by the composition root before the server starts.
 public final class StoreRegistry: Sendable {
+    /// Every store, in registration order.
     public let stores: [any StateStore]
     let persistent: [String: any PersistentStore]
     let persistentByBytes: [([UInt8], any PersistentStore)]
 
+    /// A registry of `stores` (names must be unique).
     public init(_ stores: [any StateStore]) {
         self.stores = stores
         var persistent: [String: any PersistentStore] = [:]
@@ -258,10 +271,12 @@ public final class StoreRegistry: Sendable {
 /// notification log, the tracking log, metrics, quotas), registered through closures by the
 /// composition root, which is the one place that lists every store.
 public final class TransientStore: StateStore {
+    /// Its name in the registry and in `/stats`.
     public let stateName: String
     private let onReset: @Sendable (ResetScope) -> Void
     private let onStats: @Sendable (inout StatsDocument) -> Void
 
+    /// A store that resets and reports through the given closures.
     public init(
         _ name: String, reset: @escaping @Sendable (ResetScope) -> Void,
         stats: @escaping @Sendable (inout StatsDocument) -> Void = { _ in }
@@ -271,6 +286,8 @@ public final class TransientStore: StateStore {
         onStats = stats
     }
 
+    /// Runs the reset closure.
     public func reset(_ scope: ResetScope) { onReset(scope) }
+    /// Runs the stats closure.
     public func addStats(to stats: inout StatsDocument) { onStats(&stats) }
 }

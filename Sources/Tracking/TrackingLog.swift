@@ -6,15 +6,23 @@ import Transport
 
 /// One tracking attempt and its outcome.
 public struct TrackingAttempt: Sendable {
+    /// Its place in the log, in the order attempts were recorded.
     public var sequence: UInt64 = 0
+    /// What the SDK reported (receive, open, click, registration).
     public var event: TrackingEvent
+    /// The tracking preset that made the call (`adobe-campaign`, `moengage`...).
     public var preset: String
+    /// The device token the call was made for.
     public var token: String
+    /// The id of the notification it reports on.
     public var notificationID: String
+    /// The HTTP method of the call.
     public var method: String
+    /// The URL called.
     public var url: String
     /// HTTP status, 0 when no response arrived.
     public var status: Int
+    /// How long the call took (ms), until its answer or its error.
     public var latencyMs: Double
     /// The transport error (timeout, refused, ...), nil when a response arrived.
     public var error: String?
@@ -22,12 +30,14 @@ public struct TrackingAttempt: Sendable {
     public var attempt: Int
     /// "succeeded", "retrying" (a failed try that will be retried) or "failed" (final).
     public var outcome: String
+    /// When the attempt ended (ms since the epoch).
     public var atMs: Int64
     /// Events a batched request carried (MoEngage, Braze).
     public var events: Int
     /// The device's platform, "ios" or "android" ("" when not known: read back from the journal).
     public var platform: String
 
+    /// An attempt with every field given (the dispatcher's, and the journal's reading back).
     public init(
         sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
         url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int,
@@ -59,6 +69,7 @@ public struct TrackingAttempt: Sendable {
         }
     }
 
+    /// The attempt as the admin API returns it (`GET /emulator/v1/tracking`).
     public var json: String {
         var s = "{\"event\":\"\(event.rawValue)\",\"preset\":" + JSONWriter.quote(preset) + ",\"token\":" + JSONWriter.quote(token)
         s += ",\"notificationId\":" + JSONWriter.quote(notificationID) + ",\"method\":\"\(method)\",\"url\":" + JSONWriter.quote(url)
@@ -73,35 +84,55 @@ public struct TrackingAttempt: Sendable {
 
 /// The most recent tracking attempts (a ring), plus counters that never drop anything.
 public final class TrackingLog: Sendable {
+    /// Which attempts a query returns (`GET /emulator/v1/tracking?token=&event=&status=&limit=`).
     public struct Filter: Sendable {
+        /// Only attempts for this device token.
         public var token: String?
+        /// Only attempts reporting this event.
         public var event: TrackingEvent?
         /// An HTTP status ("200"), or an outcome ("succeeded", "failed", "retrying").
         public var status: String?
+        /// At most this many, newest first.
         public var limit = 100
+        /// Every attempt, the newest 100.
         public init() {}
     }
 
+    /// Counts since the start (or the last reset), kept apart from the ring so nothing is lost to eviction.
     public struct Counters: Sendable, Equatable {
+        /// Tracking calls scheduled by deliveries.
         public var scheduled: UInt64 = 0
+        /// Deliveries whose device makes no call (no SDK, or opted out).
         public var skipped: UInt64 = 0
+        /// Tries made, retries included.
         public var attempts: UInt64 = 0
+        /// Calls that got a 2xx answer.
         public var succeeded: UInt64 = 0
+        /// Calls that failed for good (retries spent, or an answer that is not retried).
         public var failed: UInt64 = 0
+        /// Tries that failed and were tried again.
         public var retried: UInt64 = 0
+        /// Calls dropped because the dispatcher's queue was full (`--tracking-queue`).
         public var dropped: UInt64 = 0
+        /// Attempts pushed out of the ring by newer ones (`--tracking-log-size`).
         public var evicted: UInt64 = 0
     }
 
     /// Attempt counts by (preset, outcome) and latency by preset, for `/metrics`.
     public struct Metrics: Sendable {
+        /// Attempts by preset and outcome.
         public var attempts: [PresetOutcome: UInt64] = [:]
+        /// Call latency by preset.
         public var latency: [String: LatencyHistogram] = [:]
     }
 
+    /// A (preset, outcome) pair, the key of `Metrics.attempts`.
     public struct PresetOutcome: Hashable, Sendable {
+        /// The preset's name.
         public var preset: String
+        /// "succeeded", "retrying" or "failed".
         public var outcome: String
+        /// The pair as a tuple, for sorting.
         public var key: (String, String) { (preset, outcome) }
     }
 
@@ -132,6 +163,7 @@ public final class TrackingLog: Sendable {
     /// Each attempt goes to the event stream through it.
     let events: EventBus?
 
+    /// A log keeping the newest `capacity` attempts, publishing each to `events` when given.
     public init(capacity: Int = 100_000, events: EventBus? = nil) {
         self.capacity = max(1, capacity)
         self.events = events
@@ -182,6 +214,7 @@ public final class TrackingLog: Sendable {
     func countScheduled() { scheduled.add(1, ordering: .relaxed) }
     func countDropped(_ n: UInt64 = 1) { dropped.add(n, ordering: .relaxed) }
 
+    /// The counts since the start (or the last reset).
     public var counters: Counters {
         var c = state.withLock { $0.counters }
         c.scheduled = scheduled.load(ordering: .relaxed)
@@ -189,6 +222,7 @@ public final class TrackingLog: Sendable {
         return c
     }
 
+    /// Attempts and latency per preset, for `/metrics`.
     public var metrics: Metrics {
         state.withLock { s in
             var m = Metrics()
@@ -228,6 +262,7 @@ public final class TrackingLog: Sendable {
         }
     }
 
+    /// Forgets every attempt and zeroes the counts (`POST /emulator/v1/reset`).
     public func removeAll() {
         state.withLock { s in
             s.ring.removeAll()

@@ -31,9 +31,11 @@ final class HTTP2Session: ExchangeOwner {
     private var inReceive = false
     /// Header blocks are decoded here, ahead of nghttp2.
     private let inbound: HTTP2Inbound
-    /// The decoded block nghttp2 is reading now, set only inside `feed` (nil: nghttp2 reads
-    /// bytes as received). Callbacks ask `verdict(for:)` with their stream.
-    private var reading: HTTP2Inbound.DecodedBlock?
+    /// The stream and verdict of the decoded block nghttp2 is reading now, set only inside
+    /// `feed` (stream 0: nghttp2 reads bytes as received, no block of ours). Callbacks ask
+    /// `verdict(for:)` with their stream.
+    private var readingStream: Int32 = 0
+    private var readingVerdict = HTTP2Inbound.BlockVerdict.full
     private let dispatcher: Dispatcher
     private let limits: ServerLimits
     var closeAfterGoAway = false
@@ -114,9 +116,11 @@ final class HTTP2Session: ExchangeOwner {
 
     /// Hands nghttp2 what `inbound` emitted (a re-encoded header block, or frame bytes held
     /// back). Only during this call do nghttp2's callbacks for `block`'s stream see its verdict.
+    @inline(__always)
     private func feed(_ block: HTTP2Inbound.DecodedBlock?) -> Int {
-        reading = block
-        defer { reading = nil }
+        readingStream = block?.stream ?? 0
+        readingVerdict = block?.verdict ?? .full
+        defer { readingStream = 0 }
         let bytes = inbound.output
         return nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
     }
@@ -125,8 +129,7 @@ final class HTTP2Session: ExchangeOwner {
     /// (nil: nghttp2 decodes the block itself, and the per-field callbacks do the work).
     @inline(__always)
     private func verdict(for id: Int32) -> HTTP2Inbound.BlockVerdict? {
-        guard let reading, reading.stream == id else { return nil }
-        return reading.verdict
+        id == readingStream ? readingVerdict : nil
     }
 
     /// Feeds received bytes. Returns false on a fatal protocol error.
