@@ -984,7 +984,8 @@ def channel_fill(case):
 def connection_memory(case):
     """Idle TLS connections count in --max-memory (32 MiB here: about 740 at 44 KiB each):
     past it newcomers get the answer past the limit, RSS stays bounded, and after five bursts
-    of 1,200 connections closed, RSS comes back to the baseline (within 10%, or 4 MiB)."""
+    of 1,200 connections closed, RSS does not grow from burst to burst and comes back near the
+    baseline (within 20%, or 6 MiB: what the loops' malloc arenas keep)."""
     ctx = ssl.create_default_context(cafile=os.path.join(os.path.dirname(__file__), "..", "..", "Certs", "ca.pem"))
     ctx.set_alpn_protocols(["h2"])
     preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0)
@@ -1016,12 +1017,18 @@ def connection_memory(case):
         time.sleep(0.5)
     case.check(max(peaks) < baseline + 32 + 30, "RSS with 1,200 TLS connections held: %s MiB (baseline %.0f, budget 32 MiB)"
                % ([round(p) for p in peaks], baseline))
+    # No leak across bursts: the last burst holds no more than the first two did.
+    case.check(peaks[-1] <= max(peaks[:2]) + 8, "RSS does not grow from burst to burst: %s MiB" % [round(p) for p in peaks])
+    # Back near the baseline once closed. What stays is the event loops' malloc arenas, which
+    # keep partly used pages after 6,000 handshakes (measured: 3.5-5 MiB of anonymous memory
+    # in the loops' arenas, none in the main heap or the libraries): 6 MiB or 20% allowed.
+    limit = baseline + max(6, baseline * 0.2)
     deadline = time.time() + 8
     after = case.server.rss_mib()
-    while time.time() < deadline and after > baseline + max(4, baseline * 0.1):
+    while time.time() < deadline and after > limit:
         time.sleep(0.25)
         after = case.server.rss_mib()
-    case.check(after <= baseline + max(4, baseline * 0.1), f"RSS after five bursts closed: {after:.0f} MiB (baseline {baseline:.0f})")
+    case.check(after <= limit, f"RSS after five bursts closed: {after:.1f} MiB (baseline {baseline:.1f}, limit {limit:.1f})")
 
 
 def state_memory(case):
