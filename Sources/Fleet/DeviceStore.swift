@@ -90,7 +90,7 @@ public struct FleetSpec: Sendable {
 /// dictionary operation. Fleets are a small array read under a mutex. A delivery updates the
 /// device's inbox and schedules its SDK's tracking calls on the dispatcher; it never waits.
 public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sendable {
-    /// What a push to an unknown token does: `auto` creates a device, `strict` answers the provider's unregistered error (`--devices`).
+    /// What a push to an unknown token does (`--devices`): `auto` creates a device; `strict` refuses it as the service refuses a token it never issued (APNs `BadDeviceToken`, FCM `INVALID_ARGUMENT`).
     public enum Policy: String, Sendable { case auto, strict }
 
     /// The device layer's settings, from the serve options.

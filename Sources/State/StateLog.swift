@@ -42,7 +42,8 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         /// Snapshot at most this often when only the push path changed state (counters, devices
         /// first seen), or a few records were appended (ms; 0: only by count, size and at stop).
         public var snapshotIntervalMs: Int64 = 60_000
-        /// Snapshots every 100,000 records, 64 MiB of log, or a minute.
+        /// The defaults: a snapshot after 100,000 records or 64 MiB of log, and at most once a
+        /// minute when only pushes (or a few records) changed the state.
         public init() {}
     }
 
