@@ -19,6 +19,7 @@
 set -euo pipefail
 tarball=${1:?usage: Tests/Package/container.sh TARBALL}
 [ -f "$tarball" ] || { echo "container: no tarball $tarball" >&2; exit 2; }
+tarball=$(realpath "$tarball")
 for t in podman runc mmdebstrap curl podman-compose; do
   command -v $t >/dev/null || { echo "container: needs $t (apt-get install podman runc mmdebstrap curl podman-compose)" >&2; exit 2; }
 done
