@@ -180,8 +180,8 @@ public final class Journal: @unchecked Sendable {
     /// written it ahead, at its flush barrier; sync: until its commit). In memory nothing
     /// survives the process anyway, so what both promise there is that a read sees every
     /// request answered before it: answers leave at once and every read first commits what is
-    /// waiting (`flush`). When false, a caller may answer at once and append without a completion.
-    public let answersWait: Bool
+    /// waiting (`flush`). When false, a caller may answer at once and append without a notice.
+    public var answersWait: Bool { mode.answersWait }
     /// How the writer commits: the durability mode on its medium.
     let mode: WriterMode
 
@@ -279,7 +279,6 @@ public final class Journal: @unchecked Sendable {
         self.aheadRotateBytes = max(1, aheadRotateBytes ?? AheadLog.rotateBytes)
         self.durability = durability
         mode = WriterMode(durability, onDisk: path != nil)
-        answersWait = mode.answersWait
         aheadDirectory = path.map(AheadLog.directory(journal:))
         self.maxQueue = maxQueue
         self.retention = retention

@@ -76,29 +76,34 @@ public struct HTTPFields: Sendable {
         return storage[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]
     }
 
+    @inlinable
     public func value(at i: Int) -> ArraySlice<UInt8> {
         let e = entries[i]
         return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
     }
 
     /// The first value of `name` (lowercase literal), or nil.
-    /// One pass over the entries comparing lengths, then bytes in place (a slice of the storage
-    /// per candidate, as before, cost a retain and a release each: 254 instructions for the
-    /// `content-length` every request is asked for).
     @inlinable
     public func first(_ name: StaticString) -> ArraySlice<UInt8>? {
-        let n = name.utf8CodeUnitCount
-        let hit = storage.withUnsafeBytes { s in
+        let k = firstIndex(named: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        return k < 0 ? nil : value(at: k)
+    }
+
+    /// The index of the first field named `name` (lowercase bytes), or -1: one pass over the
+    /// entries comparing lengths, then bytes in place (a slice of the storage per candidate cost
+    /// a retain and a release each: 254 instructions for the `content-length` every request is
+    /// asked for).
+    @inlinable
+    func firstIndex(named name: UnsafeRawBufferPointer) -> Int {
+        let n = name.count
+        return storage.withUnsafeBytes { s in
             entries.withUnsafeBufferPointer { es -> Int in
                 for k in 0..<es.count where Int(es[k].nameLength) == n {
-                    if n == 0 || sameBytes(s.baseAddress! + Int(es[k].nameStart), name.utf8Start, n) { return k }
+                    if n == 0 || sameBytes(s.baseAddress! + Int(es[k].nameStart), name.baseAddress!, n) { return k }
                 }
                 return -1
             }
         }
-        guard hit >= 0 else { return nil }
-        let e = entries[hit]
-        return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
     }
 
     /// Whether a field may be a browser's (`origin`, `sec-fetch-*`): one pass comparing name
@@ -192,22 +197,13 @@ public struct HTTPFields: Sendable {
         withDecimalDigits(decimal) { add(name: name, value: $0) }
     }
 
-    /// Calls `body` with each field's raw name and value bytes.
     /// The first value of `name` (lowercase bytes).
     public func first(bytes name: [UInt8]) -> ArraySlice<UInt8>? {
-        let hit = storage.withUnsafeBytes { s in
-            name.withUnsafeBytes { n -> Int? in
-                for (i, e) in entries.enumerated() where Int(e.nameLength) == n.count {
-                    if n.count == 0 || sameBytes(s.baseAddress! + Int(e.nameStart), n.baseAddress!, n.count) { return i }
-                }
-                return nil
-            }
-        }
-        guard let i = hit else { return nil }
-        let e = entries[i]
-        return storage[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]
+        let k = name.withUnsafeBytes { firstIndex(named: $0) }
+        return k < 0 ? nil : value(at: k)
     }
 
+    /// Calls `body` with each field's raw name and value bytes.
     public func forEachField(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
         storage.withUnsafeBytes { raw in
             for e in entries {

@@ -92,39 +92,63 @@ run() {
   done
   fail "no listening line"
 }
+# The checks both the container and the compose stack go through; $1 is the container's name.
+healthz() {
+  for _ in $(seq 1 100); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$http/healthz")" = 200 ] && break
+    sleep 0.1
+  done
+  [ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$http/healthz")" = 200 ] \
+    || fail "healthz on the published http port"
+  [ -s "$work/ca.pem" ] || podman exec "$1" pushemu ca >"$work/ca.pem" || fail "pushemu ca"
+  [ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" "https://localhost:$https/healthz")" = 200 ] \
+    || fail "healthz on the published https port"
+  podman healthcheck run "$1" >/dev/null 2>&1 || fail "the image's HEALTHCHECK"
+}
+# A key made and a JWT signed by the image's own CLI (sets kid and jwt).
+sign_in() {
+  key=$(podman exec "$1" pushemu credentials apns --out /data --server http://127.0.0.1:8080) || fail "credentials apns"
+  kid=$(echo "$key" | sed -n 's/.*"keyId":"\([^"]*\)".*/\1/p')
+  local team
+  team=$(echo "$key" | sed -n 's/.*"teamId":"\([^"]*\)".*/\1/p')
+  jwt=$(podman exec "$1" pushemu token apns --key "/data/AuthKey_$kid.p8" --key-id "$kid" --team-id "$team") || fail "token apns"
+}
+device=$(printf 'cd%.0s' $(seq 1 32))
+# An APNs push with alert $1 from the host, under Apple's sandbox host name.
+push() {
+  local code
+  code=$(curl -sS --http2 -o "$work/apns" -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" \
+    --resolve "api.sandbox.push.apple.com:$https:127.0.0.1" -H "authorization: bearer $jwt" -H "apns-topic: com.example.app" \
+    -d "{\"aps\":{\"alert\":\"$1\"}}" "https://api.sandbox.push.apple.com:$https/3/device/$device") || fail "APNs push ($1)"
+  [ "$code" = 200 ] || fail "APNs push ($1) answered $code: $(cat "$work/apns")"
+}
+# An FCM send from the host, under Google's host name.
+send() {
+  local msg code
+  msg='{"message":{"token":"Y29udGFpbmVyZmlkMTIz:APA91bHPRgkF3JUikC4ENAHEeMrd41Zxv3hVZjC9KtT8OvPVGJ-hMMoZRqdU8pAhZ0J0Y8m3kR3c2gVwq5xJb7TzYc4lZrfGw9x0k1R8S0pVv3yQe6xA2NcD9uJtWm5bZkKqLhE7oF1rYs6gP3iN8aM4vXwQ2dT","notification":{"title":"from the host"}}}'
+  code=$(curl -sS --http2 -o "$work/fcm" -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" \
+    --resolve "fcm.googleapis.com:$https:127.0.0.1" -H "authorization: Bearer container" -H "content-type: application/json" \
+    -d "$msg" "https://fcm.googleapis.com:$https/v1/projects/container/messages:send") || fail "FCM send"
+  [ "$code" = 200 ] || fail "FCM send answered $code: $(cat "$work/fcm")"
+}
+# Whether the container $1 finds the APNs push with alert $2 (`notifications latest`).
+finds() {
+  podman exec "$1" pushemu notifications latest --provider apns --token "$device" --json | grep -q "\"$2\"" \
+    || fail "${3:-notifications latest (APNs) inside the container}"
+}
+
 run
-for p in "http://127.0.0.1:$http" ; do
-  [ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 "$p/healthz")" = 200 ] || fail "healthz on the published http port"
-done
-podman exec "$name" pushemu ca >"$work/ca.pem" || fail "pushemu ca"
-[ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" "https://localhost:$https/healthz")" = 200 ] \
-  || fail "healthz on the published https port"
-podman healthcheck run "$name" >/dev/null 2>&1 || fail "the image's HEALTHCHECK"
+healthz "$name"
 [ "$(podman inspect "$name" --format '{{.State.Health.Status}}')" = healthy ] || fail "the engine does not report the container healthy"
 uid=$(podman exec "$name" id -u)
 [ "$uid" != 0 ] || fail "pushemu runs as root"
 echo "== healthz on both ports, HEALTHCHECK healthy, running as uid $uid"
 
-# APNs: the key and the JWT from the image's own CLI, the push from the host.
-key=$(podman exec "$name" pushemu credentials apns --out /data --server http://127.0.0.1:8080) || fail "credentials apns"
-kid=$(echo "$key" | sed -n 's/.*"keyId":"\([^"]*\)".*/\1/p')
-team=$(echo "$key" | sed -n 's/.*"teamId":"\([^"]*\)".*/\1/p')
-jwt=$(podman exec "$name" pushemu token apns --key "/data/AuthKey_$kid.p8" --key-id "$kid" --team-id "$team") || fail "token apns"
-device=$(printf 'cd%.0s' $(seq 1 32))
-push() {
-  curl -sS --http2 -o "$work/apns" -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" \
-    --resolve "api.sandbox.push.apple.com:$https:127.0.0.1" -H "authorization: bearer $jwt" -H "apns-topic: com.example.app" \
-    -d "{\"aps\":{\"alert\":\"$1\"}}" "https://api.sandbox.push.apple.com:$https/3/device/$device"
-}
-code=$(push "from the host") || fail "APNs push"
-[ "$code" = 200 ] || fail "APNs push answered $code: $(cat "$work/apns")"
-msg='{"message":{"token":"Y29udGFpbmVyZmlkMTIz:APA91bHPRgkF3JUikC4ENAHEeMrd41Zxv3hVZjC9KtT8OvPVGJ-hMMoZRqdU8pAhZ0J0Y8m3kR3c2gVwq5xJb7TzYc4lZrfGw9x0k1R8S0pVv3yQe6xA2NcD9uJtWm5bZkKqLhE7oF1rYs6gP3iN8aM4vXwQ2dT","notification":{"title":"from the host"}}}'
-code=$(curl -sS --http2 -o "$work/fcm" -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" \
-  --resolve "fcm.googleapis.com:$https:127.0.0.1" -H "authorization: Bearer container" -H "content-type: application/json" \
-  -d "$msg" "https://fcm.googleapis.com:$https/v1/projects/container/messages:send") || fail "FCM send"
-[ "$code" = 200 ] || fail "FCM send answered $code: $(cat "$work/fcm")"
-podman exec "$name" pushemu notifications latest --provider apns --token "$device" --json | grep -q '"from the host"' \
-  || fail "notifications latest (APNs) inside the container"
+# APNs: the key and the JWT from the image's own CLI, the push from the host; an FCM send.
+sign_in "$name"
+push "from the host"
+send
+finds "$name" "from the host"
 podman exec "$name" pushemu notifications latest --provider fcm --json | grep -q '"projects/container/messages/' \
   || fail "notifications latest (FCM) inside the container"
 echo "== an APNs push and an FCM send from the host, found by pushemu notifications latest inside"
@@ -141,11 +165,9 @@ echo "== podman stop: exit 0 in $ms ms"
 # A new container on the same volume: the journal and the state are there.
 quiet rm "$name" >/dev/null
 run
-podman exec "$name" pushemu notifications latest --provider apns --token "$device" --json | grep -q '"from the host"' \
-  || fail "the APNs push is gone after a new container on the same volume"
+finds "$name" "from the host" "the APNs push is gone after a new container on the same volume"
 curl -sS --max-time 10 "http://127.0.0.1:$http/emulator/v1/apns/keys" | grep -q "\"keyId\":\"$kid\"" || fail "the key is gone"
-code=$(push "after the restart") || fail "APNs push after the restart"
-[ "$code" = 200 ] || fail "the JWT is refused after the restart ($code): $(cat "$work/apns")"
+push "after the restart"
 echo "== a new container on the same volume: the journal's push and the key are there, the JWT accepted"
 quiet stop -t 20 "$name" >/dev/null
 
@@ -157,36 +179,17 @@ compose() { podman-compose -p "$project" -f Docker/compose.yaml "$@" > "$work/co
 compose up -d
 cname=$(podman ps --filter "label=io.podman.compose.project=$project" --format '{{.Names}}' | head -1)
 [ -n "$cname" ] || fail "no container for the compose project"
-for _ in $(seq 1 100); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$http/healthz")" = 200 ] && break
-  sleep 0.1
-done
-[ "$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" "https://localhost:$https/healthz")" = 200 ] \
-  || fail "compose: healthz on the published https port"
-podman healthcheck run "$cname" >/dev/null 2>&1 || fail "compose: the image's HEALTHCHECK"
-key=$(podman exec "$cname" pushemu credentials apns --out /data --server http://127.0.0.1:8080) || fail "compose: credentials apns"
-kid=$(echo "$key" | sed -n 's/.*"keyId":"\([^"]*\)".*/\1/p')
-team=$(echo "$key" | sed -n 's/.*"teamId":"\([^"]*\)".*/\1/p')
-jwt=$(podman exec "$cname" pushemu token apns --key "/data/AuthKey_$kid.p8" --key-id "$kid" --team-id "$team") || fail "compose: token apns"
-code=$(push "through compose") || fail "compose: APNs push"
-[ "$code" = 200 ] || fail "compose: APNs push answered $code: $(cat "$work/apns")"
-code=$(curl -sS --http2 -o "$work/fcm" -w '%{http_code}' --max-time 10 --cacert "$work/ca.pem" \
-  --resolve "fcm.googleapis.com:$https:127.0.0.1" -H "authorization: Bearer container" -H "content-type: application/json" \
-  -d "$msg" "https://fcm.googleapis.com:$https/v1/projects/container/messages:send") || fail "compose: FCM send"
-[ "$code" = 200 ] || fail "compose: FCM send answered $code: $(cat "$work/fcm")"
-podman exec "$cname" pushemu notifications latest --provider apns --token "$device" --json | grep -q '"through compose"' \
-  || fail "compose: notifications latest"
+healthz "$cname"
+sign_in "$cname"
+push "through compose"
+send
+finds "$cname" "through compose"
 compose down
 compose up -d
 cname=$(podman ps --filter "label=io.podman.compose.project=$project" --format '{{.Names}}' | head -1)
-for _ in $(seq 1 100); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$http/healthz")" = 200 ] && break
-  sleep 0.1
-done
-podman exec "$cname" pushemu notifications latest --provider apns --token "$device" --json | grep -q '"through compose"' \
-  || fail "compose: the push is gone after down and up (the project's volume)"
-code=$(push "through compose again") || fail "compose: APNs push after down and up"
-[ "$code" = 200 ] || fail "compose: the key is gone after down and up ($code)"
+healthz "$cname"
+finds "$cname" "through compose" "compose: the push is gone after down and up (the project's volume)"
+push "through compose again"
 compose down -v
 echo "== compose: up, healthz, HEALTHCHECK, APNs and FCM from the host, notifications latest; down and up keep them on the volume"
 echo "== container: OK ($((size / 1000000)) MB image; healthz, HEALTHCHECK, APNs, FCM, notifications latest, non-root, clean stop, a volume that keeps the journal and the state)"
