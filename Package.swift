@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "StateTests", dependencies: ["Runtime", "Transport", "PushCore", "State", "CSystem"]),
         .testTarget(name: "APNsTests", dependencies: ["Transport", "PushCore", "APNs"]),
         .testTarget(name: "FCMTests", dependencies: ["Runtime", "Transport", "PushCore", "FCM"]),
-        .testTarget(name: "FleetTests", dependencies: ["Runtime", "PushCore", "Tracking", "Fleet", "TestSupport"]),
+        .testTarget(name: "FleetTests", dependencies: ["Runtime", "PushCore", "State", "Tracking", "Fleet", "TestSupport"]),
         .testTarget(name: "FaultsTests", dependencies: ["Transport", "PushCore", "Faults"]),
         .testTarget(name: "JournalTests", dependencies: ["Runtime", "Transport", "PushCore", "Journal", "CSQLite"]),
         .testTarget(name: "EmulatorTests", dependencies: ["APNs", "Emulator"]),

@@ -61,6 +61,8 @@ package final class Emulator: Sendable {
         let earlierData = Emulator.holdsEarlierData(configuration)
         let journal = try Emulator.makeJournal(configuration, tracking: stores.trackingLog)
         self.journal = journal
+        // Fleet members counted without a record read their inbox from the journal.
+        if let journal { stores.devices.readInboxes(from: JournalDeliveryHistory(journal)) }
         let faults = Emulator.makeFaultEngine(configuration)
         let scenarios = faults.scenarios
         self.faults = faults

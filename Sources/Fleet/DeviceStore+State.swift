@@ -18,6 +18,7 @@ extension DeviceStore {
         static let fleet = 1
         static let registration = 2
         static let device = 3
+        static let members = 4
     }
 
     static let platforms = DevicePlatform.allCases.map(\.rawValue)
@@ -85,6 +86,9 @@ extension DeviceStore {
                     FieldSchema(32, "evicted", .uint), FieldSchema(33, "collapsed", .uint), FieldSchema(34, "dropped", .uint),
                     FieldSchema(35, "received", .uint), FieldSchema(36, "opened", .uint),
                 ]),
+            RecordSchema(
+                kind: Kind.members, name: "members",
+                fields: [FieldSchema(1, "fleet", .uint), FieldSchema(2, "first", .uint), FieldSchema(3, "counts", .bytes)]),
         ]
     }
 
@@ -234,6 +238,7 @@ extension DeviceStore {
         case Kind.fleet: try applyFleet(record.body)
         case Kind.registration: try applyRegistration(record.body)
         case Kind.device: try applyDevice(record.body)
+        case Kind.members: try applyMembers(record.body)
         default: throw StateFormatError("devices has no record kind \(record.kind)")
         }
     }
@@ -324,7 +329,9 @@ extension DeviceStore {
             spec.registration = registration
             spec.registrationProgress = FleetRegistration(config: registration, rate: registerRate, total: count, nowMs: created)
         }
-        let ref = FleetRef(spec)
+        // The same fleet applied again keeps what its members were through.
+        let same = fleetRef(number).flatMap { $0.spec.tag == spec.tag && $0.spec.count == spec.count ? $0.members : nil }
+        let ref = makeRef(spec, members: same)
         let replaced = try putFleet(ref)
         if let progress = spec.registrationProgress, !replaced { registrar.add(spec, progress) }
     }
@@ -384,8 +391,14 @@ extension DeviceStore {
     }
 
     private func applyDevice(_ body: UnsafeRawBufferPointer) throws {
-        let (decoded, counted) = try DeviceStore.decodeDevice(body)
+        var (decoded, counted) = try DeviceStore.decodeDevice(body)
         let k = TokenKey(decoded.token)
+        // A counted fleet member that became a record (its change logged without counts).
+        if !counted, let n = decoded.fleet, let i = decoded.fleetIndex, let f = fleetRef(n), i < f.spec.count,
+            shard(k).map.withLock({ $0[k] == nil })
+        {
+            absorbCounts(&decoded, f, index: i)
+        }
         let old = shard(k).map.withLock { m -> SimDevice? in
             let old = m[k]
             var d = decoded
@@ -632,6 +645,7 @@ extension DeviceStore {
                 emit(ChangeRecord(store: stateName, kind: Kind.device, body: body))
             }
         }
+        snapshotMembers(emit)
     }
 
     /// Registration progress that moved since the last checkpoint.
@@ -671,6 +685,8 @@ extension DeviceStore {
         stats.add("devices", "records", recordCount)
         stats.add("devices", "fleets", fleets.count)
         stats.add("devices", "fleetDevices", fleets.reduce(0) { $0 + $1.count })
+        stats.add("devices", "countedMembers", countedMembers)
+        stats.add("devices", "countedMemberBytes", countedMemberBytes)
         stats.add("deliveries", "delivered", c.delivered)
         stats.add("deliveries", "heldOffline", c.heldOffline)
         stats.add("deliveries", "droppedOffline", c.droppedOffline)

@@ -150,12 +150,25 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         let tracks: Bool
         /// Its members start as any device does (authorized, background, extension installed).
         let defaultStates: Bool
-        init(_ spec: FleetSpec) {
+        /// What pushes did to its members that have no record (four bytes a pushed member).
+        let members: FleetMemberCounts
+        init(_ spec: FleetSpec, members: FleetMemberCounts) {
             self.spec = spec
             tracks = spec.tracking != nil
             defaultStates = spec.states.isDefault
+            self.members = members
         }
     }
+    /// A fleet's reference, with new member counts (taken from the state memory's account).
+    func makeRef(_ spec: FleetSpec, members: FleetMemberCounts? = nil) -> FleetRef {
+        let account = memory
+        return FleetRef(spec, members: members ?? FleetMemberCounts(count: spec.count, onPage: { account.force($0) }))
+    }
+    /// Where fleet members without a record find their inbox (the journal, given by the
+    /// composition root; nil: they show none).
+    let history = FutexLock<(any DeliveryHistory)?>(nil)
+    /// Has fleet members without a record read their inbox from `h`.
+    public func readInboxes(from h: any DeliveryHistory) { history.withLock { $0 = h } }
     /// Fleets by number (`fleet-N` is at N-1), and by the tag their tokens carry.
     struct Fleets {
         var list: [FleetRef] = []
@@ -295,7 +308,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
                 spec.registration = config
                 spec.registrationProgress = FleetRegistration(config: config, rate: registerRate, total: count, nowMs: nowMs)
             }
-            let ref = FleetRef(spec)
+            let ref = makeRef(spec)
             f.list.append(ref)
             f.byTag[tag, default: []].append(ref)
             if changes.isLogging { changes.emit(kind: Kind.fleet, atMs: nowMs, DeviceStore.record(spec)) }
@@ -377,7 +390,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         let k = TokenKey(token)
         if let d = shard(k).map.withLock({ $0[k] }) { return d }
         for p in DevicePlatform.allCases {
-            if let (f, i) = member(Array(token.utf8)[...], platform: p) { return materialize(f, index: i, token: token) }
+            if let (f, i) = member(Array(token.utf8)[...], platform: p) { return memberView(f, index: i, token: token) }
         }
         return nil
     }
@@ -432,16 +445,17 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     public func update(token: String, _ body: (inout SimDevice) -> Void) -> SimDevice? {
         let k = TokenKey(token)
         let bytes = Array(token.utf8)[...]
-        var fleetView: SimDevice?
+        var fleetView: (SimDevice, FleetRef, Int)?
         if shard(k).map.withLock({ $0.index(forKey: k) == nil }) {
             for p in DevicePlatform.allCases {
-                if let (f, i) = member(bytes, platform: p) { fleetView = materialize(f, index: i, token: token) }
+                if let (f, i) = member(bytes, platform: p) { fleetView = (memberView(f, index: i, token: token), f, i) }
             }
         }
         return shard(k).map.withLock { m -> SimDevice? in
-            if m.index(forKey: k) == nil, let v = fleetView {
+            if m.index(forKey: k) == nil, let (v, f, i) = fleetView {
                 m[k] = v
                 memory.force(StateMemory.Cost.deviceRecord) // a change asked of a fleet member: kept
+                f.members.set(i, FleetMemberCounts.Counts(word: 0)) // its counts are the record's now
             }
             guard let i = m.index(forKey: k) else { return nil }
             body(&m.values[i])
@@ -640,6 +654,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         var fleetSpec: FleetRef?
         if case .absent = outcome {
             var dev: SimDevice
+            var memberIndex = 0
             let known = sh.verified.withLock { v -> Verified? in
                 guard let found = v, found.key == k, found.ref.spec.platform == d.platform else { return nil }
                 v = nil
@@ -648,6 +663,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             if let (f, i) = known.map({ ($0.ref, $0.index) }) ?? member(d.tokenBytes, platform: d.platform) {
                 dev = materialize(f, index: i, token: d.token)
                 fleetSpec = f
+                memberIndex = i
             } else if d.platform == .ios, let owner = live.owner(of: k) {
                 // A Live Activity's token, or a push-to-start token: the push is the activity's.
                 deliverLive(d, owner: owner)
@@ -662,14 +678,22 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             if dev.app == nil { dev.app = d.app }
             let fleetTracks = fleetSpec?.tracks ?? false
             var unstored = false
-            outcome = sh.map.withLock { m -> Outcome in
-                if let i = m.index(forKey: k) { return work(&m, i, fleetTracks: fleetTracks) }
-                guard m.count < perShard, memory.take(StateMemory.Cost.deviceRecord) else {
-                    unstored = true
-                    return .absent
+            if let f = fleetSpec,
+                let compact = deliverToMember(&dev, f, index: memberIndex, d, onRecord: { onRecord(&$0, fleetTracks: fleetTracks) })
+            {
+                // A member as its fleet made it: counted in its fleet's four bytes, no record.
+                outcome = compact
+            } else {
+                if let f = fleetSpec { absorbCounts(&dev, f, index: memberIndex) }
+                outcome = sh.map.withLock { m -> Outcome in
+                    if let i = m.index(forKey: k) { return work(&m, i, fleetTracks: fleetTracks) }
+                    guard m.count < perShard, memory.take(StateMemory.Cost.deviceRecord) else {
+                        unstored = true
+                        return .absent
+                    }
+                    m[k] = dev
+                    return work(&m, m.index(forKey: k)!, fleetTracks: fleetTracks)
                 }
-                m[k] = dev
-                return work(&m, m.index(forKey: k)!, fleetTracks: fleetTracks)
             }
             if unstored {
                 // The record limit: delivered and tracked on a record nobody keeps.
@@ -709,17 +733,26 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     }
 
     static func addToInbox(_ dev: inout SimDevice, _ d: Delivery, inboxSize: Int) {
+        addToInbox(
+            &dev, id: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID, channelID: d.channelID, inboxSize: inboxSize
+        )
+    }
+
+    /// A notification received: into the inbox (a ring of `inboxSize`), replacing an undisplayed
+    /// one with its collapse id.
+    static func addToInbox(
+        _ dev: inout SimDevice, id: UUIDValue, receivedAtMs: Int64, collapseID: String?, channelID: String?, inboxSize: Int
+    ) {
         dev.received += 1
-        if let c = d.collapseID, dev.inbox.contains(where: { $0.collapseID == c && !$0.displayed }) {
+        if let c = collapseID, dev.inbox.contains(where: { $0.collapseID == c && !$0.displayed }) {
             // A newer notification with the same collapse id replaces one not yet displayed.
             dev.normalizeInbox()
             if let i = dev.inbox.lastIndex(where: { $0.collapseID == c && !$0.displayed }) { dev.inbox.remove(at: i) }
             dev.collapsed += 1
         }
         var entry = SimDevice.InboxEntry(
-            notificationID: d.notificationID, receivedAtMs: d.receivedAtMs, collapseID: d.collapseID,
-            displayed: dev.appState == .foreground)
-        if let channel = d.channelID {
+            notificationID: id, receivedAtMs: receivedAtMs, collapseID: collapseID, displayed: dev.appState == .foreground)
+        if let channel = channelID {
             entry.live = SimDevice.InboxEntry.LiveFacts(activityID: nil, activityEvent: nil, channelID: channel)
         }
         if dev.inbox.count < inboxSize {
@@ -834,7 +867,12 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
                 if event == .open {
                     // The device record exists (it was just delivered to); no copy comes back.
                     let k = TokenKey(dev.token)
-                    shard(k).map.withLock { m in if let i = m.index(forKey: k) { m.values[i].opened += 1 } }
+                    let recorded = shard(k).map.withLock { m -> Bool in
+                        guard let i = m.index(forKey: k) else { return false }
+                        m.values[i].opened += 1
+                        return true
+                    }
+                    if !recorded, let f = fleet, let i = dev.fleetIndex { f.members.open(i) }
                     appOpened(dev, fleet: fleet, atMs: at)
                 }
             case .skip:
@@ -856,5 +894,9 @@ extension DeviceStore: MetricsSource {
         )
         m.single("pushemu_fleets", "gauge", "Fleets created.", fleets.count)
         m.single("pushemu_fleet_devices", "gauge", "Devices in all fleets.", fleets.reduce(0) { $0 + $1.count })
+        m.single(
+            "pushemu_fleet_counted_members", "gauge", "Fleet members pushed and held as counts (four bytes each), not records.",
+            countedMembers)
+        m.single("pushemu_fleet_counted_member_bytes", "gauge", "Bytes of the fleets' member counts.", countedMemberBytes)
     }
 }

@@ -283,6 +283,8 @@ struct SDKView {
     var profile: AppProfile? { overrides?.fields.profile }
     var hardwareID: String { overrides?.fields.hardwareID ?? TrackingContext.hardwareID(token) }
     var seed: UInt64
+    /// Its index in its fleet (a member without a record counts its opens there).
+    var fleetIndex: Int?
 
     init(_ d: SimDevice) {
         token = d.token
@@ -294,5 +296,6 @@ struct SDKView {
         privacyOptOut = d.privacyOptOut
         overrides = d.overrides
         seed = d.seed
+        fleetIndex = d.fleetIndex
     }
 }

@@ -316,4 +316,57 @@ final class StateRestartTests: XCTestCase {
         XCTAssertEqual(registrations().count, 300)
         XCTAssertEqual(Set(registrations()).count, 300, "no member registered twice across the restart")
     }
+    /// Fleet members pushed as their fleet made them are counts, not records: each reads back
+    /// with its counts and its inbox (from the journal, the same JSON as a record's), and the
+    /// same after a restart; a change makes one a record that keeps them.
+    func testPushedFleetMembersReadBackFromCountsAndTheJournal() throws {
+        var s = try serve(["--state-snapshot-interval", "0"])
+        try admin(s, "POST", "/emulator/v1/fleets", #"{"platform":"ios","app":"com.example.app","count":100000,"seed":5}"#, expect: 201)
+        let tokens = try XCTUnwrap(
+            try object(try admin(s, "GET", "/emulator/v1/fleets/fleet-1/tokens?limit=3", expect: 200))["tokens"] as? [String])
+        func send(_ token: String, id: String, collapse: String? = nil) throws {
+            var args = [
+                "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "apns-topic: com.example.app",
+                "-H", "authorization: bearer \(jwt)", "-H", "apns-id: \(id)", "-d", #"{"aps":{"alert":"hi"}}"#,
+            ]
+            if let collapse { args += ["-H", "apns-collapse-id: \(collapse)"] }
+            XCTAssertEqual(try runCommand("curl", args + ["http://127.0.0.1:\(s.httpPort)/3/device/\(token)"], timeout: 10).stdout, "200")
+        }
+        let ids = (1...4).map { String(format: "00000000-0000-4000-8000-%012d", $0) }
+        try send(tokens[0], id: ids[0], collapse: "score")
+        try send(tokens[0], id: ids[1], collapse: "score")
+        try send(tokens[0], id: ids[2])
+        try send(tokens[1], id: ids[3])
+        let stats = try object(try admin(s, "GET", "/emulator/v1/stats", expect: 200))
+        let devices = try XCTUnwrap(stats["devices"] as? [String: Any])
+        XCTAssertEqual(devices["records"] as? Int, 0, "\(devices)")
+        XCTAssertEqual(devices["countedMembers"] as? Int, 2, "\(devices)")
+        let device = try admin(s, "GET", "/emulator/v1/devices/\(tokens[0])", expect: 200)
+        XCTAssertTrue(device.contains(#""received":3"#) && device.contains(#""inbox":2"#) && device.contains(#""collapsed":1"#), device)
+        XCTAssertTrue(device.contains(#""fleet":"fleet-1""#), device)
+        let inbox = try admin(s, "GET", "/emulator/v1/devices/\(tokens[0])/inbox", expect: 200)
+        let entries = try XCTUnwrap(try object(inbox)["inbox"] as? [[String: Any]])
+        XCTAssertEqual(entries.compactMap { $0["notificationId"] as? String }, [ids[1], ids[2]], inbox)
+        XCTAssertEqual(entries.first?["collapseId"] as? String, "score", inbox)
+        let other = try admin(s, "GET", "/emulator/v1/devices/\(tokens[1])", expect: 200)
+        let untouched = try admin(s, "GET", "/emulator/v1/devices/\(tokens[2])", expect: 200)
+        XCTAssertTrue(untouched.contains(#""received":0"#), untouched)
+        XCTAssertEqual(s.stop(), 0)
+
+        s = try serve(["--state-snapshot-interval", "0"])
+        XCTAssertEqual(try admin(s, "GET", "/emulator/v1/devices/\(tokens[0])", expect: 200), device)
+        XCTAssertEqual(try admin(s, "GET", "/emulator/v1/devices/\(tokens[0])/inbox", expect: 200), inbox)
+        XCTAssertEqual(try admin(s, "GET", "/emulator/v1/devices/\(tokens[1])", expect: 200), other)
+        // A change: the member becomes a record with what it received, kept across a kill.
+        try admin(s, "PATCH", "/emulator/v1/devices/\(tokens[0])", #"{"appState":"foreground"}"#, expect: 200)
+        s.stop(signal: SIGKILL, timeout: 5)
+        s = try serve(["--state-snapshot-interval", "0"])
+        defer { s.stop() }
+        let changed = try admin(s, "GET", "/emulator/v1/devices/\(tokens[0])", expect: 200)
+        XCTAssertTrue(changed.contains(#""appState":"foreground""#) && changed.contains(#""received":3"#), changed)
+        XCTAssertEqual(try admin(s, "GET", "/emulator/v1/devices/\(tokens[0])/inbox", expect: 200), inbox)
+        let after = try XCTUnwrap(try object(try admin(s, "GET", "/emulator/v1/stats", expect: 200))["devices"] as? [String: Any])
+        XCTAssertEqual(after["records"] as? Int, 1, "\(after)")
+        XCTAssertEqual(after["countedMembers"] as? Int, 1, "\(after)")
+    }
 }

@@ -71,4 +71,15 @@ static inline void csys_lock(uint32_t *word) {
 static inline void csys_unlock(uint32_t *word) {
     if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) csys_unlock_wake(word);
 }
+/* Words and pointers in memory Swift cannot declare atomic (a fleet's paged member counts):
+   relaxed loads, compare-and-swap, acquire/release pointer publication. */
+static inline uint32_t csys_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static inline void csys_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+static inline int csys_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired) {
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+static inline void *csys_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline int csys_cas_ptr(void **p, void *expected, void *desired) {
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 #endif
