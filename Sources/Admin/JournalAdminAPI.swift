@@ -26,8 +26,15 @@ struct JournalAdminAPI: AdminResource {
             }
             guard let sinceMs = JournalAdminAPI.since(q) else { return ex.respond(JournalAdminAPI.badSince) }
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            let exact: Bool?
+            switch q.queryParameter("exact") {
+            case nil, "": exact = nil
+            case "true": exact = true
+            case "false": exact = false
+            default: return ex.respond(AdminAPI.error(400, "exact must be true or false"))
+            }
             let accepted = reads.submit {
-                let text = journal.report(sinceMs: sinceMs, campaign: campaign).render(f)
+                let text = journal.report(sinceMs: sinceMs, campaign: campaign, exact: exact).render(f)
                 var h = HTTPFields()
                 h.add(name: "content-type", value: JournalAdminAPI.contentType(f))
                 ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))

@@ -44,6 +44,12 @@ extension AdminAPI {
         object.add("storedRequests", stats.storedRequests)
         object.add("storedTracking", stats.storedTracking)
         object.add("writerNice", stats.writerNice)
+        let report = journal.reportStatus
+        var progress = JSONObjectWriter()
+        progress.add("running", report.running)
+        progress.add("read", report.read)
+        progress.add("total", report.total)
+        object.add("exactReport", json: progress.text)
         return object.text
     }
 

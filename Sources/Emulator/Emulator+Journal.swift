@@ -30,7 +30,7 @@ extension Emulator {
                 atMs: attempt.atMs, preset: attempt.preset, event: attempt.event.rawValue, token: attempt.token,
                 notificationID: attempt.notificationID, method: attempt.method, url: attempt.url,
                 status: attempt.status, outcome: attempt.outcome, attempt: attempt.attempt,
-                latencyMs: attempt.latencyMs, error: attempt.error, events: attempt.events)
+                latencyMs: attempt.latencyMs, error: attempt.error, events: attempt.events, campaign: attempt.campaign)
         }
         return journal
     }

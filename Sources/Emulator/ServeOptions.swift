@@ -343,6 +343,7 @@ package enum ServeOptions {
                 throw ConfigurationError("--campaign-key takes dotted payload paths such as data.campaign, got '\(v)'")
             }
             c.campaignKeys += keys
+            c.devices.campaignKeys += keys
         },
         Option(
             name: "durability", valueName: "MODE",

@@ -107,6 +107,9 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         public var inboxSize = 100
         /// Notifications kept for an offline FCM device.
         var pendingLimit = 100
+        /// Payload paths that name a campaign before the presets' own (`--campaign-key`): the
+        /// campaign a tracking call is journaled with.
+        public var campaignKeys: [String] = []
         /// Device records kept at most (registered, auto-created, deviated fleet members). A push
         /// to a device beyond the limit is delivered and tracked all the same, but its record
         /// (inbox, state) is not kept: counted in `Counters.unstored`.
@@ -855,11 +858,17 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
                 ? "projects/\(d.environment ?? "")/messages/"
                     + PushNotification.fcmMessageID(d.notificationID, receivedAtMs: d.receivedAtMs)
                 : id)
+        // The campaign the calls are journaled with (read once, for the first call made).
+        var campaign: String??
         func report(_ event: TrackingEvent, at: Int64) {
-            let ctx = TrackingContext(
+            if campaign == nil {
+                campaign = .some(CampaignID.first(request: payload, provider: d.provider, extra: configuration.campaignKeys))
+            }
+            var ctx = TrackingContext(
                 event: event, platform: dev.platform.rawValue, token: dev.token, app: dev.app ?? "",
                 notificationID: id, messageName: name,
                 receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
+            ctx.campaign = campaign ?? nil
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):
                 dispatcher.submit(j)

@@ -28,6 +28,10 @@ struct BlockSummary: Sendable {
     var textIndexed = true
     var bloom = [UInt64](repeating: 0, count: BlockSummary.bloomWords)
     var counts: [CountKey: Tally] = [:]
+    /// What the campaign report shows of the block's records, by campaign (`CampaignDigest`).
+    var digests = CampaignDigests()
+    /// Whether `digests` describe every record of the block.
+    var digested: Bool { !digests.overflowed }
     /// The repeatable values' keys inserted so far (while the block is open, not stored): each
     /// goes in once, so `keys` counts distinct values and the text budget distinct trigrams.
     var seen: Set<UInt64> = []

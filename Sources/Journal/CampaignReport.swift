@@ -11,6 +11,44 @@ public struct CampaignReport: Sendable {
         public var accepted = 0
         /// Requests answered with an error.
         public var rejected = 0
+
+        mutating func add(_ o: Outcomes) {
+            sent += o.sent
+            accepted += o.accepted
+            rejected += o.rejected
+        }
+    }
+
+    /// Values a report summarises (payload sizes, answer latencies): every value, sorted (an
+    /// exact report), or a `LogHistogram` (a report from the journal's summaries).
+    public struct Distribution: Sendable {
+        var sorted: [Int64] = []
+        var histogram: LogHistogram?
+        /// Counts in the report's payload bands (exact either way).
+        var bands: [String: Int] = [:]
+
+        init() {}
+        init(sorted: [Int64], bands: [String: Int]) {
+            self.sorted = sorted
+            self.bands = bands
+        }
+        init(histogram: LogHistogram, bands: [String: Int]) {
+            self.histogram = histogram
+            self.bands = bands
+        }
+
+        var isEmpty: Bool { histogram.map { $0.total == 0 } ?? sorted.isEmpty }
+        var min: Int64 { histogram.map { $0.total == 0 ? 0 : Int64($0.min) } ?? sorted.first ?? 0 }
+        var max: Int64 { histogram.map { Int64($0.max) } ?? sorted.last ?? 0 }
+        var mean: Int64 {
+            if let h = histogram { return h.total == 0 ? 0 : Int64(h.sum / h.total) }
+            return sorted.isEmpty ? 0 : sorted.reduce(0, +) / Int64(sorted.count)
+        }
+        /// The value at percentile `p` (nearest rank; from a histogram, its bucket's smallest value).
+        func percentile(_ p: Double) -> Int64 {
+            if let h = histogram { return Int64(h.percentile(p)) }
+            return sorted.percentile(p)
+        }
     }
 
     /// One tracking event's calls (receive, open...).
@@ -56,8 +94,13 @@ public struct CampaignReport: Sendable {
         public var byPlatform: [String: Outcomes] = [:]
         /// Distinct device tokens pushed to.
         public var uniqueDevices = 0
-        var payloadSizes: [Int] = []
-        var latenciesUs: [Int64] = []
+        /// Whether `uniqueDevices` is a HyperLogLog estimate (a report from summaries; standard
+        /// error `HyperLogLog.standardError`) rather than a count.
+        public var uniqueDevicesEstimated = false
+        /// Payload sizes (bytes).
+        var payload = Distribution()
+        /// Answer latencies (microseconds).
+        var latency = Distribution()
         /// Tracking calls per event.
         public var tracking: [String: TrackingCounts] = [:]
         /// Delivered notifications by display outcome ("shown", "quiet", "not-shown"), and by
@@ -85,6 +128,9 @@ public struct CampaignReport: Sendable {
     var generatedAtMs: Int64
     /// Records before this were left out (ms since the epoch; 0: none).
     public var sinceMs: Int64
+    /// Whether every record was read (false: merged from the journal's block summaries, with
+    /// unique devices estimated and percentiles from histograms).
+    public var exact = true
     /// One summary per campaign id, the requests without one included.
     public var campaigns: [Campaign]
     /// Every campaign together.
@@ -126,6 +172,13 @@ public struct CampaignReport: Sendable {
             case .tracking(let t):
                 // A tracking attempt can be committed before its request (the device fired while
                 // the answer waited for the commit): resolved once everything is read.
+                // Format 4 keeps the campaign with the attempt.
+                if let c = t.campaign {
+                    let i = builder(c)
+                    if only == nil || c == only { builders[i].add(t) }
+                    total.add(t)
+                    return true
+                }
                 guard let i = campaignIndex(t) else {
                     // A registration names no notification: no campaign, nothing to wait for
                     // (a fleet's million registrations are not held until the end).
@@ -158,6 +211,8 @@ public struct CampaignReport: Sendable {
     final class Builder {
         var c: Campaign
         var tokens = Set<UInt64>()
+        var payloadSizes: [Int64] = []
+        var latenciesUs: [Int64] = []
         var seconds: [Int64: (sent: Int, accepted: Int, rejected: Int)] = [:]
         var trackedSeconds: [String: [Int64: Int]] = [:]
         var touched = false
@@ -194,8 +249,8 @@ public struct CampaignReport: Sendable {
                 c.lint[f.code, default: 0] += 1
                 c.lintSeverity[f.code] = f.severity.rawValue
             }
-            c.payloadSizes.append(r.payloadSize)
-            c.latenciesUs.append(r.latencyUs)
+            payloadSizes.append(Int64(r.payloadSize))
+            latenciesUs.append(r.latencyUs)
             c.firstMs = min(c.firstMs, r.atMs)
             c.lastMs = max(c.lastMs, r.atMs)
             let s = r.atMs / 1000
@@ -224,30 +279,38 @@ public struct CampaignReport: Sendable {
         func finish() -> Campaign {
             var out = c
             out.uniqueDevices = tokens.count
-            out.payloadSizes.sort()
-            out.latenciesUs.sort()
-            // At most 60 buckets over the span, whole seconds.
-            let secs = Array(seconds.keys) + trackedSeconds.values.flatMap(\.keys)
-            guard let lo = secs.min(), let hi = secs.max() else { return out }
-            let width = max(1, (hi - lo + 1 + 59) / 60)
-            let n = Int((hi - lo) / width) + 1
-            var t = Timeline(
-                startMs: lo * 1000, bucketMs: width * 1000, sent: Array(repeating: 0, count: n),
-                accepted: Array(repeating: 0, count: n), rejected: Array(repeating: 0, count: n))
-            for (s, b) in seconds {
-                let i = Int((s - lo) / width)
-                t.sent[i] += b.sent
-                t.accepted[i] += b.accepted
-                t.rejected[i] += b.rejected
-            }
-            for (event, m) in trackedSeconds {
-                var row = Array(repeating: 0, count: n)
-                for (s, k) in m { row[Int((s - lo) / width)] += k }
-                t.tracked[event] = row
-            }
-            out.timeline = t
+            var bands: [String: Int] = [:]
+            for s in payloadSizes { bands[CampaignReport.band(Int(s)), default: 0] += 1 }
+            out.payload = Distribution(sorted: payloadSizes.sorted(), bands: bands)
+            out.latency = Distribution(sorted: latenciesUs.sorted(), bands: [:])
+            out.timeline = CampaignReport.timeline(seconds: seconds, tracked: trackedSeconds)
             return out
         }
+    }
+
+    /// Per-second counts in at most 60 buckets over the span, whole seconds.
+    static func timeline(seconds: [Int64: (sent: Int, accepted: Int, rejected: Int)], tracked trackedSeconds: [String: [Int64: Int]])
+        -> Timeline
+    {
+        let secs = Array(seconds.keys) + trackedSeconds.values.flatMap(\.keys)
+        guard let lo = secs.min(), let hi = secs.max() else { return Timeline() }
+        let width = max(1, (hi - lo + 1 + 59) / 60)
+        let n = Int((hi - lo) / width) + 1
+        var t = Timeline(
+            startMs: lo * 1000, bucketMs: width * 1000, sent: Array(repeating: 0, count: n),
+            accepted: Array(repeating: 0, count: n), rejected: Array(repeating: 0, count: n))
+        for (s, b) in seconds {
+            let i = Int((s - lo) / width)
+            t.sent[i] += b.sent
+            t.accepted[i] += b.accepted
+            t.rejected[i] += b.rejected
+        }
+        for (event, m) in trackedSeconds {
+            var row = Array(repeating: 0, count: n)
+            for (s, k) in m { row[Int((s - lo) / width)] += k }
+            t.tracked[event] = row
+        }
+        return t
     }
 
     /// FNV-1a of a token (unique devices are counted by 64-bit hash: no string kept per device).

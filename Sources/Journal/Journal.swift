@@ -262,6 +262,8 @@ public final class Journal: @unchecked Sendable {
     let store: SegmentStore
     /// Summaries of the stored segments, so searches and campaign counts read only what they need.
     let index: SegmentIndex
+    /// The exact report being made, if any: how far it has read.
+    let reportProgress = FutexLock(ReportProgress())
     /// The state log, written by this writer with its group commit (see `drive`).
     /// Weak: the emulator owns the log (which refers back to the stores this journal serves).
     private weak var stateLog: StateLog?
@@ -431,13 +433,13 @@ public final class Journal: @unchecked Sendable {
     public func appendTracking(
         atMs: Int64, preset: String, event: String, token: String, notificationID: String,
         method: String, url: String, status: Int, outcome: String, attempt: Int,
-        latencyMs: Double, error: String?, events: Int
+        latencyMs: Double, error: String?, events: Int, campaign: String? = nil
     ) {
         appendOther(atMs: atMs) {
             $0.appendTracking(
                 atMs: atMs, preset: preset, event: event, token: token, notificationID: notificationID,
                 method: method, url: url, status: status, outcome: outcome, attempt: attempt,
-                latencyMs: latencyMs, error: error, events: events)
+                latencyMs: latencyMs, error: error, events: events, campaign: campaign)
         }
     }
 
@@ -806,9 +808,12 @@ public final class Journal: @unchecked Sendable {
         flush()
         var (whole, partial) = index.counts(sinceMs: sinceMs)
         var counted = BlockSummary(firstSegment: 0)
+        let attribution = TrackingAttribution()
         for range in partial {
             store.read(ids: range, newestFirst: false) { seg in
-                seg.data.withUnsafeBytes { SegmentIndex.summarise($0, into: &counted, terms: nil, keys: false, countsFromMs: sinceMs) }
+                seg.data.withUnsafeBytes {
+                    SegmentIndex.summarise($0, into: &counted, terms: nil, keys: false, countsFromMs: sinceMs, attribution: attribution)
+                }
                 return true
             }
         }
@@ -845,10 +850,62 @@ public final class Journal: @unchecked Sendable {
         return true
     }
 
+    /// Records a report reads one by one, at most, before it merges the index's summaries
+    /// instead (when the caller leaves `exact` unsaid): a small journal's report is exact.
+    public static let exactReportRecords = 200_000
+
     /// The campaign report of every record since `sinceMs` (only `campaign`'s when given).
-    public func report(sinceMs: Int64 = 0, campaign: String? = nil) -> CampaignReport {
-        CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in scan(sinceMs: sinceMs, body) }
+    /// `exact` true: every record read (unique devices counted, percentiles exact), with its
+    /// progress in `reportProgress`; false: the blocks' campaign digests merged, and only the
+    /// records no digest describes read (blocks that straddle `sinceMs`, unindexed ones); nil:
+    /// exact when the journal holds at most `exactReportRecords` records since `sinceMs`.
+    public func report(sinceMs: Int64 = 0, campaign: String? = nil, exact: Bool? = nil) -> CampaignReport {
+        flush()
+        let (whole, partial, digested) = index.digests(sinceMs: sinceMs)
+        guard !(exact ?? (digested <= Journal.exactReportRecords)) else {
+            let total = max(0, store.totals().requests + store.totals().tracking)
+            reportProgress.withLock { $0 = ReportProgress(running: true, read: 0, total: total) }
+            defer { reportProgress.withLock { $0.running = false } }
+            var read = 0
+            return CampaignReport.build(sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs()) { body in
+                scan(sinceMs: sinceMs) { e in
+                    read += 1
+                    if read & 0x3FFF == 0 { reportProgress.withLock { [read] in $0.read = read } }
+                    return body(e)
+                }
+            }
+        }
+        var digests = whole
+        var read = CampaignDigests()
+        read.limit = .max
+        var block = BlockSummary(firstSegment: 0)
+        block.digests = read
+        let attribution = TrackingAttribution()
+        for range in partial {
+            store.read(ids: range, newestFirst: false) { seg in
+                seg.data.withUnsafeBytes {
+                    SegmentIndex.summarise($0, into: &block, terms: nil, keys: false, countsFromMs: sinceMs, attribution: attribution)
+                }
+                return true
+            }
+        }
+        for (a, c) in attribution.resolve(giveUp: true) { block.digests.add(a, campaign: c) }
+        digests.merge(block.digests)
+        return CampaignReport.summarised(digests, sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs())
     }
+
+    /// How far the exact report being made has read (`/emulator/v1/stats`).
+    public struct ReportProgress: Sendable {
+        /// Whether an exact report is being made.
+        public var running = false
+        /// Records read so far.
+        public var read = 0
+        /// Records the journal holds.
+        public var total = 0
+    }
+
+    /// The exact report's progress.
+    public var reportStatus: ReportProgress { reportProgress.withLock { $0 } }
 
     /// The campaign report of the journal at `path` without opening it for writing (`pushemu report`).
     public static func report(path: String, sinceMs: Int64 = 0, campaign: String? = nil) throws -> CampaignReport {
@@ -970,8 +1027,9 @@ extension JournalEntry {
         case .tracking(let t):
             var s = "{\"type\":\"tracking\",\"at\":\(t.atMs),\"preset\":\(q(t.preset)),\"event\":\(q(t.event)),\"token\":\(q(t.token))"
             s += ",\"notificationId\":\(q(t.notificationID)),\"method\":\(q(t.method)),\"url\":\(q(t.url)),\"status\":\(t.status)"
-            s += ",\"outcome\":\(q(t.outcome)),\"attempt\":\(t.attempt),\"latencyMs\":\(t.latencyMs),\"error\":\(q(t.error))}"
-            return s
+            s += ",\"outcome\":\(q(t.outcome)),\"attempt\":\(t.attempt),\"latencyMs\":\(t.latencyMs),\"error\":\(q(t.error))"
+            if let c = t.campaign { s += ",\"campaign\":" + q(c) }
+            return s + "}"
         }
     }
 }

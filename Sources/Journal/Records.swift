@@ -83,13 +83,17 @@ public struct TrackingRecord: Sendable {
     public var error: String?
     /// Events the request carried (a batched preset's request carries several).
     public var events: Int
+    /// The campaign id of the notification reported on (nil: none, a registration, or a record
+    /// of a format before 4, which did not keep it).
+    public var campaign: String?
 
     /// A record with every field given.
     public init(
         atMs: Int64, preset: String, event: String, token: String, notificationID: String, method: String, url: String,
-        status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?, events: Int = 1
+        status: Int, outcome: String, attempt: Int, latencyMs: Double, error: String?, events: Int = 1, campaign: String? = nil
     ) {
         self.events = events
+        self.campaign = campaign
         self.atMs = atMs
         self.preset = preset
         self.event = event

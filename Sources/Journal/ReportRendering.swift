@@ -17,7 +17,7 @@ extension CampaignReport {
     // MARK: JSON
 
     public var json: String {
-        var s = "{\"generatedAt\":\(generatedAtMs),\"since\":\(sinceMs),\"campaigns\":["
+        var s = "{\"generatedAt\":\(generatedAtMs),\"since\":\(sinceMs),\"exact\":\(exact),\"campaigns\":["
         s += campaigns.map { CampaignReport.json($0) }.joined(separator: ",")
         s += "],\"totals\":" + CampaignReport.json(all) + "}"
         return s
@@ -40,15 +40,14 @@ extension CampaignReport {
         s += ",\"rejected\":" + map(c.rejected) { String($0) }
         s += ",\"byProvider\":" + map(c.byProvider, outcomes) + ",\"byPlatform\":" + map(c.byPlatform, outcomes)
         s += ",\"uniqueDevices\":\(c.uniqueDevices)"
-        let p = c.payloadSizes
+        if c.uniqueDevicesEstimated { s += ",\"uniqueDevicesError\":\(format3(HyperLogLog.standardError))" }
+        let p = c.payload
         s +=
-            ",\"payloadBytes\":{\"min\":\(p.first ?? 0),\"p50\":\(p.percentile(50)),\"p90\":\(p.percentile(90)),\"p99\":\(p.percentile(99)),\"max\":\(p.last ?? 0)"
+            ",\"payloadBytes\":{\"min\":\(p.min),\"p50\":\(p.percentile(50)),\"p90\":\(p.percentile(90)),\"p99\":\(p.percentile(99)),\"max\":\(p.max)"
+        s += ",\"mean\":\(p.mean),\"histogram\":" + map(p.bands) { String($0) } + "}"
+        let l = c.latency
         s +=
-            ",\"mean\":\(p.isEmpty ? 0 : p.reduce(0, +) / p.count),\"histogram\":" + map(CampaignReport.sizeHistogram(p)) { String($0) }
-            + "}"
-        let l = c.latenciesUs
-        s +=
-            ",\"latencyMs\":{\"p50\":\(ms(l.percentile(50))),\"p90\":\(ms(l.percentile(90))),\"p99\":\(ms(l.percentile(99))),\"max\":\(ms(l.last ?? 0))}"
+            ",\"latencyMs\":{\"p50\":\(ms(l.percentile(50))),\"p90\":\(ms(l.percentile(90))),\"p99\":\(ms(l.percentile(99))),\"max\":\(ms(l.max))}"
         s +=
             ",\"tracking\":"
             + map(c.tracking) {
@@ -66,12 +65,7 @@ extension CampaignReport {
         return s
     }
 
-    /// Payload sizes in 512-byte bands ("0-511", ...; the last band "4096+").
-    static func sizeHistogram(_ sizes: [Int]) -> [String: Int] {
-        var out: [String: Int] = [:]
-        for s in sizes { out[band(s), default: 0] += 1 }
-        return out
-    }
+    static func format3(_ v: Double) -> String { String(Double((v * 1000).rounded()) / 1000) }
 
     static let bands = (0..<8).map { "\($0 * 512)-\($0 * 512 + 511)" } + ["4096+"]
     static func band(_ size: Int) -> String { size >= 4096 ? "4096+" : bands[size / 512] }
@@ -101,12 +95,12 @@ extension CampaignReport {
         let plat = c.byPlatform.keys.sorted().map { "\($0) \(c.byPlatform[$0]!.accepted)/\(c.byPlatform[$0]!.sent)" }.joined(
             separator: ", ")
         s += "  accepted/sent by provider: \(prov.isEmpty ? "-" : prov); by platform: \(plat.isEmpty ? "-" : plat)\n"
-        s += "  unique devices \(c.uniqueDevices)\n"
-        let p = c.payloadSizes
-        let l = c.latenciesUs
-        s += "  payload bytes: min \(p.first ?? 0), p50 \(p.percentile(50)), p90 \(p.percentile(90)), max \(p.last ?? 0)\n"
+        s += "  unique devices \(c.uniqueDevices)" + (c.uniqueDevicesEstimated ? " (estimated, ±1.6%)\n" : "\n")
+        let p = c.payload
+        let l = c.latency
+        s += "  payload bytes: min \(p.min), p50 \(p.percentile(50)), p90 \(p.percentile(90)), max \(p.max)\n"
         s +=
-            "  answer latency: p50 \(format1(Double(l.percentile(50)) / 1000)) ms, p99 \(format1(Double(l.percentile(99)) / 1000)) ms, max \(format1(Double(l.last ?? 0) / 1000)) ms\n"
+            "  answer latency: p50 \(format1(Double(l.percentile(50)) / 1000)) ms, p99 \(format1(Double(l.percentile(99)) / 1000)) ms, max \(format1(Double(l.max) / 1000)) ms\n"
         if !c.display.isEmpty {
             let shown = ["shown", "quiet", "not-shown"].map { "\($0) \(c.display[$0] ?? 0)" }.joined(separator: ", ")
             s += "  display: \(shown)\n"
@@ -176,13 +170,13 @@ extension CampaignReport {
         outcomes += c.rejected.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value, "#e03131") }
         s += "<h3>Answers</h3>" + CampaignReport.bars(outcomes)
         s += "<h3>Timeline</h3>" + CampaignReport.timeline(c.timeline)
-        let hist = CampaignReport.sizeHistogram(c.payloadSizes)
+        let hist = c.payload.bands
         s +=
             "<h3>Payload size (bytes)</h3>"
             + CampaignReport.bars(CampaignReport.bands.filter { hist[$0] != nil }.map { ($0, hist[$0]!, "#1971c2") })
-        let l = c.latenciesUs
+        let l = c.latency
         s +=
-            "<p class=\"muted\">Answer latency: p50 \(CampaignReport.format1(Double(l.percentile(50)) / 1000)) ms, p90 \(CampaignReport.format1(Double(l.percentile(90)) / 1000)) ms, p99 \(CampaignReport.format1(Double(l.percentile(99)) / 1000)) ms, max \(CampaignReport.format1(Double(l.last ?? 0) / 1000)) ms.</p>"
+            "<p class=\"muted\">Answer latency: p50 \(CampaignReport.format1(Double(l.percentile(50)) / 1000)) ms, p90 \(CampaignReport.format1(Double(l.percentile(90)) / 1000)) ms, p99 \(CampaignReport.format1(Double(l.percentile(99)) / 1000)) ms, max \(CampaignReport.format1(Double(l.max) / 1000)) ms.</p>"
         if !c.display.isEmpty {
             let colors = ["shown": "#2f9e44", "quiet": "#f08c00", "not-shown": "#868e96"]
             s += "<h3>Display on the devices</h3>"

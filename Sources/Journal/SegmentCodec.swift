@@ -17,12 +17,14 @@ import Transport
 /// `hex` set, `length` lowercase hex characters follow as `length / 2` bytes. Version 3 adds the
 /// device outcome to a request, after its campaign: a repeatable field of the display's two
 /// bytes, then the lint findings' stored lines, newline-separated (absent: not delivered).
+/// Version 4 adds the campaign to a tracking record, after its error (the same repeatable field
+/// as a request's campaign, so a campaign's requests and their tracking repeat it for a byte).
 ///
 /// Encoding runs on the event loop for every request, so it writes through a pointer into storage
 /// allocated without zeroing (one `Array.append(contentsOf:)` per field cost ~50 instructions a
 /// call; measured with callgrind, the encoder fell from 3.8k to about 3k per APNs request).
 struct SegmentEncoder {
-    static let version: UInt8 = 3
+    static let version: UInt8 = 4
     /// Storage; only the first `byteCount` bytes are the segment.
     private var storage: [UInt8] = []
     private(set) var byteCount = 0
@@ -151,14 +153,14 @@ struct SegmentEncoder {
         appendTracking(
             atMs: t.atMs, preset: t.preset, event: t.event, token: t.token, notificationID: t.notificationID,
             method: t.method, url: t.url, status: t.status, outcome: t.outcome, attempt: t.attempt,
-            latencyMs: t.latencyMs, error: t.error, events: t.events)
+            latencyMs: t.latencyMs, error: t.error, events: t.events, campaign: t.campaign)
     }
 
     /// A tracking record from its fields, read where they are (no record built and destroyed).
     mutating func appendTracking(
         atMs: Int64, preset: String, event: String, token: String, notificationID: String,
         method: String, url: String, status: Int, outcome: String, attempt: Int,
-        latencyMs: Double, error: String?, events: Int
+        latencyMs: Double, error: String?, events: Int, campaign: String?
     ) {
         header(tag: 2, atMs: atMs)
         varint(UInt64(max(0, status)))
@@ -170,6 +172,7 @@ struct SegmentEncoder {
         repeatable(.method, string: method)
         repeatable(.outcome, string: outcome)
         repeatable(.error, string: error)
+        repeatable(.campaign, string: campaign)
         var s = token
         s.withUTF8 { self.token(UnsafeRawBufferPointer($0)) }
         s = notificationID

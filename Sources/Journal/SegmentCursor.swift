@@ -48,7 +48,7 @@ struct SegmentCursor {
 
     init(_ b: UnsafeRawBufferPointer) {
         end = b.count
-        guard b.count >= 4, b[0] == UInt8(ascii: "P"), b[1] == UInt8(ascii: "J"), (1...3).contains(b[2]) else {
+        guard b.count >= 4, b[0] == UInt8(ascii: "P"), b[1] == UInt8(ascii: "J"), (1...SegmentEncoder.version).contains(b[2]) else {
             i = end
             malformed = !b.isEmpty
             return
@@ -108,6 +108,7 @@ struct SegmentCursor {
             field(.method, b, &v)
             field(.outcome, b, &v)
             field(.error, b, &v)
+            if version >= 4 { field(.campaign, b, &v) }
             token(b, &v)
             v.id = literal(b)
             v.url = literal(b)
@@ -133,7 +134,7 @@ struct SegmentCursor {
                     atMs: v.atMs, preset: string(.preset) ?? "", event: string(.event) ?? "", token: token,
                     notificationID: text(v.id), method: string(.method) ?? "", url: text(v.url), status: v.status,
                     outcome: string(.outcome) ?? "", attempt: v.attempt, latencyMs: Double(v.latency) / 1000,
-                    error: string(.error), events: v.events))
+                    error: string(.error), events: v.events, campaign: version >= 4 ? string(.campaign) : nil))
         }
         var r = StoredRequest(
             atMs: v.atMs, provider: PushProvider.stored(v.provider), connection: v.connection,

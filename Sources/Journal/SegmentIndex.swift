@@ -20,10 +20,12 @@ final class SegmentIndex: Sendable {
     /// longer one stays unindexed.
     static let rebuildLimit = 65_536
 
-    struct State {
+    struct State: @unchecked Sendable { // the attribution is only used under the index's lock
         var closed: [BlockSummary] = []
         var unindexed: [ClosedRange<Int64>] = []
         var open = BlockSummary(firstSegment: 1)
+        /// Tracking attempts to their requests' campaigns, for the blocks' digests.
+        var attribution = TrackingAttribution()
     }
 
     /// A run of segments a search reads: its records' time range (unknown: the widest).
@@ -44,7 +46,8 @@ final class SegmentIndex: Sendable {
     func add(segmentID: Int64, _ bytes: UnsafeRawBufferPointer) -> BlockSummary? {
         state.withLock { s -> BlockSummary? in
             if s.open.records == 0 { s.open = BlockSummary(firstSegment: segmentID) }
-            SegmentIndex.summarise(bytes, into: &s.open, terms: payloadTerms)
+            SegmentIndex.summarise(bytes, into: &s.open, terms: payloadTerms, attribution: s.attribution)
+            for (a, c) in s.attribution.resolve() { s.open.digests.add(a, campaign: c) }
             s.open.lastSegment = segmentID
             guard s.open.records >= SegmentIndex.blockRecords else { return nil }
             s.open.seen = []
@@ -59,6 +62,7 @@ final class SegmentIndex: Sendable {
     func closeOpen() -> BlockSummary? {
         state.withLock { s -> BlockSummary? in
             guard s.open.records > 0 else { return nil }
+            for (a, c) in s.attribution.resolve(giveUp: true) { s.open.digests.add(a, campaign: c) }
             s.open.seen = []
             let closed = s.open
             s.closed.append(closed)
@@ -93,6 +97,28 @@ final class SegmentIndex: Sendable {
 
     func removeAll() { state.withLock { $0 = State() } }
 
+    /// Campaign digests merged over whole blocks whose records are all at or after `sinceMs`,
+    /// and the runs the caller must read record by record (unindexed ranges, blocks that straddle
+    /// `sinceMs`, blocks without digests).
+    func digests(sinceMs: Int64) -> (whole: CampaignDigests, partial: [ClosedRange<Int64>], wholeRecords: Int) {
+        let s = state.withLock { s in
+            // The open block is copied as it stands (its digests are whole for what it holds).
+            (closed: s.closed, unindexed: s.unindexed, open: s.open)
+        }
+        var whole = CampaignDigests()
+        var partial = s.unindexed
+        var records = 0
+        for b in s.closed + [s.open] where b.records > 0 && b.maxMs >= sinceMs {
+            guard b.minMs >= sinceMs, b.digested else {
+                partial.append(b.firstSegment...b.lastSegment)
+                continue
+            }
+            whole.merge(b.digests)
+            records += b.records
+        }
+        return (whole, partial.sorted { $0.lowerBound < $1.lowerBound }, records)
+    }
+
     /// Takes up what `store` holds at open: its stored blocks, the segments none describes
     /// (unindexed), and the tail after the last block, summarised again into the open block when
     /// it is short (what a crash left). Returns the records left unindexed.
@@ -123,7 +149,8 @@ final class SegmentIndex: Sendable {
                 var open = BlockSummary(firstSegment: next)
                 store.read(ids: next...span.upperBound, newestFirst: false) { seg in
                     if open.records == 0 { open = BlockSummary(firstSegment: seg.id) }
-                    seg.data.withUnsafeBytes { SegmentIndex.summarise($0, into: &open, terms: payloadTerms) }
+                    seg.data.withUnsafeBytes { SegmentIndex.summarise($0, into: &open, terms: payloadTerms, attribution: s.attribution) }
+                    for (a, c) in s.attribution.resolve() { open.digests.add(a, campaign: c) }
                     open.lastSegment = seg.id
                     if open.records >= SegmentIndex.blockRecords {
                         open.seen = []
@@ -148,7 +175,7 @@ final class SegmentIndex: Sendable {
     /// (only those at or after `countsFromMs` when `keys` is false: a count over part of a block).
     static func summarise(
         _ b: UnsafeRawBufferPointer, into block: inout BlockSummary, terms: PayloadTermsReader?, keys: Bool = true,
-        countsFromMs: Int64 = .min
+        countsFromMs: Int64 = .min, attribution: TrackingAttribution
     ) {
         var cursor = SegmentCursor(b)
         var v = RecordView()
@@ -156,21 +183,82 @@ final class SegmentIndex: Sendable {
         // Requests are counted in runs of the same campaign, provider and outcome (a campaign's
         // segment is one run or a few): the key is built only where a run ends.
         var run = CountRun()
+        // The campaign digest requests go to, and their device outcome, read again only where a
+        // record writes them anew.
+        var digest = Optional<Int>.none
+        var campaign: String?
+        var outcome = (display: Optional<UInt16>.none, lint: [(code: String, severity: String)]())
+        var first = true
         if keys, terms == nil { block.textIndexed = false }
+        func text(_ slot: SegmentEncoder.Slot) -> String? {
+            cursor.value(slot).map { String(decoding: UnsafeRawBufferPointer(rebasing: b[$0]), as: UTF8.self) }
+        }
         while cursor.next(b, into: &v) {
             block.minMs = min(block.minMs, v.atMs)
             block.maxMs = max(block.maxMs, v.atMs)
+            let tokenBytes = UnsafeRawBufferPointer(rebasing: b[v.token])
+            let token = v.token.isEmpty && !keys ? 0 : SummaryKey.token(tokenBytes, packed: v.tokenPacked)
             guard v.isRequest else {
                 block.tracking += 1
-                if keys { block.insert(SummaryKey.token(UnsafeRawBufferPointer(rebasing: b[v.token]), packed: v.tokenPacked)) }
+                if keys { block.insert(token) }
+                // Format 4 keeps the campaign with the attempt; it shares the requests' field, so
+                // the next request reads its campaign again.
+                if cursor.version >= 4, cursor.value(.campaign) != nil || v.id.isEmpty {
+                    if v.wrote(.campaign) { first = true }
+                    if v.atMs >= countsFromMs {
+                        block.digests.add(
+                            TrackingAttribution.Attempt(
+                                id: UUIDValue(high: 0, low: 0), event: text(.event) ?? "", outcome: text(.outcome) ?? "",
+                                attempt: v.attempt, events: v.events, atMs: v.atMs), campaign: text(.campaign))
+                    }
+                } else if v.atMs >= countsFromMs, let id = UUIDValue.parseCanonicalLowercase(UnsafeRawBufferPointer(rebasing: b[v.id])) {
+                    // Older formats, and attempts journaled without a campaign: their request's.
+                    if v.wrote(.campaign) { first = true }
+                    let a = TrackingAttribution.Attempt(
+                        id: id, event: text(.event) ?? "", outcome: text(.outcome) ?? "", attempt: v.attempt, events: v.events, atMs: v.atMs
+                    )
+                    if let c = attribution.campaign(of: id) {
+                        block.digests.add(a, campaign: c)
+                    } else if !attribution.wait(a) {
+                        block.digests.add(a, campaign: nil)
+                    }
+                } else if v.atMs >= countsFromMs, v.id.isEmpty {
+                    // A registration names no notification: no campaign's.
+                    block.digests.add(
+                        TrackingAttribution.Attempt(
+                            id: UUIDValue(high: 0, low: 0), event: text(.event) ?? "", outcome: text(.outcome) ?? "", attempt: v.attempt,
+                            events: v.events, atMs: v.atMs), campaign: nil)
+                }
                 continue
             }
             block.requests += 1
-            if v.wrote(.campaign) || v.wrote(.reason) || !run.continues(v) { run.flush(into: &block, cursor, b, v) }
-            if v.atMs >= countsFromMs { run.count(v.atMs) }
+            if first || v.wrote(.campaign) || v.wrote(.reason) || !run.continues(v) { run.flush(into: &block, cursor, b, v) }
+            if first || v.wrote(.campaign) {
+                campaign = text(.campaign)
+                digest = block.digests.slot(campaign)
+            }
+            if first || v.wrote(.device) {
+                outcome = SegmentIndex.outcome(cursor.value(.device).map { UnsafeRawBufferPointer(rebasing: b[$0]) })
+            }
+            first = false
+            if let id = SegmentCursor.id(v, b) {
+                attribution.note(id, campaign: campaign, fanOut: v.provider == PushProvider.fcm.storedByte && cursor.value(.topic) != nil)
+            }
+            if v.atMs >= countsFromMs {
+                run.count(v.atMs)
+                if let digest {
+                    block.digests.digests[digest].addRequest(
+                        provider: v.provider, status: v.status, reason: text(.reason) ?? "", atMs: v.atMs, latencyUs: v.latency,
+                        size: v.size,
+                        token: v.token.isEmpty ? nil : token)
+                    if outcome.display != nil || !outcome.lint.isEmpty {
+                        block.digests.digests[digest].addOutcome(display: outcome.display, lint: outcome.lint)
+                    }
+                }
+            }
             guard keys else { continue }
             if v.provider != lastProvider { block.insertOnce(SummaryKey.provider(v.provider)) }
-            insertKeys(v, cursor, b, into: &block)
+            insertKeys(v, cursor, b, token: token, into: &block)
             // A payload the block summarised already (every segment writes its first whole) is
             // not read again: reading one costs more than a segment's other records together.
             if let terms, let payload = cursor.value(.payload), v.wrote(.payload) || v.provider != lastProvider {
@@ -184,6 +272,21 @@ final class SegmentIndex: Sendable {
             lastProvider = v.provider
         }
         run.flush(into: &block, cursor, b, nil)
+    }
+
+    /// The stored device outcome's display (outcome << 8 | reason) and lint findings.
+    static func outcome(_ d: UnsafeRawBufferPointer?) -> (display: UInt16?, lint: [(code: String, severity: String)]) {
+        guard let d, d.count >= 2 else { return (nil, []) }
+        let display = Display(stored: (d[0], d[1])) != nil ? UInt16(d[0]) << 8 | UInt16(d[1]) : nil
+        var lint: [(code: String, severity: String)] = []
+        if d.count > 2 {
+            for line in UnsafeRawBufferPointer(rebasing: d[2...]).split(separator: UInt8(ascii: "\n")) {
+                if let f = LintFinding(storedLine: String(decoding: line, as: UTF8.self)[...]) {
+                    lint.append((f.code, f.severity.rawValue))
+                }
+            }
+        }
+        return (display, lint)
     }
 
     /// Consecutive requests of one campaign, provider and outcome, counted without their key.
@@ -220,11 +323,13 @@ final class SegmentIndex: Sendable {
     }
 
     /// A request's own keys, and those of the repeatable fields it wrote.
-    private static func insertKeys(_ v: RecordView, _ cursor: SegmentCursor, _ b: UnsafeRawBufferPointer, into block: inout BlockSummary) {
+    private static func insertKeys(
+        _ v: RecordView, _ cursor: SegmentCursor, _ b: UnsafeRawBufferPointer, token: UInt64, into block: inout BlockSummary
+    ) {
         func field(_ slot: SegmentEncoder.Slot) -> UnsafeRawBufferPointer? {
             cursor.value(slot).map { UnsafeRawBufferPointer(rebasing: b[$0]) }
         }
-        block.insert(SummaryKey.token(UnsafeRawBufferPointer(rebasing: b[v.token]), packed: v.tokenPacked))
+        block.insert(token)
         if let id = SegmentCursor.id(v, b) { block.insert(SummaryKey.id(id)) }
         if v.wrote(.environment), let e = field(.environment) { block.insertOnce(SummaryKey.bytes(.environment, e)) }
         if v.wrote(.topic), let t = field(.topic) { block.insertOnce(SummaryKey.bytes(.topic, t)) }

@@ -81,7 +81,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         CREATE TABLE IF NOT EXISTS segment_blocks (
           first_segment INTEGER PRIMARY KEY, last_segment INTEGER NOT NULL, min_ms INTEGER NOT NULL,
           max_ms INTEGER NOT NULL, requests INTEGER NOT NULL, tracking INTEGER NOT NULL,
-          keys INTEGER NOT NULL, text_indexed INTEGER NOT NULL, counts BLOB NOT NULL, bloom BLOB NOT NULL);
+          keys INTEGER NOT NULL, text_indexed INTEGER NOT NULL, counts BLOB NOT NULL, bloom BLOB NOT NULL, digest BLOB);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
         INSERT OR IGNORE INTO meta VALUES ('format', 'pushemu-journal-1');
         """
@@ -108,6 +108,11 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
                 ALTER TABLE segments ADD COLUMN file_loop INTEGER; ALTER TABLE segments ADD COLUMN file_serial INTEGER;
                 ALTER TABLE segments ADD COLUMN file_start INTEGER; ALTER TABLE segments ADD COLUMN file_end INTEGER;
                 """)
+        }
+        // A journal from before the blocks held campaign digests: its blocks have none (a report
+        // reads their records).
+        if (try? writer.prepare("SELECT digest FROM segment_blocks LIMIT 0")) == nil {
+            try writer.exec("ALTER TABLE segment_blocks ADD COLUMN digest BLOB")
         }
         insert = try writer.prepare(
             "INSERT INTO segments (first_ms, last_ms, requests, tracking, data, file_loop, file_serial, file_start, file_end) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -326,7 +331,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
 
     func appendBlock(_ b: BlockSummary) throws {
         let s = try writer.prepare(
-            "INSERT OR REPLACE INTO segment_blocks (first_segment, last_segment, min_ms, max_ms, requests, tracking, keys, text_indexed, counts, bloom) VALUES (?,?,?,?,?,?,?,?,?,?)"
+            "INSERT OR REPLACE INTO segment_blocks (first_segment, last_segment, min_ms, max_ms, requests, tracking, keys, text_indexed, counts, bloom, digest) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
         )
         s.bind(1, b.firstSegment)
         s.bind(2, b.lastSegment)
@@ -338,10 +343,17 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
         s.bind(8, b.textIndexed ? 1 : 0)
         let counts = b.countsBytes
         let bloom = b.bloomBytes
+        let digest = b.digested ? b.digests.bytes : nil
         let rc = counts.withUnsafeBytes { c in
             bloom.withUnsafeBytes { f in
                 s.bind(9, blob: c)
                 s.bind(10, blob: f)
+                if let digest {
+                    return digest.withUnsafeBytes { d in
+                        s.bind(11, blob: d)
+                        return s.step()
+                    }
+                }
                 return s.step()
             }
         }
@@ -352,7 +364,7 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
     func blocks() -> [BlockSummary] {
         guard
             let s = try? writer.prepare(
-                "SELECT first_segment, last_segment, min_ms, max_ms, requests, tracking, keys, text_indexed, counts, bloom FROM segment_blocks ORDER BY first_segment"
+                "SELECT first_segment, last_segment, min_ms, max_ms, requests, tracking, keys, text_indexed, counts, bloom, digest FROM segment_blocks ORDER BY first_segment"
             )
         else { return [] }
         var out: [BlockSummary] = []
@@ -366,6 +378,12 @@ final class SQLiteSegmentStore: SegmentStore, @unchecked Sendable {
             b.keys = Int(s.int(6))
             b.textIndexed = s.int(7) != 0
             guard b.lastSegment >= b.firstSegment, b.readCounts(s.blob(8)), b.readBloom(s.blob(9)) else { continue }
+            // No digest (an older block, one of too many campaigns) or a damaged one: the report reads its records.
+            if !s.isNull(10), let d = CampaignDigests.read(s.blob(10)) {
+                b.digests = d
+            } else {
+                b.digests.overflowed = true
+            }
             out.append(b)
         }
         return out

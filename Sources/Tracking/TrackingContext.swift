@@ -21,6 +21,9 @@ public struct TrackingContext: Sendable {
     var model: String
     /// A registration after a token refresh: the token the app had before.
     public var previousToken: String?
+    /// The campaign id the notification carries (`CampaignID`), kept with the call's attempts
+    /// in the journal so a campaign's report counts its tracking without finding its request.
+    public var campaign: String?
 
     public init(
         event: TrackingEvent, platform: String, token: String, app: String, notificationID: String, messageName: String,

@@ -36,13 +36,16 @@ public final class TrackingJob: @unchecked Sendable {
     public var batch: TrackingBatch?
     /// The device's platform, "ios" or "android".
     public var platform: String
+    /// The campaign id of the notification reported on (nil: none, or a registration).
+    public var campaign: String?
     var attempt = 1
     var events = 1
 
     public init(
         request: TrackingRequest, event: TrackingEvent, preset: String, token: String, notificationID: String,
-        notBeforeMs: Int64, batch: TrackingBatch? = nil, platform: String = ""
+        notBeforeMs: Int64, batch: TrackingBatch? = nil, platform: String = "", campaign: String? = nil
     ) {
+        self.campaign = campaign
         self.request = request
         self.event = event
         self.preset = preset
@@ -462,7 +465,7 @@ final class TrackingLane: @unchecked Sendable {
                 event: job.event, preset: job.preset, token: job.token,
                 notificationID: job.notificationID, method: job.request.method, url: job.request.url,
                 status: status, latencyMs: latency, error: error, attempt: job.attempt,
-                outcome: outcome, atMs: Clock.nowMs(), events: job.events, platform: job.platform))
+                outcome: outcome, atMs: Clock.nowMs(), events: job.events, platform: job.platform, campaign: job.campaign))
         if willRetry {
             let backoff = min(options.backoffMaxMs, options.backoffBaseMs << Int64(min(20, job.attempt - 1)))
             job.attempt += 1

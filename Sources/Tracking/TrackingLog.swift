@@ -36,13 +36,16 @@ public struct TrackingAttempt: Sendable {
     public var events: Int
     /// The device's platform, "ios" or "android" ("" when not known: read back from the journal).
     public var platform: String
+    /// The campaign id of the notification reported on (nil: none, a registration, or not known).
+    public var campaign: String?
 
     /// An attempt with every field given (the dispatcher's, and the journal's reading back).
     public init(
         sequence: UInt64 = 0, event: TrackingEvent, preset: String, token: String, notificationID: String, method: String,
         url: String, status: Int, latencyMs: Double, error: String?, attempt: Int, outcome: String, atMs: Int64, events: Int,
-        platform: String = ""
+        platform: String = "", campaign: String? = nil
     ) {
+        self.campaign = campaign
         self.sequence = sequence
         self.event = event
         self.preset = preset

@@ -76,7 +76,8 @@ public enum TrackingPresets {
             return .job(
                 TrackingJob(
                     request: request, event: ctx.event, preset: config.preset, token: ctx.token,
-                    notificationID: ctx.notificationID, notBeforeMs: ctx.atMs + delayMs, batch: batch, platform: ctx.platform))
+                    notificationID: ctx.notificationID, notBeforeMs: ctx.atMs + delayMs, batch: batch, platform: ctx.platform,
+                    campaign: ctx.campaign))
         }
     }
 }

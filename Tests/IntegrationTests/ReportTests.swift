@@ -168,6 +168,29 @@ final class ReportTests: XCTestCase {
         XCTAssertFalse(body.contains("src=") || body.contains("<link"), "no external assets")
         XCTAssertEqual(try admin(s, "GET", "/emulator/v1/report?format=pdf").0, 400)
         XCTAssertEqual(try admin(s, "GET", "/emulator/v1/report?since=yesterday").0, 400)
+        // From the index's summaries (what a report over millions of records uses): the same
+        // counts and tracking (the attempts carry their campaign), unique devices estimated.
+        XCTAssertEqual(try admin(s, "GET", "/emulator/v1/report?exact=maybe").0, 400)
+        (code, body) = try admin(s, "GET", "/emulator/v1/report?exact=false")
+        XCTAssertEqual(code, 200, body)
+        let summed = try json(body)
+        XCTAssertEqual(summed["exact"] as? Bool, false)
+        XCTAssertEqual(report["exact"] as? Bool, true, "a journal this small is reported exactly when nothing is asked")
+        var summedByName: [String: [String: Any]] = [:]
+        for c in summed["campaigns"] as? [[String: Any]] ?? [] { summedByName[(c["campaign"] as? String) ?? "-"] = c }
+        XCTAssertEqual(Set(summedByName.keys), Set(byName.keys))
+        for (name, exact) in byName {
+            let c = try XCTUnwrap(summedByName[name])
+            for key in ["sent", "accepted", "rejectedTotal", "firstAt", "lastAt"] {
+                XCTAssertEqual(c[key] as? Int, exact[key] as? Int, "\(name) \(key)")
+            }
+            for key in ["rejected", "display"] {
+                XCTAssertEqual(c[key] as? [String: Int], exact[key] as? [String: Int], "\(name) \(key)")
+            }
+            XCTAssertEqual(c["tracking"] as? [String: [String: Int]], exact["tracking"] as? [String: [String: Int]], "\(name) tracking")
+            XCTAssertEqual(c["uniqueDevices"] as? Int, exact["uniqueDevices"] as? Int, "\(name): a handful is counted exactly")
+            XCTAssertEqual(c["uniqueDevicesError"] as? Double, 0.016, name)
+        }
         let cli = try runCommand(
             ServerProcess.binaryPath,
             [

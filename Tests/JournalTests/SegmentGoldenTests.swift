@@ -6,10 +6,11 @@ import XCTest
 @testable import Journal
 
 /// The journal's on-disk bytes do not move: a fixed sequence of request and tracking records
-/// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v3.golden` (format 3: the
-/// device outcome). `segment-v2.golden`, written by the build before the push pipeline existed
-/// from the same records less their outcomes, still reads. Set `PUSHEMU_WRITE_GOLDEN=1` to
-/// rewrite the v3 file (only for a deliberate format change, with a new format version).
+/// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v4.golden` (format 4: a
+/// tracking attempt's campaign). `segment-v3.golden` (format 3: the device outcome, no campaign
+/// on tracking) and `segment-v2.golden`, written by the build before the push pipeline existed
+/// from the same records less their outcomes, still read. Set `PUSHEMU_WRITE_GOLDEN=1` to
+/// rewrite the v4 file (only for a deliberate format change, with a new format version).
 final class SegmentGoldenTests: XCTestCase {
     static let fixtures =
         String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/"))
@@ -46,7 +47,7 @@ final class SegmentGoldenTests: XCTestCase {
                     TrackingRecord(
                         atMs: 1_700_000_000_100 + Int64(index), preset: "adobe-campaign", event: "receive", token: hexToken,
                         notificationID: "n\(index)", method: "GET", url: "http://127.0.0.1:9/r/?id=h\(index)", status: 200,
-                        outcome: "succeeded", attempt: 1, latencyMs: 1.25, error: nil))
+                        outcome: "succeeded", attempt: 1, latencyMs: 1.25, error: nil, campaign: index == 8 ? nil : "m\(index % 2)"))
             }
         }
         return encoder.bytes
@@ -88,7 +89,7 @@ final class SegmentGoldenTests: XCTestCase {
 
     func testSegmentBytesAreUnchanged() throws {
         let bytes = Self.goldenSegment()
-        let path = Self.fixtures + "/segment-v3.golden"
+        let path = Self.fixtures + "/segment-v4.golden"
         if getenv("PUSHEMU_WRITE_GOLDEN") != nil {
             let file = try XCTUnwrap(fopen(path, "wb"))
             XCTAssertEqual(fwrite(bytes, 1, bytes.count, file), bytes.count)
@@ -100,11 +101,32 @@ final class SegmentGoldenTests: XCTestCase {
         let (requests, tracking) = try Self.decode(golden)
         XCTAssertEqual(requests.count, 12)
         XCTAssertEqual(tracking, 3)
+        var attempts: [String?] = []
+        var decoder = SegmentDecoder(golden)
+        while let e = decoder.next() { if case .tracking(let t) = e { attempts.append(t.campaign) } }
+        XCTAssertEqual(attempts, ["m0", "m0", nil], "each attempt's campaign")
+        XCTAssertEqual(requests.map(\.campaign), (0..<12).map { $0 % 3 == 2 ? "c9" : "m\($0 % 2)" }, "the requests' campaigns around them")
         for (index, r) in requests.enumerated() {
             let expected = index == 5 ? nil : Self.outcome(index)
             XCTAssertEqual(r.display, expected?.display, "request \(index)")
             XCTAssertEqual(r.lint, expected?.lint ?? [], "request \(index)")
         }
+    }
+
+    /// Format 3 (no campaign on tracking) reads as it did: the same records, outcomes included.
+    func testVersion3SegmentStillReads() throws {
+        let golden = try XCTUnwrap(Files.read(Self.fixtures + "/segment-v3.golden"))
+        XCTAssertEqual(golden[2], 3)
+        let (requests, tracking) = try Self.decode(golden)
+        XCTAssertEqual(requests.count, 12)
+        XCTAssertEqual(tracking, 3)
+        for (index, r) in requests.enumerated() {
+            let expected = index == 5 ? nil : Self.outcome(index)
+            XCTAssertEqual(r.display, expected?.display, "request \(index)")
+            XCTAssertEqual(r.campaign, index % 3 == 2 ? "c9" : "m\(index % 2)")
+        }
+        var decoder = SegmentDecoder(golden)
+        while let e = decoder.next() { if case .tracking(let t) = e { XCTAssertNil(t.campaign) } }
     }
 
     /// Format 2 (no device outcome) reads as it did: the same records, with no display.

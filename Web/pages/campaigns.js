@@ -106,7 +106,7 @@ function reportDetail(c) {
   const tracking = Object.entries(c.tracking || {});
   return h("div", {},
     h("div", { class: "grid" },
-      ...[["Unique devices", c.uniqueDevices], ["Receive rate", pct(c.receiveRate)], ["Open rate", pct(c.openRate)]]
+      ...[["Unique devices" + (c.uniqueDevicesError ? ` (estimated, ±${(c.uniqueDevicesError * 100).toFixed(1)}%)` : ""), c.uniqueDevices], ["Receive rate", pct(c.receiveRate)], ["Open rate", pct(c.openRate)]]
         .map(([k, v]) => h("div", { class: "card" }, h("div", { class: "muted" }, k), h("div", { class: "big" }, String(v))))),
     h("div", { class: "two" },
       h("div", { class: "panel" }, tracking.length ? tracking.map(([event, t]) => bars([["succeeded", t.succeeded], ["failed", t.failed], ["retried", t.retried]], { id: `chart-tracking-${event}`, title: `Tracking: ${event} (${t.fired} fired)` })) : notice("No tracking calls.")),
