@@ -226,9 +226,12 @@ public final class APNsGateway: PushGateway {
         return FanOutJob(
             provider: .apns, notificationID: id, topic: Array(target.channelID.utf8), headers: request.headers,
             warnings: decision.warnings, payloadIsJSON: decision.summary.isJSON,
-            recipients: {
-                directory?.liveActivityTokens(subscribedTo: target.channelID, bundleID: target.bundleID, environment: environment.rawValue)
+            recipients: { each in
+                let tokens =
+                    directory?.liveActivityTokens(
+                        subscribedTo: target.channelID, bundleID: target.bundleID, environment: environment.rawValue)
                     ?? []
+                for t in tokens where !each(t) { return }
             },
             delivery: { token, index in
                 var delivery = Delivery(

@@ -73,7 +73,8 @@ struct FleetsAdminAPI: AdminResource {
 
     /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
     /// "seed","behavior","tracking","registration","registerRate","labels", the members' start
-    /// "permission","appState","nseInstalled" (`FleetDeviceStates`) and their app's "urlSchemes","sounds"}`.
+    /// "permission","appState","nseInstalled" (`FleetDeviceStates`), their app's "urlSchemes","sounds",
+    /// and (Android) the FCM "topics" their members subscribe to, each with its share}`.
     func createFleet(_ req: Request) -> Response {
         var platform: DevicePlatform?
         var app: String?
@@ -87,6 +88,7 @@ struct FleetsAdminAPI: AdminResource {
         var labels: [String] = []
         var states = FleetDeviceStates()
         var profile = AppProfile()
+        var topics: [String: Double] = [:]
         do {
             try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app","count":1000000}"#) { r in
                 let p = try r.string("platform", required: true)!
@@ -107,6 +109,25 @@ struct FleetsAdminAPI: AdminResource {
                 if let i = r.value("registration") { registration = try RegistrationConfig.parse(Array(r.view.raw(i))) }
                 if let n = try r.int("registerRate", in: 1...1_000_000) { registerRate = n }
                 if let l = try r.strings("labels") { labels = l }
+                if let i = r.value("topics") {
+                    let v = r.view
+                    let expected = r.failure(
+                        "topics",
+                        "must be an object of FCM topic names and the share of members subscribed (0 to 1), such as {\"news\": 1.0, \"sports\": 0.3}"
+                    )
+                    guard v.tokens[i].kind == .object else { throw expected }
+                    var bad = false
+                    v.forEachMember(i) { k, value in
+                        guard let name = FCMFormats.topicName(Array(v.string(k).utf8)), name.count == v.string(k).utf8.count,
+                            let share = v.number(value), share >= 0, share <= 1
+                        else {
+                            bad = true
+                            return
+                        }
+                        topics[String(decoding: name, as: UTF8.self)] = share
+                    }
+                    if bad { throw expected }
+                }
                 // Behaviour fields at the top level ({"count":..., "uninstalledRate":0.03}) apply over
                 // "behavior" (or the server's default).
                 if Behavior.fields.contains(where: { r.has($0) }) {
@@ -130,7 +151,7 @@ struct FleetsAdminAPI: AdminResource {
             let f = try deviceStore.createFleet(
                 platform: platform, app: app, count: count, environment: env, seed: seed,
                 behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs(), registration: registration,
-                registerRate: registerRate, states: states, profile: profile)
+                registerRate: registerRate, states: states, profile: profile, topics: topics)
             return .json(201, f.json)
         } catch {
             return AdminAPI.error(400, "\(error)")

@@ -86,6 +86,9 @@ public final class FCMDeviceRegistry: PersistentStore {
 
     /// The device layer (fleets, registered devices), asked about tokens with no record here.
     let directory: DeviceDirectory?
+    /// The device layer's fleet members' subscriptions (the directory, when it keeps them): a
+    /// fleet member with no record here subscribes there, at a few bits a member.
+    let fleetTopics: (any FleetTopicDirectory)?
     /// Unknown tokens are refused instead of registered on first sight.
     let strict: Bool
     /// The store's name in the state log and the store registry.
@@ -106,6 +109,7 @@ public final class FCMDeviceRegistry: PersistentStore {
         installations = (0..<shardCount).map { _ in InstallationShard() }
         maxPerShard = max(1, capacity / shardCount)
         self.directory = directory
+        fleetTopics = directory as? any FleetTopicDirectory
         self.strict = strict
     }
 
@@ -232,8 +236,30 @@ public final class FCMDeviceRegistry: PersistentStore {
         _ tokens: [String], topic: String, kind: Int, project: String?, day: Int32?, nowMs: Int64,
         _ one: (String) -> SubscriptionResult
     ) -> [SubscriptionResult] {
+        // Fleet members this registry has no record of: their fleet keeps the change (and logs it).
+        var members: [Int: SubscriptionResult] = [:]
+        if let fleetTopics {
+            let candidates = tokens.indices.filter { i in
+                guard FCMFormats.isRegistrationToken(tokens[i].utf8) else { return false }
+                let key = TokenKey(tokens[i])
+                return shard(key).map.withLock { $0[key] == nil }
+            }
+            if !candidates.isEmpty {
+                let changed = fleetTopics.setMemberTopic(
+                    candidates.map { tokens[$0] }, topic: topic, project: project, subscribed: kind == Kind.subscribed, nowMs: nowMs)
+                for (n, i) in candidates.enumerated() {
+                    switch changed[n] {
+                    case nil: continue
+                    case .ok?: members[i] = .ok
+                    case .notFound?: members[i] = .notFound
+                    case .senderMismatch?: members[i] = .senderMismatch
+                    }
+                }
+            }
+        }
         var done: [String] = []
-        let results = tokens.map { token -> SubscriptionResult in
+        let results = tokens.enumerated().map { i, token -> SubscriptionResult in
+            if let r = members[i] { return r }
             let r = one(token)
             if r == .ok { done.append(token) }
             return r
@@ -316,6 +342,20 @@ public final class FCMDeviceRegistry: PersistentStore {
         claim(topicIndex.withLock { $0[topic].map(Array.init) ?? [] }, project: project)
     }
 
+    /// Every recipient of a topic send: the registry's subscribers (`fanOut(topic:)`), then the
+    /// fleet members subscribed, fleet by fleet, streamed (`body` false stops).
+    public func forEachRecipient(topic: String, project: String, _ body: (String) -> Bool) {
+        for t in fanOut(topic: topic, project: project) where !body(t) { return }
+        fleetTopics?.forEachSubscriber(topics: [topic], project: project, matches: { $0(topic) }, body)
+    }
+
+    /// As `forEachRecipient(topic:)`, for the devices a condition selects.
+    public func forEachRecipient(condition: FCMCondition, project: String, _ body: (String) -> Bool) {
+        for t in fanOut(condition: condition, project: project) where !body(t) { return }
+        fleetTopics?.forEachSubscriber(
+            topics: Set(condition.topics), project: project, matches: { subscribed in condition.matches(subscribed) }, body)
+    }
+
     /// As `fanOut(topic:)`, for the devices a condition selects. A device is a candidate when it
     /// holds at least one subscription (a condition true of no topics at all would otherwise name
     /// every device in the world).
@@ -364,10 +404,17 @@ public final class FCMDeviceRegistry: PersistentStore {
         return shard(key).map.withLock { $0[key]?.isIOS ?? false }
     }
 
-    /// The token's record (nil: never seen).
+    /// The token's record (nil: never seen); a fleet member without one, as its fleet's
+    /// subscriptions make it (subscribed on the day asked: the member sets keep no dates).
     public func device(token: String) -> Device? {
         let key = TokenKey(token)
-        return shard(key).map.withLock { $0[key] }
+        if let d = shard(key).map.withLock({ $0[key] }) { return d }
+        guard let m = fleetTopics?.memberTopics(token: token) else { return nil }
+        let nowMs = Clock.nowMs()
+        var d = Device(token: token, project: m.project, createdAtMs: nowMs)
+        if m.uninstalled { d.uninstalledAtMs = nowMs }
+        for t in m.topics { d.topics[t] = Int32(nowMs / 86_400_000) }
+        return d
     }
 
     /// Tokens held.

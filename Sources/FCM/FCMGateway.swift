@@ -292,7 +292,7 @@ public final class FCMGateway: PushGateway {
         return FanOutJob(
             provider: .fcm, notificationID: id, topic: decision.topicLabel.map { Array($0.utf8) }, headers: request.headers,
             warnings: message.warnings, payloadIsJSON: true,
-            recipients: { rules.recipients(of: target, project: project) },
+            recipients: { each in rules.forEachRecipient(of: target, project: project, each) },
             delivery: { token, index in
                 FCMGateway.delivery(
                     message, project: project, token: Array(token.utf8)[...], id: FanOutJob.recipientID(id, index),

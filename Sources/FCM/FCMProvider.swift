@@ -200,9 +200,19 @@ public struct FCMProvider: Sendable {
     /// The devices a topic or condition send reaches in `project` (and counts a push for each):
     /// the installed subscribers, sorted. Runs on the fan-out worker.
     public func recipients(of fanOut: FCMFanOut, project: String) -> [String] {
+        var out: [String] = []
+        forEachRecipient(of: fanOut, project: project) {
+            out.append($0)
+            return true
+        }
+        return out
+    }
+
+    /// The same, streamed: the registry's subscribers, then the fleet members subscribed.
+    public func forEachRecipient(of fanOut: FCMFanOut, project: String, _ body: (String) -> Bool) {
         switch fanOut.target {
-        case .topic(let topic): devices.fanOut(topic: topic, project: project)
-        case .condition(let condition): devices.fanOut(condition: condition, project: project)
+        case .topic(let topic): devices.forEachRecipient(topic: topic, project: project, body)
+        case .condition(let condition): devices.forEachRecipient(condition: condition, project: project, body)
         }
     }
 

@@ -19,6 +19,7 @@ extension DeviceStore {
         static let registration = 2
         static let device = 3
         static let members = 4
+        static let memberTopics = 5
     }
 
     static let platforms = DevicePlatform.allCases.map(\.rawValue)
@@ -54,6 +55,8 @@ extension DeviceStore {
                     FieldSchema(9, "registration", .json), FieldSchema(10, "registerRate", .uint), FieldSchema(11, "states", .json),
                     FieldSchema(12, "profile", .json), FieldSchema(13, "labels", .string, repeated: true),
                     FieldSchema(14, "createdAt", .int),
+                    FieldSchema(
+                        15, "topics", .message([FieldSchema(1, "name", .string), FieldSchema(2, "share", .double)]), repeated: true),
                 ]),
             RecordSchema(
                 kind: Kind.registration, name: "registration",
@@ -89,6 +92,12 @@ extension DeviceStore {
             RecordSchema(
                 kind: Kind.members, name: "members",
                 fields: [FieldSchema(1, "fleet", .uint), FieldSchema(2, "first", .uint), FieldSchema(3, "counts", .bytes)]),
+            RecordSchema(
+                kind: Kind.memberTopics, name: "memberTopics",
+                fields: [
+                    FieldSchema(1, "fleet", .uint), FieldSchema(2, "topic", .string), FieldSchema(3, "subscribed", .bool),
+                    FieldSchema(4, "members", .bytes),
+                ]),
         ]
     }
 
@@ -110,6 +119,12 @@ extension DeviceStore {
         if let p = f.profile { w.bytes(12, Array(p.json.utf8)) }
         for l in f.labels { w.string(13, l) }
         w.int(14, f.createdAtMs)
+        for t in f.topics.keys.sorted() {
+            w.message(15) { m in
+                m.string(1, t)
+                m.double(2, f.topics[t]!)
+            }
+        }
         return w.bytes
     }
 
@@ -239,6 +254,7 @@ extension DeviceStore {
         case Kind.registration: try applyRegistration(record.body)
         case Kind.device: try applyDevice(record.body)
         case Kind.members: try applyMembers(record.body)
+        case Kind.memberTopics: try applyMemberTopics(record.body)
         default: throw StateFormatError("devices has no record kind \(record.kind)")
         }
     }
@@ -292,6 +308,7 @@ extension DeviceStore {
         var registration: RegistrationConfig?
         var profile: AppProfile?
         var states = FleetDeviceStates()
+        var topics: [String: Double] = [:]
         try withExtendedLifetime(body) { raw in
             var r = StateReader(raw)
             while let f = try r.next() {
@@ -313,6 +330,21 @@ extension DeviceStore {
                 case 12: profile = try DeviceStore.profile(try r.bytes())
                 case 13: labels.append(try r.string())
                 case 14: created = try r.int()
+                case 15:
+                    var m = try r.message()
+                    var name = ""
+                    var share = 0.0
+                    while let g = try m.next() {
+                        switch g {
+                        case 1: name = try m.string()
+                        case 2: share = try m.double()
+                        default: try m.skip()
+                        }
+                    }
+                    guard !name.isEmpty, share >= 0, share <= 1 else {
+                        throw StateFormatError("a fleet topic needs a name and a share from 0 to 1")
+                    }
+                    topics[name] = share
                 default: try r.skip()
                 }
             }
@@ -325,13 +357,14 @@ extension DeviceStore {
         spec.registerRate = registerRate
         spec.states = states
         spec.profile = profile.flatMap { $0.isEmpty ? nil : $0 }
+        spec.topics = topics
         if let registration, dispatcher != nil {
             spec.registration = registration
             spec.registrationProgress = FleetRegistration(config: registration, rate: registerRate, total: count, nowMs: created)
         }
         // The same fleet applied again keeps what its members were through.
-        let same = fleetRef(number).flatMap { $0.spec.tag == spec.tag && $0.spec.count == spec.count ? $0.members : nil }
-        let ref = makeRef(spec, members: same)
+        let same = fleetRef(number).flatMap { $0.spec.tag == spec.tag && $0.spec.count == spec.count ? $0 : nil }
+        let ref = makeRef(spec, members: same?.members, topics: same.flatMap { $0.spec.topics == spec.topics ? $0.topics : nil })
         let replaced = try putFleet(ref)
         if let progress = spec.registrationProgress, !replaced { registrar.add(spec, progress) }
     }
@@ -646,6 +679,7 @@ extension DeviceStore {
             }
         }
         snapshotMembers(emit)
+        snapshotMemberTopics(emit)
     }
 
     /// Registration progress that moved since the last checkpoint.

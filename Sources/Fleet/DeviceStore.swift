@@ -49,6 +49,9 @@ public struct FleetSpec: Sendable {
     public var profile: AppProfile? = nil
     /// Labels to find the fleet and its members by (`?label=`).
     public var labels: [String]
+    /// FCM topics and the share of members subscribed to each (drawn from the seed: 1 is every
+    /// member); Android fleets only.
+    public var topics: [String: Double] = [:]
     /// When it was created (ms since the epoch).
     public var createdAtMs: Int64
     var uninstalledCount: Int?
@@ -78,7 +81,9 @@ public struct FleetSpec: Sendable {
         s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registerRate\":\(registerRate)"
         s += ",\"registrationProgress\":" + (registrationProgress?.json ?? "null")
         s += ",\"states\":" + states.json + ",\"profile\":" + (profile?.json ?? "null")
-        s += ",\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "],\"createdAt\":\(createdAtMs)}"
+        s += ",\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "]"
+        s += ",\"topics\":{" + topics.keys.sorted().map { JSONWriter.quote($0) + ":\(topics[$0]!)" }.joined(separator: ",") + "}"
+        s += ",\"createdAt\":\(createdAtMs)}"
         return s
     }
 }
@@ -155,17 +160,23 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         let defaultStates: Bool
         /// What pushes did to its members that have no record (four bytes a pushed member).
         let members: FleetMemberCounts
-        init(_ spec: FleetSpec, members: FleetMemberCounts) {
+        /// Its members' FCM topic subscriptions.
+        let topics: FleetTopics
+        init(_ spec: FleetSpec, members: FleetMemberCounts, topics: FleetTopics) {
             self.spec = spec
             tracks = spec.tracking != nil
             defaultStates = spec.states.isDefault
             self.members = members
+            self.topics = topics
         }
     }
-    /// A fleet's reference, with new member counts (taken from the state memory's account).
-    func makeRef(_ spec: FleetSpec, members: FleetMemberCounts? = nil) -> FleetRef {
+    /// A fleet's reference, with new member counts (taken from the state memory's account) and
+    /// subscriptions unless given (the same fleet applied again keeps them).
+    func makeRef(_ spec: FleetSpec, members: FleetMemberCounts? = nil, topics: FleetTopics? = nil) -> FleetRef {
         let account = memory
-        return FleetRef(spec, members: members ?? FleetMemberCounts(count: spec.count, onPage: { account.force($0) }))
+        return FleetRef(
+            spec, members: members ?? FleetMemberCounts(count: spec.count, onPage: { account.force($0) }),
+            topics: topics ?? FleetTopics(shares: spec.topics, seed: spec.seed))
     }
     /// Where fleet members without a record find their inbox (the journal, given by the
     /// composition root; nil: they show none).
@@ -275,15 +286,23 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     /// Fleets kept at most: a token's 24-bit tag must name one of them.
     public static let maxFleets = 65_536
+    /// Topics a fleet's definition subscribes its members to, at most.
+    public static let maxFleetTopics = 100
 
     /// Creates a fleet and returns it (with its deterministic tokens), or throws a `StoreError` at a limit or for a bad spec.
     public func createFleet(
         platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
         behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64,
         registration: RegistrationConfig? = nil, registerRate: Int = 10_000, states: FleetDeviceStates = FleetDeviceStates(),
-        profile: AppProfile? = nil
+        profile: AppProfile? = nil, topics: [String: Double] = [:]
     ) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
+        guard topics.isEmpty || platform == .android else {
+            throw StoreError(description: "topics are FCM topics: only an Android fleet's members (FCM registration tokens) subscribe")
+        }
+        guard topics.count <= DeviceStore.maxFleetTopics, topics.values.allSatisfy({ $0 >= 0 && $0 <= 1 }) else {
+            throw StoreError(description: "topics takes at most \(DeviceStore.maxFleetTopics) topics, each with a share from 0 to 1")
+        }
         guard (1...1_000_000).contains(registerRate) else { throw StoreError(description: "registerRate must be 1 to 1000000 a second") }
         // Without a seed, a random one (below 2^53: exact in JavaScript too), shown and accepted back.
         let seed = seed ?? (csys_random_u64() >> 11)
@@ -306,6 +325,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             spec.registerRate = registerRate
             spec.states = states
             spec.profile = profile.flatMap { $0.isEmpty ? nil : $0 }
+            spec.topics = topics
             // Its apps register as they install: with the fleet's registration, else the server's.
             if let config = registration ?? configuration.defaultRegistration, dispatcher != nil {
                 spec.registration = config

@@ -111,23 +111,29 @@ public struct FleetTokens: Sendable {
     func writeFCMToken(fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
         precondition(out.count >= FleetTokens.fcmLength)
         let h = header(fleet: fleet, index: index)
-        withUnsafeTemporaryAllocation(byteCount: 110, alignment: 8) { t in
-            FleetTokens.writeTail(secret, index, into: t)
-            var acc = h
-            for k in 0..<10 {
-                out[k] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: acc >> 58))
-                acc <<= 6
+        // (A fan-out writes one per recipient: table lookups, no bounds checks, no division.)
+        withUnsafeTemporaryAllocation(byteCount: 112, alignment: 8) { t in
+            let words = t.baseAddress!.assumingMemoryBound(to: UInt64.self)
+            for w in 0..<14 { words[w] = FleetTokens.hashWord(secret, index, UInt64(w)).littleEndian }
+            let tail = UnsafeRawPointer(t.baseAddress!).assumingMemoryBound(to: UInt8.self)
+            let o = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            FleetTokens.b64.withUnsafeBufferPointer { b64p in
+                let b64 = b64p.baseAddress!
+                var acc = h
+                for k in 0..<10 {
+                    o[k] = b64[Int(acc >> 58)]
+                    acc <<= 6
+                }
+                o[10] = b64[Int(UInt8(truncatingIfNeeded: (h & 0xF) << 2) | (tail[0] >> 6))] // last 4 header bits + 2 hash bits
+                for i in 0..<11 { o[11 + i] = b64[Int(tail[1 + i] & 63)] }
+                (o + 22).initialize(from: FleetTokens.apa, count: 7)
+                for i in 0..<98 { o[29 + i] = b64[Int((tail[12 + i] >> 2 ^ UInt8(i & 63)) & 63)] }
+                for i in 98..<134 { o[29 + i] = b64[Int((tail[12 + i - 98] >> 2 ^ UInt8(i & 63)) & 63)] }
             }
-            out[10] = FleetTokens.b64Digit(UInt8(truncatingIfNeeded: (h & 0xF) << 2) | (t[0] >> 6)) // last 4 header bits + 2 hash bits
-            for i in 0..<11 { out[11 + i] = FleetTokens.b64Digit(t[1 + i] & 63) }
-            var k = 22
-            for c in ":APA91b".utf8 {
-                out[k] = c
-                k += 1
-            }
-            for i in 0..<134 { out[k + i] = FleetTokens.b64Digit((t[12 + (i % 98)] >> 2 ^ UInt8(i & 63)) & 63) }
         }
     }
+
+    static let apa: [UInt8] = Array(":APA91b".utf8)
 
     /// Whether `token` is exactly the fleet's token at `index`, generated on the stack and
     /// compared: no allocation (a campaign's every push is some member's first sight).

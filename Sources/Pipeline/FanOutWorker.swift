@@ -110,26 +110,31 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     /// One job: its recipients, then a delivery and a log record (with the device's outcome) each, a batch at a time.
     func run(_ job: FanOutJob) {
         let started = Clock.monotonicNanoseconds()
-        let tokens = job.recipients()
+        // Recipients stream in (a fleet's subscribers are never a list); the count delivered is
+        // published a batch at a time.
         var index = 0
-        while index < tokens.count {
-            let end = min(tokens.count, index + FanOutWorker.batchSize)
-            for i in index..<end {
-                let delivery = job.delivery(tokens[i], i)
-                let outcome = devices.deliver(delivery)
-                log.append(
-                    shard: logShard, id: delivery.notificationID, provider: delivery.provider,
-                    receivedAtMs: delivery.receivedAtMs, environment: delivery.environment ?? "", token: delivery.tokenBytes,
-                    topic: job.topic?[...], headers: job.headers, payload: delivery.payload, payloadIsJSON: job.payloadIsJSON,
-                    warnings: job.warnings, outcome: outcome)
-                if devices.events.wants(.delivered) { devices.publishDelivered(delivery, outcome, atMs: Clock.nowMs()) }
+        var unpublished = 0
+        job.recipients { token in
+            let delivery = job.delivery(token, index)
+            let outcome = devices.deliver(delivery)
+            log.append(
+                shard: logShard, id: delivery.notificationID, provider: delivery.provider,
+                receivedAtMs: delivery.receivedAtMs, environment: delivery.environment ?? "", token: delivery.tokenBytes,
+                topic: job.topic?[...], headers: job.headers, payload: delivery.payload, payloadIsJSON: job.payloadIsJSON,
+                warnings: job.warnings, outcome: outcome)
+            if devices.events.wants(.delivered) { devices.publishDelivered(delivery, outcome, atMs: Clock.nowMs()) }
+            index += 1
+            unpublished += 1
+            if unpublished == FanOutWorker.batchSize {
+                delivered.add(UInt64(unpublished), ordering: .relaxed)
+                unpublished = 0
             }
-            delivered.add(UInt64(end - index), ordering: .relaxed)
-            index = end
+            return true
         }
-        if tokens.count >= 1_000 {
+        delivered.add(UInt64(unpublished), ordering: .relaxed)
+        if index >= 1_000 {
             let seconds = Double(Clock.monotonicNanoseconds() - started) / 1e9
-            lastRateBits.store((Double(tokens.count) / max(seconds, 1e-9)).bitPattern, ordering: .relaxed)
+            lastRateBits.store((Double(index) / max(seconds, 1e-9)).bitPattern, ordering: .relaxed)
         }
         completed.add(1, ordering: .relaxed)
         finished.add(1, ordering: .releasing)

@@ -17,14 +17,16 @@ public struct FanOutJob: Sendable {
     public var headers: HTTPFields
     public var warnings: [String]
     public var payloadIsJSON: Bool
-    /// The recipients' tokens, resolved on the worker (reading the registries there, not on a loop).
-    public var recipients: @Sendable () -> [String]
+    /// Calls its argument with each recipient's token (false stops), resolved on the worker
+    /// (reading the registries there, not on a loop) and streamed: a fleet's ten million
+    /// subscribers are never a list.
+    public var recipients: @Sendable (_ each: (String) -> Bool) -> Void
     /// The delivery for the recipient `token`, the `index`-th of the job.
     public var delivery: @Sendable (_ token: String, _ index: Int) -> Delivery
 
     public init(
         provider: PushProvider, notificationID: UUIDValue, topic: [UInt8]?, headers: HTTPFields, warnings: [String],
-        payloadIsJSON: Bool, recipients: @escaping @Sendable () -> [String],
+        payloadIsJSON: Bool, recipients: @escaping @Sendable (_ each: (String) -> Bool) -> Void,
         delivery: @escaping @Sendable (_ token: String, _ index: Int) -> Delivery
     ) {
         self.provider = provider
