@@ -195,6 +195,9 @@ def campaigns():
     # The full report's charts follow the counts.
     wait.until(EC.presence_of_element_located((By.ID, "chart-timeline")))
     assert driver.find_elements(By.CSS_SELECTOR, "#chart-timeline rect")
+    # What is under way (tracking calls, fan-outs), from /emulator/v1/stats.
+    wait.until(lambda d: "Tracking:" in d.find_element(By.ID, "campaign-progress").text)
+    assert "Fan-outs:" in driver.find_element(By.ID, "campaign-progress").text
     shot(driver, "campaigns")
     # A newer campaign whose pushes a rule answers ServiceUnavailable (a long reason), then
     # requests with no campaign id, newest of all: opened bare, the page picks "autumn".

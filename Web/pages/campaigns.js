@@ -67,12 +67,14 @@ export async function render(main, { rest, isCurrent }) {
       h("td", {}, String(c.sent)), h("td", {}, String(c.accepted)), h("td", {}, String(c.rejectedTotal)),
       h("td", {}, dateTime(c.firstAt)), h("td", {}, dateTime(c.lastAt)))))));
   const full = h("section", { id: "campaign-report", "aria-label": "The campaign's full report" });
+  const inProgress = h("p", { id: "campaign-progress", class: "muted", "aria-live": "polite" });
   put(main, h("h1", {}, "Campaigns"), h("p", { class: "muted" }, `Counted ${dateTime(counts.generatedAt)} from the journal's index. `, h("a", { href: "/emulator/v1/report?format=html", target: "_blank", rel: "noopener" }, "HTML report")),
-    campaigns.length ? list : notice("No requests recorded yet."), chosen ? detail(chosen) : "", chosen ? full : "");
+    inProgress, campaigns.length ? list : notice("No requests recorded yet."), chosen ? detail(chosen) : "", chosen ? full : "");
+  progress(inProgress, isCurrent);
   if (!chosen) return;
   // The full report (devices, tracking, display, the timeline) reads every record of the
   // journal: on millions of records it takes a while, so the counts above come first.
-  put(full, notice("Loading the full report (it reads every record of the journal)…"));
+  put(full, notice("Loading the full report (from the journal index's summaries past 200,000 records)…"));
   let report;
   try {
     report = await api("/emulator/v1/report?format=json" + (chosen.campaign === null ? "" : "&campaign=" + encodeURIComponent(chosen.campaign)));
@@ -86,6 +88,23 @@ export async function render(main, { rest, isCurrent }) {
 }
 
 const pct = (r) => (typeof r === "number" ? `${(r * 100).toFixed(1)}%` : "—");
+
+/** What is still under way, from /emulator/v1/stats every 2 s while the page is open: the SDKs'
+ * tracking calls (scheduled, done, waiting in the dispatcher's queue, dropped) and fan-outs. */
+async function progress(el, isCurrent) {
+  while (isCurrent()) {
+    try {
+      const st = await api("/emulator/v1/stats");
+      const t = st.tracking || {}, f = st.fanOut || {};
+      const done = (t.succeeded || 0) + (t.failed || 0);
+      put(el, `Tracking: ${t.scheduled || 0} calls scheduled, ${done} done (${t.succeeded || 0} succeeded, ${t.failed || 0} failed), ` +
+        `${t.queued || 0} queued, ${t.dropped || 0} dropped. Fan-outs: ${f.pending || 0} under way, ${f.delivered || 0} devices reached.`);
+    } catch (e) {
+      put(el, "");
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
 
 /** What the counts tell at once: totals, outcomes, rejections by reason. */
 function detail(c) {
