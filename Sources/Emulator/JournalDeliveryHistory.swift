@@ -5,7 +5,7 @@ import PushCore
 /// The journal as the device layer's `DeliveryHistory`: the notifications accepted for a
 /// token, found through the journal's index (its token term), newest first, with each one's
 /// collapse id read from what was sent (`apns-collapse-id`; FCM's `android.collapse_key`, or
-/// the `apns-collapse-id` of its `apns.headers`).
+/// the `apns-collapse-id` of its `apns.headers`, in the message or the request body around it).
 final class JournalDeliveryHistory: DeliveryHistory {
     let journal: Journal
 
@@ -39,7 +39,8 @@ final class JournalDeliveryHistory: DeliveryHistory {
             var tokens: [JSONToken] = []
             guard JSONParser.parse(raw, into: &tokens) == nil, !tokens.isEmpty else { return nil }
             let v = JSONView(bytes: raw, tokens: tokens)
-            guard let m = v.member(0, "message") else { return nil }
+            // The whole request body (`{"message":{...}}`) or, as the journal keeps an accepted send, the message.
+            let m = v.member(0, "message") ?? 0
             if let a = v.member(m, "android"), let c = v.member(a, "collapse_key"), v.tokens[c].kind == .string { return v.string(c) }
             if let a = v.member(m, "apns"), let h = v.member(a, "headers"), let c = v.member(h, "apns-collapse-id"),
                 v.tokens[c].kind == .string

@@ -102,6 +102,20 @@ final class FleetTopicsTests: XCTestCase {
             try send(s, #""condition":"'sports' in topics || 'vip' in topics""#),
             sports - 1 + (try [0, 1, 2].filter { try !self.topics(s, tokens[$0]).contains("sports") }.count))
 
+        // A member's inbox comes from the journal: FCM's collapse_key collapses there as on a record.
+        let member = tokens[7]
+        for n in 1...2 {
+            let (code, body) = try call(
+                s, "POST", "/v1/projects/demo/messages:send",
+                #"{"message":{"token":"\#(member)","android":{"collapse_key":"score"},"data":{"n":"\#(n)"}}}"#)
+            XCTAssertEqual(code, 200, "\(body)")
+        }
+        let device = try call(s, "GET", "/emulator/v1/devices/\(member)").1
+        XCTAssertGreaterThanOrEqual(device["received"] as? Int ?? 0, 4, "two topic sends and two of its own")
+        XCTAssertEqual(device["inbox"] as? Int, 1, "\(device)")
+        XCTAssertEqual(device["collapsed"] as? Int, 1, "\(device)")
+        let inbox = try XCTUnwrap(try call(s, "GET", "/emulator/v1/devices/\(member)/inbox").1["inbox"] as? [[String: Any]])
+        XCTAssertEqual(inbox.first?["collapseId"] as? String, "score")
         // No record per member: neither device records nor FCM registry tokens.
         let stats = try call(s, "GET", "/emulator/v1/stats").1
         XCTAssertEqual((stats["devices"] as? [String: Any])?["records"] as? Int, 0, "\(stats)")
@@ -118,5 +132,13 @@ final class FleetTopicsTests: XCTestCase {
         defer { s.stop() }
         XCTAssertEqual(try send(s, #""topic":"news""#), 3000)
         XCTAssertEqual(try send(s, #""topic":"sports""#), sports - 1)
+
+        // An uninstalled member is no instance: 404, and a subscription is NOT_FOUND.
+        let gone = tokens[8]
+        XCTAssertEqual(try call(s, "DELETE", "/emulator/v1/devices/\(gone)").0, 200)
+        XCTAssertEqual(try call(s, "GET", "/iid/info/\(gone)").0, 404)
+        let refused = try call(s, "POST", "/iid/v1:batchAdd", #"{"to":"/topics/vip","registration_tokens":["\#(gone)"]}"#)
+        XCTAssertEqual(refused.1["results"] as? [[String: String]], [["error": "NOT_FOUND"]])
+        XCTAssertEqual(try send(s, #""topic":"news""#), 2999, "an uninstalled member is not sent to")
     }
 }
