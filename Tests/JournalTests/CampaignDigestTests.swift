@@ -54,6 +54,16 @@ final class CampaignDigestTests: XCTestCase {
         for h in hashes(0..<100) { small.add(h) }
         for h in hashes(0..<100) { small.add(h) }
         XCTAssertEqual(Double(small.estimate), 100, accuracy: 2, "a small set counts nearly exactly")
+        XCTAssertTrue(small.registers.isEmpty, "a hundred values are kept sparse, not in 4 KiB of registers")
+        var other = HyperLogLog()
+        for h in hashes(50..<300) { other.add(h) }
+        var both = small
+        both.merge(other)
+        XCTAssertEqual(Double(both.estimate), 300, accuracy: 6, "sparse sketches merge as a union")
+        XCTAssertTrue(both.registers.isEmpty)
+        for h in hashes(300..<2_000) { both.add(h) }
+        XCTAssertFalse(both.registers.isEmpty, "dense past 512 registers")
+        XCTAssertEqual(Double(both.estimate), 2_000, accuracy: 60)
         var a = HyperLogLog()
         var b = HyperLogLog()
         for h in hashes(0..<60_000) { a.add(h) }
