@@ -248,6 +248,10 @@ package enum ServeOptions {
             name: "tracking-queue", valueName: "N",
             help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)"
         ) { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
+        Option(
+            name: "tracking-queue-memory", valueName: "SIZE",
+            help: "memory the waiting tracking calls may take (about 400 B each); beyond, they are dropped and counted (default 1GiB)"
+        ) { c, v in c.tracking.queueBytes = try size(v, "tracking-queue-memory", (1 << 20)...(1 << 40)) },
         Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in
             c.tracking.caFile = v
         },

@@ -23,13 +23,7 @@ extension DeviceStore {
     func absorbCounts(_ dev: inout SimDevice, _ f: FleetRef, index: Int) {
         let c = f.members.counts(index)
         guard c.word != 0 else { return }
-        let view = memberView(f, index: index, token: dev.token, counts: c)
-        dev.received = view.received
-        dev.opened = view.opened
-        dev.inbox = view.inbox
-        dev.inboxStart = view.inboxStart
-        dev.evicted = view.evicted
-        dev.collapsed = view.collapsed
+        dev.takeDeliveries(of: memberView(f, index: index, token: dev.token, counts: c))
         f.members.set(index, FleetMemberCounts.Counts(word: 0))
     }
 

@@ -435,15 +435,7 @@ extension DeviceStore {
         let old = shard(k).map.withLock { m -> SimDevice? in
             let old = m[k]
             var d = decoded
-            if !counted, let old {
-                d.inbox = old.inbox
-                d.inboxStart = old.inboxStart
-                d.evicted = old.evicted
-                d.collapsed = old.collapsed
-                d.dropped = old.dropped
-                d.received = old.received
-                d.opened = old.opened
-            }
+            if !counted, let old { d.takeDeliveries(of: old) }
             m[k] = d
             return old
         }

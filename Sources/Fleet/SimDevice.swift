@@ -227,6 +227,18 @@ public struct SimDevice: Sendable {
     /// The inbox, oldest first.
     public var inboxEntries: [InboxEntry] { Array(inbox[inboxStart...] + inbox[..<inboxStart]) }
 
+    /// Takes what deliveries left on `other` (its inbox and counts): a change's record keeps
+    /// them, and a fleet member becoming a record takes its fleet's view of them.
+    mutating func takeDeliveries(of other: SimDevice) {
+        inbox = other.inbox
+        inboxStart = other.inboxStart
+        evicted = other.evicted
+        collapsed = other.collapsed
+        dropped = other.dropped
+        received = other.received
+        opened = other.opened
+    }
+
     mutating func normalizeInbox() {
         if inboxStart != 0 {
             inbox = inboxEntries

@@ -38,6 +38,15 @@ public final class TrackingJob: @unchecked Sendable {
     public var platform: String
     /// The campaign id of the notification reported on (nil: none, or a registration).
     public var campaign: String?
+    /// The memory it holds while it waits, about (counted against `Options.queueBytes`).
+    var footprint: Int {
+        var n = 360 + request.url.utf8.count + request.body.count + token.utf8.count + notificationID.utf8.count
+        for (k, v) in request.headers { n += 32 + k.utf8.count + v.utf8.count }
+        if let b = batch { n += 64 + b.item.count + b.key.utf8.count }
+        return n + (campaign?.utf8.count ?? 0)
+    }
+    /// `footprint` when it was queued (given back when it leaves).
+    var queuedBytes = 0
     var attempt = 1
     var events = 1
 
@@ -71,6 +80,8 @@ final class TrackingLane: @unchecked Sendable {
     public let log: TrackingLog
     private let inbox = FutexLock<[TrackingJob]>([])
     private let queued = Atomic<Int>(0)
+    /// The waiting jobs' footprints.
+    private let queuedBytes = Atomic<Int>(0)
     private let wakePending = Atomic<Bool>(false)
     /// The lane is asleep with nothing in flight: only then does a submission need a wake-up
     /// (a busy lane looks at its inbox at least every `busyPollMs`, without a syscall per job).
@@ -164,10 +175,16 @@ final class TrackingLane: @unchecked Sendable {
     /// Queues `job` while more than `reserve` places are free; otherwise false, counted as a
     /// drop only when no reserve was asked for (a bulk producer waits and offers it again).
     func submit(_ job: TrackingJob, leaving reserve: Int) -> Bool {
-        if queued.load(ordering: .relaxed) >= options.queueCapacity - reserve {
+        let bytes = job.footprint
+        let reserveBytes = reserve == 0 ? 0 : options.queueBytes / 10
+        if queued.load(ordering: .relaxed) >= options.queueCapacity - reserve
+            || queuedBytes.load(ordering: .relaxed) + bytes > options.queueBytes - reserveBytes
+        {
             if reserve == 0 { log.countDropped() }
             return false
         }
+        job.queuedBytes = bytes
+        queuedBytes.add(bytes, ordering: .relaxed)
         queued.add(1, ordering: .relaxed)
         log.countScheduled()
         inbox.withLock { $0.append(job) }
@@ -340,6 +357,8 @@ final class TrackingLane: @unchecked Sendable {
         if var open = batches[b.key] {
             open.items.append(b.item)
             batches[b.key] = open
+            // Its item rides in the open batch's first job from now on; the job itself goes.
+            queuedBytes.subtract(job.queuedBytes, ordering: .relaxed)
             if open.items.count >= b.maxItems { flush(b.key) }
         } else {
             batches[b.key] = OpenBatch(first: job, items: [b.item], deadlineMs: now + b.flushAfterMs)
@@ -473,6 +492,7 @@ final class TrackingLane: @unchecked Sendable {
             heap.push(job)
         } else {
             queued.subtract(1, ordering: .relaxed)
+            queuedBytes.subtract(job.queuedBytes, ordering: .relaxed)
         }
     }
 }

@@ -15,6 +15,10 @@ public final class TrackingDispatcher: @unchecked Sendable {
         public var maxPerHost = 32
         /// Jobs waiting at most, split evenly over the lanes (a device's jobs all wait on its lane).
         public var queueCapacity = 2_000_000
+        /// Bytes the waiting jobs may take at most (each counted by `TrackingJob.footprint`),
+        /// split the same way: a campaign whose tracking the sink cannot keep up with drops
+        /// calls (counted) before it holds more memory than this.
+        public var queueBytes = 1 << 30
         public var timeoutMs = 30_000
         public var connectTimeoutMs = 5_000
         /// Attempts in all, the first included.
@@ -36,6 +40,7 @@ public final class TrackingDispatcher: @unchecked Sendable {
         let n = max(1, options.threads)
         var laneOptions = options
         laneOptions.queueCapacity = max(1, options.queueCapacity / n)
+        laneOptions.queueBytes = max(1 << 16, options.queueBytes / n)
         lanes = (0..<n).map { _ in TrackingLane(options: laneOptions, log: log) }
     }
 

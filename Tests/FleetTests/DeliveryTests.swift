@@ -191,6 +191,25 @@ final class DeliveryTests: XCTestCase {
         XCTAssertEqual(log.counters.dropped, 2)
     }
 
+    /// The queue is bounded in memory too: past `queueBytes` calls are dropped and counted.
+    func testQueueMemoryDropsAreCounted() throws {
+        let s = makeStore(dispatcher: {
+            $0.queueBytes = 1 << 16 // 64 KiB: about a hundred Adobe calls
+            $0.threads = 1
+        })
+        var b = Behavior()
+        b.receiveDelayMs = DelayRange(60_000, 60_000) // held in the queue
+        try s.register(
+            SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        s.update(token: Self.iosToken) { $0.behavior = b }
+        for i in 0..<400 { s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: UInt64(i + 1))) }
+        let scheduled = log.counters.scheduled
+        XCTAssertGreaterThan(scheduled, 50)
+        XCTAssertLessThan(scheduled, 250, "64 KiB holds a few hundred bytes a call, not 400 calls")
+        XCTAssertEqual(log.counters.dropped, 400 - scheduled)
+        XCTAssertEqual(dispatcher.depth, Int(scheduled))
+    }
+
     /// Device records are bounded (`maxDevices`, per shard): pushes to devices beyond are still
     /// delivered and tracked, counted as unstored, and memory stops growing with them.
     func testRecordLimitKeepsDeliveringAndTracking() throws {
