@@ -62,23 +62,15 @@ extension DeviceStore {
         var w = StateWriter(capacity: 32 + members.count * 3)
         w.uint(1, UInt64(fleet))
         w.uint(2, UInt64(first))
-        var packed: [UInt8] = []
-        packed.reserveCapacity(members.count * 3)
-        func varint(_ v: UInt64) {
-            var v = v
-            while v >= 0x80 {
-                packed.append(UInt8(truncatingIfNeeded: v) | 0x80)
-                v >>= 7
-            }
-            packed.append(UInt8(v))
-        }
+        var values: [UInt64] = []
+        values.reserveCapacity(members.count * 2)
         var at = first
         for (i, c) in members {
-            varint(UInt64(i - at))
-            varint(UInt64(c.word))
+            values.append(UInt64(i - at))
+            values.append(UInt64(c.word))
             at = i + 1
         }
-        w.bytes(3, packed)
+        w.packed(3, values)
         return w.bytes
     }
 
@@ -98,34 +90,20 @@ extension DeviceStore {
         var r = StateReader(body)
         var fleet = 0
         var first = 0
-        var packed: [UInt8]?
+        var packed: [UInt64]?
         while let f = try r.next() {
             switch f {
             case 1: fleet = try r.int(in: 1...DeviceStore.maxFleets, unsigned: true)
             case 2: first = try r.int(in: 0...(1 << 40), unsigned: true)
-            case 3: packed = try r.bytes()
+            case 3: packed = try r.packed()
             default: try r.skip()
             }
         }
         guard let ref = fleetRef(fleet), let packed else { throw StateFormatError("a members record names no fleet that exists") }
+        guard packed.count % 2 == 0 else { throw StateFormatError("a members record is cut short") }
         var at = first
-        var i = 0
-        func varint() throws -> UInt64 {
-            var v: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < packed.count {
-                let b = packed[i]
-                i += 1
-                v |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return v }
-                shift += 7
-                guard shift < 64 else { break }
-            }
-            throw StateFormatError("a members record is cut short")
-        }
-        while i < packed.count {
-            let delta = try varint()
-            let word = try varint()
+        for k in stride(from: 0, to: packed.count, by: 2) {
+            let (delta, word) = (packed[k], packed[k + 1])
             guard delta < 1 << 40, word <= UInt64(UInt32.max) else { throw StateFormatError("a members record holds an impossible count") }
             let index = at + Int(delta)
             guard index < ref.spec.count else { throw StateFormatError("a members record names a member past its fleet's count") }

@@ -52,9 +52,7 @@ extension DeviceStore: FleetTopicDirectory {
             for i in 0..<f.count {
                 let subscribedTo: (String) -> Bool = { topic in
                     guard let s = shares.first(where: { $0.0 == topic }) else { return false }
-                    if s.2?.contains(i) == true { return true }
-                    if s.3?.contains(i) == true { return false }
-                    return s.1.map { FleetTopics.draws($0, topic: topic, seed: f.seed, index: i) } ?? false
+                    return FleetTopics.subscribed(topic, i, share: s.1, added: s.2, removed: s.3, seed: f.seed)
                 }
                 // As FCM: a device is a candidate when it holds at least one subscription.
                 guard matches(subscribedTo), shares.contains(where: { subscribedTo($0.0) }), !f.startsUninstalled(i) else { continue }
@@ -82,19 +80,7 @@ extension DeviceStore: FleetTopicDirectory {
         w.uint(1, UInt64(fleet))
         w.string(2, topic)
         w.bool(3, subscribed)
-        var packed: [UInt8] = []
-        packed.reserveCapacity(indexes.count * 2)
-        var last = -1
-        for i in indexes {
-            var v = UInt64(i - last - 1)
-            while v >= 0x80 {
-                packed.append(UInt8(truncatingIfNeeded: v) | 0x80)
-                v >>= 7
-            }
-            packed.append(UInt8(v))
-            last = i
-        }
-        w.bytes(4, packed)
+        w.packed(4, zip(indexes, [-1] + indexes).map { UInt64($0 - $1 - 1) })
         return w.bytes
     }
 
@@ -103,35 +89,24 @@ extension DeviceStore: FleetTopicDirectory {
         var fleet = 0
         var topic = ""
         var subscribed = true
-        var packed: [UInt8] = []
+        var packed: [UInt64] = []
         while let f = try r.next() {
             switch f {
             case 1: fleet = try r.int(in: 1...DeviceStore.maxFleets, unsigned: true)
             case 2: topic = try r.string()
             case 3: subscribed = try r.bool()
-            case 4: packed = try r.bytes()
+            case 4: packed = try r.packed()
             default: try r.skip()
             }
         }
         guard let ref = fleetRef(fleet), !topic.isEmpty else { throw StateFormatError("a memberTopics record names no fleet that exists") }
-        var at = 0
         var last = -1
-        while at < packed.count {
-            var v: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard at < packed.count, shift < 64 else { throw StateFormatError("a memberTopics record is cut short") }
-                let b = packed[at]
-                at += 1
-                v |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { break }
-                shift += 7
+        for gap in packed {
+            guard gap < UInt64(ref.spec.count), last + 1 + Int(gap) < ref.spec.count else {
+                throw StateFormatError("a memberTopics record names a member past its fleet")
             }
-            guard v < UInt64(ref.spec.count) else { throw StateFormatError("a memberTopics record names a member past its fleet") }
-            let i = last + 1 + Int(v)
-            guard i < ref.spec.count else { throw StateFormatError("a memberTopics record names a member past its fleet") }
-            _ = ref.topics.set(topic, i, subscribed: subscribed)
-            last = i
+            last += 1 + Int(gap)
+            _ = ref.topics.set(topic, last, subscribed: subscribed)
         }
     }
 
@@ -160,7 +135,4 @@ extension DeviceStore: FleetTopicDirectory {
             }
         }
     }
-
-    /// Bytes fleets' subscription changes hold.
-    public var memberTopicBytes: Int { fleets.withLock { $0.list.reduce(0) { $0 + $1.topics.bytes } } }
 }

@@ -107,15 +107,6 @@ struct MemberSet: Sendable {
         }
     }
 
-    /// Bytes held (pages' contents).
-    var bytes: Int {
-        pages.values.reduce(0) { n, p in
-            switch p {
-            case .sparse(let list): n + 48 + list.count * 2
-            case .dense: n + 48 + MemberSet.pageSize / 8
-            }
-        }
-    }
 }
 
 /// A fleet's FCM topic subscriptions, with no record per member: the shares its definition
@@ -148,19 +139,22 @@ final class FleetTopics: Sendable {
         return Double(x >> 11) * (1.0 / 9_007_199_254_740_992.0) < share
     }
 
-    /// Whether member `index` is subscribed to `topic`.
-    func isSubscribed(_ topic: String, _ index: Int) -> Bool {
-        let c = changes.withLock { ($0.added[topic]?.contains(index) ?? false, $0.removed[topic]?.contains(index) ?? false) }
-        if c.0 { return true }
-        if c.1 { return false }
-        return shares[topic].map { FleetTopics.draws($0, topic: topic, seed: seed, index: index) } ?? false
+    /// Whether member `index` is subscribed to `topic`: added by the Instance ID API, or drawn
+    /// by its share (`share`, nil: none) and not removed since.
+    static func subscribed(
+        _ topic: String, _ index: Int, share: Double?, added: MemberSet?, removed: MemberSet?, seed: UInt64
+    ) -> Bool {
+        if added?.contains(index) == true { return true }
+        guard let share, draws(share, topic: topic, seed: seed, index: index) else { return false }
+        return removed?.contains(index) != true
     }
 
     /// Subscribes (or unsubscribes) member `index`; false when it already was (or was not).
     func set(_ topic: String, _ index: Int, subscribed: Bool) -> Bool {
         let drawn = shares[topic].map { FleetTopics.draws($0, topic: topic, seed: seed, index: index) } ?? false
         return changes.withLock { c in
-            let was = (c.added[topic]?.contains(index) ?? false) || (drawn && !(c.removed[topic]?.contains(index) ?? false))
+            let was = FleetTopics.subscribed(
+                topic, index, share: shares[topic], added: c.added[topic], removed: c.removed[topic], seed: seed)
             guard was != subscribed else { return false }
             if subscribed {
                 if drawn { c.removed[topic]?.remove(index) } else { c.added[topic, default: MemberSet()].insert(index) }
@@ -176,10 +170,9 @@ final class FleetTopics: Sendable {
     /// The topics member `index` is subscribed to, sorted.
     func topics(of index: Int) -> [String] {
         let c = changes.withLock { $0 }
-        var out = Set(shares.keys.filter { FleetTopics.draws(shares[$0]!, topic: $0, seed: seed, index: index) })
-        for (t, s) in c.added where s.contains(index) { out.insert(t) }
-        for (t, s) in c.removed where s.contains(index) { out.remove(t) }
-        return out.sorted()
+        return Set(shares.keys).union(c.added.keys).filter {
+            FleetTopics.subscribed($0, index, share: shares[$0], added: c.added[$0], removed: c.removed[$0], seed: seed)
+        }.sorted()
     }
 
     /// Every topic some member may be subscribed to.
@@ -187,7 +180,4 @@ final class FleetTopics: Sendable {
 
     /// The subscriptions the Instance ID API changed: per topic, those added and removed.
     var changed: Changes { changes.withLock { $0 } }
-
-    /// Bytes the changes hold.
-    var bytes: Int { changes.withLock { c in c.added.values.reduce(0) { $0 + $1.bytes } + c.removed.values.reduce(0) { $0 + $1.bytes } } }
 }

@@ -139,12 +139,7 @@ struct BlockSummary: Sendable {
         var out: [UInt8] = []
         SummaryBytes.varint(UInt64(counts.count), &out)
         for (key, tally) in counts {
-            if let c = key.campaign {
-                SummaryBytes.varint(UInt64(c.utf8.count + 1), &out)
-                out.append(contentsOf: c.utf8)
-            } else {
-                SummaryBytes.varint(0, &out)
-            }
+            SummaryBytes.campaign(key.campaign, &out)
             out.append(key.provider)
             SummaryBytes.varint(UInt64(key.rejection.utf8.count), &out)
             out.append(contentsOf: key.rejection.utf8)
@@ -161,13 +156,7 @@ struct BlockSummary: Sendable {
         let n = r.varint()
         guard n <= UInt64(b.count) else { return false }
         for _ in 0..<n {
-            let c = r.varint()
-            var campaign: String?
-            if c > 0 {
-                guard let s = r.text(c - 1) else { return false }
-                campaign = s
-            }
-            guard let provider = r.byte(), let rejection = r.text(r.varint()) else { return false }
+            guard let campaign = r.campaign(), let provider = r.byte(), let rejection = r.text(r.varint()) else { return false }
             let count = r.varint()
             let first = SummaryBytes.unzigzag(r.varint())
             let last = SummaryBytes.unzigzag(r.varint())
@@ -350,6 +339,13 @@ enum SummaryBytes {
     }
 
     static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
+
+    /// A campaign (nil: none) as a varint 0, or its length + 1 and its bytes.
+    static func campaign(_ c: String?, _ out: inout [UInt8]) {
+        guard let c else { return varint(0, &out) }
+        varint(UInt64(c.utf8.count + 1), &out)
+        out.append(contentsOf: c.utf8)
+    }
     static func unzigzag(_ z: UInt64) -> Int64 { Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1))) }
 
     struct Reader {
@@ -372,6 +368,14 @@ enum SummaryBytes {
             }
             at += 1
             return bytes[at - 1]
+        }
+
+        /// What `SummaryBytes.campaign` wrote: `.some(nil)` for none, nil when malformed.
+        mutating func campaign() -> String?? {
+            let c = varint()
+            guard !failed else { return nil }
+            guard c > 0 else { return .some(nil) }
+            return text(c - 1).map { .some($0) }
         }
 
         mutating func text(_ n: UInt64) -> String? {

@@ -298,8 +298,6 @@ struct CampaignDigests: Sendable {
     var index: [String?: Int] = [:]
     var overflowed = false
 
-    var isEmpty: Bool { digests.isEmpty && !overflowed }
-
     /// Whether `i` holds anything (a campaign's first record may be before a report's `since`).
     func holds(_ i: Int) -> Bool { digests[i].requests > 0 || !digests[i].tracking.isEmpty }
 
@@ -343,12 +341,7 @@ struct CampaignDigests: Sendable {
         var out: [UInt8] = []
         SummaryBytes.varint(UInt64(digests.count), &out)
         for (name, d) in zip(names, digests) {
-            if let name {
-                SummaryBytes.varint(UInt64(name.utf8.count + 1), &out)
-                out.append(contentsOf: name.utf8)
-            } else {
-                SummaryBytes.varint(0, &out)
-            }
+            SummaryBytes.campaign(name, &out)
             d.write(&out)
         }
         return out
@@ -360,13 +353,7 @@ struct CampaignDigests: Sendable {
         let n = r.varint()
         guard !r.failed, n <= UInt64(out.limit) else { return nil }
         for _ in 0..<n {
-            let c = r.varint()
-            var name: String?
-            if c > 0 {
-                guard let s = r.text(c - 1) else { return nil }
-                name = s
-            }
-            guard let d = CampaignDigest.read(&r), out.index[name] == nil else { return nil }
+            guard let name = r.campaign(), let d = CampaignDigest.read(&r), out.index[name] == nil else { return nil }
             out.names.append(name)
             out.digests.append(d)
             out.index[name] = out.digests.count - 1

@@ -37,7 +37,6 @@ public struct CampaignReport: Sendable {
             self.bands = bands
         }
 
-        var isEmpty: Bool { histogram.map { $0.total == 0 } ?? sorted.isEmpty }
         var min: Int64 { histogram.map { $0.total == 0 ? 0 : Int64($0.min) } ?? sorted.first ?? 0 }
         var max: Int64 { histogram.map { Int64($0.max) } ?? sorted.last ?? 0 }
         var mean: Int64 {

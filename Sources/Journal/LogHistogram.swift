@@ -58,14 +58,6 @@ struct LogHistogram: Sendable, Equatable {
         return max
     }
 
-    /// How many values lie in [lo, hi) (exact where both bounds are bucket bounds).
-    func count(from lo: UInt64, below hi: UInt64) -> UInt64 {
-        counts.reduce(0) { n, e in
-            let v = LogHistogram.lowerBound(e.key)
-            return v >= lo && v < hi ? n + e.value : n
-        }
-    }
-
     // MARK: stored form
 
     func write(_ out: inout [UInt8]) {

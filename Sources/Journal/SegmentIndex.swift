@@ -201,33 +201,25 @@ final class SegmentIndex: Sendable {
             guard v.isRequest else {
                 block.tracking += 1
                 if keys { block.insert(token) }
-                // Format 4 keeps the campaign with the attempt; it shares the requests' field, so
-                // the next request reads its campaign again.
-                if cursor.version >= 4, cursor.value(.campaign) != nil || v.id.isEmpty {
-                    if v.wrote(.campaign) { first = true }
-                    if v.atMs >= countsFromMs {
-                        block.digests.add(
-                            TrackingAttribution.Attempt(
-                                id: UUIDValue(high: 0, low: 0), event: text(.event) ?? "", outcome: text(.outcome) ?? "",
-                                attempt: v.attempt, events: v.events, atMs: v.atMs), campaign: text(.campaign))
-                    }
-                } else if v.atMs >= countsFromMs, let id = UUIDValue.parseCanonicalLowercase(UnsafeRawBufferPointer(rebasing: b[v.id])) {
+                // Format 4 keeps the campaign with the attempt, in the requests' field: the next
+                // request reads its own again.
+                if v.wrote(.campaign) { first = true }
+                guard v.atMs >= countsFromMs else { continue }
+                let campaign = cursor.version >= 4 ? text(.campaign) : nil
+                var a = TrackingAttribution.Attempt(
+                    id: UUIDValue(high: 0, low: 0), event: text(.event) ?? "", outcome: text(.outcome) ?? "", attempt: v.attempt,
+                    events: v.events, atMs: v.atMs)
+                if campaign != nil || v.id.isEmpty {
+                    // Its own campaign, or a registration's (it names no notification): none.
+                    block.digests.add(a, campaign: campaign)
+                } else if let id = UUIDValue.parseCanonicalLowercase(UnsafeRawBufferPointer(rebasing: b[v.id])) {
                     // Older formats, and attempts journaled without a campaign: their request's.
-                    if v.wrote(.campaign) { first = true }
-                    let a = TrackingAttribution.Attempt(
-                        id: id, event: text(.event) ?? "", outcome: text(.outcome) ?? "", attempt: v.attempt, events: v.events, atMs: v.atMs
-                    )
+                    a.id = id
                     if let c = attribution.campaign(of: id) {
                         block.digests.add(a, campaign: c)
                     } else if !attribution.wait(a) {
                         block.digests.add(a, campaign: nil)
                     }
-                } else if v.atMs >= countsFromMs, v.id.isEmpty {
-                    // A registration names no notification: no campaign's.
-                    block.digests.add(
-                        TrackingAttribution.Attempt(
-                            id: UUIDValue(high: 0, low: 0), event: text(.event) ?? "", outcome: text(.outcome) ?? "", attempt: v.attempt,
-                            events: v.events, atMs: v.atMs), campaign: nil)
                 }
                 continue
             }

@@ -82,6 +82,14 @@ public struct StateWriter: Sendable {
         bytes.append(contentsOf: b)
     }
 
+    /// Unsigned numbers packed into one length-delimited field, varint after varint (as protocol
+    /// buffers pack repeated scalars; a schema names it `.bytes`).
+    public mutating func packed(_ field: Int, _ values: some Sequence<UInt64>) {
+        var inner = StateWriter(capacity: 2 * values.underestimatedCount)
+        for v in values { inner.varint(v) }
+        bytes(field, inner.bytes)
+    }
+
     /// A nested message, written in place: its length is patched in afterwards (always five
     /// bytes, a varint padded with continuation bits, which every reader accepts).
     public mutating func message(_ field: Int, _ body: (inout StateWriter) -> Void) {
@@ -232,6 +240,15 @@ public struct StateReader {
     }
 
     /// The current field's value as bytes (wire 2).
+    /// The numbers of a field written by `packed`.
+    public mutating func packed() throws -> [UInt64] {
+        let r = try span()
+        var inner = StateReader(base, from: r.lowerBound, to: r.upperBound)
+        var out: [UInt64] = []
+        while !inner.isAtEnd { out.append(try inner.varint()) }
+        return out
+    }
+
     public mutating func bytes() throws -> [UInt8] {
         let r = try span()
         return Array(base[r])
