@@ -16,6 +16,22 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
+int csys_open_anonymous(const char *dir) {
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/.pushemu-spool-XXXXXX", dir) >= (int)sizeof path) { errno = ENAMETOOLONG; return -1; }
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0) unlink(path);
+    return fd;
+}
+
+int csys_punch_hole(int fd, int64_t offset, int64_t length) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length);
+}
 
 int csys_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 

@@ -49,6 +49,7 @@ extension Emulator {
                     s.add("tracking", "retried", c.retried)
                     s.add("tracking", "dropped", c.dropped)
                     s.add("tracking", "queued", dispatcher.depth)
+                    s.add("tracking", "spooled", dispatcher.spooled)
                     s.add("tracking", "recordsEvicted", c.evicted)
                 }),
             TransientStore(

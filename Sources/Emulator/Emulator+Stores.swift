@@ -3,6 +3,7 @@ import FCM
 import Fleet
 import Observation
 import PushCore
+import Runtime
 import Tracking
 
 extension Emulator {
@@ -40,6 +41,7 @@ extension Emulator {
             trackingLog = TrackingLog(capacity: configuration.trackingLogSize, events: events)
             var tracking = configuration.tracking
             tracking.threads = configuration.trackingLanes ?? min(configuration.threads, EmulatorConfiguration.maxDefaultTrackingLanes)
+            tracking.spoolDirectory = dataDirectory ?? Files.temporaryDirectory
             dispatcher = TrackingDispatcher(options: tracking, log: trackingLog)
             devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events, memory: stateMemory)
             let strict = configuration.devices.policy == .strict

@@ -246,12 +246,17 @@ package enum ServeOptions {
         ) { c, v in c.trackingLanes = try int(v, "tracking-lanes", 1...1024) },
         Option(
             name: "tracking-queue", valueName: "N",
-            help: "tracking calls waiting at most; beyond, they are dropped and counted (default 2000000)"
+            help: "tracking calls waiting in memory at most; beyond, they wait on disk (default 2000000)"
         ) { c, v in c.tracking.queueCapacity = try int(v, "tracking-queue", 1...100_000_000) },
         Option(
             name: "tracking-queue-memory", valueName: "SIZE",
-            help: "memory the waiting tracking calls may take (about 400 B each); beyond, they are dropped and counted (default 1GiB)"
+            help: "memory the waiting tracking calls may take (about 400 B each); beyond, they wait on disk (default 64MiB)"
         ) { c, v in c.tracking.queueBytes = try size(v, "tracking-queue-memory", (1 << 20)...(1 << 40)) },
+        Option(
+            name: "tracking-spool", valueName: "SIZE",
+            help:
+                "disk the tracking calls beyond --tracking-queue-memory may take while they wait (in the data directory, or TMPDIR with --in-memory); beyond, they are dropped and counted; 0: no spool (default 8GiB)"
+        ) { c, v in c.tracking.spoolBytes = v == "0" ? 0 : try size(v, "tracking-spool", (1 << 20)...(1 << 50)) },
         Option(name: "tracking-ca", valueName: "FILE", help: "CA bundle for https tracking servers (default: the system's)") { c, v in
             c.tracking.caFile = v
         },

@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// What a run of consecutive segments holds, told without reading them: a Bloom filter of every
 /// searchable value (tokens, notification ids, topics, apps, environments, campaign ids, display
@@ -329,14 +330,7 @@ enum SummaryKey {
 
 /// Varints for the summary's stored counts.
 enum SummaryBytes {
-    static func varint(_ v: UInt64, _ out: inout [UInt8]) {
-        var v = v
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-    }
+    static func varint(_ v: UInt64, _ out: inout [UInt8]) { Varint.append(v, to: &out) }
 
     static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
 

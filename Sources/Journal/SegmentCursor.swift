@@ -1,4 +1,5 @@
 import PushCore
+import Runtime
 
 /// One record as it lies in a segment's bytes: numbers read, every byte field a range into the
 /// segment (nothing copied). The repeatable fields' values are the cursor's (`value(_:)`), valid
@@ -245,23 +246,5 @@ struct SegmentCursor {
             v.changed |= 1 << slot.rawValue
             i += length
         }
-    }
-}
-
-/// LEB128 varints, as the segments and the index's counts store numbers.
-enum Varint {
-    /// The varint at `at` (advanced past it); nil when `end` comes first or it runs past 64 bits.
-    @inline(__always)
-    static func read(_ b: UnsafeRawBufferPointer, at: inout Int, end: Int) -> UInt64? {
-        var v: UInt64 = 0
-        var shift: UInt64 = 0
-        while at < end, shift < 64 {
-            let byte = b[at]
-            at += 1
-            v |= UInt64(byte & 0x7f) << shift
-            if byte < 0x80 { return v }
-            shift += 7
-        }
-        return nil
     }
 }

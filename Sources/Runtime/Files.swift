@@ -23,6 +23,12 @@ public enum Files {
         return rest.isEmpty || rest == "." ? cwd : cwd + "/" + rest
     }
 
+    /// Where temporary files go: `TMPDIR` when set, else `/tmp`.
+    public static var temporaryDirectory: String {
+        if let t = getenv("TMPDIR"), t.pointee != 0 { return String(cString: t) }
+        return "/tmp"
+    }
+
     /// The names in a directory (empty if it cannot be read).
     public static func list(_ path: String) -> [String] {
         guard let d = opendir(path) else { return [] }

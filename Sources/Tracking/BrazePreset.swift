@@ -39,17 +39,21 @@ struct BrazePreset: TrackingPreset {
         let batch = TrackingBatch(
             key: "braze|\(url)|\(ctx.token)", item: Array(item.utf8),
             flushAfterMs: Int64(c.options["flushMs"] ?? "") ?? 1000,
-            maxItems: Int(c.options["batchSize"] ?? "") ?? 50
-        ) { items in
-            var body = "{\"api_key\":" + JSONWriter.quote(apiKey) + ",\"device_id\":\"\(hwid)\",\"sdk_version\":" + JSONWriter.quote(sdk)
-            body +=
-                ",\"time\":\(Clock.nowMs() / 1000),\"events\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",")
-                + "]}"
-            return TrackingRequest(
-                method: "POST", url: url,
-                headers: [("Content-Type", "application/json"), ("X-Braze-Api-Key", apiKey), ("X-Braze-Req-Attempt", "1")],
-                body: Array(body.utf8))
-        }
+            maxItems: Int(c.options["batchSize"] ?? "") ?? 50,
+            kind: .braze, fields: [url, apiKey, hwid, sdk])
         return .send(TrackingRequest(method: "POST", url: url), delayMs: delayMs, batch: batch)
+    }
+
+    /// The batched data request carrying `items` (`fields`: url, api key, hwid, SDK version).
+    static func batchRequest(fields f: [String], items: [[UInt8]]) -> TrackingRequest {
+        let (url, apiKey, hwid, sdk) = (f[0], f[1], f[2], f[3])
+        var body = "{\"api_key\":" + JSONWriter.quote(apiKey) + ",\"device_id\":\"\(hwid)\",\"sdk_version\":" + JSONWriter.quote(sdk)
+        body +=
+            ",\"time\":\(Clock.nowMs() / 1000),\"events\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",")
+            + "]}"
+        return TrackingRequest(
+            method: "POST", url: url,
+            headers: [("Content-Type", "application/json"), ("X-Braze-Api-Key", apiKey), ("X-Braze-Req-Attempt", "1")],
+            body: Array(body.utf8))
     }
 }

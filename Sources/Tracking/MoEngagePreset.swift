@@ -44,23 +44,27 @@ struct MoEngagePreset: TrackingPreset {
         let batch = TrackingBatch(
             key: "moengage|\(url)|\(token)", item: Array(item.utf8),
             flushAfterMs: Int64(c.options["flushMs"] ?? "") ?? 1000,
-            maxItems: Int(c.options["batchSize"] ?? "") ?? 30
-        ) { items in
-            var r = FastRandom()
-            let bid = UUIDValue.random(&r).description
-            var body =
-                "{\"query_params\":{\"os\":\"\(platform == "ios" ? "iOS" : "ANDROID")\",\"unique_id\":\"\(hwid)\",\"app_id\":"
-                + JSONWriter.quote(appID)
-            body +=
-                ",\"push_id\":" + JSONWriter.quote(token)
-                + "},\"meta\":{\"bid\":\"\(bid)\",\"request_time\":\"\(Templates.iso8601(Clock.nowMs()))\"}"
-            body +=
-                ",\"viewsCount\":\(items.count),\"viewsInfo\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",")
-                + "]}"
-            return TrackingRequest(
-                method: "POST", url: url, headers: [("MOE-REQUEST-ID", bid), ("Content-Type", "application/json")],
-                body: Array(body.utf8))
-        }
+            maxItems: Int(c.options["batchSize"] ?? "") ?? 30,
+            kind: .moengage, fields: [url, appID, hwid, token, platform])
         return .send(TrackingRequest(method: "POST", url: url), batch: batch)
+    }
+
+    /// The batched report request carrying `items` (`fields`: url, app id, hwid, token, platform).
+    static func batchRequest(fields f: [String], items: [[UInt8]]) -> TrackingRequest {
+        let (url, appID, hwid, token, platform) = (f[0], f[1], f[2], f[3], f[4])
+        var r = FastRandom()
+        let bid = UUIDValue.random(&r).description
+        var body =
+            "{\"query_params\":{\"os\":\"\(platform == "ios" ? "iOS" : "ANDROID")\",\"unique_id\":\"\(hwid)\",\"app_id\":"
+            + JSONWriter.quote(appID)
+        body +=
+            ",\"push_id\":" + JSONWriter.quote(token)
+            + "},\"meta\":{\"bid\":\"\(bid)\",\"request_time\":\"\(Templates.iso8601(Clock.nowMs()))\"}"
+        body +=
+            ",\"viewsCount\":\(items.count),\"viewsInfo\":[" + items.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",")
+            + "]}"
+        return TrackingRequest(
+            method: "POST", url: url, headers: [("MOE-REQUEST-ID", bid), ("Content-Type", "application/json")],
+            body: Array(body.utf8))
     }
 }

@@ -7,20 +7,38 @@ import Synchronization
 import Transport
 
 /// Requests to be grouped into one (MoEngage's and Braze's batched SDK endpoints): items with
-/// the same key are sent together when `maxItems` are waiting or `flushAfterMs` has passed.
+/// the same key are sent together when `maxItems` are waiting or `flushAfterMs` has passed. Plain
+/// data (the request is built from `kind` and `fields` when the batch is sent), so a waiting job
+/// can be written to the spool and read back.
 public struct TrackingBatch: Sendable {
+    /// The preset whose request carries the items.
+    public enum Kind: UInt8, Sendable {
+        case moengage = 1
+        case braze = 2
+    }
     public var key: String
     public var item: [UInt8]
     var flushAfterMs: Int64
     var maxItems: Int
-    public var build: @Sendable ([[UInt8]]) -> TrackingRequest
+    public var kind: Kind
+    /// What the request needs besides the items (its URL first), in the order `kind` reads them.
+    public var fields: [String]
 
-    public init(key: String, item: [UInt8], flushAfterMs: Int64, maxItems: Int, build: @escaping @Sendable ([[UInt8]]) -> TrackingRequest) {
+    public init(key: String, item: [UInt8], flushAfterMs: Int64, maxItems: Int, kind: Kind, fields: [String]) {
         self.key = key
         self.item = item
         self.flushAfterMs = flushAfterMs
         self.maxItems = maxItems
-        self.build = build
+        self.kind = kind
+        self.fields = fields
+    }
+
+    /// The one request that carries `items`.
+    public func build(_ items: [[UInt8]]) -> TrackingRequest {
+        switch kind {
+        case .moengage: MoEngagePreset.batchRequest(fields: fields, items: items)
+        case .braze: BrazePreset.batchRequest(fields: fields, items: items)
+        }
     }
 }
 
@@ -42,11 +60,13 @@ public final class TrackingJob: @unchecked Sendable {
     var footprint: Int {
         var n = 360 + request.url.utf8.count + request.body.count + token.utf8.count + notificationID.utf8.count
         for (k, v) in request.headers { n += 32 + k.utf8.count + v.utf8.count }
-        if let b = batch { n += 64 + b.item.count + b.key.utf8.count }
+        if let b = batch { n += 64 + b.item.count + b.key.utf8.count + b.fields.reduce(0) { $0 + 16 + $1.utf8.count } }
         return n + (campaign?.utf8.count ?? 0)
     }
     /// `footprint` when it was queued (given back when it leaves).
     var queuedBytes = 0
+    /// Queued to wait in the spool, not in memory (its lane's memory was full).
+    var spill = false
     var attempt = 1
     var events = 1
 
@@ -79,7 +99,13 @@ final class TrackingLane: @unchecked Sendable {
     public let options: Options
     public let log: TrackingLog
     private let inbox = FutexLock<[TrackingJob]>([])
+    /// Jobs waiting in memory or in flight.
     private let queued = Atomic<Int>(0)
+    /// Jobs waiting in the spool (or on their way to it).
+    private let spooled = Atomic<Int>(0)
+    /// The spool refused a job (full, or its file failed): submissions beyond memory are
+    /// dropped until it has drained to half.
+    private let spoolFull = Atomic<Bool>(false)
     /// The waiting jobs' footprints.
     private let queuedBytes = Atomic<Int>(0)
     private let wakePending = Atomic<Bool>(false)
@@ -96,6 +122,8 @@ final class TrackingLane: @unchecked Sendable {
     private var ready: [TrackingJob] = []
     private var readyHead = 0
     private var batches: [String: OpenBatch] = [:]
+    /// Where jobs wait once memory is full (nil: `spoolBytes` is 0, they are dropped).
+    private let spool: TrackingSpool?
     /// Transfers in flight (each rides in its easy handle's CURLOPT_PRIVATE, retained).
     private var inFlight = 0
     /// Easy handles kept configured between transfers, with the shape they were last set up for
@@ -133,6 +161,7 @@ final class TrackingLane: @unchecked Sendable {
         _ = csys_epoll_add(epfd, wakeFD, CSYS_EPOLLIN, TrackingLane.wakeTag)
         self.options = options
         self.log = log
+        spool = options.spoolBytes > 0 ? TrackingSpool(directory: options.spoolDirectory, maxBytes: options.spoolBytes) : nil
         plain = PlainHTTPClient(
             epfd: epfd, maxPerHost: options.maxPerHost, timeoutMs: options.timeoutMs, connectTimeoutMs: options.connectTimeoutMs)
         multi = curl_multi_init()
@@ -165,8 +194,11 @@ final class TrackingLane: @unchecked Sendable {
         thread = nil
     }
 
-    /// Jobs waiting or in flight.
-    public var depth: Int { queued.load(ordering: .relaxed) }
+    /// Jobs waiting (in memory or in the spool) or in flight.
+    public var depth: Int { queued.load(ordering: .relaxed) + spooled.load(ordering: .relaxed) }
+
+    /// Jobs waiting in the spool.
+    var spooledCount: Int { spooled.load(ordering: .relaxed) }
 
     /// Queues a job; false (and counted as dropped) when the queue is full.
     @discardableResult
@@ -180,7 +212,18 @@ final class TrackingLane: @unchecked Sendable {
         if queued.load(ordering: .relaxed) >= options.queueCapacity - reserve
             || queuedBytes.load(ordering: .relaxed) + bytes > options.queueBytes - reserveBytes
         {
-            if reserve == 0 { log.countDropped() }
+            guard reserve == 0 else { return false }
+            if spool != nil && !spoolFull.load(ordering: .relaxed) {
+                // Memory is full: the job waits on disk, behind those already there.
+                job.spill = true
+                job.queuedBytes = 0
+                spooled.add(1, ordering: .relaxed)
+                log.countScheduled()
+                inbox.withLock { $0.append(job) }
+                if idle.load(ordering: .acquiring) && !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
+                return true
+            }
+            log.countDropped()
             return false
         }
         job.queuedBytes = bytes
@@ -239,11 +282,20 @@ final class TrackingLane: @unchecked Sendable {
                 j.removeAll(keepingCapacity: true)
                 return out
             }
-            // Due jobs from the heap first (they came earlier), then the new ones: those already
-            // due skip the heap (most receive calls have no delay).
+            // Due jobs from the heap first (they came earlier), then those the spool holds, then
+            // the new ones: those already due skip the heap (most receive calls have no delay).
+            // While the spool holds any, new jobs join it behind them (a device's calls keep
+            // their order).
             while let top = heap.peek, top.notBeforeMs <= now { enqueue(heap.pop()!, now: now) }
+            refill(now: now)
             for job in incoming {
-                if job.notBeforeMs <= now { enqueue(job, now: now) } else { heap.push(job) }
+                if job.spill || !(spool?.isEmpty ?? true) {
+                    toSpool(job)
+                } else if job.notBeforeMs <= now {
+                    enqueue(job, now: now)
+                } else {
+                    heap.push(job)
+                }
             }
             flushBatches(now: now, force: false)
             while inFlight < options.maxInFlight, readyHead < ready.count {
@@ -308,8 +360,74 @@ final class TrackingLane: @unchecked Sendable {
             }
             completions()
         }
-        let left = heap.count + (ready.count - readyHead) + batches.values.reduce(0) { $0 + $1.items.count }
+        var left = heap.count + (ready.count - readyHead) + batches.values.reduce(0) { $0 + $1.items.count }
+        if let spool {
+            left += spool.count
+            spooled.subtract(spool.count, ordering: .relaxed)
+            spool.removeAll()
+        }
+        for job in inbox.withLock({ j -> [TrackingJob] in
+            defer { j.removeAll() }
+            return j
+        }) {
+            left += 1
+            if job.spill { spooled.subtract(1, ordering: .relaxed) }
+        }
         if left > 0 { log.countDropped(UInt64(left)) }
+    }
+
+    /// Moves `job` to the end of the spool (a job counted in memory stops being counted there);
+    /// a job the spool refuses is dropped and counted.
+    private func toSpool(_ job: TrackingJob) {
+        guard let spool else { return }
+        if !job.spill {
+            queued.subtract(1, ordering: .relaxed)
+            queuedBytes.subtract(job.queuedBytes, ordering: .relaxed)
+            job.queuedBytes = 0
+            job.spill = true
+            spooled.add(1, ordering: .relaxed)
+        }
+        if !spool.append(job) {
+            spoolFull.store(true, ordering: .relaxed)
+            spooled.subtract(1, ordering: .relaxed)
+            log.countDropped()
+            if let f = spool.failure { TrackingLane.reportSpoolFailure(f) }
+        }
+    }
+
+    /// Brings spooled jobs back into memory while it is under half full and few are ready.
+    private func refill(now: Int64) {
+        guard let spool, !spool.isEmpty else { return }
+        while !spool.isEmpty, ready.count - readyHead < 4 * options.maxInFlight + 1024,
+            queuedBytes.load(ordering: .relaxed) < options.queueBytes / 2,
+            queued.load(ordering: .relaxed) < options.queueCapacity / 2
+        {
+            guard let job = spool.next() else {
+                // The file failed: what it holds is lost, and counted.
+                let lost = spool.count
+                spooled.subtract(lost + 1, ordering: .relaxed)
+                log.countDropped(UInt64(lost + 1))
+                spool.removeAll()
+                if let f = spool.failure { TrackingLane.reportSpoolFailure(f) }
+                break
+            }
+            spooled.subtract(1, ordering: .relaxed)
+            job.spill = false
+            job.queuedBytes = job.footprint
+            queuedBytes.add(job.queuedBytes, ordering: .relaxed)
+            queued.add(1, ordering: .relaxed)
+            if job.notBeforeMs <= now { enqueue(job, now: now) } else { heap.push(job) }
+        }
+        if spoolFull.load(ordering: .relaxed) && spool.failure == nil && spool.bytes < spool.maxBytes / 2 {
+            spoolFull.store(false, ordering: .relaxed)
+        }
+    }
+
+    private static let spoolFailure = OnceNotice()
+
+    /// The spool's file failed: said once on stderr (later calls beyond memory are dropped).
+    private static func reportSpoolFailure(_ why: String) {
+        spoolFailure.say("spool") { "tracking spool: \(why); tracking calls beyond --tracking-queue-memory are dropped" }
     }
 
     /// libcurl's socket callback: watch `fd` for what it needs (or stop watching).

@@ -1,6 +1,7 @@
 import CCurl
 import Observation
 import PushCore
+import Runtime
 
 /// The tracking dispatcher: `threads` lanes, each a thread with its own libcurl multi handle,
 /// connection pool and queue. A device's calls always take the same lane (by token hash), so
@@ -16,9 +17,14 @@ public final class TrackingDispatcher: @unchecked Sendable {
         /// Jobs waiting at most, split evenly over the lanes (a device's jobs all wait on its lane).
         public var queueCapacity = 2_000_000
         /// Bytes the waiting jobs may take at most (each counted by `TrackingJob.footprint`),
-        /// split the same way: a campaign whose tracking the sink cannot keep up with drops
-        /// calls (counted) before it holds more memory than this.
-        public var queueBytes = 1 << 30
+        /// split the same way: beyond it, calls wait in the spool on disk (`spoolBytes`), and
+        /// are dropped (counted) only when that is full too.
+        public var queueBytes = 64 << 20
+        /// Disk the calls beyond `queueBytes` may take while they wait, split over the lanes
+        /// (0: none, they are dropped and counted).
+        public var spoolBytes = 8 << 30
+        /// Where the spool's nameless files are made (the data directory, or TMPDIR).
+        public var spoolDirectory = Files.temporaryDirectory
         public var timeoutMs = 30_000
         public var connectTimeoutMs = 5_000
         /// Attempts in all, the first included.
@@ -41,6 +47,7 @@ public final class TrackingDispatcher: @unchecked Sendable {
         var laneOptions = options
         laneOptions.queueCapacity = max(1, options.queueCapacity / n)
         laneOptions.queueBytes = max(1 << 16, options.queueBytes / n)
+        laneOptions.spoolBytes = options.spoolBytes / n
         lanes = (0..<n).map { _ in TrackingLane(options: laneOptions, log: log) }
     }
 
@@ -51,8 +58,11 @@ public final class TrackingDispatcher: @unchecked Sendable {
     /// The lanes (threads) calls are spread over.
     public var laneCount: Int { lanes.count }
 
-    /// Jobs waiting or in flight.
+    /// Jobs waiting (in memory or in the spool) or in flight.
     public var depth: Int { lanes.reduce(0) { $0 + $1.depth } }
+
+    /// Jobs waiting in the spool, on disk.
+    public var spooled: Int { lanes.reduce(0) { $0 + $1.spooledCount } }
 
     /// Queues a job; false (and counted as dropped) when its lane's queue is full.
     @discardableResult

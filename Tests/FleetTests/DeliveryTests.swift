@@ -178,6 +178,7 @@ final class DeliveryTests: XCTestCase {
     func testQueueFullDropsAreCounted() throws {
         let s = makeStore(dispatcher: {
             $0.queueCapacity = 3
+            $0.spoolBytes = 0 // no spool: beyond the queue, calls are dropped
             $0.threads = 1
         })
         var b = Behavior()
@@ -195,6 +196,7 @@ final class DeliveryTests: XCTestCase {
     func testQueueMemoryDropsAreCounted() throws {
         let s = makeStore(dispatcher: {
             $0.queueBytes = 1 << 16 // 64 KiB: about a hundred Adobe calls
+            $0.spoolBytes = 0 // no spool: beyond memory, calls are dropped
             $0.threads = 1
         })
         var b = Behavior()
@@ -208,6 +210,86 @@ final class DeliveryTests: XCTestCase {
         XCTAssertLessThan(scheduled, 250, "64 KiB holds a few hundred bytes a call, not 400 calls")
         XCTAssertEqual(log.counters.dropped, 400 - scheduled)
         XCTAssertEqual(dispatcher.depth, Int(scheduled))
+    }
+
+    /// Calls beyond the queue's memory wait in the spool on disk and are all made, in the order
+    /// they were scheduled, with nothing dropped; the spool empties as the sink catches up.
+    func testCallsBeyondQueueMemoryWaitInTheSpool() throws {
+        let s = makeStore(dispatcher: {
+            $0.queueBytes = 1 << 16 // about a hundred calls in memory
+            $0.maxInFlight = 1 // one at a time: the order is the queue's
+            $0.threads = 1
+        })
+        try s.register(
+            SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        let n = 1_500
+        for i in 0..<n { s.deliver(apns(#"{"aps":{"content-available":1},"_mId":"12345","_dId":"d\#(i)"}"#, n: UInt64(i + 1))) }
+        XCTAssertEqual(log.counters.scheduled, UInt64(n))
+        XCTAssertEqual(log.counters.dropped, 0)
+        XCTAssertGreaterThan(dispatcher.spooled, n / 2, "most of them wait on disk")
+        XCTAssertEqual(sink.wait(for: n, timeout: 60), n)
+        let ids = sink.requests.map { $0.target.split(separator: ",")[1] }
+        XCTAssertEqual(ids, (0..<n).map { "d\($0)"[...] }, "made in the order they were scheduled")
+        let deadline = Clock.nowMs() + 10_000
+        while dispatcher.depth > 0 && Clock.nowMs() < deadline { usleep(10_000) }
+        XCTAssertEqual(dispatcher.depth, 0)
+        XCTAssertEqual(dispatcher.spooled, 0)
+        XCTAssertEqual(log.counters.succeeded, UInt64(n))
+        XCTAssertEqual(log.counters.dropped, 0)
+    }
+
+    /// A batched preset's calls (MoEngage: items grouped per device) come back from the spool
+    /// whole: every event is carried by one of the batched requests.
+    func testBatchedCallsComeBackFromTheSpool() throws {
+        var b = Behavior()
+        b.receiveDelayMs = DelayRange(300, 300) // they wait in memory until it is full, then on disk
+        let s = makeStore(
+            preset: "moengage", options: ["appId": "APPID", "batchSize": "25", "flushMs": "50"], behavior: b,
+            dispatcher: {
+                $0.queueBytes = 1 << 16
+                $0.maxInFlight = 1
+                $0.threads = 1
+            })
+        let n = 600
+        let payload = #"{"data":{"push_from":"moengage","gcm_campaign_id":"c1","moe_cid_attr":"{}"}}"#
+        for i in 0..<n { s.deliver(fcm(payload, n: UInt64(i + 1))) }
+        XCTAssertEqual(log.counters.dropped, 0)
+        XCTAssertGreaterThan(dispatcher.spooled, 0)
+        let deadline = Clock.nowMs() + 30_000
+        var events = 0
+        while Clock.nowMs() < deadline {
+            events = sink.requests.reduce(0) { $0 + (Int(PayloadReader(Array($1.body.utf8)).value("viewsCount") ?? "") ?? 0) }
+            if events >= n && dispatcher.depth == 0 { break }
+            usleep(20_000)
+        }
+        XCTAssertEqual(events, n)
+        XCTAssertEqual(dispatcher.depth, 0)
+        for r in sink.requests {
+            XCTAssertEqual(r.target, "/v2/sdk/report/APPID")
+            XCTAssertEqual(PayloadReader(Array(r.body.utf8)).value("query_params.push_id"), Self.androidToken)
+        }
+    }
+
+    /// With the spool full too, calls are dropped and counted: every call waits or is dropped.
+    func testSpoolFullDropsAreCounted() throws {
+        let s = makeStore(dispatcher: {
+            $0.queueBytes = 1 << 16
+            $0.spoolBytes = 1 << 15 // 32 KiB of disk: about a hundred calls
+            $0.threads = 1
+        })
+        var b = Behavior()
+        b.receiveDelayMs = DelayRange(60_000, 60_000) // nothing leaves during the test
+        try s.register(
+            SimDevice(token: Self.iosToken, platform: .ios, app: "com.example.app", environment: "sandbox", createdAtMs: 0, seed: 1))
+        s.update(token: Self.iosToken) { $0.behavior = b }
+        let n = 1_000
+        for i in 0..<n { s.deliver(apns(#"{"aps":{"content-available":1},\#(Self.adobe)}"#, n: UInt64(i + 1))) }
+        let deadline = Clock.nowMs() + 10_000
+        while dispatcher.depth + Int(log.counters.dropped) != n && Clock.nowMs() < deadline { usleep(10_000) }
+        XCTAssertEqual(dispatcher.depth + Int(log.counters.dropped), n, "each call waits or is dropped")
+        XCTAssertGreaterThan(dispatcher.spooled, 20)
+        XCTAssertLessThan(dispatcher.spooled, 300, "32 KiB holds a few hundred bytes a call")
+        XCTAssertGreaterThan(log.counters.dropped, 300)
     }
 
     /// Device records are bounded (`maxDevices`, per shard): pushes to devices beyond are still

@@ -90,7 +90,8 @@ export async function render(main, { rest, isCurrent }) {
 const pct = (r) => (typeof r === "number" ? `${(r * 100).toFixed(1)}%` : "—");
 
 /** What is still under way, from /emulator/v1/stats every 2 s while the page is open: the SDKs'
- * tracking calls (scheduled, done, waiting in the dispatcher's queue, dropped) and fan-outs. */
+ * tracking calls (scheduled, done, waiting in the dispatcher's queue and of those on disk, dropped)
+ * and fan-outs. */
 async function progress(el, isCurrent) {
   while (isCurrent()) {
     try {
@@ -98,7 +99,7 @@ async function progress(el, isCurrent) {
       const t = st.tracking || {}, f = st.fanOut || {};
       const done = (t.succeeded || 0) + (t.failed || 0);
       put(el, `Tracking: ${t.scheduled || 0} calls scheduled, ${done} done (${t.succeeded || 0} succeeded, ${t.failed || 0} failed), ` +
-        `${t.queued || 0} queued, ${t.dropped || 0} dropped. Fan-outs: ${f.pending || 0} under way, ${f.delivered || 0} devices reached.`);
+        `${t.queued || 0} queued (${t.spooled || 0} on disk), ${t.dropped || 0} dropped. Fan-outs: ${f.pending || 0} under way, ${f.delivered || 0} devices reached.`);
     } catch (e) {
       put(el, "");
     }

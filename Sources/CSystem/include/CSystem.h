@@ -12,6 +12,11 @@ typedef struct { uint32_t events; uint64_t data; } csys_event;
 #define CSYS_EPOLLHUP 0x010u
 #define CSYS_EPOLLRDHUP 0x2000u
 #define CSYS_EPOLLEXCLUSIVE 0x10000000u
+/* A file with no name in `dir` (O_TMPFILE, else a unique name unlinked at once): gone when
+   closed. -1 with errno on failure. */
+int csys_open_anonymous(const char *dir);
+/* Gives the disk blocks of [offset, offset+length) back; the file keeps its size. 0 or -1. */
+int csys_punch_hole(int fd, int64_t offset, int64_t length);
 int csys_epoll_create(void);
 int csys_epoll_add(int epfd, int fd, uint32_t events, uint64_t data);
 int csys_epoll_mod(int epfd, int fd, uint32_t events, uint64_t data);
