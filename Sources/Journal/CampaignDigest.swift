@@ -217,14 +217,20 @@ struct CampaignDigest: Sendable {
 
     static func read(_ r: inout SummaryBytes.Reader) -> CampaignDigest? {
         var d = CampaignDigest()
+        // A collection's size is bounded by the bytes that would hold it; a counter is not (a
+        // block's 4,096 requests are counted in a few bytes).
         let limit = UInt64(r.bytes.count)
-        func count() -> Int? {
+        func size() -> Int? {
             let n = r.varint()
             return r.failed || n > limit ? nil : Int(n)
         }
+        func count() -> Int? {
+            let n = r.varint()
+            return r.failed || n > UInt64(Int.max) ? nil : Int(n)
+        }
         func text() -> String? { r.text(r.varint()) }
         func counts() -> [String: Int]? {
-            guard let n = count() else { return nil }
+            guard let n = size() else { return nil }
             var m: [String: Int] = [:]
             for _ in 0..<n {
                 guard let k = text(), let v = count() else { return nil }
@@ -232,19 +238,19 @@ struct CampaignDigest: Sendable {
             }
             return m
         }
-        guard let providers = count() else { return nil }
+        guard let providers = size() else { return nil }
         for _ in 0..<providers {
             guard let p = r.byte(), let s = count(), let a = count(), let j = count() else { return nil }
             d.byProvider[p] = CampaignReport.Outcomes(sent: s, accepted: a, rejected: j)
         }
-        guard let rejected = counts(), let displays = count() else { return nil }
+        guard let rejected = counts(), let displays = size() else { return nil }
         d.rejected = rejected
         for _ in 0..<displays {
             let k = r.varint()
             guard let v = count(), k <= UInt64(UInt16.max) else { return nil }
             d.display[UInt16(k)] = v
         }
-        guard let lint = counts(), let severities = count() else { return nil }
+        guard let lint = counts(), let severities = size() else { return nil }
         d.lint = lint
         for _ in 0..<severities {
             guard let k = text(), let v = text() else { return nil }
@@ -252,20 +258,20 @@ struct CampaignDigest: Sendable {
         }
         d.firstMs = SummaryBytes.unzigzag(r.varint())
         d.lastMs = SummaryBytes.unzigzag(r.varint())
-        guard let secs = count() else { return nil }
+        guard let secs = size() else { return nil }
         for _ in 0..<secs {
             let k = SummaryBytes.unzigzag(r.varint())
             guard let s = count(), let a = count(), let j = count() else { return nil }
             d.seconds[k] = Second(sent: s, accepted: a, rejected: j)
         }
-        guard let events = count() else { return nil }
+        guard let events = size() else { return nil }
         for _ in 0..<events {
             guard let e = text(), let f = count(), let s = count(), let x = count(), let t = count(), let a = count() else { return nil }
             d.tracking[e] = CampaignReport.TrackingCounts(fired: f, succeeded: s, failed: x, retried: t, attempts: a)
         }
-        guard let tracked = count() else { return nil }
+        guard let tracked = size() else { return nil }
         for _ in 0..<tracked {
-            guard let e = text(), let n = count() else { return nil }
+            guard let e = text(), let n = size() else { return nil }
             var m: [Int64: Int] = [:]
             for _ in 0..<n {
                 let s = SummaryBytes.unzigzag(r.varint())

@@ -227,6 +227,31 @@ final class CampaignDigestTests: XCTestCase {
         XCTAssertFalse(j.reportStatus.running)
     }
 
+    /// A digest's stored form keeps counts larger than the form itself (a block's thousands of
+    /// requests are a few bytes), and refuses sizes that cannot fit in it.
+    func testStoredFormKeepsLargeCounts() throws {
+        var d = CampaignDigest()
+        for i in 0..<50_000 {
+            d.addRequest(
+                provider: 0, status: i % 10 == 0 ? 400 : 200, reason: "BadDeviceToken", atMs: 1_000_000 + Int64(i % 3),
+                latencyUs: UInt64(100 + i % 900), size: 120, token: UInt64(i % 7))
+        }
+        var digests = CampaignDigests()
+        let slot = try XCTUnwrap(digests.slot("spring"))
+        digests.digests[slot] = d
+        let bytes = digests.bytes
+        XCTAssertLessThan(bytes.count, 1_000, "far fewer bytes than requests counted")
+        let back = try XCTUnwrap(CampaignDigests.read(bytes), "large counts read back")
+        let r = CampaignReport.summarised(back, sinceMs: 0, campaign: "spring", nowMs: 0)
+        XCTAssertEqual(r.all.totals.sent, 50_000)
+        XCTAssertEqual(r.all.totals.rejected, 5_000)
+        // A size past what the bytes could hold is refused (not a 2^60-entry loop).
+        var bad = bytes
+        bad[0] = 0xFF
+        bad.insert(contentsOf: [0xFF, 0xFF, 0xFF, 0xFF, 0x0F], at: 1)
+        XCTAssertNil(CampaignDigests.read(bad))
+    }
+
     func testDigestsAreStoredWithTheirBlocks() throws {
         let dir = "/tmp/pushemu-digest-test-\(getpid())"
         mkdir(dir, 0o755)
@@ -253,6 +278,10 @@ final class CampaignDigestTests: XCTestCase {
         j = try open()
         j.start()
         defer { j.stop() }
+        // Every whole block's digest was read back: the report reads no record (only the open
+        // block, summarised again at the reopen, is taken as it stands).
+        XCTAssertEqual(j.index.digests(sinceMs: 0).partial, [], "digests read back from disk, not records")
+        XCTAssertEqual(j.index.digests(sinceMs: 0).wholeRecords, 30_000 + Int(j.store.totals().tracking))
         XCTAssertEqual(
             j.report(exact: false).json.replacing(/"generatedAt":\d+/, with: ""), before.replacing(/"generatedAt":\d+/, with: ""),
             "the same summaries after a reopen")
