@@ -58,7 +58,11 @@ public enum FaultParser {
     public static func rules(_ json: [UInt8], nowMs: Int64, id: () -> String, known: FaultVocabulary = .any) throws -> [FaultRule] {
         try json.withUnsafeBytes { raw in
             var t: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &t) == nil, !t.isEmpty else { throw ParseError("the faults file is not valid JSON") }
+            // Room for every rule in force (about a dozen tokens each), and a bound on memory.
+            var limits = JSONLimits()
+            limits.maxTokens = 1 << 23
+            if let e = JSONParser.parse(raw, into: &t, limits: limits) { throw ParseError("the faults file is not valid JSON: \(e)") }
+            guard !t.isEmpty else { throw ParseError("the faults file is not valid JSON") }
             let v = JSONView(bytes: raw, tokens: t)
             var list = 0
             if t[0].kind == .object, let f = v.member(0, "faults") { list = f }

@@ -42,6 +42,25 @@ final class FaultIndexTests: XCTestCase {
         XCTAssertEqual(e.evaluate(labelled, loop: 0, nowMs: 2_000)?.id, "f5", "the fleet rule was added before the label rule")
     }
 
+    /// Large buckets (a Bloom filter in front of their table): every rule is still found by what
+    /// it is aimed at, and nothing else is.
+    func testEveryRuleOfALargeBucketIsFound() throws {
+        let e = FaultEngine(loops: 1, inlineRules: .max)
+        let n = 20_000
+        var list: [FaultRule] = []
+        for i in 0..<n {
+            list.append(try rule(#"{"match":{"token":"tok-\#(i)"},"effect":{"status":500}}"#, id: "t\(i)"))
+            list.append(try rule(#"{"match":{"path":"/3/device/p-\#(String(format: "%08d", i))"},"effect":{"status":500}}"#, id: "p\(i)"))
+        }
+        try e.add(list)
+        for i in 0..<n {
+            XCTAssertEqual(e.evaluate(ctx(token: "tok-\(i)", path: "/x"), loop: 0, nowMs: 2_000)?.id, "t\(i)")
+            XCTAssertEqual(
+                e.evaluate(ctx(token: "z", path: "/3/device/p-\(String(format: "%08d", i))"), loop: 0, nowMs: 2_000)?.id, "p\(i)")
+            XCTAssertEqual(e.candidateCount(ctx(token: "tok+\(i)", path: "/3/device/q-\(i)"), loop: 0, nowMs: 2_000), 0)
+        }
+    }
+
     func testRulesWhoseWindowIsNotOpenAreNotTestedAndOpenOnTime() throws {
         let e = FaultEngine(loops: 1, inlineRules: .max)
         try e.add((0..<10_000).map { try rule(#"{"match":{"after":"3600s"},"effect":{"status":500}}"#, id: "w\($0)") })

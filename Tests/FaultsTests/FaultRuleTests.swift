@@ -81,6 +81,16 @@ final class FaultRuleTests: XCTestCase {
         let list = try FaultParser.rules(Array(#"[{"effect":{"status":500}},{"effect":{"rst":true}}]"#.utf8), nowMs: 0, id: { "x" })
         XCTAssertEqual(list.count, 2)
         XCTAssertTrue(list[1].effect.rst)
+        // A file as large as the rules in force may be (more tokens than an API body may hold).
+        let many =
+            "["
+            + (0..<20_000).map { #"{"match":{"provider":"apns","path":"/3/device/\#($0)"},"effect":{"status":500}}"# }
+            .joined(separator: ",") + "]"
+        XCTAssertEqual(try FaultParser.rules(Array(many.utf8), nowMs: 0, id: { "x" }).count, 20_000)
+        // A broken file says where.
+        XCTAssertThrowsError(try FaultParser.rules(Array(#"[{"effect":{"status":500}},]"#.utf8), nowMs: 0, id: { "x" })) {
+            XCTAssertTrue("\($0)".contains("at byte"), "\($0)")
+        }
     }
 
     func testMatchingAndSelectors() throws {
