@@ -266,17 +266,20 @@ struct KeyTable: Sendable {
         for k in keys { if let k { setBits(k) } }
     }
 
+    /// The filter's two bits for `k`.
+    @inline(__always) private func bits(_ k: TokenKey) -> (Int, Int) {
+        (Int(truncatingIfNeeded: k.b) & filterMask, Int(truncatingIfNeeded: k.b >> 32 ^ k.a >> 40) & filterMask)
+    }
+
     private mutating func setBits(_ k: TokenKey) {
-        let x = Int(truncatingIfNeeded: k.b) & filterMask
-        let y = Int(truncatingIfNeeded: k.b >> 32 ^ k.a >> 40) & filterMask
+        let (x, y) = bits(k)
         filter[x >> 6] |= 1 << UInt64(x & 63)
         filter[y >> 6] |= 1 << UInt64(y & 63)
     }
 
     func find(_ k: TokenKey) -> [Int]? {
         if filterMask != 0 {
-            let x = Int(truncatingIfNeeded: k.b) & filterMask
-            let y = Int(truncatingIfNeeded: k.b >> 32 ^ k.a >> 40) & filterMask
+            let (x, y) = bits(k)
             guard filter[x >> 6] & (1 << UInt64(x & 63)) != 0, filter[y >> 6] & (1 << UInt64(y & 63)) != 0 else { return nil }
         }
         var i = Int(truncatingIfNeeded: k.a) & (keys.count - 1)

@@ -213,22 +213,19 @@ final class TrackingLane: @unchecked Sendable {
             || queuedBytes.load(ordering: .relaxed) + bytes > options.queueBytes - reserveBytes
         {
             guard reserve == 0 else { return false }
-            if spool != nil && !spoolFull.load(ordering: .relaxed) {
-                // Memory is full: the job waits on disk, behind those already there.
-                job.spill = true
-                job.queuedBytes = 0
-                spooled.add(1, ordering: .relaxed)
-                log.countScheduled()
-                inbox.withLock { $0.append(job) }
-                if idle.load(ordering: .acquiring) && !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
-                return true
+            guard spool != nil && !spoolFull.load(ordering: .relaxed) else {
+                log.countDropped()
+                return false
             }
-            log.countDropped()
-            return false
+            // Memory is full: the job waits on disk, behind those already there.
+            job.spill = true
+            job.queuedBytes = 0
+            spooled.add(1, ordering: .relaxed)
+        } else {
+            job.queuedBytes = bytes
+            queuedBytes.add(bytes, ordering: .relaxed)
+            queued.add(1, ordering: .relaxed)
         }
-        job.queuedBytes = bytes
-        queuedBytes.add(bytes, ordering: .relaxed)
-        queued.add(1, ordering: .relaxed)
         log.countScheduled()
         inbox.withLock { $0.append(job) }
         if idle.load(ordering: .acquiring) && !wakePending.exchange(true, ordering: .acquiringAndReleasing) { wake() }
@@ -397,7 +394,7 @@ final class TrackingLane: @unchecked Sendable {
 
     /// Brings spooled jobs back into memory while it is under half full and few are ready.
     private func refill(now: Int64) {
-        guard let spool, !spool.isEmpty else { return }
+        guard let spool else { return }
         while !spool.isEmpty, ready.count - readyHead < 4 * options.maxInFlight + 1024,
             queuedBytes.load(ordering: .relaxed) < options.queueBytes / 2,
             queued.load(ordering: .relaxed) < options.queueCapacity / 2
@@ -405,8 +402,8 @@ final class TrackingLane: @unchecked Sendable {
             guard let job = spool.next() else {
                 // The file failed: what it holds is lost, and counted.
                 let lost = spool.count
-                spooled.subtract(lost + 1, ordering: .relaxed)
-                log.countDropped(UInt64(lost + 1))
+                spooled.subtract(lost, ordering: .relaxed)
+                log.countDropped(UInt64(lost))
                 spool.removeAll()
                 if let f = spool.failure { TrackingLane.reportSpoolFailure(f) }
                 break

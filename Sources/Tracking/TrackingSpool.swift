@@ -68,7 +68,8 @@ final class TrackingSpool {
         return true
     }
 
-    /// The oldest waiting call, nil when none waits (or the file cannot be read: `failure`).
+    /// The oldest waiting call, nil when none waits (or the file cannot be read: `failure`, and
+    /// `count` still holds the calls that could not be read).
     func next() -> TrackingJob? {
         guard count > 0 else { return nil }
         if buffer.count - head < 4 || buffer.count - head < 4 + recordLength() {
@@ -76,18 +77,18 @@ final class TrackingSpool {
         }
         let n = recordLength()
         let start = head + 4
-        head = start + n
-        count -= 1
-        bytes -= n + 4
         let job = buffer.withUnsafeBytes { raw -> TrackingJob? in
             var r = SpoolReader(raw, from: start, to: start + n)
             return r.decode()
         }
-        if count == 0 { reset() }
         guard let job else {
             failure = "a spooled tracking call could not be read back"
             return nil
         }
+        head = start + n
+        count -= 1
+        bytes -= n + 4
+        if count == 0 { reset() }
         return job
     }
 
