@@ -46,6 +46,14 @@ public final class APNsDeviceRegistry: PersistentStore {
 
     /// Its share of `--max-state-memory`.
     public let memory: StateMemory.Account
+    /// A snapshot's tokens not applied yet (see `ensure`).
+    let waiting = DeferredRecords(store: "apns.tokens")
+    public var deferred: DeferredRecords? { waiting }
+
+    /// Applies the snapshot's record for `key` if it still waits: before any lookup by token.
+    @inline(__always) func ensure(_ key: TokenKey) {
+        if waiting.isPending { waiting.materialize(key) { try applyRecord($0) } }
+    }
 
     public init(
         shardCount: Int = 64, capacity: Int = 1_000_000, directory: DeviceDirectory? = nil, strict: Bool = false,
@@ -69,6 +77,7 @@ public final class APNsDeviceRegistry: PersistentStore {
         bundleKey: TokenKey, tokenKey: TokenKey? = nil
     ) -> Verdict {
         let key = tokenKey ?? TokenKey(token)
+        ensure(key)
         let shard = shards[key.shard(shards.count)]
         let known = shard.map.withLock { map -> Verdict? in
             guard let i = map.index(forKey: key) else { return nil }
@@ -110,6 +119,7 @@ public final class APNsDeviceRegistry: PersistentStore {
     /// Registers a token explicitly (replacing what was known).
     public func register(token: String, environment: APNsEnvironment, bundleID: String) {
         let key = TokenKey(token)
+        ensure(key)
         shards[key.shard(shards.count)].map.withLock {
             let d = Device(
                 token: token, environment: environment, bundleKey: TokenKey(bundleID), bundleID: bundleID, uninstalledAtMs: nil, pushes: 0)
@@ -122,6 +132,7 @@ public final class APNsDeviceRegistry: PersistentStore {
     @discardableResult
     public func uninstall(token: String, atMs: Int64) -> Bool {
         let key = TokenKey(token)
+        ensure(key)
         return shards[key.shard(shards.count)].map.withLock { map -> Bool in
             guard var d = map[key] else { return false }
             d.uninstalledAtMs = d.uninstalledAtMs ?? atMs
@@ -133,12 +144,17 @@ public final class APNsDeviceRegistry: PersistentStore {
 
     public func device(token: String) -> Device? {
         let key = TokenKey(token)
+        ensure(key)
         return shards[key.shard(shards.count)].map.withLock { $0[key] }
     }
 
-    public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
+    public var count: Int {
+        applyAllDeferred()
+        return shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } }
+    }
 
     public func removeAll() {
+        waiting.discard()
         for s in shards { s.map.withLock { $0.removeAll() } }
         memory.releaseAll()
     }
@@ -166,7 +182,21 @@ public final class APNsDeviceRegistry: PersistentStore {
         return w.bytes
     }
 
+    /// A waiting token record's key: its token (field 1).
+    public func deferredKey(_ record: RecordView) -> TokenKey? {
+        guard record.kind == 1, record.version == 1 else { return nil }
+        return record.key(field: 1)
+    }
+
+    public func applyDeferred(_ record: RecordView) throws { try applyRecord(record) }
+
     public func apply(_ record: RecordView) throws {
+        // A change after the snapshot: its token's saved record first, as a start applying all would.
+        if waiting.isPending, let key = deferredKey(record) { ensure(key) }
+        try applyRecord(record)
+    }
+
+    private func applyRecord(_ record: RecordView) throws {
         guard record.kind == 1, record.version == 1 else {
             throw StateFormatError("apns.tokens has no record kind \(record.kind) version \(record.version)")
         }
@@ -204,6 +234,7 @@ public final class APNsDeviceRegistry: PersistentStore {
 
     /// Every token, sorted.
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
+        applyAllDeferred()
         var all: [(String, Device)] = []
         for s in shards { s.map.withLock { m in for (_, d) in m { all.append((d.token, d)) } } }
         all.sort { $0.0 < $1.0 }

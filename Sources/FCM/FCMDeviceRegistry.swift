@@ -124,7 +124,15 @@ public final class FCMDeviceRegistry: PersistentStore {
         }
     }
 
-    private func shard(_ key: TokenKey) -> Shard { shards[key.shard(shards.count)] }
+    /// A snapshot's token records not applied yet: `shard` applies a key's before its lookup.
+    let waiting = DeferredRecords(store: "fcm.tokens")
+    public var deferred: DeferredRecords? { waiting }
+
+    /// The shard of `key`, its saved record applied first if it still waits.
+    @inline(__always) private func shard(_ key: TokenKey) -> Shard {
+        if waiting.isPending { waiting.materialize(key) { try applyDeferred($0) } }
+        return shards[key.shard(shards.count)]
+    }
 
     /// As below, for a token already held as a String (shared with the index, not copied).
     private func indexInstallation(_ token: String) {
@@ -150,6 +158,7 @@ public final class FCMDeviceRegistry: PersistentStore {
     /// registry holds, else a device-layer device (a fleet member); nil when there is none.
     public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? {
         let key = TokenKey(fid)
+        applyAllDeferred() // indexed by installation only once applied
         if let token = installations[key.shard(installations.count)].map.withLock({ $0[key] }) { return token }
         return directory?.registrationToken(forInstallation: fid)
     }
@@ -339,7 +348,8 @@ public final class FCMDeviceRegistry: PersistentStore {
     /// Delivers to the installed devices subscribed to `topic` that belong to `project` (or to no
     /// project yet: they are bound to it now), counting the push. Returns their tokens, sorted.
     public func fanOut(topic: String, project: String) -> [String] {
-        claim(topicIndex.withLock { $0[topic].map(Array.init) ?? [] }, project: project)
+        applyAllDeferred()
+        return claim(topicIndex.withLock { $0[topic].map(Array.init) ?? [] }, project: project)
     }
 
     /// Every recipient of a topic send: the registry's subscribers (`fanOut(topic:)`), then the
@@ -360,6 +370,7 @@ public final class FCMDeviceRegistry: PersistentStore {
     /// holds at least one subscription (a condition true of no topics at all would otherwise name
     /// every device in the world).
     public func fanOut(condition: FCMCondition, project: String) -> [String] {
+        applyAllDeferred()
         let candidates: [TokenKey] = topicIndex.withLock { idx in
             if condition.matches({ _ in false }) {
                 return Array(idx.values.reduce(into: Set<TokenKey>()) { $0.formUnion($1) })
@@ -418,11 +429,18 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
 
     /// Tokens held.
-    public var count: Int { shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } } }
-    var topicCount: Int { topicIndex.withLock { $0.count } }
+    public var count: Int {
+        applyAllDeferred()
+        return shards.reduce(0) { acc, s in acc + s.map.withLock { $0.count } }
+    }
+    var topicCount: Int {
+        applyAllDeferred()
+        return topicIndex.withLock { $0.count }
+    }
 
     /// Forgets every token and subscription (`POST /emulator/v1/reset`).
     public func removeAll() {
+        waiting.discard()
         memory.releaseAll()
         for s in shards { s.map.withLock { $0.removeAll() } }
         for s in installations { s.map.withLock { $0.removeAll() } }
@@ -476,6 +494,11 @@ public final class FCMDeviceRegistry: PersistentStore {
             }
         }
         return w.bytes
+    }
+
+    /// A waiting token record's key: its token (field 1).
+    public func deferredKey(_ record: RecordView) -> TokenKey? {
+        record.kind == Kind.token && record.version == 1 ? record.key(field: 1) : nil
     }
 
     /// Applies one record from the state log (at start, or from an import).
@@ -608,6 +631,7 @@ public final class FCMDeviceRegistry: PersistentStore {
 
     /// Every device, sorted by token (its topics in its record).
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
+        applyAllDeferred()
         var all: [Device] = []
         for s in shards { s.map.withLock { all.append(contentsOf: $0.values) } }
         all.sort { $0.token < $1.token }

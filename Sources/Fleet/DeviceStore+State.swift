@@ -461,6 +461,24 @@ extension DeviceStore {
         if let f = new.fcmToken { fcmTokens.withLock { $0[TokenKey(f)] = new.token } }
     }
 
+    /// A device record may wait, unapplied, under its token's key, unless another index names it
+    /// (its Live Activities, push-to-start tokens or FCM token: found by those, not its token).
+    public func deferredKey(_ record: RecordView) -> TokenKey? {
+        guard record.kind == Kind.device, record.version == 1 else { return nil }
+        var r = StateReader(record.body)
+        var key: TokenKey?
+        while let f = try? r.next() {
+            switch f {
+            case 23, 24, 25: return nil
+            case 1:
+                guard let k = r.key() else { return nil }
+                key = k
+            default: guard (try? r.skip()) != nil else { return nil }
+            }
+        }
+        return key
+    }
+
     static func decodeDevice(_ raw: UnsafeRawBufferPointer) throws -> (SimDevice, counted: Bool) {
         var r = StateReader(raw)
         var d = SimDevice(token: "", platform: .ios, app: nil, environment: nil, createdAtMs: 0, seed: 0)
@@ -664,6 +682,7 @@ extension DeviceStore {
 
     /// Device records (each its own token's), shard by shard in the order of their token's key.
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
+        applyAllDeferred()
         for s in shards {
             let records = s.map.withLock { m -> [(TokenKey, [UInt8])] in m.map { ($0.key, DeviceStore.record($0.value, counted: true)) } }
             for (_, body) in records.sorted(by: { ($0.0.a, $0.0.b) < ($1.0.a, $1.0.b) }) {

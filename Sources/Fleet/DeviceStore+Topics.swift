@@ -39,6 +39,7 @@ extension DeviceStore: FleetTopicDirectory {
     public func forEachSubscriber(
         topics wanted: Set<String>, project: String, matches: ((String) -> Bool) -> Bool, _ body: (String) -> Bool
     ) {
+        applyAllDeferred() // every member's record looked up below: at once, not one lock each
         for ref in fleets.withLock({ $0.list }) where ref.spec.platform == .android {
             let f = ref.spec
             if let own = f.environment, own != project { continue }

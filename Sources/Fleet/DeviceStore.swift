@@ -272,7 +272,14 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         registrar.store = self
     }
 
-    func shard(_ k: TokenKey) -> Shard { shards[k.shard(shards.count)] }
+    /// The shard of `k`, its saved record applied first if it still waits (`waiting`).
+    @inline(__always) func shard(_ k: TokenKey) -> Shard {
+        if waiting.isPending { waiting.materialize(k) { try applyDeferred($0) } }
+        return shards[k.shard(shards.count)]
+    }
+    /// A snapshot's device records not applied yet (see `deferredKey`).
+    let waiting = DeferredRecords(store: "devices")
+    public var deferred: DeferredRecords? { waiting }
 
     // MARK: fleets
 
@@ -495,7 +502,10 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     }
 
     /// Devices held as records (registered, auto-created, deviated fleet members).
-    public var recordCount: Int { shards.reduce(0) { $0 + $1.map.withLock { $0.count } } }
+    public var recordCount: Int {
+        applyAllDeferred()
+        return shards.reduce(0) { $0 + $1.map.withLock { $0.count } }
+    }
 
     /// Where a page of devices ends: the last one's creation time and token.
     public struct PageKey: Sendable, Comparable {
@@ -520,6 +530,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     public func page(after: PageKey?, limit: Int, label: String? = nil) -> (devices: [SimDevice], more: Bool) {
         let limit = max(1, limit)
         var keys: [PageKey] = []
+        applyAllDeferred()
         for s in shards {
             s.map.withLock { m in
                 for d in m.values where label == nil || d.labels.contains(label!) {
@@ -550,6 +561,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     /// Forgets every device and fleet, and gives their memory back (`POST /emulator/v1/reset`).
     public func removeAll() {
+        waiting.discard()
         memory.releaseAll()
         for s in shards {
             s.map.withLock { $0.removeAll() }

@@ -447,10 +447,11 @@ extension StateLog {
         var base: UInt64 = 1
         for s in snapshots {
             let path = directory + "/" + StateLog.name("snapshot", s)
-            guard let result = try StateLog.withMapped(path, { b in try StateLog.loadSnapshot(b, path: path, into: registry) }) else {
+            guard let file = MappedSnapshot(path: path) else {
                 report.warnings.append("cannot read \(path): \(String(cString: strerror(errno)))")
                 continue
             }
+            let result = try StateLog.loadSnapshot(file, path: path, into: registry)
             switch result {
             case .loaded(let n):
                 base = s
@@ -586,9 +587,12 @@ extension StateLog {
     /// Reads a snapshot: its end marker (found by the file's last eight bytes) lists each store's
     /// section; up to two threads verify (every frame's checksum) and apply them, a chunk at a
     /// time from one queue: first every store's ordered section whole, then the independent
-    /// sections cut into chunks. Damage anywhere stops every thread: the caller then resets the
+    /// sections cut into chunks. An independent record its store can defer (`deferredKey`) is
+    /// verified and its key noted, not applied: the store takes them at the end (`DeferredRecords`,
+    /// keeping `file` mapped). Damage anywhere stops every thread: the caller then resets the
     /// stores and tries an older snapshot.
-    static func loadSnapshot(_ b: UnsafeRawBufferPointer, path: String, into registry: StoreRegistry) throws -> SnapshotLoad {
+    static func loadSnapshot(_ file: MappedSnapshot, path: String, into registry: StoreRegistry) throws -> SnapshotLoad {
+        let b = file.bytes
         if let why = try checkHeader(b, type: UInt8(ascii: "S"), path: path) { return .damaged(why) }
         guard b.count >= fileHeaderSize + 8 else { return .damaged("cut short") }
         var endAt = 0
@@ -639,6 +643,8 @@ extension StateLog {
             let store: any PersistentStore
             let from: Int
             let to: Int
+            /// Its store defers what it can (an independent section only).
+            var defers = false
         }
         var ordered: [Chunk] = []
         var independent: [Chunk] = []
@@ -663,7 +669,7 @@ extension StateLog {
                 at += StateFrame.headerSize + Int(StateFrame.u32(b, at))
                 n += 1
                 if n == 16_384 || at >= stop {
-                    independent.append(Chunk(store: store, from: start, to: min(at, stop)))
+                    independent.append(Chunk(store: store, from: start, to: min(at, stop), defers: store.deferred != nil))
                     start = at
                     n = 0
                 }
@@ -675,6 +681,7 @@ extension StateLog {
         let damage = FutexLock<String?>(nil)
         let failure = FutexLock<Error?>(nil)
         let applied = Atomic<Int>(0)
+        let deferred = FutexLock<[String: [[DeferredRecords.Slot]]]>([:])
         let base = UInt(bitPattern: b.baseAddress)
         let size = b.count
         let work: @Sendable ([Chunk]) -> Void = { chunks in
@@ -686,17 +693,24 @@ extension StateLog {
                 var at = chunk.from
                 var views: [RecordView] = []
                 views.reserveCapacity(16_384)
+                var waiting: [DeferredRecords.Slot] = []
+                if chunk.defers { waiting.reserveCapacity(16_384) }
                 do {
                     while at < chunk.to {
+                        let frameAt = at
                         guard case .frame(let r) = StateFrame.read(buffer, at: at), r.upperBound <= chunk.to else {
                             damage.withLock { if $0 == nil { $0 = "a bad record at byte \(at)" } }
                             return
                         }
                         at = r.upperBound
                         let e = try envelope(buffer, r)
-                        views.append(
-                            RecordView(
-                                kind: e.kind, version: e.version, atMs: e.atMs, body: UnsafeRawBufferPointer(rebasing: buffer[e.body])))
+                        let view = RecordView(
+                            kind: e.kind, version: e.version, atMs: e.atMs, body: UnsafeRawBufferPointer(rebasing: buffer[e.body]))
+                        if chunk.defers, let key = chunk.store.deferredKey(view) {
+                            waiting.append(DeferredRecords.Slot(a: key.a, b: key.b, at: frameAt))
+                            continue
+                        }
+                        views.append(view)
                         // An ordered section's records go in batches too (in order).
                         if views.count == 16_384 {
                             try chunk.store.apply(batch: views)
@@ -705,7 +719,8 @@ extension StateLog {
                         }
                     }
                     try chunk.store.apply(batch: views)
-                    applied.add(views.count, ordering: .relaxed)
+                    applied.add(views.count + waiting.count, ordering: .relaxed)
+                    if !waiting.isEmpty { deferred.withLock { $0[chunk.store.stateName, default: []].append(waiting) } }
                 } catch {
                     failure.withLock { if $0 == nil { $0 = error } }
                     return
@@ -730,6 +745,7 @@ extension StateLog {
         }
         if let why = damage.withLock({ $0 }) { return .damaged(why) }
         guard applied.load(ordering: .relaxed) == total else { return .damaged("it holds other records than its end marker lists") }
+        for (name, lists) in deferred.withLock({ $0 }) { registry.persistent[name]?.deferred?.adopt(lists, file: file) }
         return .loaded(total)
     }
 
@@ -806,6 +822,17 @@ extension StateLog {
         lastSnapshotMs = Clock.nowMs()
         activityAtSnapshot = activity()
         thread = Threads.spawn { [self] in self.run() }
+        // The records a start deferred, applied in the background a few hundred at a time (a
+        // lookup that needs one sooner applies it itself).
+        let waiting = registry.persistent.values.filter { $0.deferred?.isPending == true }
+        if !waiting.isEmpty {
+            pthread_detach(
+                Threads.spawn {
+                    for store in waiting {
+                        while store.deferred?.applySome(128, { try store.applyDeferred($0) }) == true {}
+                    }
+                })
+        }
     }
 
     /// Writes what is queued, takes a last snapshot (so the next start reads one file), stops.
@@ -912,7 +939,12 @@ extension StateLog {
                 count += 1
                 flush(false)
             }
-            if independent { store.snapshotIndependent(write) } else { store.snapshot(write) }
+            if independent {
+                store.applyAllDeferred()
+                store.snapshotIndependent(write)
+            } else {
+                store.snapshot(write)
+            }
             if count > before { sections.append((store.stateName, offset, total + buffer.count - offset, count - before, independent)) }
         }
         for store in registry.persistentStores { section(store, independent: false) }

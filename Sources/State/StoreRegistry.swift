@@ -104,6 +104,13 @@ public protocol PersistentStore: StateStore {
     func reserve(records: Int)
     /// `apply` for each of `batch`, in order.
     func apply(batch: [RecordView]) throws
+    /// Where it keeps a snapshot's records that a start left unapplied (nil: it applies all).
+    var deferred: DeferredRecords? { get }
+    /// The key under which one of its snapshot's independent records may wait, unapplied, until
+    /// first asked for (nil: applied at start). Called on the start's threads.
+    func deferredKey(_ record: RecordView) -> TokenKey?
+    /// Applies a record that waited (`deferred`'s lock held: it must not ask `deferred` again).
+    func applyDeferred(_ record: RecordView) throws
 }
 
 extension PersistentStore {
@@ -119,10 +126,23 @@ extension PersistentStore {
     public func reserve(records: Int) {}
     /// No independent records by default.
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {}
+    /// Nothing deferred by default.
+    public var deferred: DeferredRecords? { nil }
+    /// Nothing deferred by default.
+    public func deferredKey(_ record: RecordView) -> TokenKey? { nil }
+    /// `apply` by default.
+    public func applyDeferred(_ record: RecordView) throws { try apply(record) }
+
+    /// Applies every record still waiting from the snapshot (before reading the whole store).
+    public func applyAllDeferred() {
+        guard let d = deferred, d.isPending else { return }
+        d.applyAll { try applyDeferred($0) }
+    }
 
     /// Every record of its state (`snapshot`'s, then `snapshotIndependent`'s).
     func allRecords(_ emit: (ChangeRecord) -> Void) {
         snapshot(emit)
+        applyAllDeferred()
         snapshotIndependent(emit)
     }
 }

@@ -1102,9 +1102,13 @@ def fault_rule_scale(case):
     jwt = provider_token(case.server.binary)
     port = case.server.http
     batch = 1000
-    # A debug build is checked the same way on less (it runs several times slower).
+    # A debug build is checked the same way on less (it runs several times slower), against a
+    # looser bound: unoptimised, the rule path's fixed cost (the request's fault context, the
+    # index probes) is a larger share of a push than in the release build the claim is about
+    # (0.78-0.94 in debug here; in release, 32,889 against 35,459 instructions a push: 0.93).
     debug = "/debug/" in os.path.realpath(case.server.binary)
     pushes, rounds = (30_000, 3) if debug else (100_000, 7)
+    bound = 0.7 if debug else 0.85
 
     def add_rules():
         for b in range(0, 100_000, batch):
@@ -1154,7 +1158,7 @@ def fault_rule_scale(case):
     # Each loop lets go of the deleted rules' snapshot at its next request.
     h2load_rate(port, jwt, requests=100)
     median = sorted(ratios)[len(ratios) // 2]
-    case.check(median >= 0.85, "a push with 100,000 rules aimed elsewhere costs the server %.2fx the CPU of one with none "
+    case.check(median >= bound, "a push with 100,000 rules aimed elsewhere costs the server %.2fx the CPU of one with none "
                "(median of %d alternating rounds of CPU per push with none / with them, in order: %s; request rates: %s)"
                % (1 / median, len(ratios), ", ".join("%.2f" % r for r in ratios), ", ".join("%.2f" % r for r in rates)))
 
