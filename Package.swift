@@ -46,6 +46,9 @@ let package = Package(
         .target(name: "APNs", dependencies: ["Runtime", "Transport", "PushCore", "State", "COpenSSL", "CSystem"], swiftSettings: hotPath),
         // FCM HTTP v1: proto3-JSON validation, OAuth (RS256), topics, quota, error envelopes. No sockets.
         .target(name: "FCM", dependencies: ["Runtime", "Transport", "PushCore", "State", "APNs", "COpenSSL"], swiftSettings: hotPath),
+        // Web Push (RFC 8030/8291/8292) as the push services answer it: VAPID, the content
+        // codings a browser decrypts, each service's answers. No sockets.
+        .target(name: "WebPush", dependencies: ["Transport", "PushCore", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
         .target(
             name: "Tracking",
@@ -111,6 +114,7 @@ let package = Package(
         .testTarget(name: "FCMTests", dependencies: ["Runtime", "Transport", "PushCore", "State", "FCM"]),
         .testTarget(name: "FleetTests", dependencies: ["Runtime", "PushCore", "State", "Tracking", "Fleet", "TestSupport"]),
         .testTarget(name: "FaultsTests", dependencies: ["Transport", "PushCore", "Faults"]),
+        .testTarget(name: "WebPushTests", dependencies: ["Transport", "WebPush"]),
         .testTarget(name: "JournalTests", dependencies: ["Runtime", "Transport", "PushCore", "Journal", "CSQLite"]),
         .testTarget(name: "EmulatorTests", dependencies: ["APNs", "Emulator"]),
         .testTarget(name: "TrackingTests", dependencies: ["PushCore", "Tracking", "TestSupport", "CCurlMemory"]),

@@ -9,6 +9,9 @@
 #include <openssl/bio.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <openssl/ec.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 
 /* Macros and bit-shift constants Swift cannot import. */
 static inline int pushemu_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int v) {
@@ -57,4 +60,144 @@ static inline int pushemu_x509_add_ext(X509 *cert, X509 *issuer, int nid, const 
 }
 /* The bytes held by a memory BIO. */
 static inline long pushemu_bio_mem_data(BIO *b, char **p) { return BIO_get_mem_data(b, p); }
+/* ---- P-256 with raw keys (Web Push: RFC 8291 ECDH, RFC 8292 VAPID) ---- */
+
+/* A P-256 key from its uncompressed public point (65 bytes, 0x04 || x || y), and its private
+   scalar (32 bytes) when `priv` is not NULL; NULL when the point is not on the curve. */
+static inline EVP_PKEY *pushemu_p256_from_raw(const unsigned char *pub, size_t publen,
+                                              const unsigned char *priv) {
+    if (publen != 65 || pub[0] != 4) return NULL;
+    EC_GROUP *group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+    if (!group) return NULL;
+    EC_POINT *point = EC_POINT_new(group);
+    int on = point && EC_POINT_oct2point(group, point, pub, publen, NULL) == 1 &&
+             EC_POINT_is_on_curve(group, point, NULL) == 1;
+    EC_POINT_free(point);
+    EC_GROUP_free(group);
+    if (!on) return NULL;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (!ctx) return NULL;
+    EVP_PKEY *pkey = NULL;
+    BIGNUM *bn = priv ? BN_bin2bn(priv, 32, NULL) : NULL;
+    OSSL_PARAM params[4];
+    int n = 0;
+    params[n++] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)"P-256", 0);
+    params[n++] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)pub, publen);
+    unsigned char privle[32];
+    if (bn) {
+        /* OSSL_PARAM integers are native-endian. */
+        BN_bn2nativepad(bn, privle, 32);
+        params[n++] = OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_PRIV_KEY, privle, 32);
+    }
+    params[n] = OSSL_PARAM_construct_end();
+    int ok = EVP_PKEY_fromdata_init(ctx) == 1 &&
+             EVP_PKEY_fromdata(ctx, &pkey, bn ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) == 1;
+    OPENSSL_cleanse(privle, sizeof privle);
+    BN_clear_free(bn);
+    EVP_PKEY_CTX_free(ctx);
+    return ok ? pkey : NULL;
+}
+
+/* The uncompressed public point of a P-256 private scalar (32 bytes) into `pub` (65 bytes); 0
+   when the scalar is out of range. */
+static inline int pushemu_p256_public_of(const unsigned char *priv, unsigned char *pub) {
+    EC_GROUP *group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+    BIGNUM *d = BN_bin2bn(priv, 32, NULL);
+    EC_POINT *point = group ? EC_POINT_new(group) : NULL;
+    int ok = group && d && point && !BN_is_zero(d) && BN_cmp(d, EC_GROUP_get0_order(group)) < 0 &&
+             EC_POINT_mul(group, point, d, NULL, NULL, NULL) == 1 &&
+             EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, pub, 65, NULL) == 65;
+    EC_POINT_free(point);
+    BN_clear_free(d);
+    EC_GROUP_free(group);
+    return ok;
+}
+
+/* A P-256 key's uncompressed public point (65 bytes) and private scalar (32 bytes). */
+static inline int pushemu_p256_export(EVP_PKEY *pkey, unsigned char *pub, unsigned char *priv) {
+    size_t len = 0;
+    if (EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, pub, 65, &len) != 1 || len != 65)
+        return 0;
+    if (!priv) return 1;
+    BIGNUM *bn = NULL;
+    if (EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, &bn) != 1) return 0;
+    int ok = BN_bn2binpad(bn, priv, 32) == 32;
+    BN_clear_free(bn);
+    return ok;
+}
+
+/* ECDH between a private key and a peer's public key: the 32-byte shared x coordinate. */
+static inline int pushemu_p256_ecdh(EVP_PKEY *mine, EVP_PKEY *peer, unsigned char *secret) {
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(mine, NULL);
+    size_t len = 32;
+    int ok = ctx && EVP_PKEY_derive_init(ctx) == 1 && EVP_PKEY_derive_set_peer(ctx, peer) == 1 &&
+             EVP_PKEY_derive(ctx, secret, &len) == 1 && len == 32;
+    EVP_PKEY_CTX_free(ctx);
+    return ok;
+}
+
+/* Verifies an ES256 signature in JWT form (r || s, 64 bytes) of `msg` by `pkey`. */
+static inline int pushemu_es256_verify_raw(EVP_PKEY *pkey, const unsigned char *msg, size_t msglen,
+                                           const unsigned char *sig) {
+    ECDSA_SIG *s = ECDSA_SIG_new();
+    BIGNUM *r = BN_bin2bn(sig, 32, NULL), *ss = BN_bin2bn(sig + 32, 32, NULL);
+    if (!s || !r || !ss || ECDSA_SIG_set0(s, r, ss) != 1) {
+        ECDSA_SIG_free(s); BN_free(r); BN_free(ss);
+        return 0;
+    }
+    unsigned char *der = NULL;
+    int derlen = i2d_ECDSA_SIG(s, &der);
+    ECDSA_SIG_free(s);
+    if (derlen <= 0) return 0;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ok = md && EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, pkey) == 1 &&
+             EVP_DigestVerify(md, der, (size_t)derlen, msg, msglen) == 1;
+    EVP_MD_CTX_free(md);
+    OPENSSL_free(der);
+    return ok;
+}
+
+/* Signs `msg` with ES256, writing r || s (64 bytes). */
+static inline int pushemu_es256_sign_raw(EVP_PKEY *pkey, const unsigned char *msg, size_t msglen,
+                                         unsigned char *sig) {
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char der[80];
+    size_t derlen = sizeof der;
+    int ok = md && EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, pkey) == 1 &&
+             EVP_DigestSign(md, der, &derlen, msg, msglen) == 1;
+    EVP_MD_CTX_free(md);
+    if (!ok) return 0;
+    const unsigned char *p = der;
+    ECDSA_SIG *s = d2i_ECDSA_SIG(NULL, &p, (long)derlen);
+    if (!s) return 0;
+    ok = BN_bn2binpad(ECDSA_SIG_get0_r(s), sig, 32) == 32 && BN_bn2binpad(ECDSA_SIG_get0_s(s), sig + 32, 32) == 32;
+    ECDSA_SIG_free(s);
+    return ok;
+}
+
+/* AES-128-GCM with a 12-byte nonce and no associated data. Decrypts `in` (ciphertext, then a
+   16-byte tag) into `out` (inlen - 16 bytes), or encrypts `in` into `out` (inlen + 16 bytes);
+   0 when the tag does not match. */
+static inline int pushemu_aes128gcm(int encrypt, const unsigned char *key, const unsigned char *nonce,
+                                    const unsigned char *in, size_t inlen, unsigned char *out) {
+    if (!encrypt && inlen < 16) return 0;
+    size_t n = encrypt ? inlen : inlen - 16;
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int len = 0, ok = c && EVP_CipherInit_ex(c, EVP_aes_128_gcm(), NULL, NULL, NULL, encrypt) == 1 &&
+                      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
+                      EVP_CipherInit_ex(c, NULL, NULL, key, nonce, encrypt) == 1;
+    if (ok && n > 0) ok = EVP_CipherUpdate(c, out, &len, in, (int)n) == 1;
+    if (ok && !encrypt) ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, (void *)(in + n)) == 1;
+    if (ok) ok = EVP_CipherFinal_ex(c, out + len, &len) == 1;
+    if (ok && encrypt) ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, out + n) == 1;
+    EVP_CIPHER_CTX_free(c);
+    return ok;
+}
+
+/* HMAC-SHA256 of `data` with `key` into `out` (32 bytes). */
+static inline int pushemu_hmac_sha256(const unsigned char *key, size_t keylen, const unsigned char *data,
+                                      size_t datalen, unsigned char *out) {
+    unsigned int len = 32;
+    return HMAC(EVP_sha256(), key, (int)keylen, data, datalen, out, &len) != NULL && len == 32;
+}
 #endif
