@@ -1,3 +1,4 @@
+import PushCore
 import Transport
 
 /// The four push services browsers subscribe through, each with its host, its VAPID audience,
@@ -231,7 +232,7 @@ extension WebPushService {
                         ? "Gone" : r.status == 413 ? "Payload Too Large" : r.status == 429 ? "Too Many Requests" : "Bad Request"
             response = .json(
                 r.status,
-                "{\"code\":\(r.status),\"errno\":\(r.errno),\"error\":\"\(error)\",\"message\":\(jsonString(r.message)),\"more_info\":\"http://autopush.readthedocs.io/en/latest/http.html#error-codes\"}"
+                "{\"code\":\(r.status),\"errno\":\(r.errno),\"error\":\"\(error)\",\"message\":\(JSONWriter.quote(r.message)),\"more_info\":\"http://autopush.readthedocs.io/en/latest/http.html#error-codes\"}"
             )
             if r.status == 410 { response.headers.add(name: "cache-control", value: "max-age=86400") }
         case .fcm:
@@ -239,7 +240,7 @@ extension WebPushService {
             headers.add(name: "content-type", value: "text/plain; charset=utf-8")
             response = Response(status: r.status, headers: headers, body: Array((r.message + "\n").utf8))
         case .apple:
-            response = .json(r.status, "{\"reason\":\(jsonString(r.message))}")
+            response = .json(r.status, "{\"reason\":\(JSONWriter.quote(r.message))}")
         case .wns:
             response = Response(status: r.status, headers: HTTPFields(), body: [])
             response.headers.add(name: "x-wns-status", value: "dropped")
@@ -264,24 +265,4 @@ extension WebPushService {
         }
         return response
     }
-}
-
-/// `s` as a JSON string literal.
-func jsonString(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        default:
-            if u.value < 0x20 {
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-    }
-    return out + "\""
 }
