@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "FCM", dependencies: ["Runtime", "Transport", "PushCore", "State", "APNs", "COpenSSL"], swiftSettings: hotPath),
         // Web Push (RFC 8030/8291/8292) as the push services answer it: VAPID, the content
         // codings a browser decrypts, each service's answers. No sockets.
-        .target(name: "WebPush", dependencies: ["Transport", "PushCore", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "WebPush", dependencies: ["Runtime", "Transport", "PushCore", "State", "COpenSSL"], swiftSettings: hotPath),
         // Campaign-platform SDK tracking: presets, webhook templates, the libcurl-multi dispatcher.
         .target(
             name: "Tracking",
@@ -75,8 +75,8 @@ let package = Package(
         .target(
             name: "Admin",
             dependencies: [
-                "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "Tracking", "Fleet", "Faults", "Journal",
-                "Pipeline", "CSystem",
+                "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "WebPush", "Tracking", "Fleet", "Faults",
+                "Journal", "Pipeline", "CSystem",
             ],
             // The dashboard (Web/) is embedded at build time.
             plugins: ["EmbedWebAssets"]),
@@ -84,8 +84,8 @@ let package = Package(
         .target(
             name: "Emulator",
             dependencies: [
-                "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "Tracking", "Fleet", "Faults", "Journal",
-                "Pipeline", "Admin", "CSystem",
+                "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "WebPush", "Tracking", "Fleet", "Faults",
+                "Journal", "Pipeline", "Admin", "CSystem",
             ],
             swiftSettings: hotPath),
         // The CLI: main, the commands besides serve, and the admin client they use.

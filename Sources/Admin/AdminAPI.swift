@@ -10,6 +10,7 @@ import Runtime
 import State
 import Tracking
 import Transport
+import WebPush
 
 /// The admin layer: the emulator's own endpoints, `/healthz`, `/metrics` and `/emulator/v1/...`.
 /// It only parses requests and formats answers; every change and query goes to the layer that
@@ -33,12 +34,19 @@ package struct AdminAPI: Sendable {
         package let fcmDevices: FCMDeviceRegistry
         /// FCM's per-project quota.
         package let fcmQuota: FCMQuota
+        /// Web Push subscriptions (simulated browsers' keys and endpoints).
+        package let webPush: WebPushSubscriptions
+        /// Whether a new subscription's endpoint is under pushemu's own address by default.
+        package let webPushLocalEndpoints: Bool
 
         /// The gateways' stores, as the composition root made them.
         package init(
             apnsKeys: APNsKeyStore, apnsDevices: APNsDeviceRegistry, apnsChannels: APNsChannelRegistry = APNsChannelRegistry(),
-            fcmAccounts: FCMServiceAccounts, fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota
+            fcmAccounts: FCMServiceAccounts, fcmDevices: FCMDeviceRegistry, fcmQuota: FCMQuota,
+            webPush: WebPushSubscriptions = WebPushSubscriptions(), webPushLocalEndpoints: Bool = false
         ) {
+            self.webPush = webPush
+            self.webPushLocalEndpoints = webPushLocalEndpoints
             self.apnsKeys = apnsKeys
             self.apnsDevices = apnsDevices
             self.apnsChannels = apnsChannels
@@ -175,7 +183,9 @@ package struct AdminAPI: Sendable {
             DevelopmentCAAdminAPI(pem: developmentCA),
             StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory),
             StateAdminAPI(registry: state.registry, log: state.log, slowWork: slowWork),
-            DevicesAdminAPI(lifecycle: lifecycle, apnsDevices: gateways.apnsDevices, fcmDevices: gateways.fcmDevices),
+            DevicesAdminAPI(
+                lifecycle: lifecycle, apnsDevices: gateways.apnsDevices, fcmDevices: gateways.fcmDevices, webPush: gateways.webPush,
+                webPushLocalEndpoints: gateways.webPushLocalEndpoints),
             FleetsAdminAPI(deviceStore: deviceStore),
             TrackingAdminAPI(tracking: devicesLayer.tracking, journal: journalAPI),
             LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log),

@@ -6,6 +6,7 @@ import PushCore
 import Runtime
 import Tracking
 import Transport
+import WebPush
 
 /// `/emulator/v1/devices`: the simulated devices. `POST` makes one (an app installed on a
 /// phone: it registers, receives, tracks); `GET` pages them (`limit`, `label`, `cursor`);
@@ -19,6 +20,10 @@ struct DevicesAdminAPI: AdminResource {
     /// What the gateways know of tokens: APNs's and FCM's registries.
     let apnsDevices: APNsDeviceRegistry
     let fcmDevices: FCMDeviceRegistry
+    /// The Web Push services' subscriptions (a web device's keys and endpoint).
+    let webPush: WebPushSubscriptions
+    /// New subscriptions' endpoints under the admin request's own host by default.
+    let webPushLocalEndpoints: Bool
 
     func register(_ routes: inout RouterGroup) {
         routes.add(.post, "/devices", maxBodySize: 64 * 1024) { ex in ex.respond(create(ex.request)) }
@@ -117,6 +122,11 @@ struct DevicesAdminAPI: AdminResource {
                 json.removeLast()
                 json += "," + extra.text.dropFirst()
             }
+            if device.platform == .web, let s = webPush.subscription(token: token) {
+                // The browser and its subscription, as `PushSubscription.toJSON()` gives it.
+                json.removeLast()
+                json += ",\"browser\":\"\(s.browser)\",\"subscription\":" + s.json + "}"
+            }
             return json
         case .recorded(let known)?:
             // Known only to its gateway: what that gateway records.
@@ -167,13 +177,15 @@ struct DevicesAdminAPI: AdminResource {
         var fcmToken: String?
         var wantsFCMToken = false
         var topics: [String]?
+        var web = WebSubscribe()
         do {
             // The identity here; the other fields are `apply`'s (which refuses unknown ones).
             try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app"}"#) { r in
                 if let p = try r.string("platform") {
-                    guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios or android") }
+                    guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios, android or web") }
                     platform = known
                 }
+                if platform == .web { web = try WebSubscribe.read(&r) }
                 app = try r.string("app")
                 token = try r.string("token")
                 env = try r.string("environment")
@@ -194,8 +206,14 @@ struct DevicesAdminAPI: AdminResource {
         }
         // Android: the project is the device's; iOS: the environment is APNs's, the project FCM's.
         if platform != .ios, env == nil { env = project }
-        guard let platform else { return AdminAPI.error(400, "platform is required: ios or android") }
-        guard let app, !app.isEmpty else { return AdminAPI.error(400, "app is required (bundle id or package name)") }
+        guard let platform else { return AdminAPI.error(400, "platform is required: ios, android or web") }
+        guard let app, !app.isEmpty else {
+            return AdminAPI.error(
+                400,
+                platform == .web
+                    ? "app is required (the site's origin, https://shop.example)" : "app is required (bundle id or package name)")
+        }
+        if platform == .web { return createWeb(req, app: app, token: token, web, request: req) }
         if platform == .ios && fcmToken == nil && !wantsFCMToken {
             if topics != nil { return AdminAPI.error(400, DevicesAdminAPI.topicsAreFCMs) }
             if project != nil { return AdminAPI.error(400, "project is FCM's: an iOS device has one with \"fcmToken\"") }
@@ -253,6 +271,67 @@ struct DevicesAdminAPI: AdminResource {
         return .json(201, deviceJSON(tok) ?? d.json(fleetID: nil))
     }
 
+    /// A web device's own fields: its browser, the site's VAPID key, keys for test vectors.
+    struct WebSubscribe {
+        var browser: String?
+        var applicationServerKey: [UInt8]?
+        var privateKey: [UInt8]?
+        var auth: [UInt8]?
+        var localEndpoint: Bool?
+
+        static func read(_ r: inout JSONObjectReader) throws(JSONObjectReader.Failure) -> WebSubscribe {
+            var w = WebSubscribe()
+            w.browser = try r.string("browser", required: true)
+            func key(_ r: inout JSONObjectReader, _ name: String, _ count: Int?) throws(JSONObjectReader.Failure) -> [UInt8]? {
+                guard let text = try r.string(name) else { return nil }
+                guard let raw = VAPID.decodeKey(Array(text.utf8)[...]), count == nil || raw.count == count else {
+                    throw r.failure(name, count.map { "must be \($0) bytes, base64url" } ?? "must be base64url")
+                }
+                return raw
+            }
+            w.applicationServerKey = try key(&r, "applicationServerKey", 65)
+            if var k = try r.object("keys") {
+                w.privateKey = try key(&k, "privateKey", 32)
+                w.auth = try key(&k, "auth", 16)
+                try k.finish()
+            }
+            w.localEndpoint = try r.bool("localEndpoint")
+            return w
+        }
+    }
+
+    /// `POST /emulator/v1/devices` for `"platform":"web"`: the browser subscribes through its push
+    /// service (`pushManager.subscribe`), and a simulated browser holds the keys. The answer is the
+    /// device with `"subscription"` as `PushSubscription.toJSON()` gives it.
+    func createWeb(_ req: Request, app: String, token: String?, _ web: WebSubscribe, request: Request) -> Response {
+        let now = Clock.nowMs()
+        let local = web.localEndpoint ?? webPushLocalEndpoints
+        let base = local ? request.authority.map { "http://" + String(decoding: $0, as: UTF8.self) } : nil
+        let subscription: WebPushSubscription
+        do {
+            subscription = try webPush.subscribe(
+                browser: web.browser ?? "", app: app, applicationServerKey: web.applicationServerKey, privateKey: web.privateKey,
+                auth: web.auth, token: token, localBase: base, nowMs: now)
+        } catch {
+            return AdminAPI.error(400, error.description)
+        }
+        var r = FastRandom()
+        var d = SimDevice(
+            token: subscription.token, platform: .web, app: app, environment: subscription.service.rawValue, createdAtMs: now,
+            seed: r.next())
+        if let e = DevicesAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
+        do {
+            try deviceStore.register(d)
+        } catch let e as DeviceStore.StoreError where e.isLimit {
+            return AdminAPI.error(507, e.description)
+        } catch {
+            return AdminAPI.error(400, "\(error)")
+        }
+        deviceStore.sendRegistration(token: subscription.token, event: .register, nowMs: now)
+        guard let json = deviceJSON(subscription.token) else { return AdminAPI.error(500, "the device was not kept") }
+        return .json(201, json)
+    }
+
     static let topicsAreFCMs = "topics are FCM topic subscriptions: android devices only"
 
     /// A `"topics"` array: FCM topic names (`[a-zA-Z0-9-_.~%]{1,900}`, `/topics/` prefix allowed).
@@ -308,7 +387,12 @@ struct DevicesAdminAPI: AdminResource {
         do {
             try JSONObjectReader.read(body) { r in
                 // The callers' (topics: FCM's registry).
-                for name in ["platform", "app", "token", "environment", "project", "topics", "fcmToken"] { _ = r.value(name) }
+                for name in [
+                    "platform", "app", "token", "environment", "project", "topics", "fcmToken", "browser", "applicationServerKey", "keys",
+                    "localEndpoint",
+                ] {
+                    _ = r.value(name)
+                }
                 if let i = r.value("tracking") {
                     device.tracking = r.view.tokens[i].kind == .null ? nil : try TrackingConfig.parse(Array(r.view.raw(i)))
                 }

@@ -92,7 +92,11 @@ struct FleetsAdminAPI: AdminResource {
         do {
             try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app","count":1000000}"#) { r in
                 let p = try r.string("platform", required: true)!
-                guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios or android") }
+                guard let known = DevicePlatform(rawValue: p), known != .web else {
+                    throw r.failure(
+                        "platform",
+                        p == "web" ? "must be ios or android (fleets of web subscriptions are not built yet)" : "must be ios or android")
+                }
                 platform = known
                 app = try r.string("app", required: true)
                 count = try r.int("count", in: 1...1_000_000_000, required: true)

@@ -2,6 +2,7 @@ import APNs
 import FCM
 import Glibc
 import Transport
+import WebPush
 
 extension Emulator {
     /// The TLS credentials: the embedded development certificate unless `--cert`/`--key` name
@@ -34,7 +35,7 @@ extension Emulator {
     /// signed by the development CA (the one `pushemu ca` writes and `pushemu env` trusts).
     static func interceptConfiguration(_ configuration: EmulatorConfiguration, clientCA: [UInt8]?) -> InterceptConfiguration {
         var intercept = InterceptConfiguration(
-            hosts: Set(APNsEnvironment.hostNames + FCMGateway.hostNames + configuration.interceptHosts),
+            hosts: Set(APNsEnvironment.hostNames + FCMGateway.hostNames + WebPushGateway.hostNames + configuration.interceptHosts),
             caCertificatePEM: Array(DevelopmentCredentials.certificateAuthority.utf8),
             caKeyPEM: Array(DevelopmentCredentials.certificateAuthorityKey.utf8), clientCAPEM: clientCA,
             refusalHint: "Add a host with --intercept-host HOST (repeatable).")

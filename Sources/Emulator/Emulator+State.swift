@@ -10,6 +10,7 @@ import PushCore
 import Runtime
 import State
 import Tracking
+import WebPush
 
 extension Emulator {
     /// Every stateful service, listed once: the order in which reset, `/stats`, snapshots,
@@ -26,7 +27,7 @@ extension Emulator {
         let quota = stores.fcmProvider.quota
         return StoreRegistry([
             stores.apnsKeys, stores.fcmAccounts, stores.fcmProvider.tokens, stores.devices, stores.apnsDevices, stores.fcmDevices,
-            stores.apnsChannels,
+            stores.apnsChannels, stores.webPushSubscriptions,
             TransientStore(
                 "notifications",
                 reset: { _ in

@@ -5,6 +5,7 @@ import Observation
 import PushCore
 import Runtime
 import Tracking
+import WebPush
 
 extension Emulator {
     /// What the emulator keeps, built from the configuration: the gateways' key stores,
@@ -25,6 +26,8 @@ extension Emulator {
         package let trackingLog: TrackingLog
         package let dispatcher: TrackingDispatcher
         package let notifications: NotificationLog
+        /// The Web Push services' subscriptions (each a simulated browser's keys and endpoint).
+        package let webPushSubscriptions = WebPushSubscriptions()
 
         init(_ configuration: EmulatorConfiguration) throws {
             if let tracking = configuration.devices.defaultTracking, tracking.url.isEmpty,

@@ -11,6 +11,7 @@ import Runtime
 import State
 import Tracking
 import Transport
+import WebPush
 
 /// The composition root: turns a configuration into a running emulator. It builds each layer
 /// once, plugs the gateways (APNs, FCM) into one `PushPipeline` each, puts their routes and the
@@ -67,7 +68,8 @@ package final class Emulator: Sendable {
         let scenarios = faults.scenarios
         self.faults = faults
         let metrics = Metrics(loops: configuration.threads)
-        let lifecycle = DeviceLifecycle(store: stores.devices, records: [stores.apnsDevices, stores.fcmDevices])
+        let lifecycle = DeviceLifecycle(
+            store: stores.devices, records: [stores.apnsDevices, stores.fcmDevices, stores.webPushSubscriptions])
         let pipelineServices = PipelineServices(
             log: stores.notifications, lifecycle: lifecycle, faults: faults, journal: journal,
             metrics: metrics)
@@ -99,6 +101,7 @@ package final class Emulator: Sendable {
                     APNsGateway(rules: apnsRules, adaptiveStreams: configuration.apnsAdaptiveStreams),
                     tokenRate: configuration.apnsTokenRate > 0 ? TokenRateLimiter(perMinute: configuration.apnsTokenRate) : nil),
                 GatewayPlugin(FCMGateway(rules: stores.fcmProvider)),
+                GatewayPlugin(WebPushGateway(subscriptions: stores.webPushSubscriptions)),
             ] + extraGateways
 
         let gauges = ServerGauges()
@@ -108,7 +111,8 @@ package final class Emulator: Sendable {
             gateways: .init(
                 apnsKeys: stores.apnsKeys, apnsDevices: stores.apnsDevices, apnsChannels: stores.apnsChannels,
                 fcmAccounts: stores.fcmAccounts,
-                fcmDevices: stores.fcmDevices, fcmQuota: stores.fcmProvider.quota),
+                fcmDevices: stores.fcmDevices, fcmQuota: stores.fcmProvider.quota, webPush: stores.webPushSubscriptions,
+                webPushLocalEndpoints: configuration.webPushLocalEndpoints),
             devices: .init(lifecycle: lifecycle, tracking: stores.trackingLog, dispatcher: stores.dispatcher),
             records: .init(
                 log: stores.notifications, journal: journal, metrics: metrics, campaignKeys: configuration.campaignKeys,

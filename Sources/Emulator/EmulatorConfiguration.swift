@@ -82,6 +82,9 @@ package struct EmulatorConfiguration: Sendable {
     package var apnsTokenRate = 0
     /// Halve a connection's stream limit after an error, raise it after successes (`--apns-adaptive-streams`).
     package var apnsAdaptiveStreams = false
+    /// Web Push subscriptions' endpoints under pushemu's own address (the admin request's host)
+    /// instead of the push services' host names (reached through the proxy).
+    package var webPushLocalEndpoints = false
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     package var fcmOverloadPercent = 0.0
     /// The journal: `strict` (default) answers only once a request's record is committed;

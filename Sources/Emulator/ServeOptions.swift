@@ -159,6 +159,14 @@ package enum ServeOptions {
             c, v in c.fcm.streams = UInt32(try int(v, "fcm-streams", 1...1_000_000))
         },
         Option(
+            name: "webpush-endpoints", valueName: "WHERE",
+            help:
+                "real (default: subscriptions' endpoints name the push services' hosts, reached through the proxy) or local (pushemu's own address)"
+        ) { c, v in
+            guard v == "real" || v == "local" else { throw ConfigurationError("--webpush-endpoints must be real or local, got '\(v)'") }
+            c.webPushLocalEndpoints = v == "local"
+        },
+        Option(
             name: "devices", valueName: "POLICY",
             help: "auto (default: an unknown well-formed token becomes a device) or strict (unknown tokens are refused)"
         ) { c, v in

@@ -79,6 +79,11 @@ public struct DeviceLifecycle: Sendable {
     public func rotate(_ token: String, nowMs: Int64) -> Result<SimDevice, Refusal> {
         guard let old = ensure(token, nowMs: nowMs) else { return .failure(.unknownDevice(token)) }
         guard old.uninstalledAtMs == nil else { return .failure(.uninstalled(token)) }
+        // A browser gets a new endpoint only by subscribing again (pushManager.subscribe).
+        guard old.platform != .web else {
+            return .failure(
+                .invalid("a web subscription does not rotate: unsubscribe it (DELETE) and subscribe a new one (POST /emulator/v1/devices)"))
+        }
         var random = FastRandom()
         let fresh = DeviceLifecycle.randomToken(old.platform, &random)
         var device = old

@@ -146,7 +146,7 @@ extension DeviceStore {
     static func record(_ d: SimDevice, counted: Bool) -> [UInt8] {
         var w = StateWriter(capacity: 256)
         w.string(1, d.token)
-        w.uint(2, d.platform == .ios ? 0 : 1)
+        w.uint(2, d.platform == .ios ? 0 : d.platform == .android ? 1 : 2)
         w.string(3, d.app)
         w.string(4, d.environment)
         w.int(5, d.createdAtMs)
@@ -493,7 +493,7 @@ extension DeviceStore {
         while let f = try r.next() {
             switch f {
             case 1: d.token = try r.string()
-            case 2: d.platform = try r.uint() == 0 ? .ios : .android
+            case 2: d.platform = DevicePlatform.allCases[try r.int(in: 0...(DevicePlatform.allCases.count - 1), unsigned: true)]
             case 3: d.app = try r.string()
             case 4: d.environment = try r.string()
             case 5: d.createdAtMs = try r.int()

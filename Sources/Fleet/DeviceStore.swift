@@ -845,6 +845,8 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             return (d.mutableContent && dev.nseInstalled && dev.permission != .denied && d.alerts.contains(.alert))
                 || (d.contentAvailable && dev.appState != .killed)
         case .android: return dev.appState == .foreground || (d.hasData && !d.alerts.contains(.notification))
+        // A browser wakes the service worker for every push it could decrypt (its `push` event).
+        case .web: return !d.alerts.contains(.undecryptable)
         }
     }
 

@@ -48,7 +48,16 @@ enum DisplayRules {
         switch s.platform {
         case .ios: return ios(s, d, sdk: sdk)
         case .android: return android(s, d, sdk: sdk)
+        case .web: return web(s, d)
         }
+    }
+
+    /// A browser: a message it cannot decrypt is dropped; otherwise its service worker, written
+    /// the common way, shows the payload's title (the gateway marks a push that has one).
+    static func web(_ s: DeviceState, _ d: borrowing Delivery) -> Display {
+        if d.alerts.contains(.undecryptable) { return Display(.notShown, .decryptFailed) }
+        guard d.alerts.contains(.notification) else { return Display(.notShown, .noAlert) }
+        return s.permission == .denied ? Display(.notShown, .permissionDenied) : Display(.shown, .serviceWorker)
     }
 
     static func ios(_ s: DeviceState, _ d: borrowing Delivery, sdk: LintInput?) -> Display {

@@ -163,6 +163,7 @@ public struct FleetTokens: Sendable {
     /// The (fleet, index) a token claims, before checking it against the fleet's secret.
     public func claim(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (fleet: Int, index: Int)? {
         switch platform {
+        case .web: return nil // no fleets of web subscriptions yet
         case .ios:
             guard token.count == 64 else { return nil }
             var h: UInt64 = 0

@@ -59,7 +59,7 @@ extension PushPipeline {
             }
             router.add(
                 route.methods, route.pattern, maxBodySize: route.maxBodySize, bodyTooLarge: route.bodyTooLarge,
-                unavailable: route.unavailable, handler: handler)
+                unavailable: route.unavailable, host: route.host, handler: handler)
         }
     }
 }

@@ -7,7 +7,7 @@ public enum DeviceStatus: Sendable, Equatable {
 }
 
 public enum DevicePlatform: String, Sendable, CaseIterable {
-    case ios, android
+    case ios, android, web
 }
 
 /// Implemented by the device layer (fleets and registered devices); consulted by the providers,

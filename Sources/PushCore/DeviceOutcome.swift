@@ -68,6 +68,7 @@ public struct Display: Sendable, Equatable {
         case provisional, passive
         case permissionDenied, background, noAlert, foregroundNotPresented, foregroundNotificationMessage
         case dataMessage, sdkSilent, heldOffline, droppedOffline, uninstalled, appKilled
+        case serviceWorker, decryptFailed
 
         /// The stable code the admin API and the journal use (`system-tray`).
         public var code: String {
@@ -90,6 +91,8 @@ public struct Display: Sendable, Equatable {
             case .droppedOffline: "dropped-offline"
             case .uninstalled: "uninstalled"
             case .appKilled: "app-killed"
+            case .serviceWorker: "service-worker"
+            case .decryptFailed: "decrypt-failed"
             }
         }
 
@@ -122,6 +125,8 @@ public struct Display: Sendable, Equatable {
             case .droppedOffline: "the device is offline and the notification expires now (apns-expiration 0): dropped"
             case .uninstalled: "the app was uninstalled"
             case .appKilled: "the user force-quit the app: iOS does not launch it for a background push"
+            case .serviceWorker: "displayed: the site's service worker showed it (showNotification with the payload's title)"
+            case .decryptFailed: "the browser could not decrypt it (RFC 8291): it drops the message, as a sender's encryption bug makes it"
             }
         }
     }
@@ -225,4 +230,6 @@ public struct AlertFacts: OptionSet, Sendable {
     public static let notification = AlertFacts(rawValue: 16)
     /// A Live Activity push.
     public static let liveActivity = AlertFacts(rawValue: 32)
+    /// Web Push: the browser could not decrypt the message.
+    public static let undecryptable = AlertFacts(rawValue: 64)
 }

@@ -207,12 +207,16 @@ public struct GatewayRoute: Sendable {
         return false
     }
 
+    /// Only for requests to this host (tried when no other route matches; see `Router.add`).
+    public var host: String?
+
     /// A route with its pattern, handling and limits.
     public init(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int,
         bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
-        unavailable: (@Sendable (Request) -> Response)? = nil, kind: RouteKind = .send, handling: Handling
+        unavailable: (@Sendable (Request) -> Response)? = nil, kind: RouteKind = .send, host: String? = nil, handling: Handling
     ) {
+        self.host = host
         self.kind = kind
         self.methods = methods
         self.pattern = pattern

@@ -10,7 +10,7 @@ import Transport
 /// ever written. The name is what the admin API, metrics labels and fault rules use
 /// (`"provider":"apns"`).
 ///
-/// Built-in gateways are `apns` and `fcm`. Another gateway picks an unused index below
+/// Built-in gateways are `apns`, `fcm` and `webpush`. Another gateway picks an unused index below
 /// `capacity` and calls `register` once, before any server starts (a test's toy gateway does).
 public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     /// The fixed number (array index; the stored byte).
@@ -23,6 +23,8 @@ public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
 
     public static let apns = PushProvider(index: 0, name: "apns")
     public static let fcm = PushProvider(index: 1, name: "fcm")
+    /// Web Push (the push services of Chrome, Firefox, Safari and Edge).
+    public static let webpush = PushProvider(index: 2, name: "webpush")
 
     /// A provider identity; `index` must be below `capacity`.
     public init(index: Int, name: String) {
@@ -37,7 +39,7 @@ public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(index) }
 
     private static let registered = FutexLock<[PushProvider?]>(
-        [PushProvider.apns, PushProvider.fcm] + Array(repeating: nil, count: capacity - 2))
+        [PushProvider.apns, PushProvider.fcm, PushProvider.webpush] + Array(repeating: nil, count: capacity - 3))
 
     /// Makes a gateway's provider known by name and index (`named`, `stored`).
     public static func register(_ provider: PushProvider) {

@@ -14,7 +14,7 @@ struct Dispatcher: Sendable {
             ex.respond(.text(431, "request header fields too large\n"))
             return false
         }
-        let match = router.match(method: ex.request.method, path: ex.request.path)
+        let match = router.match(method: ex.request.method, path: ex.request.path, authority: ex.request.authority)
         if ex.connection.isShedding, let connection = ex.connection.control { _ = connection.takeSlotIfFree() }
         if budget.overBudget || ex.connection.isShedding {
             // A route that reads no body (`/healthz`) is still answered: it costs nothing to keep.
@@ -55,7 +55,7 @@ struct Dispatcher: Sendable {
         guard ex.state == .reading else { return }
         ex.state = .dispatched
         guard ex.routeIndex >= 0 else {
-            switch router.match(method: ex.request.method, path: ex.request.path) {
+            switch router.match(method: ex.request.method, path: ex.request.path, authority: ex.request.authority) {
             case .methodNotAllowed(let allowed): ex.respond(router.methodNotAllowed(ex.request, allowed))
             default: ex.respond(router.notFound(ex.request))
             }

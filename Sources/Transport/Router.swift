@@ -77,6 +77,8 @@ public struct Router: Sendable {
     /// tried against a handful of routes, not all of them.
     private var byFirstSegment: [(segment: [UInt8], routes: [Int])] = []
     private var otherRoutes: [Int] = []
+    /// Routes for one host only, tried when nothing else matches.
+    private var hostRoutes: [(host: [UInt8], routes: [Int])] = []
     /// Answer for paths no route matches.
     public var notFound: @Sendable (Request) -> Response = { _ in .text(404, "not found\n") }
     /// Answer for a matched path with a method no route accepts.
@@ -104,11 +106,15 @@ public struct Router: Sendable {
         (i >= 0 ? routes[i].unavailable ?? unavailable : unavailable)(request)
     }
 
-    /// Adds a route. `methods: nil` accepts every method (the handler decides).
+    /// Adds a route. `methods: nil` accepts every method (the handler decides). With `host`,
+    /// the route is only for requests to that host (`:authority` or `Host`, port aside), and is
+    /// tried only when no other route matches the path: a service whose paths are bare tokens
+    /// under its own host name (Apple's Web Push, `https://web.push.apple.com/{token}`).
     public mutating func add(
         _ methods: [HTTPMethod]?, _ pattern: String, maxBodySize: Int = 64 * 1024,
         bodyTooLarge: (@Sendable (Request) -> Response)? = nil,
         unavailable: (@Sendable (Request) -> Response)? = nil,
+        host: String? = nil,
         handler: @escaping Handler
     ) {
         var segments: [Route.Segment] = []
@@ -137,6 +143,15 @@ public struct Router: Sendable {
                 methods: methods, pattern: pattern, maxBodySize: maxBodySize,
                 bodyTooLarge: bodyTooLarge, unavailable: unavailable, handler: handler, segments: segments))
         parameterNames.append(names)
+        if let host {
+            let name = Array(host.lowercased().utf8)
+            if let k = hostRoutes.firstIndex(where: { $0.host == name }) {
+                hostRoutes[k].routes.append(index)
+            } else {
+                hostRoutes.append((name, [index]))
+            }
+            return
+        }
         if case .literal(let first) = segments.first {
             if let k = byFirstSegment.firstIndex(where: { $0.segment == first }) {
                 byFirstSegment[k].routes.append(index)
@@ -186,10 +201,29 @@ public struct Router: Sendable {
 
     /// Finds the route for `method` and `path` (a path without query, as in `Request.path`).
     /// Routes are tried in the order they were added; the first that matches wins.
-    public func match(method: HTTPMethod, path: ArraySlice<UInt8>) -> Match {
+    /// `authority` is read only when no route matches the path and some route is for one host.
+    public func match(method: HTTPMethod, path: ArraySlice<UInt8>, authority: @autoclosure () -> ArraySlice<UInt8>? = nil) -> Match {
+        let found = match(method: method, path: path, among: candidates(path))
+        guard case .notFound = found, !hostRoutes.isEmpty, let authority = authority() else { return found }
+        // The host without its port ("[::1]:8080" keeps its brackets), compared without regard to case.
+        var host = authority
+        if host.first == UInt8(ascii: "[") {
+            if let close = host.firstIndex(of: UInt8(ascii: "]")) { host = host[host.startIndex...close] }
+        } else if let colon = host.lastIndex(of: UInt8(ascii: ":")) {
+            host = host[host.startIndex..<colon]
+        }
+        for entry in hostRoutes where entry.host.count == host.count {
+            if zip(entry.host, host).allSatisfy({ $0 == $1 | (($1 >= 0x41 && $1 <= 0x5A) ? 0x20 : 0) }) {
+                return match(method: method, path: path, among: entry.routes)
+            }
+        }
+        return found
+    }
+
+    private func match(method: HTTPMethod, path: ArraySlice<UInt8>, among routeIndices: [Int]) -> Match {
         var allowed: [HTTPMethod] = []
         var params = RouteParameters()
-        for i in candidates(path) {
+        for i in routeIndices {
             params.removeAll()
             guard Router.matches(routes[i].segments, path, &params) else { continue }
             if let methods = routes[i].methods, !methods.contains(method) {

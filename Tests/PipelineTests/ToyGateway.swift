@@ -7,7 +7,7 @@ import Transport
 /// delivery) comes from the pipeline: nothing outside this file knows the toy exists, which is
 /// the proof that a gateway is a plug-in.
 struct ToyGateway: PushGateway {
-    static let identity = PushProvider(index: 2, name: "toy")
+    static let identity = PushProvider(index: 3, name: "toy")
     let provider = ToyGateway.identity
 
     final class ConnectionState {

@@ -1,0 +1,238 @@
+import PushCore
+import Runtime
+import Transport
+
+/// The verdict on one Web Push request.
+public struct WebPushDecision: PushDecision {
+    public var service: WebPushService = .fcm
+    public var token: ArraySlice<UInt8> = []
+    public var refusal: WebPushRefusal?
+    public var facts: WebPushAccepted?
+    public var subscription: WebPushSubscription?
+    /// What the browser read: the plaintext, or why it could not.
+    public var plaintext: [UInt8] = []
+    public var decryptFailure: DecryptFailure?
+
+    public init() {}
+    public var accepted: Bool { refusal == nil && facts != nil }
+}
+
+/// Per connection: the message-id generator.
+public final class WebPushConnectionState {
+    var rng = FastRandom()
+    public init() {}
+}
+
+/// Web Push as a push gateway: the four services' endpoints (`/fcm/send/{token}` and `/wp/`,
+/// `/wpush/v1|v2/{token}`, Apple's `/{token}` under its host or `/web.push.apple.com/{token}`
+/// locally, WNS's `/w/?token=`), each decided by `WebPushService.check` and answered in the
+/// service's format; an accepted message is decrypted as its browser would (RFC 8291) and
+/// delivered to the subscription's simulated browser with the plaintext as its payload.
+public struct WebPushGateway: PushGateway {
+    public let provider = PushProvider.webpush
+    public let subscriptions: WebPushSubscriptions
+
+    public init(subscriptions: WebPushSubscriptions) { self.subscriptions = subscriptions }
+
+    /// The services' host names (what the proxy intercepts).
+    public static let hostNames = WebPushService.allCases.map(\.host)
+    public var hostNames: [String] { WebPushGateway.hostNames }
+
+    /// Bodies are read up to 4 KiB more than the limit: past it the service answers 413 in its own format.
+    static let maxBody = WebPushService.maxBody + 4_096
+
+    public func routes() -> [GatewayRoute] {
+        func route(_ pattern: String, _ service: WebPushService, host: String? = nil) -> GatewayRoute {
+            GatewayRoute(
+                [.post], pattern, maxBodySize: WebPushGateway.maxBody,
+                bodyTooLarge: { _ in service.response(refusing: service.refusal(.tooLarge)) },
+                unavailable: { _ in service.response(refusing: service.refusal(.tooManyRequests)) }, host: host, handling: .push)
+        }
+        return [
+            route("/fcm/send/{token}", .fcm), route("/wp/{token}", .fcm),
+            route("/wpush/v1/{token}", .mozilla), route("/wpush/v2/{token}", .mozilla),
+            route("/web.push.apple.com/{token}", .apple), route("/{token}", .apple, host: WebPushService.apple.host),
+            route("/w/*", .wns),
+        ]
+    }
+
+    public func makeConnectionState() -> WebPushConnectionState { WebPushConnectionState() }
+
+    /// The service a request's path is for.
+    static func service(of path: ArraySlice<UInt8>) -> WebPushService {
+        func starts(_ s: StaticString) -> Bool { path.starts(with: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)) }
+        if starts("/fcm/send/") || starts("/wp/") { return .fcm }
+        if starts("/wpush/") { return .mozilla }
+        if starts("/w/") { return .wns }
+        return .apple
+    }
+
+    public func decide(
+        _ request: Request, on exchange: Exchange, state: WebPushConnectionState, nowMs: Int64, into d: inout WebPushDecision
+    ) {
+        let service = WebPushGateway.service(of: request.path)
+        d.service = service
+        if service == .wns {
+            d.token = Array(PercentEncoding.decode(Array((request.queryParameter("token") ?? "").utf8)[...], plusAsSpace: false).utf8)[...]
+        } else {
+            d.token = exchange.parameters.value(0, in: request.path)
+        }
+        let token = String(decoding: d.token, as: UTF8.self)
+        let found = subscriptions.subscription(token: token).flatMap { s -> WebPushSubscription? in
+            // A token of another service, or a Firefox v1 token posted to /wpush/v2/ (and back), is not one this endpoint issued.
+            guard s.service == service else { return nil }
+            if service == .mozilla && request.path.starts(with: Array("/wpush/v2/".utf8)) != (s.applicationServerKey != nil) { return nil }
+            return s
+        }
+        d.subscription = found
+        var audiences = [service.origin]
+        if let authority = request.authority {
+            let a = String(decoding: authority, as: UTF8.self)
+            audiences += ["http://" + a, "https://" + a]
+        }
+        let facts = found.map { WebPushSubscriptionFacts(applicationServerKey: $0.applicationServerKey, gone: $0.goneAtMs != nil) }
+        switch service.check(
+            WebPushHeaders(request.headers), bodyCount: request.body.count, subscription: facts, audiences: audiences,
+            nowSeconds: nowMs / 1000)
+        {
+        case .failure(let r): d.refusal = r
+        case .success(let accepted):
+            d.facts = accepted
+            // The browser's side, done here so the journal, the log and the device see the same plaintext.
+            guard !request.body.isEmpty, let s = found else { return }
+            guard let keys = s.keys else {
+                d.decryptFailure = DecryptFailure("the subscription's key pair is unusable")
+                return
+            }
+            let result: Result<[UInt8], DecryptFailure>
+            switch accepted.coding {
+            case .aesgcm?:
+                result = ContentEncryption.decrypt(
+                    aesgcm: request.body[...], salt: accepted.salt ?? [], senderKey: accepted.senderKey ?? [],
+                    recordSize: accepted.recordSize, keys: keys)
+            default: result = ContentEncryption.decrypt(aes128gcm: request.body[...], keys: keys)
+            }
+            switch result {
+            case .success(let p): d.plaintext = p
+            case .failure(let f): d.decryptFailure = f
+            }
+        }
+    }
+
+    public func subject(of decision: WebPushDecision, request: Request) -> PushSubject {
+        PushSubject(token: decision.token, topic: decision.facts?.topic.map { Array($0.utf8)[...] }, scope: decision.service.rawValue)
+    }
+
+    public func rateLimited(_ decision: inout WebPushDecision) {
+        decision.refusal = decision.service.refusal(.tooManyRequests)
+    }
+
+    public func notificationID(for decision: WebPushDecision, request: Request, state: WebPushConnectionState) -> UUIDValue {
+        UUIDValue.random(&state.rng)
+    }
+
+    public func forEachAcceptedPush(
+        _ decision: WebPushDecision, request: Request, id: UUIDValue, state: WebPushConnectionState, nowMs: Int64,
+        _ body: AcceptedPushSink
+    ) {
+        guard let facts = decision.facts else { return }
+        let app = decision.subscription.map { Array($0.app.utf8)[...] }
+        let undecryptable = decision.decryptFailure != nil
+        var delivery = Delivery(
+            provider: .webpush, platform: .web, tokenBytes: decision.token, appBytes: app, environment: decision.service.rawValue,
+            notificationID: id, messageName: nil, receivedAtMs: nowMs,
+            payload: undecryptable ? request.body[...] : decision.plaintext[...])
+        if undecryptable {
+            delivery.alerts = .undecryptable
+        } else if WebPushGateway.hasTitle(decision.plaintext) {
+            delivery.alerts = .notification
+        }
+        delivery.hasData = !decision.plaintext.isEmpty
+        delivery.collapseID = facts.topic
+        delivery.expiresAtMs = nowMs + Int64(facts.ttl) * 1000
+        let warnings = decision.decryptFailure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
+        body(
+            delivery, facts.topic.map { Array($0.utf8)[...] }, warnings, nil,
+            AcceptedPushFlags(payloadIsJSON: !undecryptable && WebPushGateway.isJSONObject(decision.plaintext), appliesDeviceEffects: true))
+    }
+
+    /// Whether a payload is a JSON object with a top-level string `title` (what a service worker
+    /// written the common way shows; web SDKs use `title` too, Pushwoosh `header`).
+    static func hasTitle(_ payload: [UInt8]) -> Bool {
+        payload.withUnsafeBytes { raw in
+            var tokens: [JSONToken] = []
+            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
+            let v = JSONView(bytes: raw, tokens: tokens)
+            for key: StaticString in ["title", "header"] {
+                if let t = v.member(0, key), v.tokens[t].kind == .string, !v.string(t).isEmpty { return true }
+            }
+            if let n = v.member(0, "notification"), v.tokens[n].kind == .object, let t = v.member(n, "title"), v.tokens[t].kind == .string {
+                return true
+            }
+            return false
+        }
+    }
+
+    static func isJSONObject(_ payload: [UInt8]) -> Bool {
+        payload.first == UInt8(ascii: "{")
+            && payload.withUnsafeBytes { raw in
+                var tokens: [JSONToken] = []
+                return JSONParser.parse(raw, into: &tokens) == nil
+            }
+    }
+
+    /// The id a service puts in its `Location`.
+    static func messageID(_ service: WebPushService, _ id: UUIDValue, nowMs: Int64) -> String {
+        switch service {
+        case .fcm:
+            let hex = String(id.high, radix: 16)
+            return "0:\(nowMs)%" + String(repeating: "0", count: max(0, 16 - hex.count)) + hex
+        case .mozilla: return Base64URL.encode(Array(id.description.utf8))
+        case .apple: return id.description.uppercased()
+        case .wns: return id.description
+        }
+    }
+
+    public func response(for decision: WebPushDecision, request: Request, id: UUIDValue, state: WebPushConnectionState, nowMs: Int64)
+        -> Response
+    {
+        if let r = decision.refusal { return decision.service.response(refusing: r) }
+        return decision.service.response(
+            accepting: WebPushGateway.messageID(decision.service, id, nowMs: nowMs), ttl: decision.facts?.ttl ?? 0)
+    }
+
+    public func outcome(of decision: WebPushDecision, request: Request) -> PushOutcome {
+        if let r = decision.refusal { return PushOutcome(status: r.status, reason: r.message, payload: request.body[...], warnings: []) }
+        let warnings = decision.decryptFailure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
+        return PushOutcome(
+            status: 201, reason: "", payload: decision.decryptFailure == nil ? decision.plaintext[...] : request.body[...],
+            warnings: warnings)
+    }
+
+    public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {
+        let service = WebPushGateway.service(of: request.path)
+        let status = answer.status ?? 503
+        var refusal: WebPushRefusal
+        switch status {
+        case 401, 403: refusal = service.refusal(.unauthorized)
+        case 404: refusal = service.refusal(.unknownSubscription)
+        case 410: refusal = service.refusal(.gone)
+        case 413: refusal = service.refusal(.tooLarge)
+        case 429, 406: refusal = service.refusal(.tooManyRequests)
+        case 400: refusal = service.refusal(.badEncoding)
+        default: refusal = WebPushRefusal(kind: .badEncoding, status: status, message: "Service Unavailable", errno: 999)
+        }
+        refusal.status = status
+        if let reason = answer.reason ?? answer.errorCode { refusal.message = reason }
+        var response = service.response(refusing: refusal)
+        if let retryAfter = answer.retryAfter { response.headers.add(name: "retry-after", value: String(retryAfter)) }
+        return (response, refusal.message)
+    }
+
+    public struct ConnectionActions: Sendable {}
+    public func connectionActions(after decision: WebPushDecision) -> ConnectionActions { ConnectionActions() }
+    public func connectionActionsAfterInjectedAnswer() -> ConnectionActions { ConnectionActions() }
+    public static func perform(_ actions: ConnectionActions, on connection: ConnectionContext) {}
+    public static func acts(_ actions: ConnectionActions) -> Bool { false }
+    public static func goAwayDebugData(reason: String) -> [UInt8] { Array(reason.utf8) }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// Web Push driven by pywebpush (PyPI, unchanged) against the real binary: a subscription per
+/// browser made through the admin API, pushes each service accepts and the simulated browser
+/// decrypts, and the errors each service answers in its own format.
+final class WebPushClientTests: XCTestCase {
+    static let root = ServerProcess.repositoryRoot
+    static var python: String { root + "/.venv/bin/python" }
+
+    func json(_ s: String) throws -> [String: Any] {
+        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any], s)
+    }
+
+    func testPyWebPushAgainstEveryService() throws {
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: Self.python), "run Scripts/install-deps to create .venv")
+        let s = try ServerProcess(["--webpush-endpoints", "local"])
+        defer { s.stop() }
+        let r = try runCommand(
+            Self.python, [Self.root + "/Tests/Clients/webpush_send.py", "http://127.0.0.1:\(s.httpPort)"], timeout: 120,
+            environment: ["PYTHONWARNINGS": "ignore"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "")
+        let sent = try XCTUnwrap(out["sent"] as? [String: [String: Any]])
+        let locations = [
+            "chrome": "https://fcm.googleapis.com/0:", "firefox": "https://updates.push.services.mozilla.com/m/",
+            "safari": "https://web.push.apple.com/m/", "edge": "https://wns2-par02p.notify.windows.com/m/",
+        ]
+        for (browser, prefix) in locations {
+            let one = try XCTUnwrap(sent[browser], browser)
+            XCTAssertEqual(one["status"] as? Int, 201, "\(browser): \(one)")
+            let headers = try XCTUnwrap(one["headers"] as? [String: String])
+            XCTAssertTrue(headers["location"]?.hasPrefix(prefix) == true, "\(browser): \(headers)")
+            let subscription = try XCTUnwrap(one["subscription"] as? [String: Any])
+            XCTAssertTrue(subscription.keys.sorted() == ["endpoint", "expirationTime", "keys"], "\(subscription)")
+            XCTAssertTrue(subscription["expirationTime"] is NSNull)
+            let keys = try XCTUnwrap(subscription["keys"] as? [String: String])
+            XCTAssertEqual(keys["p256dh"]?.count, 87)
+            XCTAssertEqual(keys["auth"]?.count, 22)
+            // What the simulated browser decrypted is the notification's payload, and it was shown.
+            let token = try XCTUnwrap(one["token"] as? String)
+            let device = try json(try adminRequest(s, "GET", "/emulator/v1/devices/\(token)").1)
+            // Firefox also got the legacy aesgcm push below.
+            XCTAssertEqual(device["received"] as? Int, browser == "firefox" ? 2 : 1, "\(device)")
+            let list = try json(
+                try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?token=\(token)"], timeout: 10)
+                    .stdout)
+            let n = try XCTUnwrap(
+                (list["notifications"] as? [[String: Any]])?.first {
+                    ($0["payload"] as? [String: Any])?["title"] as? String == "Sale \(browser)"
+                },
+                "\(list)")
+            XCTAssertEqual(n["provider"] as? String, "webpush")
+            XCTAssertEqual((n["display"] as? [String: Any])?["outcome"] as? String, "shown")
+        }
+        XCTAssertEqual((out["aesgcm"] as? [String: Any])?["status"] as? Int, 201, "\(out["aesgcm"] ?? "")")
+        let firefox = try XCTUnwrap(sent["firefox"]?["token"] as? String)
+        let legacy = try json(
+            try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?token=\(firefox)"], timeout: 10).stdout
+        )
+        XCTAssertTrue(
+            (legacy["notifications"] as? [[String: Any]])?.contains { ($0["payload"] as? [String: Any])?["title"] as? String == "Legacy" }
+                == true,
+            "the aesgcm push decrypted: \(legacy)")
+
+        let errors = try XCTUnwrap(out["errors"] as? [String: [String: Any]])
+        func check(_ name: String, _ status: Int, _ body: String, header: (String, String)? = nil) {
+            let e = errors[name] ?? [:]
+            XCTAssertEqual(e["status"] as? Int, status, "\(name): \(e)")
+            XCTAssertEqual(e["exception"] as? String, "WebPushException", name)
+            if !body.isEmpty { XCTAssertTrue((e["body"] as? String)?.contains(body) == true, "\(name): \(e)") }
+            if let (h, v) = header { XCTAssertEqual((e["headers"] as? [String: String])?[h], v, name) }
+        }
+        check(
+            "chrome-other-key", 403,
+            "the VAPID credentials in the authorization header do not correspond to the credentials used to create the subscriptions.\n")
+        check("firefox-exp", 401, #""errno":109"#)
+        check("firefox-exp", 401, "The VAPID token expiration is too long")
+        check("safari-localhost", 403, #"{"reason":"BadJwtToken"}"#)
+        check("edge-ttl0", 400, "", header: ("x-wns-error-description", "Ttl value conflicts with X-WNS-Cache-Policy."))
+        check("chrome-large", 413, "")
+        check("chrome-gone", 410, "push subscription has unsubscribed or expired.\n")
+    }
+}
