@@ -247,14 +247,7 @@ struct DevicesAdminAPI: AdminResource {
             d.fcmToken = fcmToken ?? DeviceLifecycle.randomToken(.android, &r)
             d.fcmProject = project
         }
-        if let e = DevicesAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
-        do {
-            try deviceStore.register(d)
-        } catch let e as DeviceStore.StoreError where e.isLimit {
-            return AdminAPI.error(507, e.description)
-        } catch {
-            return AdminAPI.error(400, "\(error)")
-        }
+        if let refused = keep(&d, body: req.body) { return refused }
         if platform == .ios, let e = APNsEnvironment(rawValue: env ?? "sandbox") {
             apnsDevices.register(token: tok, environment: e, bundleID: app)
             if let fcm = d.fcmToken {
@@ -319,7 +312,15 @@ struct DevicesAdminAPI: AdminResource {
         var d = SimDevice(
             token: subscription.token, platform: .web, app: app, environment: subscription.service.rawValue, createdAtMs: now,
             seed: r.next())
-        if let e = DevicesAdminAPI.apply(req.body, to: &d) { return AdminAPI.error(400, e) }
+        if let refused = keep(&d, body: req.body) { return refused }
+        deviceStore.sendRegistration(token: subscription.token, event: .register, nowMs: now)
+        guard let json = deviceJSON(subscription.token) else { return AdminAPI.error(500, "the device was not kept") }
+        return .json(201, json)
+    }
+
+    /// Applies the body's device fields to `d` and keeps it; the refusal when either fails.
+    func keep(_ d: inout SimDevice, body: [UInt8]) -> Response? {
+        if let e = DevicesAdminAPI.apply(body, to: &d) { return AdminAPI.error(400, e) }
         do {
             try deviceStore.register(d)
         } catch let e as DeviceStore.StoreError where e.isLimit {
@@ -327,9 +328,7 @@ struct DevicesAdminAPI: AdminResource {
         } catch {
             return AdminAPI.error(400, "\(error)")
         }
-        deviceStore.sendRegistration(token: subscription.token, event: .register, nowMs: now)
-        guard let json = deviceJSON(subscription.token) else { return AdminAPI.error(500, "the device was not kept") }
-        return .json(201, json)
+        return nil
     }
 
     static let topicsAreFCMs = "topics are FCM topic subscriptions: android devices only"

@@ -24,7 +24,7 @@ enum ProxyCommands {
         let files = try ProxyEnvironment.writeFiles(under: dataDir + "/ca")
         let noProxy = (f["no-proxy"] ?? "").split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
         let variables = ProxyEnvironment.variables(proxy: "http://\(address):\(port)", noProxy: noProxy, ca: files.ca, bundle: files.bundle)
-        var comment = "pushemu's proxy: APNs and FCM hosts are answered by the emulator; CONNECT to any other host is refused.\n"
+        var comment = "pushemu's proxy: APNs, FCM and Web Push hosts are answered by the emulator; CONNECT to any other host is refused.\n"
         comment += "Evaluate in the shell that runs the sender (other HTTPS hosts need NO_PROXY: pushemu env --no-proxy a,b)."
         if files.systemFile == nil { comment += "\nNo system CA bundle was found: the bundle holds the development CA alone." }
         return ProxyEnvironment.script(variables, shell: shell, comment: comment)
