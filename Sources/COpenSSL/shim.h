@@ -200,4 +200,23 @@ static inline int pushemu_hmac_sha256(const unsigned char *key, size_t keylen, c
     unsigned int len = 32;
     return HMAC(EVP_sha256(), key, (int)keylen, data, datalen, out, &len) != NULL && len == 32;
 }
+/* ECDH on P-256 from raw forms, without EVP's provider lookups (a browser decrypting many
+   pushes): x(priv * peer), 32 bytes into `secret`; 0 when the peer's point is not on the curve. */
+static inline int pushemu_p256_ecdh_raw(const unsigned char *priv, const unsigned char *peer, unsigned char *secret) {
+    EC_GROUP *group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+    BN_CTX *ctx = BN_CTX_new();
+    EC_POINT *p = group ? EC_POINT_new(group) : NULL, *r = group ? EC_POINT_new(group) : NULL;
+    BIGNUM *d = BN_bin2bn(priv, 32, NULL), *x = BN_new();
+    int ok = group && ctx && p && r && d && x && peer[0] == 4 &&
+             EC_POINT_oct2point(group, p, peer, 65, ctx) == 1 && EC_POINT_is_on_curve(group, p, ctx) == 1 &&
+             EC_POINT_mul(group, r, NULL, p, d, ctx) == 1 && EC_POINT_is_at_infinity(group, r) == 0 &&
+             EC_POINT_get_affine_coordinates(group, r, x, NULL, ctx) == 1 && BN_bn2binpad(x, secret, 32) == 32;
+    BN_free(x);
+    BN_clear_free(d);
+    EC_POINT_free(r);
+    EC_POINT_free(p);
+    BN_CTX_free(ctx);
+    EC_GROUP_free(group);
+    return ok;
+}
 #endif

@@ -94,10 +94,9 @@ public enum ContentEncryption {
         let idlen = Int(b[20])
         guard rs >= 18, b.count >= 21 + idlen else { return .failure(DecryptFailure("Could not parse the content header")) }
         let keyID = Array(b[21..<(21 + idlen)])
-        guard let sender = P256Key(publicKey: keyID) else {
+        guard let secret = keys.key.sharedSecret(withPoint: keyID) else {
             return .failure(DecryptFailure("the key id is not a P-256 public key (\(idlen) bytes)"))
         }
-        guard let secret = keys.key.sharedSecret(with: sender) else { return .failure(DecryptFailure("ECDH failed")) }
         let (key, base) = aes128gcmKeys(secret: secret, auth: keys.auth, ua: keys.key.publicKey, sender: keyID, salt: salt)
         return records(b[(21 + idlen)...], size: min(rs, maxRecordSize), key: key, base: base)
     }
@@ -138,8 +137,9 @@ public enum ContentEncryption {
     ) -> Result<[UInt8], DecryptFailure> {
         guard salt.count == 16 else { return .failure(DecryptFailure("the salt is not 16 bytes")) }
         guard recordSize >= 3, recordSize <= maxRecordSize else { return .failure(DecryptFailure("bad record size \(recordSize)")) }
-        guard let sender = P256Key(publicKey: senderKey) else { return .failure(DecryptFailure("dh is not a P-256 public key")) }
-        guard let secret = keys.key.sharedSecret(with: sender) else { return .failure(DecryptFailure("ECDH failed")) }
+        guard let secret = keys.key.sharedSecret(withPoint: senderKey) else {
+            return .failure(DecryptFailure("dh is not a P-256 public key"))
+        }
         let (key, base) = aesgcmKeys(secret: secret, auth: keys.auth, ua: keys.key.publicKey, sender: senderKey, salt: salt)
         let chunk = recordSize + 16
         guard !body.isEmpty, body.count % chunk != 0 else { return .failure(DecryptFailure("Message truncated")) }

@@ -51,6 +51,14 @@ public final class P256Key: @unchecked Sendable { // the EVP_PKEY is never chang
         return P256Key(k, publicKey: pub, privateKey: priv)
     }
 
+    /// The ECDH shared secret of this key pair and the uncompressed point `peer` (checked to be
+    /// on the curve), without making a key of it: what a browser does for each push.
+    public func sharedSecret(withPoint peer: [UInt8]) -> [UInt8]? {
+        guard let privateKey, peer.count == 65 else { return nil }
+        var out = [UInt8](repeating: 0, count: 32)
+        return pushemu_p256_ecdh_raw(privateKey, peer, &out) == 1 ? out : nil
+    }
+
     /// The ECDH shared secret (the x coordinate, 32 bytes) of this key pair and `peer`.
     public func sharedSecret(with peer: P256Key) -> [UInt8]? {
         guard privateKey != nil else { return nil }

@@ -194,3 +194,25 @@ public enum VAPID {
         return nil
     }
 }
+
+/// A connection's last verified VAPID JWT and key: a sender signs once and reuses the header
+/// for hours, so the signature is checked once per connection and header, not once a push.
+public final class VAPIDCache {
+    var token: [UInt8] = []
+    var key: [UInt8] = []
+    var claims: VAPIDClaims?
+
+    public init() {}
+
+    /// The claims of `credentials` if they are the ones verified last on this connection.
+    func claims(for credentials: VAPIDCredentials) -> VAPIDClaims? {
+        guard let claims, credentials.token.elementsEqual(token), credentials.key.elementsEqual(key) else { return nil }
+        return claims
+    }
+
+    func remember(_ credentials: VAPIDCredentials, _ claims: VAPIDClaims) {
+        token = Array(credentials.token)
+        key = Array(credentials.key)
+        self.claims = claims
+    }
+}

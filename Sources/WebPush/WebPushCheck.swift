@@ -62,7 +62,8 @@ extension WebPushService {
     /// (nil: a token it never issued). `audiences`: the origins `aud` may name (the service's,
     /// and the local one a subscription's endpoint may be under).
     public func check(
-        _ headers: WebPushHeaders, bodyCount: Int, subscription: WebPushSubscriptionFacts?, audiences: [String], nowSeconds: Int64
+        _ headers: WebPushHeaders, bodyCount: Int, subscription: WebPushSubscriptionFacts?, audiences: [String], nowSeconds: Int64,
+        cache: VAPIDCache? = nil
     ) -> Result<WebPushAccepted, WebPushRefusal> {
         guard let subscription else { return .failure(refusal(.unknownSubscription)) }
         // VAPID: required wherever the subscription was made with an applicationServerKey (all
@@ -77,9 +78,25 @@ extension WebPushService {
                 return .failure(refusal(vapid: .keyMismatch))
             }
             if subscription.gone { return .failure(refusal(.gone)) }
-            switch VAPID.verify(credentials, nowSeconds: nowSeconds) {
+            let verified: Result<VAPIDClaims, VAPIDFailure>
+            if let known = cache?.claims(for: credentials) {
+                // Verified before on this connection: only its clock can have run out since.
+                if known.expiresAt <= nowSeconds {
+                    verified = .failure(.expired)
+                } else if known.expiresAt > nowSeconds + VAPID.maxLifetimeSeconds {
+                    verified = .failure(.expiresTooLate)
+                } else {
+                    verified = .success(known)
+                }
+            } else {
+                verified = VAPID.verify(credentials, nowSeconds: nowSeconds).map { claims, _ in
+                    cache?.remember(credentials, claims)
+                    return claims
+                }
+            }
+            switch verified {
             case .failure(let f): return .failure(refusal(vapid: f))
-            case .success(let (c, _)):
+            case .success(let c):
                 guard audiences.contains(c.audience) else { return .failure(refusal(vapid: .audience)) }
                 if let why = subjectRefusal(c.subject) { return .failure(refusal(vapid: .subject(why))) }
                 claims = c

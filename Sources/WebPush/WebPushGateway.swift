@@ -20,6 +20,8 @@ public struct WebPushDecision: PushDecision {
 /// Per connection: the message-id generator.
 public final class WebPushConnectionState {
     var rng = FastRandom()
+    /// The last VAPID header verified on this connection.
+    let vapid = VAPIDCache()
     public init() {}
 }
 
@@ -93,17 +95,14 @@ public struct WebPushGateway: PushGateway {
         let facts = found.map { WebPushSubscriptionFacts(applicationServerKey: $0.applicationServerKey, gone: $0.goneAtMs != nil) }
         switch service.check(
             WebPushHeaders(request.headers), bodyCount: request.body.count, subscription: facts, audiences: audiences,
-            nowSeconds: nowMs / 1000)
+            nowSeconds: nowMs / 1000, cache: state.vapid)
         {
         case .failure(let r): d.refusal = r
         case .success(let accepted):
             d.facts = accepted
             // The browser's side, done here so the journal, the log and the device see the same plaintext.
             guard !request.body.isEmpty, let s = found else { return }
-            guard let keys = s.keys else {
-                d.decryptFailure = DecryptFailure("the subscription's key pair is unusable")
-                return
-            }
+            let keys = s.keys
             let result: Result<[UInt8], DecryptFailure>
             switch accepted.coding {
             case .aesgcm?:

@@ -16,8 +16,8 @@ public struct WebPushSubscription: Sendable {
     /// The site's VAPID public key (65 bytes), nil for a Firefox subscription made without one.
     public var applicationServerKey: [UInt8]?
     /// The browser's P-256 key pair: private scalar (32 bytes) and public point (`p256dh`, 65 bytes).
-    public var privateKey: [UInt8]
-    public var publicKey: [UInt8]
+    public var privateKey: [UInt8] { keyPair.privateKey ?? [] }
+    public var publicKey: [UInt8] { keyPair.publicKey }
     /// The 16-byte auth secret.
     public var auth: [UInt8]
     /// The endpoint URL the sender posts to.
@@ -31,10 +31,11 @@ public struct WebPushSubscription: Sendable {
         "{\"endpoint\":\(JSONWriter.quote(endpoint)),\"expirationTime\":null,\"keys\":{\"p256dh\":\"\(Base64URL.encode(publicKey))\",\"auth\":\"\(Base64URL.encode(auth))\"}}"
     }
 
+    /// The key pair made once (its public point is derived from the scalar: a multiplication).
+    let keyPair: P256Key
+
     /// What the browser decrypts with.
-    public var keys: SubscriptionKeys? {
-        P256Key(privateKey: privateKey).map { SubscriptionKeys(key: $0, auth: auth) }
-    }
+    public var keys: SubscriptionKeys { SubscriptionKeys(key: keyPair, auth: auth) }
 }
 
 /// Why a subscription could not be made, in words the admin API passes on.
@@ -80,17 +81,17 @@ public final class WebPushSubscriptions: PersistentStore {
         } else {
             key = P256Key.generate()
         }
-        guard let key, let priv = key.privateKey else { throw WebPushSubscriptionError(description: "could not make a key pair") }
+        guard let key, key.privateKey != nil else { throw WebPushSubscriptionError(description: "could not make a key pair") }
         if let auth, auth.count != 16 { throw WebPushSubscriptionError(description: "keys.auth must be 16 bytes (base64url)") }
         let token = token ?? WebPushSubscriptions.newToken(service, versionTwo: applicationServerKey != nil)
         guard (16...512).contains(token.utf8.count), token.utf8.allSatisfy(WebPushSubscriptions.isTokenByte) else {
             throw WebPushSubscriptionError(description: "token must be 16 to 512 base64url characters (':' allowed)")
         }
         let s = WebPushSubscription(
-            token: token, service: service, browser: browser, app: app, applicationServerKey: applicationServerKey, privateKey: priv,
-            publicKey: key.publicKey, auth: auth ?? ContentEncryption.random(16),
+            token: token, service: service, browser: browser, app: app, applicationServerKey: applicationServerKey,
+            auth: auth ?? ContentEncryption.random(16),
             endpoint: service.endpoint(token: token, versionTwo: applicationServerKey != nil, localBase: localBase),
-            createdAtMs: nowMs, goneAtMs: nil)
+            createdAtMs: nowMs, goneAtMs: nil, keyPair: key)
         try map.withLock { (m: inout [String: WebPushSubscription]) throws(WebPushSubscriptionError) in
             guard m[token] != nil || m.count < capacity else {
                 throw WebPushSubscriptionError(description: "at most \(capacity) web push subscriptions are kept")
@@ -197,8 +198,8 @@ public final class WebPushSubscriptions: PersistentStore {
             throw StateFormatError("a webpush.subscriptions record is incomplete (token \(token))")
         }
         let s = WebPushSubscription(
-            token: token, service: service, browser: browser, app: app, applicationServerKey: serverKey, privateKey: priv,
-            publicKey: key.publicKey, auth: auth, endpoint: endpoint, createdAtMs: created, goneAtMs: gone)
+            token: token, service: service, browser: browser, app: app, applicationServerKey: serverKey, auth: auth, endpoint: endpoint,
+            createdAtMs: created, goneAtMs: gone, keyPair: key)
         map.withLock { $0[token] = s }
     }
 

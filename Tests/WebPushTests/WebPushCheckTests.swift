@@ -210,4 +210,37 @@ final class WebPushCheckTests: XCTestCase {
         let never = WebPushService.mozilla.check(try headers(.mozilla), bodyCount: 10, subscription: nil, audiences: [], nowSeconds: now)
         XCTAssertEqual(try XCTUnwrap(refused(never)).errno, 102)
     }
+
+    /// A connection's repeated VAPID header is verified once; its expiry still counts, and
+    /// another header (another signature) is verified afresh.
+    func testARepeatedJWTIsVerifiedOncePerConnection() throws {
+        let cache = VAPIDCache()
+        let h = try headers(.fcm)
+        XCTAssertNoThrow(
+            try WebPushService.fcm.check(
+                h, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now, cache: cache
+            ).get())
+        XCTAssertNotNil(cache.claims)
+        XCTAssertNoThrow(
+            try WebPushService.fcm.check(
+                h, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now + 10, cache: cache
+            ).get())
+        let later = WebPushService.fcm.check(
+            h, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now + 3_601, cache: cache)
+        XCTAssertEqual(try XCTUnwrap(refused(later)).status, 403, "expired since it was cached")
+        // The same claims signed by another key, sent with the subscription's k: not the cached header.
+        let other = try XCTUnwrap(P256Key.generate())
+        let forged = try jwt(#"{"aud":"https://fcm.googleapis.com","exp":\#(now + 3600),"sub":"mailto:ops@shop.example"}"#, key: other)
+        var fields = HTTPFields()
+        fields.add(name: "ttl", value: "60")
+        fields.add(name: "authorization", value: "vapid t=\(forged),k=\(b64(signer.publicKey))")
+        XCTAssertEqual(
+            try XCTUnwrap(
+                refused(
+                    WebPushService.fcm.check(
+                        WebPushHeaders(fields), bodyCount: 0, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now,
+                        cache: cache))
+            ).message,
+            "invalid JWT provided")
+    }
 }
