@@ -659,6 +659,16 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
                     }
                     // APNs stores one notification per app for an offline device: the latest.
                     dev.pending.removeAll()
+                } else if d.platform == .web, d.expiresAtMs == 0 {
+                    // A push service drops a TTL 0 message for an offline browser (still 201).
+                    dev.dropped += 1
+                    return .droppedOffline
+                } else if d.platform == .web, let topic = d.collapseID,
+                    let i = dev.pending.firstIndex(where: { $0.delivery.collapseID == topic })
+                {
+                    // A newer message with the same Topic replaces the one held (RFC 8030 §5.4).
+                    dev.pending.remove(at: i)
+                    dev.collapsed += 1
                 } else if dev.pending.count >= pendingLimit {
                     dev.pending.removeFirst()
                     dev.dropped += 1

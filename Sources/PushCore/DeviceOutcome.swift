@@ -122,7 +122,7 @@ public struct Display: Sendable, Equatable {
             case .dataMessage: "a data message: the app received it, and no SDK in it builds a notification from these keys"
             case .sdkSilent: "the SDK reads it as a silent push: received, nothing displayed"
             case .heldOffline: "the device is offline: held by the service until it comes back"
-            case .droppedOffline: "the device is offline and the notification expires now (apns-expiration 0): dropped"
+            case .droppedOffline: "the device is offline and the notification expires now (apns-expiration 0, a Web Push TTL of 0): dropped"
             case .uninstalled: "the app was uninstalled"
             case .appKilled: "the user force-quit the app: iOS does not launch it for a background push"
             case .serviceWorker: "displayed: the site's service worker showed it (showNotification with the payload's title)"

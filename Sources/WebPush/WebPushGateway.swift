@@ -148,7 +148,8 @@ public struct WebPushGateway: PushGateway {
         }
         delivery.hasData = !decision.plaintext.isEmpty
         delivery.collapseID = facts.topic
-        delivery.expiresAtMs = nowMs + Int64(facts.ttl) * 1000
+        // TTL 0: delivered now or never (an offline browser's is dropped, as autopush drops it).
+        delivery.expiresAtMs = facts.ttl == 0 ? 0 : nowMs + Int64(facts.ttl) * 1000
         let warnings = decision.decryptFailure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
         body(
             delivery, facts.topic.map { Array($0.utf8)[...] }, warnings, nil,
@@ -223,8 +224,10 @@ public struct WebPushGateway: PushGateway {
         }
         refusal.status = status
         if let reason = answer.reason ?? answer.errorCode { refusal.message = reason }
-        var response = service.response(refusing: refusal)
-        if let retryAfter = answer.retryAfter { response.headers.add(name: "retry-after", value: String(retryAfter)) }
+        var response = service.response(refusing: refusal, retryAfter: answer.retryAfter ?? 60)
+        if let retryAfter = answer.retryAfter, refusal.kind != .tooManyRequests {
+            response.headers.add(name: "retry-after", value: String(retryAfter))
+        }
         return (response, refusal.message)
     }
 

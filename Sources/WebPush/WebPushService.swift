@@ -219,7 +219,7 @@ extension WebPushService {
 
     /// The service's answer to a refused push: autopush's JSON error, FCM's plain line, Apple's
     /// `{"reason"}`, WNS's empty body with `X-WNS-*` headers.
-    public func response(refusing r: WebPushRefusal) -> Response {
+    public func response(refusing r: WebPushRefusal, retryAfter: Int = 60) -> Response {
         var response: Response
         switch self {
         case .mozilla:
@@ -246,7 +246,7 @@ extension WebPushService {
             response.headers.add(name: "x-wns-status", value: "dropped")
             response.headers.add(name: "x-wns-error-description", value: r.message)
         }
-        if r.kind == .tooManyRequests { response.headers.add(name: "retry-after", value: "60") }
+        if r.kind == .tooManyRequests { response.headers.add(name: "retry-after", value: String(retryAfter)) }
         return response
     }
 

@@ -66,4 +66,16 @@ out["errors"]["chrome-large"] = send(subs["chrome"]["subscription"], "y" * 4000,
 # The browser unsubscribed.
 admin("DELETE", "/emulator/v1/devices/" + subs["chrome"]["token"])
 out["errors"]["chrome-gone"] = send(subs["chrome"]["subscription"], "x", site, ttl=60)
+# An offline browser: TTL 0 is dropped; a newer message with the same Topic replaces the held one.
+dev = admin("POST", "/emulator/v1/devices", {"platform": "web", "browser": "firefox", "app": "https://shop.example",
+                                             "applicationServerKey": key(site)})
+admin("POST", "/emulator/v1/devices/%s:offline" % dev["token"])
+offline = [send(dev["subscription"], json.dumps({"title": t}), site, ttl=ttl, headers=h)["status"]
+           for t, ttl, h in [("now or never", 0, None), ("v1", 600, {"Topic": "price"}), ("v2", 600, {"Topic": "price"})]]
+admin("POST", "/emulator/v1/devices/%s:online" % dev["token"])
+after = admin("GET", "/emulator/v1/devices/" + dev["token"])
+out["offline"] = {"statuses": offline, "received": after["received"], "dropped": after["dropped"], "collapsed": after["collapsed"]}
+# A fault rule answers in the service's format.
+admin("POST", "/emulator/v1/faults", {"match": {"provider": "webpush", "first": 1}, "effect": {"status": 429, "retryAfter": 30}})
+out["fault"] = send(dev["subscription"], "x", site, ttl=60)
 print(json.dumps(out))

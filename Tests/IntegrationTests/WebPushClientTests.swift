@@ -81,5 +81,17 @@ final class WebPushClientTests: XCTestCase {
         check("edge-ttl0", 400, "", header: ("x-wns-error-description", "Ttl value conflicts with X-WNS-Cache-Policy."))
         check("chrome-large", 413, "")
         check("chrome-gone", 410, "push subscription has unsubscribed or expired.\n")
+
+        // Offline: TTL 0 dropped, a Topic's newer message replaces the held one; all answered 201.
+        let offline = try XCTUnwrap(out["offline"] as? [String: Any])
+        XCTAssertEqual(offline["statuses"] as? [Int], [201, 201, 201], "\(offline)")
+        XCTAssertEqual(offline["received"] as? Int, 1, "\(offline)")
+        XCTAssertEqual(offline["dropped"] as? Int, 1, "\(offline)")
+        XCTAssertEqual(offline["collapsed"] as? Int, 1, "\(offline)")
+        // A fault rule's answer in autopush's format, with its Retry-After.
+        let fault = try XCTUnwrap(out["fault"] as? [String: Any])
+        XCTAssertEqual(fault["status"] as? Int, 429)
+        XCTAssertEqual((fault["headers"] as? [String: String])?["retry-after"], "30")
+        XCTAssertTrue((fault["body"] as? String)?.contains(#""errno":201"#) == true, "\(fault)")
     }
 }
