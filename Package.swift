@@ -91,7 +91,10 @@ let package = Package(
         // The CLI: main, the commands besides serve, and the admin client they use.
         .executableTarget(
             name: "pushemu",
-            dependencies: ["Runtime", "PushCore", "State", "APNs", "FCM", "Tracking", "Journal", "Emulator", "CCurl", "CSystem"]),
+            dependencies: [
+                "Runtime", "Transport", "PushCore", "State", "APNs", "FCM", "WebPush", "Tracking", "Journal", "Emulator", "CCurl",
+                "CSystem",
+            ]),
         // The dashboard's files as Swift source, run by the EmbedWebAssets build plugin.
         .executableTarget(name: "embed-web"),
         .plugin(name: "EmbedWebAssets", capability: .buildTool(), dependencies: ["embed-web"]),

@@ -254,12 +254,16 @@ public struct SimDevice: Sendable {
             + (app.map(JSONWriter.quote) ?? "null")
         if platform == .ios {
             s += ",\"environment\":" + (environment.map(JSONWriter.quote) ?? "null")
+        } else if platform == .web {
+            // The push service it subscribed through (fcm, mozilla, apple, wns).
+            s += ",\"service\":" + (environment.map(JSONWriter.quote) ?? "null")
         } else {
             s += ",\"project\":" + (environment.map(JSONWriter.quote) ?? "null")
         }
         s += ",\"installed\":\(uninstalledAtMs == nil),\"uninstalledAt\":" + (uninstalledAtMs.map { String($0) } ?? "null")
         s += ",\"rotatedTo\":" + (rotatedTo.map(JSONWriter.quote) ?? "null")
-        s += ",\"appState\":\"\(appState.rawValue)\",\"permission\":\"\(permission.rawValue)\",\"nseInstalled\":\(nseInstalled)"
+        s += ",\"appState\":\"\(appState.rawValue)\",\"permission\":\"\(permission.rawValue)\""
+        if platform != .web { s += ",\"nseInstalled\":\(nseInstalled)" }
         s += ",\"privacyOptOut\":\(privacyOptOut),\"labels\":[" + labels.map(JSONWriter.quote).joined(separator: ",") + "]"
         s += ",\"tracking\":" + (tracking?.json ?? "null") + ",\"behavior\":" + (behavior?.json ?? "null")
         s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registered\":\(registrationFingerprint != nil)"

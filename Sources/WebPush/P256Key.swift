@@ -1,4 +1,5 @@
 import COpenSSL
+import Transport
 
 /// A P-256 key held as OpenSSL's, made from and exported to the raw forms Web Push uses: the
 /// 65-byte uncompressed public point (a subscription's `p256dh`, a VAPID `k`, an
@@ -38,6 +39,9 @@ public final class P256Key: @unchecked Sendable { // the EVP_PKEY is never chang
         else { return nil }
         self.init(k, publicKey: pub, privateKey: raw)
     }
+
+    /// A key pair's private key as PKCS#8 PEM (what py_vapid and pywebpush read); nil for a public key.
+    public var privateKeyPEM: String? { privateKey == nil ? nil : PEM.privateKey(pkey) }
 
     /// A fresh key pair from OpenSSL's generator.
     public static func generate() -> P256Key? {

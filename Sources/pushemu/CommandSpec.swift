@@ -99,6 +99,13 @@ struct CommandSpec {
                 dataDirectory,
             ]),
         CommandSpec(
+            words: ["credentials", "vapid"], operand: nil,
+            summary:
+                "Makes a VAPID key pair for Web Push senders: the private key as PEM (--out FILE, or printed) and both halves base64url (the public one is a subscription's applicationServerKey).",
+            options: [
+                Option(name: "out", value: "FILE", help: "where the private key's PEM is written (mode 0600; default: printed in the JSON)")
+            ]),
+        CommandSpec(
             words: ["env"], operand: nil,
             summary:
                 "Prints the variables that point unmodified senders at the emulator's proxy: eval \"$(pushemu env)\" (writes the CA files first).",
@@ -129,8 +136,11 @@ struct CommandSpec {
             words: ["devices", "add"], operand: nil, summary: "Adds a simulated device to a running emulator and prints it.",
             options: [
                 server,
-                Option(name: "platform", value: "ios|android", help: "the device's platform", required: true),
-                Option(name: "app", value: "APP", help: "bundle id or package name", required: true),
+                Option(name: "platform", value: "ios|android|web", help: "the device's platform", required: true),
+                Option(name: "app", value: "APP", help: "bundle id or package name (web: the site's origin)", required: true),
+                Option(name: "browser", value: "B", help: "web: chrome, firefox, safari or edge"),
+                Option(name: "application-server-key", value: "KEY", help: "web: the site's VAPID public key (base64url)"),
+                Option(name: "local-endpoint", value: "", help: "web: an endpoint under the emulator's own address"),
                 Option(name: "token", value: "T", help: "its token (default: generated)"),
                 Option(name: "environment", value: "E", help: "iOS: sandbox or production"),
                 Option(name: "project", value: "P", help: "the Firebase project (Android, or iOS with --fcm-token)"),

@@ -57,6 +57,7 @@ enum Commands {
         switch command {
         case "credentials apns": return (try Credentials.apns(f), nil)
         case "credentials fcm": return (try Credentials.fcm(f), nil)
+        case "credentials vapid": return (try Credentials.vapid(f), nil)
         case "token apns": return (try apnsToken(f), nil)
         case "env": return (try ProxyCommands.env(f), nil)
         case "ca": return (try ProxyCommands.ca(f), nil)
@@ -138,6 +139,10 @@ enum Commands {
         for key in ["labels", "topics"] { if let list = f[key] { fields.append(JSONWriter.quote(key) + ":" + jsonList(list)) } }
         fields += stateFields(f)
         if let fcm = f["fcm-token"] { fields.append("\"fcmToken\":" + (fcm == "new" ? "true" : JSONWriter.quote(fcm))) }
+        for (key, field) in [("browser", "browser"), ("application-server-key", "applicationServerKey")] {
+            if let value = f[key] { fields.append(JSONWriter.quote(field) + ":" + JSONWriter.quote(value)) }
+        }
+        if f["local-endpoint"] != nil { fields.append("\"localEndpoint\":true") }
         return try call("POST", server(f) + "/emulator/v1/devices", body: "{" + fields.joined(separator: ",") + "}")
     }
 

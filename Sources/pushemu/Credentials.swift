@@ -4,6 +4,8 @@ import FCM
 import Glibc
 import PushCore
 import Runtime
+import Transport
+import WebPush
 
 /// `pushemu credentials apns|fcm`: a key made here, its private half written for the sender,
 /// its public half registered with the emulator. With `--server URL` it is registered over the
@@ -105,5 +107,29 @@ enum Credentials {
         if f["data-dir"] != nil {
             throw UsageError("--server registers with a running emulator and --data-dir writes for one: give one of them")
         }
+    }
+}
+
+extension Credentials {
+    /// `pushemu credentials vapid`: a P-256 key pair as Web Push senders take it (py_vapid and
+    /// pywebpush a PEM file, `web-push` the base64url halves).
+    static func vapid(_ f: [String: String]) throws -> String {
+        guard let key = P256Key.generate(), let pem = key.privateKeyPEM, let scalar = key.privateKey else {
+            throw ConfigurationError("could not make a P-256 key pair")
+        }
+        var out = JSONObjectWriter()
+        out.add("publicKey", Base64URL.encode(key.publicKey))
+        out.add("privateKey", Base64URL.encode(scalar))
+        if let path = f["out"] {
+            do {
+                try Files.writeAtomically(path, Array(pem.utf8), mode: 0o600)
+            } catch {
+                throw ConfigurationError("\(error)")
+            }
+            out.add("privateKeyFile", path)
+        } else {
+            out.add("privateKeyPem", pem)
+        }
+        return out.text + "\n"
     }
 }

@@ -1,7 +1,7 @@
 """pywebpush (PyPI, unchanged) against pushemu's Web Push services: one subscription per browser
 made through the admin API, a push to each, then the errors senders hit. Prints one JSON object.
 
-    webpush_send.py BASE_URL
+    webpush_send.py BASE_URL [VAPID_PEM]   (the site's key: a file from `pushemu credentials vapid --out`)
 """
 import base64, json, sys, time, urllib.request
 
@@ -35,8 +35,11 @@ def send(sub, data, vapid, claims=None, **kw):
                 "message": str(e)}
 
 
-site = Vapid02()
-site.generate_keys()
+if len(sys.argv) > 2:
+    site = Vapid02.from_file(sys.argv[2])
+else:
+    site = Vapid02()
+    site.generate_keys()
 other = Vapid02()
 other.generate_keys()
 out = {"sent": {}, "errors": {}}

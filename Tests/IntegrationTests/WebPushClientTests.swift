@@ -17,8 +17,15 @@ final class WebPushClientTests: XCTestCase {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: Self.python), "run Scripts/install-deps to create .venv")
         let s = try ServerProcess(["--webpush-endpoints", "local"])
         defer { s.stop() }
+        // The site's VAPID key from the CLI, read by py_vapid.
+        let pem = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-vapid-\(UUID().uuidString).pem").path
+        defer { try? FileManager.default.removeItem(atPath: pem) }
+        let made = try runCommand(ServerProcess.binaryPath, ["credentials", "vapid", "--out", pem], timeout: 20)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let vapid = try json(made.stdout)
+        XCTAssertEqual((vapid["publicKey"] as? String)?.count, 87)
         let r = try runCommand(
-            Self.python, [Self.root + "/Tests/Clients/webpush_send.py", "http://127.0.0.1:\(s.httpPort)"], timeout: 120,
+            Self.python, [Self.root + "/Tests/Clients/webpush_send.py", "http://127.0.0.1:\(s.httpPort)", pem], timeout: 120,
             environment: ["PYTHONWARNINGS": "ignore"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "")
@@ -54,6 +61,15 @@ final class WebPushClientTests: XCTestCase {
             XCTAssertEqual(n["provider"] as? String, "webpush")
             XCTAssertEqual((n["display"] as? [String: Any])?["outcome"] as? String, "shown")
         }
+        // The CLI subscribes a browser too.
+        let added = try runCommand(
+            ServerProcess.binaryPath,
+            [
+                "devices", "add", "--server", "http://127.0.0.1:\(s.httpPort)", "--platform", "web", "--browser", "edge", "--app",
+                "https://shop.example", "--application-server-key", try XCTUnwrap(vapid["publicKey"] as? String), "--json",
+            ], timeout: 20)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        XCTAssertTrue(added.stdout.contains("\"endpoint\":\"http://127.0.0.1:\(s.httpPort)/w/?token="), added.stdout)
         XCTAssertEqual((out["aesgcm"] as? [String: Any])?["status"] as? Int, 201, "\(out["aesgcm"] ?? "")")
         let firefox = try XCTUnwrap(sent["firefox"]?["token"] as? String)
         let legacy = try json(
