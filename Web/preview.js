@@ -132,3 +132,45 @@ export function androidEntry(n, now = Date.now()) {
         c.actions.length ? h("div", { class: "actions" }, c.actions.map((a) => h("span", {}, a.toUpperCase()))) : ""),
     h("figcaption", { class: "caption" }, c.image ? "big picture style (expanded)" : longText ? "big text style (expanded)" : "default style"));
 }
+
+/** What a browser's notification shows: a Web Push payload as a service worker written the
+ * common way reads it (top-level title/body/icon/image/actions, a `notification` object, or
+ * Pushwoosh's header/i). */
+export function webContent(n) {
+  const p = n.payload && typeof n.payload === "object" ? n.payload : {};
+  const nn = p.notification && typeof p.notification === "object" ? p.notification : {};
+  const actions = Array.isArray(p.actions || nn.actions) ? (p.actions || nn.actions).slice(0, 2).map((a) => str(a && a.title)) : [];
+  return {
+    title: str(p.title || nn.title || p.header || ""),
+    body: str(p.body || nn.body || p.alert || ""),
+    icon: str(p.icon || nn.icon || p.i || ""),
+    image: str(p.image || nn.image || ""),
+    actions: actions.filter(Boolean),
+  };
+}
+
+function siteOf(n) {
+  const app = (n.device && n.device.app) || "";
+  try { return new URL(app).host; } catch { return app || "the site"; }
+}
+
+function webFigure(n, id, cls, caption, browser, now) {
+  const c = webContent(n);
+  const shown = !n.display || n.display.outcome === "shown";
+  return h("figure", { class: "desktop " + cls + (shown ? "" : " not-shown"), id, "aria-label": `${caption} preview` },
+    h("div", { class: "caption" }, caption),
+    notShownNote(n),
+    !c.title ? h("div", { class: "caption" }, "No title: the service worker shows nothing.") :
+      h("div", { class: "web-toast" },
+        h("div", { class: "head" }, h("span", { class: "small-icon", "aria-hidden": "true" }), h("span", {}, browser), h("span", {}, "·"), h("span", {}, siteOf(n)), h("span", {}, relative(n.receivedAt, now))),
+        h("div", { class: c.icon ? "text beside" : "text" }, h("div", { class: "title" }, c.title), c.body ? h("div", { class: "body" }, c.body) : ""),
+        c.icon ? thumb(c.icon) : "",
+        c.image ? thumb(c.image, "thumb big-picture") : "",
+        c.actions.length ? h("div", { class: "actions" }, c.actions.map((a) => h("span", {}, a))) : ""));
+}
+
+/** Chrome's notification on Windows (also Edge's). */
+export function chromeToast(n, now = Date.now()) { return webFigure(n, "preview-chrome", "chrome", "Chrome on Windows", "Google Chrome", now); }
+
+/** Safari's notification on macOS. */
+export function safariBanner(n, now = Date.now()) { return webFigure(n, "preview-safari", "safari", "Safari on macOS", "Safari", now); }

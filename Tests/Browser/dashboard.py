@@ -5,6 +5,8 @@ usage: dashboard.py HTTP_BASE APNS_JWT SCREENSHOT_DIR
 Checks, each against the running pushemu at HTTP_BASE (127.0.0.1 only):
   live       a push sent while the Live page is open appears within 1 s, without a reload
   detail     the detail page shows the iOS and Android previews with the payload's title and body
+  webpush    a Web Push message (pywebpush, encrypted for a simulated Chrome) shows its decrypted
+             title in the Chrome and Safari previews, with its content coding
   faults     a rule added through the Faults page fires on the next push
   devices    a device uninstalled from the Devices page answers 410 to the next push
   campaigns  a campaign's charts render (SVGs with their bars); opened bare, the newest campaign
@@ -143,6 +145,33 @@ def detail():
     assert "big picture" in android_preview, android_preview
     assert "Order shipped" in driver.find_element(By.ID, "preview-ios").text
     shot(driver, "detail-fcm")
+
+
+def webpush():
+    import base64
+    from cryptography.hazmat.primitives import serialization
+    from py_vapid import Vapid02
+    from pywebpush import webpush as send
+    site = Vapid02()
+    site.generate_keys()
+    key = base64.urlsafe_b64encode(site.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)).rstrip(b"=").decode()
+    status, dev = admin("/emulator/v1/devices", "POST", {"platform": "web", "browser": "chrome", "app": "https://shop.example",
+                                                       "applicationServerKey": key, "localEndpoint": True})
+    assert status == 201, dev
+    r = send(dev["subscription"], data=json.dumps({"title": "Flash sale", "body": "Ends at midnight"}), vapid_private_key=site,
+             vapid_claims={"sub": "mailto:ops@shop.example"}, ttl=60)
+    assert r.status_code == 201, r.status_code
+    status, page = admin("/emulator/v1/notifications?provider=webpush&limit=1")
+    nid = page["notifications"][0]["id"]
+    driver.get(BASE + f"/#/notifications/{nid}")
+    wait.until(EC.presence_of_element_located((By.ID, "preview-chrome")))
+    for pid in ["preview-chrome", "preview-safari"]:
+        text = driver.find_element(By.ID, pid).text
+        assert "Flash sale" in text and "Ends at midnight" in text and "shop.example" in text, text
+    page_text = driver.find_element(By.TAG_NAME, "main").text
+    assert "aes128gcm" in page_text and "Push service" in page_text, page_text
+    assert '"title": "Flash sale"' in driver.find_element(By.ID, "payload").text
+    shot(driver, "detail-webpush")
 
 
 def faults():
@@ -336,7 +365,7 @@ def guard():
 
 
 try:
-    for name, fn in [("live", live), ("detail", detail), ("faults", faults), ("devices", devices), ("campaigns", campaigns),
+    for name, fn in [("live", live), ("detail", detail), ("webpush", webpush), ("faults", faults), ("devices", devices), ("campaigns", campaigns),
                      ("history", history), ("report", report), ("credentials", credentials), ("keyboard", keyboard),
                      ("dark", dark)]:
         check(name, fn)

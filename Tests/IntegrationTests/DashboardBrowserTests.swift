@@ -4,7 +4,8 @@ import XCTest
 
 /// The dashboard in a real browser: Debian's chromium driven by selenium (Tests/Browser/
 /// dashboard.py) against the real binary. A push shows on the Live page within a second
-/// without a reload; the detail page previews it for iOS and Android; a rule added on the
+/// without a reload; the detail page previews it for iOS and Android (a Web Push message for
+/// Chrome and Safari, decrypted); a rule added on the
 /// Faults page fires; a device uninstalled on the Devices page answers 410; the campaign
 /// charts render; another origin's page cannot change state; light and dark, wide and narrow.
 /// Screenshots of every page stay in the run's temporary directory (the path is printed).
@@ -47,14 +48,16 @@ final class DashboardBrowserTests: XCTestCase {
         XCTAssertEqual(r.status, 0, "stdout: \(r.stdout)\nstderr: \(r.stderr)")
         let line = r.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let results = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], r.stdout)
-        for check in ["live", "detail", "faults", "devices", "campaigns", "history", "report", "credentials", "guard", "keyboard", "dark"] {
+        for check in [
+            "live", "detail", "webpush", "faults", "devices", "campaigns", "history", "report", "credentials", "guard", "keyboard", "dark",
+        ] {
             XCTAssertEqual((results[check] as? [String: Any])?["ok"] as? Bool, true, "\(check): \(results[check] ?? "not run")")
         }
         XCTAssertLessThan(results["liveLatencyMs"] as? Int ?? 9999, 1000)
         XCTAssertEqual((results["consoleErrors"] as? [Any])?.count, 0, "\(results["consoleErrors"] ?? "")")
         let files = try FileManager.default.contentsOfDirectory(atPath: shots.path).filter { $0.hasSuffix(".png") }
         for page in [
-            "live", "notifications", "detail-apns", "detail-fcm", "devices", "device", "faults", "campaigns", "credentials", "detail-dark",
+            "live", "notifications", "detail-apns", "detail-fcm", "detail-webpush", "devices", "device", "faults", "campaigns", "credentials", "detail-dark",
             "live-history", "report-html",
         ] {
             XCTAssertTrue(files.contains("\(page).png"), "no screenshot of \(page): \(files)")

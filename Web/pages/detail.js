@@ -1,7 +1,7 @@
 // One notification, whole (GET /emulator/v1/notifications/{id}): previews, checks, the
 // tracking calls it caused, its headers and payload, copy as curl and download as .apns.
 import { h, put, api, notice, dateTime, displayChip, statusChip, tokenText, copy, download } from "../lib.js";
-import { iosBanner, androidEntry, apnsPayloadOf, bundleOf } from "../preview.js";
+import { iosBanner, androidEntry, chromeToast, safariBanner, apnsPayloadOf, bundleOf } from "../preview.js";
 
 const quote = (s) => "'" + String(s).replace(/'/g, "'\\''") + "'";
 
@@ -38,25 +38,37 @@ export async function render(main, { rest, isCurrent }) {
   if (!isCurrent()) return;
   const copied = h("div", { role: "status" });
   const dev = n.device;
+  const web = n.provider === "webpush";
+  const headers = n.headers || {};
   put(main,
     h("p", {}, h("a", { href: "#/notifications" }, "← Notifications")),
     h("h1", {}, "Notification ", h("span", { class: "mono" }, n.id)),
     h("div", { class: "row" },
-      h("button", { type: "button", id: "copy-curl", onclick: async () => {
+      // A Web Push message was encrypted for one browser: it cannot be sent again as it stands.
+      web ? "" : h("button", { type: "button", id: "copy-curl", onclick: async () => {
         const ok = await copy(curlOf(n), copied);
         if (ok) put(copied, notice("Copied the curl command."));
       } }, "Copy as curl"),
-      h("button", { type: "button", id: "download-apns", onclick: () => download(`${n.id}.apns`, apnsFileOf(n)) }, "Download as .apns"),
+      web ? "" : h("button", { type: "button", id: "download-apns", onclick: () => download(`${n.id}.apns`, apnsFileOf(n)) }, "Download as .apns"),
       h("a", { class: "button", href: `/emulator/v1/notifications/${encodeURIComponent(n.id)}`, target: "_blank", rel: "noopener" }, "JSON")),
     copied,
     h("div", { class: "grid" },
       h("div", { class: "card" }, h("div", { class: "muted" }, "Provider"), h("div", { class: "big" }, n.provider)),
       h("div", { class: "card" }, h("div", { class: "muted" }, "Received"), h("div", {}, dateTime(n.receivedAt))),
-      h("div", { class: "card" }, h("div", { class: "muted" }, n.provider === "fcm" ? "Project" : "Environment"), h("div", {}, n.environment || "—")),
+      h("div", { class: "card" }, h("div", { class: "muted" }, n.provider === "fcm" ? "Project" : web ? "Push service" : "Environment"), h("div", {}, n.environment || "—")),
       h("div", { class: "card" }, h("div", { class: "muted" }, "Topic"), h("div", {}, n.topic || "—")),
       h("div", { class: "card" }, h("div", { class: "muted" }, "Display"), h("div", {}, displayChip(n.display)), n.display ? h("div", { class: "muted" }, n.display.message) : "")),
     h("h2", {}, "On the device"),
-    h("div", { class: "previews" }, iosBanner(n), androidEntry(n)),
+    web ? h("div", { class: "previews" }, chromeToast(n), safariBanner(n)) : h("div", { class: "previews" }, iosBanner(n), androidEntry(n)),
+    web ? h("h2", {}, "Encryption") : "",
+    web ? table(["", ""], [
+      ["Content coding", headers["content-encoding"] || "none (no payload)"],
+      ["Decrypted by the browser", n.display && n.display.reason === "decrypt-failed" ? "no: it was dropped" : "yes: the payload below is the plaintext"],
+      ["TTL", headers["ttl"] !== undefined ? `${headers["ttl"]} s` : "—"],
+      ["Urgency", headers["urgency"] || "normal"],
+      ["Topic", headers["topic"] || "—"],
+      ["VAPID", "verified by the push service (the JWT is not kept)"],
+    ].map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "mono" }, v)))) : "",
     h("h2", {}, "Device"),
     dev ? h("p", {}, tokenText(dev.token), " ", `${dev.platform} · ${dev.app || "—"} · ${dev.installed ? "installed" : "uninstalled"} · ${dev.appState} · permission ${dev.permission}`, " ",
       h("a", { href: `#/devices/${encodeURIComponent(dev.token)}` }, "open device")) : h("p", { class: "muted" }, "No device record (a fan-out, or the record limit)."),
