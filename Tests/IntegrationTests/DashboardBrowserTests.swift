@@ -57,7 +57,8 @@ final class DashboardBrowserTests: XCTestCase {
         XCTAssertEqual((results["consoleErrors"] as? [Any])?.count, 0, "\(results["consoleErrors"] ?? "")")
         let files = try FileManager.default.contentsOfDirectory(atPath: shots.path).filter { $0.hasSuffix(".png") }
         for page in [
-            "live", "notifications", "detail-apns", "detail-fcm", "detail-webpush", "devices", "device", "faults", "campaigns", "credentials", "detail-dark",
+            "live", "notifications", "detail-apns", "detail-fcm", "detail-webpush", "devices", "device", "faults", "campaigns",
+            "credentials", "detail-dark",
             "live-history", "report-html",
         ] {
             XCTAssertTrue(files.contains("\(page).png"), "no screenshot of \(page): \(files)")
