@@ -110,4 +110,58 @@ final class WebPushClientTests: XCTestCase {
         XCTAssertEqual((fault["headers"] as? [String: String])?["retry-after"], "30")
         XCTAssertTrue((fault["body"] as? String)?.contains(#""errno":201"#) == true, "\(fault)")
     }
+
+    /// django-push-notifications' WebPush path, through the proxy: its devices hold the real
+    /// endpoints, `pushemu env` routes them to pushemu; a 410 deactivates the device.
+    func testDjangoPushNotificationsThroughTheProxy() throws {
+        let s = try ServerProcess()
+        defer { s.stop() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-django-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let made = try runCommand(ServerProcess.binaryPath, ["credentials", "vapid", "--out", dir + "/vapid.pem"], timeout: 20)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let publicKey = try XCTUnwrap(try json(made.stdout)["publicKey"] as? String)
+        var subscriptions: [[String: Any]] = []
+        for (browser, name) in [("chrome", "CHROME"), ("firefox", "FIREFOX"), ("safari", "SAFARI"), ("edge", "EDGE")] {
+            let (code, text) = try adminRequest(
+                s, "POST", "/emulator/v1/devices",
+                #"{"platform":"web","browser":"\#(browser)","app":"https://shop.example","applicationServerKey":"\#(publicKey)"}"#)
+            XCTAssertEqual(code, 201, text)
+            let device = try json(text)
+            let subscription = try XCTUnwrap(device["subscription"] as? [String: Any])
+            XCTAssertTrue((subscription["endpoint"] as? String)?.hasPrefix("https://") == true, "\(subscription)")
+            subscriptions.append(["browser": name, "subscription": subscription, "token": device["token"] ?? ""])
+        }
+        // The proxy's variables, as `eval "$(pushemu env)"` sets them.
+        let env = try runCommand(ServerProcess.binaryPath, ["env", "--http-port", String(s.httpPort), "--data-dir", dir], timeout: 20)
+        XCTAssertEqual(env.status, 0, env.stderr)
+        var environment = ["PYTHONWARNINGS": "ignore"]
+        for line in env.stdout.split(separator: "\n") where line.hasPrefix("export ") {
+            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { environment[String(pair[0])] = String(pair[1]).trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
+        }
+        XCTAssertNotNil(environment["HTTPS_PROXY"], env.stdout)
+        let list = String(decoding: try JSONSerialization.data(withJSONObject: subscriptions), as: UTF8.self)
+        let r = try runCommand(
+            Self.python, [Self.root + "/Tests/Clients/webpush_django.py", dir + "/vapid.pem", list, "http://127.0.0.1:\(s.httpPort)"],
+            timeout: 120, environment: environment)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "")
+        let sent = try XCTUnwrap(out["sent"] as? [[String: Any]])
+        XCTAssertEqual(sent.count, 4)
+        for one in sent { XCTAssertEqual((one["result"] as? [String: Any])?["success"] as? Int, 1, "\(one)") }
+        let gone = try XCTUnwrap(out["gone"] as? [String: Any])
+        XCTAssertEqual((gone["result"] as? [String: Any])?["failure"] as? Int, 1, "\(gone)")
+        XCTAssertEqual(gone["active"] as? Bool, false, "\(gone)")
+        // What each simulated browser decrypted.
+        for one in subscriptions {
+            let token = try XCTUnwrap(one["token"] as? String)
+            let n = try json(
+                try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?token=\(token)"], timeout: 10)
+                    .stdout)
+            let titles = (n["notifications"] as? [[String: Any]] ?? []).compactMap { ($0["payload"] as? [String: Any])?["body"] as? String }
+            XCTAssertTrue(titles.contains(one["browser"] as? String ?? "?"), "\(n)")
+        }
+    }
 }
