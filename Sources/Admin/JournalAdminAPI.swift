@@ -143,7 +143,7 @@ struct JournalAdminAPI: AdminResource {
 
     /// A journal record as the notification the log kept, when it is an accepted one `filter` matches.
     static func notification(_ e: JournalEntry, _ filter: NotificationLog.Filter) -> PushNotification? {
-        guard case .request(let r) = e, r.status == 200, let idText = r.notificationID,
+        guard case .request(let r) = e, PushProvider.accepts(r.status), let idText = r.notificationID,
             let id = UUIDValue.parseCanonicalLowercase(Array(idText.utf8))
         else { return nil }
         if let want = filter.id, want != id { return nil }

@@ -56,7 +56,12 @@ enum DisplayRules {
     /// the common way, shows the payload's title (the gateway marks a push that has one).
     static func web(_ s: DeviceState, _ d: borrowing Delivery) -> Display {
         if d.alerts.contains(.undecryptable) { return Display(.notShown, .decryptFailed) }
-        guard d.alerts.contains(.notification) else { return Display(.notShown, .noAlert) }
+        if s.permission == .denied { return Display(.notShown, .permissionDenied) }
+        guard d.alerts.contains(.notification) else {
+            // Chromium's userVisibleOnly: a push that shows nothing gets the browser's own notice.
+            let chromium = d.environment == "fcm" || d.environment == "wns"
+            return chromium ? Display(.shown, .siteUpdatedInBackground) : Display(.notShown, .noAlert)
+        }
         return s.permission == .denied ? Display(.notShown, .permissionDenied) : Display(.shown, .serviceWorker)
     }
 

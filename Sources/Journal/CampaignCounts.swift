@@ -19,7 +19,7 @@ public struct CampaignCounts: Sendable {
             let accepted = t.rejection.isEmpty
             totals.add(t.count, accepted: accepted)
             byProvider[t.provider.name, default: .init()].add(t.count, accepted: accepted)
-            byPlatform[t.provider == .apns ? "ios" : "android", default: .init()].add(t.count, accepted: accepted)
+            byPlatform[t.provider.platformName, default: .init()].add(t.count, accepted: accepted)
             if !accepted { rejected[t.rejection, default: 0] += t.count }
             firstMs = min(firstMs, t.firstMs)
             lastMs = max(lastMs, t.lastMs)

@@ -39,7 +39,7 @@ struct CampaignDigest: Sendable {
         p.sent += 1
         var s = seconds[CampaignDigest.second(atMs)] ?? Second()
         s.sent += 1
-        if status == 200 {
+        if PushProvider.accepts(status) {
             p.accepted += 1
             s.accepted += 1
         } else {
@@ -129,7 +129,7 @@ struct CampaignDigest: Sendable {
         for (provider, o) in byProvider {
             let p = PushProvider.stored(provider)
             c.byProvider[p.name, default: CampaignReport.Outcomes()].add(o)
-            c.byPlatform[p == .apns ? "ios" : "android", default: CampaignReport.Outcomes()].add(o)
+            c.byPlatform[p.platformName, default: CampaignReport.Outcomes()].add(o)
             c.totals.add(o)
         }
         c.rejected = rejected

@@ -220,10 +220,10 @@ public struct CampaignReport: Sendable {
 
         func add(_ r: StoredRequest) {
             touched = true
-            let ok = r.status == 200
+            let ok = PushProvider.accepts(r.status)
             c.totals.sent += 1
             var p = c.byProvider[r.provider.name] ?? Outcomes()
-            var f = c.byPlatform[r.provider == .apns ? "ios" : "android"] ?? Outcomes()
+            var f = c.byPlatform[r.provider.platformName] ?? Outcomes()
             p.sent += 1
             f.sent += 1
             if ok {
@@ -237,7 +237,7 @@ public struct CampaignReport: Sendable {
                 c.rejected[r.reason.isEmpty ? "HTTP \(r.status)" : r.reason, default: 0] += 1
             }
             c.byProvider[r.provider.name] = p
-            c.byPlatform[r.provider == .apns ? "ios" : "android"] = f
+            c.byPlatform[r.provider.platformName] = f
             // A request that named no device (MissingDeviceToken, a topic send's own record) counts none.
             if !r.token.isEmpty { tokens.insert(CampaignReport.hash(r.token)) }
             if let d = r.display {

@@ -962,7 +962,7 @@ public struct JournalSearch: Sendable {
         guard v.atMs >= probe.fromMs, v.atMs <= probe.toMs else { return false }
         switch records {
         case .notifications:
-            guard v.isRequest, v.status == 200, v.id.count == 16 else { return false }
+            guard v.isRequest, PushProvider.accepts(v.status), v.id.count == 16 else { return false }
             if let p = probe.provider, v.provider != p { return false }
             if let id = probe.id, SegmentCursor.id(v, b) != id { return false }
         case .tracking:

@@ -308,7 +308,7 @@ final class SegmentIndex: Sendable {
             let reason = text(.reason) ?? ""
             key = BlockSummary.CountKey(
                 campaign: text(.campaign), provider: v.provider,
-                rejection: v.status == 200 ? "" : (reason.isEmpty ? "HTTP \(v.status)" : reason))
+                rejection: PushProvider.accepts(v.status) ? "" : (reason.isEmpty ? "HTTP \(v.status)" : reason))
             provider = v.provider
             status = v.status
         }

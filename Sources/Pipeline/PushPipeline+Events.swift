@@ -16,7 +16,7 @@ extension PushPipeline {
         let topic = subject.topic?.utf8String ?? ""
         let provider = self.provider
         let event = EmulatorEvent(
-            kind: status == 200 ? .accepted : .rejected, provider: provider, token: token, topic: topic,
+            kind: PushProvider.accepts(status) ? .accepted : .rejected, provider: provider, token: token, topic: topic,
             environment: subject.scope, status: status, reason: reason)
         if events.wants(event.kind) {
             events.publish(event) { w in

@@ -199,7 +199,9 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         _ exchange: Exchange, _ request: Request, _ subject: PushSubject, _ outcome: PushOutcome, response: consuming Response,
         fired: FiredFault?, actions: Gateway.ConnectionActions, timing: Timing, id: UUIDValue?, device: DeviceOutcome? = nil
     ) {
-        if services.events.wants(outcome.status == 200 ? .accepted : .rejected) || (fired != nil && services.events.wants(.fault)) {
+        if services.events.wants(PushProvider.accepts(outcome.status) ? .accepted : .rejected)
+            || (fired != nil && services.events.wants(.fault))
+        {
             publishAnswer(subject, outcome, fired: fired, id: id, device: device, nowMs: timing.nowMs)
         }
         switch departure(on: exchange.eventLoop) {

@@ -68,7 +68,7 @@ public struct Display: Sendable, Equatable {
         case provisional, passive
         case permissionDenied, background, noAlert, foregroundNotPresented, foregroundNotificationMessage
         case dataMessage, sdkSilent, heldOffline, droppedOffline, uninstalled, appKilled
-        case serviceWorker, decryptFailed
+        case serviceWorker, decryptFailed, siteUpdatedInBackground
 
         /// The stable code the admin API and the journal use (`system-tray`).
         public var code: String {
@@ -93,6 +93,7 @@ public struct Display: Sendable, Equatable {
             case .appKilled: "app-killed"
             case .serviceWorker: "service-worker"
             case .decryptFailed: "decrypt-failed"
+            case .siteUpdatedInBackground: "site-updated-in-background"
             }
         }
 
@@ -127,6 +128,8 @@ public struct Display: Sendable, Equatable {
             case .appKilled: "the user force-quit the app: iOS does not launch it for a background push"
             case .serviceWorker: "displayed: the site's service worker showed it (showNotification with the payload's title)"
             case .decryptFailed: "the browser could not decrypt it (RFC 8291): it drops the message, as a sender's encryption bug makes it"
+            case .siteUpdatedInBackground:
+                "the service worker showed nothing (no title): Chrome and Edge show \"This site has been updated in the background\" instead"
             }
         }
     }

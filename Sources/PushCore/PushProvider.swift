@@ -69,6 +69,13 @@ public struct PushProvider: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The platform a report counts its pushes under: `ios` for APNs, `web` for Web Push,
+    /// `android` for FCM (and any other).
+    public var platformName: String { self == .apns ? "ios" : self == .webpush ? "web" : "android" }
+
+    /// Whether an answer's status accepted the push: 200 for APNs and FCM, 201 for Web Push.
+    @inlinable public static func accepts(_ status: Int) -> Bool { status >= 200 && status < 300 }
+
     /// The byte stored for this provider.
     public var storedByte: UInt8 { UInt8(index) }
 

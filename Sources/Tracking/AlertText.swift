@@ -10,9 +10,11 @@ public enum AlertText {
             "notification.title", "notification.body", "android.notification.title", "android.notification.body",
             "apns.payload.aps.alert.title", "apns.payload.aps.alert.body",
         ] + apnsPaths
+    /// A Web Push payload as a service worker reads it (the plaintext the browser decrypted).
+    static let webPaths = ["title", "body", "header", "alert", "notification.title", "notification.body"]
 
     public static func of(_ payload: PayloadReader, provider: PushProvider) -> String {
-        var parts = (provider == .fcm ? fcmPaths : apnsPaths).compactMap { payload.value($0) }
+        var parts = (provider == .fcm ? fcmPaths : provider == .webpush ? webPaths : apnsPaths).compactMap { payload.value($0) }
         if let alert = payload.value("aps.alert"), alert.utf8.first != UInt8(ascii: "{") { parts.append(alert) }
         return parts.joined(separator: "\n")
     }

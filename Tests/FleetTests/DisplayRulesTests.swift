@@ -49,6 +49,29 @@ final class DisplayRulesTests: XCTestCase {
         XCTAssertEqual(got.reason, reason, line: line)
     }
 
+    func web(_ alerts: AlertFacts, service: String) -> Delivery {
+        var d = Delivery(
+            provider: .webpush, platform: .web, token: "t", app: "https://shop.example", environment: service,
+            notificationID: UUIDValue(high: 1, low: 1), messageName: nil, receivedAtMs: 0, payload: Array(#"{"title":"x"}"#.utf8))
+        d.alerts = alerts
+        return d
+    }
+
+    /// A browser: a titled message is shown by its service worker; an untitled one gets
+    /// Chromium's "updated in the background" notice (Chrome, Edge) or nothing (Firefox,
+    /// Safari); one it cannot decrypt is dropped; a denied permission shows nothing.
+    func testWeb() {
+        check(DisplayRules.display(state(.web), web(.notification, service: "mozilla"), sdk: nil), .shown, .serviceWorker)
+        check(DisplayRules.display(state(.web), web([], service: "fcm"), sdk: nil), .shown, .siteUpdatedInBackground)
+        check(DisplayRules.display(state(.web), web([], service: "wns"), sdk: nil), .shown, .siteUpdatedInBackground)
+        check(DisplayRules.display(state(.web), web([], service: "mozilla"), sdk: nil), .notShown, .noAlert)
+        check(DisplayRules.display(state(.web), web([], service: "apple"), sdk: nil), .notShown, .noAlert)
+        check(DisplayRules.display(state(.web), web(.undecryptable, service: "fcm"), sdk: nil), .notShown, .decryptFailed)
+        check(
+            DisplayRules.display(state(.web, .background, .denied), web(.notification, service: "fcm"), sdk: nil), .notShown,
+            .permissionDenied)
+    }
+
     func testIOS() {
         let alert = ios([.alert, .sound])
         check(DisplayRules.display(state(.ios), alert, sdk: nil), .shown, .alert)

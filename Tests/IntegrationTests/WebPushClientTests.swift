@@ -70,6 +70,14 @@ final class WebPushClientTests: XCTestCase {
             ], timeout: 20)
         XCTAssertEqual(added.status, 0, added.stderr)
         XCTAssertTrue(added.stdout.contains("\"endpoint\":\"http://127.0.0.1:\(s.httpPort)/w/?token="), added.stdout)
+        // The decrypted titles are searchable; the report counts the 201s as accepted, on platform web.
+        let found = try json(
+            try runCommand(
+                "curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?q=provider:webpush%20safari"], timeout: 10
+            ).stdout)
+        XCTAssertEqual((found["notifications"] as? [[String: Any]])?.count, 1, "\(found)")
+        let report = try runCommand("curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/report?format=text"], timeout: 10).stdout
+        XCTAssertTrue(report.contains("by platform: web"), report)
         XCTAssertEqual((out["aesgcm"] as? [String: Any])?["status"] as? Int, 201, "\(out["aesgcm"] ?? "")")
         let firefox = try XCTUnwrap(sent["firefox"]?["token"] as? String)
         let legacy = try json(
