@@ -202,8 +202,10 @@ static inline int pushemu_hmac_sha256(const unsigned char *key, size_t keylen, c
 }
 /* ECDH on P-256 from raw forms, without EVP's provider lookups (a browser decrypting many
    pushes): x(priv * peer), 32 bytes into `secret`; 0 when the peer's point is not on the curve. */
-static inline int pushemu_p256_ecdh_raw(const unsigned char *priv, const unsigned char *peer, unsigned char *secret) {
-    EC_GROUP *group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+static inline int pushemu_p256_ecdh_raw(const EC_GROUP *shared, const unsigned char *priv, const unsigned char *peer,
+                                        unsigned char *secret) {
+    EC_GROUP *group = shared ? NULL : EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+    if (shared) group = (EC_GROUP *)shared;
     BN_CTX *ctx = BN_CTX_new();
     EC_POINT *p = group ? EC_POINT_new(group) : NULL, *r = group ? EC_POINT_new(group) : NULL;
     BIGNUM *d = BN_bin2bn(priv, 32, NULL), *x = BN_new();
@@ -216,7 +218,9 @@ static inline int pushemu_p256_ecdh_raw(const unsigned char *priv, const unsigne
     EC_POINT_free(r);
     EC_POINT_free(p);
     BN_CTX_free(ctx);
-    EC_GROUP_free(group);
+    if (!shared) EC_GROUP_free(group);
     return ok;
 }
+/* P-256's group, made once by the caller and shared (only read by EC operations). */
+static inline EC_GROUP *pushemu_p256_group(void) { return EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1); }
 #endif

@@ -19,6 +19,12 @@ public final class P256Key: @unchecked Sendable { // the EVP_PKEY is never chang
 
     deinit { EVP_PKEY_free(pkey) }
 
+    /// P-256's group, made once for the process (EC operations only read it).
+    static let group = SharedGroup()
+    final class SharedGroup: @unchecked Sendable { // never changed after init
+        let pointer = pushemu_p256_group()
+    }
+
     /// A public key from its 65-byte uncompressed point; nil when it is not a point on P-256.
     public convenience init?(publicKey raw: [UInt8]) {
         guard raw.count == 65, let k = raw.withUnsafeBufferPointer({ pushemu_p256_from_raw($0.baseAddress, 65, nil) }) else {
@@ -60,7 +66,7 @@ public final class P256Key: @unchecked Sendable { // the EVP_PKEY is never chang
     public func sharedSecret(withPoint peer: [UInt8]) -> [UInt8]? {
         guard let privateKey, peer.count == 65 else { return nil }
         var out = [UInt8](repeating: 0, count: 32)
-        return pushemu_p256_ecdh_raw(privateKey, peer, &out) == 1 ? out : nil
+        return pushemu_p256_ecdh_raw(P256Key.group.pointer, privateKey, peer, &out) == 1 ? out : nil
     }
 
     /// The ECDH shared secret (the x coordinate, 32 bytes) of this key pair and `peer`.
