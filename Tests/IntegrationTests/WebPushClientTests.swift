@@ -172,4 +172,63 @@ final class WebPushClientTests: XCTestCase {
             XCTAssertTrue(titles.contains(one["browser"] as? String ?? "?"), "\(n)")
         }
     }
+
+    /// A subscription outlives a restart and a kill -9 (the state log): the same endpoint and
+    /// keys, so a sender's stored subscription still delivers, and an unsubscribed one stays gone.
+    func testSubscriptionsSurviveARestart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-webpush-state-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let flags = ["--in-memory=false", "--data-dir", dir + "/data", "--webpush-endpoints", "local"]
+        var s = try ServerProcess(flags)
+        let made = try runCommand(ServerProcess.binaryPath, ["credentials", "vapid", "--out", dir + "/vapid.pem"], timeout: 20)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let publicKey = try XCTUnwrap(try json(made.stdout)["publicKey"] as? String)
+        func subscribe(_ browser: String) throws -> [String: Any] {
+            let (code, text) = try adminRequest(
+                s, "POST", "/emulator/v1/devices",
+                #"{"platform":"web","browser":"\#(browser)","app":"https://shop.example","applicationServerKey":"\#(publicKey)"}"#)
+            XCTAssertEqual(code, 201, text)
+            return try json(text)
+        }
+        let kept = try subscribe("safari")
+        let gone = try subscribe("chrome")
+        XCTAssertEqual(try adminRequest(s, "DELETE", "/emulator/v1/devices/\(gone["token"] as? String ?? "")").0, 200)
+        let before = try adminRequest(s, "GET", "/emulator/v1/devices/\(kept["token"] as? String ?? "")").1
+        s.stop(signal: SIGKILL, timeout: 5)
+        s = try ServerProcess(flags)
+        defer { s.stop() }
+        XCTAssertEqual(try adminRequest(s, "GET", "/emulator/v1/devices/\(kept["token"] as? String ?? "")").1, before)
+        // The endpoint names the old port: post to the new one, same path.
+        func send(_ device: [String: Any]) throws -> String {
+            var sub = try XCTUnwrap(device["subscription"] as? [String: Any])
+            let endpoint = try XCTUnwrap(sub["endpoint"] as? String)
+            let path = endpoint.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }
+            sub["endpoint"] = "http://127.0.0.1:\(s.httpPort)" + path
+            let script = """
+                import json, sys
+                from py_vapid import Vapid02
+                from pywebpush import webpush, WebPushException
+                try:
+                    r = webpush(json.loads(sys.argv[1]), data=json.dumps({"title": "after"}), vapid_private_key=Vapid02.from_file(sys.argv[2]),
+                                vapid_claims={"sub": "mailto:ops@shop.example"}, ttl=60)
+                    print(r.status_code)
+                except WebPushException as e:
+                    print(e.response.status_code)
+                """
+            let data = try JSONSerialization.data(withJSONObject: sub)
+            let r = try runCommand(
+                Self.python, ["-c", script, String(decoding: data, as: UTF8.self), dir + "/vapid.pem"], timeout: 60,
+                environment: ["PYTHONWARNINGS": "ignore"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        XCTAssertEqual(try send(kept), "201")
+        XCTAssertEqual(try send(gone), "410")
+        let n = try json(
+            try runCommand(
+                "curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?token=\(kept["token"] as? String ?? "")"],
+                timeout: 10
+            ).stdout)
+        XCTAssertEqual(((n["notifications"] as? [[String: Any]])?.first?["payload"] as? [String: Any])?["title"] as? String, "after")
+    }
 }
