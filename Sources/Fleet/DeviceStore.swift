@@ -456,7 +456,8 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
     /// A `device` event for the stream (call only while `events.wants(.device)`).
     func publishChange(_ change: String, _ d: SimDevice, atMs: Int64 = Clock.nowMs()) {
         let event = EmulatorEvent(
-            kind: .device, provider: d.platform == .ios ? .apns : .fcm, token: d.token, environment: d.environment ?? "",
+            kind: .device, provider: d.platform == .ios ? .apns : d.platform == .web ? .webpush : .fcm, token: d.token,
+            environment: d.environment ?? "",
             reason: change)
         events.publish(event) { w in
             w.add("at", atMs)

@@ -42,11 +42,15 @@ else:
     site.generate_keys()
 other = Vapid02()
 other.generate_keys()
+sink = sys.argv[3] if len(sys.argv) > 3 else None
 out = {"sent": {}, "errors": {}}
 subs = {}
 for browser in ["chrome", "firefox", "safari", "edge"]:
-    dev = admin("POST", "/emulator/v1/devices", {"platform": "web", "browser": browser, "app": "https://shop.example",
-                                                 "applicationServerKey": key(site), "labels": ["web"]})
+    body = {"platform": "web", "browser": browser, "app": "https://shop.example", "applicationServerKey": key(site), "labels": ["web"]}
+    if sink and browser == "safari":
+        # The site's own tracking, by webhook: a receive call, and an open (the user always taps).
+        body.update({"tracking": {"preset": "webhook", "url": sink}, "behavior": {"openRate": 1.0}})
+    dev = admin("POST", "/emulator/v1/devices", body)
     subs[browser] = dev
     extra = {"headers": {"X-WNS-Cache-Policy": "cache"}} if browser == "edge" else {}
     payload = json.dumps({"title": "Sale " + browser, "body": "50% off"})

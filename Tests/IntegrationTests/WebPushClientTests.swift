@@ -17,6 +17,8 @@ final class WebPushClientTests: XCTestCase {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: Self.python), "run Scripts/install-deps to create .venv")
         let s = try ServerProcess(["--webpush-endpoints", "local"])
         defer { s.stop() }
+        let sink = try TrackingSink()
+        defer { sink.stop() }
         // The site's VAPID key from the CLI, read by py_vapid.
         let pem = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-vapid-\(UUID().uuidString).pem").path
         defer { try? FileManager.default.removeItem(atPath: pem) }
@@ -25,7 +27,7 @@ final class WebPushClientTests: XCTestCase {
         let vapid = try json(made.stdout)
         XCTAssertEqual((vapid["publicKey"] as? String)?.count, 87)
         let r = try runCommand(
-            Self.python, [Self.root + "/Tests/Clients/webpush_send.py", "http://127.0.0.1:\(s.httpPort)", pem], timeout: 120,
+            Self.python, [Self.root + "/Tests/Clients/webpush_send.py", "http://127.0.0.1:\(s.httpPort)", pem, sink.url], timeout: 120,
             environment: ["PYTHONWARNINGS": "ignore"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "")
@@ -70,6 +72,8 @@ final class WebPushClientTests: XCTestCase {
             ], timeout: 20)
         XCTAssertEqual(added.status, 0, added.stderr)
         XCTAssertTrue(added.stdout.contains("\"endpoint\":\"http://127.0.0.1:\(s.httpPort)/w/?token="), added.stdout)
+        // Safari's site tracks by webhook: the receive and the open.
+        XCTAssertEqual(sink.wait(for: 2), 2)
         // The decrypted titles are searchable; the report counts the 201s as accepted, on platform web.
         let found = try json(
             try runCommand(
