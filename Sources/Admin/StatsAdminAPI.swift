@@ -73,6 +73,7 @@ extension AdminAPI {
         object.add("loadedRecords", s.loadedRecords)
         object.add("droppedAtStart", s.droppedAtStart)
         object.add("loadMs", s.loadMs)
+        object.add("deferredRecords", s.deferredRecords)
         return object.text
     }
 }

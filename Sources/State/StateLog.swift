@@ -105,6 +105,8 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
         public var droppedAtStart = 0
         /// How long start took to read the state (ms).
         public var loadMs: Int64 = 0
+        /// A snapshot's records still waiting to be applied (0 a few seconds after start).
+        public var deferredRecords = 0
     }
     private let counters = FutexLock(Stats())
     /// When write failures were last said on stderr (once a second at most).
@@ -328,6 +330,7 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
     public var statistics: Stats {
         var s = counters.withLock { $0 }
         s.appended = appended.load(ordering: .relaxed)
+        s.deferredRecords = registry.persistent.values.reduce(0) { $0 + ($1.deferred?.count ?? 0) }
         return s
     }
 
