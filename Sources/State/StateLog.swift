@@ -697,7 +697,11 @@ extension StateLog {
                 var views: [RecordView] = []
                 views.reserveCapacity(16_384)
                 var waiting: [DeferredRecords.Slot] = []
-                if chunk.defers { waiting.reserveCapacity(16_384) }
+                var offsets: [Int] = []
+                if chunk.defers {
+                    waiting.reserveCapacity(16_384)
+                    offsets.reserveCapacity(16_384)
+                }
                 do {
                     while at < chunk.to {
                         let frameAt = at
@@ -707,19 +711,33 @@ extension StateLog {
                         }
                         at = r.upperBound
                         let e = try envelope(buffer, r)
-                        let view = RecordView(
-                            kind: e.kind, version: e.version, atMs: e.atMs, body: UnsafeRawBufferPointer(rebasing: buffer[e.body]))
-                        if chunk.defers, let key = chunk.store.deferredKey(view) {
-                            waiting.append(DeferredRecords.Slot(a: key.a, b: key.b, at: frameAt))
-                            continue
+                        views.append(
+                            RecordView(
+                                kind: e.kind, version: e.version, atMs: e.atMs, body: UnsafeRawBufferPointer(rebasing: buffer[e.body])))
+                        if chunk.defers {
+                            offsets.append(frameAt)
+                            continue // a chunk of an independent section: at most 16,384 records
                         }
-                        views.append(view)
                         // An ordered section's records go in batches too (in order).
                         if views.count == 16_384 {
                             try chunk.store.apply(batch: views)
                             applied.add(views.count, ordering: .relaxed)
                             views.removeAll(keepingCapacity: true)
                         }
+                    }
+                    if chunk.defers {
+                        // The keys asked once for the chunk (a call a record through the existential
+                        // retained and released the store: its side table's slow path).
+                        let keys = chunk.store.deferredKeys(views)
+                        var eager: [RecordView] = []
+                        for (k, key) in keys.enumerated() {
+                            if let key {
+                                waiting.append(DeferredRecords.Slot(a: key.a, b: key.b, at: offsets[k]))
+                            } else {
+                                eager.append(views[k])
+                            }
+                        }
+                        views = eager
                     }
                     try chunk.store.apply(batch: views)
                     applied.add(views.count + waiting.count, ordering: .relaxed)

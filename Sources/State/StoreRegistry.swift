@@ -111,6 +111,8 @@ public protocol PersistentStore: StateStore {
     func deferredKey(_ record: RecordView) -> TokenKey?
     /// Applies a record that waited (`deferred`'s lock held: it must not ask `deferred` again).
     func applyDeferred(_ record: RecordView) throws
+    /// `deferredKey` of each of `records`, in order (one call for a start's chunk).
+    func deferredKeys(_ records: [RecordView]) -> [TokenKey?]
 }
 
 extension PersistentStore {
@@ -132,6 +134,8 @@ extension PersistentStore {
     public func deferredKey(_ record: RecordView) -> TokenKey? { nil }
     /// `apply` by default.
     public func applyDeferred(_ record: RecordView) throws { try apply(record) }
+    /// `deferredKey` of each, by default.
+    public func deferredKeys(_ records: [RecordView]) -> [TokenKey?] { records.map { deferredKey($0) } }
 
     /// Applies every record still waiting from the snapshot (before reading the whole store).
     public func applyAllDeferred() {
