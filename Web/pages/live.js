@@ -125,7 +125,7 @@ export function render(main, { query }) {
     ]);
     const seen = new Set([...body.querySelectorAll("tr[data-id]")].map((r) => r.dataset.id));
     const earlier = [
-      ...(n.notifications || []).filter((x) => !seen.has(x.id)).map((x) => ["accepted", { at: x.receivedAt, provider: x.provider, id: x.id, token: x.token, topic: x.topic, status: 200, display: x.display }]),
+      ...(n.notifications || []).filter((x) => !seen.has(x.id)).map((x) => ["accepted", { at: x.receivedAt, provider: x.provider, id: x.id, token: x.token, topic: x.topic, status: x.provider === "webpush" ? 201 : 200, display: x.display }]),
       ...(t.tracking || []).map((x) => ["tracking", x]),
     ].sort((a, b) => b[1].at - a[1].at).slice(0, KEEP);
     for (const [kind, data] of earlier) {
