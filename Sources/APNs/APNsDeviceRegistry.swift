@@ -234,7 +234,6 @@ public final class APNsDeviceRegistry: PersistentStore {
 
     /// Every token, sorted.
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
-        applyAllDeferred()
         var all: [(String, Device)] = []
         for s in shards { s.map.withLock { m in for (_, d) in m { all.append((d.token, d)) } } }
         all.sort { $0.0 < $1.0 }

@@ -33,30 +33,13 @@ public enum ES256 {
 
     /// Verifies a 64-byte r||s signature of `message`.
     public static func verify(_ key: Key, message: UnsafeRawBufferPointer, signature: [UInt8]) -> Bool {
-        guard signature.count == 64, let sig = ECDSA_SIG_new() else { return false }
-        defer { ECDSA_SIG_free(sig) }
-        let r = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
-        let s = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
-        guard let r, let s, ECDSA_SIG_set0(sig, r, s) == 1 else { return false }
-        var der: UnsafeMutablePointer<UInt8>? = nil
-        let derLen = i2d_ECDSA_SIG(sig, &der)
-        guard derLen > 0, let der else { return false }
-        defer { pushemu_openssl_free(der) }
-        return SHA256Signature.verify(key.pkey, message: message, signature: UnsafeRawBufferPointer(start: der, count: Int(derLen)))
+        guard signature.count == 64 else { return false }
+        return pushemu_es256_verify_raw(key.pkey, message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, signature) == 1
     }
 
     /// Signs `message`, returning the 64-byte r||s form.
     public static func sign(_ key: Key, message: [UInt8]) -> [UInt8]? {
-        guard let der = SHA256Signature.sign(key.pkey, message: message) else { return nil }
-        let len = der.count
-        return der.withUnsafeBufferPointer { buf -> [UInt8]? in
-            var p: UnsafePointer<UInt8>? = buf.baseAddress
-            guard let sig = d2i_ECDSA_SIG(nil, &p, len) else { return nil }
-            defer { ECDSA_SIG_free(sig) }
-            var out = [UInt8](repeating: 0, count: 64)
-            guard BN_bn2binpad(ECDSA_SIG_get0_r(sig), &out, 32) == 32 else { return nil }
-            let ok = out.withUnsafeMutableBufferPointer { BN_bn2binpad(ECDSA_SIG_get0_s(sig), $0.baseAddress! + 32, 32) }
-            return ok == 32 ? out : nil
-        }
+        var out = [UInt8](repeating: 0, count: 64)
+        return pushemu_es256_sign_raw(key.pkey, message, message.count, &out) == 1 ? out : nil
     }
 }

@@ -126,16 +126,6 @@ static inline int pushemu_p256_export(EVP_PKEY *pkey, unsigned char *pub, unsign
     return ok;
 }
 
-/* ECDH between a private key and a peer's public key: the 32-byte shared x coordinate. */
-static inline int pushemu_p256_ecdh(EVP_PKEY *mine, EVP_PKEY *peer, unsigned char *secret) {
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(mine, NULL);
-    size_t len = 32;
-    int ok = ctx && EVP_PKEY_derive_init(ctx) == 1 && EVP_PKEY_derive_set_peer(ctx, peer) == 1 &&
-             EVP_PKEY_derive(ctx, secret, &len) == 1 && len == 32;
-    EVP_PKEY_CTX_free(ctx);
-    return ok;
-}
-
 /* Verifies an ES256 signature in JWT form (r || s, 64 bytes) of `msg` by `pkey`. */
 static inline int pushemu_es256_verify_raw(EVP_PKEY *pkey, const unsigned char *msg, size_t msglen,
                                            const unsigned char *sig) {
@@ -201,11 +191,10 @@ static inline int pushemu_hmac_sha256(const unsigned char *key, size_t keylen, c
     return HMAC(EVP_sha256(), key, (int)keylen, data, datalen, out, &len) != NULL && len == 32;
 }
 /* ECDH on P-256 from raw forms, without EVP's provider lookups (a browser decrypting many
-   pushes): x(priv * peer), 32 bytes into `secret`; 0 when the peer's point is not on the curve. */
-static inline int pushemu_p256_ecdh_raw(const EC_GROUP *shared, const unsigned char *priv, const unsigned char *peer,
+   pushes): x(priv * peer) with P-256's `group` (`pushemu_p256_group`), 32 bytes into `secret`;
+   0 when the peer's point is not on the curve. */
+static inline int pushemu_p256_ecdh_raw(const EC_GROUP *group, const unsigned char *priv, const unsigned char *peer,
                                         unsigned char *secret) {
-    EC_GROUP *group = shared ? NULL : EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
-    if (shared) group = (EC_GROUP *)shared;
     BN_CTX *ctx = BN_CTX_new();
     EC_POINT *p = group ? EC_POINT_new(group) : NULL, *r = group ? EC_POINT_new(group) : NULL;
     BIGNUM *d = BN_bin2bn(priv, 32, NULL), *x = BN_new();
@@ -218,7 +207,6 @@ static inline int pushemu_p256_ecdh_raw(const EC_GROUP *shared, const unsigned c
     EC_POINT_free(r);
     EC_POINT_free(p);
     BN_CTX_free(ctx);
-    if (!shared) EC_GROUP_free(group);
     return ok;
 }
 /* P-256's group, made once by the caller and shared (only read by EC operations). */

@@ -629,7 +629,6 @@ public final class FCMDeviceRegistry: PersistentStore {
 
     /// Every device, sorted by token (its topics in its record).
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
-        applyAllDeferred()
         var all: [Device] = []
         for s in shards { s.map.withLock { all.append(contentsOf: $0.values) } }
         all.sort { $0.token < $1.token }

@@ -682,7 +682,6 @@ extension DeviceStore {
 
     /// Device records (each its own token's), shard by shard in the order of their token's key.
     public func snapshotIndependent(_ emit: (ChangeRecord) -> Void) {
-        applyAllDeferred()
         for s in shards {
             let records = s.map.withLock { m -> [(TokenKey, [UInt8])] in m.map { ($0.key, DeviceStore.record($0.value, counted: true)) } }
             for (_, body) in records.sorted(by: { ($0.0.a, $0.0.b) < ($1.0.a, $1.0.b) }) {

@@ -205,19 +205,9 @@ public struct Router: Sendable {
     public func match(method: HTTPMethod, path: ArraySlice<UInt8>, authority: @autoclosure () -> ArraySlice<UInt8>? = nil) -> Match {
         let found = match(method: method, path: path, among: candidates(path))
         guard case .notFound = found, !hostRoutes.isEmpty, let authority = authority() else { return found }
-        // The host without its port ("[::1]:8080" keeps its brackets), compared without regard to case.
-        var host = authority
-        if host.first == UInt8(ascii: "[") {
-            if let close = host.firstIndex(of: UInt8(ascii: "]")) { host = host[host.startIndex...close] }
-        } else if let colon = host.lastIndex(of: UInt8(ascii: ":")) {
-            host = host[host.startIndex..<colon]
-        }
-        for entry in hostRoutes where entry.host.count == host.count {
-            if zip(entry.host, host).allSatisfy({ $0 == $1 | (($1 >= 0x41 && $1 <= 0x5A) ? 0x20 : 0) }) {
-                return match(method: method, path: path, among: entry.routes)
-            }
-        }
-        return found
+        let host = Array(BrowserOrigin.hostName(String(decoding: authority, as: UTF8.self)).utf8)
+        guard let entry = hostRoutes.first(where: { $0.host == host }) else { return found }
+        return match(method: method, path: path, among: entry.routes)
     }
 
     private func match(method: HTTPMethod, path: ArraySlice<UInt8>, among routeIndices: [Int]) -> Match {

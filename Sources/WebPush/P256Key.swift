@@ -70,11 +70,7 @@ public final class P256Key: @unchecked Sendable { // the EVP_PKEY is never chang
     }
 
     /// The ECDH shared secret (the x coordinate, 32 bytes) of this key pair and `peer`.
-    public func sharedSecret(with peer: P256Key) -> [UInt8]? {
-        guard privateKey != nil else { return nil }
-        var out = [UInt8](repeating: 0, count: 32)
-        return pushemu_p256_ecdh(pkey, peer.pkey, &out) == 1 ? out : nil
-    }
+    public func sharedSecret(with peer: P256Key) -> [UInt8]? { sharedSecret(withPoint: peer.publicKey) }
 
     /// Whether `signature` (JWT's r || s, 64 bytes) signs `message` under this key (ES256).
     public func verify(signature: ArraySlice<UInt8>, of message: ArraySlice<UInt8>) -> Bool {

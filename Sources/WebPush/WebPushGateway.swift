@@ -137,13 +137,14 @@ public struct WebPushGateway: PushGateway {
         guard let facts = decision.facts else { return }
         let app = decision.subscription.map { Array($0.app.utf8)[...] }
         let undecryptable = decision.decryptFailure != nil
+        let read = undecryptable ? (isJSON: false, hasTitle: false) : WebPushGateway.read(decision.plaintext)
         var delivery = Delivery(
             provider: .webpush, platform: .web, tokenBytes: decision.token, appBytes: app, environment: decision.service.rawValue,
             notificationID: id, messageName: nil, receivedAtMs: nowMs,
             payload: undecryptable ? request.body[...] : decision.plaintext[...])
         if undecryptable {
             delivery.alerts = .undecryptable
-        } else if WebPushGateway.hasTitle(decision.plaintext) {
+        } else if read.hasTitle {
             delivery.alerts = .notification
         }
         delivery.hasData = !decision.plaintext.isEmpty
@@ -153,32 +154,25 @@ public struct WebPushGateway: PushGateway {
         let warnings = decision.decryptFailure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
         body(
             delivery, facts.topic.map { Array($0.utf8)[...] }, warnings, nil,
-            AcceptedPushFlags(payloadIsJSON: !undecryptable && WebPushGateway.isJSONObject(decision.plaintext), appliesDeviceEffects: true))
+            AcceptedPushFlags(payloadIsJSON: read.isJSON, appliesDeviceEffects: true))
     }
 
-    /// Whether a payload is a JSON object with a top-level string `title` (what a service worker
-    /// written the common way shows; web SDKs use `title` too, Pushwoosh `header`).
-    static func hasTitle(_ payload: [UInt8]) -> Bool {
+    /// One parse of a decrypted payload: whether it is a JSON object, and whether it has a
+    /// non-empty string `title` (what a service worker written the common way shows; Pushwoosh's
+    /// `header`, or a `notification` object's `title`).
+    static func read(_ payload: [UInt8]) -> (isJSON: Bool, hasTitle: Bool) {
         payload.withUnsafeBytes { raw in
             var tokens: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return false }
+            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return (false, false) }
             let v = JSONView(bytes: raw, tokens: tokens)
             for key: StaticString in ["title", "header"] {
-                if let t = v.member(0, key), v.tokens[t].kind == .string, !v.string(t).isEmpty { return true }
+                if let t = v.member(0, key), v.tokens[t].kind == .string, !v.string(t).isEmpty { return (true, true) }
             }
             if let n = v.member(0, "notification"), v.tokens[n].kind == .object, let t = v.member(n, "title"), v.tokens[t].kind == .string {
-                return true
+                return (true, true)
             }
-            return false
+            return (true, false)
         }
-    }
-
-    static func isJSONObject(_ payload: [UInt8]) -> Bool {
-        payload.first == UInt8(ascii: "{")
-            && payload.withUnsafeBytes { raw in
-                var tokens: [JSONToken] = []
-                return JSONParser.parse(raw, into: &tokens) == nil
-            }
     }
 
     /// The id a service puts in its `Location`.
