@@ -85,10 +85,16 @@ package struct AdminAPI: Sendable {
         package let campaignKeys: [String]
         /// Topic, condition and broadcast deliveries still to make (`stats.fanOut`).
         package let fanOut: FanOutWorker?
+        /// Pushes answered and not yet delivered (Web Push decryption; `stats.deferred`).
+        package let deferred: DeferredDeliveryWorker?
 
         /// What was recorded, and the payload keys that name a campaign.
-        package init(log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String], fanOut: FanOutWorker? = nil) {
+        package init(
+            log: NotificationLog, journal: Journal?, metrics: Metrics, campaignKeys: [String], fanOut: FanOutWorker? = nil,
+            deferred: DeferredDeliveryWorker? = nil
+        ) {
             self.fanOut = fanOut
+            self.deferred = deferred
             self.log = log
             self.journal = journal
             self.metrics = metrics
@@ -179,7 +185,8 @@ package struct AdminAPI: Sendable {
             FCMServiceAccountsAdminAPI(fcmAccounts: gateways.fcmAccounts, slowWork: slowWork),
             NotificationsAdminAPI(
                 log: records.log, journal: records.journal, journalReads: journalReads, deletions: state.deletions,
-                campaignKeys: records.campaignKeys, fanOut: records.fanOut, tracking: devicesLayer.tracking, deviceStore: deviceStore),
+                campaignKeys: records.campaignKeys, fanOut: records.fanOut, deferred: records.deferred, tracking: devicesLayer.tracking,
+                deviceStore: deviceStore),
             DevelopmentCAAdminAPI(pem: developmentCA),
             StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory),
             StateAdminAPI(registry: state.registry, log: state.log, slowWork: slowWork),

@@ -36,6 +36,7 @@ struct NotificationsAdminAPI: AdminResource {
     let campaignKeys: [String]
     /// Topic, condition and broadcast deliveries still to make: a long poll waits for them.
     let fanOut: FanOutWorker?
+    let deferred: DeferredDeliveryWorker?
     /// For a whole notification: the tracking calls it caused and the device it reached.
     let tracking: TrackingLog
     let deviceStore: DeviceStore
@@ -226,14 +227,17 @@ struct NotificationsAdminAPI: AdminResource {
 
     /// Answers with the matching notifications now, or polls until some exist or `waitSeconds` pass.
     /// Answers `query` once it finds something or `waitSeconds` pass. It first waits (up to
-    /// 10 s) for the topic and broadcast sends answered before the request to be delivered, so
+    /// 10 s) for the topic and broadcast sends, and the Web Push messages, answered before the request
+    /// to be delivered, so
     /// a test that sends and then asks sees every device it reached.
     func longPoll(_ ex: Exchange, waitSeconds: Int, limit: Int, _ query: @escaping @Sendable () -> [PushNotification]) {
         let started = Clock.nowMs()
         let deadline = started + Int64(waitSeconds) * 1000
         let mark = fanOut?.submittedMark ?? 0
+        let deferredMark = deferred?.submittedMark ?? []
         @Sendable func attempt() {
-            if let fanOut, !fanOut.hasFinished(mark), Clock.nowMs() < started + 10_000 {
+            let delivering = (fanOut.map { !$0.hasFinished(mark) } ?? false) || (deferred.map { !$0.hasFinished(deferredMark) } ?? false)
+            if delivering, Clock.nowMs() < started + 10_000 {
                 ex.eventLoop.schedule(afterNanoseconds: 2_000_000) { attempt() }
                 return
             }

@@ -18,7 +18,7 @@ extension Emulator {
     /// refer to them).
     static func registry(
         _ stores: Stores, faults: FaultEngine, metrics: Metrics, deletions: NotificationDeletions, journal: Journal?,
-        fanOut: FanOutWorker, stateLog: @escaping @Sendable () -> StateLog?
+        fanOut: FanOutWorker, deferred: DeferredDeliveryWorker, stateLog: @escaping @Sendable () -> StateLog?
     ) -> StoreRegistry {
         let log = stores.notifications
         let tracking = stores.trackingLog
@@ -64,6 +64,14 @@ extension Emulator {
                     s.add("fanOut", "completed", c.completed)
                     s.add("fanOut", "delivered", c.delivered)
                     s.add("fanOut", "lastRatePerSecond", Int(c.lastRate))
+                }),
+            TransientStore(
+                "deferred", reset: { _ in },
+                stats: { s in
+                    let c = deferred.counters
+                    s.add("deferred", "lanes", c.lanes)
+                    s.add("deferred", "pending", c.pending)
+                    s.add("deferred", "completed", c.completed)
                 }),
             TransientStore("fcm.quota", reset: { _ in quota.reset() }),
             TransientStore("metrics", reset: { _ in metrics.reset() }),

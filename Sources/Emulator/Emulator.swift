@@ -72,7 +72,7 @@ package final class Emulator: Sendable {
             store: stores.devices, records: [stores.apnsDevices, stores.fcmDevices, stores.webPushSubscriptions])
         let pipelineServices = PipelineServices(
             log: stores.notifications, lifecycle: lifecycle, faults: faults, journal: journal,
-            metrics: metrics)
+            metrics: metrics, deferred: DeferredDeliveryWorker(lanes: configuration.deferredLanes))
         fanOut = pipelineServices.fanOut
 
         // The state: every store registered once, then rebuilt from the data directory's log.
@@ -80,7 +80,7 @@ package final class Emulator: Sendable {
         let logBox = StateLogBox()
         let registry = Emulator.registry(
             stores, faults: faults, metrics: metrics, deletions: deletions, journal: journal, fanOut: pipelineServices.fanOut,
-            stateLog: { logBox.log })
+            deferred: pipelineServices.deferred, stateLog: { logBox.log })
         self.registry = registry
         let devices = stores.devices
         let stateLog = try Emulator.openState(
@@ -116,7 +116,7 @@ package final class Emulator: Sendable {
             devices: .init(lifecycle: lifecycle, tracking: stores.trackingLog, dispatcher: stores.dispatcher),
             records: .init(
                 log: stores.notifications, journal: journal, metrics: metrics, campaignKeys: configuration.campaignKeys,
-                fanOut: pipelineServices.fanOut),
+                fanOut: pipelineServices.fanOut, deferred: pipelineServices.deferred),
             faults: faults, scenarios: scenarios,
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
             metricsSources: [metrics, stores.trackingLog, stores.dispatcher, stores.devices, stores.notifications, faults]
@@ -170,7 +170,8 @@ package final class Emulator: Sendable {
             StateService(log: stateLog, registry: registry, exportOnExit: configuration.exportStateOnExit),
             DispatcherService(dispatcher: stores.dispatcher),
             RegistrarService(registrar: stores.devices.registrar),
-            FanOutService(worker: pipelineServices.fanOut), SlowWorkService(worker: slowWork),
+            FanOutService(worker: pipelineServices.fanOut), DeferredDeliveryService(worker: pipelineServices.deferred),
+            SlowWorkService(worker: slowWork),
             SlowWorkService(worker: journalReads), HeapReclaimService(reclaimer: HeapReclaimer()),
             ServerService(server: server, configuration: configuration),
         ]

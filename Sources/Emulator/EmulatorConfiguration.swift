@@ -17,6 +17,8 @@ package struct EmulatorConfiguration: Sendable {
     package var httpsPort = 8443
     /// Event loops (`--threads`; default: the CPU count).
     package var threads = Int(csys_cpu_count())
+    /// Threads that deliver Web Push messages after their answer (decrypting them): one per 4 CPUs, 1 to 4.
+    package var deferredLanes = max(1, min(4, Int(csys_cpu_count()) / 4))
     /// Where later layers persist keys, service accounts and the journal.
     package var dataDirectory = "./.pushemu"
     /// Write nothing to disk.

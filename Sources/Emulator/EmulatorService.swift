@@ -42,6 +42,13 @@ struct FanOutService: EmulatorService {
     func stop() { worker.stop() }
 }
 
+/// The deferred-delivery worker (Web Push messages decrypted and delivered after their answer).
+struct DeferredDeliveryService: EmulatorService {
+    let worker: DeferredDeliveryWorker
+    func start() throws { worker.start() }
+    func stop() { worker.stop() }
+}
+
 /// A worker thread of the admin API (key generation; journal reads).
 struct SlowWorkService: EmulatorService {
     let worker: BackgroundWorker

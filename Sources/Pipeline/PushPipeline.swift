@@ -20,6 +20,9 @@ import Transport
 ///       ->  notification log (append, with the device's outcome)
 ///     a many-device push (G.fansOut): room reserved on the fan-out worker (else G.rateLimited),
 ///       then G.fanOut's job is queued there: resolved and delivered after the answer, off the loop
+///     a deferred push (G.defersDelivery: Web Push, which the browser decrypts): room reserved on
+///       the deferred-delivery worker (else G.rateLimited); answered at once (or once its record
+///       is committed, strict), then G.deferredPush resolved, delivered, logged and journaled there
 ///  5. device effects  a fault's uninstall / rotate through Fleet's DeviceLifecycle
 ///  6. response        G.response(decision), G.outcome(decision)
 ///     (while the event stream has subscribers: the answer's `accepted`/`rejected` and `fault` events)
@@ -104,13 +107,22 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         // A many-device push needs room on the fan-out worker, else it is too many requests (which
         // makes it not accepted: an accepted one that fans out holds a reservation).
         if deciding.accepted && gateway.fansOut(deciding) && !services.fanOut.reserve() { gateway.rateLimited(&deciding) }
+        // So does a push delivered after the answer, on the deferred-delivery worker.
+        let defers = deciding.accepted && gateway.defersDelivery(deciding)
+        if defers && !services.deferred.reserve() { gateway.rateLimited(&deciding) }
         // From here the decision only is read (moved, not copied).
         let decision = consume deciding
 
         // 4. notification log and delivery; 5. device effects
         var acceptedID: UUIDValue?
         var deviceOutcome: DeviceOutcome?
-        if decision.accepted {
+        var deferred: DeferredPush?
+        if decision.accepted && defers {
+            let id = gateway.notificationID(for: decision, request: request, state: state)
+            acceptedID = id
+            deferred = gateway.deferredPush(decision, request: request, id: id, nowMs: nowMs)
+            if deferred == nil { services.deferred.release() }
+        } else if decision.accepted {
             let id = gateway.notificationID(for: decision, request: request, state: state)
             acceptedID = id
             let shard = exchange.eventLoop.index
@@ -141,6 +153,12 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             for: decision, request: request, id: acceptedID ?? UUIDValue(high: 0, low: 0),
             state: state, nowMs: nowMs)
         let outcome = gateway.outcome(of: decision, request: request)
+        if let deferred {
+            finishDeferred(
+                deferred, exchange, request, subject, outcome, response: response, fired: fired,
+                actions: gateway.connectionActions(after: decision), timing: Timing(nowMs: nowMs, started: started), id: acceptedID!)
+            return
+        }
         // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions.
         finish(
             exchange, request, subject, outcome, response: response, fired: fired,
@@ -273,6 +291,8 @@ public final class PipelineServices: Sendable {
     public let metrics: Metrics
     /// Topic, condition and broadcast deliveries, off the event loops.
     public let fanOut: FanOutWorker
+    /// Pushes delivered after their answer (Web Push: the browser decrypts), off the event loops.
+    public let deferred: DeferredDeliveryWorker
     /// The event stream's subscribers (the device layer's bus).
     public let events: EventBus
 
@@ -280,7 +300,7 @@ public final class PipelineServices: Sendable {
     /// last shard and runs each job on the caller until it is started).
     public init(
         log: NotificationLog, lifecycle: DeviceLifecycle, faults: FaultEngine, journal: Journal?, metrics: Metrics,
-        fanOut: FanOutWorker? = nil
+        fanOut: FanOutWorker? = nil, deferred: DeferredDeliveryWorker? = nil
     ) {
         self.events = lifecycle.store.events
         self.log = log
@@ -290,5 +310,6 @@ public final class PipelineServices: Sendable {
         self.journal = journal
         self.metrics = metrics
         self.fanOut = fanOut ?? FanOutWorker(log: log, devices: lifecycle.store, logShard: log.shardCount - 1)
+        self.deferred = deferred ?? DeferredDeliveryWorker(lanes: 1)
     }
 }

@@ -15,6 +15,7 @@ import Transport
 ///   -> rateLimited(_:)                    when the pipeline's per-token limit refuses
 ///   -> notificationID + forEachAcceptedPush   accepted: log, deliver, device effects
 ///   -> fanOut                             many devices: a job for the fan-out worker (off the loop)
+///   -> deferredPush                       delivered after the answer, off the loop (Web Push decrypts)
 ///   -> response(for:...) + outcome(of:request:)  the answer and how it is recorded
 ///   -> connectionActions(after:)          what the connection does once the answer is out
 /// ```
@@ -81,6 +82,15 @@ public protocol PushGateway: Sendable {
     /// reserve room on the worker). False by default.
     func fansOut(_ decision: Decision) -> Bool
 
+    /// Whether an accepted `decision` is delivered off the loop (`deferredPush`), asked before it
+    /// is accepted for good, to reserve room on the worker. False by default.
+    func defersDelivery(_ decision: Decision) -> Bool
+
+    /// The delivery of an accepted push that `defersDelivery`, worked out on the pipeline's
+    /// deferred-delivery worker after the answer (the browser's decryption); `forEachAcceptedPush`
+    /// is then not called. nil (the default) for gateways that deliver on the loop.
+    func deferredPush(_ decision: Decision, request: Request, id: UUIDValue, nowMs: Int64) -> DeferredPush?
+
     /// The answer to a request the provider decided (accepted or rejected).
     func response(for decision: Decision, request: Request, id: UUIDValue, state: ConnectionState, nowMs: Int64) -> Response
 
@@ -136,6 +146,12 @@ extension PushGateway {
     /// No many-device pushes.
     @inlinable @inline(__always)
     public func fansOut(_ decision: Decision) -> Bool { false }
+    /// Delivered on the loop.
+    @inlinable @inline(__always)
+    public func defersDelivery(_ decision: Decision) -> Bool { false }
+    /// Delivered on the loop.
+    @inlinable @inline(__always)
+    public func deferredPush(_ decision: Decision, request: Request, id: UUIDValue, nowMs: Int64) -> DeferredPush? { nil }
 }
 
 /// A gateway's verdict type.

@@ -13,6 +13,9 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
     private let queue = FutexLock<[@Sendable () -> Void]>([])
     private let waiting = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
+    /// The thread is about to wait, or waits, on `wakeFD`: only then does a submit write to it
+    /// (a push a loop hands over costs no system call while the thread is busy).
+    private let sleeping = Atomic<Bool>(false)
     private let wakeFD: Int32
     private var thread: pthread_t?
 
@@ -52,7 +55,8 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
             current = seen
         }
         queue.withLock { $0.append(job) }
-        wake()
+        // Sequentially consistent with the thread's store and re-check: either it sees the job, or this sees it sleeping.
+        if sleeping.load(ordering: .sequentiallyConsistent) { wake() }
         return true
     }
 
@@ -79,10 +83,14 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
             }
             if jobs.isEmpty {
                 if stopping.load(ordering: .acquiring) && queue.withLock({ $0.isEmpty }) { return }
-                var fds = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
-                _ = poll(&fds, 1, 100)
-                var drained: UInt64 = 0
-                _ = read(wakeFD, &drained, 8)
+                sleeping.store(true, ordering: .sequentiallyConsistent)
+                if queue.withLock({ $0.isEmpty }) {
+                    var fds = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&fds, 1, 100)
+                    var drained: UInt64 = 0
+                    _ = read(wakeFD, &drained, 8)
+                }
+                sleeping.store(false, ordering: .relaxed)
             }
         }
     }

@@ -46,6 +46,19 @@ public final class P256Key: @unchecked Sendable { // the EVP_PKEY is never chang
         self.init(k, publicKey: pub, privateKey: raw)
     }
 
+    /// A key pair from a PEM private key (PKCS#8, as `pushemu credentials vapid` and py_vapid
+    /// write it, or SEC1); nil when it is not a P-256 private key.
+    public static func fromPEM(privateKey pem: String) -> P256Key? {
+        guard let k = PEM.readKey(pem, isPrivate: true) else { return nil }
+        var pub = [UInt8](repeating: 0, count: 65)
+        var priv = [UInt8](repeating: 0, count: 32)
+        guard EVP_PKEY_get_bits(k) == 256, EVP_PKEY_get_base_id(k) == EVP_PKEY_EC, pushemu_p256_export(k, &pub, &priv) == 1 else {
+            EVP_PKEY_free(k)
+            return nil
+        }
+        return P256Key(k, publicKey: pub, privateKey: priv)
+    }
+
     /// A key pair's private key as PKCS#8 PEM (what py_vapid and pywebpush read); nil for a public key.
     public var privateKeyPEM: String? { privateKey == nil ? nil : PEM.privateKey(pkey) }
 

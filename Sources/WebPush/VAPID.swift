@@ -52,6 +52,15 @@ public struct VAPIDClaims: Sendable, Equatable {
 public enum VAPID {
     /// The longest `exp` ahead of now that the services accept (24 hours).
     public static let maxLifetimeSeconds: Int64 = 86_400
+
+    /// A sender's `Authorization` header (RFC 8292: `vapid t=JWT,k=KEY`), signed with `key`
+    /// (a key pair); nil when it cannot sign. What `pushemu token vapid` prints, for curl.
+    public static func authorization(key: P256Key, audience: String, subject: String, expiresAt: Int64) -> String? {
+        let claims = "{\"aud\":" + JSONWriter.quote(audience) + ",\"exp\":\(expiresAt),\"sub\":" + JSONWriter.quote(subject) + "}"
+        let signing = Base64URL.encode(Array(#"{"typ":"JWT","alg":"ES256"}"#.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        guard let signature = key.sign(Array(signing.utf8)) else { return nil }
+        return "vapid t=" + signing + "." + Base64URL.encode(signature) + ",k=" + Base64URL.encode(key.publicKey)
+    }
     /// The largest JWT read (a real one is about 250 bytes).
     static let maxTokenSize = 4_096
 
@@ -195,24 +204,48 @@ public enum VAPID {
     }
 }
 
-/// A connection's last verified VAPID JWT and key: a sender signs once and reuses the header
-/// for hours, so the signature is checked once per connection and header, not once a push.
+/// The VAPID header verified last on one connection, as the sender sent it (`Authorization`,
+/// and `Crypto-Key` for the draft form): a sender repeats it for hours, so a repeat skips the
+/// parse and the signature check (its `exp` is still checked against the clock), and it keeps
+/// the subject's verdict for the service last asked. Touched by its connection's loop only.
 public final class VAPIDCache {
-    var token: [UInt8] = []
-    var key: [UInt8] = []
-    var claims: VAPIDClaims?
+    struct Known {
+        let authorization: [UInt8]
+        let cryptoKey: [UInt8]?
+        /// The signer's public key, decoded (what `applicationServerKey` binds).
+        let key: [UInt8]
+        let claims: VAPIDClaims
+    }
+    var known: Known?
+    /// The subject verdict for `subjectService` (nil: acceptable).
+    var subjectService: WebPushService?
+    var subjectRefusal: String?
 
     public init() {}
 
-    /// The claims of `credentials` if they are the ones verified last on this connection.
-    func claims(for credentials: VAPIDCredentials) -> VAPIDClaims? {
-        guard let claims, credentials.token.elementsEqual(token), credentials.key.elementsEqual(key) else { return nil }
-        return claims
+    /// The key and claims verified for exactly these headers, if they are the last ones.
+    func lookup(authorization: ArraySlice<UInt8>?, cryptoKey: ArraySlice<UInt8>?) -> (key: [UInt8], claims: VAPIDClaims)? {
+        guard let k = known, let authorization, k.authorization.elementsEqual(authorization) else { return nil }
+        // The draft form's key is in Crypto-Key, so that header must repeat too.
+        if let stored = k.cryptoKey {
+            guard let cryptoKey, stored.elementsEqual(cryptoKey) else { return nil }
+        }
+        return (k.key, k.claims)
     }
 
-    func remember(_ credentials: VAPIDCredentials, _ claims: VAPIDClaims) {
-        token = Array(credentials.token)
-        key = Array(credentials.key)
-        self.claims = claims
+    /// Remembers verified credentials; `draft`: the key came from `Crypto-Key`.
+    func remember(authorization: ArraySlice<UInt8>?, cryptoKey: ArraySlice<UInt8>?, draft: Bool, key: [UInt8], claims: VAPIDClaims) {
+        guard let authorization else { return }
+        known = Known(
+            authorization: Array(authorization), cryptoKey: draft ? Array(cryptoKey ?? []) : nil, key: key, claims: claims)
+        subjectService = nil
+    }
+
+    /// The subject's verdict under `service`, worked out once per verified header and service.
+    func subjectVerdict(_ service: WebPushService, _ subject: String?, _ rule: (String?) -> String?) -> String?? {
+        if subjectService == service { return .some(subjectRefusal) }
+        subjectRefusal = rule(subject)
+        subjectService = service
+        return .some(subjectRefusal)
     }
 }

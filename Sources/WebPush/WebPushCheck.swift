@@ -63,42 +63,58 @@ extension WebPushService {
     /// and the local one a subscription's endpoint may be under).
     public func check(
         _ headers: WebPushHeaders, bodyCount: Int, subscription: WebPushSubscriptionFacts?, audiences: [String], nowSeconds: Int64,
-        cache: VAPIDCache? = nil
+        cache: VAPIDCache? = nil, authority: ArraySlice<UInt8>? = nil
     ) -> Result<WebPushAccepted, WebPushRefusal> {
         guard let subscription else { return .failure(refusal(.unknownSubscription)) }
         // VAPID: required wherever the subscription was made with an applicationServerKey (all
-        // but Firefox's keyless `/wpush/v1/`); checked when present anyway.
+        // but Firefox's keyless `/wpush/v1/`); checked when present anyway. A connection that
+        // repeats the header it sent last skips its parse and signature check (`VAPIDCache`).
         var claims: VAPIDClaims?
-        switch VAPID.credentials(authorization: headers.authorization, cryptoKey: headers.cryptoKey) {
-        case .failure(let f): return .failure(refusal(vapid: f))
-        case .success(nil):
-            if subscription.applicationServerKey != nil { return .failure(refusal(vapid: .missing)) }
-        case .success(let credentials?):
-            if let bound = subscription.applicationServerKey, VAPID.decodeKey(credentials.key) != bound {
-                return .failure(refusal(vapid: .keyMismatch))
+        let known = cache?.lookup(authorization: headers.authorization, cryptoKey: headers.cryptoKey)
+        var signer: [UInt8]?
+        var unverified: VAPIDCredentials?
+        if let known {
+            signer = known.key
+        } else {
+            switch VAPID.credentials(authorization: headers.authorization, cryptoKey: headers.cryptoKey) {
+            case .failure(let f): return .failure(refusal(vapid: f))
+            case .success(nil):
+                if subscription.applicationServerKey != nil { return .failure(refusal(vapid: .missing)) }
+            case .success(let credentials?):
+                signer = VAPID.decodeKey(credentials.key)
+                unverified = credentials
             }
+        }
+        if known != nil || unverified != nil {
+            if let bound = subscription.applicationServerKey, signer != bound { return .failure(refusal(vapid: .keyMismatch)) }
             if subscription.gone { return .failure(refusal(.gone)) }
             let verified: Result<VAPIDClaims, VAPIDFailure>
-            if let known = cache?.claims(for: credentials) {
+            if let known {
                 // Verified before on this connection: only its clock can have run out since.
-                if known.expiresAt <= nowSeconds {
+                if known.claims.expiresAt <= nowSeconds {
                     verified = .failure(.expired)
-                } else if known.expiresAt > nowSeconds + VAPID.maxLifetimeSeconds {
+                } else if known.claims.expiresAt > nowSeconds + VAPID.maxLifetimeSeconds {
                     verified = .failure(.expiresTooLate)
                 } else {
-                    verified = .success(known)
+                    verified = .success(known.claims)
                 }
             } else {
-                verified = VAPID.verify(credentials, nowSeconds: nowSeconds).map { claims, _ in
-                    cache?.remember(credentials, claims)
-                    return claims
+                verified = VAPID.verify(unverified!, nowSeconds: nowSeconds).map { c, _ in
+                    cache?.remember(
+                        authorization: headers.authorization, cryptoKey: headers.cryptoKey,
+                        draft: unverified!.scheme != "vapid", key: signer ?? [], claims: c)
+                    return c
                 }
             }
             switch verified {
             case .failure(let f): return .failure(refusal(vapid: f))
             case .success(let c):
-                guard audiences.contains(c.audience) else { return .failure(refusal(vapid: .audience)) }
-                if let why = subjectRefusal(c.subject) { return .failure(refusal(vapid: .subject(why))) }
+                guard audiences.contains(c.audience) || WebPushService.names(authority, c.audience) else {
+                    return .failure(refusal(vapid: .audience))
+                }
+                if let why = cache?.subjectVerdict(self, c.subject, subjectRefusal) ?? subjectRefusal(c.subject) {
+                    return .failure(refusal(vapid: .subject(why)))
+                }
                 claims = c
             }
         }
@@ -106,10 +122,7 @@ extension WebPushService {
         var accepted = WebPushAccepted(ttl: 0, urgency: "normal", topic: nil, coding: nil, claims: claims)
         // TTL (RFC 8030 §5.2): required, seconds, 0 allowed; lowered to the service's limit.
         guard let ttlText = headers.ttl else { return .failure(refusal(.missingTTL)) }
-        let trimmed = ttlText.filter { $0 != UInt8(ascii: " ") }
-        guard !trimmed.isEmpty, trimmed.count <= 18,
-            let ttl = Int(String(decoding: trimmed, as: UTF8.self))
-        else { return .failure(refusal(.badTTL, detail: "TTL must be an integer")) }
+        guard let ttl = WebPushService.integer(ttlText) else { return .failure(refusal(.badTTL, detail: "TTL must be an integer")) }
         guard ttl >= 0 else { return .failure(refusal(.badTTL)) }
         accepted.ttl = min(ttl, maxTTL)
         if self == .wns {
@@ -130,7 +143,7 @@ extension WebPushService {
         guard bodyCount <= WebPushService.maxBody else { return .failure(refusal(.tooLarge)) }
         guard bodyCount > 0 else { return .success(accepted) } // no body: the encryption headers are ignored
         guard let coding = headers.contentEncoding else { return .failure(refusal(.badEncoding)) }
-        switch String(decoding: coding, as: UTF8.self).lowercased() {
+        switch WebPushService.lowercasedCoding(coding) {
         case "aes128gcm":
             if VAPID.cryptoKeyParameter("salt", in: headers.encryption) != nil {
                 return .failure(refusal(.badEncoding, detail: "Do not include 'salt' header in aes128gcm Encryption header"))
@@ -159,6 +172,61 @@ extension WebPushService {
             return .failure(refusal(.badEncoding, detail: "Unknown Content-Encoding header"))
         }
         return .success(accepted)
+    }
+
+    /// Whether `audience` is `http://AUTHORITY` or `https://AUTHORITY`: the origin a sender
+    /// derives from an endpoint under pushemu's own address. No allocation.
+    static func names(_ authority: ArraySlice<UInt8>?, _ audience: String) -> Bool {
+        guard let authority, !authority.isEmpty else { return false }
+        var a = audience
+        return a.withUTF8 { u in
+            let rest: UnsafeBufferPointer<UInt8>.SubSequence
+            if u.starts(with: "https://".utf8) {
+                rest = u[8...]
+            } else if u.starts(with: "http://".utf8) {
+                rest = u[7...]
+            } else {
+                return false
+            }
+            return rest.elementsEqual(authority)
+        }
+    }
+
+    /// A `TTL` value: optional spaces around at most 18 digits, an optional minus sign (nil:
+    /// not an integer). Read in place.
+    static func integer(_ text: ArraySlice<UInt8>) -> Int? {
+        var digits = 0
+        var value = 0
+        var negative = false
+        var seenSign = false
+        for c in text {
+            switch c {
+            case UInt8(ascii: " "): continue
+            case UInt8(ascii: "-") where digits == 0 && !seenSign:
+                negative = true
+                seenSign = true
+            case UInt8(ascii: "+") where digits == 0 && !seenSign: seenSign = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                digits += 1
+                guard digits <= 18 else { return nil }
+                value = value * 10 + Int(c - UInt8(ascii: "0"))
+            default: return nil
+            }
+        }
+        guard digits > 0 else { return nil }
+        return negative ? -value : value
+    }
+
+    /// The `Content-Encoding` as one of the codings' names when it is one (case-insensitive),
+    /// else the value as sent: no allocation for the usual ones.
+    static func lowercasedCoding(_ coding: ArraySlice<UInt8>) -> String {
+        func isName(_ name: StaticString) -> Bool {
+            guard coding.count == name.utf8CodeUnitCount else { return false }
+            return zip(coding, UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)).allSatisfy { $0 | 0x20 == $1 }
+        }
+        if isName("aes128gcm") { return "aes128gcm" }
+        if isName("aesgcm") { return "aesgcm" }
+        return String(decoding: coding, as: UTF8.self).lowercased()
     }
 
     /// The service's rule for `sub`: Apple refuses what is not a reachable `mailto:` or `https:`

@@ -9,12 +9,11 @@ public struct WebPushDecision: PushDecision {
     public var refusal: WebPushRefusal?
     public var facts: WebPushAccepted?
     public var subscription: WebPushSubscription?
-    /// What the browser read: the plaintext, or why it could not.
-    public var plaintext: [UInt8] = []
-    public var decryptFailure: DecryptFailure?
+
+    /// Decided and not refused since (`rateLimited` clears it).
+    public var accepted = false
 
     public init() {}
-    public var accepted: Bool { refusal == nil && facts != nil }
 }
 
 /// Per connection: the message-id generator.
@@ -33,6 +32,8 @@ public final class WebPushConnectionState {
 public struct WebPushGateway: PushGateway {
     public let provider = PushProvider.webpush
     public let subscriptions: WebPushSubscriptions
+    /// The browsers' last few readings (a sender that repeats a message is not decrypted again).
+    let memo = DecryptMemo()
 
     public init(subscriptions: WebPushSubscriptions) { self.subscriptions = subscriptions }
 
@@ -79,42 +80,23 @@ public struct WebPushGateway: PushGateway {
         } else {
             d.token = exchange.parameters.value(0, in: request.path)
         }
-        let token = String(decoding: d.token, as: UTF8.self)
-        let found = subscriptions.subscription(token: token).flatMap { s -> WebPushSubscription? in
+        let found = subscriptions.subscription(token: d.token).flatMap { s -> WebPushSubscription? in
             // A token of another service, or a Firefox v1 token posted to /wpush/v2/ (and back), is not one this endpoint issued.
             guard s.service == service else { return nil }
-            if service == .mozilla && request.path.starts(with: Array("/wpush/v2/".utf8)) != (s.applicationServerKey != nil) { return nil }
+            if service == .mozilla && request.path.starts(with: "/wpush/v2/".utf8) != (s.applicationServerKey != nil) { return nil }
             return s
         }
         d.subscription = found
-        var audiences = [service.origin]
-        if let authority = request.authority {
-            let a = String(decoding: authority, as: UTF8.self)
-            audiences += ["http://" + a, "https://" + a]
-        }
         let facts = found.map { WebPushSubscriptionFacts(applicationServerKey: $0.applicationServerKey, gone: $0.goneAtMs != nil) }
+        // `aud`: the service's origin, or the one a sender derives from an endpoint under pushemu's own address.
         switch service.check(
-            WebPushHeaders(request.headers), bodyCount: request.body.count, subscription: facts, audiences: audiences,
-            nowSeconds: nowMs / 1000, cache: state.vapid)
+            WebPushHeaders(request.headers), bodyCount: request.body.count, subscription: facts,
+            audiences: WebPushService.origins[service.index], nowSeconds: nowMs / 1000, cache: state.vapid, authority: request.authority)
         {
         case .failure(let r): d.refusal = r
         case .success(let accepted):
             d.facts = accepted
-            // The browser's side, done here so the journal, the log and the device see the same plaintext.
-            guard !request.body.isEmpty, let s = found else { return }
-            let keys = s.keys
-            let result: Result<[UInt8], DecryptFailure>
-            switch accepted.coding {
-            case .aesgcm?:
-                result = ContentEncryption.decrypt(
-                    aesgcm: request.body[...], salt: accepted.salt ?? [], senderKey: accepted.senderKey ?? [],
-                    recordSize: accepted.recordSize, keys: keys)
-            default: result = ContentEncryption.decrypt(aes128gcm: request.body[...], keys: keys)
-            }
-            switch result {
-            case .success(let p): d.plaintext = p
-            case .failure(let f): d.decryptFailure = f
-            }
+            d.accepted = true
         }
     }
 
@@ -124,37 +106,62 @@ public struct WebPushGateway: PushGateway {
 
     public func rateLimited(_ decision: inout WebPushDecision) {
         decision.refusal = decision.service.refusal(.tooManyRequests)
+        decision.accepted = false
     }
 
     public func notificationID(for decision: WebPushDecision, request: Request, state: WebPushConnectionState) -> UUIDValue {
         UUIDValue.random(&state.rng)
     }
 
+    /// Every accepted message is delivered after the answer (`deferredPush`): the browser decrypts it.
     public func forEachAcceptedPush(
         _ decision: WebPushDecision, request: Request, id: UUIDValue, state: WebPushConnectionState, nowMs: Int64,
         _ body: AcceptedPushSink
-    ) {
-        guard let facts = decision.facts else { return }
-        let app = decision.subscription.map { Array($0.app.utf8)[...] }
-        let undecryptable = decision.decryptFailure != nil
-        let read = undecryptable ? (isJSON: false, hasTitle: false) : WebPushGateway.read(decision.plaintext)
-        var delivery = Delivery(
-            provider: .webpush, platform: .web, tokenBytes: decision.token, appBytes: app, environment: decision.service.rawValue,
-            notificationID: id, messageName: nil, receivedAtMs: nowMs,
-            payload: undecryptable ? request.body[...] : decision.plaintext[...])
-        if undecryptable {
-            delivery.alerts = .undecryptable
-        } else if read.hasTitle {
-            delivery.alerts = .notification
+    ) {}
+
+    public func defersDelivery(_ decision: WebPushDecision) -> Bool { decision.accepted }
+
+    /// The browser's side, on the pipeline's deferred-delivery worker: it decrypts the body
+    /// with the subscription's keys (RFC 8291, or the legacy coding), and its plaintext is what
+    /// the notification log, the journal and the device see. A message that does not decrypt is
+    /// dropped as a browser drops it (`undecryptable`), its body kept as sent.
+    public func deferredPush(_ decision: WebPushDecision, request: Request, id: UUIDValue, nowMs: Int64) -> DeferredPush? {
+        guard let facts = decision.facts else { return nil }
+        let token = Array(decision.token)
+        let body = request.body.isEmpty ? [] : Array(request.body)
+        let subscription = decision.subscription
+        let service = decision.service
+        let memo = self.memo
+        return DeferredPush(lane: TokenKey(token[...]).a) {
+            var plaintext: [UInt8] = []
+            var failure: DecryptFailure?
+            if !body.isEmpty, let s = subscription {
+                switch memo.read(body, for: s, facts: facts) {
+                case .success(let p): plaintext = p
+                case .failure(let f): failure = f
+                }
+            }
+            let undecryptable = failure != nil
+            let read = undecryptable ? (isJSON: false, hasTitle: false) : WebPushGateway.read(plaintext)
+            let payload = undecryptable ? body : plaintext
+            var delivery = Delivery(
+                provider: .webpush, platform: .web, tokenBytes: token[...], appBytes: subscription.map { Array($0.app.utf8)[...] },
+                environment: service.rawValue, notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload[...])
+            if undecryptable {
+                delivery.alerts = .undecryptable
+            } else if read.hasTitle {
+                delivery.alerts = .notification
+            }
+            delivery.hasData = !plaintext.isEmpty
+            delivery.collapseID = facts.topic
+            // TTL 0: delivered now or never (an offline browser's is dropped, as autopush drops it).
+            delivery.expiresAtMs = facts.ttl == 0 ? 0 : nowMs + Int64(facts.ttl) * 1000
+            let warnings = failure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
+            return ResolvedPush(
+                delivery: delivery, topic: facts.topic.map { Array($0.utf8) }, warnings: warnings,
+                flags: AcceptedPushFlags(payloadIsJSON: read.isJSON, appliesDeviceEffects: true),
+                outcome: PushOutcome(status: 201, reason: "", payload: payload[...], warnings: warnings))
         }
-        delivery.hasData = !decision.plaintext.isEmpty
-        delivery.collapseID = facts.topic
-        // TTL 0: delivered now or never (an offline browser's is dropped, as autopush drops it).
-        delivery.expiresAtMs = facts.ttl == 0 ? 0 : nowMs + Int64(facts.ttl) * 1000
-        let warnings = decision.decryptFailure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
-        body(
-            delivery, facts.topic.map { Array($0.utf8)[...] }, warnings, nil,
-            AcceptedPushFlags(payloadIsJSON: read.isJSON, appliesDeviceEffects: true))
     }
 
     /// One parse of a decrypted payload: whether it is a JSON object, and whether it has a
@@ -179,8 +186,26 @@ public struct WebPushGateway: PushGateway {
     static func messageID(_ service: WebPushService, _ id: UUIDValue, nowMs: Int64) -> String {
         switch service {
         case .fcm:
-            let hex = String(id.high, radix: 16)
-            return "0:\(nowMs)%" + String(repeating: "0", count: max(0, 16 - hex.count)) + hex
+            // `0:<ms>%<16 hex>`, written in place.
+            return String(unsafeUninitializedCapacity: 40) { buf in
+                let p = UnsafeMutableRawPointer(buf.baseAddress!)
+                buf[0] = UInt8(ascii: "0")
+                buf[1] = UInt8(ascii: ":")
+                var ms = UInt64(max(0, nowMs))
+                var digits = 0
+                repeat {
+                    digits += 1
+                    ms /= 10
+                } while ms > 0
+                ms = UInt64(max(0, nowMs))
+                for i in stride(from: 2 + digits - 1, through: 2, by: -1) {
+                    buf[i] = UInt8(ascii: "0") + UInt8(ms % 10)
+                    ms /= 10
+                }
+                buf[2 + digits] = UInt8(ascii: "%")
+                UUIDValue.writeHex16(id.high, to: p + 3 + digits)
+                return 3 + digits + 16
+            }
         case .mozilla: return Base64URL.encode(Array(id.description.utf8))
         case .apple: return id.description.uppercased()
         case .wns: return id.description
@@ -197,10 +222,9 @@ public struct WebPushGateway: PushGateway {
 
     public func outcome(of decision: WebPushDecision, request: Request) -> PushOutcome {
         if let r = decision.refusal { return PushOutcome(status: r.status, reason: r.message, payload: request.body[...], warnings: []) }
-        let warnings = decision.decryptFailure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
-        return PushOutcome(
-            status: 201, reason: "", payload: decision.decryptFailure == nil ? decision.plaintext[...] : request.body[...],
-            warnings: warnings)
+        // Accepted: what the answer's event carries (the journal records the browser's plaintext,
+        // from `deferredPush`).
+        return PushOutcome(status: 201, reason: "", payload: request.body[...], warnings: [])
     }
 
     public func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String) {

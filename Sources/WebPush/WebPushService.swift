@@ -35,7 +35,20 @@ public enum WebPushService: String, CaseIterable, Sendable {
     }
 
     /// The VAPID `aud` it requires: its origin.
-    public var origin: String { "https://" + host }
+    public var origin: String { WebPushService.origins[index][0] }
+
+    /// Its position in `allCases`.
+    var index: Int {
+        switch self {
+        case .fcm: 0
+        case .mozilla: 1
+        case .apple: 2
+        case .wns: 3
+        }
+    }
+
+    /// Each service's `[origin]`, made once (the audiences a push is checked against).
+    static let origins: [[String]] = allCases.map { ["https://" + $0.host] }
 
     /// The longest TTL it keeps a message for; a longer one is lowered to it (autopush: 60 days;
     /// FCM: 4 weeks; Apple's and WNS's limits are not published: 4 weeks assumed).

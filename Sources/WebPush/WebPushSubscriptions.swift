@@ -1,30 +1,57 @@
 import PushCore
 import Runtime
 import State
+import Synchronization
 import Transport
 
 /// A browser's push subscription as the push service and the browser hold it: the service and
 /// endpoint, the site and its `applicationServerKey`, the browser's key pair and auth secret.
-public struct WebPushSubscription: Sendable {
+public final class WebPushSubscription: Sendable {
     /// The endpoint's token (its last path segment; WNS's `token` parameter).
-    public var token: String
-    public var service: WebPushService
+    public let token: String
+    /// The token's bytes (what a push's path is compared with).
+    let tokenBytes: [UInt8]
+    public let service: WebPushService
     /// `chrome`, `firefox`, `safari` or `edge`.
-    public var browser: String
+    public let browser: String
     /// The site that subscribed (`https://shop.example`).
-    public var app: String
+    public let app: String
     /// The site's VAPID public key (65 bytes), nil for a Firefox subscription made without one.
-    public var applicationServerKey: [UInt8]?
+    public let applicationServerKey: [UInt8]?
     /// The browser's P-256 key pair: private scalar (32 bytes) and public point (`p256dh`, 65 bytes).
     public var privateKey: [UInt8] { keyPair.privateKey ?? [] }
     public var publicKey: [UInt8] { keyPair.publicKey }
     /// The 16-byte auth secret.
-    public var auth: [UInt8]
+    public let auth: [UInt8]
     /// The endpoint URL the sender posts to.
-    public var endpoint: String
-    public var createdAtMs: Int64
+    public let endpoint: String
+    public let createdAtMs: Int64
     /// When the browser unsubscribed (later pushes: the service's "gone").
-    public var goneAtMs: Int64?
+    public let goneAtMs: Int64?
+
+    init(
+        token: String, service: WebPushService, browser: String, app: String, applicationServerKey: [UInt8]?, auth: [UInt8],
+        endpoint: String, createdAtMs: Int64, goneAtMs: Int64?, keyPair: P256Key
+    ) {
+        self.token = token
+        self.tokenBytes = Array(token.utf8)
+        self.service = service
+        self.browser = browser
+        self.app = app
+        self.applicationServerKey = applicationServerKey
+        self.auth = auth
+        self.endpoint = endpoint
+        self.createdAtMs = createdAtMs
+        self.goneAtMs = goneAtMs
+        self.keyPair = keyPair
+    }
+
+    /// The same subscription, unsubscribed at `atMs` (kept: the service answers "gone").
+    func unsubscribed(atMs: Int64) -> WebPushSubscription {
+        WebPushSubscription(
+            token: token, service: service, browser: browser, app: app, applicationServerKey: applicationServerKey, auth: auth,
+            endpoint: endpoint, createdAtMs: createdAtMs, goneAtMs: goneAtMs ?? atMs, keyPair: keyPair)
+    }
 
     /// `PushSubscription.toJSON()`: `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`.
     public var json: String {
@@ -43,16 +70,24 @@ public struct WebPushSubscriptionError: Error, CustomStringConvertible, Sendable
     public let description: String
 }
 
-/// The subscriptions the push services have issued, by token. In the state log as store
+/// The subscriptions the push services have issued, by token, in 64 shards by the token's hash
+/// (a push looks one up by its bytes, under its shard's lock only). In the state log as store
 /// `webpush.subscriptions`: a `subscription` record per subscribe and unsubscribe.
 public final class WebPushSubscriptions: PersistentStore {
     public let stateName = "webpush.subscriptions"
     public let changes = ChangeLink(store: "webpush.subscriptions")
-    private let map = FutexLock<[String: WebPushSubscription]>([:])
+    typealias Shard = [TokenKey: WebPushSubscription]
+    private let shards: [FutexLock<Shard>]
+    private let total = Atomic<Int>(0)
     /// Subscriptions kept at most.
     let capacity: Int
 
-    public init(capacity: Int = 1_000_000) { self.capacity = capacity }
+    public init(capacity: Int = 1_000_000) {
+        self.capacity = capacity
+        shards = (0..<64).map { _ in FutexLock<Shard>([:]) }
+    }
+
+    private func shard(_ k: TokenKey) -> FutexLock<Shard> { shards[Int(k.b & 63)] }
 
     /// Subscribes a browser: the service its `browser` uses, a token of that service's shape
     /// (or `token`), the browser's keys (`privateKey`/`auth`, else fresh ones), the endpoint
@@ -92,11 +127,15 @@ public final class WebPushSubscriptions: PersistentStore {
             auth: auth ?? ContentEncryption.random(16),
             endpoint: service.endpoint(token: token, versionTwo: applicationServerKey != nil, localBase: localBase),
             createdAtMs: nowMs, goneAtMs: nil, keyPair: key)
-        try map.withLock { (m: inout [String: WebPushSubscription]) throws(WebPushSubscriptionError) in
-            guard m[token] != nil || m.count < capacity else {
-                throw WebPushSubscriptionError(description: "at most \(capacity) web push subscriptions are kept")
+        let k = TokenKey(token)
+        try shard(k).withLock { (m: inout Shard) throws(WebPushSubscriptionError) in
+            if m[k] == nil {
+                guard total.load(ordering: .relaxed) < capacity else {
+                    throw WebPushSubscriptionError(description: "at most \(capacity) web push subscriptions are kept")
+                }
+                total.add(1, ordering: .relaxed)
             }
-            m[token] = s
+            m[k] = s
             if changes.isLogging { changes.emit(kind: 1, atMs: nowMs, WebPushSubscriptions.record(s)) }
         }
         return s
@@ -120,21 +159,36 @@ public final class WebPushSubscriptions: PersistentStore {
     }
 
     /// The subscription with this token.
-    public func subscription(token: String) -> WebPushSubscription? { map.withLock { $0[token] } }
+    public func subscription(token: String) -> WebPushSubscription? {
+        var t = token
+        return t.withUTF8 { subscription(token: ArraySlice(UnsafeBufferPointer(rebasing: $0[...]))) }
+    }
+
+    /// The subscription with the token `bytes` (a request's path segment): no allocation.
+    public func subscription(token bytes: ArraySlice<UInt8>) -> WebPushSubscription? {
+        let k = TokenKey(bytes)
+        guard let s = shard(k).withLock({ $0[k] }) else { return nil }
+        // The key folds case; tokens do not.
+        return Bytes.equal(bytes, s.tokenBytes) ? s : nil
+    }
 
     /// The browser unsubscribed: later pushes are answered as gone. False if unknown.
     @discardableResult
     public func unsubscribe(token: String, atMs: Int64) -> Bool {
-        map.withLock { m in
-            guard var s = m[token] else { return false }
-            if s.goneAtMs == nil { s.goneAtMs = atMs }
-            m[token] = s
-            if changes.isLogging { changes.emit(kind: 1, atMs: atMs, WebPushSubscriptions.record(s)) }
+        let k = TokenKey(token)
+        return shard(k).withLock { m in
+            guard let s = m[k], s.token == token else { return false }
+            let gone = s.unsubscribed(atMs: atMs)
+            m[k] = gone
+            if changes.isLogging { changes.emit(kind: 1, atMs: atMs, WebPushSubscriptions.record(gone)) }
             return true
         }
     }
 
-    public var count: Int { map.withLock { $0.count } }
+    public var count: Int { total.load(ordering: .relaxed) }
+
+    /// Every subscription (for listings and snapshots).
+    var all: [WebPushSubscription] { shards.flatMap { $0.withLock { Array($0.values) } } }
 
     // MARK: state
 
@@ -200,16 +254,26 @@ public final class WebPushSubscriptions: PersistentStore {
         let s = WebPushSubscription(
             token: token, service: service, browser: browser, app: app, applicationServerKey: serverKey, auth: auth, endpoint: endpoint,
             createdAtMs: created, goneAtMs: gone, keyPair: key)
-        map.withLock { $0[token] = s }
+        let k = TokenKey(token)
+        shard(k).withLock { m in
+            if m.updateValue(s, forKey: k) == nil { total.add(1, ordering: .relaxed) }
+        }
     }
 
     public func snapshot(_ emit: (ChangeRecord) -> Void) {
-        for s in map.withLock({ Array($0.values) }).sorted(by: { $0.token < $1.token }) {
+        for s in all.sorted(by: { $0.token < $1.token }) {
             emit(ChangeRecord(store: stateName, kind: 1, body: WebPushSubscriptions.record(s)))
         }
     }
 
-    public func reset(_ scope: ResetScope) { map.withLock { $0.removeAll() } }
+    public func reset(_ scope: ResetScope) {
+        for sh in shards {
+            sh.withLock { m in
+                total.subtract(m.count, ordering: .relaxed)
+                m.removeAll()
+            }
+        }
+    }
 
     public func addStats(to stats: inout StatsDocument) { stats.add("devices", "webSubscriptions", count) }
 }

@@ -133,6 +133,16 @@ struct CommandSpec {
                 Option(name: "iat", value: "SECONDS", help: "the issue time (default now)"),
             ]),
         CommandSpec(
+            words: ["token", "vapid"], operand: nil,
+            summary: "Prints a Web Push sender's Authorization header (vapid t=JWT,k=KEY) signed with a VAPID key, for curl.",
+            options: [
+                Option(
+                    name: "key", value: "FILE", help: "the VAPID private key as PEM (pushemu credentials vapid --out FILE)", required: true),
+                Option(name: "aud", value: "ORIGIN", help: "the push service's origin, e.g. https://fcm.googleapis.com", required: true),
+                Option(name: "sub", value: "SUBJECT", help: "a mailto: or https: contact (default mailto:ops@example.com)"),
+                Option(name: "exp", value: "SECONDS", help: "the expiry, seconds since the epoch (default now + 12 hours)"),
+            ]),
+        CommandSpec(
             words: ["devices", "add"], operand: nil, summary: "Adds a simulated device to a running emulator and prints it.",
             options: [
                 server,

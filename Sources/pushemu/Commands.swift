@@ -59,6 +59,7 @@ enum Commands {
         case "credentials fcm": return (try Credentials.fcm(f), nil)
         case "credentials vapid": return (try Credentials.vapid(f), nil)
         case "token apns": return (try apnsToken(f), nil)
+        case "token vapid": return (try Credentials.vapidToken(f), nil)
         case "env": return (try ProxyCommands.env(f), nil)
         case "ca": return (try ProxyCommands.ca(f), nil)
         case "devices add": return (try addDevice(f), .fields)

@@ -132,4 +132,24 @@ extension Credentials {
         }
         return out.text + "\n"
     }
+
+    /// `pushemu token vapid`: the `Authorization` header a Web Push sender sends, as pywebpush
+    /// and web-push make it (a JWT with `aud`, `exp` 12 hours ahead and `sub`, then `k`).
+    static func vapidToken(_ f: [String: String]) throws -> String {
+        guard let path = f["key"], let aud = f["aud"] else {
+            throw UsageError("usage: pushemu token vapid --key FILE --aud ORIGIN [--sub SUBJECT] [--exp SECONDS]")
+        }
+        let pem = String(decoding: try Emulator.readFile(path, what: "key"), as: UTF8.self)
+        guard let key = P256Key.fromPEM(privateKey: pem) else { throw ConfigurationError("'\(path)' is not a P-256 private key (PEM)") }
+        var exp = Clock.nowSeconds() + 12 * 3600
+        if let s = f["exp"] {
+            guard let v = Int64(s), v > 0 else { throw UsageError("--exp must be a positive integer (seconds since the epoch)") }
+            exp = v
+        }
+        guard let header = VAPID.authorization(key: key, audience: aud, subject: f["sub"] ?? "mailto:ops@example.com", expiresAt: exp)
+        else {
+            throw ConfigurationError("signing failed")
+        }
+        return header + "\n"
+    }
 }

@@ -220,7 +220,7 @@ final class WebPushCheckTests: XCTestCase {
             try WebPushService.fcm.check(
                 h, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now, cache: cache
             ).get())
-        XCTAssertNotNil(cache.claims)
+        XCTAssertNotNil(cache.known)
         XCTAssertNoThrow(
             try WebPushService.fcm.check(
                 h, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now + 10, cache: cache
@@ -242,5 +242,45 @@ final class WebPushCheckTests: XCTestCase {
                         cache: cache))
             ).message,
             "invalid JWT provided")
+    }
+
+    /// A cached header is still bound to the subscription's key, and its subject is judged per
+    /// service: Apple refuses a localhost subject that FCM took from the same cached header.
+    func testACachedHeaderIsStillJudgedPerSubscriptionAndService() throws {
+        let cache = VAPIDCache()
+        let claims = #"{"aud":"http://127.0.0.1:8080","exp":\#(now + 3600),"sub":"mailto:ops@localhost"}"#
+        let fcm = try headers(.fcm, claims: claims)
+        XCTAssertNoThrow(
+            try WebPushService.fcm.check(
+                fcm, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now, cache: cache,
+                authority: Array("127.0.0.1:8080".utf8)[...]
+            ).get(), "the aud derived from pushemu's own address")
+        XCTAssertNotNil(cache.known)
+        let apple = WebPushService.apple.check(
+            fcm, bodyCount: 10, subscription: bound, audiences: [WebPushService.apple.origin], nowSeconds: now, cache: cache,
+            authority: Array("127.0.0.1:8080".utf8)[...])
+        XCTAssertEqual(try XCTUnwrap(refused(apple)).status, 403, "Apple refuses a localhost subject, cached or not")
+        let elsewhere = WebPushService.fcm.check(
+            fcm, bodyCount: 10, subscription: bound, audiences: [WebPushService.fcm.origin], nowSeconds: now, cache: cache,
+            authority: Array("127.0.0.1:9090".utf8)[...])
+        XCTAssertEqual(try XCTUnwrap(refused(elsewhere)).status, 403, "another authority is another audience")
+        let otherKey = WebPushSubscriptionFacts(applicationServerKey: try XCTUnwrap(P256Key.generate()).publicKey, gone: false)
+        let unbound = WebPushService.fcm.check(
+            fcm, bodyCount: 10, subscription: otherKey, audiences: [WebPushService.fcm.origin], nowSeconds: now, cache: cache,
+            authority: Array("127.0.0.1:8080".utf8)[...])
+        XCTAssertEqual(try XCTUnwrap(refused(unbound)).status, 403, "k must still match the subscription's key")
+    }
+
+    /// TTL values as the services read them: spaces tolerated, a sign, at most 18 digits.
+    func testTTLValues() {
+        XCTAssertEqual(WebPushService.integer(Array(" 60 ".utf8)[...]), 60)
+        XCTAssertEqual(WebPushService.integer(Array("-1".utf8)[...]), -1)
+        XCTAssertEqual(WebPushService.integer(Array("0".utf8)[...]), 0)
+        XCTAssertNil(WebPushService.integer(Array("".utf8)[...]))
+        XCTAssertNil(WebPushService.integer(Array("6O".utf8)[...]))
+        XCTAssertNil(WebPushService.integer(Array("1-".utf8)[...]))
+        XCTAssertNil(WebPushService.integer(Array(String(repeating: "9", count: 19).utf8)[...]))
+        XCTAssertEqual(WebPushService.lowercasedCoding(Array("AES128GCM".utf8)[...]), "aes128gcm")
+        XCTAssertEqual(WebPushService.lowercasedCoding(Array("Br".utf8)[...]), "br")
     }
 }
