@@ -1,5 +1,6 @@
 #ifndef PUSHEMU_COPENSSL_SHIM_H
 #define PUSHEMU_COPENSSL_SHIM_H
+#include <string.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
@@ -168,12 +169,12 @@ static inline int pushemu_es256_sign_raw(EVP_PKEY *pkey, const unsigned char *ms
 /* AES-128-GCM with a 12-byte nonce and no associated data. Decrypts `in` (ciphertext, then a
    16-byte tag) into `out` (inlen - 16 bytes), or encrypts `in` into `out` (inlen + 16 bytes);
    0 when the tag does not match. */
-static inline int pushemu_aes128gcm(int encrypt, const unsigned char *key, const unsigned char *nonce,
+static inline int pushemu_aes128gcm_with(const EVP_CIPHER *cipher, int encrypt, const unsigned char *key, const unsigned char *nonce,
                                     const unsigned char *in, size_t inlen, unsigned char *out) {
     if (!encrypt && inlen < 16) return 0;
     size_t n = encrypt ? inlen : inlen - 16;
     EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    int len = 0, ok = c && EVP_CipherInit_ex(c, EVP_aes_128_gcm(), NULL, NULL, NULL, encrypt) == 1 &&
+    int len = 0, ok = c && EVP_CipherInit_ex(c, cipher, NULL, NULL, NULL, encrypt) == 1 &&
                       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
                       EVP_CipherInit_ex(c, NULL, NULL, key, nonce, encrypt) == 1;
     if (ok && n > 0) ok = EVP_CipherUpdate(c, out, &len, in, (int)n) == 1;
@@ -184,11 +185,32 @@ static inline int pushemu_aes128gcm(int encrypt, const unsigned char *key, const
     return ok;
 }
 
-/* HMAC-SHA256 of `data` with `key` into `out` (32 bytes). */
-static inline int pushemu_hmac_sha256(const unsigned char *key, size_t keylen, const unsigned char *data,
-                                      size_t datalen, unsigned char *out) {
-    unsigned int len = 32;
-    return HMAC(EVP_sha256(), key, (int)keylen, data, datalen, out, &len) != NULL && len == 32;
+/* AES-128-GCM and SHA-256 fetched once from the default provider, by the caller (a browser
+   decrypting many pushes: the implicit fetch of EVP_aes_128_gcm() and HMAC() costs more than
+   the work on a push-sized message). */
+static inline EVP_CIPHER *pushemu_fetch_aes128gcm(void) { return EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL); }
+static inline EVP_MD *pushemu_fetch_sha256(void) { return EVP_MD_fetch(NULL, "SHA256", NULL); }
+/* HMAC-SHA256 (RFC 2104) over the fetched `sha256`, into `out` (32 bytes). */
+static inline int pushemu_hmac_sha256_with(const EVP_MD *sha256, const unsigned char *key, size_t keylen,
+                                           const unsigned char *data, size_t datalen, unsigned char *out) {
+    unsigned char k[64] = {0}, pad[64], inner[32];
+    unsigned int len = 0;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int ok = c != NULL && sha256 != NULL;
+    if (ok && keylen > 64) {
+        ok = EVP_DigestInit_ex(c, sha256, NULL) == 1 && EVP_DigestUpdate(c, key, keylen) == 1 &&
+             EVP_DigestFinal_ex(c, k, &len) == 1;
+    } else if (ok && keylen > 0) {
+        memcpy(k, key, keylen);
+    }
+    for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x36;
+    ok = ok && EVP_DigestInit_ex(c, sha256, NULL) == 1 && EVP_DigestUpdate(c, pad, 64) == 1 &&
+         EVP_DigestUpdate(c, data, datalen) == 1 && EVP_DigestFinal_ex(c, inner, &len) == 1;
+    for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x5c;
+    ok = ok && EVP_DigestInit_ex(c, sha256, NULL) == 1 && EVP_DigestUpdate(c, pad, 64) == 1 &&
+         EVP_DigestUpdate(c, inner, 32) == 1 && EVP_DigestFinal_ex(c, out, &len) == 1 && len == 32;
+    EVP_MD_CTX_free(c);
+    return ok;
 }
 /* ECDH on P-256 from raw forms, without EVP's provider lookups (a browser decrypting many
    pushes): x(priv * peer) with P-256's `group` (`pushemu_p256_group`), 32 bytes into `secret`;

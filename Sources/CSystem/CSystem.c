@@ -2,6 +2,7 @@
 #include "CSystem.h"
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +102,11 @@ int64_t csys_wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+void csys_name_thread(const char *name) {
+    char buf[16];
+    snprintf(buf, sizeof buf, "%s", name);
+    (void)pthread_setname_np(pthread_self(), buf);
 }
 int csys_cpu_count(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

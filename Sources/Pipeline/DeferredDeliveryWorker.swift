@@ -2,7 +2,9 @@ import Runtime
 import Synchronization
 
 /// Delivers the pushes a gateway finishes after its answer (`PushGateway.deferredPush`: a Web
-/// Push message, which the browser decrypts), off the event loops, on `lanes` threads at nice 10.
+/// Push message, which the browser decrypts), off the event loops, on `lanes` threads. They run
+/// at the loops' priority: each push costs a lane a fixed share of the loop's work (unlike a
+/// fan-out's), and a lane starved by busy loops would fill its queue and refuse pushes.
 /// A push goes to the lane its token hashes to, so one device's pushes are delivered in the
 /// order they were answered.
 ///
@@ -22,7 +24,7 @@ public final class DeferredDeliveryWorker: Sendable {
 
     /// One thread, with its pushes submitted and finished (in order within the lane).
     final class Lane: Sendable {
-        let worker = BackgroundWorker(capacity: DeferredDeliveryWorker.capacity, nice: 10)
+        let worker = BackgroundWorker(capacity: DeferredDeliveryWorker.capacity, name: "pushemu-deliver")
         let submitted = Atomic<UInt64>(0)
         let finished = Atomic<UInt64>(0)
     }

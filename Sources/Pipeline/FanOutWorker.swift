@@ -35,7 +35,7 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     let devices: DeviceStore
     let logShard: Int
     /// The thread the jobs run on (nice 10), with room for every reservation.
-    private let worker = BackgroundWorker(capacity: FanOutWorker.maxJobs, nice: FanOutWorker.nice)
+    private let worker = BackgroundWorker(capacity: FanOutWorker.maxJobs, nice: FanOutWorker.nice, name: "pushemu-fanout")
     private let pending = Atomic<Int>(0)
     private let completed = Atomic<UInt64>(0)
     private let delivered = Atomic<UInt64>(0)

@@ -19,9 +19,13 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
     private let wakeFD: Int32
     private var thread: pthread_t?
 
-    public init(capacity: Int = 64, nice: Int32 = 0) {
+    /// The thread's name (`top -H`), at most 15 bytes.
+    public let name: String?
+
+    public init(capacity: Int = 64, nice: Int32 = 0, name: String? = nil) {
         self.capacity = capacity
         self.nice = nice
+        self.name = name
         wakeFD = csys_eventfd()
     }
 
@@ -70,6 +74,7 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
     public var isRunning: Bool { thread != nil }
 
     private func run() {
+        if let name { csys_name_thread(name) }
         if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) } // 0: this thread, on Linux
         while true {
             let jobs = queue.withLock { q -> [@Sendable () -> Void] in

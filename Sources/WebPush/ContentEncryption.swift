@@ -32,10 +32,17 @@ public enum ContentEncryption {
     /// a few KiB, so anything larger is a one-record message anyway).
     static let maxRecordSize = 1 << 24
 
+    /// SHA-256 and AES-128-GCM, fetched from OpenSSL's provider once for the process.
+    static let algorithms = Algorithms()
+    final class Algorithms: @unchecked Sendable { // never changed after init; OpenSSL's fetched objects are shareable
+        let sha256 = pushemu_fetch_sha256()
+        let aes128gcm = pushemu_fetch_aes128gcm()
+    }
+
     /// HMAC-SHA256.
     static func hmac(_ key: [UInt8], _ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
-        _ = pushemu_hmac_sha256(key, key.count, data, data.count, &out)
+        _ = pushemu_hmac_sha256_with(algorithms.sha256, key, key.count, data, data.count, &out)
         return out
     }
 
@@ -74,14 +81,16 @@ public enum ContentEncryption {
     static func gcm(decrypt record: ArraySlice<UInt8>, key: [UInt8], nonce: [UInt8]) -> [UInt8]? {
         guard record.count >= 16 else { return nil }
         var out = [UInt8](repeating: 0, count: max(1, record.count - 16))
-        let ok = record.withUnsafeBufferPointer { pushemu_aes128gcm(0, key, nonce, $0.baseAddress, $0.count, &out) }
+        let ok = record.withUnsafeBufferPointer {
+            pushemu_aes128gcm_with(algorithms.aes128gcm, 0, key, nonce, $0.baseAddress, $0.count, &out)
+        }
         guard ok == 1 else { return nil }
         return Array(out.prefix(record.count - 16))
     }
 
     static func gcm(encrypt plaintext: [UInt8], key: [UInt8], nonce: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + 16)
-        _ = pushemu_aes128gcm(1, key, nonce, plaintext, plaintext.count, &out)
+        _ = pushemu_aes128gcm_with(algorithms.aes128gcm, 1, key, nonce, plaintext, plaintext.count, &out)
         return out
     }
 

@@ -51,6 +51,8 @@ void csys_heap_usage(size_t *in_use, size_t *held_free);
 long csys_raise_nofile_limit(void);
 /* 64 random bits from the kernel (getrandom). */
 uint64_t csys_random_u64(void);
+/* Names the calling thread (at most 15 bytes are kept): what top -H and /proc show. */
+void csys_name_thread(const char *name);
 /* Number of online CPUs. */
 int csys_cpu_count(void);
 /* Peer address of a socket as text "host:port", written into buf. */
