@@ -193,7 +193,9 @@ package struct AdminAPI: Sendable {
             DevicesAdminAPI(
                 lifecycle: lifecycle, apnsDevices: gateways.apnsDevices, fcmDevices: gateways.fcmDevices, webPush: gateways.webPush,
                 webPushLocalEndpoints: gateways.webPushLocalEndpoints),
-            FleetsAdminAPI(deviceStore: deviceStore),
+            FleetsAdminAPI(
+                deviceStore: deviceStore, webPush: gateways.webPush, webPushLocalEndpoints: gateways.webPushLocalEndpoints,
+                slowWork: slowWork),
             TrackingAdminAPI(tracking: devicesLayer.tracking, journal: journalAPI),
             LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log),
             FaultAdminAPI(engine: faults, scenarios: scenarios),

@@ -6,16 +6,26 @@ import PushCore
 import Runtime
 import Tracking
 import Transport
+import WebPush
 
 /// `/emulator/v1/fleets`: many simulated devices made at once (up to a billion, from a seed,
 /// registered at `registerRate`). `POST` makes one; `GET` lists them; `/fleets/{id}` reads one
 /// (with its registration's progress), `POST {id}:pauseRegistration|:resumeRegistration`;
-/// `/fleets/{id}/tokens` pages its tokens (`offset`, `limit`).
+/// `/fleets/{id}/tokens` pages its tokens (`offset`, `limit`); a web fleet's
+/// `/fleets/{id}/subscriptions` pages its members' subscriptions as `PushSubscription.toJSON()`
+/// gives them (what a sender stores and sends to).
 struct FleetsAdminAPI: AdminResource {
     /// Fleet's device records.
     let deviceStore: DeviceStore
+    /// The Web Push subscriptions (a web fleet's members are made from their fleet), the
+    /// server's endpoint choice (`--webpush-endpoints`), and the worker that derives members' keys.
+    let webPush: WebPushSubscriptions
+    let webPushLocalEndpoints: Bool
+    let slowWork: BackgroundWorker
 
     static let maxPage = 100_000
+    /// Subscriptions a page, at most: each is a P-256 scalar multiplication (about 20 µs).
+    static let maxSubscriptionPage = 10_000
 
     func register(_ routes: inout RouterGroup) {
         routes.add(.post, "/fleets", maxBodySize: 64 * 1024) { ex in ex.respond(createFleet(ex.request)) }
@@ -45,6 +55,7 @@ struct FleetsAdminAPI: AdminResource {
             deviceStore.registrar.setPaused(progress, pause)
             ex.respond(.json(200, f.json))
         }
+        routes.add(.get, "/fleets/{id}/subscriptions") { ex in subscriptions(ex) }
         routes.add(.get, "/fleets/{id}/tokens") { ex in
             guard let f = deviceStore.fleet(id: ex.parameter("id").utf8String) else {
                 return ex.respond(AdminAPI.error(404, "no such fleet"))
@@ -56,7 +67,7 @@ struct FleetsAdminAPI: AdminResource {
             }
             let tokens = deviceStore.tokens(f, offset: offset, limit: limit)
             var body: [UInt8] = []
-            body.reserveCapacity(tokens.count * (f.platform == .ios ? 67 : 166) + 64)
+            body.reserveCapacity(tokens.count * (tokens.first?.utf8.count ?? 64 + 3) + 64)
             body.append(contentsOf: Array("{\"fleet\":\"\(f.id)\",\"offset\":\(offset),\"count\":\(f.count),\"tokens\":[".utf8))
             for (i, t) in tokens.enumerated() {
                 if i > 0 { body.append(UInt8(ascii: ",")) }
@@ -71,10 +82,48 @@ struct FleetsAdminAPI: AdminResource {
         }
     }
 
+    /// `GET /emulator/v1/fleets/{id}/subscriptions?offset&limit&endpoints=real|local`: a web fleet's
+    /// members' subscriptions, `{"fleet","offset","count","subscriptions":[{"endpoint","expirationTime","keys"}]}`,
+    /// worked out on the slow-work thread. `endpoints=local` puts them under pushemu's own address.
+    func subscriptions(_ ex: Exchange) {
+        guard let f = deviceStore.fleet(id: ex.parameter("id").utf8String) else {
+            return ex.respond(AdminAPI.error(404, "no such fleet"))
+        }
+        guard f.platform == .web else {
+            return ex.respond(
+                AdminAPI.error(400, "\(f.id) is a fleet of \(f.platform.rawValue) devices: only web fleets have subscriptions"))
+        }
+        guard let offset = intParameter(ex.request, "offset", default: 0, range: 0...Int(Int32.max) * 256),
+            let limit = intParameter(ex.request, "limit", default: 1000, range: 1...FleetsAdminAPI.maxSubscriptionPage)
+        else {
+            return ex.respond(AdminAPI.error(400, "offset must be >= 0 and limit 1...\(FleetsAdminAPI.maxSubscriptionPage)"))
+        }
+        let endpoints = ex.request.queryParameter("endpoints")
+        guard endpoints == nil || endpoints == "real" || endpoints == "local" else {
+            return ex.respond(AdminAPI.error(400, "endpoints must be real or local"))
+        }
+        let local = endpoints.map { $0 == "local" } ?? webPushLocalEndpoints
+        let base = local ? ex.request.authority.map { "http://" + String(decoding: $0, as: UTF8.self) } : nil
+        let tokens = deviceStore.tokens(f, offset: offset, limit: limit)
+        let webPush = self.webPush
+        let accepted = slowWork.submit {
+            var body = "{\"fleet\":\"\(f.id)\",\"offset\":\(offset),\"count\":\(f.count),\"subscriptions\":["
+            body.reserveCapacity(tokens.count * 420 + 64)
+            for (i, t) in tokens.enumerated() {
+                if i > 0 { body += "," }
+                body += webPush.fleetSubscription(token: t, localBase: base)?.json ?? "null"
+            }
+            body += "]}"
+            ex.respond(.json(200, body))
+        }
+        if !accepted { ex.respond(AdminAPI.busy(slowWork, "slow work")) }
+    }
+
     /// `POST /emulator/v1/fleets` with `{"platform","app","count", optional "environment"|"project",
     /// "seed","behavior","tracking","registration","registerRate","labels", the members' start
     /// "permission","appState","nseInstalled" (`FleetDeviceStates`), their app's "urlSchemes","sounds",
-    /// and (Android) the FCM "topics" their members subscribe to, each with its share}`.
+    /// and (Android) the FCM "topics" their members subscribe to, each with its share; (web) the
+    /// "browser" (chrome, firefox, safari or edge) and the site's "applicationServerKey"}`.
     func createFleet(_ req: Request) -> Response {
         var platform: DevicePlatform?
         var app: String?
@@ -89,18 +138,29 @@ struct FleetsAdminAPI: AdminResource {
         var states = FleetDeviceStates()
         var profile = AppProfile()
         var topics: [String: Double] = [:]
+        var applicationServerKey: [UInt8]?
         do {
             try JSONObjectReader.read(req.body, example: #"{"platform":"ios","app":"com.example.app","count":1000000}"#) { r in
                 let p = try r.string("platform", required: true)!
-                guard let known = DevicePlatform(rawValue: p), known != .web else {
-                    throw r.failure(
-                        "platform",
-                        p == "web" ? "must be ios or android (fleets of web subscriptions are not built yet)" : "must be ios or android")
-                }
+                guard let known = DevicePlatform(rawValue: p) else { throw r.failure("platform", "must be ios, android or web") }
                 platform = known
                 app = try r.string("app", required: true)
                 count = try r.int("count", in: 1...1_000_000_000, required: true)
                 env = try r.string("environment") ?? r.string("project")
+                if known == .web {
+                    let browser = try r.string("browser") ?? "chrome"
+                    guard let service = WebPushService.of(browser: browser) else {
+                        throw r.failure("browser", "must be chrome, firefox, safari or edge")
+                    }
+                    env = service.rawValue
+                    guard let text = try r.string("applicationServerKey", required: true),
+                        let key = VAPID.decodeKey(Array(text.utf8)[...]), P256Key(publicKey: key) != nil
+                    else {
+                        throw r.failure(
+                            "applicationServerKey", "must be the site's VAPID public key: a P-256 point, 65 bytes uncompressed, base64url")
+                    }
+                    applicationServerKey = key
+                }
                 if let i = r.value("seed") {
                     // Any 64-bit seed, exactly (a double would round one past 2^53).
                     guard r.view.tokens[i].kind == .number, let n = UInt64(String(decoding: r.view.raw(i), as: UTF8.self)) else {
@@ -155,7 +215,8 @@ struct FleetsAdminAPI: AdminResource {
             let f = try deviceStore.createFleet(
                 platform: platform, app: app, count: count, environment: env, seed: seed,
                 behavior: behavior, tracking: tracking, labels: labels, nowMs: Clock.nowMs(), registration: registration,
-                registerRate: registerRate, states: states, profile: profile, topics: topics)
+                registerRate: registerRate, states: states, profile: profile, topics: topics,
+                applicationServerKey: applicationServerKey)
             return .json(201, f.json)
         } catch {
             return AdminAPI.error(400, "\(error)")

@@ -27,7 +27,7 @@ extension Emulator {
         package let dispatcher: TrackingDispatcher
         package let notifications: NotificationLog
         /// The Web Push services' subscriptions (each a simulated browser's keys and endpoint).
-        package let webPushSubscriptions = WebPushSubscriptions()
+        package let webPushSubscriptions: WebPushSubscriptions
 
         init(_ configuration: EmulatorConfiguration) throws {
             if let tracking = configuration.devices.defaultTracking, tracking.url.isEmpty,
@@ -47,6 +47,7 @@ extension Emulator {
             tracking.spoolDirectory = dataDirectory ?? Files.temporaryDirectory
             dispatcher = TrackingDispatcher(options: tracking, log: trackingLog)
             devices = DeviceStore(configuration: configuration.devices, dispatcher: dispatcher, events: events, memory: stateMemory)
+            webPushSubscriptions = WebPushSubscriptions(directory: devices)
             let strict = configuration.devices.policy == .strict
             apnsDevices = APNsDeviceRegistry(
                 capacity: configuration.devices.maxDevices, directory: devices, strict: strict, memory: stateMemory)

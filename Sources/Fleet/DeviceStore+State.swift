@@ -57,6 +57,7 @@ extension DeviceStore {
                     FieldSchema(14, "createdAt", .int),
                     FieldSchema(
                         15, "topics", .message([FieldSchema(1, "name", .string), FieldSchema(2, "share", .double)]), repeated: true),
+                    FieldSchema(16, "applicationServerKey", .bytes),
                 ]),
             RecordSchema(
                 kind: Kind.registration, name: "registration",
@@ -106,7 +107,7 @@ extension DeviceStore {
     static func record(_ f: FleetSpec) -> [UInt8] {
         var w = StateWriter(capacity: 256)
         w.uint(1, UInt64(f.number))
-        w.uint(2, f.platform == .ios ? 0 : 1)
+        w.uint(2, f.platform == .ios ? 0 : f.platform == .android ? 1 : 2)
         w.string(3, f.app)
         w.string(4, f.environment)
         w.uint(5, UInt64(f.count))
@@ -125,6 +126,7 @@ extension DeviceStore {
                 m.double(2, f.topics[t]!)
             }
         }
+        if let k = f.applicationServerKey { w.bytes(16, k) }
         return w.bytes
     }
 
@@ -309,12 +311,15 @@ extension DeviceStore {
         var profile: AppProfile?
         var states = FleetDeviceStates()
         var topics: [String: Double] = [:]
+        var applicationServerKey: [UInt8]?
         try withExtendedLifetime(body) { raw in
             var r = StateReader(raw)
             while let f = try r.next() {
                 switch f {
                 case 1: number = try r.int(in: 1...DeviceStore.maxFleets, unsigned: true)
-                case 2: platform = try r.uint() == 0 ? .ios : .android
+                case 2:
+                    let n = try r.uint()
+                    platform = n == 0 ? .ios : n == 1 ? .android : .web
                 case 3: app = try r.string()
                 case 4: environment = try r.string()
                 case 5: count = try r.int(in: 1...(1 << 40), unsigned: true)
@@ -345,6 +350,7 @@ extension DeviceStore {
                         throw StateFormatError("a fleet topic needs a name and a share from 0 to 1")
                     }
                     topics[name] = share
+                case 16: applicationServerKey = try r.bytes()
                 default: try r.skip()
                 }
             }
@@ -358,6 +364,7 @@ extension DeviceStore {
         spec.states = states
         spec.profile = profile.flatMap { $0.isEmpty ? nil : $0 }
         spec.topics = topics
+        spec.applicationServerKey = applicationServerKey
         if let registration, dispatcher != nil {
             spec.registration = registration
             spec.registrationProgress = FleetRegistration(config: registration, rate: registerRate, total: count, nowMs: created)

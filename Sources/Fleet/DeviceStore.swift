@@ -55,15 +55,26 @@ public struct FleetSpec: Sendable {
     /// When it was created (ms since the epoch).
     public var createdAtMs: Int64
     var uninstalledCount: Int?
+    /// Web: the site's VAPID public key its members subscribed with (65 bytes). Their push
+    /// service is `environment` (fcm, mozilla, apple, wns), as a web device's `service`.
+    public var applicationServerKey: [UInt8]? = nil
 
     /// The (tag, secret) of a fleet's tokens: a keyed mix of its seed, platform, app and count.
     public static func identity(seed: UInt64, platform: DevicePlatform, app: String, count: Int) -> (tag: Int, secret: UInt64) {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in app.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        let p: UInt64 = platform == .ios ? 0x6970_686F_6E65 : 0x616E_6472_6F69_64
+        let p: UInt64 =
+            switch platform {
+            case .ios: 0x6970_686F_6E65
+            case .android: 0x616E_6472_6F69_64
+            case .web: 0x7765_62
+            }
         let base = FleetTokens.mix(seed ^ FleetTokens.mix(h ^ p) ^ FleetTokens.mix(UInt64(count) &+ 0x5BD1_E995))
         return (Int(FleetTokens.mix(base ^ 0x7461_67) >> 40), FleetTokens.mix(base ^ 0x243F_6A88_85A3_08D3))
     }
+
+    /// Web: its tokens' shape (its push service's).
+    var webShape: FleetTokens.WebShape { FleetTokens.WebShape(service: environment ?? "") ?? .fcm }
 
     /// Whether member `index` starts uninstalled (drawn from the seed: reproducible).
     public func startsUninstalled(_ index: Int) -> Bool {
@@ -75,8 +86,16 @@ public struct FleetSpec: Sendable {
     /// The fleet as the admin API returns it (`GET /emulator/v1/fleets/{id}`).
     public var json: String {
         var s = "{\"id\":\"\(id)\",\"platform\":\"\(platform.rawValue)\",\"app\":" + JSONWriter.quote(app) + ",\"count\":\(count)"
-        s += platform == .ios ? ",\"environment\":" : ",\"project\":"
-        s += environment.map(JSONWriter.quote) ?? "null"
+        if platform == .web {
+            // The browser and the push service it subscribed through, and the site's key.
+            let browser = ["fcm": "chrome", "mozilla": "firefox", "apple": "safari", "wns": "edge"][environment ?? ""]
+            s += ",\"browser\":" + (browser.map(JSONWriter.quote) ?? "null") + ",\"service\":"
+            s += environment.map(JSONWriter.quote) ?? "null"
+            s += ",\"applicationServerKey\":" + (applicationServerKey.map { JSONWriter.quote(Base64URL.encode($0)) } ?? "null")
+        } else {
+            s += platform == .ios ? ",\"environment\":" : ",\"project\":"
+            s += environment.map(JSONWriter.quote) ?? "null"
+        }
         s += ",\"seed\":\(seed),\"behavior\":\(behavior.json),\"tracking\":" + (tracking?.json ?? "null")
         s += ",\"registration\":" + (registration?.json ?? "null") + ",\"registerRate\":\(registerRate)"
         s += ",\"registrationProgress\":" + (registrationProgress?.json ?? "null")
@@ -94,7 +113,7 @@ public struct FleetSpec: Sendable {
 /// deviated) live in 64 shards keyed by token hash, each behind its own mutex held for a
 /// dictionary operation. Fleets are a small array read under a mutex. A delivery updates the
 /// device's inbox and schedules its SDK's tracking calls on the dispatcher; it never waits.
-public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sendable {
+public final class DeviceStore: DeviceDirectory, WebFleetDirectory, PersistentStore, @unchecked Sendable {
     /// What a push to an unknown token does (`--devices`): `auto` creates a device; `strict` refuses it as the service refuses a token it never issued (APNs `BadDeviceToken`, FCM `INVALID_ARGUMENT`).
     public enum Policy: String, Sendable { case auto, strict }
 
@@ -301,9 +320,17 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
         platform: DevicePlatform, app: String, count: Int, environment: String?, seed: UInt64?,
         behavior: Behavior?, tracking: TrackingConfig?, labels: [String], nowMs: Int64,
         registration: RegistrationConfig? = nil, registerRate: Int = 10_000, states: FleetDeviceStates = FleetDeviceStates(),
-        profile: AppProfile? = nil, topics: [String: Double] = [:]
+        profile: AppProfile? = nil, topics: [String: Double] = [:], applicationServerKey: [UInt8]? = nil
     ) throws -> FleetSpec {
         guard count >= 1, count <= 1 << 40 else { throw StoreError(description: "count must be 1 to 2^40") }
+        if platform == .web {
+            guard FleetTokens.WebShape(service: environment ?? "") != nil else {
+                throw StoreError(description: "a web fleet's service must be fcm, mozilla, apple or wns")
+            }
+            guard applicationServerKey?.count == 65 else {
+                throw StoreError(description: "a web fleet needs its site's applicationServerKey (a P-256 public key, 65 bytes)")
+            }
+        }
         guard topics.isEmpty || platform == .android else {
             throw StoreError(description: "topics are FCM topics: only an Android fleet's members (FCM registration tokens) subscribe")
         }
@@ -321,6 +348,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             }
             if let twin = (f.byTag[tag] ?? []).first(where: {
                 $0.spec.seed == seed && $0.spec.platform == platform && $0.spec.app == app && $0.spec.count == count
+                    && (platform != .web || $0.spec.environment == environment)
             }) {
                 throw StoreError(
                     description: "\(twin.spec.id) has the same seed, platform, app and count, so the same tokens: give another seed")
@@ -333,6 +361,7 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             spec.states = states
             spec.profile = profile.flatMap { $0.isEmpty ? nil : $0 }
             spec.topics = topics
+            spec.applicationServerKey = platform == .web ? applicationServerKey : nil
             // Its apps register as they install: with the fleet's registration, else the server's.
             if let config = registration ?? configuration.defaultRegistration, dispatcher != nil {
                 spec.registration = config
@@ -371,7 +400,8 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     /// The token of member `index` of `f` (hex for iOS, an FCM registration token for Android).
     public func token(_ f: FleetSpec, index: Int) -> String {
-        codec.token(f.platform, fleet: f.tag, secret: f.secret, index: index)
+        if f.platform == .web { return codec.webToken(f.webShape, fleet: f.tag, secret: f.secret, index: index) }
+        return codec.token(f.platform, fleet: f.tag, secret: f.secret, index: index)
     }
 
     /// The tokens of members `offset..<offset+limit` of `f`, for the admin API's token pages.
@@ -382,6 +412,13 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
 
     /// The fleet member a token is, if it is one (O(1): invert the header, check the hash).
     func member(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (FleetRef, Int)? {
+        if platform == .web {
+            guard let (shape, tag, index) = codec.claimWeb(token) else { return nil }
+            for ref in fleetRefs(tag: tag) where ref.spec.platform == .web && ref.spec.webShape == shape && index < ref.spec.count {
+                if codec.matchesWeb(token, shape: shape, fleet: tag, secret: ref.spec.secret, index: index) { return (ref, index) }
+            }
+            return nil
+        }
         guard let (tag, index) = codec.claim(token, platform: platform) else { return nil }
         for ref in fleetRefs(tag: tag) where ref.spec.platform == platform && index < ref.spec.count {
             if codec.matches(token, platform: platform, fleet: tag, secret: ref.spec.secret, index: index) { return (ref, index) }
@@ -593,6 +630,21 @@ public final class DeviceStore: DeviceDirectory, PersistentStore, @unchecked Sen
             w.add("display", json: EventJSON.display(outcome.display))
             w.add("lint", outcome.lint.count)
         }
+    }
+
+    // MARK: WebFleetDirectory
+
+    /// A web fleet member's subscription: the fleet's service, site and key, the member's keys
+    /// (derived from the fleet's secret), and whether it unsubscribed (was uninstalled).
+    public func webFleetMember(token: ArraySlice<UInt8>) -> WebFleetMember? {
+        guard let (ref, index) = member(token, platform: .web), let key = ref.spec.applicationServerKey else { return nil }
+        let f = ref.spec
+        var gone: Int64?
+        if case .uninstalled(let at)? = status(token: token, platform: .web) { gone = at }
+        let (seed, auth) = FleetTokens.webKeys(secret: f.secret, index: index)
+        return WebFleetMember(
+            service: f.environment ?? "fcm", app: f.app, applicationServerKey: key, keySeed: seed, auth: auth,
+            createdAtMs: f.createdAtMs, goneAtMs: gone)
     }
 
     // MARK: DeviceDirectory

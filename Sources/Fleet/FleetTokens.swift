@@ -160,10 +160,133 @@ public struct FleetTokens: Sendable {
         return open(h)
     }
 
+    // MARK: web subscriptions
+
+    /// A web fleet member's token in its push service's shape: FCM's registration token (Chrome),
+    /// or a prefix and base64url for autopush (Firefox, `/wpush/v2/`), Apple (Safari) and WNS
+    /// (Edge). The 64-bit header is in the 11 characters after the prefix.
+    public enum WebShape: Int, Sendable, CaseIterable {
+        case fcm, mozilla, apple, wns
+
+        /// The shape of a push service's tokens (its name as a web device's `service`).
+        public init?(service: String) {
+            switch service {
+            case "fcm": self = .fcm
+            case "mozilla": self = .mozilla
+            case "apple": self = .apple
+            case "wns": self = .wns
+            default: return nil
+            }
+        }
+
+        var prefix: [UInt8] {
+            switch self {
+            case .fcm: []
+            case .mozilla: Array("gAAAAAB".utf8)
+            case .apple: Array("Q".utf8)
+            case .wns: Array("BQYAAAB".utf8)
+            }
+        }
+
+        /// Its tokens' length, as long as the service's real ones.
+        var length: Int {
+            switch self {
+            case .fcm: FleetTokens.fcmLength
+            case .mozilla: 199
+            case .apple: 129
+            case .wns: 135
+            }
+        }
+    }
+
+    /// The token of web fleet member `index`.
+    public func webToken(_ shape: WebShape, fleet: Int, secret: UInt64, index: Int) -> String {
+        String(unsafeUninitializedCapacity: shape.length) { buf in
+            writeWebToken(shape, fleet: fleet, secret: secret, index: index, into: UnsafeMutableRawBufferPointer(buf))
+            return shape.length
+        }
+    }
+
+    func writeWebToken(_ shape: WebShape, fleet: Int, secret: UInt64, index: Int, into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count >= shape.length)
+        if shape == .fcm { return writeFCMToken(fleet: fleet, secret: secret, index: index, into: out) }
+        let prefix = shape.prefix
+        for (i, c) in prefix.enumerated() { out[i] = c }
+        let h = header(fleet: fleet, index: index)
+        let tailCount = shape.length - prefix.count - 11
+        withUnsafeTemporaryAllocation(byteCount: tailCount + 8, alignment: 8) { t in
+            FleetTokens.writeTail(secret, index, into: t)
+            var acc = h
+            for k in 0..<10 {
+                out[prefix.count + k] = FleetTokens.b64[Int(acc >> 58)]
+                acc <<= 6
+            }
+            out[prefix.count + 10] = FleetTokens.b64[Int(UInt8(truncatingIfNeeded: (h & 0xF) << 2) | (t[0] >> 6))]
+            for i in 0..<tailCount { out[prefix.count + 11 + i] = FleetTokens.b64[Int(t[1 + i] & 63)] }
+        }
+    }
+
+    /// Whether `token` is exactly web fleet member `index`'s.
+    func matchesWeb(_ token: ArraySlice<UInt8>, shape: WebShape, fleet: Int, secret: UInt64, index: Int) -> Bool {
+        guard token.count == shape.length else { return false }
+        return withUnsafeTemporaryAllocation(byteCount: shape.length, alignment: 8) { buf in
+            writeWebToken(shape, fleet: fleet, secret: secret, index: index, into: buf)
+            return Bytes.equal(token, UnsafeBufferPointer(buf.bindMemory(to: UInt8.self)))
+        }
+    }
+
+    /// The shape, fleet and index a web token claims, before checking it against the fleet's secret.
+    public func claimWeb(_ token: ArraySlice<UInt8>) -> (shape: WebShape, fleet: Int, index: Int)? {
+        for shape in WebShape.allCases where token.count == shape.length {
+            let start = token.startIndex + shape.prefix.count
+            if shape == .fcm {
+                guard token.dropFirst(22).starts(with: FleetTokens.apa), let c = claim(token, platform: .android) else { continue }
+                return (shape, c.fleet, c.index)
+            }
+            guard token.starts(with: shape.prefix) else { continue }
+            var h: UInt64 = 0
+            var ok = true
+            for (k, c) in token[start..<(start + 11)].enumerated() {
+                guard let v = FleetTokens.b64.firstIndex(of: c) else {
+                    ok = false
+                    break
+                }
+                h = k < 10 ? h << 6 | UInt64(v) : h << 4 | (UInt64(v) >> 2)
+            }
+            if ok {
+                let (fleet, index) = open(h)
+                return (shape, fleet, index)
+            }
+        }
+        return nil
+    }
+
+    /// 32 bytes from which a web fleet member's browser key pair is made, and its 16-byte auth
+    /// secret: the keyed hash of (fleet secret, index) under other counters than its token's.
+    public static func webKeys(secret: UInt64, index: Int) -> (keySeed: [UInt8], auth: [UInt8]) {
+        var seed = [UInt8](repeating: 0, count: 32)
+        var auth = [UInt8](repeating: 0, count: 16)
+        for w in 0..<4 {
+            var x = hashWord(secret ^ 0x6B65_7973_6565_6421, index, UInt64(w))
+            for b in 0..<8 {
+                seed[w * 8 + b] = UInt8(truncatingIfNeeded: x)
+                x >>= 8
+            }
+        }
+        for w in 0..<2 {
+            var x = hashWord(secret ^ 0x6175_7468_7365_6372, index, UInt64(w))
+            for b in 0..<8 {
+                auth[w * 8 + b] = UInt8(truncatingIfNeeded: x)
+                x >>= 8
+            }
+        }
+        return (seed, auth)
+    }
+
     /// The (fleet, index) a token claims, before checking it against the fleet's secret.
     public func claim(_ token: ArraySlice<UInt8>, platform: DevicePlatform) -> (fleet: Int, index: Int)? {
         switch platform {
-        case .web: return nil // no fleets of web subscriptions yet
+        case .web: return claimWeb(token).map { ($0.fleet, $0.index) }
         case .ios:
             guard token.count == 64 else { return nil }
             var h: UInt64 = 0

@@ -24,6 +24,16 @@ public enum WebPushService: String, CaseIterable, Sendable {
         }
     }
 
+    /// The browser that subscribes through it.
+    public var browser: String {
+        switch self {
+        case .fcm: "chrome"
+        case .mozilla: "firefox"
+        case .apple: "safari"
+        case .wns: "edge"
+        }
+    }
+
     /// The host of its endpoints.
     public var host: String {
         switch self {

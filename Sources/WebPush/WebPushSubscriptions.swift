@@ -21,6 +21,8 @@ public final class WebPushSubscription: Sendable {
     /// The browser's P-256 key pair: private scalar (32 bytes) and public point (`p256dh`, 65 bytes).
     public var privateKey: [UInt8] { keyPair.privateKey ?? [] }
     public var publicKey: [UInt8] { keyPair.publicKey }
+    /// A fleet member's subscription (made from its fleet's secret, kept nowhere).
+    public let fromFleet: Bool
     /// The 16-byte auth secret.
     public let auth: [UInt8]
     /// The endpoint URL the sender posts to.
@@ -29,9 +31,18 @@ public final class WebPushSubscription: Sendable {
     /// When the browser unsubscribed (later pushes: the service's "gone").
     public let goneAtMs: Int64?
 
-    init(
+    convenience init(
         token: String, service: WebPushService, browser: String, app: String, applicationServerKey: [UInt8]?, auth: [UInt8],
         endpoint: String, createdAtMs: Int64, goneAtMs: Int64?, keyPair: P256Key
+    ) {
+        self.init(
+            token: token, service: service, browser: browser, app: app, applicationServerKey: applicationServerKey, auth: auth,
+            endpoint: endpoint, createdAtMs: createdAtMs, goneAtMs: goneAtMs, key: KeySource(keyPair), fromFleet: false)
+    }
+
+    private init(
+        token: String, service: WebPushService, browser: String, app: String, applicationServerKey: [UInt8]?, auth: [UInt8],
+        endpoint: String, createdAtMs: Int64, goneAtMs: Int64?, key: KeySource, fromFleet: Bool
     ) {
         self.token = token
         self.tokenBytes = Array(token.utf8)
@@ -43,14 +54,24 @@ public final class WebPushSubscription: Sendable {
         self.endpoint = endpoint
         self.createdAtMs = createdAtMs
         self.goneAtMs = goneAtMs
-        self.keyPair = keyPair
+        self.key = key
+        self.fromFleet = fromFleet
+    }
+
+    /// A fleet member's subscription, made from what the device layer derives for it.
+    convenience init?(token: String, member m: WebFleetMember, localBase: String? = nil) {
+        guard let service = WebPushService(rawValue: m.service) else { return nil }
+        self.init(
+            token: token, service: service, browser: service.browser, app: m.app, applicationServerKey: m.applicationServerKey,
+            auth: m.auth, endpoint: service.endpoint(token: token, versionTwo: true, localBase: localBase),
+            createdAtMs: m.createdAtMs, goneAtMs: m.goneAtMs, key: KeySource(seed: m.keySeed), fromFleet: true)
     }
 
     /// The same subscription, unsubscribed at `atMs` (kept: the service answers "gone").
     func unsubscribed(atMs: Int64) -> WebPushSubscription {
         WebPushSubscription(
             token: token, service: service, browser: browser, app: app, applicationServerKey: applicationServerKey, auth: auth,
-            endpoint: endpoint, createdAtMs: createdAtMs, goneAtMs: goneAtMs ?? atMs, keyPair: keyPair)
+            endpoint: endpoint, createdAtMs: createdAtMs, goneAtMs: goneAtMs ?? atMs, key: key, fromFleet: fromFleet)
     }
 
     /// `PushSubscription.toJSON()`: `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`.
@@ -58,8 +79,47 @@ public final class WebPushSubscription: Sendable {
         "{\"endpoint\":\(JSONWriter.quote(endpoint)),\"expirationTime\":null,\"keys\":{\"p256dh\":\"\(Base64URL.encode(publicKey))\",\"auth\":\"\(Base64URL.encode(auth))\"}}"
     }
 
-    /// The key pair made once (its public point is derived from the scalar: a multiplication).
-    let keyPair: P256Key
+    /// The key pair, made once: at once for a subscription made through the admin API, on first
+    /// use for a fleet member's (its public point is a scalar multiplication, which a push's
+    /// answer does not need: only the browser decrypting it does).
+    var keyPair: P256Key { key.pair }
+    private let key: KeySource
+
+    /// A key pair, or the 32 bytes it is made from.
+    final class KeySource: Sendable {
+        private let seed: [UInt8]
+        private let made: FutexLock<P256Key?>
+
+        init(_ pair: P256Key) {
+            seed = []
+            made = FutexLock(pair)
+        }
+
+        init(seed: [UInt8]) {
+            self.seed = seed
+            made = FutexLock(nil)
+        }
+
+        var pair: P256Key {
+            if let k = made.withLock({ $0 }) { return k }
+            let k = KeySource.derive(seed)
+            return made.withLock { m in
+                if let existing = m { return existing }
+                m = k
+                return k
+            }
+        }
+
+        /// A P-256 key pair from 32 bytes: them as the scalar, or (in the 2^-32 case that they are
+        /// not below the curve's order) their HMAC-SHA256, again until one is.
+        static func derive(_ seed: [UInt8]) -> P256Key {
+            var scalar = seed
+            while true {
+                if let k = P256Key(privateKey: scalar) { return k }
+                scalar = ContentEncryption.hmac(scalar, Array("pushemu web fleet key".utf8))
+            }
+        }
+    }
 
     /// What the browser decrypts with.
     public var keys: SubscriptionKeys { SubscriptionKeys(key: keyPair, auth: auth) }
@@ -81,9 +141,12 @@ public final class WebPushSubscriptions: PersistentStore {
     private let total = Atomic<Int>(0)
     /// Subscriptions kept at most.
     let capacity: Int
+    /// Where a token no browser subscribed with is looked up: the fleets of web subscriptions.
+    let directory: (any WebFleetDirectory)?
 
-    public init(capacity: Int = 1_000_000) {
+    public init(capacity: Int = 1_000_000, directory: (any WebFleetDirectory)? = nil) {
         self.capacity = capacity
+        self.directory = directory
         shards = (0..<64).map { _ in FutexLock<Shard>([:]) }
     }
 
@@ -164,12 +227,20 @@ public final class WebPushSubscriptions: PersistentStore {
         return t.withUTF8 { subscription(token: ArraySlice(UnsafeBufferPointer(rebasing: $0[...]))) }
     }
 
-    /// The subscription with the token `bytes` (a request's path segment): no allocation.
+    /// The subscription with the token `bytes` (a request's path segment): no allocation for one
+    /// subscribed through the admin API; a fleet member's is made from its fleet.
     public func subscription(token bytes: ArraySlice<UInt8>) -> WebPushSubscription? {
         let k = TokenKey(bytes)
-        guard let s = shard(k).withLock({ $0[k] }) else { return nil }
         // The key folds case; tokens do not.
-        return Bytes.equal(bytes, s.tokenBytes) ? s : nil
+        if let s = shard(k).withLock({ $0[k] }), Bytes.equal(bytes, s.tokenBytes) { return s }
+        guard let member = directory?.webFleetMember(token: bytes) else { return nil }
+        return WebPushSubscription(token: String(decoding: bytes, as: UTF8.self), member: member)
+    }
+
+    /// A fleet member's subscription with its endpoint under `localBase` (or its service's host).
+    public func fleetSubscription(token: String, localBase: String?) -> WebPushSubscription? {
+        guard let member = directory?.webFleetMember(token: Array(token.utf8)[...]) else { return nil }
+        return WebPushSubscription(token: token, member: member, localBase: localBase)
     }
 
     /// The browser unsubscribed: later pushes are answered as gone. False if unknown.
@@ -283,10 +354,11 @@ public final class WebPushSubscriptions: PersistentStore {
 extension WebPushSubscriptions: GatewayDeviceRecords {
     public var platform: DevicePlatform { .web }
 
-    public func recognizes(token: String) -> Bool { subscription(token: token) != nil }
+    /// A subscription made through the admin API (a fleet member's is the device layer's own).
+    public func recognizes(token: String) -> Bool { subscription(token: token).map { !$0.fromFleet } ?? false }
 
     public func registeredDevice(token: String) -> RegisteredDevice? {
-        guard let s = subscription(token: token) else { return nil }
+        guard let s = subscription(token: token), !s.fromFleet else { return nil }
         return RegisteredDevice(
             platform: .web, token: token, app: s.app, environment: s.service.rawValue, createdAtMs: s.createdAtMs,
             uninstalledAtMs: s.goneAtMs, pushes: 0, topics: nil)

@@ -225,9 +225,11 @@ struct CommandSpec {
             words: ["fleet", "create"], operand: nil, summary: "Creates a fleet of simulated devices in a running emulator.",
             options: [
                 server,
-                Option(name: "platform", value: "ios|android", help: "the devices' platform", required: true),
-                Option(name: "app", value: "APP", help: "bundle id or package name", required: true),
+                Option(name: "platform", value: "ios|android|web", help: "the devices' platform", required: true),
+                Option(name: "app", value: "APP", help: "bundle id or package name (web: the site's origin)", required: true),
                 Option(name: "count", value: "N", help: "how many devices", required: true),
+                Option(name: "browser", value: "B", help: "web: chrome (default), firefox, safari or edge"),
+                Option(name: "application-server-key", value: "KEY", help: "web: the site's VAPID public key (base64url)"),
                 Option(name: "environment", value: "E", help: "iOS: sandbox or production"),
                 Option(name: "project", value: "P", help: "Android: the Firebase project"),
                 Option(name: "seed", value: "S", help: "the seed of its tokens and behaviour"),
@@ -246,6 +248,14 @@ struct CommandSpec {
             options: [
                 server, Option(name: "offset", value: "N", help: "the first token's index (default 0)"),
                 Option(name: "limit", value: "N", help: "at most N tokens"),
+            ]),
+        CommandSpec(
+            words: ["fleet", "subscriptions"], operand: "ID",
+            summary: "Prints a web fleet's subscriptions (PushSubscription.toJSON()), one JSON object per line.",
+            options: [
+                server, Option(name: "offset", value: "N", help: "the first member's index (default 0)"),
+                Option(name: "limit", value: "N", help: "at most N subscriptions (default: all)"),
+                Option(name: "endpoints", value: "real|local", help: "endpoints under the services' hosts or the emulator's address"),
             ]),
         CommandSpec(words: ["fleet", "list"], operand: nil, summary: "Lists the fleets.", options: [server], readable: true),
         CommandSpec(

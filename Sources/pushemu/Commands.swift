@@ -85,7 +85,8 @@ enum Commands {
         case "fleet create": return (try createFleet(f), .fields)
         case "fleet list": return (try call("GET", server(f) + "/emulator/v1/fleets"), .fleets)
         case "fleet show": return (try call("GET", server(f) + "/emulator/v1/fleets/" + PercentEncoding.encode(operand)), .fields)
-        case "fleet tokens": return (try fleetTokens(operand, f), nil)
+        case "fleet tokens": return (try fleetPages(operand, f, of: "tokens", pageSize: 100_000), nil)
+        case "fleet subscriptions": return (try fleetPages(operand, f, of: "subscriptions", pageSize: 10_000), nil)
         case "faults list": return (try call("GET", server(f) + "/emulator/v1/faults"), .faults)
         case "faults add": return (try FaultCommands.add(operand, f), .fields)
         case "faults delete": return (try FaultCommands.delete(operand, f), .fields)
@@ -171,8 +172,11 @@ enum Commands {
     /// `pushemu fleet create`: `POST /emulator/v1/fleets`.
     static func createFleet(_ f: [String: String]) throws -> String {
         var fields: [String] = []
-        for key in ["platform", "app", "environment", "project"] {
-            if let value = f[key] { fields.append(JSONWriter.quote(key) + ":" + JSONWriter.quote(value)) }
+        for (key, field) in [
+            ("platform", "platform"), ("app", "app"), ("environment", "environment"), ("project", "project"), ("browser", "browser"),
+            ("application-server-key", "applicationServerKey"),
+        ] {
+            if let value = f[key] { fields.append(JSONWriter.quote(field) + ":" + JSONWriter.quote(value)) }
         }
         for (key, field) in [("count", "count"), ("seed", "seed"), ("register-rate", "registerRate")] {
             if let value = f[key] {
@@ -186,15 +190,22 @@ enum Commands {
         return try call("POST", server(f) + "/emulator/v1/fleets", body: "{" + fields.joined(separator: ",") + "}")
     }
 
-    /// `pushemu fleet tokens ID`: one token per line (all of them by default), fetched in pages
-    /// and streamed (a 10-million-token fleet never sits in memory at once).
-    static func fleetTokens(_ id: String, _ f: [String: String]) throws -> String {
+    /// `pushemu fleet tokens ID` (one token per line) and `pushemu fleet subscriptions ID` (a web
+    /// fleet's, one JSON object per line): all of them by default, fetched in pages of
+    /// `pageSize` and streamed (a 10-million-member fleet never sits in memory at once).
+    static func fleetPages(_ id: String, _ f: [String: String], of list: String, pageSize: Int) throws -> String {
         var offset = Int(f["offset"] ?? "0") ?? 0
         var left = Int(f["limit"] ?? "") ?? Int.max
         var out = ""
+        var extra = ""
+        if let e = f["endpoints"] {
+            guard e == "real" || e == "local" else { throw UsageError("--endpoints must be real or local") }
+            extra = "&endpoints=" + e
+        }
         while left > 0 {
-            let page = min(left, 100_000)
-            let r = try AdminClient.request("GET", try server(f) + "/emulator/v1/fleets/\(id)/tokens?offset=\(offset)&limit=\(page)")
+            let page = min(left, pageSize)
+            let r = try AdminClient.request(
+                "GET", try server(f) + "/emulator/v1/fleets/\(id)/\(list)?offset=\(offset)&limit=\(page)" + extra)
             guard r.status == 200 else { throw ConfigurationError("the emulator answered \(r.status): \(r.body)") }
             let tokens = Array(r.body.utf8).withUnsafeBytes { raw -> [String] in
                 var t: [JSONToken] = []
@@ -202,12 +213,15 @@ enum Commands {
                 limits.maxTokens = 1 << 20
                 guard JSONParser.parse(raw, into: &t, limits: limits) == nil else { return [] }
                 let v = JSONView(bytes: raw, tokens: t)
-                var list: [String] = []
-                if let a = v.member(0, "tokens") { v.forEachElement(a) { list.append(v.string($0)) } }
-                return list
+                var items: [String] = []
+                if list == "tokens", let a = v.member(0, "tokens") { v.forEachElement(a) { items.append(v.string($0)) } }
+                if list == "subscriptions", let a = v.member(0, "subscriptions") {
+                    v.forEachElement(a) { items.append(String(decoding: v.raw($0), as: UTF8.self)) }
+                }
+                return items
             }
             if tokens.isEmpty {
-                if offset == 0 { throw ConfigurationError("no tokens: \(r.body.prefix(200))") }
+                if offset == 0 { throw ConfigurationError("no \(list): \(r.body.prefix(200))") }
                 break
             }
             // Streamed page by page: a 10-million-token fleet never sits in memory at once.
@@ -217,7 +231,7 @@ enum Commands {
                 let n = bytes.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
                 if n <= 0 {
                     if errno == EINTR { continue }
-                    throw ConfigurationError("cannot write the tokens")
+                    throw ConfigurationError("cannot write the \(list)")
                 }
                 bytes = bytes.dropFirst(n)
             }

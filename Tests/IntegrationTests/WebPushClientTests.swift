@@ -235,4 +235,70 @@ final class WebPushClientTests: XCTestCase {
             ).stdout)
         XCTAssertEqual(((n["notifications"] as? [[String: Any]])?.first?["payload"] as? [String: Any])?["title"] as? String, "after")
     }
+
+    /// Fleets of web subscriptions, one per browser, ten million members each: members'
+    /// subscriptions are read back a page at a time, pywebpush pushes to two of each, their
+    /// browsers decrypt with keys derived from the fleet's secret, an uninstalled member is
+    /// gone in its service's words, and a forged token is unknown. After a restart the fleet
+    /// gives the same subscriptions.
+    func testFleetsOfWebSubscriptions() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-webpush-fleet-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let flags = ["--in-memory=false", "--data-dir", dir + "/data"]
+        var s = try ServerProcess(flags)
+        let made = try runCommand(ServerProcess.binaryPath, ["credentials", "vapid", "--out", dir + "/vapid.pem"], timeout: 20)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let r = try runCommand(
+            Self.python, [Self.root + "/Tests/Clients/webpush_fleet.py", "http://127.0.0.1:\(s.httpPort)", dir + "/vapid.pem"],
+            timeout: 180, environment: ["PYTHONWARNINGS": "ignore"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "")
+        let fleets = try XCTUnwrap(out["fleets"] as? [String: [String: Any]])
+        let gone = ["chrome": 410, "firefox": 410, "safari": 410, "edge": 410]
+        let unknown = ["chrome": 404, "firefox": 404, "safari": 410, "edge": 404]
+        var firstPages: [String: [String: Any]] = [:]
+        for (browser, one) in fleets {
+            XCTAssertEqual(one["status"] as? Int, 201, "\(browser): \(one)")
+            let fleet = try XCTUnwrap(one["fleet"] as? [String: Any])
+            XCTAssertEqual(fleet["browser"] as? String, browser)
+            let page = try XCTUnwrap(one["page"] as? [String: Any])
+            firstPages[browser] = page
+            let subs = try XCTUnwrap(page["subscriptions"] as? [[String: Any]])
+            XCTAssertEqual(subs.count, 2)
+            let tokens = try XCTUnwrap(one["tokens"] as? [String])
+            for (sub, token) in zip(subs, tokens) {
+                let endpoint = try XCTUnwrap(sub["endpoint"] as? String)
+                XCTAssertTrue(endpoint.hasPrefix("http://127.0.0.1:\(s.httpPort)/") && endpoint.hasSuffix(token), endpoint)
+                let keys = try XCTUnwrap(sub["keys"] as? [String: String])
+                XCTAssertEqual(keys["p256dh"]?.count, 87)
+                XCTAssertEqual(keys["auth"]?.count, 22)
+            }
+            XCTAssertNotEqual((subs[0]["keys"] as? [String: String])?["p256dh"], (subs[1]["keys"] as? [String: String])?["p256dh"])
+            XCTAssertEqual(one["pushes"] as? [Int], [201, 201], "\(browser): \(one)")
+            let latest = try XCTUnwrap(one["latest"] as? [String: Any])
+            XCTAssertEqual((latest["payload"] as? [String: Any])?["title"] as? String, "Fleet \(browser) 0", "\(latest)")
+            XCTAssertEqual((latest["display"] as? [String: Any])?["outcome"] as? String, "shown")
+            let device = try XCTUnwrap(one["device"] as? [String: Any])
+            XCTAssertEqual(device["fleet"] as? String, fleet["id"] as? String)
+            XCTAssertEqual(device["received"] as? Int, 1)
+            XCTAssertNotNil(device["subscription"] as? [String: Any])
+            XCTAssertEqual(one["afterUninstall"] as? Int, gone[browser], browser)
+            XCTAssertEqual(one["forged"] as? Int, unknown[browser], browser)
+        }
+        XCTAssertEqual(out["notWebStatus"] as? Int, 404)
+        XCTAssertEqual((out["badBrowser"] as? [Any])?.first as? Int, 400)
+        XCTAssertEqual((out["noKey"] as? [Any])?.first as? Int, 400)
+        // A restart: the same fleets give the same subscriptions (keys from the fleet's secret).
+        s.stop()
+        s = try ServerProcess(flags)
+        defer { s.stop() }
+        for (browser, page) in firstPages {
+            let id = try XCTUnwrap((fleets[browser]?["fleet"] as? [String: Any])?["id"] as? String)
+            let (code, text) = try adminRequest(s, "GET", "/emulator/v1/fleets/\(id)/subscriptions?offset=9999998&limit=2")
+            XCTAssertEqual(code, 200, text)
+            let again = try XCTUnwrap(try json(text)["subscriptions"] as? [[String: Any]])
+            let before = try XCTUnwrap(page["subscriptions"] as? [[String: Any]])
+            XCTAssertEqual(again.map { ($0["keys"] as? [String: String]) ?? [:] }, before.map { ($0["keys"] as? [String: String]) ?? [:] })
+        }
+    }
 }
