@@ -966,6 +966,7 @@ public final class DeviceStore: DeviceDirectory, WebFleetDirectory, PersistentSt
                 notificationID: id, messageName: name,
                 receivedAtMs: d.receivedAtMs, atMs: at, payload: payload)
             ctx.campaign = campaign ?? nil
+            if dev.platform == .web { ctx.webService = d.environment }
             switch TrackingPresets.job(config, ctx) {
             case .job(let j):
                 dispatcher.submit(j)

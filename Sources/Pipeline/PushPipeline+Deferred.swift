@@ -79,6 +79,9 @@ extension PushPipeline {
         if resolved.flags.appliesDeviceEffects, let effect, effect.changesDevice {
             services.lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
         }
+        if resolved.revokesSubscription {
+            services.lifecycle.uninstall(String(decoding: delivery.tokenBytes, as: UTF8.self), nowMs: Clock.nowMs())
+        }
         return (resolved, outcome)
     }
 }

@@ -28,6 +28,9 @@ public struct ResolvedPush {
     public var warnings: [String]
     public var flags: AcceptedPushFlags
     public var outcome: PushOutcome
+    /// The device loses its subscription after this push (Safari revokes one whose pushes show
+    /// nothing): the pipeline uninstalls it through the device lifecycle, as a fault's uninstall.
+    public var revokesSubscription = false
 
     public init(delivery: Delivery, topic: [UInt8]?, warnings: [String], flags: AcceptedPushFlags, outcome: PushOutcome) {
         self.delivery = delivery

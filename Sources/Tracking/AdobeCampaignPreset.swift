@@ -7,6 +7,10 @@ struct AdobeCampaignPreset: TrackingPreset {
     let campaignPathsFCM: [String] = ["data._dId", "android.data._dId"]
 
     func action(for ctx: TrackingContext, config c: TrackingConfig, base: String) -> TrackingAction {
+        if ctx.platform == "web" {
+            return .skip(
+                "Adobe Campaign's SDK tracks mobile apps only (web push is Journey Optimizer's): use the webhook preset for web devices")
+        }
         guard let mId = ctx.appValue("_mId"), let dId = ctx.appValue("_dId") else { return .skip("adobe-campaign needs _mId and _dId") }
         guard let hex = AdobeIDs.hex(mId) else { return .skip("adobe-campaign: _mId '\(mId)' is neither a UUID nor a decimal id") }
         let receive = ctx.event == .receive

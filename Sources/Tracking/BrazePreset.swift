@@ -8,6 +8,10 @@ struct BrazePreset: TrackingPreset {
     let campaignPathsFCM: [String] = ["data.cid"]
 
     func action(for ctx: TrackingContext, config c: TrackingConfig, base: String) -> TrackingAction {
+        if ctx.platform == "web" {
+            return .skip(
+                "braze's web SDK (a minified service worker) has no public source for its tracking: use the webhook preset for web devices")
+        }
         let cid: String
         var delayMs: Int64 = 0
         if ctx.platform == "ios" {

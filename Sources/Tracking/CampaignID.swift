@@ -13,17 +13,25 @@ public enum CampaignID {
         TrackingPresets.all.flatMap(\.campaignPathsFCM)
         + ["fcm_options.analytics_label", "android.fcm_options.analytics_label"]
 
+    /// A Web Push payload (the browser's plaintext): the web SDKs' top-level keys (OneSignal
+    /// `custom.i`, Pushwoosh `p`), or under `data`.
+    static let webPaths = apnsPaths + fcmPaths
+
+    static func paths(_ provider: PushProvider) -> [String] {
+        provider == .apns ? apnsPaths : provider == .webpush ? webPaths : fcmPaths
+    }
+
     /// Every campaign id the payload carries (an APNs payload or an FCM message).
     /// `extra`: configured paths (`--campaign-key`), tried first.
     /// `under`: a prefix for every path (`message.` for a whole FCM request body).
     public static func candidates(_ payload: PayloadReader, provider: PushProvider, extra: [String] = [], under: String = "") -> [String] {
-        (extra + (provider == .apns ? apnsPaths : fcmPaths)).compactMap { payload.value(under + $0) }
+        (extra + paths(provider)).compactMap { payload.value(under + $0) }
     }
 
     /// The first campaign id the payload carries.
     public static func first(_ payload: PayloadReader, provider: PushProvider, extra: [String] = []) -> String? {
         for p in extra { if let v = payload.value(p) { return v } }
-        for p in provider == .apns ? apnsPaths : fcmPaths { if let v = payload.value(p) { return v } }
+        for p in paths(provider) { if let v = payload.value(p) { return v } }
         return nil
     }
 

@@ -8,6 +8,11 @@ struct MoEngagePreset: TrackingPreset {
     let campaignPathsFCM: [String] = ["data.gcm_campaign_id", "data.moe_cid_attr.moe_campaign_id", "data.moe_campaign_id"]
 
     func action(for ctx: TrackingContext, config c: TrackingConfig, base: String) -> TrackingAction {
+        if ctx.platform == "web" {
+            return .skip(
+                "moengage's web SDK (a service worker from its CDN) has no public source for its tracking: use the webhook preset for web devices"
+            )
+        }
         var attrs: [(String, String)] = []
         let ios = ctx.platform == "ios"
         if ios {

@@ -3,8 +3,11 @@ import PushCore
 /// What an SDK inside the app knows when it reports an event.
 public struct TrackingContext: Sendable {
     public var event: TrackingEvent
-    /// "ios" or "android".
+    /// "ios", "android" or "web".
     public var platform: String
+    /// A browser's push service (`fcm`: Chrome, `mozilla`: Firefox, `apple`: Safari, `wns`:
+    /// Edge): which browser a web SDK reports itself as.
+    public var webService: String?
     public var token: String
     public var app: String
     /// The emulator's notification id.
@@ -39,7 +42,7 @@ public struct TrackingContext: Sendable {
         self.atMs = atMs
         self.payload = payload
         self.userID = userID
-        self.model = platform == "ios" ? "iPhone15,2" : "Pixel 8"
+        self.model = platform == "ios" ? "iPhone15,2" : platform == "web" ? "Web" : "Pixel 8"
     }
 
     /// A stable hardware id for the device (the SDKs' hwid / device_id): a UUID from the token.
@@ -54,9 +57,11 @@ public struct TrackingContext: Sendable {
     }
 
     /// A key the app sees in its notification: APNs top-level keys; FCM `data` (the android
-    /// override first, as the device receives it).
+    /// override first, as the device receives it); a Web Push payload's top-level keys (or under
+    /// `data`, as Pushwoosh's web SDK also takes them), as the service worker reads the JSON.
     func appValue(_ key: String) -> String? {
         if platform == "ios" { return payload.value(key) }
+        if platform == "web" { return payload.value(key) ?? payload.value("data." + key) }
         return payload.value("android.data." + key) ?? payload.value("data." + key)
     }
 }

@@ -34,6 +34,8 @@ public struct WebPushGateway: PushGateway {
     public let subscriptions: WebPushSubscriptions
     /// The browsers' last few readings (a sender that repeats a message is not decrypted again).
     let memo = DecryptMemo()
+    /// Safari's count of each subscription's pushes that showed nothing.
+    let silent = SilentPushCounts()
 
     public init(subscriptions: WebPushSubscriptions) { self.subscriptions = subscriptions }
 
@@ -132,6 +134,7 @@ public struct WebPushGateway: PushGateway {
         let subscription = decision.subscription
         let service = decision.service
         let memo = self.memo
+        let silent = self.silent
         return DeferredPush(lane: TokenKey(token[...]).a) {
             var plaintext: [UInt8] = []
             var failure: DecryptFailure?
@@ -156,11 +159,19 @@ public struct WebPushGateway: PushGateway {
             delivery.collapseID = facts.topic
             // TTL 0: delivered now or never (an offline browser's is dropped, as autopush drops it).
             delivery.expiresAtMs = facts.ttl == 0 ? 0 : nowMs + Int64(facts.ttl) * 1000
-            let warnings = failure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
-            return ResolvedPush(
+            var warnings = failure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
+            // Safari revokes a subscription whose pushes show nothing, after a few of them.
+            let revokes = service == .apple && !undecryptable && !read.hasTitle && silent.count(token) >= SilentPushCounts.safariLimit
+            if revokes {
+                warnings.append(
+                    "Safari revoked the subscription: \(SilentPushCounts.safariLimit) pushes showed no notification (later pushes: 410)")
+            }
+            var resolved = ResolvedPush(
                 delivery: delivery, topic: facts.topic.map { Array($0.utf8) }, warnings: warnings,
                 flags: AcceptedPushFlags(payloadIsJSON: read.isJSON, appliesDeviceEffects: true),
                 outcome: PushOutcome(status: 201, reason: "", payload: payload[...], warnings: warnings))
+            resolved.revokesSubscription = revokes
+            return resolved
         }
     }
 

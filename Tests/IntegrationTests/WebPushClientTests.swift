@@ -301,4 +301,95 @@ final class WebPushClientTests: XCTestCase {
             XCTAssertEqual(again.map { ($0["keys"] as? [String: String]) ?? [:] }, before.map { ($0["keys"] as? [String: String]) ?? [:] })
         }
     }
+
+    /// The web SDKs' tracking, as their service workers make it: OneSignal's receive receipt and
+    /// open (by its DeliveryPlatformKind: 5 Chrome, 17 Safari, which sends no receipt), Pushwoosh's
+    /// delivery event and push stat (platform code 12 for Firefox), Braze's on the web skipped
+    /// (no public source); the campaign id read from the decrypted payload. Then Safari revokes a
+    /// subscription whose pushes show nothing, at the third: later pushes are 410.
+    func testWebSDKTrackingAndSafariRevocation() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-websdk-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let s = try ServerProcess(["--webpush-endpoints", "local"])
+        defer { s.stop() }
+        let sink = try TrackingSink()
+        defer { sink.stop() }
+        let made = try runCommand(ServerProcess.binaryPath, ["credentials", "vapid", "--out", dir + "/vapid.pem"], timeout: 20)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let publicKey = try XCTUnwrap(try json(made.stdout)["publicKey"] as? String)
+        func subscribe(_ browser: String, tracking: String) throws -> [String: Any] {
+            let (code, text) = try adminRequest(
+                s, "POST", "/emulator/v1/devices",
+                #"{"platform":"web","browser":"\#(browser)","app":"https://shop.example","applicationServerKey":"\#(publicKey)","tracking":\#(tracking),"behavior":{"openRate":1}}"#
+            )
+            XCTAssertEqual(code, 201, text)
+            return try json(text)
+        }
+        func send(_ device: [String: Any], _ payload: String, headers: [String: String] = [:]) throws -> Int {
+            let sub = try XCTUnwrap(device["subscription"] as? [String: Any])
+            let script = """
+                import json, sys
+                from py_vapid import Vapid02
+                from pywebpush import webpush, WebPushException
+                try:
+                    r = webpush(json.loads(sys.argv[1]), data=sys.argv[3], vapid_private_key=Vapid02.from_file(sys.argv[2]),
+                                vapid_claims={"sub": "mailto:ops@shop.example"}, ttl=60, headers=json.loads(sys.argv[4]))
+                    print(r.status_code)
+                except WebPushException as e:
+                    print(e.response.status_code)
+                """
+            let args = [
+                "-c", script, String(decoding: try JSONSerialization.data(withJSONObject: sub), as: UTF8.self), dir + "/vapid.pem", payload,
+                String(decoding: try JSONSerialization.data(withJSONObject: headers), as: UTF8.self),
+            ]
+            let r = try runCommand(Self.python, args, timeout: 60, environment: ["PYTHONWARNINGS": "ignore"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        let onesignal = #"{"preset":"onesignal","url":"\#(sink.url)","appId":"os-app"}"#
+        let chrome = try subscribe("chrome", tracking: onesignal)
+        let safari = try subscribe("safari", tracking: onesignal)
+        let firefox = try subscribe("firefox", tracking: #"{"preset":"pushwoosh","url":"\#(sink.url)","appCode":"ABCDE-12345"}"#)
+        let edge = try subscribe("edge", tracking: #"{"preset":"braze","url":"\#(sink.url)","apiKey":"k"}"#)
+        let campaign = "1a2b3c4d-0000-4000-8000-00000000c0de"
+        let os = #"{"title":"Sale","alert":"50% off","custom":{"i":"\#(campaign)","u":"https://shop.example/sale"}}"#
+        XCTAssertEqual(try send(chrome, os), 201)
+        XCTAssertEqual(try send(safari, os), 201)
+        XCTAssertEqual(try send(firefox, #"{"header":"Sale","body":"50% off","p":"pw-hash-1","l":"/sale"}"#), 201)
+        XCTAssertEqual(
+            try send(edge, #"{"title":"Sale","body":"50% off","cid":"braze-c"}"#, headers: ["X-WNS-Cache-Policy": "cache"]), 201)
+        // Chrome: receipt and open; Safari: the open only; Firefox (Pushwoosh): delivery and stat.
+        XCTAssertEqual(sink.wait(for: 5), 5)
+        let calls = sink.requests.map { ($0.method, $0.target, $0.body) }
+        func has(_ method: String, _ target: String, _ needle: String) -> Bool {
+            calls.contains { $0.0 == method && $0.1 == target && $0.2.contains(needle) }
+        }
+        XCTAssertTrue(has("PUT", "/notifications/\(campaign)/report_received", #""device_type":5"#), "\(calls)")
+        XCTAssertTrue(has("PUT", "/notifications/\(campaign)", #""opened":true,"device_type":5"#), "\(calls)")
+        XCTAssertTrue(has("PUT", "/notifications/\(campaign)", #""opened":true,"device_type":17"#), "\(calls)")
+        XCTAssertFalse(has("PUT", "/notifications/\(campaign)/report_received", #""device_type":17"#), "\(calls)")
+        XCTAssertTrue(has("POST", "/json/1.3/messageDeliveryEvent", #""device_type":12"#), "\(calls)")
+        XCTAssertTrue(has("POST", "/json/1.3/pushStat", #""hash":"pw-hash-1""#), "\(calls)")
+        // Braze's web SDK: skipped, with the reason in the tracking log.
+        let edgeToken = try XCTUnwrap(edge["token"] as? String)
+        let tracked = try adminRequest(s, "GET", "/emulator/v1/tracking?token=\(edgeToken)").1
+        XCTAssertTrue(tracked.contains("no public source") || !tracked.contains("/api/v3/data"), tracked)
+        XCTAssertFalse(calls.contains { $0.1.contains("/api/v3/data") }, "\(calls)")
+        // The campaign id is read from what the browser decrypted.
+        let found = try json(try adminRequest(s, "GET", "/emulator/v1/notifications?campaign=\(campaign)").1)
+        XCTAssertEqual((found["notifications"] as? [[String: Any]])?.count, 2, "\(found)")
+        // Safari revokes a subscription after three pushes that show nothing.
+        let quiet = try subscribe("safari", tracking: "null")
+        for i in 1...3 { XCTAssertEqual(try send(quiet, #"{"refresh":\#(i)}"#), 201, "silent push \(i)") }
+        let quietToken = try XCTUnwrap(quiet["token"] as? String)
+        var status = 0
+        for _ in 0..<5 {
+            status = try send(quiet, #"{"title":"Back?"}"#)
+            if status != 201 { break }
+        }
+        XCTAssertEqual(status, 410, "Safari revoked it")
+        let device = try json(try adminRequest(s, "GET", "/emulator/v1/devices/\(quietToken)").1)
+        XCTAssertEqual(device["installed"] as? Bool, false, "\(device)")
+    }
 }
