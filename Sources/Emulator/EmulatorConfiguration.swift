@@ -17,8 +17,8 @@ package struct EmulatorConfiguration: Sendable {
     package var httpsPort = 8443
     /// Event loops (`--threads`; default: the CPU count).
     package var threads = Int(csys_cpu_count())
-    /// Threads that deliver Web Push messages after their answer, decrypting them (one decrypts
-    /// about 18,000 a second here, its ECDH most of it): one per 4 CPUs, 2 to 4.
+    /// Threads that deliver Web Push messages after their answer, decrypting them (an ECDH each):
+    /// one per 4 CPUs, 2 to 4.
     package var deferredLanes = max(2, min(4, Int(csys_cpu_count()) / 4))
     /// Where later layers persist keys, service accounts and the journal.
     package var dataDirectory = "./.pushemu"

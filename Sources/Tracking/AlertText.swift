@@ -11,7 +11,9 @@ public enum AlertText {
             "apns.payload.aps.alert.title", "apns.payload.aps.alert.body",
         ] + apnsPaths
     /// A Web Push payload as a service worker reads it (the plaintext the browser decrypted).
-    static let webPaths = ["title", "body", "header", "alert", "notification.title", "notification.body"]
+    static let webPaths = [
+        "title", "body", "header", "alert", "notification.title", "notification.body", "data.header", "data.body",
+    ]
 
     public static func of(_ payload: PayloadReader, provider: PushProvider) -> String {
         var parts = (provider == .fcm ? fcmPaths : provider == .webpush ? webPaths : apnsPaths).compactMap { payload.value($0) }

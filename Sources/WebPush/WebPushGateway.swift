@@ -177,7 +177,7 @@ public struct WebPushGateway: PushGateway {
 
     /// One parse of a decrypted payload: whether it is a JSON object, and whether it has a
     /// non-empty string `title` (what a service worker written the common way shows; Pushwoosh's
-    /// `header`, or a `notification` object's `title`).
+    /// `header`, at the top or under `data`, or a `notification` object's `title`).
     static func read(_ payload: [UInt8]) -> (isJSON: Bool, hasTitle: Bool) {
         payload.withUnsafeBytes { raw in
             var tokens: [JSONToken] = []
@@ -187,6 +187,12 @@ public struct WebPushGateway: PushGateway {
                 if let t = v.member(0, key), v.tokens[t].kind == .string, !v.string(t).isEmpty { return (true, true) }
             }
             if let n = v.member(0, "notification"), v.tokens[n].kind == .object, let t = v.member(n, "title"), v.tokens[t].kind == .string {
+                return (true, true)
+            }
+            // Pushwoosh's web SDK also takes its payload wrapped in `data`.
+            if let d = v.member(0, "data"), v.tokens[d].kind == .object, let t = v.member(d, "header"), v.tokens[t].kind == .string,
+                !v.string(t).isEmpty
+            {
                 return (true, true)
             }
             return (true, false)

@@ -234,6 +234,17 @@ final class WebPushClientTests: XCTestCase {
                 timeout: 10
             ).stdout)
         XCTAssertEqual(((n["notifications"] as? [[String: Any]])?.first?["payload"] as? [String: Any])?["title"] as? String, "after")
+        // Under strict the 201 waited for the record the delivery lane wrote (with the browser's
+        // plaintext): a kill -9 right after keeps it.
+        s.stop(signal: SIGKILL, timeout: 5)
+        s = try ServerProcess(flags)
+        let kept9 = try json(
+            try runCommand(
+                "curl", ["-sS", "http://127.0.0.1:\(s.httpPort)/emulator/v1/notifications?token=\(kept["token"] as? String ?? "")"],
+                timeout: 10
+            ).stdout)
+        XCTAssertEqual(
+            ((kept9["notifications"] as? [[String: Any]])?.first?["payload"] as? [String: Any])?["title"] as? String, "after", "\(kept9)")
     }
 
     /// Fleets of web subscriptions, one per browser, ten million members each: members'
