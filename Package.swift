@@ -71,12 +71,14 @@ let package = Package(
             name: "Pipeline",
             dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Fleet", "Faults", "Journal"],
             swiftSettings: hotPath),
+        // Cluster mode: the change records through a Redis Stream, the nodes' heartbeats (its own threads; never on the push path).
+        .target(name: "Cluster", dependencies: ["Runtime", "PushCore", "State", "CSystem"]),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(
             name: "Admin",
             dependencies: [
                 "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "WebPush", "Tracking", "Fleet", "Faults",
-                "Journal", "Pipeline", "CSystem",
+                "Journal", "Pipeline", "Cluster", "CSystem",
             ],
             // The dashboard (Web/) is embedded at build time.
             plugins: ["EmbedWebAssets"]),
@@ -85,7 +87,7 @@ let package = Package(
             name: "Emulator",
             dependencies: [
                 "Runtime", "Transport", "PushCore", "Observation", "State", "APNs", "FCM", "WebPush", "Tracking", "Fleet", "Faults",
-                "Journal", "Pipeline", "Admin", "CSystem",
+                "Journal", "Pipeline", "Admin", "Cluster", "CSystem",
             ],
             swiftSettings: hotPath),
         // The CLI: main, the commands besides serve, and the admin client they use.

@@ -1,4 +1,5 @@
 import APNs
+import Cluster
 import FCM
 import Faults
 import Fleet
@@ -111,12 +112,15 @@ package struct AdminAPI: Sendable {
         package let log: StateLog?
         /// Notifications deleted through the admin API (reset with the stores).
         package let deletions: NotificationDeletions
+        /// This node's link to its cluster (nil: a single node).
+        package let cluster: ClusterLink?
 
         /// The state parts, as the composition root made them.
-        package init(registry: StoreRegistry, log: StateLog?, deletions: NotificationDeletions) {
+        package init(registry: StoreRegistry, log: StateLog?, deletions: NotificationDeletions, cluster: ClusterLink? = nil) {
             self.registry = registry
             self.log = log
             self.deletions = deletions
+            self.cluster = cluster
         }
     }
 
@@ -190,6 +194,7 @@ package struct AdminAPI: Sendable {
             DevelopmentCAAdminAPI(pem: developmentCA),
             StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory),
             StateAdminAPI(registry: state.registry, log: state.log, slowWork: slowWork),
+            ClusterAdminAPI(link: state.cluster, slowWork: slowWork),
             DevicesAdminAPI(
                 lifecycle: lifecycle, apnsDevices: gateways.apnsDevices, fcmDevices: gateways.fcmDevices, webPush: gateways.webPush,
                 webPushLocalEndpoints: gateways.webPushLocalEndpoints),
@@ -218,7 +223,7 @@ package struct AdminAPI: Sendable {
         let limited: [any RouterMiddleware] = rateLimit.perSecond > 0 ? [rateLimit] : []
         let held: [any RouterMiddleware] = gate.map { [$0] } ?? []
         r.group(middleware: guarded) { probes in
-            HealthAdminAPI(journal: records.journal, stateLog: state.log).register(&probes)
+            HealthAdminAPI(journal: records.journal, stateLog: state.log, cluster: state.cluster).register(&probes)
             MetricsAdminAPI(sources: metricsSources, gauges: gauges, stateMemory: devicesLayer.lifecycle.store.memory.memory)
                 .register(&probes)
         }

@@ -1,5 +1,6 @@
 import APNs
 import Admin
+import Cluster
 import FCM
 import Faults
 import Fleet
@@ -38,6 +39,8 @@ package final class Emulator: Sendable {
     package let stateLog: StateLog?
     /// Topic, condition and broadcast deliveries (tests wait on it).
     package let fanOut: FanOutWorker
+    /// This node's link to its cluster (nil: a single node).
+    package let cluster: ClusterLink?
     let server: HTTPServer
     /// Every route: the gateways' first, then the admin API's (what the server serves; tests
     /// drive it without sockets through `EmbeddedTransport`).
@@ -88,6 +91,8 @@ package final class Emulator: Sendable {
             activity: { devices.stats.delivered &+ metrics.requestCount })
         logBox.log = stateLog
         self.stateLog = stateLog
+        let cluster = try Emulator.joinCluster(configuration, registry: registry, stateLog: stateLog, metrics: metrics)
+        self.cluster = cluster
         // What the configuration adds at each start (not kept), then an import.
         try Emulator.addConfiguredFaults(configuration, to: faults)
         if let path = configuration.importState { try Emulator.importState(path, registry: registry, log: stateLog) }
@@ -121,7 +126,7 @@ package final class Emulator: Sendable {
             gauges: .init(openConnections: { gauges.server?.openConnections ?? 0 }, openStreams: { gauges.server?.openStreams ?? 0 }),
             metricsSources: [metrics, stores.trackingLog, stores.dispatcher, stores.devices, stores.notifications, faults]
                 + [journal as (any MetricsSource)?, stateLog].compactMap { $0 },
-            state: .init(registry: registry, log: stateLog, deletions: deletions),
+            state: .init(registry: registry, log: stateLog, deletions: deletions, cluster: cluster),
             slowWork: slowWork, journalReads: journalReads,
             adminRate: configuration.adminRate, developmentCA: ProxyEnvironment.developmentCA)
 
@@ -129,8 +134,12 @@ package final class Emulator: Sendable {
         // that change state (the gateways' own, the admin API's) answer once their changes are
         // as durable as --durability says.
         var router = Router()
+        var blocked: (@Sendable () -> String?)?
+        if let link = cluster {
+            blocked = { link.isDegraded ? link.degradedReason : nil }
+        }
         let gate = stateLog.map { log in
-            StateGate(log: log) { ex, message in
+            StateGate(log: log, blocked: blocked) { ex, message in
                 ex.request.path.starts(with: Array("/emulator/".utf8)) ? AdminAPI.error(503, message) : ex.unavailableAnswer
             }
         }
@@ -168,6 +177,7 @@ package final class Emulator: Sendable {
         services = [
             JournalService(journal: journal),
             StateService(log: stateLog, registry: registry, exportOnExit: configuration.exportStateOnExit),
+            ClusterService(link: cluster),
             DispatcherService(dispatcher: stores.dispatcher),
             RegistrarService(registrar: stores.devices.registrar),
             FanOutService(worker: pipelineServices.fanOut), DeferredDeliveryService(worker: pipelineServices.deferred),
@@ -188,6 +198,10 @@ package final class Emulator: Sendable {
     package func start(listening: Bool) throws {
         let startedMs = Clock.nowMs()
         for service in services where listening || !(service is ServerService) { try service.start() }
+        // A node on a port chosen at bind time advertises the one it got.
+        if let cluster, configuration.advertise == nil, configuration.httpPort == 0, let port = httpAddress?.port {
+            cluster.advertise(Emulator.advertiseURL(configuration, hostname: Emulator.hostname(), port: port))
+        }
         // A journal from an earlier run holds notifications the log never had: inspection
         // reads reach into it for anything older than this start.
         if let journal, journal.counts().requests > 0 { stores.notifications.markHistory(before: startedMs) }

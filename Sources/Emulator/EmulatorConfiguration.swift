@@ -1,5 +1,6 @@
 import APNs
 import CSystem
+import Cluster
 import FCM
 import Faults
 import Fleet
@@ -88,6 +89,12 @@ package struct EmulatorConfiguration: Sendable {
     /// Web Push subscriptions' endpoints under pushemu's own address (the admin request's host)
     /// instead of the push services' host names (reached through the proxy).
     package var webPushLocalEndpoints = false
+    /// `--cluster`: this node's Redis (nil: a single node), `--cluster-name`, `--node-name`
+    /// (default host:port) and `--advertise` (default http://HOST:PORT).
+    package var cluster: RedisURL?
+    package var clusterName = "pushemu"
+    package var nodeName: String?
+    package var advertise: String?
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     package var fcmOverloadPercent = 0.0
     /// The journal: `strict` (default) answers only once a request's record is committed;

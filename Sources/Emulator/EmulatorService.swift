@@ -1,3 +1,4 @@
+import Cluster
 import Fleet
 import Glibc
 import Journal
@@ -40,6 +41,19 @@ struct FanOutService: EmulatorService {
     let worker: FanOutWorker
     func start() throws { worker.start() }
     func stop() { worker.stop() }
+}
+
+/// The link to the cluster: joined (the stream applied) before the server listens, left after it stops.
+struct ClusterService: EmulatorService {
+    let link: ClusterLink?
+    func start() throws {
+        do {
+            try link?.start()
+        } catch {
+            throw ConfigurationError("cannot join the cluster: \(error)")
+        }
+    }
+    func stop() { link?.stop() }
 }
 
 /// The deferred-delivery worker (Web Push messages decrypted and delivered after their answer).

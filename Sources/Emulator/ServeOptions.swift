@@ -1,3 +1,4 @@
+import APNs
 /// Parses `pushemu serve` flags (and `--config FILE`) into a configuration.
 ///
 /// Every flag is a long `--kebab-case` name taking `--name VALUE` or `--name=VALUE`; boolean
@@ -5,7 +6,7 @@
 /// (`#` starts a comment; booleans are `true`/`false`). Each option can also come from the
 /// environment (`PUSHEMU_HTTP_PORT` for `--http-port`: `environmentName`); a flag wins over the
 /// environment, which wins over the file.
-import APNs
+import Cluster
 import FCM
 import Faults
 import Fleet
@@ -165,6 +166,34 @@ package enum ServeOptions {
         ) { c, v in
             guard v == "real" || v == "local" else { throw ConfigurationError("--webpush-endpoints must be real or local, got '\(v)'") }
             c.webPushLocalEndpoints = v == "local"
+        },
+        Option(
+            name: "cluster", valueName: "URL",
+            help: "join a cluster: redis://HOST:PORT[/DB] holds its shared state (docs/cluster.md); needs a data directory"
+        ) { c, v in
+            guard let url = RedisURL(v) else {
+                throw ConfigurationError("--cluster must be redis://[:PASSWORD@]HOST[:PORT][/DB] (DB 0 to 15), got '\(v)'")
+            }
+            c.cluster = url
+        },
+        Option(name: "cluster-name", valueName: "NAME", help: "the cluster's name: its keys in Redis (default pushemu)") { c, v in
+            guard (1...64).contains(v.utf8.count), v.utf8.allSatisfy({ $0 > 32 && $0 < 127 && $0 != UInt8(ascii: "}") }) else {
+                throw ConfigurationError("--cluster-name must be 1 to 64 printable characters without spaces or '}', got '\(v)'")
+            }
+            c.clusterName = v
+        },
+        Option(name: "node-name", valueName: "NAME", help: "this node's name in the cluster (default HOSTNAME:HTTP_PORT)") { c, v in
+            guard (1...128).contains(v.utf8.count), v.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                throw ConfigurationError("--node-name must be 1 to 128 printable characters without spaces, got '\(v)'")
+            }
+            c.nodeName = v
+        },
+        Option(name: "advertise", valueName: "URL", help: "the URL the other nodes reach this one at (default http://HOST:HTTP_PORT)") {
+            c, v in
+            guard v.hasPrefix("http://") || v.hasPrefix("https://"), v.utf8.count <= 512 else {
+                throw ConfigurationError("--advertise must be an http:// or https:// URL, got '\(v)'")
+            }
+            c.advertise = v
         },
         Option(
             name: "devices", valueName: "POLICY",

@@ -32,6 +32,14 @@ public struct ChangeRecord: Sendable {
         static let seq = 1, atMs = 2, store = 3, kind = 4, version = 5, body = 6, origin = 7
     }
 
+    /// The record as a cluster node ships it (the envelope, with its origin).
+    public var wire: [UInt8] { encoded() }
+
+    /// A record a cluster node shipped.
+    public init(wire bytes: [UInt8]) throws {
+        self = try bytes.withUnsafeBytes { try ChangeRecord.decode($0) }
+    }
+
     /// The envelope in binary, without framing.
     func encoded() -> [UInt8] {
         var w = StateWriter(capacity: body.count + store.utf8.count + 24)

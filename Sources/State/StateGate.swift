@@ -12,9 +12,12 @@ public final class StateGate: ResponseGate, RouterMiddleware {
     public typealias Refusal = @Sendable (Exchange, String) -> Response
 
     private let refusal: Refusal
+    /// Why changes are refused besides the log (a cluster node that lost its Redis), or nil.
+    private let blocked: (@Sendable () -> String?)?
 
-    public init(log: StateLog, refusal: @escaping Refusal) {
+    public init(log: StateLog, blocked: (@Sendable () -> String?)? = nil, refusal: @escaping Refusal) {
         self.log = log
+        self.blocked = blocked
         self.refusal = refusal
     }
 
@@ -28,6 +31,9 @@ public final class StateGate: ResponseGate, RouterMiddleware {
     public func handle(_ ex: Exchange, next: Handler) throws {
         if log.isFailing, StateGate.changes(ex.request.method) {
             return ex.respond(refusal(ex, refusalText))
+        }
+        if let blocked, StateGate.changes(ex.request.method), let why = blocked() {
+            return ex.respond(refusal(ex, why + ": the change is not made (it would not reach the other nodes); retry once it is back"))
         }
         ex.gateMark = log.lastAppended
         ex.gate = self

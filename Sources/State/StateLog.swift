@@ -176,6 +176,14 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
 
     // MARK: appending
 
+    /// Who is told of each change made here (a record with no origin): a cluster node's shipper.
+    /// Set once, before the stores change.
+    private let shipper = FutexLock<(@Sendable (ChangeRecord) -> Void)?>(nil)
+
+    /// Has `ship` called with each record made on this node, after it is appended (a cluster
+    /// node ships it to the others; records applied from them carry their origin and are not).
+    public func shipChanges(to ship: @escaping @Sendable (ChangeRecord) -> Void) { shipper.withLock { $0 = ship } }
+
     /// Appends a record (assigning its position). Cheap: the bytes are queued for the next write.
     @discardableResult
     public func append(_ record: ChangeRecord) -> UInt64 {
@@ -189,6 +197,7 @@ public final class StateLog: @unchecked Sendable { // mutable state is behind it
             return seq
         }
         appended.store(seq, ordering: .releasing)
+        if record.origin.isEmpty, let ship = shipper.withLock({ $0 }) { ship(r) }
         if durability == .relaxed, driver.withLock({ $0 }) == nil {
             // No writer writes behind: write now.
             _ = write()

@@ -1,0 +1,358 @@
+import CSystem
+import Glibc
+import PushCore
+import Runtime
+import State
+import Synchronization
+
+/// This node's link to the cluster: the change records made here go to a Redis Stream, and the
+/// others' are applied here in the stream's order; the node announces itself with a heartbeat.
+///
+/// Keys, all under `pushemu:{CLUSTER}:` (the braces keep them in one Redis Cluster slot):
+/// - `changes`: the stream; each entry `origin NODE rec BYTES` (a `ChangeRecord`'s wire form);
+/// - `nodes`: a hash of node name to its URL;
+/// - `node:NAME`: its heartbeat, a JSON object, expiring 3 s after the last.
+///
+/// Threads, none an event loop: the shipper (XADD, in the order the changes were made; it
+/// retries while Redis is away, the node `degraded` meanwhile), the reader (XREAD BLOCK from
+/// the last entry applied), the heartbeat (once a second). The push path never calls Redis:
+/// a change reaches the push path of another node when that node applies its record.
+public final class ClusterLink: @unchecked Sendable { // threads and connections are each one thread's; shared state is locked or atomic
+    public struct Options: Sendable {
+        public var url: RedisURL
+        public var cluster: String
+        public var node: String
+        /// The URL peers and `/emulator/v1/cluster` name this node by.
+        public var advertise: String
+
+        public init(url: RedisURL, cluster: String, node: String, advertise: String) {
+            self.url = url
+            self.cluster = cluster
+            self.node = node
+            self.advertise = advertise
+        }
+    }
+
+    /// One node as `/emulator/v1/cluster` shows it.
+    public struct NodeStatus: Sendable {
+        public var name: String
+        public var url: String
+        public var healthy: Bool
+        public var lagMs: Int64?
+        public var ratePerSecond: Double?
+        public var applied: Int64?
+        public var degraded: Bool?
+        public var isSelf: Bool
+    }
+
+    public let options: Options
+    /// The URL it announces (`options.advertise`, or the one it got at bind time).
+    private let advertised: FutexLock<String>
+    let apply: @Sendable (ChangeRecord) throws -> Void
+    let rate: @Sendable () -> Double
+    var key: String { "pushemu:{\(options.cluster)}:" }
+
+    /// Changes made here and not yet in the stream, oldest first (bounded: past it the node is
+    /// degraded and refuses changes until they drain).
+    static let maxQueue = 100_000
+    private let queue = FutexLock<[ChangeRecord]>([])
+    private let queued = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let redisUp = Atomic<Bool>(false)
+    private let appliedCount = Atomic<Int64>(0)
+    private let shippedCount = Atomic<Int64>(0)
+    private let lastError = FutexLock<String?>(nil)
+    /// The last stream entry applied here (or skipped: this node's own), and when it was made.
+    private let lastApplied = FutexLock<(id: String, atMs: Int64)>(("0-0", 0))
+    private var threads: [pthread_t] = []
+    private let wake = FutexLock<Bool>(false)
+
+    /// `apply`: a record from another node, applied to this node's stores and kept in its log.
+    /// `rate`: this node's pushes a second, for its heartbeat.
+    public init(
+        options: Options, apply: @escaping @Sendable (ChangeRecord) throws -> Void, rate: @escaping @Sendable () -> Double
+    ) {
+        self.options = options
+        self.advertised = FutexLock(options.advertise)
+        self.apply = apply
+        self.rate = rate
+    }
+
+    // MARK: what the node asks
+
+    /// Whether changes made here reach the cluster: Redis answers and nothing waits too long.
+    public var isDegraded: Bool { !redisUp.load(ordering: .relaxed) || queued.load(ordering: .relaxed) >= ClusterLink.maxQueue }
+
+    /// Why, in words for a 503 and `/healthz`.
+    public var degradedReason: String {
+        if queued.load(ordering: .relaxed) >= ClusterLink.maxQueue { return "\(ClusterLink.maxQueue) changes wait for Redis" }
+        return "Redis at \(options.url) is unreachable" + (lastError.withLock { $0 }.map { ": \($0)" } ?? "")
+    }
+
+    /// Queues a change made here for the stream (from `StateLog.shipChanges`).
+    public func ship(_ record: ChangeRecord) {
+        var r = record
+        r.origin = options.node
+        queue.withLock { $0.append(r) }
+        queued.add(1, ordering: .relaxed)
+    }
+
+    /// Announces `url` from the next heartbeat on (a node that learnt its port at bind time).
+    public func advertise(_ url: String) {
+        advertised.withLock { $0 = url }
+        announceNow.store(true, ordering: .relaxed)
+    }
+    /// The heartbeat goes at once (the advertised URL changed).
+    private let announceNow = Atomic<Bool>(false)
+
+    /// The URL it announces.
+    public var advertisedURL: String { advertised.withLock { $0 } }
+
+    // MARK: starting and stopping
+
+    /// Connects, applies the stream from its beginning (the changes the cluster made before this
+    /// node joined; records are idempotent, so what this node already has is harmless), then
+    /// starts the threads. Throws when Redis cannot be reached at all.
+    public func start() throws(RedisError) {
+        let c = RedisConnection(options.url)
+        try c.connect()
+        let pong = try c.call(["PING"])
+        guard pong.text == "PONG" else { throw RedisError(description: "Redis at \(options.url) did not answer PING", fromRedis: true) }
+        redisUp.store(true, ordering: .relaxed)
+        try catchUp(c)
+        try heartbeat(c)
+        stopping.store(false, ordering: .relaxed)
+        threads = [
+            Threads.spawn { [self] in runShipper() }, Threads.spawn { [self] in runReader() },
+            Threads.spawn { [self] in runHeartbeat() },
+        ]
+    }
+
+    /// Ships what is queued (for up to 2 s), then stops the threads and says goodbye.
+    public func stop() {
+        let deadline = monotonicMs() + 2_000
+        while queued.load(ordering: .relaxed) > 0 && monotonicMs() < deadline && redisUp.load(ordering: .relaxed) { usleep(10_000) }
+        stopping.store(true, ordering: .relaxed)
+        for t in threads { pthread_join(t, nil) }
+        threads = []
+        let c = RedisConnection(options.url, timeoutMs: 500)
+        _ = try? c.call(["DEL", key + "node:" + options.node])
+    }
+
+    // MARK: the threads
+
+    private func runShipper() {
+        let c = RedisConnection(options.url)
+        while true {
+            let batch = queue.withLock { q -> [ChangeRecord] in
+                let b = Array(q.prefix(256))
+                return b
+            }
+            if batch.isEmpty {
+                if stopping.load(ordering: .relaxed) { return }
+                usleep(1_000)
+                continue
+            }
+            var sent = 0
+            for r in batch {
+                do {
+                    let reply = try c.call(bytes: [
+                        Array("XADD".utf8), Array((key + "changes").utf8), Array("*".utf8), Array("origin".utf8),
+                        Array(options.node.utf8), Array("rec".utf8), r.wire,
+                    ])
+                    if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
+                    sent += 1
+                } catch {
+                    down(error)
+                    break
+                }
+            }
+            if sent > 0 {
+                queue.withLock { $0.removeFirst(sent) }
+                queued.subtract(sent, ordering: .relaxed)
+                shippedCount.add(Int64(sent), ordering: .relaxed)
+            }
+            if sent < batch.count {
+                if stopping.load(ordering: .relaxed) { return }
+                usleep(200_000)
+            }
+        }
+    }
+
+    private func runReader() {
+        let c = RedisConnection(options.url)
+        while !stopping.load(ordering: .relaxed) {
+            let from = lastApplied.withLock { $0.id }
+            do {
+                let reply = try c.call(
+                    ["XREAD", "COUNT", "512", "BLOCK", "500", "STREAMS", key + "changes", from], extraWaitMs: 500)
+                if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
+                up()
+                for stream in reply.elements {
+                    let entries = stream.elements.count > 1 ? stream.elements[1].elements : []
+                    applyEntries(entries)
+                }
+            } catch {
+                down(error)
+                usleep(200_000)
+            }
+        }
+    }
+
+    private func runHeartbeat() {
+        let c = RedisConnection(options.url, timeoutMs: 1_000)
+        var next = monotonicMs()
+        while !stopping.load(ordering: .relaxed) {
+            if monotonicMs() >= next || announceNow.exchange(false, ordering: .relaxed) {
+                do {
+                    try heartbeat(c)
+                    up()
+                } catch {
+                    down(error)
+                }
+                next = monotonicMs() + 1_000
+            }
+            usleep(50_000)
+        }
+    }
+
+    // MARK: the stream
+
+    /// Applies stream entries in order, skipping this node's own.
+    private func applyEntries(_ entries: [RESPValue]) {
+        for e in entries {
+            let parts = e.elements
+            guard parts.count == 2, let id = parts[0].text else { continue }
+            let fields = parts[1].elements
+            var origin = ""
+            var rec: [UInt8]?
+            var i = 0
+            while i + 1 < fields.count {
+                switch fields[i].text {
+                case "origin": origin = fields[i + 1].text ?? ""
+                case "rec": if case .bulk(let b?) = fields[i + 1] { rec = b }
+                default: break
+                }
+                i += 2
+            }
+            if origin != options.node, let rec {
+                do {
+                    var record = try ChangeRecord(wire: rec)
+                    if record.origin.isEmpty { record.origin = origin }
+                    try apply(record)
+                    appliedCount.add(1, ordering: .relaxed)
+                } catch {
+                    csys_write_stderr("pushemu: cluster: a change from \(origin) (stream entry \(id)) did not apply: \(error)\n")
+                }
+            }
+            let ms = Int64(id.split(separator: "-").first ?? "0") ?? 0
+            lastApplied.withLock { $0 = (id, ms) }
+        }
+    }
+
+    /// Applies everything the stream holds, a page at a time.
+    private func catchUp(_ c: RedisConnection) throws(RedisError) {
+        var from = "-"
+        while true {
+            let reply = try c.call(["XRANGE", key + "changes", from, "+", "COUNT", "1000"])
+            if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
+            let entries = reply.elements
+            applyEntries(entries)
+            guard entries.count == 1000, let last = lastApplied.withLock({ $0.id }) as String? else { return }
+            from = "(" + last
+        }
+    }
+
+    /// Announces this node: its URL in `nodes`, its status in `node:NAME` for 3 s.
+    private func heartbeat(_ c: RedisConnection) throws(RedisError) {
+        let (id, atMs) = lastApplied.withLock { $0 }
+        _ = id
+        let url = advertisedURL
+        var w = JSONObjectWriter()
+        w.add("url", url)
+        w.add("appliedThrough", atMs)
+        w.add("applied", Int(appliedCount.load(ordering: .relaxed)))
+        w.add("shipped", Int(shippedCount.load(ordering: .relaxed)))
+        w.add("waiting", queued.load(ordering: .relaxed))
+        let r = rate()
+        w.add("ratePerSecond", json: r.isFinite ? String(Double(Int(r * 10)) / 10) : "0")
+        w.add("degraded", isDegraded)
+        for reply in [
+            try c.call(["HSET", key + "nodes", options.node, url]),
+            try c.call(["SET", key + "node:" + options.node, w.text, "PX", "3000"]),
+        ] {
+            if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
+        }
+    }
+
+    private func up() {
+        if !redisUp.exchange(true, ordering: .relaxed) {
+            csys_write_stderr("pushemu: cluster: Redis at \(options.url) answers again\n")
+        }
+    }
+
+    private func down(_ error: Error) {
+        lastError.withLock { $0 = "\(error)" }
+        if redisUp.exchange(false, ordering: .relaxed) {
+            csys_write_stderr(
+                "pushemu: cluster: lost Redis at \(options.url) (\(error)): serving pushes with the state this node has, refusing changes until it is back\n"
+            )
+        }
+    }
+
+    // MARK: reading the cluster
+
+    /// Every node that announced itself, healthy when its heartbeat is fresh, with its lag
+    /// behind the stream (ms between the stream's newest entry and the last it applied).
+    public func nodes() throws(RedisError) -> (nodes: [NodeStatus], streamLength: Int64, newestMs: Int64) {
+        let c = RedisConnection(options.url, timeoutMs: 1_000)
+        let all = try c.call(["HGETALL", key + "nodes"]).elements
+        let info = try c.call(["XINFO", "STREAM", key + "changes"])
+        var length: Int64 = 0
+        var newest: Int64 = 0
+        let fields = info.elements
+        var i = 0
+        while i + 1 < fields.count {
+            if fields[i].text == "length", case .integer(let n) = fields[i + 1] { length = n }
+            if fields[i].text == "last-generated-id", let t = fields[i + 1].text {
+                newest = Int64(t.split(separator: "-").first ?? "0") ?? 0
+            }
+            i += 2
+        }
+        var out: [NodeStatus] = []
+        var j = 0
+        while j + 1 < all.count {
+            let name = all[j].text ?? ""
+            let url = all[j + 1].text ?? ""
+            j += 2
+            var node = NodeStatus(
+                name: name, url: url, healthy: false, lagMs: nil, ratePerSecond: nil, applied: nil, degraded: nil,
+                isSelf: name == options.node)
+            if let beat = try c.call(["GET", key + "node:" + name]).text {
+                node.healthy = true
+                let raw = Array(beat.utf8)
+                raw.withUnsafeBytes { r in
+                    var t: [JSONToken] = []
+                    guard JSONParser.parse(r, into: &t) == nil, t.first?.kind == .object else { return }
+                    let v = JSONView(bytes: r, tokens: t)
+                    if let a = v.member(0, "appliedThrough"), let n = v.number(a) { node.lagMs = max(0, newest - Int64(n)) }
+                    if let a = v.member(0, "ratePerSecond"), let n = v.number(a) { node.ratePerSecond = n }
+                    if let a = v.member(0, "applied"), let n = v.number(a) { node.applied = Int64(n) }
+                    if let a = v.member(0, "degraded"), v.tokens[a].kind == .true || v.tokens[a].kind == .false {
+                        node.degraded = v.tokens[a].kind == .true
+                    }
+                }
+            }
+            out.append(node)
+        }
+        return (out.sorted { $0.name < $1.name }, length, newest)
+    }
+
+    /// This node's own view: Redis reachable, changes waiting, applied and shipped.
+    public var local: (redisUp: Bool, waiting: Int, applied: Int64, shipped: Int64, lastError: String?) {
+        (
+            redisUp.load(ordering: .relaxed), queued.load(ordering: .relaxed), appliedCount.load(ordering: .relaxed),
+            shippedCount.load(ordering: .relaxed), lastError.withLock { $0 }
+        )
+    }
+}
