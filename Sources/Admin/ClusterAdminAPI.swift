@@ -52,6 +52,12 @@ struct ClusterAdminAPI: AdminResource {
         out.add("node", link.options.node)
         out.add("degraded", link.isDegraded)
         out.add("waiting", local.waiting)
+        if let r = local.reseeded {
+            var w = JSONObjectWriter()
+            w.add("at", r.atMs)
+            w.add("records", r.records)
+            out.add("reseeded", json: w.text)
+        }
         out.add("redis", json: redis.text)
         out.add("nodes", jsonArray: nodes)
         return out.text

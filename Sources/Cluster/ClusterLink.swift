@@ -50,6 +50,12 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     private let advertised: FutexLock<String>
     let apply: @Sendable (ChangeRecord) throws -> Void
     let rate: @Sendable () -> Double
+    /// Calls its argument with every record of this node's state (to re-seed Redis).
+    let state: @Sendable ((ChangeRecord) -> Void) -> Void
+    /// The cluster's epoch as this node last read it: a Redis that lost it lost the stream.
+    private let epoch = FutexLock<String?>(nil)
+    /// When this node last re-seeded Redis, and with how many records.
+    private let reseeded = FutexLock<(atMs: Int64, records: Int)?>(nil)
     var key: String { "pushemu:{\(options.cluster)}:" }
 
     /// Changes made here and not yet in the stream, oldest first (bounded: past it the node is
@@ -69,13 +75,16 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
 
     /// `apply`: a record from another node, applied to this node's stores and kept in its log.
     /// `rate`: this node's pushes a second, for its heartbeat.
+    /// `state`: every record of this node's state, for re-seeding a Redis that lost them.
     public init(
-        options: Options, apply: @escaping @Sendable (ChangeRecord) throws -> Void, rate: @escaping @Sendable () -> Double
+        options: Options, apply: @escaping @Sendable (ChangeRecord) throws -> Void, rate: @escaping @Sendable () -> Double,
+        state: @escaping @Sendable ((ChangeRecord) -> Void) -> Void
     ) {
         self.options = options
         self.advertised = FutexLock(options.advertise)
         self.apply = apply
         self.rate = rate
+        self.state = state
     }
 
     // MARK: what the node asks
@@ -120,6 +129,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         guard pong.text == "PONG" else { throw RedisError(description: "Redis at \(options.url) did not answer PING", fromRedis: true) }
         redisUp.store(true, ordering: .relaxed)
         try catchUp(c)
+        try checkEpoch(c, joining: true)
         try heartbeat(c)
         stopping.store(false, ordering: .relaxed)
         threads = [
@@ -205,6 +215,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         while !stopping.load(ordering: .relaxed) {
             if monotonicMs() >= next || announceNow.exchange(false, ordering: .relaxed) {
                 do {
+                    try checkEpoch(c, joining: false)
                     try heartbeat(c)
                     up()
                 } catch {
@@ -261,6 +272,29 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
             guard entries.count == 1000, let last = lastApplied.withLock({ $0.id }) as String? else { return }
             from = "(" + last
         }
+    }
+
+    /// The cluster's epoch: made by the first node (`SET NX`), read by every node. When a node
+    /// that knew it finds it gone, Redis lost the cluster's keys (restarted without persistence):
+    /// the node makes a new one and ships its whole state again, which every node applies (the
+    /// records are idempotent), and says so on stderr and in `/emulator/v1/cluster`.
+    private func checkEpoch(_ c: RedisConnection, joining: Bool) throws(RedisError) {
+        let fresh = "\(options.node)@\(Clock.nowMs())"
+        _ = try c.call(["SET", key + "epoch", fresh, "NX"])
+        let now = try c.call(["GET", key + "epoch"]).text
+        let known = epoch.withLock { e -> String? in
+            defer { e = now }
+            return e
+        }
+        guard !joining, let known, known != now else { return }
+        var records: [ChangeRecord] = []
+        state { records.append($0) }
+        for r in records { ship(r) }
+        reseeded.withLock { $0 = (Clock.nowMs(), records.count) }
+        lastApplied.withLock { $0 = ("0-0", 0) }
+        csys_write_stderr(
+            "pushemu: cluster: Redis at \(options.url) lost the cluster's state (restarted without persistence?): re-seeding it from this node's (\(records.count) records)\n"
+        )
     }
 
     /// Announces this node: its URL in `nodes`, its status in `node:NAME` for 3 s.
@@ -348,11 +382,13 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         return (out.sorted { $0.name < $1.name }, length, newest)
     }
 
-    /// This node's own view: Redis reachable, changes waiting, applied and shipped.
-    public var local: (redisUp: Bool, waiting: Int, applied: Int64, shipped: Int64, lastError: String?) {
+    /// This node's own view: Redis reachable, changes waiting, applied and shipped, and its last re-seeding.
+    public var local:
+        (redisUp: Bool, waiting: Int, applied: Int64, shipped: Int64, lastError: String?, reseeded: (atMs: Int64, records: Int)?)
+    {
         (
             redisUp.load(ordering: .relaxed), queued.load(ordering: .relaxed), appliedCount.load(ordering: .relaxed),
-            shippedCount.load(ordering: .relaxed), lastError.withLock { $0 }
+            shippedCount.load(ordering: .relaxed), lastError.withLock { $0 }, reseeded.withLock { $0 }
         )
     }
 }

@@ -29,7 +29,8 @@ extension Emulator {
                 try registry.apply(record)
                 _ = log.append(record)
             },
-            rate: { meter.perSecond() })
+            rate: { meter.perSecond() },
+            state: { registry.forEachRecord($0) })
         log.shipChanges(to: { link.ship($0) })
         return link
     }

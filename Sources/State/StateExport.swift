@@ -38,6 +38,12 @@ extension StoreRegistry {
         }
     }
 
+    /// Every persistent store's state as change records, in registry order (what a cluster node
+    /// ships to re-seed a Redis that lost the cluster's stream).
+    public func forEachRecord(_ body: (ChangeRecord) -> Void) {
+        for store in persistentStores { store.allRecords(body) }
+    }
+
     /// One record as an export line.
     func exportLine(_ record: ChangeRecord) throws -> String {
         guard let schema = schema(store: record.store, kind: record.kind) else {

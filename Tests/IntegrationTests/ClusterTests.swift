@@ -145,5 +145,94 @@ final class ClusterTests: XCTestCase {
         }
         XCTAssertTrue(seen, "a change made after Redis came back reaches B")
         XCTAssertTrue(a.stderr.contains("lost Redis"), a.stderr)
+        // The Redis that came back had lost the stream: the nodes re-seeded it from their state,
+        // so a node that joins now has the devices made before the outage.
+        var status = try json(try adminRequest(a, "GET", "/emulator/v1/cluster").1)
+        for _ in 0..<100 where status["reseeded"] == nil {
+            usleep(50_000)
+            status = try json(try adminRequest(a, "GET", "/emulator/v1/cluster").1)
+        }
+        XCTAssertNotNil(status["reseeded"], "\(status)")
+        XCTAssertTrue(a.stderr.contains("re-seeding it"), a.stderr)
+        let c = try node("c")
+        defer { c.stop() }
+        XCTAssertEqual(try adminRequest(c, "GET", "/emulator/v1/devices/\(token)").0, 200, "made before the outage")
+        XCTAssertEqual(try adminRequest(c, "GET", "/emulator/v1/devices/\(later)").0, 200, "made after it")
+    }
+
+    /// `Scripts/cluster up --nodes 3`: redis-server, three nodes and HAProxy in TCP mode. Senders
+    /// and the admin API go through HAProxy; each new connection may reach another node, and
+    /// every node answers as one emulator: a key and devices made through one node, pushes
+    /// accepted on all three (h2c and TLS passed through), an uninstall seen by all.
+    func testThreeNodesBehindHAProxy() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-haproxy-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let http = try freeLocalPort()
+        let https = try freeLocalPort()
+        let env = ["PUSHEMU_BIN": ServerProcess.binaryPath]
+        let up = try runCommand(
+            Self.root + "/Scripts/cluster",
+            ["up", "--nodes", "3", "--dir", dir, "--http-port", String(http), "--https-port", String(https), "--name", "ha"], timeout: 120,
+            environment: env)
+        defer { _ = try? runCommand(Self.root + "/Scripts/cluster", ["down", "--dir", dir], timeout: 60, environment: env) }
+        XCTAssertEqual(up.status, 0, up.stdout + up.stderr)
+        let nodePorts = up.stdout.split(separator: "\n").compactMap { line -> Int? in
+            guard line.contains("node-"), let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") }) else { return nil }
+            return Int(url.split(separator: ":").last ?? "")
+        }
+        XCTAssertEqual(nodePorts.count, 3, up.stdout)
+        let front = "http://127.0.0.1:\(http)"
+        let creds = try runCommand(
+            ServerProcess.binaryPath, ["credentials", "apns", "--server", front, "--out", dir, "--topics", "com.example.ha"], timeout: 20)
+        XCTAssertEqual(creds.status, 0, creds.stderr)
+        let made = try json(creds.stdout)
+        let kid = try XCTUnwrap(made["keyId"] as? String)
+        let jwt = try runCommand(
+            ServerProcess.binaryPath,
+            ["token", "apns", "--key", dir + "/AuthKey_\(kid).p8", "--key-id", kid, "--team-id", try XCTUnwrap(made["teamId"] as? String)],
+            timeout: 20
+        ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let ca = dir + "/ca.pem"
+        XCTAssertEqual(try runCommand(ServerProcess.binaryPath, ["ca", "--out", ca], timeout: 20).status, 0)
+        let token = String(repeating: "e", count: 64)
+        let added = try runCommand(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-d", #"{"platform":"ios","app":"com.example.ha","token":"\#(token)"}"#,
+                front + "/emulator/v1/devices",
+            ], timeout: 10)
+        XCTAssertEqual(added.stdout, "201")
+        func push(tls: Bool) throws -> String {
+            let url = tls ? "https://127.0.0.1:\(https)/3/device/\(token)" : front + "/3/device/\(token)"
+            let args =
+                (tls ? ["--http2", "--cacert", ca] : ["--http2-prior-knowledge"])
+                + [
+                    "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: com.example.ha",
+                    "-d", #"{"aps":{"alert":"through HAProxy"}}"#, url,
+                ]
+            return try runCommand("curl", args, timeout: 10).stdout
+        }
+        // The device reaches every node within a moment; then 12 connections, round robin.
+        usleep(300_000)
+        var codes: [String] = []
+        for i in 0..<12 { codes.append(try push(tls: i % 2 == 1)) }
+        XCTAssertEqual(codes, Array(repeating: "200", count: 12))
+        // Each node took its share of them.
+        for port in nodePorts {
+            let metrics = try runCommand("curl", ["-sS", "http://127.0.0.1:\(port)/metrics"], timeout: 10).stdout
+            let line = metrics.split(separator: "\n").first {
+                $0.hasPrefix("pushemu_requests_total{") && $0.contains("provider=\"apns\"") && $0.contains("status=\"200\"")
+            }
+            XCTAssertNotNil(line, "node on \(port) answered none: \(metrics.prefix(2000))")
+        }
+        let cluster = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/cluster"], timeout: 10).stdout)
+        XCTAssertEqual((cluster["nodes"] as? [[String: Any]])?.filter { $0["healthy"] as? Bool == true }.count, 3, "\(cluster)")
+        let removed = try runCommand(
+            "curl", ["-sS", "-X", "DELETE", "-o", "/dev/null", "-w", "%{http_code}", front + "/emulator/v1/devices/\(token)"], timeout: 10)
+        XCTAssertEqual(removed.stdout, "200")
+        usleep(300_000)
+        codes = []
+        for i in 0..<6 { codes.append(try push(tls: i % 2 == 1)) }
+        XCTAssertEqual(codes, Array(repeating: "410", count: 6), "every node knows the uninstall")
     }
 }
