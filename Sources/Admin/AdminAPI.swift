@@ -224,7 +224,9 @@ package struct AdminAPI: Sendable {
         let held: [any RouterMiddleware] = gate.map { [$0] } ?? []
         r.group(middleware: guarded) { probes in
             HealthAdminAPI(journal: records.journal, stateLog: state.log, cluster: state.cluster).register(&probes)
-            MetricsAdminAPI(sources: metricsSources, gauges: gauges, stateMemory: devicesLayer.lifecycle.store.memory.memory)
+            MetricsAdminAPI(
+                sources: metricsSources, gauges: gauges, stateMemory: devicesLayer.lifecycle.store.memory.memory,
+                node: state.cluster?.options.node)
                 .register(&probes)
         }
         let resources = self.resources

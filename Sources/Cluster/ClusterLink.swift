@@ -71,7 +71,10 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// The last stream entry applied here (or skipped: this node's own), and when it was made.
     private let lastApplied = FutexLock<(id: String, atMs: Int64)>(("0-0", 0))
     private var threads: [pthread_t] = []
-    private let wake = FutexLock<Bool>(false)
+    /// Wakes the shipper when a change is queued (it sleeps on it, at most 100 ms at a time).
+    private let wakeFD = csys_eventfd()
+
+    deinit { if wakeFD >= 0 { close(wakeFD) } }
 
     /// `apply`: a record from another node, applied to this node's stores and kept in its log.
     /// `rate`: this node's pushes a second, for its heartbeat.
@@ -104,6 +107,8 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         r.origin = options.node
         queue.withLock { $0.append(r) }
         queued.add(1, ordering: .relaxed)
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
     }
 
     /// Announces `url` from the next heartbeat on (a node that learnt its port at bind time).
@@ -160,7 +165,10 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
             }
             if batch.isEmpty {
                 if stopping.load(ordering: .relaxed) { return }
-                usleep(1_000)
+                var p = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+                _ = poll(&p, 1, 100)
+                var drained: UInt64 = 0
+                _ = read(wakeFD, &drained, 8)
                 continue
             }
             var sent = 0

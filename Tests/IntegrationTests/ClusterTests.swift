@@ -224,6 +224,9 @@ final class ClusterTests: XCTestCase {
                 $0.hasPrefix("pushemu_requests_total{") && $0.contains("provider=\"apns\"") && $0.contains("status=\"200\"")
             }
             XCTAssertNotNil(line, "node on \(port) answered none: \(metrics.prefix(2000))")
+            XCTAssertTrue(line?.contains(#"{node="node-"#) == true, "each node's samples are labelled: \(line ?? "")")
+            let checked = try runCommand("promtool", ["check", "metrics"], timeout: 20, stdin: Data(metrics.utf8))
+            XCTAssertFalse(checked.stdout.contains("error") || checked.stderr.contains("error"), checked.stdout + checked.stderr)
         }
         let cluster = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/cluster"], timeout: 10).stdout)
         XCTAssertEqual((cluster["nodes"] as? [[String: Any]])?.filter { $0["healthy"] as? Bool == true }.count, 3, "\(cluster)")
