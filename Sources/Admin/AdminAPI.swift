@@ -190,7 +190,7 @@ package struct AdminAPI: Sendable {
             NotificationsAdminAPI(
                 log: records.log, journal: records.journal, journalReads: journalReads, deletions: state.deletions,
                 campaignKeys: records.campaignKeys, fanOut: records.fanOut, deferred: records.deferred, tracking: devicesLayer.tracking,
-                deviceStore: deviceStore),
+                deviceStore: deviceStore, clusterReads: state.cluster.map { ClusterReads(link: $0, worker: slowWork) }),
             DevelopmentCAAdminAPI(pem: developmentCA),
             StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory),
             StateAdminAPI(registry: state.registry, log: state.log, slowWork: slowWork),
@@ -226,8 +226,9 @@ package struct AdminAPI: Sendable {
             HealthAdminAPI(journal: records.journal, stateLog: state.log, cluster: state.cluster).register(&probes)
             MetricsAdminAPI(
                 sources: metricsSources, gauges: gauges, stateMemory: devicesLayer.lifecycle.store.memory.memory,
-                node: state.cluster?.options.node)
-                .register(&probes)
+                node: state.cluster?.options.node
+            )
+            .register(&probes)
         }
         let resources = self.resources
         r.group("/emulator/v1", middleware: limited + guarded) { api in
@@ -247,13 +248,16 @@ package struct AdminAPI: Sendable {
     }
 
     /// The admin API's error shape.
-    package static func error(_ code: Int, _ message: String) -> Response {
+    package static func error(_ code: Int, _ message: String) -> Response { .json(code, errorBody(code, message)) }
+
+    /// Its body: `{"error":{"code","message"}}`.
+    static func errorBody(_ code: Int, _ message: String) -> String {
         var error = JSONObjectWriter()
         error.add("code", code)
         error.add("message", message)
         var object = JSONObjectWriter()
         object.add("error", json: error.text)
-        return .json(code, object.text)
+        return object.text
     }
 }
 

@@ -1,3 +1,4 @@
+import Cluster
 import Fleet
 import Journal
 import Observation
@@ -40,11 +41,17 @@ struct NotificationsAdminAPI: AdminResource {
     /// For a whole notification: the tracking calls it caused and the device it reached.
     let tracking: TrackingLog
     let deviceStore: DeviceStore
+    /// On a cluster node: reads for the whole cluster (nil on a single node).
+    var clusterReads: ClusterReads? = nil
 
     func register(_ routes: inout RouterGroup) {
         let api = self
         routes.add(.get, "/notifications") { ex in
             let q = ex.request
+            if let reads = api.clusterReads, reads.takes(ex) {
+                let limit = intParameter(q, "limit", default: 100, range: 1...10_000) ?? 100
+                return reads.answer(ex, .list(order: q.queryParameter("order"), limit: limit))
+            }
             let query: NotificationQuery
             do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs()) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
@@ -78,6 +85,7 @@ struct NotificationsAdminAPI: AdminResource {
         }
         routes.add(.get, "/notifications/{id}") { ex in
             let id = ex.parameter("id").utf8String
+            if let reads = api.clusterReads, reads.takes(ex) { return reads.answer(ex, id == "latest" ? .latest : .one) }
             if id == "latest" { return api.latest(ex) }
             guard let uuid = UUIDValue.parseCanonicalLowercase(Array(id.lowercased().utf8)) else {
                 return ex.respond(
@@ -94,6 +102,10 @@ struct NotificationsAdminAPI: AdminResource {
             }
         }
         routes.add(.get, "/devices/{token}/notifications") { ex in
+            if let reads = api.clusterReads, reads.takes(ex) {
+                return reads.answer(
+                    ex, .list(order: nil, limit: intParameter(ex.request, "limit", default: 10_000, range: 1...10_000) ?? 10_000))
+            }
             var f = NotificationLog.Filter()
             f.token = ex.parameter("token").utf8String
             guard let wait = intParameter(ex.request, "wait", default: 0, range: 0...300),

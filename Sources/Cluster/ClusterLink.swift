@@ -43,6 +43,20 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         public var applied: Int64?
         public var degraded: Bool?
         public var isSelf: Bool
+
+        public init(
+            name: String, url: String, healthy: Bool, lagMs: Int64?, ratePerSecond: Double?, applied: Int64?, degraded: Bool?,
+            isSelf: Bool
+        ) {
+            self.name = name
+            self.url = url
+            self.healthy = healthy
+            self.lagMs = lagMs
+            self.ratePerSecond = ratePerSecond
+            self.applied = applied
+            self.degraded = degraded
+            self.isSelf = isSelf
+        }
     }
 
     public let options: Options

@@ -132,6 +132,38 @@ final class RedisConnection {
         }
     }
 
+    /// Sends `request` as it is and reads until the peer closes (at most `limit` bytes, within
+    /// `timeoutMs`): an HTTP/1.1 exchange with `Connection: close` (`PeerHTTP`).
+    func exchange(_ request: [UInt8], limit: Int, timeoutMs: Int) throws(RedisError) -> [UInt8] {
+        if fd < 0 { try connect() }
+        defer { close() }
+        var sent = 0
+        while sent < request.count {
+            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw RedisError(description: "send failed", fromRedis: false) }
+            sent += n
+        }
+        let deadline = monotonicMs() + Int64(timeoutMs)
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let left = deadline - monotonicMs()
+            guard left > 0 else { throw RedisError(description: "timed out", fromRedis: false) }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(min(left, 1_000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { throw RedisError(description: "poll failed", fromRedis: false) }
+            if ready == 0 { continue }
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n == 0 { return out }
+            guard n > 0 else { throw RedisError(description: "recv failed", fromRedis: false) }
+            out += buf[0..<n]
+            guard out.count <= limit else { throw RedisError(description: "the answer is too large", fromRedis: false) }
+        }
+    }
+
     private func fail(_ what: String) throws(RedisError) -> RESPValue {
         let code = errno
         let reason = code == 0 || what.hasSuffix(")") ? "" : ": " + RedisConnection.describe(code)

@@ -228,6 +228,30 @@ final class ClusterTests: XCTestCase {
             let checked = try runCommand("promtool", ["check", "metrics"], timeout: 20, stdin: Data(metrics.utf8))
             XCTAssertFalse(checked.stdout.contains("error") || checked.stderr.contains("error"), checked.stdout + checked.stderr)
         }
+        // Reads answer for the whole cluster, from any node: the 12 pushes, whichever node took them.
+        let listed = try json(
+            try runCommand("curl", ["-sS", front + "/emulator/v1/notifications?token=\(token)&limit=100"], timeout: 20).stdout)
+        let all = try XCTUnwrap(listed["notifications"] as? [[String: Any]], "\(listed)")
+        XCTAssertEqual(all.count, 12, "\(listed)")
+        XCTAssertNil(listed["partial"])
+        let times = all.compactMap { $0["receivedAt"] as? Int }
+        XCTAssertEqual(times, times.sorted(), "oldest first, over every node")
+        let page = try json(
+            try runCommand("curl", ["-sS", front + "/emulator/v1/notifications?token=\(token)&limit=5&order=desc"], timeout: 20).stdout)
+        XCTAssertEqual((page["notifications"] as? [[String: Any]])?.count, 5)
+        XCTAssertNotNil(page["next"] as? String, "\(page)")
+        for port in nodePorts {
+            // Each node, asked directly, answers for all: the newest, and any one by its id.
+            let latest = try json(
+                try runCommand("curl", ["-sS", "http://127.0.0.1:\(port)/emulator/v1/notifications/latest?token=\(token)"], timeout: 20)
+                    .stdout)
+            XCTAssertEqual(latest["id"] as? String, all.last?["id"] as? String, "\(latest)")
+            let firstID = try XCTUnwrap(all.first?["id"] as? String)
+            let one = try runCommand(
+                "curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/emulator/v1/notifications/\(firstID)"],
+                timeout: 20)
+            XCTAssertEqual(one.stdout, "200")
+        }
         let cluster = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/cluster"], timeout: 10).stdout)
         XCTAssertEqual((cluster["nodes"] as? [[String: Any]])?.filter { $0["healthy"] as? Bool == true }.count, 3, "\(cluster)")
         let removed = try runCommand(
@@ -237,5 +261,18 @@ final class ClusterTests: XCTestCase {
         codes = []
         for i in 0..<6 { codes.append(try push(tls: i % 2 == 1)) }
         XCTAssertEqual(codes, Array(repeating: "410", count: 6), "every node knows the uninstall")
+        // A node that stops answering is named: reads stay 200, partial.
+        let third = try String(contentsOfFile: dir + "/node-3.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        kill(pid_t(third) ?? 0, SIGKILL)
+        var partial: [String: Any] = [:]
+        for _ in 0..<60 {
+            partial = try json(
+                try runCommand("curl", ["-sS", "http://127.0.0.1:\(nodePorts[0])/emulator/v1/notifications?token=\(token)"], timeout: 20)
+                    .stdout)
+            if partial["partial"] != nil { break }
+            usleep(100_000)
+        }
+        XCTAssertEqual(partial["partial"] as? Bool, true, "\(partial)")
+        XCTAssertEqual(partial["unreachable"] as? [String], ["node-3"], "\(partial)")
     }
 }
