@@ -145,7 +145,7 @@ public struct WebPushGateway: PushGateway {
                 }
             }
             let undecryptable = failure != nil
-            let read = undecryptable ? (isJSON: false, hasTitle: false) : WebPushGateway.read(plaintext)
+            let read = undecryptable ? (isJSON: false, hasTitle: false, tag: nil) : WebPushGateway.read(plaintext)
             let payload = undecryptable ? body : plaintext
             var delivery = Delivery(
                 provider: .webpush, platform: .web, tokenBytes: token[...], appBytes: subscription.map { Array($0.app.utf8)[...] },
@@ -156,7 +156,8 @@ public struct WebPushGateway: PushGateway {
                 delivery.alerts = .notification
             }
             delivery.hasData = !plaintext.isEmpty
-            delivery.collapseID = facts.topic
+            // The service's Topic replaces a message it holds; the notification's tag, one shown.
+            delivery.collapseID = facts.topic ?? (read.hasTitle ? read.tag : nil)
             // TTL 0: delivered now or never (an offline browser's is dropped, as autopush drops it).
             delivery.expiresAtMs = facts.ttl == 0 ? 0 : nowMs + Int64(facts.ttl) * 1000
             var warnings = failure.map { ["the browser could not decrypt the message: \($0.description)"] } ?? []
@@ -175,27 +176,31 @@ public struct WebPushGateway: PushGateway {
         }
     }
 
-    /// One parse of a decrypted payload: whether it is a JSON object, and whether it has a
-    /// non-empty string `title` (what a service worker written the common way shows; Pushwoosh's
-    /// `header`, at the top or under `data`, or a `notification` object's `title`).
-    static func read(_ payload: [UInt8]) -> (isJSON: Bool, hasTitle: Bool) {
+    /// One parse of a decrypted payload: whether it is a JSON object, whether it has a non-empty
+    /// string `title` (what a service worker written the common way shows; Pushwoosh's `header`,
+    /// at the top or under `data`, or a `notification` object's `title`), and its `tag` (a
+    /// notification with the tag of one still shown replaces it, as `showNotification` does).
+    static func read(_ payload: [UInt8]) -> (isJSON: Bool, hasTitle: Bool, tag: String?) {
         payload.withUnsafeBytes { raw in
             var tokens: [JSONToken] = []
-            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return (false, false) }
+            guard JSONParser.parse(raw, into: &tokens) == nil, tokens.first?.kind == .object else { return (false, false, nil) }
             let v = JSONView(bytes: raw, tokens: tokens)
+            var tag: String?
+            if let t = v.member(0, "tag"), v.tokens[t].kind == .string, !v.string(t).isEmpty { tag = v.string(t) }
             for key: StaticString in ["title", "header"] {
-                if let t = v.member(0, key), v.tokens[t].kind == .string, !v.string(t).isEmpty { return (true, true) }
+                if let t = v.member(0, key), v.tokens[t].kind == .string, !v.string(t).isEmpty { return (true, true, tag) }
             }
             if let n = v.member(0, "notification"), v.tokens[n].kind == .object, let t = v.member(n, "title"), v.tokens[t].kind == .string {
-                return (true, true)
+                if tag == nil, let g = v.member(n, "tag"), v.tokens[g].kind == .string, !v.string(g).isEmpty { tag = v.string(g) }
+                return (true, true, tag)
             }
             // Pushwoosh's web SDK also takes its payload wrapped in `data`.
             if let d = v.member(0, "data"), v.tokens[d].kind == .object, let t = v.member(d, "header"), v.tokens[t].kind == .string,
                 !v.string(t).isEmpty
             {
-                return (true, true)
+                return (true, true, tag)
             }
-            return (true, false)
+            return (true, false, tag)
         }
     }
 

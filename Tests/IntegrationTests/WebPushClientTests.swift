@@ -390,6 +390,19 @@ final class WebPushClientTests: XCTestCase {
         // The campaign id is read from what the browser decrypted.
         let found = try json(try adminRequest(s, "GET", "/emulator/v1/notifications?campaign=\(campaign)").1)
         XCTAssertEqual((found["notifications"] as? [[String: Any]])?.count, 2, "\(found)")
+        // A notification with the tag of one still shown replaces it (showNotification's tag).
+        let tagged = try subscribe("chrome", tracking: "null")
+        XCTAssertEqual(try send(tagged, #"{"title":"Sale","tag":"sale"}"#), 201)
+        XCTAssertEqual(try send(tagged, #"{"title":"Sale, updated","tag":"sale"}"#), 201)
+        let taggedToken = try XCTUnwrap(tagged["token"] as? String)
+        var collapsed: [String: Any] = [:]
+        for _ in 0..<50 {
+            collapsed = try json(try adminRequest(s, "GET", "/emulator/v1/devices/\(taggedToken)").1)
+            if collapsed["received"] as? Int == 2 { break }
+            usleep(50_000)
+        }
+        XCTAssertEqual(collapsed["collapsed"] as? Int, 1, "\(collapsed)")
+        XCTAssertEqual(collapsed["inbox"] as? Int, 1, "\(collapsed)")
         // Safari revokes a subscription after three pushes that show nothing.
         let quiet = try subscribe("safari", tracking: "null")
         for i in 1...3 { XCTAssertEqual(try send(quiet, #"{"refresh":\#(i)}"#), 201, "silent push \(i)") }
