@@ -146,7 +146,21 @@ export function webContent(n) {
     icon: str(p.icon || nn.icon || p.i || ""),
     image: str(p.image || nn.image || ""),
     actions: actions.filter(Boolean),
+    tag: str(p.tag || nn.tag || ""),
+    renotify: (p.renotify || nn.renotify) === true,
+    silent: (p.silent || nn.silent) === true,
+    requireInteraction: (p.requireInteraction || nn.requireInteraction) === true,
   };
+}
+
+/** What the browser does with the options beyond the text (MDN's compatibility table). */
+function webOptions(c, safari) {
+  const notes = [];
+  if (c.tag) notes.push(`replaces an earlier notification tagged "${c.tag}"` + (!safari && c.renotify ? ", and alerts again" : ", silently"));
+  if (c.silent) notes.push("no sound or vibration");
+  if (c.requireInteraction && !safari) notes.push("stays until clicked or dismissed");
+  if (safari && (c.image || c.actions.length)) notes.push("Safari shows no image and no action buttons");
+  return notes.length ? h("div", { class: "caption" }, notes.join("; ")) : "";
 }
 
 function siteOf(n) {
@@ -156,6 +170,7 @@ function siteOf(n) {
 
 function webFigure(n, id, cls, caption, browser, now) {
   const c = webContent(n);
+  const safari = cls === "safari";
   const shown = !n.display || n.display.outcome === "shown";
   return h("figure", { class: "desktop " + cls + (shown ? "" : " not-shown"), id, "aria-label": `${caption} preview` },
     h("div", { class: "caption" }, caption),
@@ -165,8 +180,9 @@ function webFigure(n, id, cls, caption, browser, now) {
         h("div", { class: "head" }, h("span", { class: "small-icon", "aria-hidden": "true" }), h("span", {}, browser), h("span", {}, "·"), h("span", {}, siteOf(n)), h("span", {}, relative(n.receivedAt, now))),
         h("div", { class: c.icon ? "text beside" : "text" }, h("div", { class: "title" }, c.title), c.body ? h("div", { class: "body" }, c.body) : ""),
         c.icon ? thumb(c.icon) : "",
-        c.image ? thumb(c.image, "thumb big-picture") : "",
-        c.actions.length ? h("div", { class: "actions" }, c.actions.map((a) => h("span", {}, a))) : ""));
+        c.image && !safari ? thumb(c.image, "thumb big-picture") : "",
+        c.actions.length && !safari ? h("div", { class: "actions" }, c.actions.map((a) => h("span", {}, a))) : ""),
+    c.title ? webOptions(c, safari) : "");
 }
 
 /** Chrome's notification on Windows (also Edge's). */
