@@ -72,7 +72,7 @@ let package = Package(
             dependencies: ["Runtime", "Transport", "PushCore", "Observation", "State", "Fleet", "Faults", "Journal"],
             swiftSettings: hotPath),
         // Cluster mode: the change records through a Redis Stream, the nodes' heartbeats (its own threads; never on the push path).
-        .target(name: "Cluster", dependencies: ["Runtime", "PushCore", "State", "CSystem"]),
+        .target(name: "Cluster", dependencies: ["Runtime", "PushCore", "State", "Faults", "CSystem"]),
         // The admin API (/healthz, /metrics, /emulator/v1): HTTP parsing and JSON only.
         .target(
             name: "Admin",

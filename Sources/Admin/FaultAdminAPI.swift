@@ -26,7 +26,7 @@ struct FaultAdminAPI: AdminResource {
             }
         }
         routes.add(.get, "/faults") { ex in
-            ex.respond(.json(200, JSONObjectWriter.list("faults", engine.all.map(\.json))))
+            ex.respond(.json(200, JSONObjectWriter.list("faults", engine.all.map(engine.json))))
         }
         routes.add(.delete, "/faults") { ex in
             engine.removeAll()
@@ -36,7 +36,7 @@ struct FaultAdminAPI: AdminResource {
             let id = ex.parameter("id").utf8String
             guard let rule = engine.rule(id: id) else { return ex.respond(AdminAPI.error(404, "no fault \(id)")) }
             if ex.request.method == .delete { engine.remove(id: id) }
-            ex.respond(.json(200, rule.json))
+            ex.respond(.json(200, engine.json(rule)))
         }
         routes.add(.post, "/scenarios", maxBodySize: 256 * 1024) { ex in
             do {

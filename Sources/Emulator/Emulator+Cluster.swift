@@ -1,5 +1,6 @@
 import CSystem
 import Cluster
+import Faults
 import Glibc
 import Pipeline
 import Runtime
@@ -10,9 +11,9 @@ extension Emulator {
     /// The node's link to its cluster, when `--cluster` names one: a change made here is shipped
     /// from the state log; one made elsewhere is applied to the stores and kept in the log. A
     /// cluster node needs a state log (not `--in-memory`).
-    static func joinCluster(_ c: EmulatorConfiguration, registry: StoreRegistry, stateLog: StateLog?, metrics: Metrics) throws
-        -> ClusterLink?
-    {
+    static func joinCluster(
+        _ c: EmulatorConfiguration, registry: StoreRegistry, stateLog: StateLog?, metrics: Metrics, faults: FaultEngine
+    ) throws -> ClusterLink? {
         guard let url = c.cluster else { return nil }
         guard let log = stateLog else {
             throw ConfigurationError("--cluster needs a data directory for the node's state (not --in-memory)")
@@ -32,6 +33,7 @@ extension Emulator {
             rate: { meter.perSecond() },
             state: { registry.forEachRecord($0) })
         log.shipChanges(to: { link.ship($0) })
+        faults.sharedCounter = ClusterRuleCounter(link: link)
         return link
     }
 

@@ -6,6 +6,18 @@ import State
 import Synchronization
 import Transport
 
+/// A cluster's counts of its counting rules (`first N`, `every N`), kept where every node sees
+/// them (Redis). `next` is called on the rule's path only, and nil means the cluster cannot be
+/// asked (the node counts alone meanwhile).
+public protocol SharedRuleCounter: Sendable {
+    /// Counts one more request the rule matched; the cluster's count, this one included.
+    func next(seen rule: String) -> UInt64?
+    /// Counts one more firing.
+    func fired(_ rule: String)
+    /// The cluster's counts, for the admin API.
+    func counts(_ rule: String) -> (seen: UInt64, fired: UInt64)?
+}
+
 /// The fault rules in force, read on every request without a shared lock: each event loop keeps
 /// its own snapshot of the (immutable) rule list and refreshes it only when the version moves.
 public final class FaultEngine: PersistentStore, @unchecked Sendable {
@@ -21,6 +33,7 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
     private let byID = FutexLock<[String: FaultRule]>([:])
     private let version = Atomic<Int>(1)
     private let nextID = Atomic<Int>(0)
+    private let counterBox = FutexLock<(any SharedRuleCounter)?>(nil)
     /// One slot per event loop: (version, snapshot). Only that loop touches its slot.
     private let slots: UnsafeMutablePointer<(Int, FaultSnapshot)>
     /// The latest snapshot built, by whichever loop or the background builder, for the others.
@@ -252,14 +265,38 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
         lists.walk { i in
             let r = snap.rules[i]
             guard FaultEngine.conditionsHold(r, c, device: &device) else { return false }
-            let n = r.seen.add(1, ordering: .relaxed).newValue
+            var n = r.seen.add(1, ordering: .relaxed).newValue
+            // In a cluster, a counting rule's count is the cluster's (one atomic increment in
+            // Redis, on this rule's path only; a `first N` rule past N stops asking).
+            let counter = r.countsRequests ? sharedCounter : nil
+            if let counter {
+                if r.clusterExhausted.load(ordering: .relaxed) {
+                    n = UInt64(max(0, r.match.first ?? 0)) + 1
+                } else if let shared = counter.next(seen: r.clusterKey) {
+                    n = shared
+                    if let first = r.match.first, n > UInt64(max(0, first)) { r.clusterExhausted.store(true, ordering: .relaxed) }
+                }
+            }
             guard r.selects(n, nowMs: nowMs) else { return false }
             r.firedCount.add(1, ordering: .relaxed)
+            if let counter { counter.fired(r.clusterKey) }
             if r.match.first != nil { keepCounts(r) }
             fired = r
             return true
         }
         return fired
+    }
+
+    /// A cluster's counts for counting rules (nil on a single node). Set once, before serving.
+    public var sharedCounter: (any SharedRuleCounter)? {
+        get { counterBox.withLock { $0 } }
+        set { counterBox.withLock { $0 = newValue } }
+    }
+
+    /// A rule as `/emulator/v1/faults` shows it: in a cluster, a counting rule's counts are the cluster's.
+    public func json(_ r: FaultRule) -> String {
+        guard r.countsRequests, let counter = sharedCounter, let counts = counter.counts(r.clusterKey) else { return r.json }
+        return r.json(seen: counts.seen, fired: counts.fired)
     }
 
     /// How many rules the index hands `evaluate` to test for this request (what a request

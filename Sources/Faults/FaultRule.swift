@@ -145,6 +145,14 @@ public final class FaultRule: Sendable {
     let stepForMs: Int64?
     let seen = Atomic<UInt64>(0)
     let firedCount = Atomic<UInt64>(0)
+    /// A `first N` rule whose cluster-wide count passed N: it never fires again, so Redis is
+    /// not asked any more.
+    let clusterExhausted = Atomic<Bool>(false)
+    /// Its selector counts requests (`first`, `every`): in a cluster the count is the cluster's.
+    var countsRequests: Bool { match.first != nil || match.every != nil }
+    /// Its name in the cluster's counts: the id and when it was made (an id a reset frees may
+    /// name another rule later; that one counts from zero).
+    var clusterKey: String { id + "@" + String(createdAtMs) }
     /// The counts last written to the state log (the checkpoint thread's alone).
     let checkpointed = FutexLock<(seen: UInt64, fired: UInt64)>((0, 0))
     // The match in bytes, prepared once: the request path compares bytes, never builds Strings.
@@ -226,7 +234,10 @@ public final class FaultRule: Sendable {
     }
 
     /// The rule as the admin API returns it, with its counts.
-    public var json: String {
-        "{\"id\":\"\(id)\",\"match\":\(matchJSON),\"effect\":\(effectJSON),\"seed\":\(seed),\"createdAt\":\(createdAtMs),\"seen\":\(seen.load(ordering: .relaxed)),\"fired\":\(fired)}"
+    public var json: String { json(seen: seen.load(ordering: .relaxed), fired: fired) }
+
+    /// With the given counts (a cluster's).
+    public func json(seen: UInt64, fired: UInt64) -> String {
+        "{\"id\":\"\(id)\",\"match\":\(matchJSON),\"effect\":\(effectJSON),\"seed\":\(seed),\"createdAt\":\(createdAtMs),\"seen\":\(seen),\"fired\":\(fired)}"
     }
 }

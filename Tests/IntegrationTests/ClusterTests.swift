@@ -193,6 +193,7 @@ final class ClusterTests: XCTestCase {
             timeout: 20
         ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let ca = dir + "/ca.pem"
+        try Data(#"{"aps":{"alert":"counted"}}"#.utf8).write(to: URL(fileURLWithPath: dir + "/payload.json"))
         XCTAssertEqual(try runCommand(ServerProcess.binaryPath, ["ca", "--out", ca], timeout: 20).status, 0)
         let token = String(repeating: "e", count: 64)
         let added = try runCommand(
@@ -261,6 +262,29 @@ final class ClusterTests: XCTestCase {
         codes = []
         for i in 0..<6 { codes.append(try push(tls: i % 2 == 1)) }
         XCTAssertEqual(codes, Array(repeating: "410", count: 6), "every node knows the uninstall")
+        // A `first 10` rule fires exactly 10 times over the three nodes: 300 pushes from h2load
+        // on 6 connections through HAProxy (two a node), its count kept in Redis.
+        let counted = String(repeating: "f", count: 64)
+        let rule = try runCommand(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-d",
+                #"{"match":{"provider":"apns","token":"\#(counted)","first":10},"effect":{"status":503,"reason":"ServiceUnavailable"}}"#,
+                front + "/emulator/v1/faults",
+            ], timeout: 10)
+        XCTAssertEqual(rule.stdout, "201")
+        usleep(300_000)
+        let load = try runCommand(
+            "h2load",
+            [
+                "-n", "300", "-c", "6", "-m", "10", "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: com.example.ha", "-d",
+                dir + "/payload.json", "http://127.0.0.1:\(http)/3/device/\(counted)",
+            ], timeout: 60, stdin: nil)
+        XCTAssertTrue(load.stdout.contains("status codes: 290 2xx, 0 3xx, 0 4xx, 10 5xx"), load.stdout)
+        let faults = try json(try runCommand("curl", ["-sS", "http://127.0.0.1:\(nodePorts[1])/emulator/v1/faults"], timeout: 10).stdout)
+        let counts = try XCTUnwrap((faults["faults"] as? [[String: Any]])?.first, "\(faults)")
+        XCTAssertEqual(counts["fired"] as? Int, 10, "\(counts)")
+        XCTAssertGreaterThanOrEqual(counts["seen"] as? Int ?? 0, 11, "\(counts)")
         // A node that stops answering is named: reads stay 200, partial.
         let third = try String(contentsOfFile: dir + "/node-3.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         kill(pid_t(third) ?? 0, SIGKILL)
