@@ -31,39 +31,8 @@ struct MetricsAdminAPI: AdminResource {
             m.single("pushemu_state_memory_limit_bytes", "gauge", "--max-state-memory.", memory.limit)
             var h = HTTPFields()
             h.add(name: "content-type", value: "text/plain; version=0.0.4; charset=utf-8")
-            let text = node.map { MetricsAdminAPI.labelled(m.text, node: $0) } ?? m.text
+            let text = node.map { MetricsText.labelled(m.text, "node", $0) } ?? m.text
             ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
         }
-    }
-
-    /// `text` with `node="NAME"` first in every sample's labels (comment lines as they are).
-    static func labelled(_ text: String, node: String) -> String {
-        var escaped = ""
-        for c in node {
-            switch c {
-            case "\\": escaped += "\\\\"
-            case "\"": escaped += "\\\""
-            case "\n": escaped += "\\n"
-            default: escaped.append(c)
-            }
-        }
-        let label = "node=\"" + escaped + "\""
-        var out = ""
-        out.reserveCapacity(text.utf8.count + text.utf8.count / 4)
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.isEmpty || line.hasPrefix("#") {
-                out += line
-            } else if let brace = line.firstIndex(of: "{") {
-                let after = line[line.index(after: brace)...]
-                out += line[..<brace] + "{" + label + (after.hasPrefix("}") ? "" : ",") + after
-            } else if let space = line.firstIndex(of: " ") {
-                out += line[..<space] + "{" + label + "}" + line[space...]
-            } else {
-                out += line
-            }
-            out += "\n"
-        }
-        if !text.hasSuffix("\n") { out.removeLast() }
-        return out
     }
 }

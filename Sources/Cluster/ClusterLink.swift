@@ -291,8 +291,8 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
             if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
             let entries = reply.elements
             applyEntries(entries)
-            guard entries.count == 1000, let last = lastApplied.withLock({ $0.id }) as String? else { return }
-            from = "(" + last
+            guard entries.count == 1000 else { return }
+            from = "(" + lastApplied.withLock { $0.id }
         }
     }
 
@@ -321,8 +321,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
 
     /// Announces this node: its URL in `nodes`, its status in `node:NAME` for 3 s.
     private func heartbeat(_ c: RedisConnection) throws(RedisError) {
-        let (id, atMs) = lastApplied.withLock { $0 }
-        _ = id
+        let atMs = lastApplied.withLock { $0.atMs }
         let url = advertisedURL
         var w = JSONObjectWriter()
         w.add("url", url)

@@ -102,14 +102,7 @@ final class RedisConnection {
 
     func call(bytes args: [[UInt8]], extraWaitMs: Int = 0) throws(RedisError) -> RESPValue {
         if fd < 0 { try connect() }
-        let out = RESPValue.command(args)
-        var sent = 0
-        while sent < out.count {
-            let n = out.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return try fail("send") }
-            sent += n
-        }
+        guard sendAll(RESPValue.command(args)) else { return try fail("send") }
         let deadline = monotonicMs() + Int64(timeoutMs + extraWaitMs)
         var buf = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -132,18 +125,24 @@ final class RedisConnection {
         }
     }
 
+    /// Writes all of `bytes`; false when the connection failed.
+    private func sendAll(_ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            sent += n
+        }
+        return true
+    }
+
     /// Sends `request` as it is and reads until the peer closes (at most `limit` bytes, within
     /// `timeoutMs`): an HTTP/1.1 exchange with `Connection: close` (`PeerHTTP`).
     func exchange(_ request: [UInt8], limit: Int, timeoutMs: Int) throws(RedisError) -> [UInt8] {
         if fd < 0 { try connect() }
         defer { close() }
-        var sent = 0
-        while sent < request.count {
-            let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw RedisError(description: "send failed", fromRedis: false) }
-            sent += n
-        }
+        guard sendAll(request) else { throw RedisError(description: "send failed", fromRedis: false) }
         let deadline = monotonicMs() + Int64(timeoutMs)
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65_536)

@@ -60,6 +60,29 @@ public struct MetricsText {
         sample(name + "_count", [], total)
     }
 
+    /// `text` with `name="value"` first in every sample's labels (comment lines as they are): a
+    /// cluster node's `node` label.
+    public static func labelled(_ text: String, _ name: String, _ value: String) -> String {
+        let label = name + "=\"" + escape(value) + "\""
+        var out = ""
+        out.reserveCapacity(text.utf8.count + text.utf8.count / 4)
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty || line.hasPrefix("#") {
+                out += line
+            } else if let brace = line.firstIndex(of: "{") {
+                let after = line[line.index(after: brace)...]
+                out += line[..<brace] + "{" + label + (after.hasPrefix("}") ? "" : ",") + after
+            } else if let space = line.firstIndex(of: " ") {
+                out += line[..<space] + "{" + label + "}" + line[space...]
+            } else {
+                out += line
+            }
+            out += "\n"
+        }
+        if !text.hasSuffix("\n") { out.removeLast() }
+        return out
+    }
+
     /// A label value as the format wants it (backslash, quote and newline escaped).
     static func escape(_ v: String) -> String {
         var s = ""

@@ -46,16 +46,7 @@ public final class DeferredDeliveryWorker: Sendable {
     public func stop() { for l in lanes { l.worker.stop() } }
 
     /// Claims room for one push; false when `capacity` are pending.
-    public func reserve() -> Bool {
-        var current = pending.load(ordering: .relaxed)
-        while current < DeferredDeliveryWorker.capacity {
-            let (exchanged, original) = pending.compareExchange(
-                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
-        }
-        return false
-    }
+    public func reserve() -> Bool { pending.increment(below: DeferredDeliveryWorker.capacity) }
 
     /// Gives back a reservation no push came of.
     public func release() { pending.subtract(1, ordering: .relaxed) }

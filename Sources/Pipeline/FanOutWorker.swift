@@ -57,16 +57,7 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
     public func stop() { worker.stop() }
 
     /// Claims room for one job; false when `maxJobs` are pending.
-    public func reserve() -> Bool {
-        var current = pending.load(ordering: .relaxed)
-        while current < FanOutWorker.maxJobs {
-            let (exchanged, original) = pending.compareExchange(
-                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
-        }
-        return false
-    }
+    public func reserve() -> Bool { pending.increment(below: FanOutWorker.maxJobs) }
 
     /// Gives back a reservation no job came of.
     public func release() { pending.subtract(1, ordering: .relaxed) }

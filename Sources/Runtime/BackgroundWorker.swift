@@ -51,13 +51,7 @@ public final class BackgroundWorker: @unchecked Sendable { // the thread handle 
             job()
             return true
         }
-        var current = waiting.load(ordering: .relaxed)
-        while true {
-            guard current < capacity else { return false }
-            let (done, seen) = waiting.compareExchange(expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if done { break }
-            current = seen
-        }
+        guard waiting.increment(below: capacity) else { return false }
         queue.withLock { $0.append(job) }
         // Sequentially consistent with the thread's store and re-check: either it sees the job, or this sees it sleeping.
         if sleeping.load(ordering: .sequentiallyConsistent) { wake() }
