@@ -183,16 +183,17 @@ package struct AdminAPI: Sendable {
     var resources: [any AdminResource] {
         let lifecycle = devicesLayer.lifecycle
         let deviceStore = lifecycle.store
-        let journalAPI = records.journal.map { JournalAdminAPI(journal: $0, reads: journalReads) }
+        let clusterReads = state.cluster.map { ClusterReads(link: $0, worker: slowWork) }
+        let journalAPI = records.journal.map { JournalAdminAPI(journal: $0, reads: journalReads, clusterReads: clusterReads) }
         var list: [any AdminResource] = [
             APNsKeysAdminAPI(keys: gateways.apnsKeys),
             FCMServiceAccountsAdminAPI(fcmAccounts: gateways.fcmAccounts, slowWork: slowWork),
             NotificationsAdminAPI(
                 log: records.log, journal: records.journal, journalReads: journalReads, deletions: state.deletions,
                 campaignKeys: records.campaignKeys, fanOut: records.fanOut, deferred: records.deferred, tracking: devicesLayer.tracking,
-                deviceStore: deviceStore, clusterReads: state.cluster.map { ClusterReads(link: $0, worker: slowWork) }),
+                deviceStore: deviceStore, clusterReads: clusterReads),
             DevelopmentCAAdminAPI(pem: developmentCA),
-            StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory),
+            StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory, clusterReads: clusterReads),
             StateAdminAPI(registry: state.registry, log: state.log, slowWork: slowWork),
             ClusterAdminAPI(link: state.cluster, slowWork: slowWork),
             DevicesAdminAPI(

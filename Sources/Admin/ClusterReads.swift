@@ -54,9 +54,10 @@ struct ClusterReads: Sendable {
         return Array((String(s[..<q]) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))).utf8)
     }
 
-    /// One round: every node's answer, merged.
-    func gather(_ target: String, _ kind: Kind) -> (Int, String) {
-        var answers: [(status: Int, body: [UInt8])] = []
+    /// Every node's answer to `target` (asked for its own, in the nodes' order), and the nodes
+    /// that did not answer (`(redis)` when the nodes cannot be listed).
+    func ask(_ target: String) -> (answers: [(node: String, status: Int, body: [UInt8])], unreachable: [String]) {
+        var answers: [(node: String, status: Int, body: [UInt8])] = []
         var unreachable: [String] = []
         let nodes: [ClusterLink.NodeStatus]
         do {
@@ -75,14 +76,22 @@ struct ClusterReads: Sendable {
                 unreachable.append(n.name)
                 continue
             }
-            answers.append(r)
+            answers.append((n.name, r.status, r.body))
         }
-        let partial = !unreachable.isEmpty
-        func mark(_ object: String) -> String {
-            guard partial, object.hasSuffix("}") else { return object }
-            return String(object.dropLast()) + ",\"partial\":true,\"unreachable\":["
-                + unreachable.map(JSONWriter.quote).joined(separator: ",") + "]}"
-        }
+        return (answers, unreachable)
+    }
+
+    /// `object` with `"partial": true, "unreachable": [...]` added when a node did not answer.
+    static func mark(_ object: String, _ unreachable: [String]) -> String {
+        guard !unreachable.isEmpty, object.hasSuffix("}") else { return object }
+        return String(object.dropLast()) + ",\"partial\":true,\"unreachable\":["
+            + unreachable.map(JSONWriter.quote).joined(separator: ",") + "]}"
+    }
+
+    /// One round: every node's answer, merged.
+    func gather(_ target: String, _ kind: Kind) -> (Int, String) {
+        let (answers, unreachable) = ask(target)
+        func mark(_ object: String) -> String { ClusterReads.mark(object, unreachable) }
         switch kind {
         case .one, .latest:
             let found = answers.filter { $0.status == 200 }.compactMap { a -> (NotificationLog.PageKey, String)? in

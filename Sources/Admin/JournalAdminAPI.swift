@@ -14,10 +14,13 @@ import Transport
 struct JournalAdminAPI: AdminResource {
     let journal: Journal
     let reads: BackgroundWorker
+    /// On a cluster node: the report and campaign totals for the whole cluster.
+    var clusterReads: ClusterReads? = nil
 
     func register(_ routes: inout RouterGroup) {
         let journal = self.journal
         let reads = self.reads
+        let cluster = clusterReads
         routes.add(.get, "/report") { ex in
             let q = ex.request
             let format = q.queryParameter("format").flatMap { $0.isEmpty ? nil : $0 } ?? "json"
@@ -33,6 +36,9 @@ struct JournalAdminAPI: AdminResource {
             case "false": exact = false
             default: return ex.respond(AdminAPI.error(400, "exact must be true or false"))
             }
+            if let cluster, cluster.takes(ex) {
+                return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, format: f, counts: false)
+            }
             let accepted = reads.submit {
                 let text = journal.report(sinceMs: sinceMs, campaign: campaign, exact: exact).render(f)
                 var h = HTTPFields()
@@ -46,12 +52,27 @@ struct JournalAdminAPI: AdminResource {
             let q = ex.request
             guard let sinceMs = JournalAdminAPI.since(q) else { return ex.respond(JournalAdminAPI.badSince) }
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
+            if let cluster, cluster.takes(ex) {
+                return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, format: .json, counts: true)
+            }
             let accepted = reads.submit {
                 let counts = CampaignCounts(
                     journal.campaignCounts(sinceMs: sinceMs), only: campaign, sinceMs: sinceMs, nowMs: Clock.nowMs())
                 ex.respond(.json(200, counts.json))
             }
             if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
+        }
+        // This node's campaign digests, for the node that answers a cluster's report.
+        if cluster != nil {
+            routes.add(.get, "/cluster/summary") { ex in
+                guard let sinceMs = JournalAdminAPI.since(ex.request) else { return ex.respond(JournalAdminAPI.badSince) }
+                let accepted = reads.submit {
+                    var h = HTTPFields()
+                    h.add(name: "content-type", value: "application/octet-stream")
+                    ex.respond(Response(status: 200, headers: h, body: journal.summaryBytes(sinceMs: sinceMs)))
+                }
+                if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
+            }
         }
     }
 

@@ -8,15 +8,19 @@ import Transport
 struct StatsAdminAPI: AdminResource {
     let registry: StoreRegistry
     let stateMemory: StateMemory
+    /// On a cluster node: the per-node counts summed over the nodes, and each node's document.
+    var clusterReads: ClusterReads? = nil
 
     func register(_ routes: inout RouterGroup) {
         let registry = self.registry
         let memory = stateMemory
+        let cluster = clusterReads
         routes.add(.get, "/stats") { ex in
             var doc = StatsDocument()
             registry.addStats(to: &doc)
             doc.add("stateMemory", "usedBytes", memory.usedBytes)
             doc.add("stateMemory", "limitBytes", memory.limit)
+            if let cluster, cluster.takes(ex) { return cluster.stats(ex, local: doc.text) }
             ex.respond(.json(200, doc.text))
         }
     }

@@ -353,9 +353,10 @@ struct CampaignDigests: Sendable {
         return out
     }
 
-    static func read(_ b: [UInt8]) -> CampaignDigests? {
+    static func read(_ b: [UInt8], limit: Int = CampaignDigests().limit) -> CampaignDigests? {
         var r = SummaryBytes.Reader(bytes: b)
         var out = CampaignDigests()
+        out.limit = limit
         let n = r.varint()
         guard !r.failed, n <= UInt64(out.limit) else { return nil }
         for _ in 0..<n {

@@ -875,6 +875,19 @@ public final class Journal: @unchecked Sendable {
                 }
             }
         }
+        return CampaignReport.summarised(
+            digests(whole: whole, partial: partial, sinceMs: sinceMs), sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs())
+    }
+
+    /// The campaign digests of every record since `sinceMs`: the index's whole blocks' merged,
+    /// and the records of the blocks no digest describes read.
+    func digests(sinceMs: Int64) -> CampaignDigests {
+        flush()
+        let (whole, partial, _) = index.digests(sinceMs: sinceMs)
+        return digests(whole: whole, partial: partial, sinceMs: sinceMs)
+    }
+
+    private func digests(whole: CampaignDigests, partial: [ClosedRange<Int64>], sinceMs: Int64) -> CampaignDigests {
         var digests = whole
         var read = CampaignDigests()
         read.limit = .max
@@ -891,7 +904,7 @@ public final class Journal: @unchecked Sendable {
         }
         for (a, c) in attribution.resolve(giveUp: true) { block.digests.add(a, campaign: c) }
         digests.merge(block.digests)
-        return CampaignReport.summarised(digests, sinceMs: sinceMs, campaign: campaign, nowMs: Clock.nowMs())
+        return digests
     }
 
     /// How far the exact report being made has read (`/emulator/v1/stats`).

@@ -285,6 +285,36 @@ final class ClusterTests: XCTestCase {
         let counts = try XCTUnwrap((faults["faults"] as? [[String: Any]])?.first, "\(faults)")
         XCTAssertEqual(counts["fired"] as? Int, 10, "\(counts)")
         XCTAssertGreaterThanOrEqual(counts["seen"] as? Int ?? 0, 11, "\(counts)")
+        // A campaign sent through HAProxy reports as one campaign from any node: each node's
+        // journal digests merged, totals equal to what was sent (318 requests before it).
+        try Data(#"{"aps":{"alert":"spring sale"},"_dId":"spring"}"#.utf8).write(to: URL(fileURLWithPath: dir + "/campaign.json"))
+        let campaign = try runCommand(
+            "h2load",
+            [
+                "-n", "150", "-c", "6", "-m", "10", "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: com.example.ha", "-d",
+                dir + "/campaign.json", "http://127.0.0.1:\(http)/3/device/\(String(repeating: "c", count: 64))",
+            ], timeout: 60, stdin: nil)
+        XCTAssertTrue(campaign.stdout.contains("status codes: 150 2xx"), campaign.stdout)
+        func sent(_ base: String, _ path: String) throws -> (spring: Int?, all: Int?, doc: [String: Any]) {
+            let doc = try json(try runCommand("curl", ["-sS", base + path], timeout: 30).stdout)
+            let spring = (doc["campaigns"] as? [[String: Any]])?.first { $0["campaign"] as? String == "spring" }
+            return (spring?["sent"] as? Int, (doc["totals"] as? [String: Any])?["sent"] as? Int, doc)
+        }
+        for port in nodePorts {
+            for path in ["/emulator/v1/report", "/emulator/v1/campaigns"] {
+                let r = try sent("http://127.0.0.1:\(port)", path)
+                XCTAssertEqual(r.spring, 150, "\(path) on \(port): \(r.doc)")
+                XCTAssertEqual(r.all, 468, "\(path) on \(port): \(r.doc)")
+                XCTAssertNil(r.doc["partial"])
+            }
+        }
+        let report = try sent(front, "/emulator/v1/report?campaign=spring")
+        let spring = try XCTUnwrap((report.doc["campaigns"] as? [[String: Any]])?.first, "\(report.doc)")
+        XCTAssertEqual(spring["accepted"] as? Int, 150)
+        XCTAssertEqual(spring["uniqueDevices"] as? Int, 1, "one device over three nodes: \(spring)")
+        let stats = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/stats"], timeout: 20).stdout)
+        XCTAssertEqual((stats["nodes"] as? [[String: Any]])?.count, 3, "\(stats)")
+        XCTAssertEqual((stats["notifications"] as? [String: Any])?["kept"] as? Int, 12 + 290 + 150, "summed over the nodes: \(stats)")
         // A node that stops answering is named: reads stay 200, partial.
         let third = try String(contentsOfFile: dir + "/node-3.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         kill(pid_t(third) ?? 0, SIGKILL)
@@ -298,5 +328,19 @@ final class ClusterTests: XCTestCase {
         }
         XCTAssertEqual(partial["partial"] as? Bool, true, "\(partial)")
         XCTAssertEqual(partial["unreachable"] as? [String], ["node-3"], "\(partial)")
+        let without = try sent("http://127.0.0.1:\(nodePorts[0])", "/emulator/v1/report")
+        XCTAssertEqual(without.doc["unreachable"] as? [String], ["node-3"], "\(without.doc)")
+        XCTAssertLessThan(without.all ?? 0, 468)
+        // Back from its kill -9, the node's journal kept what it acknowledged: the report counts it again.
+        let restarted = try runCommand(Self.root + "/Scripts/cluster", ["start-node", "--node", "3", "--dir", dir], timeout: 60, environment: env)
+        XCTAssertEqual(restarted.status, 0, restarted.stdout + restarted.stderr)
+        var whole = without
+        for _ in 0..<50 {
+            whole = try sent("http://127.0.0.1:\(nodePorts[0])", "/emulator/v1/report")
+            if whole.doc["partial"] == nil { break }
+            usleep(100_000)
+        }
+        XCTAssertEqual(whole.all, 468, "\(whole.doc)")
+        XCTAssertEqual(whole.spring, 150)
     }
 }
