@@ -5,7 +5,7 @@ import Transport
 
 /// `GET /emulator/v1/cluster`: `{"cluster","node","redis":{"url","connected","lastError",
 /// "streamLength"},"nodes":[{"name","url","healthy","lagMs","ratePerSecond","applied",
-/// "degraded","self"}]}`, read from Redis on the slow-work thread. 404 on a single node.
+/// "degraded","self","quotaDemandPerSecond"}],"quotaShare"}`, read from Redis on the slow-work thread. 404 on a single node.
 struct ClusterAdminAPI: AdminResource {
     let link: ClusterLink?
     let slowWork: BackgroundWorker
@@ -41,6 +41,7 @@ struct ClusterAdminAPI: AdminResource {
                 w.add("applied", n.applied.map { Int($0) })
                 w.add("degraded", json: n.degraded.map { $0 ? "true" : "false" } ?? "null")
                 w.add("self", n.isSelf)
+                w.add("quotaDemandPerSecond", Int(n.demandPerSecond))
                 nodes.append(w.text)
             }
         } catch {
@@ -52,6 +53,7 @@ struct ClusterAdminAPI: AdminResource {
         out.add("node", link.options.node)
         out.add("degraded", link.isDegraded)
         out.add("waiting", local.waiting)
+        out.add("quotaShare", json: String(Double(Int(link.quotaShare * 10_000)) / 10_000))
         if let r = local.reseeded {
             var w = JSONObjectWriter()
             w.add("at", r.atMs)

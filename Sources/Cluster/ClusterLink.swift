@@ -43,6 +43,8 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         public var applied: Int64?
         public var degraded: Bool?
         public var isSelf: Bool
+        /// Its demand for the shared quota in the last second (see `ClusterLink.init`'s `demand`).
+        public var demandPerSecond: Int64 = 0
 
         public init(
             name: String, url: String, healthy: Bool, lagMs: Int64?, ratePerSecond: Double?, applied: Int64?, degraded: Bool?,
@@ -93,16 +95,48 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// `apply`: a record from another node, applied to this node's stores and kept in its log.
     /// `rate`: this node's pushes a second, for its heartbeat.
     /// `state`: every record of this node's state, for re-seeding a Redis that lost them.
+    /// `demand`: this node's demand for a quota the cluster shares (a count that only grows);
+    /// `share`: told every second this node's part of that quota, its demand's part of the
+    /// healthy nodes' (each given a floor of 5% of the mean, so an idle node can start).
     public init(
         options: Options, apply: @escaping @Sendable (ChangeRecord) throws -> Void, rate: @escaping @Sendable () -> Double,
-        state: @escaping @Sendable ((ChangeRecord) -> Void) -> Void
+        state: @escaping @Sendable ((ChangeRecord) -> Void) -> Void, demand: @escaping @Sendable () -> Int = { 0 },
+        share: @escaping @Sendable (Double) -> Void = { _ in }
     ) {
         self.options = options
         self.advertised = FutexLock(options.advertise)
         self.apply = apply
         self.rate = rate
         self.state = state
+        self.demand = demand
+        self.share = share
     }
+
+    private let demand: @Sendable () -> Int
+    private let share: @Sendable (Double) -> Void
+    /// The demand count at the last heartbeat, and the demand a second it gave.
+    private let lastDemand = FutexLock<(count: Int, ms: Int64, perSecond: Int64)>((0, 0, 0))
+
+    /// This node's share: `(own + floor) / (sum + nodes × floor)` over the healthy nodes.
+    static func share(own: Int64, all: [Int64]) -> Double {
+        guard !all.isEmpty else { return 1 }
+        let sum = all.reduce(0, +)
+        let floor = max(1, Double(sum) * 0.05 / Double(all.count))
+        return (Double(own) + floor) / (Double(sum) + Double(all.count) * floor)
+    }
+
+    /// Rebalances the shared quota from the nodes' heartbeats.
+    private func rebalance(_ c: RedisConnection) throws(RedisError) {
+        let healthy = try nodes(c).nodes.filter(\.healthy)
+        let own = lastDemand.withLock { $0.perSecond }
+        let part = ClusterLink.share(own: own, all: healthy.map { $0.isSelf ? own : $0.demandPerSecond })
+        lastShare.withLock { $0 = part }
+        share(part)
+    }
+
+    private let lastShare = FutexLock(1.0)
+    /// This node's part of the shared quota, as last rebalanced.
+    public var quotaShare: Double { lastShare.withLock { $0 } }
 
     // MARK: what the node asks
 
@@ -150,6 +184,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         try catchUp(c)
         try checkEpoch(c, joining: true)
         try heartbeat(c)
+        try rebalance(c)
         stopping.store(false, ordering: .relaxed)
         threads = [
             Threads.spawn { [self] in runShipper() }, Threads.spawn { [self] in runReader() },
@@ -239,6 +274,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
                 do {
                     try checkEpoch(c, joining: false)
                     try heartbeat(c)
+                    try rebalance(c)
                     up()
                 } catch {
                     down(error)
@@ -332,6 +368,15 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         let r = rate()
         w.add("ratePerSecond", json: r.isFinite ? String(Double(Int(r * 10)) / 10) : "0")
         w.add("degraded", isDegraded)
+        let count = demand()
+        let now = monotonicMs()
+        let perSecond = lastDemand.withLock { l -> Int64 in
+            defer { l.count = count; l.ms = now }
+            guard l.ms > 0, now > l.ms else { return l.perSecond }
+            l.perSecond = Int64(max(0, count &- l.count)) * 1000 / (now - l.ms)
+            return l.perSecond
+        }
+        w.add("demandPerSecond", perSecond)
         for reply in [
             try c.call(["HSET", key + "nodes", options.node, url]),
             try c.call(["SET", key + "node:" + options.node, w.text, "PX", "3000"]),
@@ -360,7 +405,10 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// Every node that announced itself, healthy when its heartbeat is fresh, with its lag
     /// behind the stream (ms between the stream's newest entry and the last it applied).
     public func nodes() throws(RedisError) -> (nodes: [NodeStatus], streamLength: Int64, newestMs: Int64) {
-        let c = RedisConnection(options.url, timeoutMs: 1_000)
+        try nodes(RedisConnection(options.url, timeoutMs: 1_000))
+    }
+
+    func nodes(_ c: RedisConnection) throws(RedisError) -> (nodes: [NodeStatus], streamLength: Int64, newestMs: Int64) {
         let all = try c.call(["HGETALL", key + "nodes"]).elements
         let info = try c.call(["XINFO", "STREAM", key + "changes"])
         var length: Int64 = 0
@@ -393,6 +441,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
                     if let a = v.member(0, "appliedThrough"), let n = v.number(a) { node.lagMs = max(0, newest - Int64(n)) }
                     if let a = v.member(0, "ratePerSecond"), let n = v.number(a) { node.ratePerSecond = n }
                     if let a = v.member(0, "applied"), let n = v.number(a) { node.applied = Int64(n) }
+                    if let a = v.member(0, "demandPerSecond"), let n = v.integer(a) { node.demandPerSecond = Int64(n) }
                     if let a = v.member(0, "degraded"), v.tokens[a].kind == .true || v.tokens[a].kind == .false {
                         node.degraded = v.tokens[a].kind == .true
                     }

@@ -1,5 +1,6 @@
 import CSystem
 import Cluster
+import FCM
 import Faults
 import Glibc
 import Pipeline
@@ -12,7 +13,8 @@ extension Emulator {
     /// from the state log; one made elsewhere is applied to the stores and kept in the log. A
     /// cluster node needs a state log (not `--in-memory`).
     static func joinCluster(
-        _ c: EmulatorConfiguration, registry: StoreRegistry, stateLog: StateLog?, metrics: Metrics, faults: FaultEngine
+        _ c: EmulatorConfiguration, registry: StoreRegistry, stateLog: StateLog?, metrics: Metrics, faults: FaultEngine,
+        fcmQuota: FCMQuota
     ) throws -> ClusterLink? {
         guard let url = c.cluster else { return nil }
         guard let log = stateLog else {
@@ -31,7 +33,9 @@ extension Emulator {
                 _ = log.append(record)
             },
             rate: { meter.perSecond() },
-            state: { registry.forEachRecord($0) })
+            state: { registry.forEachRecord($0) },
+            demand: { fcmQuota.demand },
+            share: { fcmQuota.setShare($0) })
         log.shipChanges(to: { link.ship($0) })
         faults.sharedCounter = ClusterRuleCounter(link: link)
         return link

@@ -91,7 +91,8 @@ package final class Emulator: Sendable {
             activity: { devices.stats.delivered &+ metrics.requestCount })
         logBox.log = stateLog
         self.stateLog = stateLog
-        let cluster = try Emulator.joinCluster(configuration, registry: registry, stateLog: stateLog, metrics: metrics, faults: faults)
+        let cluster = try Emulator.joinCluster(
+            configuration, registry: registry, stateLog: stateLog, metrics: metrics, faults: faults, fcmQuota: stores.fcmProvider.quota)
         self.cluster = cluster
         // What the configuration adds at each start (not kept), then an import.
         try Emulator.addConfiguredFaults(configuration, to: faults)

@@ -14,17 +14,30 @@ import Transport
 /// small quota is counted exactly; at most 64, and a 200,000th of the quota, above that (FCM's
 /// default 600,000 leases 3, so a thousand open connections hold at most 0.5% of a minute's
 /// quota between their sends).
+///
+/// On a cluster node the buckets hold this node's `share` of the quota (`setShare`), which the
+/// cluster rebalances every second by each node's demand (`demand`: tokens taken and sends
+/// refused); a share's change scales every bucket's tokens with it, so the tokens the cluster
+/// holds stay about one quota's.
 public final class FCMQuota: Sendable {
     struct Bucket {
         var tokens: Double
         var lastMs: Int64
     }
 
+    struct State {
+        var buckets: [String: Bucket] = [:]
+        /// This node's part of the quota (1 on its own).
+        var share = 1.0
+        /// Tokens taken and sends refused, ever.
+        var demand = 0
+    }
+
     /// Messages per minute; 0 disables the quota.
     public let perMinute: Int
     /// Tokens a connection's lease takes from its project's bucket at once.
     public let leaseSize: Int
-    private let buckets = FutexLock<[String: Bucket]>([:])
+    private let buckets = FutexLock(State())
 
     public init(perMinute: Int) {
         self.perMinute = perMinute
@@ -68,31 +81,49 @@ public final class FCMQuota: Sendable {
     /// Takes up to `n` whole tokens from `project`'s bucket: how many, and when none could be
     /// taken, the seconds until one can.
     private func take(_ n: Int, project: String, nowMs: Int64) -> (granted: Int, wait: Int?) {
-        let capacity = Double(perMinute)
-        let perMs = capacity / 60_000
-        return buckets.withLock { b -> (Int, Int?) in
-            var bucket = b[project] ?? Bucket(tokens: capacity, lastMs: nowMs)
+        buckets.withLock { s -> (Int, Int?) in
+            let capacity = Double(perMinute) * s.share
+            let perMs = capacity / 60_000
+            var bucket = s.buckets[project] ?? Bucket(tokens: capacity, lastMs: nowMs)
             bucket.tokens = min(capacity, bucket.tokens + Double(max(0, nowMs - bucket.lastMs)) * perMs)
             bucket.lastMs = max(bucket.lastMs, nowMs)
-            defer { b[project] = bucket }
+            defer { s.buckets[project] = bucket }
             if bucket.tokens >= 1 {
                 let granted = min(n, Int(bucket.tokens))
                 bucket.tokens -= Double(granted)
+                s.demand &+= granted
                 return (granted, nil)
             }
+            s.demand &+= 1
             return (0, max(1, Int(((1 - bucket.tokens) / perMs / 1000).rounded(.up))))
         }
     }
 
     /// Returns a closed connection's unspent tokens to `project`'s bucket.
     func giveBack(_ n: Int, project: String) {
-        let capacity = Double(perMinute)
-        buckets.withLock { b in
-            guard var bucket = b[project] else { return }
-            bucket.tokens = min(capacity, bucket.tokens + Double(n))
-            b[project] = bucket
+        buckets.withLock { s in
+            guard var bucket = s.buckets[project] else { return }
+            bucket.tokens = min(Double(perMinute) * s.share, bucket.tokens + Double(n))
+            s.buckets[project] = bucket
         }
     }
 
-    public func reset() { buckets.withLock { $0.removeAll() } }
+    /// Tokens taken and sends refused since the start (a cluster node's demand, read each second).
+    public var demand: Int { buckets.withLock { $0.demand } }
+
+    /// This node's part of the quota, from 0.01 to 1; every bucket's tokens scale with it.
+    public func setShare(_ share: Double) {
+        guard share.isFinite else { return }
+        let new = min(1, max(0.01, share))
+        buckets.withLock { s in
+            let ratio = new / s.share
+            for key in s.buckets.keys { s.buckets[key]!.tokens *= ratio }
+            s.share = new
+        }
+    }
+
+    /// This node's part of the quota.
+    public var share: Double { buckets.withLock { $0.share } }
+
+    public func reset() { buckets.withLock { $0.buckets.removeAll() } }
 }

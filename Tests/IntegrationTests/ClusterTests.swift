@@ -169,7 +169,8 @@ final class ClusterTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let http = try freeLocalPort()
         let https = try freeLocalPort()
-        let env = ["PUSHEMU_BIN": ServerProcess.binaryPath]
+        // FCM's project quota, 1,200 a minute, shared by the three nodes.
+        let env = ["PUSHEMU_BIN": ServerProcess.binaryPath, "PUSHEMU_FCM_QUOTA": "1200"]
         let up = try runCommand(
             Self.root + "/Scripts/cluster",
             ["up", "--nodes", "3", "--dir", dir, "--http-port", String(http), "--https-port", String(https), "--name", "ha"], timeout: 120,
@@ -342,5 +343,37 @@ final class ClusterTests: XCTestCase {
         }
         XCTAssertEqual(whole.all, 468, "\(whole.doc)")
         XCTAssertEqual(whole.spring, 150)
+        // FCM's quota holds for the cluster: 3,000 sends on three connections (one a node) get
+        // the quota's 1,200 (within 10%: the buckets refill while they run), not three times it.
+        let bearer = "authorization: Bearer ya29.c.b0AXv0zTPq" + String(repeating: "x", count: 190)
+        func fcmLoad(_ project: String, connections: Int, requests: Int) throws -> Int {
+            let body = #"{"message":{"token":"\#(project):"# + String(repeating: "q", count: 140) + #"","notification":{"title":"quota"}}}"#
+            try Data(body.utf8).write(to: URL(fileURLWithPath: dir + "/fcm-\(project).json"))
+            let run = try runCommand(
+                "h2load",
+                [
+                    "-n", String(requests), "-c", String(connections), "-m", "10", "-H", bearer, "-H", "content-type: application/json",
+                    "-d", dir + "/fcm-\(project).json", "http://127.0.0.1:\(http)/v1/projects/\(project)/messages:send",
+                ], timeout: 60, stdin: nil)
+            let line = run.stdout.split(separator: "\n").first { $0.contains("status codes:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst(2).first ?? "") ?? -1
+        }
+        let shared = try fcmLoad("quota-three", connections: 3, requests: 3000)
+        XCTAssertTrue((1140...1320).contains(shared), "\(shared) of 3000 accepted against a quota of 1200")
+        // A sender on one connection (one node) moves the quota to that node within seconds:
+        // shares follow each node's demand.
+        let busy = try fcmLoad("quota-one", connections: 1, requests: 400)
+        XCTAssertGreaterThan(busy, 0)
+        var shares: [Double] = []
+        for _ in 0..<40 {
+            shares = try nodePorts.map { port in
+                try json(try runCommand("curl", ["-sS", "http://127.0.0.1:\(port)/emulator/v1/cluster"], timeout: 10).stdout)["quotaShare"]
+                    as? Double ?? 0
+            }
+            if (shares.max() ?? 0) > 0.5, (shares.min() ?? 1) < 0.2 { break }
+            _ = try fcmLoad("quota-one", connections: 1, requests: 100)
+        }
+        XCTAssertGreaterThan(shares.max() ?? 0, 0.5, "the busy node's share: \(shares)")
+        XCTAssertLessThan(shares.min() ?? 1, 0.2, "the idle nodes' shares: \(shares)")
     }
 }
