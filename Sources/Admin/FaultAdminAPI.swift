@@ -41,7 +41,7 @@ struct FaultAdminAPI: AdminResource {
         routes.add(.post, "/scenarios", maxBodySize: 256 * 1024) { ex in
             do {
                 let s = try Scenario.parse(
-                    ex.request.body, id: scenarios.newID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
+                    ex.request.body, id: engine.newScenarioID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
                 try scenarios.add(s, to: engine)
                 ex.respond(.json(201, s.json(nowMs: Clock.nowMs())))
             } catch {

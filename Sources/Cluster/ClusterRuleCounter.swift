@@ -3,7 +3,8 @@ import PushCore
 import Runtime
 
 /// A cluster's counts of its counting fault rules, in Redis (`pushemu:{CLUSTER}:rule:ID`, a hash
-/// of `seen` and `fired`, changed with `HINCRBY`). Asked on a rule's path only: a push that no
+/// of `seen` and `fired`, changed with `HINCRBY`), and the numbers of new rules' and scenarios'
+/// ids (`ids:fault`, `ids:scenario`, with `INCR`). Asked on a rule's path only: a push that no
 /// counting rule matches never reaches it. Each call takes a connection from a small pool (the
 /// loops may ask at once) and gives up after 200 ms, the node then counting alone.
 public final class ClusterRuleCounter: SharedRuleCounter {
@@ -34,6 +35,15 @@ public final class ClusterRuleCounter: SharedRuleCounter {
 
     public func fired(_ rule: String) {
         _ = with { c throws(RedisError) in try c.call(["HINCRBY", key(rule), "fired", "1"]) }
+    }
+
+    public func nextID(_ kind: String, above known: Int) -> Int? {
+        with { c throws(RedisError) -> Int? in
+            guard case .integer(var n) = try c.call(["INCR", link.key + "ids:" + kind]) else { return nil }
+            // A Redis that lost its keys starts again at 1: past every id the nodes know.
+            if n <= known, case .integer(let m) = try c.call(["INCRBY", link.key + "ids:" + kind, String(known - Int(n) + 1)]) { n = m }
+            return Int(n)
+        } ?? nil
     }
 
     public func counts(_ rule: String) -> (seen: UInt64, fired: UInt64)? {

@@ -16,6 +16,10 @@ public protocol SharedRuleCounter: Sendable {
     func fired(_ rule: String)
     /// The cluster's counts, for the admin API.
     func counts(_ rule: String) -> (seen: UInt64, fired: UInt64)?
+    /// A number for a new rule's or scenario's id (`kind` "fault" or "scenario") that no node
+    /// has given, above `known` (the highest this node has seen); nil when the cluster cannot
+    /// be asked.
+    func nextID(_ kind: String, above known: Int) -> Int?
 }
 
 /// The fault rules in force, read on every request without a shared lock: each event loop keeps
@@ -137,7 +141,24 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
         version.add(1, ordering: .releasing)
     }
 
-    public func newID() -> String { "fault-\(nextID.add(1, ordering: .relaxed).newValue)" }
+    /// A new rule's id: "fault-N", N from the cluster's counter on a cluster node (two nodes
+    /// never make the same), else the next after the highest seen.
+    public func newID() -> String {
+        if let counter = sharedCounter, let n = counter.nextID("fault", above: nextID.load(ordering: .relaxed)) {
+            noteID("fault-\(n)")
+            return "fault-\(n)"
+        }
+        return "fault-\(nextID.add(1, ordering: .relaxed).newValue)"
+    }
+
+    /// A new scenario's id, as `newID`'s.
+    public func newScenarioID() -> String {
+        if let counter = sharedCounter, let n = counter.nextID("scenario", above: scenarios.next.load(ordering: .relaxed)) {
+            scenarios.noteID("scenario-\(n)")
+            return "scenario-\(n)"
+        }
+        return scenarios.newID()
+    }
 
     @discardableResult
     public func remove(id: String) -> Bool {

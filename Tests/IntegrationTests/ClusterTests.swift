@@ -107,6 +107,25 @@ final class ClusterTests: XCTestCase {
             if !seen { usleep(10_000) }
         }
         XCTAssertTrue(seen)
+        // Rules made on both nodes at once get ids no other node gave (the cluster's counter),
+        // and each node holds both.
+        let rule = #"{"match":{"provider":"apns","token":"\#(String(repeating: "9", count: 64))"},"effect":{"status":500}}"#
+        let onA = try json(try adminRequest(a, "POST", "/emulator/v1/faults", rule).1)["id"] as? String
+        let onB = try json(try adminRequest(b, "POST", "/emulator/v1/faults", rule).1)["id"] as? String
+        XCTAssertNotNil(onA)
+        XCTAssertNotEqual(onA, onB)
+        for n in [a, b] {
+            var ids: [String] = []
+            for _ in 0..<100 {
+                ids = (try json(try adminRequest(n, "GET", "/emulator/v1/faults").1)["faults"] as? [[String: Any]])?.compactMap {
+                    $0["id"] as? String
+                } ?? []
+                if Set(ids).isSuperset(of: [onA, onB].compactMap { $0 }) { break }
+                usleep(20_000)
+            }
+            XCTAssertTrue(Set(ids).isSuperset(of: [onA, onB].compactMap { $0 }), "\(ids)")
+        }
+        XCTAssertEqual(try adminRequest(a, "DELETE", "/emulator/v1/faults").0, 200)
         redis.stop()
         var health = ""
         for _ in 0..<100 {
