@@ -42,7 +42,7 @@ async function route() {
   }
 }
 
-/** The header says when the journal or the state log cannot store (a full disk), from /healthz. */
+/** The header says when the journal or the state log cannot store (a full disk), or a cluster node has lost Redis, from /healthz. */
 async function health() {
   const el = document.getElementById("status");
   try {
@@ -54,9 +54,16 @@ async function health() {
       if (b.stateLog) parts.push(`the state log is failing (${b.stateLog.error || "unknown error"}): changes are refused`);
       el.textContent = parts.join("; ");
       el.className = "bad";
-    } else if (el.className === "bad") {
-      el.textContent = "";
-      el.className = "muted";
+    } else {
+      const b = await r.json().catch(() => ({}));
+      if (b.status === "degraded") {
+        const reason = (b.cluster && b.cluster.reason) || "this node cannot reach the cluster's Redis";
+        el.textContent = `degraded: ${reason}. It serves pushes with the state it has and refuses changes until Redis answers.`;
+        el.className = "bad";
+      } else if (el.className === "bad") {
+        el.textContent = "";
+        el.className = "muted";
+      }
     }
   } catch {
     el.textContent = "pushemu is not answering";

@@ -233,7 +233,7 @@ package struct AdminAPI: Sendable {
         }
         let resources = self.resources
         r.group("/emulator/v1", middleware: limited + guarded) { api in
-            EventsAdminAPI(bus: devicesLayer.lifecycle.store.events).register(&api)
+            EventsAdminAPI(bus: devicesLayer.lifecycle.store.events, cluster: state.cluster).register(&api)
             api.group("", middleware: held) { changing in
                 for resource in resources { resource.register(&changing) }
             }

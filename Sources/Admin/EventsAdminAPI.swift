@@ -1,3 +1,4 @@
+import Cluster
 import Observation
 import PushCore
 import Transport
@@ -14,11 +15,17 @@ import Transport
 /// `status:`, `reason:` (for tracking the outcome, for a fault its rule id, for a device the
 /// change). Terms the list takes that need the stored record (`campaign:`, words, `has:`,
 /// `display:`, `lint:`, times) are refused with a 400 naming them.
+///
+/// On a cluster node the stream carries every node's events, each naming its node (`"node"`):
+/// the node's own, and the other nodes' through `PeerEventRelay` (the node's connections to its
+/// peers' streams, asked for their own events with the same filters).
 struct EventsAdminAPI: AdminResource {
     let bus: EventBus
+    var cluster: ClusterLink? = nil
 
     func register(_ routes: inout RouterGroup) {
         let bus = self.bus
+        let cluster = self.cluster
         routes.add(.get, "/events", maxBodySize: 0) { ex in
             let selector: EventSelector
             do { selector = try EventFilter.parse(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
@@ -31,8 +38,14 @@ struct EventsAdminAPI: AdminResource {
                 busy.headers.add(name: "retry-after", value: "5")
                 return ex.respond(busy)
             }
+            let relay = cluster.flatMap { ex.request.headers.first(ClusterReads.localHeader) == nil ? $0 : nil }
+            let inbox = relay.map { _ in EventInbox() }
+            let target = String(decoding: ex.request.target, as: UTF8.self)
             guard let stream = ex.respondStreaming(head) else { return }
-            if !bus.subscribe(stream, selector: selector) { stream.finish() }
+            guard bus.subscribe(stream, selector: selector, relayed: inbox) else { return stream.finish() }
+            if let relay, let inbox {
+                PeerEventRelay.start(link: relay, target: target) { frame in frame.isEmpty ? !inbox.isClosed : inbox.put(frame) }
+            }
         }
     }
 }

@@ -163,6 +163,18 @@ final class RedisConnection {
         }
     }
 
+    /// Sends `request` and hands over the socket (the caller reads and closes it): a stream
+    /// another node answers for as long as it lasts (`PeerEventRelay`).
+    func openStream(_ request: [UInt8]) throws(RedisError) -> Int32 {
+        if fd < 0 { try connect() }
+        guard sendAll(request) else {
+            close()
+            throw RedisError(description: "send failed", fromRedis: false)
+        }
+        defer { fd = -1 }
+        return fd
+    }
+
     private func fail(_ what: String) throws(RedisError) -> RESPValue {
         let code = errno
         let reason = code == 0 || what.hasSuffix(")") ? "" : ": " + RedisConnection.describe(code)

@@ -94,6 +94,7 @@ package final class Emulator: Sendable {
         let cluster = try Emulator.joinCluster(
             configuration, registry: registry, stateLog: stateLog, metrics: metrics, faults: faults, fcmQuota: stores.fcmProvider.quota)
         self.cluster = cluster
+        if let cluster { stores.devices.events.name(node: cluster.options.node) }
         // What the configuration adds at each start (not kept), then an import.
         try Emulator.addConfiguredFaults(configuration, to: faults)
         if let path = configuration.importState { try Emulator.importState(path, registry: registry, log: stateLog) }

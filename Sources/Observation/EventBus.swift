@@ -306,6 +306,12 @@ public final class EventBus: Sendable {
     /// needs no look at the subscribers' filters.
     private let takenWhole = Atomic<UInt8>(0)
     private let subscribers = FutexLock<[EventSubscriber]>([])
+    /// A cluster node's name, the first member of every event's data (nil on a single node).
+    /// Set once, before anything is published.
+    nonisolated(unsafe) private var node: String?
+
+    /// Names this node in every event from now on (a cluster node, before it serves).
+    public func name(node: String) { self.node = node }
 
     /// `ringCapacity` frames are kept for the readers; `unsentLimit` bytes may wait in a stream.
     public init(ringCapacity: Int = 16_384, unsentLimit: Int = 1 << 20) {
@@ -334,6 +340,7 @@ public final class EventBus: Sendable {
         else { return }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
             var w = EventJSON(scratch: scratch)
+            if let node { w.add("node", node) }
             write(&w)
             ring.append(event, data: w.finish())
         }
@@ -341,8 +348,10 @@ public final class EventBus: Sendable {
 
     /// Streams events that `selector` takes to `stream` until it closes, from the next one
     /// published. False (nothing subscribed) when `maxSubscribers` are already listening.
-    public func subscribe(_ stream: any EventSink, selector: EventSelector) -> Bool {
+    /// `relayed`: frames from other nodes (a cluster's reader), written with this node's own.
+    public func subscribe(_ stream: any EventSink, selector: EventSelector, relayed: EventInbox? = nil) -> Bool {
         let subscriber = EventSubscriber(stream: stream, selector: selector, ring: ring, unsentLimit: unsentLimit)
+        subscriber.relayed = relayed
         let added = subscribers.withLock { list -> Bool in
             guard list.count < EventBus.maxSubscribers else { return false }
             list.append(subscriber)
@@ -354,6 +363,7 @@ public final class EventBus: Sendable {
         subscriber.start()
         stream.onClose { [weak self] in
             subscriber.stop()
+            relayed?.close()
             guard let self else { return }
             let removed = self.subscribers.withLock { list -> Bool in
                 guard let i = list.firstIndex(where: { $0 === subscriber }) else { return false }
@@ -385,6 +395,8 @@ final class EventSubscriber: @unchecked Sendable {
     private var lastWriteNs: UInt64 = 0
     private var cancelTimer: (() -> Void)?
     private var stopped = false
+    /// Other nodes' frames for this reader (a cluster's), written at each drain.
+    var relayed: EventInbox?
     /// Frames read at most per drain (more wait for the next, right after).
     static let batch = 4096
 
@@ -435,6 +447,14 @@ final class EventSubscriber: @unchecked Sendable {
             stream.write(contentsOf: span)
         }
         position = taken.next
+        if let relayed {
+            let (frames, lostThere) = relayed.take(room: max(0, room - 64))
+            lost += lostThere
+            if !frames.isEmpty {
+                stream.write(frames)
+                wrote = true
+            }
+        }
         if !wrote {
             lost += taken.overwritten
             if lost > 0, room > 64 {
@@ -473,5 +493,52 @@ extension EventJSON {
     /// `display.json`, without building it per event.
     public static func display(_ d: Display) -> String {
         displays[Int(d.outcome.rawValue)][Int(d.reason.rawValue)] ?? d.json
+    }
+}
+
+/// Frames from other nodes for one reader of a cluster's event stream: their relay writes them
+/// (whole `event:`/`data:` frames), the reader's drain takes them. At most `limit` bytes wait;
+/// past that frames are counted as lost (the reader is told, as for its own node's).
+public final class EventInbox: Sendable {
+    private let state = FutexLock<(frames: [UInt8], lost: UInt64, closed: Bool)>(([], 0, false))
+    let limit: Int
+
+    public init(limit: Int = 1 << 20) { self.limit = limit }
+
+    /// Adds one frame; false once the reader has gone (the relay then stops).
+    @discardableResult
+    public func put(_ frame: [UInt8]) -> Bool {
+        state.withLock { s in
+            guard !s.closed else { return false }
+            if s.frames.count + frame.count > limit { s.lost += 1 } else { s.frames += frame }
+            return true
+        }
+    }
+
+    /// Whether the reader has gone.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    func close() { state.withLock { $0 = ([], 0, true) } }
+
+    /// The frames waiting (at most about `room` bytes: whole frames while they fit, the rest
+    /// left) and the count lost since the last take.
+    func take(room: Int) -> ([UInt8], UInt64) {
+        state.withLock { s in
+            defer { s.lost = 0 }
+            guard s.frames.count > room else {
+                defer { s.frames.removeAll(keepingCapacity: true) }
+                return (s.frames, s.lost)
+            }
+            // Cut after the last frame that fits ("\n\n").
+            var cut = 0
+            var i = 1
+            while i < min(room, s.frames.count) {
+                if s.frames[i] == 10 && s.frames[i - 1] == 10 { cut = i + 1 }
+                i += 1
+            }
+            let out = Array(s.frames[0..<cut])
+            s.frames.removeFirst(cut)
+            return (out, s.lost)
+        }
     }
 }

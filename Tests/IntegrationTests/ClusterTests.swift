@@ -273,6 +273,27 @@ final class ClusterTests: XCTestCase {
                 timeout: 20)
             XCTAssertEqual(one.stdout, "200")
         }
+        // The event stream of one node carries every node's events, each naming its node: a
+        // reader on node-1, a push straight to each node.
+        let streamed = dir + "/events.txt"
+        let pushes = nodePorts.map { port in
+            "curl -s -o /dev/null --http2-prior-knowledge -H 'authorization: bearer \(jwt)' -H 'apns-topic: com.example.ha' "
+                + "-d '{\"aps\":{\"alert\":\"streamed\"}}' http://127.0.0.1:\(port)/3/device/\(token)"
+        }.joined(separator: "; ")
+        let events = try runCommand(
+            "bash",
+            [
+                "-c",
+                "curl -sN --max-time 6 'http://127.0.0.1:\(nodePorts[0])/emulator/v1/events?types=accepted' > \(streamed) & "
+                    + "sleep 2.5; \(pushes); wait",
+            ], timeout: 30)
+        XCTAssertEqual(events.status, 0, events.stderr)
+        let frames = try String(contentsOfFile: streamed, encoding: .utf8)
+        for n in 1...3 {
+            XCTAssertEqual(
+                frames.components(separatedBy: #""node":"node-\#(n)""#).count - 1, 1, "node-\(n)'s push, once: \(frames)")
+        }
+        XCTAssertEqual(frames.components(separatedBy: "event: accepted").count - 1, 3, frames)
         let cluster = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/cluster"], timeout: 10).stdout)
         XCTAssertEqual((cluster["nodes"] as? [[String: Any]])?.filter { $0["healthy"] as? Bool == true }.count, 3, "\(cluster)")
         let removed = try runCommand(
@@ -306,7 +327,7 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(counts["fired"] as? Int, 10, "\(counts)")
         XCTAssertGreaterThanOrEqual(counts["seen"] as? Int ?? 0, 11, "\(counts)")
         // A campaign sent through HAProxy reports as one campaign from any node: each node's
-        // journal digests merged, totals equal to what was sent (318 requests before it).
+        // journal digests merged, totals equal to what was sent (321 requests before it).
         try Data(#"{"aps":{"alert":"spring sale"},"_dId":"spring"}"#.utf8).write(to: URL(fileURLWithPath: dir + "/campaign.json"))
         let campaign = try runCommand(
             "h2load",
@@ -324,7 +345,7 @@ final class ClusterTests: XCTestCase {
             for path in ["/emulator/v1/report", "/emulator/v1/campaigns"] {
                 let r = try sent("http://127.0.0.1:\(port)", path)
                 XCTAssertEqual(r.spring, 150, "\(path) on \(port): \(r.doc)")
-                XCTAssertEqual(r.all, 468, "\(path) on \(port): \(r.doc)")
+                XCTAssertEqual(r.all, 471, "\(path) on \(port): \(r.doc)")
                 XCTAssertNil(r.doc["partial"])
             }
         }
@@ -334,7 +355,7 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(spring["uniqueDevices"] as? Int, 1, "one device over three nodes: \(spring)")
         let stats = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/stats"], timeout: 20).stdout)
         XCTAssertEqual((stats["nodes"] as? [[String: Any]])?.count, 3, "\(stats)")
-        XCTAssertEqual((stats["notifications"] as? [String: Any])?["kept"] as? Int, 12 + 290 + 150, "summed over the nodes: \(stats)")
+        XCTAssertEqual((stats["notifications"] as? [String: Any])?["kept"] as? Int, 15 + 290 + 150, "summed over the nodes: \(stats)")
         // A node that stops answering is named: reads stay 200, partial.
         let third = try String(contentsOfFile: dir + "/node-3.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         kill(pid_t(third) ?? 0, SIGKILL)
@@ -350,7 +371,7 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(partial["unreachable"] as? [String], ["node-3"], "\(partial)")
         let without = try sent("http://127.0.0.1:\(nodePorts[0])", "/emulator/v1/report")
         XCTAssertEqual(without.doc["unreachable"] as? [String], ["node-3"], "\(without.doc)")
-        XCTAssertLessThan(without.all ?? 0, 468)
+        XCTAssertLessThan(without.all ?? 0, 471)
         // Back from its kill -9, the node's journal kept what it acknowledged: the report counts it again.
         let restarted = try runCommand(Self.root + "/Scripts/cluster", ["start-node", "--node", "3", "--dir", dir], timeout: 60, environment: env)
         XCTAssertEqual(restarted.status, 0, restarted.stdout + restarted.stderr)
@@ -360,7 +381,7 @@ final class ClusterTests: XCTestCase {
             if whole.doc["partial"] == nil { break }
             usleep(100_000)
         }
-        XCTAssertEqual(whole.all, 468, "\(whole.doc)")
+        XCTAssertEqual(whole.all, 471, "\(whole.doc)")
         XCTAssertEqual(whole.spring, 150)
         // FCM's quota holds for the cluster: 3,000 sends on three connections (one a node) get
         // the quota's 1,200 (within 10%: the buckets refill while they run), not three times it.

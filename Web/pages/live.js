@@ -60,7 +60,8 @@ export function render(main, { query }) {
       h("td", {}, tokenText(data.token || "")),
       h("td", {}, data.status ? statusChip(data.status, data.reason) : ""),
       h("td", {}, displayChip(data.display)),
-      h("td", {}, id ? h("a", { href: `#/notifications/${encodeURIComponent(id)}` }, detail || "open") : detail));
+      h("td", {}, data.node ? h("span", { class: "chip info", title: "the cluster node" }, data.node) : "",
+        id ? h("a", { href: `#/notifications/${encodeURIComponent(id)}` }, detail || "open") : detail));
     if (id) tr.addEventListener("click", (e) => { if (e.target.tagName !== "A") location.hash = `#/notifications/${encodeURIComponent(id)}`; });
     return tr;
   }
