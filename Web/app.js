@@ -1,6 +1,6 @@
 // The dashboard's router: #/page/rest?query -> the page module's render(main, {rest, query}),
 // which may give back a function that stops what it started (an event stream, a timer).
-import { notice, put, status } from "./lib.js";
+import { notice, put, status, scope, setScope } from "./lib.js";
 import * as live from "./pages/live.js";
 import * as notifications from "./pages/notifications.js";
 import * as detail from "./pages/detail.js";
@@ -70,6 +70,17 @@ async function health() {
     el.className = "bad";
   }
 }
+
+// The scope picker: every page reads and resets only that scope's (kept in this browser).
+const scopeInput = document.getElementById("scope");
+scopeInput.value = scope();
+scopeInput.addEventListener("change", () => {
+  const v = scopeInput.value.trim();
+  if (v && !/^(team|project|label):.+/.test(v)) { status("scope must be team:TEAMID, project:PROJECTID or label:NAME"); return; }
+  setScope(v);
+  status(v ? `showing scope ${v}` : "showing everything");
+  route();
+});
 
 window.addEventListener("hashchange", () => { route(); document.getElementById("main").focus({ preventScroll: true }); });
 status("");

@@ -37,8 +37,28 @@ export class APIError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
 
+/** The scope the dashboard shows (`team:…`, `project:…`, `label:…`; "" for everything), kept per browser. */
+export function scope() {
+  try { return localStorage.getItem("pushemu.scope") || ""; } catch { return ""; }
+}
+
+export function setScope(value) {
+  try { if (value) localStorage.setItem("pushemu.scope", value); else localStorage.removeItem("pushemu.scope"); } catch { /* private mode */ }
+}
+
+/** The admin API's reads and writes that take `scope=`: the notifications, events, report, campaigns, faults and reset. */
+const scopedPaths = /^\/emulator\/v1\/(notifications|events|report|campaigns|faults|reset)(\/latest)?($|\?)/;
+
+/** `path` with the dashboard's scope added where the endpoint takes one. */
+export function withScope(path) {
+  const s = scope();
+  if (!s || !scopedPaths.test(path) || /[?&]scope=/.test(path)) return path;
+  return path + (path.includes("?") ? "&" : "?") + "scope=" + encodeURIComponent(s);
+}
+
 /** Calls the admin API; JSON in and out. Throws APIError with the server's message. */
 export async function api(path, { method = "GET", body, signal } = {}) {
+  path = withScope(path);
   const init = { method, headers: { accept: "application/json" }, signal, cache: "no-store" };
   if (body !== undefined) {
     init.headers["content-type"] = "application/json";

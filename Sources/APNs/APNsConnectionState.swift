@@ -97,5 +97,7 @@ public final class APNsConnectionState {
         let topics: [String]
         let multiTopic: Bool
         let usable: Bool
+        /// The subject's organisational unit: Apple puts the team id there.
+        let team: String?
     }
 }

@@ -165,14 +165,18 @@ public final class APNsGateway: PushGateway {
     public func subject(of decision: APNsDecision, request: Request) -> PushSubject {
         // A broadcast names no device: its channel is the subject's topic.
         if decision.isBroadcast {
-            return PushSubject(
+            var subject = PushSubject(
                 token: [], topic: decision.topic ?? request.headers.first("apns-channel-id"), scope: decision.environment.rawValue)
+            subject.team = decision.team
+            return subject
         }
         var token = decision.token
         if token.isEmpty, request.path.starts(with: APNsGateway.devicePrefix) {
             token = request.path.dropFirst(APNsGateway.devicePrefix.count)
         }
-        return PushSubject(token: token, topic: decision.topic, scope: decision.environment.rawValue)
+        var subject = PushSubject(token: token, topic: decision.topic, scope: decision.environment.rawValue)
+        subject.team = decision.team
+        return subject
     }
 
     @inlinable @inline(__always)

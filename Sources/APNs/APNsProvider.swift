@@ -49,6 +49,8 @@ public struct APNsDecision: Sendable {
     public var summary = APNsPayloadSummary()
     /// Apple-compatible warnings about the payload (kept with the record).
     public var warnings: [String] = []
+    /// The team whose credentials sent it (a provider token's issuer, a certificate's OU), once authenticated.
+    public var team: String?
     /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (first valid token).
     public var raiseStreamsTo: UInt32?
     /// Send GOAWAY with `{"reason": goAwayReason}` after the response.
@@ -345,6 +347,7 @@ public struct APNsProvider: Sendable {
                 reject(&d, .badCertificateEnvironment, state)
                 return nil
             }
+            d.team = info.team
             return Credentials(certificate: info, keyTopics: nil)
         }
         switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
@@ -356,6 +359,7 @@ public struct APNsProvider: Sendable {
                 state.authenticated = true
                 d.raiseStreamsTo = configuration.streamsAfterAuth
             }
+            d.team = state.boundTeam
             return Credentials(certificate: nil, keyTopics: topics)
         }
     }
@@ -491,7 +495,9 @@ public struct APNsProvider: Sendable {
                 for s in [".voip", ".complication"] where t.hasSuffix(s) { return String(t.dropLast(s.count)) }
                 return t
             })
-        return .init(environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty)
+        return .init(
+            environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty,
+            team: cert.subjectValue("OU") ?? cert.subjectValue("2.5.4.11"))
     }
 
     /// `apns-priority`: 10, 5 or 1; nil for anything else (BadPriority).

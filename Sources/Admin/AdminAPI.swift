@@ -184,7 +184,11 @@ package struct AdminAPI: Sendable {
         let lifecycle = devicesLayer.lifecycle
         let deviceStore = lifecycle.store
         let clusterReads = state.cluster.map { ClusterReads(link: $0, worker: slowWork) }
-        let journalAPI = records.journal.map { JournalAdminAPI(journal: $0, reads: journalReads, clusterReads: clusterReads) }
+        let journalAPI = records.journal.map {
+            JournalAdminAPI(
+                journal: $0, reads: journalReads, clusterReads: clusterReads,
+                labels: { [deviceStore] in deviceStore.device(token: $0)?.labels ?? [] }, deletions: state.deletions)
+        }
         var list: [any AdminResource] = [
             APNsKeysAdminAPI(keys: gateways.apnsKeys),
             FCMServiceAccountsAdminAPI(fcmAccounts: gateways.fcmAccounts, slowWork: slowWork),
@@ -205,7 +209,9 @@ package struct AdminAPI: Sendable {
             TrackingAdminAPI(tracking: devicesLayer.tracking, journal: journalAPI),
             LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log),
             FaultAdminAPI(engine: faults, scenarios: scenarios),
-            ResetAdminAPI(registry: state.registry, stateLog: state.log, journal: records.journal),
+            ResetAdminAPI(
+                registry: state.registry, stateLog: state.log, journal: records.journal, log: records.log, deletions: state.deletions,
+                faults: faults, deviceStore: deviceStore),
         ]
         if let journalAPI { list.append(journalAPI) }
         return list
@@ -233,7 +239,10 @@ package struct AdminAPI: Sendable {
         }
         let resources = self.resources
         r.group("/emulator/v1", middleware: limited + guarded) { api in
-            EventsAdminAPI(bus: devicesLayer.lifecycle.store.events, cluster: state.cluster).register(&api)
+            EventsAdminAPI(
+                bus: devicesLayer.lifecycle.store.events, cluster: state.cluster,
+                labels: { [store = devicesLayer.lifecycle.store] in store.device(token: $0)?.labels ?? [] }
+            ).register(&api)
             api.group("", middleware: held) { changing in
                 for resource in resources { resource.register(&changing) }
             }

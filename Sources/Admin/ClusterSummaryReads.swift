@@ -23,7 +23,7 @@ extension ClusterReads {
             for a in answers {
                 switch a.status {
                 case 200: parts.append(a.body)
-                case 404: continue  // a node without a journal has no requests to add
+                case 404: continue // a node without a journal has no requests to add
                 default: return ex.respond(.json(a.status, String(decoding: a.body, as: UTF8.self)))
                 }
             }

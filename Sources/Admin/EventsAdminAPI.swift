@@ -22,13 +22,16 @@ import Transport
 struct EventsAdminAPI: AdminResource {
     let bus: EventBus
     var cluster: ClusterLink? = nil
+    /// A token's device's labels (for `scope=label:`).
+    var labels: @Sendable (String) -> [String] = { _ in [] }
 
     func register(_ routes: inout RouterGroup) {
         let bus = self.bus
         let cluster = self.cluster
+        let labels = self.labels
         routes.add(.get, "/events", maxBodySize: 0) { ex in
             let selector: EventSelector
-            do { selector = try EventFilter.parse(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            do { selector = try EventFilter.parse(ex.request, labels: labels) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
             var head = Response(status: 200)
             head.headers.add(name: "content-type", value: "text/event-stream; charset=utf-8")
             head.headers.add(name: "cache-control", value: "no-store")
@@ -54,8 +57,21 @@ struct EventsAdminAPI: AdminResource {
 enum EventFilter {
     static let terms = ["type", "provider", "token", "topic", "environment", "app", "status", "reason"]
 
-    static func parse(_ request: Request) throws(NotificationQuery.QueryError) -> EventSelector {
+    static func parse(
+        _ request: Request, labels: @escaping @Sendable (String) -> [String] = { _ in [] }
+    ) throws(NotificationQuery.QueryError) -> EventSelector {
         var f = EventSelector()
+        switch try Scope.of(request) {
+        case .team(let t)?:
+            f.provider = .apns
+            f.team = t
+        case .project(let p)?:
+            f.provider = .fcm
+            f.environments = [p]
+        case .label(let l)?:
+            f.device = { token in labels(String(decoding: token, as: UTF8.self)).contains(l) }
+        case nil: break
+        }
         var listed = false
         func parameter(_ name: String) -> String? {
             request.queryParameter(name).flatMap { $0.isEmpty ? nil : percentDecode($0) }

@@ -11,7 +11,8 @@ struct FaultAdminAPI: AdminResource {
     func register(_ routes: inout RouterGroup) {
         routes.add(.post, "/faults", maxBodySize: 256 * 1024) { ex in
             do {
-                let body = ex.request.body
+                let scope = try Scope.of(ex.request)
+                let body = try scope.map { try FaultAdminAPI.scoped(Array(ex.request.body), $0) } ?? Array(ex.request.body)
                 // One rule, or a list of them.
                 if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "[") {
                     let list = try FaultParser.rules(body, nowMs: Clock.nowMs(), id: { engine.newID() }, known: engine.vocabulary)
@@ -26,10 +27,20 @@ struct FaultAdminAPI: AdminResource {
             }
         }
         routes.add(.get, "/faults") { ex in
-            ex.respond(.json(200, JSONObjectWriter.list("faults", engine.all.map(engine.json))))
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            let rules = engine.all.filter { scope == nil || $0.match.scope == scope?.text }
+            ex.respond(.json(200, JSONObjectWriter.list("faults", rules.map(engine.json))))
         }
         routes.add(.delete, "/faults") { ex in
-            engine.removeAll()
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            if let scope {
+                // Only the rules made in that scope.
+                for rule in engine.all where rule.match.scope == scope.text { engine.remove(id: rule.id) }
+            } else {
+                engine.removeAll()
+            }
             ex.respond(.json(200, "{\"faults\":[]}"))
         }
         routes.add([.get, .delete], "/faults/{id}") { ex in
@@ -52,5 +63,47 @@ struct FaultAdminAPI: AdminResource {
             let now = Clock.nowMs()
             ex.respond(.json(200, JSONObjectWriter.list("scenarios", scenarios.all.map { $0.json(nowMs: now) })))
         }
+    }
+}
+
+extension FaultAdminAPI {
+    /// A rule's body (or a list's) with `scope` put in each rule's match (`?scope=` on the POST);
+    /// a match that names a scope of its own must name the same one.
+    static func scoped(_ body: [UInt8], _ scope: Scope) throws -> [UInt8] {
+        try body.withUnsafeBytes { raw throws -> [UInt8] in
+            var t: [JSONToken] = []
+            if let e = JSONParser.parse(raw, into: &t) { throw NotificationQuery.QueryError(description: "the body is not JSON: \(e)") }
+            let v = JSONView(bytes: raw, tokens: t)
+            var rules: [Int] = []
+            if t.first?.kind == .array { v.forEachElement(0) { rules.append($0) } } else { rules = [0] }
+            // Insertions at byte offsets, made back to front.
+            var inserts: [(Int, String)] = []
+            let member = "\"scope\":" + JSONWriter.quote(scope.text)
+            for r in rules where v.tokens[r].kind == .object {
+                if let m = v.member(r, "match"), v.tokens[m].kind == .object {
+                    if let own = v.member(m, "scope") {
+                        guard v.string(own) == scope.text else {
+                            throw NotificationQuery.QueryError(
+                                description: "the rule's match names scope \(v.string(own)), not \(scope.text)")
+                        }
+                        continue
+                    }
+                    let open = v.raw(m).baseAddress! - raw.baseAddress! + 1
+                    inserts.append((open, member + (v.raw(m).count > 2 && hasMembers(v, m) ? "," : "")))
+                } else {
+                    let open = v.raw(r).baseAddress! - raw.baseAddress! + 1
+                    inserts.append((open, "\"match\":{" + member + "}" + (hasMembers(v, r) ? "," : "")))
+                }
+            }
+            var out = Array(raw)
+            for (at, text) in inserts.sorted(by: { $0.0 > $1.0 }) { out.insert(contentsOf: Array(text.utf8), at: at) }
+            return out
+        }
+    }
+
+    static func hasMembers(_ v: JSONView, _ object: Int) -> Bool {
+        var any = false
+        v.forEachMember(object) { _, _ in any = true }
+        return any
     }
 }

@@ -16,11 +16,17 @@ struct JournalAdminAPI: AdminResource {
     let reads: BackgroundWorker
     /// On a cluster node: the report and campaign totals for the whole cluster.
     var clusterReads: ClusterReads? = nil
+    /// A token's device's labels (for `scope=label:`).
+    var labels: @Sendable (String) -> [String] = { _ in [] }
+    /// When each scope was last reset (a scope's report counts what came after).
+    var deletions: NotificationDeletions? = nil
 
     func register(_ routes: inout RouterGroup) {
         let journal = self.journal
         let reads = self.reads
         let cluster = clusterReads
+        let labels = self.labels
+        let deletions = self.deletions
         routes.add(.get, "/report") { ex in
             let q = ex.request
             let format = q.queryParameter("format").flatMap { $0.isEmpty ? nil : $0 } ?? "json"
@@ -36,11 +42,19 @@ struct JournalAdminAPI: AdminResource {
             case "false": exact = false
             default: return ex.respond(AdminAPI.error(400, "exact must be true or false"))
             }
-            if let cluster, cluster.takes(ex) {
+            let scope: Scope?
+            do { scope = try Scope.of(q) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            if scope == nil, let cluster, cluster.takes(ex) {
                 return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, format: f, counts: false)
             }
             let accepted = reads.submit {
-                let text = journal.report(sinceMs: sinceMs, campaign: campaign, exact: exact).render(f)
+                let report =
+                    scope.map { s in
+                        journal.report(
+                            sinceMs: sinceMs, campaign: campaign, include: JournalAdminAPI.taking(s, labels, after: deletions?.resetMs(s)))
+                    }
+                    ?? journal.report(sinceMs: sinceMs, campaign: campaign, exact: exact)
+                let text = report.render(f)
                 var h = HTTPFields()
                 h.add(name: "content-type", value: JournalAdminAPI.contentType(f))
                 ex.respond(Response(status: 200, headers: h, body: Array(text.utf8)))
@@ -52,12 +66,18 @@ struct JournalAdminAPI: AdminResource {
             let q = ex.request
             guard let sinceMs = JournalAdminAPI.since(q) else { return ex.respond(JournalAdminAPI.badSince) }
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
-            if let cluster, cluster.takes(ex) {
+            let scope: Scope?
+            do { scope = try Scope.of(q) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            if scope == nil, let cluster, cluster.takes(ex) {
                 return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, format: .json, counts: true)
             }
             let accepted = reads.submit {
-                let counts = CampaignCounts(
-                    journal.campaignCounts(sinceMs: sinceMs), only: campaign, sinceMs: sinceMs, nowMs: Clock.nowMs())
+                let tallies =
+                    scope.map {
+                        journal.campaignCounts(sinceMs: sinceMs, include: JournalAdminAPI.taking($0, labels, after: deletions?.resetMs($0)))
+                    }
+                    ?? journal.campaignCounts(sinceMs: sinceMs)
+                let counts = CampaignCounts(tallies, only: campaign, sinceMs: sinceMs, nowMs: Clock.nowMs())
                 ex.respond(.json(200, counts.json))
             }
             if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
@@ -73,6 +93,15 @@ struct JournalAdminAPI: AdminResource {
                 }
                 if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
             }
+        }
+    }
+
+    /// Whether a stored request is in `scope`.
+    /// Whether a stored request is in `scope`, and after the scope's last reset (`after`).
+    static func taking(_ scope: Scope, _ labels: @escaping @Sendable (String) -> [String], after: Int64?) -> (StoredRequest) -> Bool {
+        let resetMs = after ?? .min
+        return { r in
+            r.atMs > resetMs && scope.holds(provider: r.provider, environment: r.environment, team: r.team, token: r.token, labels: labels)
         }
     }
 
@@ -183,6 +212,7 @@ struct JournalAdminAPI: AdminResource {
             payload: r.payload, payloadIsJSON: isJSON, warnings: r.warnings)
         n.display = r.display
         n.lint = r.lint
+        n.team = r.team
         if let m = filter.matches, !m(n) { return nil }
         return n
     }

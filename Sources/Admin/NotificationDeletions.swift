@@ -34,7 +34,18 @@ package final class NotificationDeletions: Sendable {
         }
     }
 
-    package func removeAll() { kept.withLock { $0 = (nil, []) } }
+    package func removeAll() {
+        kept.withLock { $0 = (nil, []) }
+        scopeResets.withLock { $0.removeAll() }
+    }
+
+    /// When each scope was last reset (`POST /reset?scope=`): its report counts what came after.
+    private let scopeResets = FutexLock<[String: Int64]>([:])
+
+    func resetScope(_ scope: Scope, atMs: Int64) { scopeResets.withLock { $0[scope.text] = atMs } }
+
+    /// The time of `scope`'s last reset (`.min` when none).
+    func resetMs(_ scope: Scope) -> Int64 { scopeResets.withLock { $0[scope.text] } ?? .min }
 
     /// Whether `n` was deleted.
     func removes(_ n: PushNotification) -> Bool {

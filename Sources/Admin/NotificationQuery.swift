@@ -34,12 +34,18 @@ struct NotificationQuery: Sendable {
     var display: Display.Outcome?
     var lintCodes: [String] = []
     var words: [String] = []
+    /// `scope=` (see `Scope`), with how a token's device's labels are found.
+    var scope: Scope?
+    var labels: @Sendable (String) -> [String] = { _ in [] }
 
     struct QueryError: Error, CustomStringConvertible { let description: String }
 
     /// The terms as the parameters and `q` give them.
-    static func parse(_ request: Request, nowMs: Int64) throws(QueryError) -> NotificationQuery {
+    static func parse(
+        _ request: Request, nowMs: Int64, labels: @escaping @Sendable (String) -> [String] = { _ in [] }
+    ) throws(QueryError) -> NotificationQuery {
         var query = NotificationQuery()
+        query.labels = labels
         func parameter(_ name: String) -> String? {
             request.queryParameter(name).flatMap { $0.isEmpty ? nil : percentDecode($0) }
         }
@@ -47,6 +53,7 @@ struct NotificationQuery: Sendable {
         if let t = parameter("token") { query.token = t }
         if let t = parameter("topic") { query.topic = t }
         if let c = parameter("campaign") { query.campaigns.append(c) }
+        query.scope = try Scope.of(request)
         if let q = parameter("q") {
             for term in try terms(q) {
                 if let colon = term.text.firstIndex(of: ":"), !term.quoted {
@@ -167,12 +174,13 @@ struct NotificationQuery: Sendable {
     /// Nothing beyond provider, token and topic.
     var isPlain: Bool {
         satisfiable && campaigns.isEmpty && apps.isEmpty && environments.isEmpty && afterMs == nil && beforeMs == nil
-            && !hasWarnings && !hasLint && display == nil && lintCodes.isEmpty && words.isEmpty
+            && !hasWarnings && !hasLint && display == nil && lintCodes.isEmpty && words.isEmpty && scope == nil
     }
 
     /// The conditions beyond provider, token and topic, which the filter's reader checks first.
     func matches(_ n: PushNotification, campaignKeys: [String]) -> Bool {
         guard satisfiable else { return false }
+        if let scope, !scope.holds(n, labels: labels) { return false }
         if let a = afterMs, n.receivedAtMs < a { return false }
         if let b = beforeMs, n.receivedAtMs >= b { return false }
         if hasWarnings && n.warnings.isEmpty { return false }

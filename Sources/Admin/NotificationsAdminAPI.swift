@@ -44,6 +44,12 @@ struct NotificationsAdminAPI: AdminResource {
     /// On a cluster node: reads for the whole cluster (nil on a single node).
     var clusterReads: ClusterReads? = nil
 
+    /// A token's device's labels (for `scope=label:`).
+    var deviceLabels: @Sendable (String) -> [String] {
+        let store = deviceStore
+        return { store.device(token: $0)?.labels ?? [] }
+    }
+
     func register(_ routes: inout RouterGroup) {
         let api = self
         routes.add(.get, "/notifications") { ex in
@@ -53,7 +59,9 @@ struct NotificationsAdminAPI: AdminResource {
                 return reads.answer(ex, .list(order: q.queryParameter("order"), limit: limit))
             }
             let query: NotificationQuery
-            do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs()) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs(), labels: api.deviceLabels) } catch {
+                return ex.respond(AdminAPI.error(400, "\(error)"))
+            }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...10_000),
                 let wait = intParameter(q, "wait", default: 0, range: 0...300)
             else {
@@ -63,7 +71,7 @@ struct NotificationsAdminAPI: AdminResource {
         }
         routes.add(.delete, "/notifications") { ex in
             let query: NotificationQuery
-            do { query = try NotificationQuery.parse(ex.request, nowMs: Clock.nowMs()) } catch {
+            do { query = try NotificationQuery.parse(ex.request, nowMs: Clock.nowMs(), labels: api.deviceLabels) } catch {
                 return ex.respond(AdminAPI.error(400, "\(error)"))
             }
             let filter = query.filter(campaignKeys: api.campaignKeys, limit: Int.max)
@@ -189,7 +197,9 @@ struct NotificationsAdminAPI: AdminResource {
     func latest(_ ex: Exchange) {
         let q = ex.request
         let query: NotificationQuery
-        do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs()) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+        do { query = try NotificationQuery.parse(q, nowMs: Clock.nowMs(), labels: deviceLabels) } catch {
+            return ex.respond(AdminAPI.error(400, "\(error)"))
+        }
         guard let wait = intParameter(q, "wait", default: 0, range: 0...300) else {
             return ex.respond(AdminAPI.error(400, "wait must be 0...300 seconds"))
         }

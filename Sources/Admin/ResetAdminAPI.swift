@@ -1,4 +1,7 @@
+import Faults
+import Fleet
 import Journal
+import Observation
 import PushCore
 import Runtime
 import State
@@ -7,20 +10,59 @@ import Transport
 /// `POST /emulator/v1/reset`: every store in the store registry back to empty, with one record
 /// saying so in the state log, and the journal emptied; `?all=true` also drops the keys and
 /// service accounts (see `ResetScope`). Answered once the journal is empty.
+///
+/// `?scope=team:…|project:…|label:…` forgets only that scope's: its notifications (the log's,
+/// and the journal's as `DELETE /notifications` forgets them) and the fault rules made in it.
+/// Devices, keys and the rest are left (they are not any one scope's).
 struct ResetAdminAPI: AdminResource {
     let registry: StoreRegistry
     let stateLog: StateLog?
     let journal: Journal?
+    let log: NotificationLog
+    let deletions: NotificationDeletions
+    let faults: FaultEngine
+    let deviceStore: DeviceStore
 
     func register(_ routes: inout RouterGroup) {
         let registry = self.registry
         let stateLog = self.stateLog
         let journal = self.journal
+        let api = self
         routes.add(.post, "/reset", maxBodySize: 1024) { ex in
+            let only: Scope?
+            do { only = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            if let only { return api.reset(only, ex) }
             let scope: ResetScope = ex.request.queryParameter("all") == "true" ? .all : .state
             registry.reset(scope, log: stateLog, nowMs: Clock.nowMs())
             guard let journal else { return ex.respond(.json(200, "{\"reset\":true}")) }
             journal.reset { ex.respond(.json(200, "{\"reset\":true}")) }
         }
+    }
+}
+
+extension ResetAdminAPI {
+    func reset(_ scope: Scope, _ ex: Exchange) {
+        var query = NotificationQuery()
+        query.scope = scope
+        let store = deviceStore
+        query.labels = { store.device(token: $0)?.labels ?? [] }
+        let filter = query.filter(campaignKeys: [], limit: Int.max)
+        if journal != nil, !deletions.add(filter, upToMs: Clock.nowMs(), everything: false) {
+            return ex.respond(
+                AdminAPI.error(409, "\(NotificationDeletions.capacity) filtered deletions are kept already: POST /emulator/v1/reset"))
+        }
+        let removed = log.remove(filter)
+        deletions.resetScope(scope, atMs: Clock.nowMs())
+        var rules = 0
+        for rule in faults.all where rule.match.scope == scope.text {
+            faults.remove(id: rule.id)
+            rules += 1
+        }
+        var out = JSONObjectWriter()
+        out.add("reset", true)
+        out.add("scope", scope.text)
+        out.add("notifications", removed)
+        out.add("faults", rules)
+        ex.respond(.json(200, out.text))
     }
 }

@@ -371,7 +371,10 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         let count = demand()
         let now = monotonicMs()
         let perSecond = lastDemand.withLock { l -> Int64 in
-            defer { l.count = count; l.ms = now }
+            defer {
+                l.count = count
+                l.ms = now
+            }
             guard l.ms > 0, now > l.ms else { return l.perSecond }
             l.perSecond = Int64(max(0, count &- l.count)) * 1000 / (now - l.ms)
             return l.perSecond

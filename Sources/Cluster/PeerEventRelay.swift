@@ -62,7 +62,10 @@ public enum PeerEventRelay {
                 }
                 peer.bytes += buf[0..<n]
                 guard frames(peer, put) else {
-                    if peer.bytes.isEmpty && !peer.headRead { peers[peer.name] = nil; continue }
+                    if peer.bytes.isEmpty && !peer.headRead {
+                        peers[peer.name] = nil
+                        continue
+                    }
                     return
                 }
             }

@@ -13,6 +13,8 @@ public struct FaultContext {
     public var headers: HTTPFields
     /// (fleet id, labels) of a token's device, asked only by rules that need it.
     public var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
+    /// The APNs team whose credentials sent it (nil for other providers, or unauthenticated).
+    public var team: String?
 
     public init(
         provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,

@@ -116,6 +116,7 @@ public enum FaultParser {
         }
         m.fleet = try r.string("fleet")
         m.label = try r.string("label")
+        if let scope = try r.string("scope") { try applyScope(scope, to: &m, r) }
         if let h = try r.stringPairs("header") { m.headers = h.map { ($0.0.lowercased(), $0.1) } }
         m.percent = try r.double("percent", in: 0...100)
         m.every = try r.int("every", in: 1...1_000_000_000)
@@ -295,5 +296,35 @@ extension String {
         while s.first == " " { s = s.dropFirst() }
         while s.last == " " { s = s.dropLast() }
         return String(s)
+    }
+}
+
+extension FaultParser {
+    /// A match's `scope`: `team:TEAMID` (the APNs team whose credentials sent the push),
+    /// `project:PROJECTID` (an FCM project) or `label:NAME` (devices with the label); it must not
+    /// contradict the match's own provider, project or label.
+    static func applyScope(_ scope: String, to m: inout FaultMatch, _ r: JSONObjectReader) throws {
+        let forms = "team:TEAMID, project:PROJECTID or label:NAME"
+        guard let colon = scope.firstIndex(of: ":"), scope.index(after: colon) < scope.endIndex else {
+            throw r.failure("scope", "must be \(forms)")
+        }
+        let value = String(scope[scope.index(after: colon)...])
+        switch scope[..<colon] {
+        case "team":
+            guard m.provider == nil || m.provider == .apns else { throw r.failure("scope", "team: is for APNs pushes") }
+            m.provider = .apns
+            m.team = value
+        case "project":
+            guard m.provider == nil || m.provider == .fcm, m.project == nil || m.project == value else {
+                throw r.failure("scope", "project: is for FCM pushes, and names the match's project")
+            }
+            m.provider = .fcm
+            m.project = value
+        case "label":
+            guard m.label == nil || m.label == value else { throw r.failure("scope", "label: names the match's label") }
+            m.label = value
+        default: throw r.failure("scope", "must be \(forms)")
+        }
+        m.scope = scope
     }
 }

@@ -50,6 +50,10 @@ public struct FaultMatch: Sendable {
     public var fleet: String?
     /// Only pushes to devices carrying this label.
     public var label: String?
+    /// Only pushes sent with this APNs team's credentials.
+    public var team: String?
+    /// The `scope` the rule was made in (`team:…`, `project:…`, `label:…`), as given.
+    public var scope: String?
     /// Selectors: a percentage (seeded), every Nth matching request, the first N, a time window
     /// (milliseconds after the rule was added).
     public var percent: Double?

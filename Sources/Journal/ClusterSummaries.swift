@@ -29,13 +29,15 @@ public enum ClusterSummaries {
                 let provider = PushProvider.stored(stored)
                 if o.accepted > 0 {
                     tallies.append(
-                        CampaignTally(campaign: name, provider: provider, rejection: "", count: o.accepted, firstMs: d.firstMs, lastMs: d.lastMs))
+                        CampaignTally(
+                            campaign: name, provider: provider, rejection: "", count: o.accepted, firstMs: d.firstMs, lastMs: d.lastMs))
                 }
                 var left = o.rejected
                 while left > 0, !reasons.isEmpty {
                     let n = min(left, reasons[0].1)
                     tallies.append(
-                        CampaignTally(campaign: name, provider: provider, rejection: reasons[0].0, count: n, firstMs: d.firstMs, lastMs: d.lastMs))
+                        CampaignTally(
+                            campaign: name, provider: provider, rejection: reasons[0].0, count: n, firstMs: d.firstMs, lastMs: d.lastMs))
                     left -= n
                     reasons[0].1 -= n
                     if reasons[0].1 == 0 { reasons.removeFirst() }

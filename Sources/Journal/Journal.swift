@@ -358,8 +358,8 @@ public final class Journal: @unchecked Sendable {
         appendRequest(
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
-            payload: r.payload, warnings: r.warnings, device: r.device, notificationID: r.notificationID, loop: loop,
-            notify: .handedOver(completion))
+            payload: r.payload, warnings: r.warnings, device: r.device, team: r.team, notificationID: r.notificationID,
+            loop: loop, notify: .handedOver(completion))
     }
 
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
@@ -369,7 +369,7 @@ public final class Journal: @unchecked Sendable {
     public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil,
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil, team: String? = nil,
         notificationID: UUIDValue?, loop: EventLoop?, notify notice: StoredNotice
     ) {
         if case .parked = notice, answersWait {
@@ -385,7 +385,7 @@ public final class Journal: @unchecked Sendable {
             p.encoder!.appendRequest(
                 atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
-                payload: payload, warnings: warnings, device: device, notificationID: notificationID,
+                payload: payload, warnings: warnings, device: device, team: team, notificationID: notificationID,
                 maxPayload: Journal.maxPayload, campaignOf: campaignOf)
             guard strict else { return true }
             switch notice {

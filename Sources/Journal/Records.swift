@@ -31,14 +31,18 @@ public struct RequestRecord: Sendable {
     public var notificationID: UUIDValue?
     /// What the device made of it (a token send that was delivered; nil otherwise).
     public var device: DeviceOutcome?
+    /// The APNs team whose credentials sent it (a provider token's issuer, a certificate's
+    /// organisational unit); nil for FCM and Web Push.
+    public var team: String? = nil
 
     /// A record with every field given.
     public init(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
         topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        warnings: [String], notificationID: UUIDValue?, device: DeviceOutcome? = nil
+        warnings: [String], notificationID: UUIDValue?, device: DeviceOutcome? = nil, team: String? = nil
     ) {
         self.device = device
+        self.team = team
         self.atMs = atMs
         self.provider = provider
         self.connection = connection

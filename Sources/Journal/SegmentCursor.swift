@@ -40,7 +40,7 @@ struct SegmentCursor {
     private var lastMs: Int64 = 0
     /// Each repeatable field's current value (-1: absent), kept inline: no array to check for
     /// uniqueness at each write.
-    private var previous = InlineArray<13, (start: Int, count: Int)>(repeating: (-1, 0))
+    private var previous = InlineArray<14, (start: Int, count: Int)>(repeating: (-1, 0))
     private(set) var malformed = false
     /// Format 1 stored tokens as plain literals; 2 packs hex tokens; 3 adds the device outcome.
     private(set) var version: UInt8 = 0
@@ -96,6 +96,7 @@ struct SegmentCursor {
             field(.warnings, b, &v)
             field(.campaign, b, &v)
             if version >= 3 { field(.device, b, &v) } else { previous[SegmentEncoder.Slot.device.rawValue] = (-1, 0) }
+            if version >= 5 { field(.team, b, &v) } else { previous[SegmentEncoder.Slot.team.rawValue] = (-1, 0) }
             token(b, &v)
             v.id = literal(b)
         case 2:
@@ -145,6 +146,7 @@ struct SegmentCursor {
             payload: value(.payload).map { Array(b[$0]) } ?? [], payloadSize: v.size,
             warnings: string(.warnings).map { $0.split(separator: "\n").map(String.init) } ?? [],
             notificationID: SegmentCursor.id(v, b)?.description)
+        r.team = version >= 5 ? string(.team) : nil
         if let device = value(.device), device.count >= 2 {
             r.display = Display(stored: (b[device.lowerBound], b[device.lowerBound + 1]))
             r.lint = UnsafeRawBufferPointer(rebasing: b[device.lowerBound + 2..<device.upperBound])

@@ -33,6 +33,8 @@ public struct EmulatorEvent: Sendable {
     public var status: Int
     /// The provider's reason, the fault's name, the tracking outcome, the device change.
     public var reason: String
+    /// The APNs team whose credentials sent the push ("" when none).
+    public var team: String = ""
 
     public init(
         kind: Kind, provider: PushProvider?, token: String = "", topic: String = "", environment: String = "", status: Int = 0,

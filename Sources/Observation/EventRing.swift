@@ -23,6 +23,7 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
         var topicLength = 0
         var environmentLength = 0
         var reasonLength = 0
+        var teamLength = 0
         var kindBit: UInt8 = 0
         /// `PushProvider.storedByte`, or 0xFF for none.
         var provider: UInt8 = 0xFF
@@ -71,8 +72,9 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
         var topic = event.topic
         var environment = event.environment
         var reason = event.reason
+        var team = event.team
         let name = EventRing.names[Int(event.kind.bit.trailingZeroBitCount)]
-        let keyLength = token.utf8.count + topic.utf8.count + environment.utf8.count + reason.utf8.count
+        let keyLength = token.utf8.count + topic.utf8.count + environment.utf8.count + reason.utf8.count + team.utf8.count
         let frameBound = 4 + 20 + 8 + name.count + 7 + data.count + 2
         guard frameBound <= frameCapacity / 4, keyLength <= keyCapacity / 4 else { return }
         positions.withLock { p in
@@ -90,6 +92,7 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
             topic.withUTF8 { at = EventRing.put($0, at, &e.topicLength) }
             environment.withUTF8 { at = EventRing.put($0, at, &e.environmentLength) }
             reason.withUTF8 { at = EventRing.put($0, at, &e.reasonLength) }
+            team.withUTF8 { at = EventRing.put($0, at, &e.teamLength) }
             p.keys += UInt64(keyLength)
             // The frame: id, event name, data, blank line.
             e.start = p.frames
@@ -167,9 +170,11 @@ final class EventRing: @unchecked Sendable { // the buffers are touched under `p
         let environment = UnsafeRawBufferPointer(start: base + e.tokenLength + e.topicLength, count: e.environmentLength)
         let reason = UnsafeRawBufferPointer(
             start: base + e.tokenLength + e.topicLength + e.environmentLength, count: e.reasonLength)
+        let team = UnsafeRawBufferPointer(
+            start: base + e.tokenLength + e.topicLength + e.environmentLength + e.reasonLength, count: e.teamLength)
         return selector.matches(
             kindBit: e.kindBit, provider: e.provider, status: e.status, token: token, topic: topic, environment: environment,
-            reason: reason)
+            reason: reason, team: team)
     }
 
     /// Copies `bytes` into the frame ring at `position` (wrapping), advancing it.

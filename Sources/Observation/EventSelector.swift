@@ -14,6 +14,10 @@ public struct EventSelector: Sendable {
     public var apps: [String] = []
     public var status: Int?
     public var reasons: [String] = []
+    /// Only pushes sent with this APNs team's credentials (`scope=team:`).
+    public var team: String?
+    /// Only events of devices this says yes to (`scope=label:`: the token's device has the label).
+    public var device: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
 
     public init() {}
 
@@ -27,6 +31,7 @@ public struct EventSelector: Sendable {
     /// No condition but the kinds.
     var filtersOnlyKinds: Bool {
         provider == nil && token == nil && topic == nil && status == nil && environments.isEmpty && reasons.isEmpty && apps.isEmpty
+            && team == nil && device == nil
     }
 
     /// Every event, of every kind: a reader takes the ring's frames as one span.
@@ -41,14 +46,18 @@ public struct EventSelector: Sendable {
         var topic = e.topic
         var environment = e.environment
         var reason = e.reason
+        var team = e.team
         return token.withUTF8 { tokenBytes in
             topic.withUTF8 { topicBytes in
                 environment.withUTF8 { environmentBytes in
                     reason.withUTF8 { reasonBytes in
-                        matches(
-                            kindBit: e.kind.bit, provider: e.provider?.storedByte ?? 0xFF, status: e.status,
-                            token: UnsafeRawBufferPointer(tokenBytes), topic: UnsafeRawBufferPointer(topicBytes),
-                            environment: UnsafeRawBufferPointer(environmentBytes), reason: UnsafeRawBufferPointer(reasonBytes))
+                        team.withUTF8 { teamBytes in
+                            matches(
+                                kindBit: e.kind.bit, provider: e.provider?.storedByte ?? 0xFF, status: e.status,
+                                token: UnsafeRawBufferPointer(tokenBytes), topic: UnsafeRawBufferPointer(topicBytes),
+                                environment: UnsafeRawBufferPointer(environmentBytes), reason: UnsafeRawBufferPointer(reasonBytes),
+                                team: UnsafeRawBufferPointer(teamBytes))
+                        }
                     }
                 }
             }
@@ -58,7 +67,7 @@ public struct EventSelector: Sendable {
     /// The same test on an event's fields as the ring keeps them (bytes; 0xFF: no provider).
     func matches(
         kindBit: UInt8, provider stored: UInt8, status code: Int, token t: UnsafeRawBufferPointer, topic tp: UnsafeRawBufferPointer,
-        environment env: UnsafeRawBufferPointer, reason r: UnsafeRawBufferPointer
+        environment env: UnsafeRawBufferPointer, reason r: UnsafeRawBufferPointer, team tm: UnsafeRawBufferPointer
     ) -> Bool {
         guard kinds & kindBit != 0 else { return false }
         if let provider, provider.storedByte != stored { return false }
@@ -67,6 +76,8 @@ public struct EventSelector: Sendable {
         if let status, code != status { return false }
         if !environments.isEmpty, !environments.contains(where: { $0.utf8.elementsEqual(env) }) { return false }
         if !reasons.isEmpty, !reasons.contains(where: { $0.utf8.elementsEqual(r) }) { return false }
+        if let team, !team.utf8.elementsEqual(tm) { return false }
+        if let device, !device(t) { return false }
         if !apps.isEmpty {
             let app = AppTopic.bundle(ofTopic: tp)
             if !apps.contains(where: { $0.utf8.elementsEqual(app) }) { return false }

@@ -105,14 +105,14 @@ public final class NotificationLog: Sendable {
     public func append(
         shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome? = nil
+        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome? = nil, team: String? = nil
     ) {
         shards[shard % shards.count].arena.withLock { a in
             func put(_ envBytes: UnsafeBufferPointer<UInt8>) {
                 a.append(
                     id: id, provider: provider, receivedAtMs: receivedAtMs, environment: UnsafeRawBufferPointer(envBytes),
                     token: token, topic: topic, headers: headers, payload: payload, payloadIsJSON: payloadIsJSON,
-                    warnings: warnings, outcome: outcome)
+                    warnings: warnings, outcome: outcome, team: team)
             }
             // A native string's bytes in place; a copy (`withUTF8` on a var) only for a bridged one.
             if environment.utf8.withContiguousStorageIfAvailable(put) == nil {
@@ -266,7 +266,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     mutating func append(
         id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome?
+        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome?, team: String?
     ) {
         // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
         var headersLen = 0
@@ -283,8 +283,10 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         var lintLen = 0
         for l in lint { lintLen += 2 + min(l.utf8.count, 65535) }
         let topicLen = topic?.count ?? 0
+        // The APNs team last, its length what the record's total leaves (at most 255 bytes).
+        let teamLen = min(team?.utf8.count ?? 0, 255)
         let total =
-            Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen + lintLen
+            Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen + lintLen + teamLen
         guard total < Int(Arena.removedBit), let at = reserve(total) else { return }
         sequence &+= 1
         var p = buffer + at
@@ -339,6 +341,9 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         }
         strings(warnings)
         strings(lint)
+        if teamLen > 0, var team {
+            team.withUTF8 { bytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[0..<teamLen])) }
+        }
         tail = at + total
         lengths[(first + count) % maxRecords] = UInt32(total)
         count += 1
@@ -443,7 +448,8 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
             p += n
             return r
         }
-        _ = get(UInt32.self)
+        let total = Int(get(UInt32.self) & ~Arena.removedBit)
+        let end = UnsafeRawPointer(buffer + start) + total
         let seq = get(UInt64.self)
         let at = get(Int64.self)
         let hi = get(UInt64.self)
@@ -482,6 +488,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         }
         let warnings = strings(warningsLen)
         let lint = strings(lintLen).compactMap { LintFinding(storedLine: $0[...]) }
+        let team = p < end ? String(decoding: take(end - p), as: UTF8.self) : nil
         var n = PushNotification(
             id: UUIDValue(high: hi, low: lo), provider: provider, receivedAtMs: at,
             environment: String(decoding: env, as: UTF8.self), token: ArraySlice(token),
@@ -490,6 +497,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         n.sequence = seq
         n.display = display
         n.lint = lint
+        n.team = team
         return n
     }
 }

@@ -15,9 +15,10 @@ extension PushPipeline {
         let token = subject.token.utf8String
         let topic = subject.topic?.utf8String ?? ""
         let provider = self.provider
-        let event = EmulatorEvent(
+        var event = EmulatorEvent(
             kind: PushProvider.accepts(status) ? .accepted : .rejected, provider: provider, token: token, topic: topic,
             environment: subject.scope, status: status, reason: reason)
+        event.team = subject.team ?? ""
         if events.wants(event.kind) {
             events.publish(event) { w in
                 w.add("at", nowMs)
@@ -26,6 +27,7 @@ extension PushPipeline {
                 w.add("token", token)
                 w.add("topic", topic)
                 w.add("environment", subject.scope)
+                if let team = subject.team { w.add("team", team) }
                 w.add("status", status)
                 w.add("reason", reason.isEmpty ? nil : reason)
                 w.add("display", json: device.map { EventJSON.display($0.display) })
@@ -34,9 +36,10 @@ extension PushPipeline {
             }
         }
         if let fired, events.wants(.fault) {
-            let event = EmulatorEvent(
+            var event = EmulatorEvent(
                 kind: .fault, provider: provider, token: token, topic: topic, environment: subject.scope, status: status,
                 reason: fired.ruleID)
+            event.team = subject.team ?? ""
             events.publish(event) { f in
                 f.add("at", nowMs)
                 f.add("rule", fired.ruleID)

@@ -89,11 +89,13 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let subject = gateway.subject(of: deciding, request: request)
 
         // 2. fault verdict: a rule may replace the provider's answer.
+        var context = FaultContext(
+            provider: provider, token: subject.token, topic: subject.topic,
+            project: subject.scope, path: request.path, route: route, headers: request.headers,
+            device: { services.lifecycle.faultView($0) })
+        context.team = subject.team
         let fired = faults.fire(
-            FaultContext(
-                provider: provider, token: subject.token, topic: subject.topic,
-                project: subject.scope, path: request.path, route: route, headers: request.headers,
-                device: { services.lifecycle.faultView($0) }),
+            context,
             headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
         if let fired, fired.effect.answers {
             answerInjected(fired, exchange, request, deciding, subject, nowMs: nowMs, started: started)
@@ -133,7 +135,8 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
                 services.log.append(
                     shard: shard, id: delivery.notificationID, provider: delivery.provider, receivedAtMs: delivery.receivedAtMs,
                     environment: delivery.environment ?? "", token: delivery.tokenBytes, topic: topic, headers: request.headers,
-                    payload: delivery.payload, payloadIsJSON: flags.payloadIsJSON, warnings: warnings, outcome: outcome)
+                    payload: delivery.payload, payloadIsJSON: flags.payloadIsJSON, warnings: warnings, outcome: outcome,
+                    team: subject.team)
                 if flags.appliesDeviceEffects { deviceOutcome = outcome }
                 if flags.appliesDeviceEffects, let effect = fired?.effect, effect.changesDevice {
                     services.lifecycle.apply(rotate: effect.rotate, to: delivery.tokenBytes, nowMs: Clock.nowMs())
@@ -261,7 +264,7 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             atMs: timing.nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
             latencyUs: Int64(truncatingIfNeeded: (decidedNs &- timing.started) / 1000), headers: request.headers,
-            payload: outcome.payload, warnings: outcome.warnings, device: device, notificationID: id,
+            payload: outcome.payload, warnings: outcome.warnings, device: device, team: subject.team, notificationID: id,
             loop: exchange.eventLoop, notify: notice)
     }
 

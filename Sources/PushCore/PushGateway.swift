@@ -251,6 +251,8 @@ public struct PushSubject {
     public var topic: ArraySlice<UInt8>?
     /// APNs environment or FCM project.
     public var scope: String
+    /// The APNs team whose credentials sent it (nil for other providers, or before authentication).
+    public var team: String? = nil
 
     /// A subject with its token, topic and scope.
     @inlinable

@@ -20,6 +20,8 @@ public struct PushNotification: Sendable {
     public var display: Display?
     /// What the device's SDK found wrong with the payload.
     public var lint: [LintFinding] = []
+    /// The APNs team whose credentials sent it (nil for FCM and Web Push).
+    public var team: String?
 
     public init(
         id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
@@ -47,6 +49,7 @@ public struct PushNotification: Sendable {
                 + JSONWriter.quote("projects/\(environment)/messages/" + PushNotification.fcmMessageID(id, receivedAtMs: receivedAtMs))
         }
         s += ",\"environment\":" + JSONWriter.quote(environment)
+        if let team { s += ",\"team\":" + JSONWriter.quote(team) }
         s += ",\"token\":" + JSONWriter.quote(String(decoding: token, as: UTF8.self))
         if let topic { s += ",\"topic\":" + JSONWriter.quote(String(decoding: topic, as: UTF8.self)) }
         s += ",\"headers\":{"

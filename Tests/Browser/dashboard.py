@@ -321,6 +321,27 @@ def keyboard():
     WebDriverWait(driver, 5).until(lambda d: "#/notifications" in d.current_url)
 
 
+def scope():
+    # The scope picker: with project:demo-shop the notifications page lists that FCM project's only.
+    _, mine = admin("/emulator/v1/notifications?scope=project:demo-shop&limit=1000")
+    want = len(mine["notifications"])
+    driver.get(BASE + "/#/notifications")
+    rows = lambda d: d.find_elements(By.CSS_SELECTOR, "#notifications tbody tr")
+    wait.until(rows)
+    total = len(rows(driver))
+    assert 0 < want < total, (want, total)
+    box = driver.find_element(By.ID, "scope")
+    box.clear()
+    box.send_keys("project:demo-shop\n")
+    wait.until(lambda d: len(rows(d)) == want)
+    assert driver.execute_script("return localStorage.getItem('pushemu.scope')") == "project:demo-shop"
+    shot(driver, "scope")
+    box = driver.find_element(By.ID, "scope")
+    box.clear()
+    box.send_keys("\n")
+    wait.until(lambda d: len(rows(d)) == total)
+
+
 def dark():
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     try:
@@ -367,7 +388,7 @@ def guard():
 try:
     for name, fn in [("live", live), ("detail", detail), ("webpush", webpush), ("faults", faults), ("devices", devices), ("campaigns", campaigns),
                      ("history", history), ("report", report), ("credentials", credentials), ("keyboard", keyboard),
-                     ("dark", dark)]:
+                     ("scope", scope), ("dark", dark)]:
         check(name, fn)
     # The dashboard's own pages logged no errors (the guard's refused request, next, logs one by design).
     results["consoleErrors"] = [l["message"] for l in driver.get_log("browser") if l.get("level") == "SEVERE"]

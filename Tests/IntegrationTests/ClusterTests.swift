@@ -117,9 +117,10 @@ final class ClusterTests: XCTestCase {
         for n in [a, b] {
             var ids: [String] = []
             for _ in 0..<100 {
-                ids = (try json(try adminRequest(n, "GET", "/emulator/v1/faults").1)["faults"] as? [[String: Any]])?.compactMap {
-                    $0["id"] as? String
-                } ?? []
+                ids =
+                    (try json(try adminRequest(n, "GET", "/emulator/v1/faults").1)["faults"] as? [[String: Any]])?.compactMap {
+                        $0["id"] as? String
+                    } ?? []
                 if Set(ids).isSuperset(of: [onA, onB].compactMap { $0 }) { break }
                 usleep(20_000)
             }
@@ -373,7 +374,8 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(without.doc["unreachable"] as? [String], ["node-3"], "\(without.doc)")
         XCTAssertLessThan(without.all ?? 0, 471)
         // Back from its kill -9, the node's journal kept what it acknowledged: the report counts it again.
-        let restarted = try runCommand(Self.root + "/Scripts/cluster", ["start-node", "--node", "3", "--dir", dir], timeout: 60, environment: env)
+        let restarted = try runCommand(
+            Self.root + "/Scripts/cluster", ["start-node", "--node", "3", "--dir", dir], timeout: 60, environment: env)
         XCTAssertEqual(restarted.status, 0, restarted.stdout + restarted.stderr)
         var whole = without
         for _ in 0..<50 {

@@ -7,7 +7,7 @@ import XCTest
 /// without a reload; the detail page previews it for iOS and Android (a Web Push message for
 /// Chrome and Safari, decrypted); a rule added on the
 /// Faults page fires; a device uninstalled on the Devices page answers 410; the campaign
-/// charts render; another origin's page cannot change state; light and dark, wide and narrow.
+/// charts render; the scope picker narrows the notifications to one FCM project; another origin's page cannot change state; light and dark, wide and narrow.
 /// Screenshots of every page stay in the run's temporary directory (the path is printed).
 final class DashboardBrowserTests: XCTestCase {
     static let root = ServerProcess.repositoryRoot
@@ -49,7 +49,8 @@ final class DashboardBrowserTests: XCTestCase {
         let line = r.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let results = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], r.stdout)
         for check in [
-            "live", "detail", "webpush", "faults", "devices", "campaigns", "history", "report", "credentials", "guard", "keyboard", "dark",
+            "live", "detail", "webpush", "faults", "devices", "campaigns", "history", "report", "credentials", "guard", "keyboard", "scope",
+            "dark",
         ] {
             XCTAssertEqual((results[check] as? [String: Any])?["ok"] as? Bool, true, "\(check): \(results[check] ?? "not run")")
         }

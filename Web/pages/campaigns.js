@@ -1,6 +1,6 @@
 // Campaigns: every campaign's counts from the journal's index (GET /emulator/v1/campaigns, at
 // once on any journal), then the chosen one's full report (GET /emulator/v1/report) and its charts.
-import { h, s, put, api, notice, dateTime } from "../lib.js";
+import { h, s, put, api, notice, dateTime, withScope } from "../lib.js";
 
 const COLORS = { accepted: "#2f9e44", rejected: "#e03131", succeeded: "#2f9e44", failed: "#e03131", retried: "#e8590c", shown: "#2f9e44", quiet: "#1971c2", "not-shown": "#e8590c" };
 
@@ -68,7 +68,7 @@ export async function render(main, { rest, isCurrent }) {
       h("td", {}, dateTime(c.firstAt)), h("td", {}, dateTime(c.lastAt)))))));
   const full = h("section", { id: "campaign-report", "aria-label": "The campaign's full report" });
   const inProgress = h("p", { id: "campaign-progress", class: "muted", "aria-live": "polite" });
-  put(main, h("h1", {}, "Campaigns"), h("p", { class: "muted" }, `Counted ${dateTime(counts.generatedAt)} from the journal's index. `, h("a", { href: "/emulator/v1/report?format=html", target: "_blank", rel: "noopener" }, "HTML report")),
+  put(main, h("h1", {}, "Campaigns"), h("p", { class: "muted" }, `Counted ${dateTime(counts.generatedAt)} from the journal's index. `, h("a", { href: withScope("/emulator/v1/report?format=html"), target: "_blank", rel: "noopener" }, "HTML report")),
     inProgress, campaigns.length ? list : notice("No requests recorded yet."), chosen ? detail(chosen) : "", chosen ? full : "");
   progress(inProgress, isCurrent);
   if (!chosen) return;

@@ -1,5 +1,5 @@
 // Live: what happens as it happens, from the event stream (GET /emulator/v1/events), no reload.
-import { h, put, api, time, statusChip, displayChip, tokenText, status, qs } from "../lib.js";
+import { h, put, api, time, statusChip, displayChip, tokenText, status, qs, withScope } from "../lib.js";
 
 const KEEP = 200;
 const WINDOW_MS = 10_000;
@@ -96,14 +96,14 @@ export function render(main, { query }) {
 
   function connect() {
     const q = query.get("q");
-    source = new EventSource("/emulator/v1/events" + qs({ q }));
+    source = new EventSource(withScope("/emulator/v1/events" + qs({ q })));
     source.onopen = () => { showState(); status(""); };
     source.onerror = async () => {
       if (source.readyState !== EventSource.CLOSED) { showState("reconnecting…"); state.className = "chip bad"; return; }
       // Refused (a bad filter, too many subscribers): say why.
       let why = "the event stream closed";
       try {
-        const r = await fetch("/emulator/v1/events" + qs({ q }), { headers: { accept: "application/json" } });
+        const r = await fetch(withScope("/emulator/v1/events" + qs({ q })), { headers: { accept: "application/json" } });
         if (!r.ok) why = ((await r.json()).error || {}).message || why; else r.body && r.body.cancel();
       } catch {}
       showState(why);
