@@ -31,6 +31,8 @@ public final class APNsConnectionState {
 
     // Bindings made by the first authenticated push.
     var boundTeam: String?
+    /// `boundTeam` as a push's subject carries it.
+    var boundTeamID: TeamID?
     var boundKeyID: String?
     var boundTopicKey: Bool?
     var boundKeyEnvironment: APNsEnvironment?
@@ -98,6 +100,6 @@ public final class APNsConnectionState {
         let multiTopic: Bool
         let usable: Bool
         /// The subject's organisational unit: Apple puts the team id there.
-        let team: String?
+        let team: TeamID?
     }
 }

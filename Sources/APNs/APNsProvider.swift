@@ -50,7 +50,7 @@ public struct APNsDecision: Sendable {
     /// Apple-compatible warnings about the payload (kept with the record).
     public var warnings: [String] = []
     /// The team whose credentials sent it (a provider token's issuer, a certificate's OU), once authenticated.
-    public var team: String?
+    public var team: TeamID?
     /// Raise SETTINGS_MAX_CONCURRENT_STREAMS to this (first valid token).
     public var raiseStreamsTo: UInt32?
     /// Send GOAWAY with `{"reason": goAwayReason}` after the response.
@@ -359,7 +359,7 @@ public struct APNsProvider: Sendable {
                 state.authenticated = true
                 d.raiseStreamsTo = configuration.streamsAfterAuth
             }
-            d.team = state.boundTeam
+            d.team = state.boundTeamID
             return Credentials(certificate: nil, keyTopics: topics)
         }
     }
@@ -429,6 +429,7 @@ public struct APNsProvider: Sendable {
         }
         if state.boundTeam == nil {
             state.boundTeam = v.teamID
+            state.boundTeamID = TeamID(v.teamID)
             state.boundKeyID = v.keyID
             state.boundTopicKey = topicKey
             state.boundKeyEnvironment = v.keyEnvironment
@@ -497,7 +498,7 @@ public struct APNsProvider: Sendable {
             })
         return .init(
             environments: envs, topics: topics, multiTopic: apps.count > 1, usable: uid != nil && !envs.isEmpty,
-            team: cert.subjectValue("OU") ?? cert.subjectValue("2.5.4.11"))
+            team: (cert.subjectValue("OU") ?? cert.subjectValue("2.5.4.11")).flatMap(TeamID.init))
     }
 
     /// `apns-priority`: 10, 5 or 1; nil for anything else (BadPriority).

@@ -14,13 +14,14 @@ public struct FaultContext {
     /// (fleet id, labels) of a token's device, asked only by rules that need it.
     public var device: (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
     /// The APNs team whose credentials sent it (nil for other providers, or unauthenticated).
-    public var team: String?
+    public var team: TeamID?
 
     public init(
         provider: PushProvider, token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, project: String?,
         path: ArraySlice<UInt8>, route: RouteKind = .send, headers: HTTPFields,
-        device: @escaping (ArraySlice<UInt8>) -> (fleet: String?, labels: [String])
+        device: @escaping (ArraySlice<UInt8>) -> (fleet: String?, labels: [String]), team: TeamID? = nil
     ) {
+        self.team = team
         self.route = route
         self.provider = provider
         self.token = token

@@ -347,7 +347,7 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
             guard let topic = c.topic, Bytes.equal(topic, t) else { return false }
         }
         if let p = r.project, c.project != p { return false }
-        if let t = r.match.team, c.team != t { return false }
+        if let t = r.match.team, c.team?.text != t { return false }
         if let p = r.pathBytes {
             guard c.path.count >= p.count, Bytes.equal(c.path.prefix(p.count), p) else { return false }
         }

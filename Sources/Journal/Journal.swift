@@ -369,7 +369,7 @@ public final class Journal: @unchecked Sendable {
     public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil, team: String? = nil,
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil, team: TeamID? = nil,
         notificationID: UUIDValue?, loop: EventLoop?, notify notice: StoredNotice
     ) {
         if case .parked = notice, answersWait {

@@ -33,13 +33,13 @@ public struct RequestRecord: Sendable {
     public var device: DeviceOutcome?
     /// The APNs team whose credentials sent it (a provider token's issuer, a certificate's
     /// organisational unit); nil for FCM and Web Push.
-    public var team: String? = nil
+    public var team: TeamID? = nil
 
     /// A record with every field given.
     public init(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String, token: ArraySlice<UInt8>,
         topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        warnings: [String], notificationID: UUIDValue?, device: DeviceOutcome? = nil, team: String? = nil
+        warnings: [String], notificationID: UUIDValue?, device: DeviceOutcome? = nil, team: TeamID? = nil
     ) {
         self.device = device
         self.team = team

@@ -117,7 +117,7 @@ struct SegmentEncoder {
     mutating func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome?, team: String? = nil,
+        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome?, team: TeamID? = nil,
         notificationID: UUIDValue?, maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?
     ) {
         header(tag: 1, atMs: atMs)
@@ -137,7 +137,7 @@ struct SegmentEncoder {
         lastProvider = provider
         repeatable(.campaign, string: lastCampaign)
         deviceOutcome(device)
-        repeatable(.team, string: team)
+        if let team { team.withBytes { _ = repeatable(.team, $0) } } else { repeatable(.team, nil) }
         token.withUnsafeBytes { self.token($0) }
         if let id = notificationID {
             room(17)

@@ -105,7 +105,7 @@ public final class NotificationLog: Sendable {
     public func append(
         shard: Int, id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome? = nil, team: String? = nil
+        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome? = nil, team: TeamID? = nil
     ) {
         shards[shard % shards.count].arena.withLock { a in
             func put(_ envBytes: UnsafeBufferPointer<UInt8>) {
@@ -266,7 +266,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     mutating func append(
         id: UUIDValue, provider: PushProvider, receivedAtMs: Int64, environment: UnsafeRawBufferPointer,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
-        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome?, team: String?
+        payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome?, team: TeamID?
     ) {
         // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
         var headersLen = 0
@@ -283,8 +283,8 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         var lintLen = 0
         for l in lint { lintLen += 2 + min(l.utf8.count, 65535) }
         let topicLen = topic?.count ?? 0
-        // The APNs team last, its length what the record's total leaves (at most 255 bytes).
-        let teamLen = min(team?.utf8.count ?? 0, 255)
+        // The APNs team last, its length what the record's total leaves.
+        let teamLen = team?.withBytes { $0.count } ?? 0
         let total =
             Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen + lintLen + teamLen
         guard total < Int(Arena.removedBit), let at = reserve(total) else { return }
@@ -341,9 +341,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         }
         strings(warnings)
         strings(lint)
-        if teamLen > 0, var team {
-            team.withUTF8 { bytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[0..<teamLen])) }
-        }
+        team?.withBytes { bytes($0) }
         tail = at + total
         lengths[(first + count) % maxRecords] = UInt32(total)
         count += 1

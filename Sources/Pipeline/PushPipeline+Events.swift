@@ -18,7 +18,7 @@ extension PushPipeline {
         var event = EmulatorEvent(
             kind: PushProvider.accepts(status) ? .accepted : .rejected, provider: provider, token: token, topic: topic,
             environment: subject.scope, status: status, reason: reason)
-        event.team = subject.team ?? ""
+        event.team = subject.team?.text ?? ""
         if events.wants(event.kind) {
             events.publish(event) { w in
                 w.add("at", nowMs)
@@ -27,7 +27,7 @@ extension PushPipeline {
                 w.add("token", token)
                 w.add("topic", topic)
                 w.add("environment", subject.scope)
-                if let team = subject.team { w.add("team", team) }
+                if let team = subject.team { w.add("team", team.text) }
                 w.add("status", status)
                 w.add("reason", reason.isEmpty ? nil : reason)
                 w.add("display", json: device.map { EventJSON.display($0.display) })
@@ -39,7 +39,7 @@ extension PushPipeline {
             var event = EmulatorEvent(
                 kind: .fault, provider: provider, token: token, topic: topic, environment: subject.scope, status: status,
                 reason: fired.ruleID)
-            event.team = subject.team ?? ""
+            event.team = subject.team?.text ?? ""
             events.publish(event) { f in
                 f.add("at", nowMs)
                 f.add("rule", fired.ruleID)

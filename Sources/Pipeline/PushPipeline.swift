@@ -89,13 +89,11 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let subject = gateway.subject(of: deciding, request: request)
 
         // 2. fault verdict: a rule may replace the provider's answer.
-        var context = FaultContext(
-            provider: provider, token: subject.token, topic: subject.topic,
-            project: subject.scope, path: request.path, route: route, headers: request.headers,
-            device: { services.lifecycle.faultView($0) })
-        context.team = subject.team
         let fired = faults.fire(
-            context,
+            FaultContext(
+                provider: provider, token: subject.token, topic: subject.topic,
+                project: subject.scope, path: request.path, route: route, headers: request.headers,
+                device: { services.lifecycle.faultView($0) }, team: subject.team),
             headers: request.headers, loop: exchange.eventLoop.index, nowMs: nowMs)
         if let fired, fired.effect.answers {
             answerInjected(fired, exchange, request, deciding, subject, nowMs: nowMs, started: started)

@@ -252,7 +252,7 @@ public struct PushSubject {
     /// APNs environment or FCM project.
     public var scope: String
     /// The APNs team whose credentials sent it (nil for other providers, or before authentication).
-    public var team: String? = nil
+    public var team: TeamID? = nil
 
     /// A subject with its token, topic and scope.
     @inlinable
