@@ -205,7 +205,7 @@ package struct AdminAPI: Sendable {
                 webPushLocalEndpoints: gateways.webPushLocalEndpoints),
             FleetsAdminAPI(
                 deviceStore: deviceStore, webPush: gateways.webPush, webPushLocalEndpoints: gateways.webPushLocalEndpoints,
-                slowWork: slowWork),
+                slowWork: slowWork, cluster: state.cluster),
             TrackingAdminAPI(tracking: devicesLayer.tracking, journal: journalAPI),
             LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log),
             FaultAdminAPI(engine: faults, scenarios: scenarios),

@@ -1,4 +1,5 @@
 import APNs
+import Cluster
 import FCM
 import Fleet
 import Observation
@@ -22,13 +23,26 @@ struct FleetsAdminAPI: AdminResource {
     let webPush: WebPushSubscriptions
     let webPushLocalEndpoints: Bool
     let slowWork: BackgroundWorker
+    /// On a cluster node: fleets are numbered in order, so each is made under the cluster's lock.
+    var cluster: ClusterLink? = nil
 
     static let maxPage = 100_000
     /// Subscriptions a page, at most: each is a P-256 scalar multiplication (about 20 µs).
     static let maxSubscriptionPage = 10_000
 
     func register(_ routes: inout RouterGroup) {
-        routes.add(.post, "/fleets", maxBodySize: 64 * 1024) { ex in ex.respond(createFleet(ex.request)) }
+        routes.add(.post, "/fleets", maxBodySize: 64 * 1024) { ex in
+            guard let cluster else { return ex.respond(createFleet(ex.request)) }
+            // Off the loop: the lock and the catching up wait on Redis.
+            let accepted = slowWork.submit {
+                do {
+                    ex.respond(try cluster.serialized("fleets") { createFleet(ex.request) })
+                } catch {
+                    ex.respond(AdminAPI.error(503, "the fleet was not made: \(error)"))
+                }
+            }
+            if !accepted { ex.respond(AdminAPI.busy(slowWork, "slow work")) }
+        }
         routes.add(.get, "/fleets") { ex in
             ex.respond(.json(200, JSONObjectWriter.list("fleets", deviceStore.allFleets.map(\.json))))
         }

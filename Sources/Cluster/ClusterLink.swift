@@ -45,6 +45,8 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         public var isSelf: Bool
         /// Its demand for the shared quota in the last second (see `ClusterLink.init`'s `demand`).
         public var demandPerSecond: Int64 = 0
+        /// Its part of the shared quota, as it last said.
+        public var quotaShare: Double?
 
         public init(
             name: String, url: String, healthy: Bool, lagMs: Int64?, ratePerSecond: Double?, applied: Int64?, degraded: Bool?,
@@ -97,7 +99,10 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// `state`: every record of this node's state, for re-seeding a Redis that lost them.
     /// `demand`: this node's demand for a quota the cluster shares (a count that only grows);
     /// `share`: told every second this node's part of that quota, its demand's part of the
-    /// healthy nodes' (each given a floor of 5% of the mean, so an idle node can start).
+    /// healthy nodes' (each given a floor of 5% of the mean, so an idle node can start), but
+    /// never more than the other healthy nodes leave (1 less the shares they last said): a share
+    /// grows only into what others gave up, so the shares never add up to more than the quota
+    /// (a node that joins starts small while the others still hold its part).
     public init(
         options: Options, apply: @escaping @Sendable (ChangeRecord) throws -> Void, rate: @escaping @Sendable () -> Double,
         state: @escaping @Sendable ((ChangeRecord) -> Void) -> Void, demand: @escaping @Sendable () -> Int = { 0 },
@@ -129,12 +134,14 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     private func rebalance(_ c: RedisConnection) throws(RedisError) {
         let healthy = try nodes(c).nodes.filter(\.healthy)
         let own = lastDemand.withLock { $0.perSecond }
-        let part = ClusterLink.share(own: own, all: healthy.map { $0.isSelf ? own : $0.demandPerSecond })
+        let wanted = ClusterLink.share(own: own, all: healthy.map { $0.isSelf ? own : $0.demandPerSecond })
+        let others = healthy.filter { !$0.isSelf }.reduce(0.0) { $0 + ($1.quotaShare ?? 0) }
+        let part = max(0.01, min(wanted, 1 - others))
         lastShare.withLock { $0 = part }
         share(part)
     }
 
-    private let lastShare = FutexLock(1.0)
+    private let lastShare = FutexLock(0.0)
     /// This node's part of the shared quota, as last rebalanced.
     public var quotaShare: Double { lastShare.withLock { $0 } }
 
@@ -319,6 +326,54 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         }
     }
 
+    /// Runs `body` (a change that numbers what it makes in order: a fleet) as the only one in the
+    /// cluster: under a lock in Redis (`lock:NAME`, 10 s at most), once this node has applied
+    /// every change the stream held when it got the lock, and until its own changes are in the
+    /// stream. So two nodes never give two fleets one number. Off the event loops (it waits on
+    /// Redis). Throws when Redis cannot be asked or the lock is not had within 5 s.
+    public func serialized<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        let c = RedisConnection(options.url, timeoutMs: 1_000)
+        let lock = key + "lock:" + name
+        let token = options.node + "-" + String(UInt64.random(in: 0...UInt64.max))
+        let deadline = monotonicMs() + 5_000
+        while true {
+            if case .simple = try c.call(["SET", lock, token, "NX", "PX", "10000"]) { break }
+            guard monotonicMs() < deadline else {
+                throw RedisError(description: "another node holds the cluster's \(name) lock", fromRedis: false)
+            }
+            usleep(20_000)
+        }
+        defer {
+            // Released only if still ours (it expires on its own after 10 s).
+            if (try? c.call(["GET", lock]))?.text == token { _ = try? c.call(["DEL", lock]) }
+        }
+        // Every change before the lock applied here first.
+        var newest = ""
+        let info = try c.call(["XINFO", "STREAM", key + "changes"])
+        let fields = info.elements
+        var i = 0
+        while i + 1 < fields.count {
+            if fields[i].text == "last-generated-id", let t = fields[i + 1].text { newest = t }
+            i += 2
+        }
+        while !newest.isEmpty, ClusterLink.streamID(lastApplied.withLock { $0.id }) < ClusterLink.streamID(newest) {
+            guard monotonicMs() < deadline else {
+                throw RedisError(description: "this node is behind the cluster's changes", fromRedis: false)
+            }
+            usleep(5_000)
+        }
+        let result = try body()
+        // Its own changes in the stream before the next node may go.
+        while queued.load(ordering: .relaxed) > 0 && monotonicMs() < deadline + 5_000 { usleep(2_000) }
+        return result
+    }
+
+    /// A stream entry id (`MS-SEQ`) as a pair that orders as the stream does.
+    static func streamID(_ id: String) -> (UInt64, UInt64) {
+        let parts = id.split(separator: "-")
+        return (UInt64(parts.first ?? "0") ?? 0, UInt64(parts.count > 1 ? parts[1] : "0") ?? 0)
+    }
+
     /// Applies everything the stream holds, a page at a time.
     private func catchUp(_ c: RedisConnection) throws(RedisError) {
         var from = "-"
@@ -380,6 +435,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
             return l.perSecond
         }
         w.add("demandPerSecond", perSecond)
+        w.add("quotaShare", json: String(lastShare.withLock { $0 }))
         for reply in [
             try c.call(["HSET", key + "nodes", options.node, url]),
             try c.call(["SET", key + "node:" + options.node, w.text, "PX", "3000"]),
@@ -445,6 +501,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
                     if let a = v.member(0, "ratePerSecond"), let n = v.number(a) { node.ratePerSecond = n }
                     if let a = v.member(0, "applied"), let n = v.number(a) { node.applied = Int64(n) }
                     if let a = v.member(0, "demandPerSecond"), let n = v.integer(a) { node.demandPerSecond = Int64(n) }
+                    if let a = v.member(0, "quotaShare"), let n = v.number(a) { node.quotaShare = n }
                     if let a = v.member(0, "degraded"), v.tokens[a].kind == .true || v.tokens[a].kind == .false {
                         node.degraded = v.tokens[a].kind == .true
                     }

@@ -17,8 +17,9 @@ import Transport
 ///
 /// On a cluster node the buckets hold this node's `share` of the quota (`setShare`), which the
 /// cluster rebalances every second by each node's demand (`demand`: tokens taken and sends
-/// refused); a share's change scales every bucket's tokens with it, so the tokens the cluster
-/// holds stay about one quota's.
+/// refused). A share that shrinks cuts the buckets to the new capacity; one that grows adds no
+/// tokens (they come with the faster refill), so the nodes together never hold more than
+/// one quota's tokens, and never refill faster than the quota's rate.
 public final class FCMQuota: Sendable {
     struct Bucket {
         var tokens: Double
@@ -111,13 +112,14 @@ public final class FCMQuota: Sendable {
     /// Tokens taken and sends refused since the start (a cluster node's demand, read each second).
     public var demand: Int { buckets.withLock { $0.demand } }
 
-    /// This node's part of the quota, from 0.01 to 1; every bucket's tokens scale with it.
+    /// This node's part of the quota, from 0.01 to 1; a bucket holding more than its new
+    /// capacity is cut to it.
     public func setShare(_ share: Double) {
         guard share.isFinite else { return }
         let new = min(1, max(0.01, share))
         buckets.withLock { s in
-            let ratio = new / s.share
-            for key in s.buckets.keys { s.buckets[key]!.tokens *= ratio }
+            let capacity = Double(perMinute) * new
+            for key in s.buckets.keys where s.buckets[key]!.tokens > capacity { s.buckets[key]!.tokens = capacity }
             s.share = new
         }
     }

@@ -67,6 +67,16 @@ rule = (made.get("faults") or [{}])[0]
 wait_for(lambda: any(r.get("id") == rule.get("id") for r in call(b, "GET", "/emulator/v1/faults")[1].get("faults", [])))
 out["faulted"] = push(b, token)
 
+# A scenario started on A runs its steps on B over the same interval: its first step (from 0 s,
+# for 30 s) answers B's pushes to its token 500; its second (from 10 min) is not active yet.
+token = os.urandom(32).hex()
+status, scenario = call(a, "POST", "/emulator/v1/scenarios", {"name": "outage", "steps": [
+    {"at": "0s", "for": "30s", "match": {"provider": "apns", "token": token}, "effect": {"status": 500, "reason": "InternalServerError"}},
+    {"at": "10m", "match": {"provider": "apns", "token": token}, "effect": {"status": 503, "reason": "ServiceUnavailable"}}]})
+out["scenarioMade"] = status
+wait_for(lambda: len(call(b, "GET", "/emulator/v1/scenarios")[1].get("scenarios", [])) == 1)
+out["scenarioStep"] = push(b, token)
+
 from py_vapid import Vapid02
 from pywebpush import webpush, WebPushException
 from cryptography.hazmat.primitives import serialization

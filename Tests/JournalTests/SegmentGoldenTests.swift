@@ -6,11 +6,12 @@ import XCTest
 @testable import Journal
 
 /// The journal's on-disk bytes do not move: a fixed sequence of request and tracking records
-/// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v4.golden` (format 4: a
-/// tracking attempt's campaign). `segment-v3.golden` (format 3: the device outcome, no campaign
-/// on tracking) and `segment-v2.golden`, written by the build before the push pipeline existed
+/// encodes to exactly the segment in `Tests/Fixtures/Journal/segment-v5.golden` (format 5: the
+/// APNs team that sent a request). `segment-v4.golden` (format 4: a tracking attempt's
+/// campaign, no team), `segment-v3.golden` (format 3: the device outcome, no campaign on
+/// tracking) and `segment-v2.golden`, written by the build before the push pipeline existed
 /// from the same records less their outcomes, still read. Set `PUSHEMU_WRITE_GOLDEN=1` to
-/// rewrite the v4 file (only for a deliberate format change, with a new format version).
+/// rewrite the v5 file (only for a deliberate format change, with a new format version).
 final class SegmentGoldenTests: XCTestCase {
     static let fixtures =
         String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/"))
@@ -38,7 +39,7 @@ final class SegmentGoldenTests: XCTestCase {
                 topic: isAPNs ? Array("com.example.app".utf8)[...] : nil, status: index == 5 ? 410 : 200,
                 reason: index == 5 ? "Unregistered" : "", latencyUs: Int64(40 + index), headers: headers,
                 payload: Array(payload.utf8)[...], warnings: index == 1 ? ["aps.alert: a warning"] : [],
-                device: index == 5 ? nil : outcome(index),
+                device: index == 5 ? nil : outcome(index), team: team(index),
                 notificationID: index == 5 ? nil : UUIDValue(high: 0x1234_5678_9abc_def0, low: UInt64(index)),
                 maxPayload: Journal.maxPayload,
                 campaignOf: { provider, _ in provider == .apns ? "m\(index % 2)" : "c9" })
@@ -51,6 +52,12 @@ final class SegmentGoldenTests: XCTestCase {
             }
         }
         return encoder.bytes
+    }
+
+    /// The team of an APNs request: one for the first connection, another after (repeated in between).
+    static func team(_ index: Int) -> TeamID? {
+        guard index % 3 != 2 else { return nil }
+        return TeamID(index < 6 ? "TEAM123456" : "OTHERTEAM9")
     }
 
     /// Shown for most (repeated), quiet and not-shown for some, lint findings on two.
@@ -89,7 +96,7 @@ final class SegmentGoldenTests: XCTestCase {
 
     func testSegmentBytesAreUnchanged() throws {
         let bytes = Self.goldenSegment()
-        let path = Self.fixtures + "/segment-v4.golden"
+        let path = Self.fixtures + "/segment-v5.golden"
         if getenv("PUSHEMU_WRITE_GOLDEN") != nil {
             let file = try XCTUnwrap(fopen(path, "wb"))
             XCTAssertEqual(fwrite(bytes, 1, bytes.count, file), bytes.count)
@@ -110,7 +117,25 @@ final class SegmentGoldenTests: XCTestCase {
             let expected = index == 5 ? nil : Self.outcome(index)
             XCTAssertEqual(r.display, expected?.display, "request \(index)")
             XCTAssertEqual(r.lint, expected?.lint ?? [], "request \(index)")
+            XCTAssertEqual(r.team, Self.team(index)?.text, "request \(index)")
         }
+    }
+
+    /// Format 4 (no team) reads as it did: the same records, campaigns on tracking, no team.
+    func testVersion4SegmentStillReads() throws {
+        let golden = try XCTUnwrap(Files.read(Self.fixtures + "/segment-v4.golden"))
+        XCTAssertEqual(golden[2], 4)
+        let (requests, tracking) = try Self.decode(golden)
+        XCTAssertEqual(requests.count, 12)
+        XCTAssertEqual(tracking, 3)
+        for (index, r) in requests.enumerated() {
+            XCTAssertEqual(r.display, (index == 5 ? nil : Self.outcome(index))?.display, "request \(index)")
+            XCTAssertNil(r.team)
+        }
+        var attempts: [String?] = []
+        var decoder = SegmentDecoder(golden)
+        while let e = decoder.next() { if case .tracking(let t) = e { attempts.append(t.campaign) } }
+        XCTAssertEqual(attempts, ["m0", "m0", nil])
     }
 
     /// Format 3 (no campaign on tracking) reads as it did: the same records, outcomes included.
