@@ -211,7 +211,7 @@ package struct AdminAPI: Sendable {
             FaultAdminAPI(engine: faults, scenarios: scenarios),
             ResetAdminAPI(
                 registry: state.registry, stateLog: state.log, journal: records.journal, log: records.log, deletions: state.deletions,
-                faults: faults, deviceStore: deviceStore),
+                faults: faults, deviceStore: deviceStore, clusterReads: clusterReads),
         ]
         if let journalAPI { list.append(journalAPI) }
         return list

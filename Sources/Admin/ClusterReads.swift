@@ -56,7 +56,7 @@ struct ClusterReads: Sendable {
 
     /// Every node's answer to `target` (asked for its own, in the nodes' order), and the nodes
     /// that did not answer (`(redis)` when the nodes cannot be listed).
-    func ask(_ target: String) -> (answers: [(node: String, status: Int, body: [UInt8])], unreachable: [String]) {
+    func ask(_ target: String, method: String = "GET") -> (answers: [(node: String, status: Int, body: [UInt8])], unreachable: [String]) {
         var answers: [(node: String, status: Int, body: [UInt8])] = []
         var unreachable: [String] = []
         let nodes: [ClusterLink.NodeStatus]
@@ -72,7 +72,7 @@ struct ClusterReads: Sendable {
             unreachable.append("(redis)")
         }
         for n in nodes {
-            guard n.healthy, let r = PeerHTTP.get(n.url, target, headers: [(ClusterReads.localHeaderName, "1")]) else {
+            guard n.healthy, let r = PeerHTTP.get(n.url, target, method: method, headers: [(ClusterReads.localHeaderName, "1")]) else {
                 unreachable.append(n.name)
                 continue
             }

@@ -16,9 +16,12 @@ extension ClusterReads {
     static let perNodeSections: [StaticString] = ["deliveries", "notifications", "tracking", "fanOut", "deferred", "events"]
 
     /// `GET /report` (`counts` false) or `GET /campaigns` (`counts` true) for the whole cluster.
-    func summaries(_ ex: Exchange, sinceMs: Int64, campaign: String?, format: CampaignReport.Format, counts: Bool) {
+    /// With a `scope`, each node reads its own records of the scope (every one since its last
+    /// reset of the scope) into digests, merged as the rest.
+    func summaries(_ ex: Exchange, sinceMs: Int64, campaign: String?, scope: Scope?, format: CampaignReport.Format, counts: Bool) {
         let accepted = worker.submit { [self] in
-            let (answers, unreachable) = ask(ClusterReads.summaryPath + "?since=\(sinceMs)")
+            let scoped = scope.map { "&scope=" + PercentEncoding.encode($0.text) } ?? ""
+            let (answers, unreachable) = ask(ClusterReads.summaryPath + "?since=\(sinceMs)" + scoped)
             var parts: [[UInt8]] = []
             for a in answers {
                 switch a.status {
@@ -108,6 +111,34 @@ extension ClusterReads {
                 return out.text
             }
             ex.respond(.json(200, ClusterReads.mark(text, unreachable)))
+        }
+        if !accepted { ex.respond(AdminAPI.busy(worker, "slow work")) }
+    }
+
+    /// `POST /reset?scope=` for the whole cluster: each node forgets its own notifications of
+    /// the scope and starts its report of it afresh (the rules, replicated, go on every node);
+    /// the notifications summed, the rules as the node that removed most counted them.
+    func reset(_ scope: Scope, _ ex: Exchange) {
+        let accepted = worker.submit { [self] in
+            let (answers, unreachable) = ask("/emulator/v1/reset?scope=" + PercentEncoding.encode(scope.text), method: "POST")
+            var notifications = 0
+            var rules = 0
+            for a in answers {
+                guard a.status == 200 else { return ex.respond(.json(a.status, String(decoding: a.body, as: UTF8.self))) }
+                a.body.withUnsafeBytes { raw in
+                    var t: [JSONToken] = []
+                    guard JSONParser.parse(raw, into: &t) == nil, t.first?.kind == .object else { return }
+                    let v = JSONView(bytes: raw, tokens: t)
+                    notifications += v.member(0, "notifications").flatMap { v.integer($0) } ?? 0
+                    rules = max(rules, v.member(0, "faults").flatMap { v.integer($0) } ?? 0)
+                }
+            }
+            var out = JSONObjectWriter()
+            out.add("reset", true)
+            out.add("scope", scope.text)
+            out.add("notifications", notifications)
+            out.add("faults", rules)
+            ex.respond(.json(200, ClusterReads.mark(out.text, unreachable)))
         }
         if !accepted { ex.respond(AdminAPI.busy(worker, "slow work")) }
     }

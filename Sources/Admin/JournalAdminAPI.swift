@@ -44,8 +44,8 @@ struct JournalAdminAPI: AdminResource {
             }
             let scope: Scope?
             do { scope = try Scope.of(q) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
-            if scope == nil, let cluster, cluster.takes(ex) {
-                return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, format: f, counts: false)
+            if let cluster, cluster.takes(ex) {
+                return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, scope: scope, format: f, counts: false)
             }
             let accepted = reads.submit {
                 let report =
@@ -68,8 +68,8 @@ struct JournalAdminAPI: AdminResource {
             let campaign = q.queryParameter("campaign").flatMap { $0.isEmpty ? nil : percentDecode($0) }
             let scope: Scope?
             do { scope = try Scope.of(q) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
-            if scope == nil, let cluster, cluster.takes(ex) {
-                return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, format: .json, counts: true)
+            if let cluster, cluster.takes(ex) {
+                return cluster.summaries(ex, sinceMs: sinceMs, campaign: campaign, scope: scope, format: .json, counts: true)
             }
             let accepted = reads.submit {
                 let tallies =
@@ -86,10 +86,16 @@ struct JournalAdminAPI: AdminResource {
         if cluster != nil {
             routes.add(.get, "/cluster/summary") { ex in
                 guard let sinceMs = JournalAdminAPI.since(ex.request) else { return ex.respond(JournalAdminAPI.badSince) }
+                let scope: Scope?
+                do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
                 let accepted = reads.submit {
                     var h = HTTPFields()
                     h.add(name: "content-type", value: "application/octet-stream")
-                    ex.respond(Response(status: 200, headers: h, body: journal.summaryBytes(sinceMs: sinceMs)))
+                    let bytes =
+                        scope.map { s in
+                            journal.summaryBytes(sinceMs: sinceMs, include: JournalAdminAPI.taking(s, labels, after: deletions?.resetMs(s)))
+                        } ?? journal.summaryBytes(sinceMs: sinceMs)
+                    ex.respond(Response(status: 200, headers: h, body: bytes))
                 }
                 if !accepted { ex.respond(AdminAPI.busy(reads, "journal reads")) }
             }

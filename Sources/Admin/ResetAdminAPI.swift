@@ -22,6 +22,8 @@ struct ResetAdminAPI: AdminResource {
     let deletions: NotificationDeletions
     let faults: FaultEngine
     let deviceStore: DeviceStore
+    /// On a cluster node: a scoped reset is asked of every node (each forgets its own notifications).
+    var clusterReads: ClusterReads? = nil
 
     func register(_ routes: inout RouterGroup) {
         let registry = self.registry
@@ -31,7 +33,10 @@ struct ResetAdminAPI: AdminResource {
         routes.add(.post, "/reset", maxBodySize: 1024) { ex in
             let only: Scope?
             do { only = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
-            if let only { return api.reset(only, ex) }
+            if let only {
+                if let cluster = api.clusterReads, cluster.takes(ex) { return cluster.reset(only, ex) }
+                return api.reset(only, ex)
+            }
             let scope: ResetScope = ex.request.queryParameter("all") == "true" ? .all : .state
             registry.reset(scope, log: stateLog, nowMs: Clock.nowMs())
             guard let journal else { return ex.respond(.json(200, "{\"reset\":true}")) }

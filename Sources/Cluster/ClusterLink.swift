@@ -190,6 +190,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         redisUp.store(true, ordering: .relaxed)
         try catchUp(c)
         try checkEpoch(c, joining: true)
+        try settleAgreements(c)
         try heartbeat(c)
         try rebalance(c)
         stopping.store(false, ordering: .relaxed)
@@ -368,6 +369,26 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         return result
     }
 
+    /// Values every node must hold alike and that no change record may race over (the FCM
+    /// OAuth secret its access tokens are signed with: one node issues, any node verifies).
+    private let agreements = FutexLock<[(name: String, proposal: @Sendable () -> [UInt8], adopt: @Sendable ([UInt8]) -> Void)]>([])
+
+    /// Registers a value the nodes agree on (before `start`): at the start, and again when Redis
+    /// lost the cluster's keys, the first node's proposal is kept in Redis (`agreed:NAME`, set
+    /// only if absent) and every node adopts what Redis holds.
+    public func agree(
+        _ name: String, proposal: @escaping @Sendable () -> [UInt8], adopt: @escaping @Sendable ([UInt8]) -> Void
+    ) {
+        agreements.withLock { $0.append((name, proposal, adopt)) }
+    }
+
+    private func settleAgreements(_ c: RedisConnection) throws(RedisError) {
+        for a in agreements.withLock({ $0 }) {
+            _ = try c.call(bytes: [Array("SET".utf8), Array((key + "agreed:" + a.name).utf8), a.proposal(), Array("NX".utf8)])
+            if case .bulk(let value?) = try c.call(["GET", key + "agreed:" + a.name]) { a.adopt(value) }
+        }
+    }
+
     /// A stream entry id (`MS-SEQ`) as a pair that orders as the stream does.
     static func streamID(_ id: String) -> (UInt64, UInt64) {
         let parts = id.split(separator: "-")
@@ -400,6 +421,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
             return e
         }
         guard !joining, let known, known != now else { return }
+        try settleAgreements(c)
         var records: [ChangeRecord] = []
         state { records.append($0) }
         for r in records { ship(r) }

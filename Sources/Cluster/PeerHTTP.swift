@@ -8,13 +8,15 @@ public enum PeerHTTP {
     /// The largest answer read (a page of 10,000 notifications fits).
     public static let maxAnswer = 64 << 20
 
-    /// `GET base + target`; nil when the node cannot be reached or answers nothing in time.
+    /// `GET base + target` (or another bodiless `method`); nil when the node cannot be reached
+    /// or answers nothing in time.
     public static func get(
-        _ base: String, _ target: String, headers: [(String, String)] = [], timeoutMs: Int = 3_000
+        _ base: String, _ target: String, method: String = "GET", headers: [(String, String)] = [], timeoutMs: Int = 3_000
     ) -> (status: Int, body: [UInt8])? {
         guard base.hasPrefix("http://"), let url = RedisURL("redis://" + base.dropFirst("http://".count).split(separator: "/").first!)
         else { return nil }
-        var request = "GET \(target) HTTP/1.1\r\nHost: \(base.dropFirst("http://".count).split(separator: "/").first!)\r\n"
+        var request = "\(method) \(target) HTTP/1.1\r\nHost: \(base.dropFirst("http://".count).split(separator: "/").first!)\r\n"
+        if method != "GET" { request += "Content-Length: 0\r\n" }
         for (n, v) in headers { request += "\(n): \(v)\r\n" }
         request += "Accept: application/json\r\nConnection: close\r\n\r\n"
         let c = RedisConnection(url, timeoutMs: timeoutMs)

@@ -14,7 +14,7 @@ extension Emulator {
     /// cluster node needs a state log (not `--in-memory`).
     static func joinCluster(
         _ c: EmulatorConfiguration, registry: StoreRegistry, stateLog: StateLog?, metrics: Metrics, faults: FaultEngine,
-        fcmQuota: FCMQuota
+        fcmQuota: FCMQuota, fcmTokens: FCMAccessTokens
     ) throws -> ClusterLink? {
         guard let url = c.cluster else { return nil }
         guard let log = stateLog else {
@@ -37,6 +37,8 @@ extension Emulator {
             demand: { fcmQuota.demand },
             share: { fcmQuota.setShare($0) })
         log.shipChanges(to: { link.ship($0) })
+        // An access token one node issued verifies on every node: one OAuth secret for all.
+        link.agree("fcm-oauth-secret", proposal: { fcmTokens.secret }, adopt: { fcmTokens.adoptShared($0) })
         faults.sharedCounter = ClusterRuleCounter(link: link)
         return link
     }

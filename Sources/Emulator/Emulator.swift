@@ -92,7 +92,8 @@ package final class Emulator: Sendable {
         logBox.log = stateLog
         self.stateLog = stateLog
         let cluster = try Emulator.joinCluster(
-            configuration, registry: registry, stateLog: stateLog, metrics: metrics, faults: faults, fcmQuota: stores.fcmProvider.quota)
+            configuration, registry: registry, stateLog: stateLog, metrics: metrics, faults: faults, fcmQuota: stores.fcmProvider.quota,
+            fcmTokens: stores.fcmProvider.tokens)
         self.cluster = cluster
         if let cluster { stores.devices.events.name(node: cluster.options.node) }
         // What the configuration adds at each start (not kept), then an import.

@@ -43,7 +43,7 @@ public final class FCMAccessTokens: PersistentStore {
     public let stateName = "fcm.oauth"
     public let changes = ChangeLink(store: "fcm.oauth")
 
-    var secret: [UInt8] { secretBox.withLock { $0 } }
+    public var secret: [UInt8] { secretBox.withLock { $0 } }
 
     public init(secret: [UInt8]) { secretBox = FutexLock(secret) }
 
@@ -63,10 +63,22 @@ public final class FCMAccessTokens: PersistentStore {
 
     public var recordSchemas: [RecordSchema] { [RecordSchema(kind: 1, name: "secret", fields: [FieldSchema(1, "secret", .bytes)])] }
 
+    /// The secret every node of a cluster holds alike (agreed in Redis): the records of other
+    /// nodes' secrets are then passed over.
+    private let sharedSecret = Atomic<Bool>(false)
+
+    /// Takes the cluster's secret (its access tokens verify on every node).
+    public func adoptShared(_ s: [UInt8]) {
+        guard s.count == 32 else { return }
+        sharedSecret.store(true, ordering: .relaxed)
+        secretBox.withLock { $0 = s }
+    }
+
     public func apply(_ record: RecordView) throws {
         guard record.kind == 1, record.version == 1 else {
             throw StateFormatError("fcm.oauth has no record kind \(record.kind) v\(record.version)")
         }
+        guard !sharedSecret.load(ordering: .relaxed) else { return }
         let s = try record.withBody { raw -> [UInt8] in
             var r = StateReader(raw)
             var s: [UInt8] = []

@@ -48,3 +48,39 @@ extension Journal {
         }
     }
 }
+
+extension Journal {
+    /// The campaign digests of the requests `include` takes and the tracking their notifications
+    /// caused, as the bytes `ClusterSummaries` merges (a scope's report on a cluster). Every
+    /// record since `sinceMs` is read.
+    public func summaryBytes(sinceMs: Int64, include: @escaping (StoredRequest) -> Bool) -> [UInt8] {
+        var digests = CampaignDigests()
+        digests.limit = .max
+        var campaigns: [String: String?] = [:]
+        scanTaken(sinceMs: sinceMs, include: include) { e in
+            switch e {
+            case .request(let r):
+                if let id = r.notificationID { campaigns[id] = r.campaign }
+                guard let i = digests.slot(r.campaign) else { return true }
+                let token = r.token.isEmpty ? nil : Array(r.token.utf8).withUnsafeBytes { SummaryKey.token($0, packed: false) }
+                digests.digests[i].addRequest(
+                    provider: r.provider.storedByte, status: r.status, reason: r.reason, atMs: r.atMs,
+                    latencyUs: UInt64(max(0, r.latencyUs)), size: r.payloadSize, token: token)
+                let display = r.display.map { d -> UInt16 in
+                    let b = d.storedBytes
+                    return UInt16(b.0) << 8 | UInt16(b.1)
+                }
+                if display != nil || !r.lint.isEmpty {
+                    digests.digests[i].addOutcome(display: display, lint: r.lint.map { ($0.code, $0.severity.rawValue) })
+                }
+            case .tracking(let t):
+                let a = TrackingAttribution.Attempt(
+                    id: UUIDValue(high: 0, low: 0), event: t.event, outcome: t.outcome, attempt: t.attempt, events: t.events,
+                    atMs: t.atMs)
+                digests.add(a, campaign: t.campaign ?? (campaigns[t.notificationID] ?? nil))
+            }
+            return true
+        }
+        return digests.bytes
+    }
+}

@@ -451,4 +451,50 @@ final class ClusterTests: XCTestCase {
         XCTAssertGreaterThan(shares[0], 0.5, "the busy node's share: \(shares)")
         XCTAssertLessThan(max(shares[1], shares[2]), 0.2, "the idle nodes' shares: \(shares)")
     }
+
+    /// Parallel CI jobs, each with its own key or project, through HAProxy to three nodes
+    /// (Tests/Clients/scoped_jobs.py with the real aioapns and firebase-admin): each sees only its
+    /// own notifications, events, totals and rules, whichever nodes took its pushes, and a scoped
+    /// reset forgets the scope's notifications on every node.
+    func testScopedJobsAcrossTheCluster() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-scoped-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let http = try freeLocalPort()
+        let https = try freeLocalPort()
+        let env = ["PUSHEMU_BIN": ServerProcess.binaryPath]
+        let up = try runCommand(
+            Self.root + "/Scripts/cluster",
+            ["up", "--nodes", "3", "--dir", dir, "--http-port", String(http), "--https-port", String(https), "--name", "scoped"],
+            timeout: 120, environment: env)
+        defer { _ = try? runCommand(Self.root + "/Scripts/cluster", ["down", "--dir", dir], timeout: 60, environment: env) }
+        XCTAssertEqual(up.status, 0, up.stdout + up.stderr)
+        let front = "http://127.0.0.1:\(http)"
+        var jobs: [[String: Any]] = []
+        for (i, team) in ["TEAMCLU001", "TEAMCLU002"].enumerated() {
+            let made = try runCommand(
+                ServerProcess.binaryPath,
+                ["credentials", "apns", "--server", front, "--out", dir, "--team-id", team, "--topics", "com.example.ci"], timeout: 20)
+            XCTAssertEqual(made.status, 0, made.stderr)
+            let kid = try XCTUnwrap(try json(made.stdout)["keyId"] as? String)
+            jobs.append([
+                "name": "apns-job-\(i + 1)", "scope": "team:\(team)",
+                "apns": ["key": dir + "/AuthKey_\(kid).p8", "keyId": kid, "team": team],
+            ])
+        }
+        let made = try runCommand(
+            ServerProcess.binaryPath, ["credentials", "fcm", "--server", front, "--project", "ci-cluster", "--out", dir + "/sa.json"],
+            timeout: 20)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        jobs.append(["name": "fcm-job", "scope": "project:ci-cluster", "fcm": ["credentials": dir + "/sa.json", "project": "ci-cluster"]])
+        let ca = dir + "/ca.pem"
+        XCTAssertEqual(try runCommand(ServerProcess.binaryPath, ["ca", "--out", ca], timeout: 20).status, 0)
+        usleep(300_000) // the keys and the service account reach every node
+        let spec = String(decoding: try JSONSerialization.data(withJSONObject: jobs), as: UTF8.self)
+        let r = try runCommand(
+            Self.python, [Self.root + "/Tests/Clients/scoped_jobs.py", front, "\(https)", spec], timeout: 240,
+            environment: ["SSL_CERT_FILE": ca])
+        XCTAssertEqual(r.status, 0, "stdout: \(r.stdout)\nstderr: \(r.stderr)")
+        let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "{}")
+        XCTAssertEqual((out["jobs"] as? [String: Any])?.count, 3, r.stdout)
+    }
 }
