@@ -202,11 +202,13 @@ package struct AdminAPI: Sendable {
             ClusterAdminAPI(link: state.cluster, slowWork: slowWork),
             DevicesAdminAPI(
                 lifecycle: lifecycle, apnsDevices: gateways.apnsDevices, fcmDevices: gateways.fcmDevices, webPush: gateways.webPush,
-                webPushLocalEndpoints: gateways.webPushLocalEndpoints),
+                webPushLocalEndpoints: gateways.webPushLocalEndpoints, log: records.log),
             FleetsAdminAPI(
                 deviceStore: deviceStore, webPush: gateways.webPush, webPushLocalEndpoints: gateways.webPushLocalEndpoints,
                 slowWork: slowWork, cluster: state.cluster),
-            TrackingAdminAPI(tracking: devicesLayer.tracking, journal: journalAPI),
+            TrackingAdminAPI(
+                tracking: devicesLayer.tracking, journal: journalAPI,
+                scopeTokens: { [log = records.log] in $0.tokens(log: log, devices: deviceStore) }),
             LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log),
             FaultAdminAPI(engine: faults, scenarios: scenarios),
             ResetAdminAPI(

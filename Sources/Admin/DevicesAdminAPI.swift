@@ -24,6 +24,8 @@ struct DevicesAdminAPI: AdminResource {
     let webPush: WebPushSubscriptions
     /// New subscriptions' endpoints under the admin request's own host by default.
     let webPushLocalEndpoints: Bool
+    /// The notifications (a team's or project's devices, for `scope=`).
+    var log: NotificationLog? = nil
 
     func register(_ routes: inout RouterGroup) {
         routes.add(.post, "/devices", maxBodySize: 64 * 1024) { ex in ex.respond(create(ex.request)) }
@@ -40,7 +42,18 @@ struct DevicesAdminAPI: AdminResource {
                 }
                 after = key
             }
-            let (devices, more) = deviceStore.page(after: after, limit: limit, label: label)
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            var taken: ((SimDevice) -> Bool)?
+            switch scope {
+            case .label(let l)?: taken = { $0.labels.contains(l) }
+            case .project(let p)?: taken = { $0.fcmProject == p || ($0.platform == .android && $0.environment == p) }
+            case .team?:
+                let tokens = log.map { scope!.tokens(log: $0, devices: deviceStore) } ?? []
+                taken = { tokens.contains($0.token) }
+            case nil: break
+            }
+            let (devices, more) = deviceStore.page(after: after, limit: limit, label: label, where: taken)
             var object = JSONObjectWriter()
             object.add("devices", jsonArray: devices.map { $0.json(fleetID: deviceStore.fleetID($0)) })
             object.add(

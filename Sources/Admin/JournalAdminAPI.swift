@@ -236,6 +236,7 @@ struct JournalAdminAPI: AdminResource {
             each: { e in
                 guard case .tracking(let t) = e, t.atMs < beforeMs, let event = TrackingEvent(rawValue: t.event) else { return true }
                 if let tok = filter.token, tok != t.token { return true }
+                if let set = filter.tokens, !set.contains(t.token) { return true }
                 if let ev = filter.event, ev != event { return true }
                 if let st = filter.status, String(t.status) != st && t.outcome != st { return true }
                 out.append(

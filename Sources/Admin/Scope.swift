@@ -1,3 +1,5 @@
+import Fleet
+import Observation
 import PushCore
 import Transport
 
@@ -57,5 +59,26 @@ enum Scope: Sendable, Equatable {
         holds(
             provider: n.provider, environment: n.environment, team: n.team, token: String(decoding: n.token, as: UTF8.self),
             labels: labels)
+    }
+}
+
+extension Scope {
+    /// Tokens at most gathered for a scope's devices.
+    static let maxTokens = 100_000
+
+    /// The scope's devices' tokens: with a label, the devices carrying it; for a team or a
+    /// project, the devices its notifications held in memory went to (a device belongs to no
+    /// team: a team's devices are those it pushed to).
+    func tokens(log: NotificationLog, devices: DeviceStore) -> Set<String> {
+        switch self {
+        case .label(let l):
+            return Set(devices.page(after: nil, limit: Scope.maxTokens, label: l).devices.map(\.token))
+        case .team, .project:
+            var f = NotificationLog.Filter()
+            f.limit = Scope.maxTokens
+            let scope = self
+            f.matches = { scope.holds($0, labels: { _ in [] }) }
+            return Set(log.query(f).map { String(decoding: $0.token, as: UTF8.self) })
+        }
     }
 }

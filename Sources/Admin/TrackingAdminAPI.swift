@@ -15,6 +15,8 @@ struct TrackingAdminAPI: AdminResource {
     let tracking: TrackingLog
     /// Tracking attempts the in-memory log no longer holds come from here.
     let journal: JournalAdminAPI?
+    /// For `scope=`: the scope's devices' tokens (see `Scope.tokens`).
+    var scopeTokens: (@Sendable (Scope) -> Set<String>)? = nil
 
     func register(_ routes: inout RouterGroup) {
         routes.add(.get, "/tracking") { ex in
@@ -28,6 +30,11 @@ struct TrackingAdminAPI: AdminResource {
                 f.event = ev
             }
             f.status = q.queryParameter("status").flatMap { $0.isEmpty ? nil : $0 }
+            do {
+                if let scope = try Scope.of(q) { f.tokens = scopeTokens?(scope) ?? [] }
+            } catch {
+                return ex.respond(AdminAPI.error(400, "\(error)"))
+            }
             guard let limit = intParameter(q, "limit", default: 100, range: 1...100_000),
                 let wait = intParameter(q, "wait", default: 0, range: 0...300)
             else {

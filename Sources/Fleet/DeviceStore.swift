@@ -565,13 +565,15 @@ public final class DeviceStore: DeviceDirectory, WebFleetDirectory, PersistentSt
     /// The devices held as records in (creation time, token) order after `after`, at most
     /// `limit`, and whether more follow. One pass over the records, holding at most a few
     /// pages of keys at a time; the devices themselves are read at the end.
-    public func page(after: PageKey?, limit: Int, label: String? = nil) -> (devices: [SimDevice], more: Bool) {
+    public func page(
+        after: PageKey?, limit: Int, label: String? = nil, where taken: ((SimDevice) -> Bool)? = nil
+    ) -> (devices: [SimDevice], more: Bool) {
         let limit = max(1, limit)
         var keys: [PageKey] = []
         applyAllDeferred()
         for s in shards {
             s.map.withLock { m in
-                for d in m.values where label == nil || d.labels.contains(label!) {
+                for d in m.values where (label == nil || d.labels.contains(label!)) && (taken?(d) ?? true) {
                     let k = PageKey(createdAtMs: d.createdAtMs, token: d.token)
                     if let after, !(after < k) { continue }
                     keys.append(k)

@@ -91,6 +91,8 @@ public final class TrackingLog: Sendable {
     public struct Filter: Sendable {
         /// Only attempts for this device token.
         public var token: String?
+        /// Only attempts for one of these tokens (a scope's devices).
+        public var tokens: Set<String>?
         /// Only attempts reporting this event.
         public var event: TrackingEvent?
         /// An HTTP status ("200"), or an outcome ("succeeded", "failed", "retrying").
@@ -256,6 +258,7 @@ public final class TrackingLog: Sendable {
                 k -= 1
                 let i = (s.next + k) % n
                 if let t = f.token, s.ring[i].token != t { continue }
+                if let set = f.tokens, !set.contains(s.ring[i].token) { continue }
                 if let e = f.event, s.ring[i].event != e { continue }
                 if let st = f.status, s.ring[i].status != code && s.ring[i].outcome != st { continue }
                 out.append(s.ring[i])

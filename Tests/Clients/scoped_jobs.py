@@ -7,7 +7,8 @@ back through `scope=` only its own: the notifications, the event stream, the cam
 and its rule. Then one job resets its scope: its notifications and rule are gone, the others'
 are all there.
 
-usage: SSL_CERT_FILE=ca.pem scoped_jobs.py HTTP_BASE HTTPS_PORT JOBS_JSON
+usage: SSL_CERT_FILE=ca.pem scoped_jobs.py HTTP_BASE HTTPS_PORT JOBS_JSON [--cluster]
+(--cluster: the devices check is left out: a cluster node lists the devices it holds)
 JOBS_JSON: [{"name", "scope", "apns": {"key", "keyId", "team"}} | {"name", "scope", "fcm": {"credentials", "project"}}]
 Prints one JSON object: {"jobs": {NAME: {...}}, "afterReset": {...}}; exits 1 on a failed check.
 """
@@ -19,6 +20,7 @@ import firebase_admin
 from firebase_admin import credentials, messaging, exceptions
 
 base, https_port, jobs = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+cluster = "--cluster" in sys.argv[4:]
 aioapns.connection.APNsDevelopmentClientProtocol.APNS_SERVER = "localhost"
 aioapns.connection.APNsDevelopmentClientProtocol.APNS_PORT = https_port
 messaging._MessagingService.FCM_URL = base + "/v1/projects/{0}/messages:send"
@@ -112,6 +114,11 @@ def run(job):
     _, counts = admin("GET", scoped("/emulator/v1/campaigns", scope))
     out["sent"] = counts["totals"]["sent"]
     check(name, "its campaign totals", counts["totals"]["sent"] == PUSHES and counts["totals"]["accepted"] == PUSHES - 1, counts["totals"])
+    _, devices = admin("GET", scoped("/emulator/v1/devices?limit=1000", scope))
+    mine_tokens = {n["token"] for n in mine}
+    listed = {d["token"] for d in devices["devices"]}
+    out["devices"] = len(listed)
+    check(name, "its devices", cluster or listed == mine_tokens, (listed, mine_tokens))
     _, rules = admin("GET", scoped("/emulator/v1/faults", scope))
     check(name, "its rule only", len(rules["faults"]) == 1 and rules["faults"][0]["fired"] == 1, rules)
     stop.set()

@@ -491,7 +491,7 @@ final class ClusterTests: XCTestCase {
         usleep(300_000) // the keys and the service account reach every node
         let spec = String(decoding: try JSONSerialization.data(withJSONObject: jobs), as: UTF8.self)
         let r = try runCommand(
-            Self.python, [Self.root + "/Tests/Clients/scoped_jobs.py", front, "\(https)", spec], timeout: 240,
+            Self.python, [Self.root + "/Tests/Clients/scoped_jobs.py", front, "\(https)", spec, "--cluster"], timeout: 240,
             environment: ["SSL_CERT_FILE": ca])
         XCTAssertEqual(r.status, 0, "stdout: \(r.stdout)\nstderr: \(r.stderr)")
         let out = try json(r.stdout.split(separator: "\n").last.map(String.init) ?? "{}")
