@@ -10,7 +10,12 @@
 #   - pushemu runs as a non-root user and exits 0 on `podman stop` within its drain time;
 #   - the image's size, printed;
 #   - then Docker/compose.yaml with podman-compose: up, the same push and read checks, down, up
-#     again on the project's volume (the push still there), down with the volume.
+#     again on the project's volume (the push still there), down with the volume;
+#   - then Docker/compose-cluster.yaml (redis, HAProxy, three nodes): three healthy nodes, the push
+#     and the send through HAProxy, and another node's `notifications latest` finds the push.
+# The cluster's redis:7 and haproxy:2.6 cannot be pulled here either: one image with Debian's
+# redis-server and haproxy stands in for both. Containers find each other by name through the
+# CNI dnsname plugin (golang-github-containernetworking-plugin-dnsname).
 # The base image the Dockerfile names (debian:bookworm-slim) cannot be pulled here: it is made
 # locally from Debian's packages (mmdebstrap --variant=minbase bookworm, cached) and tagged with
 # that name. The Swift build stage is replaced by the release tarball given
@@ -33,8 +38,10 @@ image="localhost/pushemu:ci-$$"
 printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' >"$work/containers.conf"
 export CONTAINERS_CONF="$work/containers.conf"
 project="pushemu-ci-compose-$$"
+cproject="pushemu-ci-cluster-$$"
 cleanup() {
   podman-compose -p "$project" -f Docker/compose.yaml down -v >/dev/null 2>&1 || true
+  podman-compose -p "$cproject" -f Docker/compose-cluster.yaml down -v >/dev/null 2>&1 || true
   podman rm -f "$name" >/dev/null 2>&1 || true
   podman volume rm -f "$volume" >/dev/null 2>&1 || true
   podman rmi -f "$image" >/dev/null 2>&1 || true
@@ -192,4 +199,41 @@ finds "$cname" "through compose" "compose: the push is gone after down and up (t
 push "through compose again"
 compose down -v
 echo "== compose: up, healthz, HEALTHCHECK, APNs and FCM from the host, notifications latest; down and up keep them on the volume"
+
+# The cluster stack: redis, HAProxy (TCP mode, TLS passed through) and three nodes of the image.
+if ! podman image exists docker.io/library/redis:7 || ! podman image exists docker.io/library/haproxy:2.6; then
+  mkdir -p "$work/tools"
+  printf 'FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y --no-install-recommends redis-server haproxy && rm -rf /var/lib/apt/lists/*\n' \
+    >"$work/tools/Dockerfile"
+  podman build --quiet --pull=never -t docker.io/library/redis:7 "$work/tools" >"$work/tools.log" 2>&1 \
+    || { cat "$work/tools.log" >&2; fail "the redis and haproxy stand-in image"; }
+  podman tag docker.io/library/redis:7 docker.io/library/haproxy:2.6
+fi
+http=$(port)
+https=$(port)
+export PUSHEMU_HTTP_PORT=$http PUSHEMU_HTTPS_PORT=$https
+ccompose() {
+  podman-compose -p "$cproject" -f Docker/compose-cluster.yaml "$@" >"$work/ccompose.log" 2>&1 \
+    || { cat "$work/ccompose.log" >&2; fail "podman-compose (cluster) $*"; }
+}
+cnode() {
+  podman ps --filter "label=io.podman.compose.project=$cproject" --filter "label=com.docker.compose.service=node-$1" \
+    --format '{{.Names}}' | head -1
+}
+ccompose up -d
+healthy=0
+for _ in $(seq 1 150); do
+  healthy=$(curl -s --max-time 2 "http://127.0.0.1:$http/emulator/v1/cluster" | grep -o '"healthy":true' | wc -l || true)
+  [ "$healthy" = 3 ] && break
+  sleep 0.2
+done
+[ "$healthy" = 3 ] || fail "compose cluster: $healthy of 3 nodes healthy in /emulator/v1/cluster through HAProxy"
+healthz "$(cnode 1)"
+sign_in "$(cnode 1)"
+sleep 0.5 # the key reaches every node
+push "through the compose cluster"
+send
+finds "$(cnode 2)" "through the compose cluster" "compose cluster: node-2's notifications latest (the whole cluster's)"
+ccompose down -v
+echo "== compose cluster: redis, HAProxy and three nodes; APNs and FCM through HAProxy, found from another node"
 echo "== container: OK ($((size / 1000000)) MB image; healthz, HEALTHCHECK, APNs, FCM, notifications latest, non-root, clean stop, a volume that keeps the journal and the state)"
