@@ -86,7 +86,7 @@ public enum PeerEventRelay {
     static func frames(_ peer: Peer, _ put: ([UInt8]) -> Bool) -> Bool {
         var start = 0
         if !peer.headRead {
-            guard let end = find(peer.bytes, from: 0, [13, 10, 13, 10]) else { return true }
+            guard let end = PeerHTTP.find(peer.bytes, [13, 10, 13, 10], from: 0) else { return true }
             guard peer.bytes.starts(with: Array("HTTP/1.1 200".utf8)) else {
                 peer.bytes = []
                 return false
@@ -94,7 +94,7 @@ public enum PeerEventRelay {
             peer.headRead = true
             start = end + 4
         }
-        while let end = find(peer.bytes, from: start, [10, 10]) {
+        while let end = PeerHTTP.find(peer.bytes, [10, 10], from: start) {
             var frame: [UInt8] = []
             var event = false
             for line in peer.bytes[start..<end].split(separator: 10, omittingEmptySubsequences: true) {
@@ -114,15 +114,5 @@ public enum PeerEventRelay {
         }
         peer.bytes.removeFirst(start)
         return true
-    }
-
-    static func find(_ hay: [UInt8], from: Int, _ needle: [UInt8]) -> Int? {
-        guard hay.count >= needle.count, from <= hay.count - needle.count else { return nil }
-        var i = from
-        while i <= hay.count - needle.count {
-            if hay[i] == needle[0] && Array(hay[i..<(i + needle.count)]) == needle { return i }
-            i += 1
-        }
-        return nil
     }
 }
