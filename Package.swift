@@ -102,6 +102,9 @@ let package = Package(
         .plugin(name: "EmbedWebAssets", capability: .buildTool(), dependencies: ["embed-web"]),
         // A trivial 200 responder over the same transport, used by Scripts/bench.
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
+        // An h2c load generator whose requests differ (personalised bodies), for Scripts/callgrind
+        // and Scripts/bench: h2load sends one body.
+        .executableTarget(name: "pushemu-load", dependencies: ["CNghttp2", "CSystem"]),
         // The parsers' fuzz targets: a corpus replayer here, libFuzzer with Scripts/fuzz.
         .executableTarget(name: "pushemu-fuzz", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Faults"]),
 

@@ -259,7 +259,15 @@ public final class APNsGateway: PushGateway {
         return rules.response(decision, request: request, state: state, nowMs: nowMs)
     }
 
+    /// The payload scanner's tokens: those of this request's payload (after a memo hit too,
+    /// since the memo answers only for the same bytes).
     @inlinable @inline(__always)
+    public func parsedBody(of decision: APNsDecision, state: APNsConnectionState) -> JSONTokenBuffer? {
+        decision.accepted && decision.summary.isJSON ? state.scanner.tokens : nil
+    }
+
+    @inlinable @inline(__always)
+
     public func outcome(of decision: APNsDecision, request: Request) -> PushOutcome {
         PushOutcome(
             status: decision.status, reason: decision.reason.map { rules.configuration.reasonString($0) } ?? "",

@@ -19,6 +19,12 @@ extension Emulator {
                 loops: configuration.threads, retention: retention,
                 campaignOf: { provider, payload in CampaignID.first(request: PayloadReader(Array(payload)), provider: provider, extra: keys)
                 },
+                // The payload's tokens from its gateway's parse (an APNs payload, FCM's message):
+                // no second parse.
+                campaignOfParsed: { provider, parsed in
+                    CampaignID.first(
+                        request: PayloadReader(parsed) ?? PayloadReader(Array(parsed.bytes)), provider: provider, extra: keys)
+                },
                 payloadTerms: { provider, payload in AlertText.indexTerms(provider: provider, payload: payload, campaignKeys: keys) })
         } catch let error as ConfigurationError {
             throw error

@@ -343,8 +343,16 @@ public final class FCMGateway: PushGateway {
         rules.response(decision, id: id, nowMs: nowMs)
     }
 
+    /// The scratch's tokens when this request's body was parsed in full (not recalled by the
+    /// message memo, whose tokens are another body's).
+    @inlinable @inline(__always)
+    public func parsedBody(of decision: FCMSendDecision, state: FCMConnectionState) -> JSONTokenBuffer? {
+        decision.accepted && state.scratch.tokensAreLastBody ? state.scratch.tokens : nil
+    }
+
     /// What the journal and metrics record: status, error code, the message kept.
     @inlinable @inline(__always)
+
     public func outcome(of decision: FCMSendDecision, request: Request) -> PushOutcome {
         guard !decision.accepted, let error = decision.error else {
             return PushOutcome(

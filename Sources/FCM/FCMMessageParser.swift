@@ -40,7 +40,11 @@ public enum FCMSizeMode: String, Sendable, CaseIterable {
 
 /// Reusable per-connection scratch space for the validator (nothing allocated per request).
 public final class FCMScratch {
-    let tokens = JSONTokenBuffer(capacity: 128)
+    /// The tokens of the last body parsed in full.
+    public let tokens = JSONTokenBuffer(capacity: 128)
+    /// Whether `tokens` are the last parsed body's (false when the memo recalled it, or its
+    /// parse failed).
+    public internal(set) var tokensAreLastBody = false
     var roles = [Int32](repeating: -1, count: FieldRole.allCases.count)
     /// The `apns.payload` lint, remembered per connection (`APNsPayloadScanner`).
     let apnsScanner = APNsPayloadScanner()
@@ -82,10 +86,12 @@ public struct FCMMessageParser {
     /// Parses `raw`, or recalls the connection's last accepted message when `raw` differs from
     /// it only in its registration token (`FCMMessageMemo`): the same result either way.
     public func parse(_ raw: UnsafeRawBufferPointer, scratch: FCMScratch) -> Result<FCMParsedMessage, FCMError> {
+        scratch.tokensAreLastBody = false
         if let m = scratch.memo.recall(raw, sizeMode: sizeMode, strictAPNsPayload: strictAPNsPayload) { return .success(m) }
         let result = parseInFull(raw, scratch: scratch)
         if case .success(let m) = result {
             scratch.memo.remember(raw, m, sizeMode: sizeMode, strictAPNsPayload: strictAPNsPayload)
+            scratch.tokensAreLastBody = true
         }
         return result
     }

@@ -239,8 +239,9 @@ public final class Journal: @unchecked Sendable {
     public let path: String?
     /// How much it keeps.
     public let retention: Retention
-    /// Campaign id of a payload (set by the composition root: the presets' keys).
-    let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>) -> String?
+    /// Campaign id of a payload (set by the composition root: the presets' keys), read from the
+    /// tokens of the request's body when the gateway lent them.
+    let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>, ParsedJSON?) -> String?
     /// One shard per event loop, then `otherShards` for every other thread (tracking lanes,
     /// tests), picked by thread, so the dispatcher's lanes do not contend on one lock.
     let shards: [Shard]
@@ -271,12 +272,15 @@ public final class Journal: @unchecked Sendable {
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
     /// loops that will append (by `EventLoop.index`). `payloadTerms`: a payload's campaign ids and
     /// alert text for the index (nil: campaign and text terms never rule a block out).
+    /// `campaignOf`: a payload's campaign id; `campaignOfParsed`, the same read from a request's
+    /// whole body already tokenized (nil: `campaignOf` parses the payload every time).
     /// `indexRebuildLimit`: the most records after the last stored index block summarised at open.
     /// `aheadRotateBytes`: the size past which a loop's write-ahead file is closed for a new one.
     public init(
         path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
         campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?,
-        payloadTerms: PayloadTermsReader? = nil, indexRebuildLimit: Int = 65_536, aheadRotateBytes: Int? = nil
+        campaignOfParsed: (@Sendable (PushProvider, ParsedJSON) -> String?)? = nil, payloadTerms: PayloadTermsReader? = nil,
+        indexRebuildLimit: Int = 65_536, aheadRotateBytes: Int? = nil
     ) throws {
         self.aheadRotateBytes = max(1, aheadRotateBytes ?? AheadLog.rotateBytes)
         self.durability = durability
@@ -284,7 +288,14 @@ public final class Journal: @unchecked Sendable {
         aheadDirectory = path.map(AheadLog.directory(journal:))
         self.maxQueue = maxQueue
         self.retention = retention
-        self.campaignOf = campaignOf
+        if let campaignOfParsed {
+            self.campaignOf = { provider, payload, parsed in
+                if let parsed { return campaignOfParsed(provider, parsed) }
+                return campaignOf(provider, payload)
+            }
+        } else {
+            self.campaignOf = { provider, payload, _ in campaignOf(provider, payload) }
+        }
         self.path = path
         loopShards = max(1, loops)
         shards = (0..<(loopShards + Journal.otherShards)).map { _ in Shard() }
@@ -365,12 +376,14 @@ public final class Journal: @unchecked Sendable {
     /// `append` with the record's fields as they lie: building a `RequestRecord` retained each of
     /// its references, only to release them once encoded (about eight pairs per request).
     /// `notice` may be `.none` only when answers do not wait (`answersWait` false): the caller
-    /// answers at once, and no closure is built per request.
+    /// answers at once, and no closure is built per request. `payloadTokens`: the tokens of the
+    /// document `payload` is a value of (its request's body), when the gateway parsed it just now:
+    /// the campaign id is then read from them (read during this call only).
     public func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome? = nil, team: TeamID? = nil,
-        notificationID: UUIDValue?, loop: EventLoop?, notify notice: StoredNotice
+        headers: HTTPFields, payload: ArraySlice<UInt8>, payloadTokens: JSONTokenBuffer? = nil, warnings: [String],
+        device: DeviceOutcome? = nil, team: TeamID? = nil, notificationID: UUIDValue?, loop: EventLoop?, notify notice: StoredNotice
     ) {
         if case .parked = notice, answersWait {
             precondition(loop.map(parksOwnAnswers) == true, "answers park on a loop with a shard of its own")
@@ -385,8 +398,8 @@ public final class Journal: @unchecked Sendable {
             p.encoder!.appendRequest(
                 atMs: atMs, provider: provider, connection: connection, environment: environment, token: token,
                 topic: topic, status: status, reason: reason, latencyUs: latencyUs, headers: headers,
-                payload: payload, warnings: warnings, device: device, team: team, notificationID: notificationID,
-                maxPayload: Journal.maxPayload, campaignOf: campaignOf)
+                payload: payload, payloadTokens: payloadTokens, warnings: warnings, device: device, team: team,
+                notificationID: notificationID, maxPayload: Journal.maxPayload, campaignOf: campaignOf)
             guard strict else { return true }
             switch notice {
             case .none:

@@ -110,15 +110,16 @@ struct SegmentEncoder {
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
             payload: r.payload, warnings: r.warnings, device: r.device, team: r.team, notificationID: r.notificationID,
-            maxPayload: maxPayload, campaignOf: campaignOf)
+            maxPayload: maxPayload, campaignOf: { provider, payload, _ in campaignOf(provider, payload) })
     }
 
     /// A request record from its fields, read where they are (no record built and destroyed).
     mutating func appendRequest(
         atMs: Int64, provider: PushProvider, connection: UInt64, environment: String,
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
-        headers: HTTPFields, payload: ArraySlice<UInt8>, warnings: [String], device: DeviceOutcome?, team: TeamID? = nil,
-        notificationID: UUIDValue?, maxPayload: Int, campaignOf: (PushProvider, ArraySlice<UInt8>) -> String?
+        headers: HTTPFields, payload: ArraySlice<UInt8>, payloadTokens: JSONTokenBuffer? = nil, warnings: [String],
+        device: DeviceOutcome?, team: TeamID? = nil, notificationID: UUIDValue?, maxPayload: Int,
+        campaignOf: (PushProvider, ArraySlice<UInt8>, ParsedJSON?) -> String?
     ) {
         header(tag: 1, atMs: atMs)
         put(provider.storedByte)
@@ -133,7 +134,9 @@ struct SegmentEncoder {
         let kept = payload.prefix(maxPayload)
         let samePayload = kept.withUnsafeBytes { repeatable(.payload, $0) }
         if warnings.isEmpty { repeatable(.warnings, nil) } else { repeatable(.warnings, string: warnings.joined(separator: "\n")) }
-        if !samePayload || lastProvider != provider { lastCampaign = campaignOf(provider, payload) }
+        if !samePayload || lastProvider != provider {
+            lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) })
+        }
         lastProvider = provider
         repeatable(.campaign, string: lastCampaign)
         deviceOutcome(device)

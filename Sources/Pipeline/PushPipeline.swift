@@ -153,13 +153,16 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
         let response = gateway.response(
             for: decision, request: request, id: acceptedID ?? UUIDValue(high: 0, low: 0),
             state: state, nowMs: nowMs)
-        let outcome = gateway.outcome(of: decision, request: request)
+        var outcome = gateway.outcome(of: decision, request: request)
         if let deferred {
             finishDeferred(
                 deferred, exchange, request, subject, outcome, response: response, fired: fired,
                 actions: gateway.connectionActions(after: decision), timing: Timing(nowMs: nowMs, started: started), id: acceptedID!)
             return
         }
+        // The body's tokens, for the journal's campaign id (read in `finish`, before the
+        // connection's next request parses into them).
+        outcome.parsedBody = gateway.parsedBody(of: decision, state: state)
         // 7. journal commit, then 8. shaping, 9. metrics, 10. connection actions.
         finish(
             exchange, request, subject, outcome, response: response, fired: fired,
@@ -262,8 +265,9 @@ public struct PushPipeline<Gateway: PushGateway>: Sendable {
             atMs: timing.nowMs, provider: provider, connection: exchange.connection.id, environment: subject.scope,
             token: subject.token, topic: subject.topic, status: outcome.status, reason: outcome.reason,
             latencyUs: Int64(truncatingIfNeeded: (decidedNs &- timing.started) / 1000), headers: request.headers,
-            payload: outcome.payload, warnings: outcome.warnings, device: device, team: subject.team, notificationID: id,
-            loop: exchange.eventLoop, notify: notice)
+            payload: outcome.payload, payloadTokens: outcome.parsedBody,
+            warnings: outcome.warnings, device: device, team: subject.team, notificationID: id, loop: exchange.eventLoop,
+            notify: notice)
     }
 
     /// An answer that waits for its record, with the gateway's connection actions (when they do

@@ -75,6 +75,24 @@ public final class JSONTokenBuffer {
         c.count = count
         return c
     }
+
+    /// The tokens of one value and its children (from token `root`), as a document of their
+    /// own whose bytes start at offset `origin` of this one's: offsets and successors rebased.
+    public func copy(subtree root: Int, origin: Int) -> JSONTokenBuffer {
+        let n = Int(base[root].next) - root
+        let c = JSONTokenBuffer(capacity: n)
+        let shift = Int32(truncatingIfNeeded: origin)
+        let first = Int32(truncatingIfNeeded: root)
+        for i in 0..<n {
+            var t = base[root + i]
+            t.start -= shift
+            t.end -= shift
+            t.next -= first
+            c.base[i] = t
+        }
+        c.count = n
+        return c
+    }
 }
 
 /// Why a document is not JSON, and the byte offset where that was found.
@@ -94,6 +112,33 @@ public struct JSONLimits: Sendable {
     public var maxTokens = 1 << 16
     /// The defaults: 65,536 tokens.
     public init() {}
+}
+
+/// A document and the tokens `JSONParser` left for it, lent for a read made at once (the
+/// tokens' buffer is parsed into again by the next request): the journal reads a pushed
+/// payload's campaign from the tokens its gateway made instead of parsing the body again.
+public struct ParsedJSON {
+    /// One value of the parsed document, as a slice of the document's bytes (the slice's
+    /// indices are the tokens' offsets): the whole document, or a member (FCM's `message`).
+    public let bytes: ArraySlice<UInt8>
+    /// Its tokens.
+    public let tokens: JSONTokenBuffer
+
+    /// `tokens`, parsed from the document `bytes` is a value of.
+    public init(bytes: ArraySlice<UInt8>, tokens: JSONTokenBuffer) {
+        self.bytes = bytes
+        self.tokens = tokens
+    }
+
+    /// The index of the token of the value `bytes` holds (the first at or after its start, the
+    /// whitespace before it skipped), nil when no token spans exactly into `bytes`.
+    public var root: Int? {
+        let all = tokens.tokens
+        guard let i = all.firstIndex(where: { Int($0.start) >= bytes.startIndex }) else { return nil }
+        // A string's token starts after its quote; a payload is an object or an array.
+        guard all[i].kind == .object || all[i].kind == .array, Int(all[i].end) <= bytes.endIndex else { return nil }
+        return i
+    }
 }
 
 /// A parsed document: the tokens plus the bytes they point into (valid while the bytes are).

@@ -97,6 +97,11 @@ public protocol PushGateway: Sendable {
     /// How the answer is recorded: status, reason, the payload kept and its lint warnings.
     func outcome(of decision: Decision, request: Request) -> PushOutcome
 
+    /// The tokens of an accepted request's whole body when its `decide` parsed the body just
+    /// now (so the journal need not parse it again for its campaign); nil (the default) when a
+    /// memo answered, or the body is not JSON. Read before the connection's next request.
+    func parsedBody(of decision: Decision, state: ConnectionState) -> JSONTokenBuffer?
+
     /// The answer a fault rule injects, in the gateway's own format, and the reason recorded.
     func injectedAnswer(_ answer: InjectedAnswer, request: Request) -> (response: Response, reason: String)
 
@@ -126,6 +131,9 @@ public protocol PushGateway: Sendable {
 }
 
 extension PushGateway {
+    /// No tokens lent: the journal parses the payload itself.
+    public func parsedBody(of decision: Decision, state: ConnectionState) -> JSONTokenBuffer? { nil }
+
     /// No host names of its own: only loopback `Host`s pass the browser check.
     public var hostNames: [String] { [] }
 
@@ -273,6 +281,8 @@ public struct PushOutcome {
     public var payload: ArraySlice<UInt8>
     /// The provider's warnings about the request, kept with its record.
     public var warnings: [String]
+    /// The tokens of the request's whole body, when the gateway lends them (`parsedBody`).
+    public var parsedBody: JSONTokenBuffer?
 
     /// An outcome with its status, reason, payload and warnings.
     @inlinable

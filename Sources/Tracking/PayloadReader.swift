@@ -18,6 +18,17 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
         tokens = t
     }
 
+    /// A reader over one value of a document a gateway tokenized (the payload in its request's
+    /// body): its tokens copied and rebased, not parsed again. Nil when `parsed.bytes` is not one
+    /// object or array of the document.
+    public init?(_ parsed: ParsedJSON) {
+        guard let root = parsed.root else { return nil }
+        let origin = parsed.bytes.startIndex
+        bytes = Array(parsed.bytes)
+        tokens = parsed.tokens.copy(subtree: root, origin: origin)
+        valid = true
+    }
+
     /// A reader over a document already tokenized by a provider (`parsed` holds the tokens of
     /// `bytes`, as `JSONParser.parse` left them): the tokens are copied, not parsed again.
     public init(_ bytes: [UInt8], parsed: JSONTokenBuffer) {

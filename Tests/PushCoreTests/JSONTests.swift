@@ -219,6 +219,34 @@ final class IdentifierTests: XCTestCase {
         let d = rng.nextDouble()
         XCTAssertTrue(d >= 0 && d < 1)
     }
+
+    /// A member of a parsed body read as a document of its own (FCM's `message`, for the
+    /// journal's campaign): its tokens rebased, the same answers as parsing it alone.
+    func testASubtreeCopiedOutReadsAsItsOwnDocument() throws {
+        let body = Array(#" {"validate_only":false, "message":{"data":{"_dId":"c7","n":[1,2]},"token":"t"} } "#.utf8)
+        let buffer = JSONTokenBuffer()
+        XCTAssertNil(body.withUnsafeBytes { JSONParser.parse($0, into: buffer) })
+        let start = try XCTUnwrap(body.firstIndex(of: UInt8(ascii: "{")).map { body[($0 + 1)...].firstIndex(of: UInt8(ascii: "{"))! })
+        let end = try XCTUnwrap(body.lastIndex(of: UInt8(ascii: "}")).map { body[..<$0].lastIndex(of: UInt8(ascii: "}"))! + 1 })
+        let message = body[start..<end]
+        let parsed = ParsedJSON(bytes: message, tokens: buffer)
+        let root = try XCTUnwrap(parsed.root)
+        let copy = buffer.copy(subtree: root, origin: start)
+        let alone = JSONTokenBuffer()
+        let bytes = Array(message)
+        XCTAssertNil(bytes.withUnsafeBytes { JSONParser.parse($0, into: alone) })
+        XCTAssertEqual(copy.tokens.count, alone.tokens.count)
+        for (a, b) in zip(copy.tokens, alone.tokens) {
+            XCTAssertEqual([a.kind.rawValue], [b.kind.rawValue])
+            XCTAssertEqual([a.start, a.end, a.next, a.count], [b.start, b.end, b.next, b.count])
+        }
+        bytes.withUnsafeBytes { raw in
+            let v = JSONView(bytes: raw, buffer: copy)
+            XCTAssertEqual(v.member(0, "token").map(v.string), "t")
+        }
+        // A slice that is no value of the document (a string's bytes) has no root.
+        XCTAssertNil(ParsedJSON(bytes: body[(end - 3)..<end], tokens: buffer).root)
+    }
 }
 
 extension String {
