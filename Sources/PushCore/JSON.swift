@@ -79,16 +79,19 @@ public final class JSONTokenBuffer {
     /// The tokens of one value and its children (from token `root`), as a document of their
     /// own whose bytes start at offset `origin` of this one's: offsets and successors rebased.
     public func copy(subtree root: Int, origin: Int) -> JSONTokenBuffer {
-        let n = Int(base[root].next) - root
+        let n = Int(base[root].next) &- root
         let c = JSONTokenBuffer(capacity: n)
+        // The tokens are moved as they are, then each one's three fields rebased in place
+        // (offsets within one parsed document: no overflow to check).
+        c.base.initialize(from: base + root, count: n)
         let shift = Int32(truncatingIfNeeded: origin)
         let first = Int32(truncatingIfNeeded: root)
-        for i in 0..<n {
-            var t = base[root + i]
-            t.start -= shift
-            t.end -= shift
-            t.next -= first
-            c.base[i] = t
+        var t = c.base
+        for _ in 0..<n {
+            t.pointee.start &-= shift
+            t.pointee.end &-= shift
+            t.pointee.next &-= first
+            t += 1
         }
         c.count = n
         return c
