@@ -89,7 +89,7 @@ extension FaultAdminAPI {
                         continue
                     }
                     let open = v.raw(m).baseAddress! - raw.baseAddress! + 1
-                    inserts.append((open, member + (v.raw(m).count > 2 && hasMembers(v, m) ? "," : "")))
+                    inserts.append((open, member + (hasMembers(v, m) ? "," : "")))
                 } else {
                     let open = v.raw(r).baseAddress! - raw.baseAddress! + 1
                     inserts.append((open, "\"match\":{" + member + "}" + (hasMembers(v, r) ? "," : "")))

@@ -3,45 +3,23 @@ import Observation
 import PushCore
 import Transport
 
-/// `scope=`: one team's, project's or label's part of a shared emulator (parallel CI jobs, each
-/// with its own key or project, see and reset only their own). `team:TEAMID` is the APNs team
-/// whose credentials sent a push (a provider token's issuer, a certificate's OU);
-/// `project:PROJECTID` an FCM project; `label:NAME` the pushes to devices (and fleets' members)
-/// with that label.
-enum Scope: Sendable, Equatable {
-    case team(String)
-    case project(String)
-    case label(String)
+/// The admin API's `scope=` (`PushScope`, read the same by fault rules): from a request's query,
+/// and which pushes, notifications and devices it holds.
+typealias Scope = PushScope
 
-    static let forms = "team:TEAMID, project:PROJECTID or label:NAME"
-
+extension PushScope {
     /// The request's `scope`, nil when it has none; a 400's words when it is not one of the forms.
     static func of(_ request: Request) throws(NotificationQuery.QueryError) -> Scope? {
         guard let raw = request.queryParameter("scope"), !raw.isEmpty else { return nil }
-        return try parse(percentDecode(raw))
+        return try parse(query: percentDecode(raw))
     }
 
-    static func parse(_ text: String) throws(NotificationQuery.QueryError) -> Scope {
-        guard let colon = text.firstIndex(of: ":") else {
-            throw .init(description: "scope must be \(forms), not \(text)")
-        }
-        let value = String(text[text.index(after: colon)...])
-        guard !value.isEmpty, value.utf8.count <= 256 else {
-            throw .init(description: "scope \(text[..<colon]): needs a value of at most 256 bytes")
-        }
-        switch text[..<colon] {
-        case "team": return .team(value)
-        case "project": return .project(value)
-        case "label": return .label(value)
-        default: throw .init(description: "scope must be \(forms), not \(text)")
-        }
-    }
-
-    var text: String {
-        switch self {
-        case .team(let v): "team:" + v
-        case .project(let v): "project:" + v
-        case .label(let v): "label:" + v
+    /// `text` as a scope, its problem in the admin API's 400.
+    static func parse(query text: String) throws(NotificationQuery.QueryError) -> Scope {
+        do {
+            return try parse(text)
+        } catch {
+            throw .init(description: error.description)
         }
     }
 

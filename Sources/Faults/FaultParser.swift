@@ -303,28 +303,28 @@ extension FaultParser {
     /// A match's `scope`: `team:TEAMID` (the APNs team whose credentials sent the push),
     /// `project:PROJECTID` (an FCM project) or `label:NAME` (devices with the label); it must not
     /// contradict the match's own provider, project or label.
-    static func applyScope(_ scope: String, to m: inout FaultMatch, _ r: JSONObjectReader) throws {
-        let forms = "team:TEAMID, project:PROJECTID or label:NAME"
-        guard let colon = scope.firstIndex(of: ":"), scope.index(after: colon) < scope.endIndex else {
-            throw r.failure("scope", "must be \(forms)")
+    static func applyScope(_ text: String, to m: inout FaultMatch, _ r: JSONObjectReader) throws {
+        let scope: PushScope
+        do {
+            scope = try PushScope.parse(text)
+        } catch {
+            throw r.failure("scope", error.problem)
         }
-        let value = String(scope[scope.index(after: colon)...])
-        switch scope[..<colon] {
-        case "team":
+        switch scope {
+        case .team(let value):
             guard m.provider == nil || m.provider == .apns else { throw r.failure("scope", "team: is for APNs pushes") }
             m.provider = .apns
             m.team = value
-        case "project":
+        case .project(let value):
             guard m.provider == nil || m.provider == .fcm, m.project == nil || m.project == value else {
                 throw r.failure("scope", "project: is for FCM pushes, and names the match's project")
             }
             m.provider = .fcm
             m.project = value
-        case "label":
+        case .label(let value):
             guard m.label == nil || m.label == value else { throw r.failure("scope", "label: names the match's label") }
             m.label = value
-        default: throw r.failure("scope", "must be \(forms)")
         }
-        m.scope = scope
+        m.scope = text
     }
 }
