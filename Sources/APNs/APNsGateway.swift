@@ -244,7 +244,7 @@ public final class APNsGateway: PushGateway {
                 delivery.expiresAtMs = expiresAtMs
                 delivery.channelID = target.channelID
                 return delivery
-            })
+            }, team: decision.team)
     }
 
     @inlinable @inline(__always)

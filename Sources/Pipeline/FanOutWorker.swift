@@ -112,7 +112,7 @@ public final class FanOutWorker: @unchecked Sendable { // the thread handle is s
                 shard: logShard, id: delivery.notificationID, provider: delivery.provider,
                 receivedAtMs: delivery.receivedAtMs, environment: delivery.environment ?? "", token: delivery.tokenBytes,
                 topic: job.topic?[...], headers: job.headers, payload: delivery.payload, payloadIsJSON: job.payloadIsJSON,
-                warnings: job.warnings, outcome: outcome)
+                warnings: job.warnings, outcome: outcome, team: job.team)
             if devices.events.wants(.delivered) { devices.publishDelivered(delivery, outcome, atMs: Clock.nowMs()) }
             index += 1
             unpublished += 1

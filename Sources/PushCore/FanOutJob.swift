@@ -23,12 +23,16 @@ public struct FanOutJob: Sendable {
     public var recipients: @Sendable (_ each: (String) -> Bool) -> Void
     /// The delivery for the recipient `token`, the `index`-th of the job.
     public var delivery: @Sendable (_ token: String, _ index: Int) -> Delivery
+    /// The APNs team whose credentials sent it (a broadcast's), kept with each delivery so that a
+    /// `team:` scope sees them; nil for FCM.
+    public var team: TeamID?
 
     public init(
         provider: PushProvider, notificationID: UUIDValue, topic: [UInt8]?, headers: HTTPFields, warnings: [String],
         payloadIsJSON: Bool, recipients: @escaping @Sendable (_ each: (String) -> Bool) -> Void,
-        delivery: @escaping @Sendable (_ token: String, _ index: Int) -> Delivery
+        delivery: @escaping @Sendable (_ token: String, _ index: Int) -> Delivery, team: TeamID? = nil
     ) {
+        self.team = team
         self.provider = provider
         self.notificationID = notificationID
         self.topic = topic

@@ -69,6 +69,38 @@ final class BroadcastTests: XCTestCase {
     /// Waits for the fan-out worker (a notification query waits for answered broadcasts).
     func settle(_ emulator: TestEmulator) throws { _ = try emulator.get("/emulator/v1/notifications?limit=1") }
 
+    /// A broadcast's deliveries carry the team whose key sent it, so a `team:` scope reads them
+    /// (and another team's scope does not).
+    func testBroadcastDeliveriesAreInTheSendingTeamsScope() throws {
+        let emulator = try TestEmulator(.inProcess)
+        defer { emulator.stop() }
+        let auth = try authorization(emulator, team: "TEAMSCOPE1", keyID: "KEYSCOPE01")
+        _ = try authorization(emulator, team: "TEAMSCOPE2", keyID: "KEYSCOPE02")
+        let client = try H2Client(port: emulator.httpPort)
+        let channel = try createChannel(client, auth, policy: 1)
+        for _ in 0..<3 {
+            let phone = try device(emulator)
+            let r = try emulator.http1(
+                TestRequest(
+                    "POST", "/emulator/v1/devices/\(phone)/activities",
+                    body:
+                        "{\"attributesType\":\"ScoreAttributes\",\"attributes\":{},\"contentState\":{\"score\":0},\"channel\":\"\(channel)\"}"
+                ))
+            XCTAssertEqual(r.status, 201, r.text)
+        }
+        let r = try client.send([broadcast(channel, auth, Self.update(1))], authority: Self.broadcastHost)[0]
+        XCTAssertEqual(r.status, 200, r.text)
+        try settle(emulator)
+        func deliveries(_ scope: String) throws -> [[String: Any]] {
+            let list = try object(try emulator.get("/emulator/v1/notifications?scope=\(scope)&limit=50"))
+            return try XCTUnwrap(list["notifications"] as? [[String: Any]]).filter { $0["topic"] as? String == channel }
+        }
+        let own = try deliveries("team:TEAMSCOPE1")
+        XCTAssertEqual(own.count, 3)
+        XCTAssertTrue(own.allSatisfy { $0["team"] as? String == "TEAMSCOPE1" }, "\(own)")
+        XCTAssertEqual(try deliveries("team:TEAMSCOPE2").count, 0)
+    }
+
     func testChannelsBroadcastsAndPushToStart() throws {
         let emulator = try TestEmulator(.inProcess)
         defer { emulator.stop() }
@@ -320,7 +352,7 @@ final class BroadcastTests: XCTestCase {
         let root = try XCTUnwrap(emulator.inProcess)
         let auth = try authorization(emulator)
         let client = try H2Client(port: emulator.httpPort)
-        let channel = try createChannel(client, auth, policy: 0)
+        let channel = try createChannel(client, auth, policy: 1)
         var random = FastRandom(seed: 11)
         var devices: [String] = []
         for _ in 0..<10_000 {
