@@ -272,8 +272,9 @@ public final class Journal: @unchecked Sendable {
     /// `path` nil: segments kept in memory (nothing survives the process). `loops`: the event
     /// loops that will append (by `EventLoop.index`). `payloadTerms`: a payload's campaign ids and
     /// alert text for the index (nil: campaign and text terms never rule a block out).
-    /// `campaignOf`: a payload's campaign id; `campaignOfParsed`, the same read from a request's
-    /// whole body already tokenized (nil: `campaignOf` parses the payload every time).
+    /// `campaignOf`: a payload's campaign id; `campaignOfParsed`, the same read from the tokens
+    /// its gateway's parse of the request's body left (nil: `campaignOf` parses the payload
+    /// every time).
     /// `indexRebuildLimit`: the most records after the last stored index block summarised at open.
     /// `aheadRotateBytes`: the size past which a loop's write-ahead file is closed for a new one.
     public init(
