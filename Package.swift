@@ -104,7 +104,7 @@ let package = Package(
         .executableTarget(name: "TransportBench", dependencies: ["Transport", "CSystem"]),
         // An h2c load generator whose requests differ (personalised bodies), for Scripts/callgrind
         // and Scripts/bench: h2load sends one body.
-        .executableTarget(name: "pushemu-load", dependencies: ["CNghttp2", "CSystem"]),
+        .executableTarget(name: "pushemu-load", dependencies: ["CNghttp2", "CSystem", "Runtime"]),
         // The parsers' fuzz targets: a corpus replayer here, libFuzzer with Scripts/fuzz.
         .executableTarget(name: "pushemu-fuzz", dependencies: ["Transport", "PushCore", "APNs", "FCM", "Faults"]),
 

@@ -1,5 +1,6 @@
 import CSystem
 import Glibc
+import Runtime
 
 /// Exits with `message` on stderr.
 func fail(_ message: String, code: Int32 = 2) -> Never {
@@ -7,16 +8,10 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
     exit(code)
 }
 
+/// A body template: at most 16 MiB (each request's body is made from it).
 func readFile(_ path: String) -> [UInt8] {
-    guard let f = fopen(path, "rb") else { fail("cannot read \(path)") }
-    defer { fclose(f) }
-    var out: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = fread(&buffer, 1, buffer.count, f)
-        out.append(contentsOf: buffer[0..<n])
-        if n < buffer.count { return out }
-    }
+    guard let bytes = Files.read(path, limit: 16 << 20) else { fail("cannot read \(path), or it is over 16 MiB") }
+    return bytes
 }
 
 func count(_ option: String, _ text: String, max: Int) -> Int {
