@@ -164,6 +164,11 @@ public final class APNsChannelRegistry: PersistentStore {
         }
     }
 
+    /// The team that manages the app's channels (nil: none yet, or certificate auth only).
+    public func owner(bundle: String, environment: APNsEnvironment) -> String? {
+        state.withLock { $0.byKey[AppKey(bundle: bundle, environment: environment)]?.team }
+    }
+
     /// Whether `team` may manage the app's channels, binding the app to it on first use (nil:
     /// certificate auth, which the certificate's topics already decided).
     public func admits(team: String?, bundle: String, environment: APNsEnvironment) -> Bool {

@@ -13,7 +13,11 @@ struct APNsKeysAdminAPI: AdminResource {
         let api = self
         routes.add(.post, "/apns/keys", maxBodySize: 64 * 1024) { ex in ex.respond(api.createKey(ex.request)) }
         routes.add(.get, "/apns/keys") { ex in
-            ex.respond(.json(200, JSONObjectWriter.list("keys", api.keys.all.map(api.keyJSON))))
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            // A team's keys (a project or a label holds none).
+            let keys = api.keys.all.filter { key in scope.map { $0 == .team(key.teamID) } ?? true }
+            ex.respond(.json(200, JSONObjectWriter.list("keys", keys.map(api.keyJSON))))
         }
     }
 

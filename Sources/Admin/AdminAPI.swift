@@ -197,7 +197,12 @@ package struct AdminAPI: Sendable {
                 campaignKeys: records.campaignKeys, fanOut: records.fanOut, deferred: records.deferred, tracking: devicesLayer.tracking,
                 deviceStore: deviceStore, clusterReads: clusterReads),
             DevelopmentCAAdminAPI(pem: developmentCA),
-            StatsAdminAPI(registry: state.registry, stateMemory: deviceStore.memory.memory, clusterReads: clusterReads),
+            StatsAdminAPI(
+                registry: state.registry, stateMemory: deviceStore.memory.memory,
+                scoped: ScopedStats(
+                    log: records.log, deletions: state.deletions, faults: faults, scenarios: scenarios, deviceStore: deviceStore,
+                    apnsKeys: gateways.apnsKeys, fcmAccounts: gateways.fcmAccounts),
+                clusterReads: clusterReads),
             StateAdminAPI(registry: state.registry, log: state.log, slowWork: slowWork),
             ClusterAdminAPI(link: state.cluster, slowWork: slowWork),
             DevicesAdminAPI(
@@ -205,7 +210,7 @@ package struct AdminAPI: Sendable {
                 webPushLocalEndpoints: gateways.webPushLocalEndpoints, log: records.log),
             FleetsAdminAPI(
                 deviceStore: deviceStore, webPush: gateways.webPush, webPushLocalEndpoints: gateways.webPushLocalEndpoints,
-                slowWork: slowWork, cluster: state.cluster),
+                slowWork: slowWork, cluster: state.cluster, apnsKeys: gateways.apnsKeys),
             TrackingAdminAPI(
                 tracking: devicesLayer.tracking, journal: journalAPI,
                 scopeTokens: { [log = records.log] in $0.tokens(log: log, devices: deviceStore) }),

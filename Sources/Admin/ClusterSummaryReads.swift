@@ -61,9 +61,9 @@ extension ClusterReads {
 
     /// `GET /stats` for the whole cluster: `local` (this node's document) with the per-node
     /// sections summed over the nodes, and every node's document under `nodes`.
-    func stats(_ ex: Exchange, local: String) {
+    func stats(_ ex: Exchange, local: String, query: String = "") {
         let accepted = worker.submit { [self] in
-            let (answers, unreachable) = ask("/emulator/v1/stats")
+            let (answers, unreachable) = ask("/emulator/v1/stats" + query)
             let documents = answers.filter { $0.status == 200 }
             var sums: [String: [(String, Int)]] = [:]
             for d in documents {
@@ -120,7 +120,8 @@ extension ClusterReads {
     /// the notifications summed, the rules as the node that removed most counted them.
     func reset(_ scope: Scope, _ ex: Exchange) {
         let accepted = worker.submit { [self] in
-            let (answers, unreachable) = ask("/emulator/v1/reset?scope=" + PercentEncoding.encode(scope.text), method: "POST")
+            let at = Clock.nowMs()
+            let (answers, unreachable) = ask("/emulator/v1/reset?scope=" + PercentEncoding.encode(scope.text) + "&at=\(at)", method: "POST")
             var notifications = 0
             var rules = 0
             for a in answers {

@@ -24,9 +24,11 @@ struct FCMServiceAccountsAdminAPI: AdminResource {
             if !accepted { ex.respond(AdminAPI.busy(api.slowWork, "key generations")) }
         }
         routes.add(.get, "/fcm/service-accounts") { ex in
-            ex.respond(
-                .json(200, JSONObjectWriter.list("serviceAccounts", api.fcmAccounts.all.map(FCMServiceAccountsAdminAPI.serviceAccountJSON)))
-            )
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            // A project's accounts (a team or a label holds none).
+            let accounts = api.fcmAccounts.all.filter { a in scope.map { $0 == .project(a.projectID) } ?? true }
+            ex.respond(.json(200, JSONObjectWriter.list("serviceAccounts", accounts.map(FCMServiceAccountsAdminAPI.serviceAccountJSON))))
         }
     }
 

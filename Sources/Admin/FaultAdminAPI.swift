@@ -51,8 +51,13 @@ struct FaultAdminAPI: AdminResource {
         }
         routes.add(.post, "/scenarios", maxBodySize: 256 * 1024) { ex in
             do {
+                // With `?scope=`, every step's rule is made in the scope.
+                let scope = try Scope.of(ex.request)
+                let body =
+                    try scope.map { try FaultAdminAPI.scoped(Array(ex.request.body), $0, rules: FaultAdminAPI.stepRules) }
+                    ?? Array(ex.request.body)
                 let s = try Scenario.parse(
-                    ex.request.body, id: engine.newScenarioID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
+                    body, id: engine.newScenarioID(), nowMs: Clock.nowMs(), ruleID: { engine.newID() }, known: engine.vocabulary)
                 try scenarios.add(s, to: engine)
                 ex.respond(.json(201, s.json(nowMs: Clock.nowMs())))
             } catch {
@@ -60,8 +65,12 @@ struct FaultAdminAPI: AdminResource {
             }
         }
         routes.add(.get, "/scenarios") { ex in
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
             let now = Clock.nowMs()
-            ex.respond(.json(200, JSONObjectWriter.list("scenarios", scenarios.all.map { $0.json(nowMs: now) })))
+            // A scope's scenarios: those whose every step is a rule made in it.
+            let list = scenarios.all.filter { s in scope == nil || s.steps.allSatisfy { $0.rule.match.scope == scope?.text } }
+            ex.respond(.json(200, JSONObjectWriter.list("scenarios", list.map { $0.json(nowMs: now) })))
         }
     }
 }
@@ -69,13 +78,13 @@ struct FaultAdminAPI: AdminResource {
 extension FaultAdminAPI {
     /// A rule's body (or a list's) with `scope` put in each rule's match (`?scope=` on the POST);
     /// a match that names a scope of its own must name the same one.
-    static func scoped(_ body: [UInt8], _ scope: Scope) throws -> [UInt8] {
+    /// `rules` finds the rules' objects in the body (by default: the body, or its elements).
+    static func scoped(_ body: [UInt8], _ scope: Scope, rules find: (JSONView) -> [Int] = FaultAdminAPI.bodyRules) throws -> [UInt8] {
         try body.withUnsafeBytes { raw throws -> [UInt8] in
             var t: [JSONToken] = []
             if let e = JSONParser.parse(raw, into: &t) { throw NotificationQuery.QueryError(description: "the body is not JSON: \(e)") }
             let v = JSONView(bytes: raw, tokens: t)
-            var rules: [Int] = []
-            if t.first?.kind == .array { v.forEachElement(0) { rules.append($0) } } else { rules = [0] }
+            let rules = find(v)
             // Insertions at byte offsets, made back to front.
             var inserts: [(Int, String)] = []
             let member = "\"scope\":" + JSONWriter.quote(scope.text)
@@ -99,6 +108,21 @@ extension FaultAdminAPI {
             for (at, text) in inserts.sorted(by: { $0.0 > $1.0 }) { out.insert(contentsOf: Array(text.utf8), at: at) }
             return out
         }
+    }
+
+    /// A rule body's rules: the body, or each element of a list.
+    static func bodyRules(_ v: JSONView) -> [Int] {
+        var rules: [Int] = []
+        if v.tokens.first?.kind == .array { v.forEachElement(0) { rules.append($0) } } else { rules = [0] }
+        return rules
+    }
+
+    /// A scenario body's rules: its steps (each has its own `match`).
+    static func stepRules(_ v: JSONView) -> [Int] {
+        var rules: [Int] = []
+        guard v.tokens.first?.kind == .object, let steps = v.member(0, "steps"), v.tokens[steps].kind == .array else { return [] }
+        v.forEachElement(steps) { rules.append($0) }
+        return rules
     }
 
     static func hasMembers(_ v: JSONView, _ object: Int) -> Bool {

@@ -25,6 +25,8 @@ struct FleetsAdminAPI: AdminResource {
     let slowWork: BackgroundWorker
     /// On a cluster node: fleets are numbered in order, so each is made under the cluster's lock.
     var cluster: ClusterLink? = nil
+    /// The APNs keys (a `team:` scope's fleets are the iOS fleets its keys may push to).
+    var apnsKeys: APNsKeyStore? = nil
 
     static let maxPage = 100_000
     /// Subscriptions a page, at most: each is a P-256 scalar multiplication (about 20 µs).
@@ -44,7 +46,11 @@ struct FleetsAdminAPI: AdminResource {
             if !accepted { ex.respond(AdminAPI.busy(slowWork, "slow work")) }
         }
         routes.add(.get, "/fleets") { ex in
-            ex.respond(.json(200, JSONObjectWriter.list("fleets", deviceStore.allFleets.map(\.json))))
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            var fleets = deviceStore.allFleets
+            if let scope { fleets = FleetsAdminAPI.fleets(fleets, in: scope, keys: apnsKeys?.all ?? []) }
+            ex.respond(.json(200, JSONObjectWriter.list("fleets", fleets.map(\.json))))
         }
         // GET: the fleet (with its registration's progress). POST `{id}:pauseRegistration` and
         // `{id}:resumeRegistration`: the bulk registration stops where it is and goes on from there.
@@ -234,6 +240,24 @@ struct FleetsAdminAPI: AdminResource {
             return .json(201, f.json)
         } catch {
             return AdminAPI.error(400, "\(error)")
+        }
+    }
+}
+
+extension FleetsAdminAPI {
+    /// A scope's fleets: with `label:`, those carrying it; with `project:`, the Android fleets of
+    /// that Firebase project; with `team:`, the iOS fleets the team's APNs keys may push to (a
+    /// key without topics may push to every app). A fleet belongs to no team of its own.
+    static func fleets(_ all: [FleetSpec], in scope: Scope, keys: [APNsKeyStore.Entry]) -> [FleetSpec] {
+        switch scope {
+        case .label(let l): return all.filter { $0.labels.contains(l) }
+        case .project(let p): return all.filter { $0.platform == .android && $0.environment == p }
+        case .team(let t):
+            let teamKeys = keys.filter { $0.teamID == t }
+            guard !teamKeys.isEmpty else { return [] }
+            if teamKeys.contains(where: { $0.topics == nil }) { return all.filter { $0.platform == .ios } }
+            let apps = Set(teamKeys.flatMap { $0.topics ?? [] })
+            return all.filter { $0.platform == .ios && apps.contains($0.app) }
         }
     }
 }

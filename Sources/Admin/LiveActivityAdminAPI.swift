@@ -81,6 +81,12 @@ struct LiveActivityAdminAPI: AdminResource {
             guard let env = APNsEnvironment(rawValue: environment) else {
                 return ex.respond(AdminAPI.error(400, "environment must be sandbox or production"))
             }
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            // A team's channels: the app's, when that team manages them.
+            if let scope, scope != .team(channels.owner(bundle: app, environment: env) ?? "") {
+                return ex.respond(.json(200, JSONObjectWriter.list("channels", [String]())))
+            }
             let list = channels.list(bundle: app, environment: env).compactMap { channels.channel($0, bundle: app, environment: env) }
             ex.respond(.json(200, JSONObjectWriter.list("channels", list.map { LiveActivityAdminAPI.channelJSON($0, store) })))
         }

@@ -74,22 +74,24 @@ struct NotificationsAdminAPI: AdminResource {
             do { query = try NotificationQuery.parse(ex.request, nowMs: Clock.nowMs(), labels: api.deviceLabels) } catch {
                 return ex.respond(AdminAPI.error(400, "\(error)"))
             }
-            let filter = query.filter(campaignKeys: api.campaignKeys, limit: Int.max)
-            if api.journal != nil {
-                guard
-                    api.deletions.add(
-                        filter, upToMs: Clock.nowMs(),
-                        everything: query.isPlain && query.token == nil
-                            && query.topic == nil && query.provider == nil)
-                else {
-                    return ex.respond(
-                        AdminAPI.error(
-                            409,
-                            "\(NotificationDeletions.capacity) filtered deletions are kept already: DELETE without filters, or POST /emulator/v1/reset"
-                        ))
-                }
+            guard api.journal != nil else {
+                return ex.respond(
+                    .json(200, "{\"deleted\":\(api.log.remove(query.filter(campaignKeys: api.campaignKeys, limit: Int.max)))}"))
             }
-            ex.respond(.json(200, "{\"deleted\":\(api.log.remove(filter))}"))
+            // Kept as a change record: the journal's records it hides stay hidden after a
+            // restart, and a cluster's other nodes forget theirs.
+            let (outcome, removed) = api.deletions.delete(
+                query: ex.request.query.map { String(decoding: $0, as: UTF8.self) } ?? "", upToMs: Clock.nowMs())
+            switch outcome {
+            case .kept: ex.respond(.json(200, "{\"deleted\":\(removed)}"))
+            case .full:
+                ex.respond(
+                    AdminAPI.error(
+                        409,
+                        "\(NotificationDeletions.capacity) filtered deletions are kept already: DELETE without filters, or POST /emulator/v1/reset"
+                    ))
+            case .invalid(let why): ex.respond(AdminAPI.error(400, why))
+            }
         }
         routes.add(.get, "/notifications/{id}") { ex in
             let id = ex.parameter("id").utf8String

@@ -46,18 +46,20 @@ struct ResetAdminAPI: AdminResource {
 }
 
 extension ResetAdminAPI {
+    /// Forgets `scope`'s notifications and rules. On a cluster, the node that took the request
+    /// names the time (`at=`) every node resets the scope at.
     func reset(_ scope: Scope, _ ex: Exchange) {
-        var query = NotificationQuery()
-        query.scope = scope
-        let store = deviceStore
-        query.labels = { store.device(token: $0)?.labels ?? [] }
-        let filter = query.filter(campaignKeys: [], limit: Int.max)
-        if journal != nil, !deletions.add(filter, upToMs: Clock.nowMs(), everything: false) {
-            return ex.respond(
-                AdminAPI.error(409, "\(NotificationDeletions.capacity) filtered deletions are kept already: POST /emulator/v1/reset"))
+        var atMs = Clock.nowMs()
+        if ex.request.headers.first(ClusterReads.localHeader) != nil, let at = ex.request.queryParameter("at"),
+            let ms = Int64(at), ms > 0, ms <= atMs + 60_000
+        {
+            atMs = ms
         }
-        let removed = log.remove(filter)
-        deletions.resetScope(scope, atMs: Clock.nowMs())
+        let (outcome, removed) = deletions.resetScope(scope, atMs: atMs)
+        guard outcome == .kept else {
+            return ex.respond(
+                AdminAPI.error(409, "\(NotificationDeletions.scopeCapacity) scopes' resets are kept already: POST /emulator/v1/reset"))
+        }
         var rules = 0
         for rule in faults.all where rule.match.scope == scope.text {
             faults.remove(id: rule.id)

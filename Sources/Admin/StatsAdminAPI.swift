@@ -4,10 +4,13 @@ import State
 import Transport
 
 /// `GET /emulator/v1/stats`: every registered store's counts, in the store registry's order
-/// (each store writes its own part), then the state's memory.
+/// (each store writes its own part), then the state's memory. `?scope=`: one scope's counts
+/// (`ScopedStats`).
 struct StatsAdminAPI: AdminResource {
     let registry: StoreRegistry
     let stateMemory: StateMemory
+    /// `?scope=`'s document.
+    let scoped: ScopedStats
     /// On a cluster node: the per-node counts summed over the nodes, and each node's document.
     var clusterReads: ClusterReads? = nil
 
@@ -15,7 +18,17 @@ struct StatsAdminAPI: AdminResource {
         let registry = self.registry
         let memory = stateMemory
         let cluster = clusterReads
+        let scoped = self.scoped
         routes.add(.get, "/stats") { ex in
+            let scope: Scope?
+            do { scope = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
+            if let scope {
+                let doc = scoped.document(scope)
+                if let cluster, cluster.takes(ex) {
+                    return cluster.stats(ex, local: doc.text, query: "?scope=" + PercentEncoding.encode(scope.text))
+                }
+                return ex.respond(.json(200, doc.text))
+            }
             var doc = StatsDocument()
             registry.addStats(to: &doc)
             doc.add("stateMemory", "usedBytes", memory.usedBytes)

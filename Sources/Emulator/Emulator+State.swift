@@ -30,14 +30,12 @@ extension Emulator {
             stores.apnsChannels, stores.webPushSubscriptions,
             TransientStore(
                 "notifications",
-                reset: { _ in
-                    log.removeAll()
-                    deletions.removeAll()
-                },
+                reset: { _ in log.removeAll() },
                 stats: { s in
                     s.add("notifications", "kept", log.count)
                     s.add("notifications", "evicted", log.evicted)
                 }),
+            deletions,
             TransientStore(
                 "tracking", reset: { _ in tracking.removeAll() },
                 stats: { s in

@@ -79,7 +79,10 @@ package final class Emulator: Sendable {
         fanOut = pipelineServices.fanOut
 
         // The state: every store registered once, then rebuilt from the data directory's log.
-        let deletions = NotificationDeletions()
+        let deletionLabels = stores.devices
+        let deletions = NotificationDeletions(
+            log: stores.notifications, campaignKeys: configuration.campaignKeys,
+            labels: { deletionLabels.device(token: $0)?.labels ?? [] })
         let logBox = StateLogBox()
         let registry = Emulator.registry(
             stores, faults: faults, metrics: metrics, deletions: deletions, journal: journal, fanOut: pipelineServices.fanOut,

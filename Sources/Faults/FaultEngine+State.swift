@@ -155,8 +155,10 @@ extension FaultEngine {
                 var id = ""
                 while let f = try r.next() { if f == 1 { id = try r.string() } else { try r.skip() } }
                 withRules { $0.removeAll { $0.id == id } }
+                pruneScenarios()
             case Kind.rulesCleared:
                 withRules { $0.removeAll { $0.persistent } }
+                pruneScenarios()
             case Kind.counts:
                 var id = ""
                 var seen: UInt64 = 0
@@ -201,13 +203,13 @@ extension FaultEngine {
                     default: try r.skip()
                     }
                 }
+                // Steps whose rules were removed since are gone (none left: so is the scenario).
                 var made: [Scenario.Step] = []
                 for (at, forMs, ruleID) in steps {
-                    guard let rule = self.rule(id: ruleID) else {
-                        throw StateFormatError("scenario \(id) names rule \(ruleID), which is not there")
-                    }
+                    guard let rule = self.rule(id: ruleID) else { continue }
                     made.append(Scenario.Step(atMs: at, forMs: forMs, rule: rule))
                 }
+                guard !made.isEmpty else { break }
                 let scenario = Scenario(id: id, name: name, startMs: started, steps: made)
                 scenarios.list.withLock { list in
                     if let i = list.firstIndex(where: { $0.id == id }) { list[i] = scenario } else { list.append(scenario) }

@@ -169,8 +169,17 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
             if r.count != n, changes.isLogging { changes.emit(kind: Kind.ruleRemoved, atMs: Clock.nowMs()) { $0.string(1, id) } }
             return r.count != n
         }
-        if removed { version.add(1, ordering: .releasing) }
+        if removed {
+            version.add(1, ordering: .releasing)
+            pruneScenarios()
+        }
         return removed
+    }
+
+    /// Scenarios keep only the steps whose rules are still here (none left: the scenario goes).
+    func pruneScenarios() {
+        let ids = byID.withLock { Set($0.keys) }
+        scenarios.prune { ids.contains($0) }
     }
 
     /// Removes every rule (`DELETE /emulator/v1/faults`).
@@ -181,6 +190,7 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
             if changes.isLogging { changes.emit(kind: Kind.rulesCleared, atMs: Clock.nowMs(), []) }
         }
         version.add(1, ordering: .releasing)
+        pruneScenarios()
     }
 
     /// Rules ids made from now on follow `id` ("fault-N").
@@ -316,8 +326,16 @@ public final class FaultEngine: PersistentStore, @unchecked Sendable {
 
     /// A rule as `/emulator/v1/faults` shows it: in a cluster, a counting rule's counts are the cluster's.
     public func json(_ r: FaultRule) -> String {
-        guard r.countsRequests, let counter = sharedCounter, let counts = counter.counts(r.clusterKey) else { return r.json }
-        return r.json(seen: counts.seen, fired: counts.fired)
+        let c = counts(r)
+        return r.json(seen: c.seen, fired: c.fired)
+    }
+
+    /// A rule's `seen` and `fired`: in a cluster, a counting rule's are the cluster's.
+    public func counts(_ r: FaultRule) -> (seen: UInt64, fired: UInt64) {
+        guard r.countsRequests, let counter = sharedCounter, let counts = counter.counts(r.clusterKey) else {
+            return (r.seenCount, r.fired)
+        }
+        return counts
     }
 
     /// How many rules the index hands `evaluate` to test for this request (what a request

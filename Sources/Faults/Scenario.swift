@@ -139,6 +139,21 @@ public final class ScenarioRegistry: Sendable {
 
     public func removeAll() { list.withLock { $0.removeAll() } }
 
+    /// Drops the steps whose rules are gone (`present` says which are not), and the scenarios
+    /// left with none: a scenario lasts as long as one of its steps' rules.
+    func prune(present: (String) -> Bool) {
+        list.withLock { list in
+            list = list.compactMap { s in
+                let steps = s.steps.filter { present($0.rule.id) }
+                if steps.count == s.steps.count { return s }
+                guard !steps.isEmpty else { return nil }
+                var kept = Scenario(id: s.id, name: s.name, startMs: s.startMs, steps: steps)
+                kept.persistent = s.persistent
+                return kept
+            }
+        }
+    }
+
     /// Ids made from now on follow `id` ("scenario-N").
     func noteID(_ id: String) {
         guard id.hasPrefix("scenario-"), let n = Int(id.dropFirst(9)) else { return }

@@ -462,6 +462,28 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(shares.reduce(0, +), 1, accuracy: 0.05, "the shares add up to the quota: \(shares)")
         XCTAssertGreaterThan(shares[0], 0.5, "the busy node's share: \(shares)")
         XCTAssertLessThan(max(shares[1], shares[2]), 0.2, "the idle nodes' shares: \(shares)")
+        // A deletion made through any node is a change record: every node forgets its own
+        // notifications of it (each asked for its own alone).
+        let deleted = try runCommand("curl", ["-sS", "-X", "DELETE", front + "/emulator/v1/notifications?token=\(token)"], timeout: 20)
+        XCTAssertTrue(deleted.stdout.contains("\"deleted\""), deleted.stdout + deleted.stderr)
+        func ownCounts() throws -> [Int] {
+            try nodePorts.map { port in
+                let own = try json(
+                    try runCommand(
+                        "curl",
+                        ["-sS", "-H", "x-pushemu-local: 1", "http://127.0.0.1:\(port)/emulator/v1/notifications?token=\(token)&limit=100"],
+                        timeout: 20
+                    ).stdout)
+                return (own["notifications"] as? [[String: Any]])?.count ?? -1
+            }
+        }
+        var left: [Int] = []
+        for _ in 0..<50 {
+            left = try ownCounts()
+            if left == [0, 0, 0] { break }
+            usleep(100_000)
+        }
+        XCTAssertEqual(left, [0, 0, 0], "each node's own notifications of the token after the deletion")
     }
 
     /// Parallel CI jobs, each with its own key or project, through HAProxy to three nodes

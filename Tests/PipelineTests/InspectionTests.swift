@@ -348,4 +348,44 @@ final class InspectionTests: XCTestCase {
         let report = try json(try emulator.get("/emulator/v1/report?format=json"))
         XCTAssertEqual((report["totals"] as? [String: Any])?["sent"] as? Int, 13)
     }
+
+    /// Deletions and scoped resets are state: after a restart the journal's records they hid stay
+    /// hidden and a scope's report still starts at its reset; one query deleted again and again
+    /// is kept once (it never fills the deletions' capacity).
+    func testDeletionsAndScopeResetsOutliveARestart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-deletions-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let arguments = ["--data-dir", dir, "--notification-log-size", "100"]
+        do {
+            let emulator = try TestEmulator(.inProcess, arguments: arguments)
+            defer { emulator.stop() }
+            let p = try pusher(emulator)
+            try pushSeries(p, "d", count: 6)
+            var r = try emulator.http1(TestRequest("DELETE", "/emulator/v1/notifications?q=d3"))
+            XCTAssertEqual(try json(r)["deleted"] as? Int, 1, r.text)
+            usleep(2_000)
+            try pushSeries(p, "e", count: 3)
+            r = try emulator.http1(TestRequest("POST", "/emulator/v1/reset?scope=team:TEAM123456"))
+            XCTAssertEqual(r.status, 200, r.text)
+            XCTAssertEqual(try json(r)["notifications"] as? Int, 8, r.text)
+            usleep(2_000)
+            try pushSeries(p, "f", count: 3)
+            for _ in 0..<276 { // past the 256 filtered deletions kept
+                XCTAssertEqual(try emulator.http1(TestRequest("DELETE", "/emulator/v1/notifications?q=f0")).status, 200)
+            }
+            XCTAssertEqual(try list(emulator, "limit=100").titles, ["f1", "f2"])
+            let stats = try json(try emulator.get("/emulator/v1/stats"))["notifications"] as? [String: Any]
+            XCTAssertEqual(stats?["deletionsKept"] as? Int, 2, "\(String(describing: stats))")
+            XCTAssertEqual(stats?["scopesReset"] as? Int, 1, "\(String(describing: stats))")
+        }
+        let restarted = try TestEmulator(.inProcess, arguments: arguments)
+        defer { restarted.stop() }
+        XCTAssertEqual(try pageThrough(restarted, order: "desc", limit: 4) {}, ["f2", "f1"])
+        XCTAssertEqual(try list(restarted, "q=d3").ids, [])
+        let campaigns = try json(try restarted.get("/emulator/v1/campaigns?scope=team:TEAM123456"))
+        XCTAssertEqual((campaigns["totals"] as? [String: Any])?["sent"] as? Int, 3, "\(campaigns)")
+        // The journal still has every record for the unscoped report.
+        let report = try json(try restarted.get("/emulator/v1/report?format=json"))
+        XCTAssertEqual((report["totals"] as? [String: Any])?["sent"] as? Int, 12)
+    }
 }
