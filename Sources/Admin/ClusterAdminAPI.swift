@@ -5,7 +5,8 @@ import Transport
 
 /// `GET /emulator/v1/cluster`: `{"cluster","node","redis":{"url","connected","lastError",
 /// "streamLength"},"nodes":[{"name","url","healthy","lagMs","ratePerSecond","applied",
-/// "degraded","self","quotaDemandPerSecond"}],"quotaShare"}`, read from Redis on the slow-work thread. 404 on a single node.
+/// "degraded","self","quotaDemandPerSecond","appliedId"}],"quotaShare","snapshot"}` (`snapshot`: the
+/// last compaction this node wrote or loaded), read from Redis on the slow-work thread. 404 on a single node.
 struct ClusterAdminAPI: AdminResource {
     let link: ClusterLink?
     let slowWork: BackgroundWorker
@@ -42,6 +43,7 @@ struct ClusterAdminAPI: AdminResource {
                 w.add("degraded", json: n.degraded.map { $0 ? "true" : "false" } ?? "null")
                 w.add("self", n.isSelf)
                 w.add("quotaDemandPerSecond", Int(n.demandPerSecond))
+                w.add("appliedId", n.appliedID)
                 nodes.append(w.text)
             }
         } catch {
@@ -59,6 +61,16 @@ struct ClusterAdminAPI: AdminResource {
             w.add("at", r.atMs)
             w.add("records", r.records)
             out.add("reseeded", json: w.text)
+        }
+        if let e = link.lastSnapshot {
+            var w = JSONObjectWriter()
+            w.add("wrote", e.wrote)
+            w.add("at", e.atMs)
+            w.add("through", e.through)
+            w.add("records", e.records)
+            w.add("bytes", e.bytes)
+            w.add("trimmed", e.trimmed)
+            out.add("snapshot", json: w.text)
         }
         out.add("redis", json: redis.text)
         out.add("nodes", jsonArray: nodes)

@@ -11,7 +11,11 @@ import Synchronization
 /// Keys, all under `pushemu:{CLUSTER}:` (the braces keep them in one Redis Cluster slot):
 /// - `changes`: the stream; each entry `origin NODE rec BYTES` (a `ChangeRecord`'s wire form);
 /// - `nodes`: a hash of node name to its URL;
-/// - `node:NAME`: its heartbeat, a JSON object, expiring 3 s after the last.
+/// - `node:NAME`: its heartbeat, a JSON object, expiring 3 s after the last;
+/// - `snapshot`: the cluster's state through one stream entry (`ClusterSnapshot`), in chunks
+///   `snapshot:GENERATION:N`, written by one node once the stream holds `compactAfter` entries;
+///   the stream is then trimmed to what the healthy nodes still need, and a node that starts (or
+///   finds the stream trimmed past what it applied) loads the snapshot, then the stream's tail.
 ///
 /// Threads, none an event loop: the shipper (XADD, in the order the changes were made; it
 /// retries while Redis is away, the node `degraded` meanwhile), the reader (XREAD BLOCK from
@@ -24,12 +28,15 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         public var node: String
         /// The URL peers and `/emulator/v1/cluster` name this node by.
         public var advertise: String
+        /// Stream entries past which a node compacts the stream (`--cluster-compact-after`).
+        public var compactAfter: Int
 
-        public init(url: RedisURL, cluster: String, node: String, advertise: String) {
+        public init(url: RedisURL, cluster: String, node: String, advertise: String, compactAfter: Int = 100_000) {
             self.url = url
             self.cluster = cluster
             self.node = node
             self.advertise = advertise
+            self.compactAfter = compactAfter
         }
     }
 
@@ -47,6 +54,8 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         public var demandPerSecond: Int64 = 0
         /// Its part of the shared quota, as it last said.
         public var quotaShare: Double?
+        /// The last stream entry it applied (the stream is never trimmed past it while it is healthy).
+        public var appliedID: String?
 
         public init(
             name: String, url: String, healthy: Bool, lagMs: Int64?, ratePerSecond: Double?, applied: Int64?, degraded: Bool?,
@@ -68,8 +77,12 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     private let advertised: FutexLock<String>
     let apply: @Sendable (ChangeRecord) throws -> Void
     let rate: @Sendable () -> Double
-    /// Calls its argument with every record of this node's state (to re-seed Redis).
+    /// Calls its argument with every record of this node's state (to re-seed Redis, or to write
+    /// the cluster's snapshot).
     let state: @Sendable ((ChangeRecord) -> Void) -> Void
+    /// Empties this node's kept state before it loads the cluster's snapshot (the reset logged
+    /// with the given origin, so it is not shipped).
+    let resetState: @Sendable (String) -> Void
     /// The cluster's epoch as this node last read it: a Redis that lost it lost the stream.
     private let epoch = FutexLock<String?>(nil)
     /// When this node last re-seeded Redis, and with how many records.
@@ -79,15 +92,15 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// Changes made here and not yet in the stream, oldest first (bounded: past it the node is
     /// degraded and refuses changes until they drain).
     static let maxQueue = 100_000
-    private let queue = FutexLock<[ChangeRecord]>([])
-    private let queued = Atomic<Int>(0)
+    let queue = FutexLock<[ChangeRecord]>([])
+    let queued = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let redisUp = Atomic<Bool>(false)
     private let appliedCount = Atomic<Int64>(0)
     private let shippedCount = Atomic<Int64>(0)
     private let lastError = FutexLock<String?>(nil)
     /// The last stream entry applied here (or skipped: this node's own), and when it was made.
-    private let lastApplied = FutexLock<(id: String, atMs: Int64)>(("0-0", 0))
+    let lastApplied = FutexLock<(id: String, atMs: Int64)>(("0-0", 0))
     private var threads: [pthread_t] = []
     /// Wakes the shipper when a change is queued (it sleeps on it, at most 100 ms at a time).
     private let wakeFD = csys_eventfd()
@@ -105,14 +118,15 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// (a node that joins starts small while the others still hold its part).
     public init(
         options: Options, apply: @escaping @Sendable (ChangeRecord) throws -> Void, rate: @escaping @Sendable () -> Double,
-        state: @escaping @Sendable ((ChangeRecord) -> Void) -> Void, demand: @escaping @Sendable () -> Int = { 0 },
-        share: @escaping @Sendable (Double) -> Void = { _ in }
+        state: @escaping @Sendable ((ChangeRecord) -> Void) -> Void, resetState: @escaping @Sendable (String) -> Void = { _ in },
+        demand: @escaping @Sendable () -> Int = { 0 }, share: @escaping @Sendable (Double) -> Void = { _ in }
     ) {
         self.options = options
         self.advertised = FutexLock(options.advertise)
         self.apply = apply
         self.rate = rate
         self.state = state
+        self.resetState = resetState
         self.demand = demand
         self.share = share
     }
@@ -130,18 +144,26 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         return (Double(own) + floor) / (Double(sum) + Double(all.count) * floor)
     }
 
-    /// Rebalances the shared quota from the nodes' heartbeats.
-    private func rebalance(_ c: RedisConnection) throws(RedisError) {
-        let healthy = try nodes(c).nodes.filter(\.healthy)
+    /// Rebalances the shared quota from the nodes' heartbeats; returns the stream's length.
+    @discardableResult
+    private func rebalance(_ c: RedisConnection) throws(RedisError) -> Int {
+        let all = try nodes(c)
+        let healthy = all.nodes.filter(\.healthy)
         let own = lastDemand.withLock { $0.perSecond }
         let wanted = ClusterLink.share(own: own, all: healthy.map { $0.isSelf ? own : $0.demandPerSecond })
         let others = healthy.filter { !$0.isSelf }.reduce(0.0) { $0 + ($1.quotaShare ?? 0) }
         let part = max(0.01, min(wanted, 1 - others))
         lastShare.withLock { $0 = part }
         share(part)
+        return Int(all.streamLength)
     }
 
     private let lastShare = FutexLock(0.0)
+    /// A snapshot is being written by this node.
+    let compacting = Atomic<Bool>(false)
+    /// When this node last started one (monotonic ms; min: never).
+    let lastCompactMs = Atomic<Int64>(.min / 2)
+    let snapshotEvent = FutexLock<SnapshotEvent?>(nil)
     /// This node's part of the shared quota, as last rebalanced.
     public var quotaShare: Double { lastShare.withLock { $0 } }
 
@@ -256,9 +278,16 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
 
     private func runReader() {
         let c = RedisConnection(options.url)
+        var wasDown = false
         while !stopping.load(ordering: .relaxed) {
-            let from = lastApplied.withLock { $0.id }
             do {
+                // Back from an outage: the stream may have been compacted past what this node
+                // applied (it was not healthy, so nobody waited for it).
+                if wasDown {
+                    try catchUp(c)
+                    wasDown = false
+                }
+                let from = lastApplied.withLock { $0.id }
                 let reply = try c.call(
                     ["XREAD", "COUNT", "512", "BLOCK", "500", "STREAMS", key + "changes", from], extraWaitMs: 500)
                 if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
@@ -269,6 +298,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
                 }
             } catch {
                 down(error)
+                wasDown = true
                 usleep(200_000)
             }
         }
@@ -282,8 +312,22 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
                 do {
                     try checkEpoch(c, joining: false)
                     try heartbeat(c)
-                    try rebalance(c)
+                    let length = try rebalance(c)
                     up()
+                    // At most one compaction every 10 s from a node (the stream may stay long while a
+                    // healthy node lags behind).
+                    if length >= options.compactAfter, queued.load(ordering: .relaxed) == 0,
+                        monotonicMs() >= lastCompactMs.load(ordering: .relaxed) + 10_000,
+                        !compacting.exchange(true, ordering: .relaxed)
+                    {
+                        lastCompactMs.store(monotonicMs(), ordering: .relaxed)
+                        // On its own thread: writing the snapshot must not delay the heartbeat.
+                        let t = Threads.spawn { [self] in
+                            compact()
+                            compacting.store(false, ordering: .relaxed)
+                        }
+                        pthread_detach(t)
+                    }
                 } catch {
                     down(error)
                 }
@@ -395,9 +439,13 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
         return (UInt64(parts.first ?? "0") ?? 0, UInt64(parts.count > 1 ? parts[1] : "0") ?? 0)
     }
 
-    /// Applies everything the stream holds, a page at a time.
+    /// Applies what the stream holds past what this node applied, a page at a time; first, when
+    /// the stream no longer holds everything after that (it was compacted), the cluster's
+    /// snapshot in place of this node's state.
     private func catchUp(_ c: RedisConnection) throws(RedisError) {
-        var from = "-"
+        try loadSnapshotIfBehind(c)
+        let have = lastApplied.withLock { $0.id }
+        var from = have == "0-0" ? "-" : "(" + have
         while true {
             let reply = try c.call(["XRANGE", key + "changes", from, "+", "COUNT", "1000"])
             if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
@@ -434,11 +482,12 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
 
     /// Announces this node: its URL in `nodes`, its status in `node:NAME` for 3 s.
     private func heartbeat(_ c: RedisConnection) throws(RedisError) {
-        let atMs = lastApplied.withLock { $0.atMs }
+        let (appliedID, atMs) = lastApplied.withLock { ($0.id, $0.atMs) }
         let url = advertisedURL
         var w = JSONObjectWriter()
         w.add("url", url)
         w.add("appliedThrough", atMs)
+        w.add("appliedId", appliedID)
         w.add("applied", Int(appliedCount.load(ordering: .relaxed)))
         w.add("shipped", Int(shippedCount.load(ordering: .relaxed)))
         w.add("waiting", queued.load(ordering: .relaxed))
@@ -524,6 +573,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
                     if let a = v.member(0, "applied"), let n = v.number(a) { node.applied = Int64(n) }
                     if let a = v.member(0, "demandPerSecond"), let n = v.integer(a) { node.demandPerSecond = Int64(n) }
                     if let a = v.member(0, "quotaShare"), let n = v.number(a) { node.quotaShare = n }
+                    if let a = v.member(0, "appliedId"), v.tokens[a].kind == .string { node.appliedID = v.string(a) }
                     if let a = v.member(0, "degraded"), v.tokens[a].kind == .true || v.tokens[a].kind == .false {
                         node.degraded = v.tokens[a].kind == .true
                     }
@@ -543,4 +593,7 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
             shippedCount.load(ordering: .relaxed), lastError.withLock { $0 }, reseeded.withLock { $0 }
         )
     }
+
+    /// The last snapshot this node wrote or loaded (`/emulator/v1/cluster`'s `snapshot`).
+    public var lastSnapshot: SnapshotEvent? { snapshotEvent.withLock { $0 } }
 }

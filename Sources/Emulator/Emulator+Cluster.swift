@@ -27,13 +27,15 @@ extension Emulator {
         let advertise = c.advertise ?? advertiseURL(c, hostname: hostname, port: port)
         let meter = RateMeter(count: { metrics.requestCount })
         let link = ClusterLink(
-            options: ClusterLink.Options(url: url, cluster: c.clusterName, node: node, advertise: advertise),
+            options: ClusterLink.Options(
+                url: url, cluster: c.clusterName, node: node, advertise: advertise, compactAfter: c.clusterCompactAfter),
             apply: { record in
                 try registry.apply(record)
                 _ = log.append(record)
             },
             rate: { meter.perSecond() },
             state: { registry.forEachRecord($0) },
+            resetState: { origin in registry.resetPersistent(log: log, origin: origin, nowMs: Clock.nowMs()) },
             demand: { fcmQuota.demand },
             share: { fcmQuota.setShare($0) })
         log.shipChanges(to: { link.ship($0) })

@@ -95,6 +95,8 @@ package struct EmulatorConfiguration: Sendable {
     package var clusterName = "pushemu"
     package var nodeName: String?
     package var advertise: String?
+    /// Stream entries past which a node compacts the stream into a snapshot (`--cluster-compact-after`).
+    package var clusterCompactAfter = 100_000
     /// Percent of FCM sends answered 503 UNAVAILABLE with Retry-After (an overloaded FCM).
     package var fcmOverloadPercent = 0.0
     /// The journal: `strict` (default) answers only once a request's record is committed;

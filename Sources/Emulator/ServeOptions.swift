@@ -188,6 +188,10 @@ package enum ServeOptions {
             }
             c.nodeName = v
         },
+        Option(
+            name: "cluster-compact-after", valueName: "N",
+            help: "changes the cluster's stream holds before a node compacts it into a snapshot in Redis (default 100000)"
+        ) { c, v in c.clusterCompactAfter = try int(v, "cluster-compact-after", 100...100_000_000) },
         Option(name: "advertise", valueName: "URL", help: "the URL the other nodes reach this one at (default http://HOST:HTTP_PORT)") {
             c, v in
             guard v.hasPrefix("http://") || v.hasPrefix("https://"), v.utf8.count <= 512 else {

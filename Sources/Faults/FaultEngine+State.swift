@@ -256,6 +256,12 @@ extension FaultEngine {
         scenarios.removeAll()
     }
 
+    /// The kept rules and scenarios (not the configuration's).
+    public func resetKept() {
+        withRules { $0.removeAll { $0.persistent } }
+        scenarios.list.withLock { $0.removeAll { $0.persistent } }
+    }
+
     public func reserve(records: Int) { withRules { $0.reserveCapacity($0.count + records) } }
 
     public func addStats(to stats: inout StatsDocument) {

@@ -111,6 +111,9 @@ public protocol PersistentStore: StateStore {
     func deferredKey(_ record: RecordView) -> TokenKey?
     /// Applies a record that waited (`deferred`'s lock held: it must not ask `deferred` again).
     func applyDeferred(_ record: RecordView) throws
+    /// Forgets its kept state before another copy of it is loaded (a cluster's snapshot): what
+    /// the configuration made at start, and is not kept, stays. `reset(.all)` by default.
+    func resetKept()
     /// `deferredKey` of each of `records`, in order (one call for a start's chunk).
     func deferredKeys(_ records: [RecordView]) -> [TokenKey?]
 }
@@ -134,6 +137,8 @@ extension PersistentStore {
     public func deferredKey(_ record: RecordView) -> TokenKey? { nil }
     /// `apply` by default.
     public func applyDeferred(_ record: RecordView) throws { try apply(record) }
+    /// Everything, by default.
+    public func resetKept() { reset(.all) }
     /// `deferredKey` of each, by default.
     public func deferredKeys(_ records: [RecordView]) -> [TokenKey?] { records.map { deferredKey($0) } }
 
@@ -236,6 +241,17 @@ public final class StoreRegistry: Sendable {
             var w = StateWriter()
             w.bool(1, scope == .all)
             _ = log.append(ChangeRecord(store: StoreRegistry.storeName, kind: Kind.reset, body: w.bytes, atMs: nowMs))
+        }
+    }
+
+    /// Empties every store whose state is kept (a cluster node about to load the cluster's
+    /// snapshot), logging the reset with `origin` so that it is not shipped to the others.
+    public func resetPersistent(log: StateLog?, origin: String, nowMs: Int64) {
+        for s in stores { (s as? any PersistentStore)?.resetKept() }
+        if let log {
+            var w = StateWriter()
+            w.bool(1, true)
+            _ = log.append(ChangeRecord(store: StoreRegistry.storeName, kind: Kind.reset, body: w.bytes, atMs: nowMs, origin: origin))
         }
     }
 

@@ -44,6 +44,88 @@ final class ClusterTests: XCTestCase {
         try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any], s)
     }
 
+    /// The stream is compacted: past `--cluster-compact-after` entries a node writes the
+    /// cluster's snapshot to Redis and trims the stream. A node that comes back after changes it
+    /// missed were trimmed (a rule deleted, a device uninstalled) loads the snapshot in place of
+    /// its own state; a node that joins late loads it and the stream's tail.
+    func testTheStreamIsCompactedIntoASnapshot() throws {
+        let redis = try Redis()
+        defer { redis.stop() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-compact-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func node(_ name: String) throws -> ServerProcess {
+            try ServerProcess([
+                "--in-memory=false", "--data-dir", dir + "/" + name, "--cluster", "redis://127.0.0.1:\(redis.port)",
+                "--cluster-name", "compact", "--node-name", name, "--cluster-compact-after", "100",
+            ])
+        }
+        func streamLength() throws -> Int {
+            Int(
+                try runCommand("redis-cli", ["-p", String(redis.port), "XLEN", "pushemu:{compact}:changes"], timeout: 5).stdout
+                    .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        func devices(_ n: Int, via s: ServerProcess, from first: Int) throws {
+            let body = dir + "/device.json"
+            for i in first..<(first + n) {
+                try Data(#"{"platform":"ios","app":"com.example.compact","token":"\#(String(format: "%064x", i))"}"#.utf8).write(
+                    to: URL(fileURLWithPath: body))
+                XCTAssertEqual(try adminRequest(s, "POST", "/emulator/v1/devices", "@" + body).0, 201)
+            }
+        }
+        let a = try node("a")
+        defer { a.stop() }
+        var b = try node("b")
+        defer { b.stop() }
+        let rule = #"{"match":{"provider":"apns","token":"\#(String(repeating: "9", count: 64))"},"effect":{"status":500}}"#
+        let ruleID = try XCTUnwrap(try json(try adminRequest(a, "POST", "/emulator/v1/faults", rule).1)["id"] as? String)
+        try devices(40, via: a, from: 1)
+        // B sees them, then stops; A deletes the rule and uninstalls a device, and makes enough
+        // changes for the stream to be compacted without B.
+        var seen = 0
+        for _ in 0..<200 where seen != 40 {
+            seen = (try json(try adminRequest(b, "GET", "/emulator/v1/devices?limit=1000").1)["devices"] as? [Any])?.count ?? 0
+            if seen != 40 { usleep(20_000) }
+        }
+        XCTAssertEqual(seen, 40)
+        XCTAssertEqual(b.stop(), 0)
+        XCTAssertEqual(try adminRequest(a, "DELETE", "/emulator/v1/faults/\(ruleID)").0, 200)
+        let uninstalled = String(format: "%064x", 7)
+        XCTAssertEqual(try adminRequest(a, "DELETE", "/emulator/v1/devices/\(uninstalled)").0, 200)
+        try devices(80, via: a, from: 41)
+        var snapshot: [String: Any] = [:]
+        for _ in 0..<150 {
+            snapshot = try json(try adminRequest(a, "GET", "/emulator/v1/cluster").1)["snapshot"] as? [String: Any] ?? [:]
+            if snapshot["wrote"] as? Bool == true { break }
+            usleep(100_000)
+        }
+        XCTAssertEqual(snapshot["wrote"] as? Bool, true, "A compacted the stream: \(snapshot)")
+        XCTAssertGreaterThanOrEqual(snapshot["trimmed"] as? Int ?? 0, 100, "\(snapshot)")
+        XCTAssertLessThan(try streamLength(), 100)
+        // B comes back: what it missed was trimmed, so it loads the snapshot.
+        b = try node("b")
+        let c = try node("c")
+        defer { c.stop() }
+        for s in [b, c] {
+            let listed = try json(try adminRequest(s, "GET", "/emulator/v1/devices?limit=1000").1)["devices"] as? [[String: Any]] ?? []
+            XCTAssertEqual(listed.count, 120)
+            let one = try json(try adminRequest(s, "GET", "/emulator/v1/devices/\(uninstalled)").1)
+            XCTAssertEqual(one["installed"] as? Bool, false, "\(one)")
+            let rules = try json(try adminRequest(s, "GET", "/emulator/v1/faults").1)["faults"] as? [Any]
+            XCTAssertEqual(rules?.count, 0, "the rule deleted while B was away")
+            let loaded = try json(try adminRequest(s, "GET", "/emulator/v1/cluster").1)["snapshot"] as? [String: Any]
+            XCTAssertEqual(loaded?["wrote"] as? Bool, false, "\(String(describing: loaded))")
+            XCTAssertEqual(loaded?["through"] as? String, snapshot["through"] as? String)
+        }
+        // Changes after the load still flow both ways.
+        XCTAssertEqual(try adminRequest(c, "POST", "/emulator/v1/faults", rule).0, 201)
+        var count = 0
+        for _ in 0..<200 where count != 1 {
+            count = (try json(try adminRequest(b, "GET", "/emulator/v1/faults").1)["faults"] as? [Any])?.count ?? 0
+            if count != 1 { usleep(10_000) }
+        }
+        XCTAssertEqual(count, 1)
+    }
+
     func testTwoNodesShareTheirStateThroughRedis() throws {
         let redis = try Redis()
         defer { redis.stop() }
