@@ -213,8 +213,8 @@ package struct AdminAPI: Sendable {
                 slowWork: slowWork, cluster: state.cluster, apnsKeys: gateways.apnsKeys),
             TrackingAdminAPI(
                 tracking: devicesLayer.tracking, journal: journalAPI,
-                scopeTokens: { [log = records.log] in $0.tokens(log: log, devices: deviceStore) }),
-            LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log),
+                scopeTokens: { [log = records.log] in $0.tokens(log: log, devices: deviceStore) }, clusterReads: clusterReads),
+            LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log, clusterReads: clusterReads),
             FaultAdminAPI(engine: faults, scenarios: scenarios),
             ResetAdminAPI(
                 registry: state.registry, stateLog: state.log, journal: records.journal, log: records.log, deletions: state.deletions,

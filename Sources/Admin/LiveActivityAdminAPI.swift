@@ -23,6 +23,9 @@ struct LiveActivityAdminAPI: AdminResource {
     let store: DeviceStore
     let channels: APNsChannelRegistry
     let log: NotificationLog
+    /// On a cluster node: a device's inbox gathered from every node (each holds what its own
+    /// pushes delivered).
+    var clusterReads: ClusterReads? = nil
 
     func register(_ routes: inout RouterGroup) {
         routes.add([.get, .post], "/devices/{token}/activities", maxBodySize: 64 * 1024) { ex in
@@ -70,6 +73,7 @@ struct LiveActivityAdminAPI: AdminResource {
         }
         routes.add(.get, "/devices/{token}/inbox") { ex in
             let token = PercentEncoding.decode(ex.parameter("token"), plusAsSpace: false)
+            if let cluster = clusterReads, cluster.takes(ex) { return cluster.answerList(ex, ClusterReads.inboxList, limit: 100_000) }
             guard let device = store.device(token: token) else { return ex.respond(AdminAPI.error(404, "no device with token \(token)")) }
             ex.respond(.json(200, JSONObjectWriter.list("inbox", device.inboxEntries.map(LiveActivityAdminAPI.entryJSON))))
         }

@@ -17,6 +17,8 @@ struct TrackingAdminAPI: AdminResource {
     let journal: JournalAdminAPI?
     /// For `scope=`: the scope's devices' tokens (see `Scope.tokens`).
     var scopeTokens: (@Sendable (Scope) -> Set<String>)? = nil
+    /// On a cluster node: every node's tracking calls, merged.
+    var clusterReads: ClusterReads? = nil
 
     func register(_ routes: inout RouterGroup) {
         routes.add(.get, "/tracking") { ex in
@@ -41,6 +43,7 @@ struct TrackingAdminAPI: AdminResource {
                 return ex.respond(AdminAPI.error(400, "limit must be 1...100000 and wait 0...300 seconds"))
             }
             f.limit = limit
+            if let cluster = clusterReads, cluster.takes(ex) { return cluster.answerList(ex, ClusterReads.trackingList, limit: limit) }
             let filter = f
             let deadline = Clock.nowMs() + Int64(wait) * 1000
             let journal = self.journal

@@ -378,6 +378,19 @@ final class ClusterTests: XCTestCase {
                 timeout: 20)
             XCTAssertEqual(one.stdout, "200")
         }
+        // The device's inbox holds what every node delivered to it: each node's own, merged.
+        let ownInboxes = try nodePorts.map { port in
+            (try json(
+                try runCommand(
+                    "curl", ["-sS", "-H", "x-pushemu-local: 1", "http://127.0.0.1:\(port)/emulator/v1/devices/\(token)/inbox"], timeout: 20
+                ).stdout)["inbox"] as? [[String: Any]])?.count ?? -1
+        }
+        XCTAssertGreaterThan(ownInboxes.filter { $0 > 0 }.count, 1, "the pushes reached the device through several nodes: \(ownInboxes)")
+        let inbox = try json(try runCommand("curl", ["-sS", front + "/emulator/v1/devices/\(token)/inbox"], timeout: 20).stdout)
+        let merged = try XCTUnwrap(inbox["inbox"] as? [[String: Any]], "\(inbox)")
+        XCTAssertEqual(merged.count, ownInboxes.reduce(0, +), "\(ownInboxes)")
+        let inboxTimes = merged.compactMap { $0["receivedAt"] as? Int }
+        XCTAssertEqual(inboxTimes, inboxTimes.sorted())
         // The event stream of one node carries every node's events, each naming its node: a
         // reader on node-1, a push straight to each node.
         let streamed = dir + "/events.txt"
