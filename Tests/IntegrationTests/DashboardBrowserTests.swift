@@ -65,4 +65,33 @@ final class DashboardBrowserTests: XCTestCase {
             XCTAssertTrue(files.contains("\(page).png"), "no screenshot of \(page): \(files)")
         }
     }
+
+    /// A cluster node that lost its Redis: the dashboard's header says it is degraded, serving
+    /// pushes and refusing changes (Tests/Browser/degraded.py, in chromium).
+    func testDegradedHeaderInChromium() throws {
+        let python = Self.root + "/.venv/bin/python"
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushemu-degraded-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let redis = try ClusterTests.Redis()
+        defer { redis.stop() }
+        let server = try ServerProcess([
+            "--in-memory=false", "--data-dir", dir.path + "/data", "--cluster", "redis://127.0.0.1:\(redis.port)", "--node-name", "solo",
+        ])
+        defer { _ = server.stop() }
+        redis.stop()
+        var health = ""
+        for _ in 0..<100 where !health.contains("degraded") {
+            health = try runCommand("curl", ["-sS", "http://127.0.0.1:\(server.httpPort)/healthz"], timeout: 10).stdout
+            if !health.contains("degraded") { usleep(100_000) }
+        }
+        XCTAssertTrue(health.contains("\"status\":\"degraded\""), health)
+        let r = try runCommand(
+            python, [Self.root + "/Tests/Browser/degraded.py", "http://127.0.0.1:\(server.httpPort)", dir.path], timeout: 120,
+            environment: ["HOME": dir.path, "SE_OFFLINE": "true"])
+        XCTAssertEqual(r.status, 0, "stdout: \(r.stdout)\nstderr: \(r.stderr)")
+        let line = r.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], r.stdout)
+        XCTAssertEqual(result["ok"] as? Bool, true, "\(result)")
+    }
 }
