@@ -279,13 +279,15 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     private func runReader() {
         let c = RedisConnection(options.url)
         var wasDown = false
+        var nextCheck = monotonicMs() + 10_000
         while !stopping.load(ordering: .relaxed) {
             do {
-                // Back from an outage: the stream may have been compacted past what this node
-                // applied (it was not healthy, so nobody waited for it).
-                if wasDown {
+                // Back from an outage (and every 10 s): the stream may have been compacted past
+                // what this node applied (while it was not healthy, nobody waited for it).
+                if wasDown || monotonicMs() >= nextCheck {
                     try catchUp(c)
                     wasDown = false
+                    nextCheck = monotonicMs() + 10_000
                 }
                 let from = lastApplied.withLock { $0.id }
                 let reply = try c.call(
@@ -443,16 +445,16 @@ public final class ClusterLink: @unchecked Sendable { // threads and connections
     /// the stream no longer holds everything after that (it was compacted), the cluster's
     /// snapshot in place of this node's state.
     private func catchUp(_ c: RedisConnection) throws(RedisError) {
-        try loadSnapshotIfBehind(c)
-        let have = lastApplied.withLock { $0.id }
-        var from = have == "0-0" ? "-" : "(" + have
         while true {
-            let reply = try c.call(["XRANGE", key + "changes", from, "+", "COUNT", "1000"])
+            // Before each page: a node compacting meanwhile may have trimmed past this one
+            // (a node that is starting is not yet among the healthy ones it waits for).
+            try loadSnapshotIfBehind(c)
+            let have = lastApplied.withLock { $0.id }
+            let reply = try c.call(["XRANGE", key + "changes", have == "0-0" ? "-" : "(" + have, "+", "COUNT", "1000"])
             if case .error(let e) = reply { throw RedisError(description: e, fromRedis: true) }
             let entries = reply.elements
             applyEntries(entries)
             guard entries.count == 1000 else { return }
-            from = "(" + lastApplied.withLock { $0.id }
         }
     }
 

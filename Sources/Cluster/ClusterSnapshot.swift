@@ -148,6 +148,17 @@ extension ClusterLink {
     /// or it was away while the stream was compacted), replaces this node's kept state with the
     /// cluster's snapshot and continues from the entry the snapshot holds last.
     func loadSnapshotIfBehind(_ c: RedisConnection) throws(RedisError) {
+        // A newer snapshot may replace the one being read (its chunks deleted): read it again.
+        for attempt in 1...3 {
+            do {
+                return try loadSnapshotOnce(c)
+            } catch let e where !e.fromRedis && e.description.contains("replaced") && attempt < 3 {
+                usleep(100_000)
+            }
+        }
+    }
+
+    private func loadSnapshotOnce(_ c: RedisConnection) throws(RedisError) {
         guard let text = try c.call(["GET", key + "snapshot"]).text, let header = SnapshotHeader(text) else { return }
         let have = lastApplied.withLock { $0.id }
         guard ClusterLink.streamID(have) < ClusterLink.streamID(header.through) else { return }
