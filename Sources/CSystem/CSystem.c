@@ -225,6 +225,10 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hard(uint32_t crc, cons
 }
 #endif
 
+void *csys_memmem(const void *haystack, size_t haystack_len, const void *needle, size_t needle_len) {
+    return memmem(haystack, haystack_len, needle, needle_len);
+}
+
 uint32_t csys_crc32c(uint32_t crc, const void *data, size_t len) {
     const unsigned char *p = data;
     crc = ~crc;

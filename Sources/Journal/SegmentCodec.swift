@@ -1,3 +1,4 @@
+import CSystem
 import Glibc
 import PushCore
 import Transport
@@ -41,6 +42,9 @@ struct SegmentEncoder {
     private var previous = [(start: Int, count: Int)](repeating: (-1, 0), count: Slot.count)
     /// The campaign of the last request's payload (a repeated payload has the same campaign).
     private var lastCampaign: String?
+    /// Where the last payload held its request's token (-1: it did not), and the token's length.
+    private var lastTokenAt = -1
+    private var lastTokenCount = 0
     private var lastProvider: PushProvider?
 
     /// (`SegmentCursor` keeps one value per slot inline: a new slot grows its `InlineArray`.)
@@ -132,9 +136,20 @@ struct SegmentEncoder {
         repeatable(.reason, string: reason.isEmpty ? nil : reason)
         keptHeaders(headers)
         let kept = payload.prefix(maxPayload)
+        let before = previous[Slot.payload.rawValue]
         let samePayload = kept.withUnsafeBytes { repeatable(.payload, $0) }
         if warnings.isEmpty { repeatable(.warnings, nil) } else { repeatable(.warnings, string: warnings.joined(separator: "\n")) }
-        if !samePayload || lastProvider != provider {
+        if !samePayload {
+            // A campaign's message to many devices differs only in its token (FCM's `token`):
+            // the same message around it has the same campaign.
+            let at = kept.count == payload.count ? SegmentEncoder.offset(of: token, in: kept) : -1
+            let sameMessage = lastProvider == provider && sameExceptToken(kept, at: at, tokenCount: token.count, before: before)
+            lastTokenAt = at
+            lastTokenCount = token.count
+            if !sameMessage {
+                lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) })
+            }
+        } else if lastProvider != provider {
             lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) })
         }
         lastProvider = provider
@@ -413,6 +428,33 @@ struct SegmentEncoder {
             return
         }
         s.withUTF8 { _ = repeatable(slot, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Where `token` (at least 32 bytes: a registration token, not a word) first occurs in
+    /// `payload`, or -1.
+    static func offset(of token: ArraySlice<UInt8>, in payload: ArraySlice<UInt8>) -> Int {
+        guard token.count >= 32, payload.count >= token.count else { return -1 }
+        return payload.withUnsafeBytes { p in
+            token.withUnsafeBytes { t in
+                guard let hit = csys_memmem(p.baseAddress, p.count, t.baseAddress, t.count) else { return -1 }
+                return p.baseAddress!.distance(to: UnsafeRawPointer(hit))
+            }
+        }
+    }
+
+    /// Whether `payload` (holding its token at `at`) is the previous payload (at `before`) with
+    /// only the token changed: the same bytes before it and after it.
+    private func sameExceptToken(_ payload: ArraySlice<UInt8>, at: Int, tokenCount: Int, before: (start: Int, count: Int)) -> Bool {
+        guard at >= 0, lastTokenAt == at, before.start >= 0, payload.count - tokenCount == before.count - lastTokenCount else {
+            return false
+        }
+        let tail = payload.count - at - tokenCount
+        return storage.withUnsafeBytes { s in
+            payload.withUnsafeBytes { p in
+                memcmp(s.baseAddress! + before.start, p.baseAddress!, at) == 0
+                    && memcmp(s.baseAddress! + before.start + at + lastTokenCount, p.baseAddress! + at + tokenCount, tail) == 0
+            }
+        }
     }
 
     /// Writes `value`, or one byte when it equals the field's previous value. True when it did.

@@ -444,3 +444,46 @@ extension JournalTests {
         XCTAssertTrue(r.render(.text).contains("Unregistered: 2"))
     }
 }
+
+extension JournalTests {
+    /// A campaign's FCM message to many devices differs only in its token: its campaign is read
+    /// once, not for every record; a message that differs elsewhere, another provider, a token
+    /// too short to be one, or a payload cut at the size limit is read again.
+    func testACampaignsMessageToManyTokensIsReadOnce() throws {
+        var e = SegmentEncoder(baseMs: 0)
+        let calls = Box()
+        func add(token: String, payload: String, provider: PushProvider = .fcm, maxPayload: Int = Journal.maxPayload) {
+            let r = RequestRecord(
+                atMs: 1_000, provider: provider, connection: 1, environment: "demo", token: Array(token.utf8)[...], topic: nil,
+                status: 200, reason: "", latencyUs: 5, headers: HTTPFields([]), payload: Array(payload.utf8)[...], warnings: [],
+                notificationID: nil)
+            e.append(r, maxPayload: maxPayload) { _, p in
+                calls.n += 1
+                return String(decoding: p, as: UTF8.self).contains("spring") ? "spring" : "winter"
+            }
+        }
+        func message(_ token: String, _ campaign: String) -> String {
+            #"{"token":"\#(token)","notification":{"title":"Sale"},"data":{"campaign_id":"\#(campaign)"}}"#
+        }
+        let tokens = (0..<6).map { "fcm\($0):APA91b" + String(repeating: "\($0)", count: 40) }
+        for t in tokens { add(token: t, payload: message(t, "spring")) }
+        XCTAssertEqual(calls.n, 1, "one message to six tokens")
+        add(token: tokens[0], payload: message(tokens[0], "winter"))
+        add(token: tokens[1], payload: message(tokens[1], "winter"))
+        XCTAssertEqual(calls.n, 2, "the message changed once")
+        add(token: tokens[2], payload: message(tokens[2], "winter"), provider: .apns)
+        XCTAssertEqual(calls.n, 3, "another provider")
+        add(token: "short", payload: message("short", "winter"), provider: .apns)
+        add(token: "tiny", payload: message("tiny", "winter"), provider: .apns)
+        XCTAssertEqual(calls.n, 5, "a token shorter than 32 bytes is not looked for")
+        add(token: tokens[3], payload: message(tokens[3], "spring"), maxPayload: 40)
+        add(token: tokens[4], payload: message(tokens[4], "spring"), maxPayload: 40)
+        XCTAssertEqual(calls.n, 7, "a payload cut at the limit is read whole each time")
+        var d = SegmentDecoder(e.bytes)
+        var campaigns: [String?] = []
+        while let x = d.next() { if case .request(let r) = x { campaigns.append(r.campaign) } }
+        XCTAssertEqual(campaigns, Array(repeating: "spring", count: 6) + Array(repeating: "winter", count: 5) + ["spring", "spring"])
+    }
+
+    final class Box: @unchecked Sendable { var n = 0 }
+}

@@ -61,6 +61,10 @@ int csys_peer_name(int fd, char *buf, size_t len);
    instruction where the processor has it, a table otherwise. The state log frames its records
    and snapshot sections with it. */
 uint32_t csys_crc32c(uint32_t crc, const void *data, size_t len);
+
+/// glibc's memmem (a GNU extension Swift's Glibc does not show): where `needle` first occurs in
+/// `haystack`, or NULL.
+void *csys_memmem(const void *haystack, size_t haystack_len, const void *needle, size_t needle_len);
 /* The commit of a packaged build (Scripts/package), or "" for a plain build. */
 const char *csys_build_commit(void);
 
