@@ -142,7 +142,11 @@ struct SegmentEncoder {
         if !samePayload {
             // A campaign's message to many devices differs only in its token (FCM's `token`):
             // the same message around it has the same campaign.
-            let at = kept.count == payload.count ? SegmentEncoder.offset(of: token, in: kept) : -1
+            // Where the last payload held its token first (one memcmp), else searched for.
+            var at = -1
+            if kept.count == payload.count {
+                at = SegmentEncoder.holds(token, at: lastTokenAt, in: kept) ? lastTokenAt : SegmentEncoder.offset(of: token, in: kept)
+            }
             let sameMessage = lastProvider == provider && sameExceptToken(kept, at: at, tokenCount: token.count, before: before)
             lastTokenAt = at
             lastTokenCount = token.count
@@ -440,6 +444,12 @@ struct SegmentEncoder {
                 return p.baseAddress!.distance(to: UnsafeRawPointer(hit))
             }
         }
+    }
+
+    /// Whether `payload` holds `token` (at least 32 bytes) at `at`.
+    static func holds(_ token: ArraySlice<UInt8>, at: Int, in payload: ArraySlice<UInt8>) -> Bool {
+        guard token.count >= 32, at >= 0, at <= payload.count - token.count else { return false }
+        return payload.withUnsafeBytes { p in token.withUnsafeBytes { t in memcmp(p.baseAddress! + at, t.baseAddress!, t.count) == 0 } }
     }
 
     /// Whether `payload` (holding its token at `at`) is the previous payload (at `before`) with
