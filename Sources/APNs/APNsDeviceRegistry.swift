@@ -86,7 +86,7 @@ public final class APNsDeviceRegistry: PersistentStore {
         }
         if let known { return known }
         // A fleet member or registered device: answered by the device layer, nothing stored here.
-        if let directory, let status = directory.status(token: token, platform: .ios) {
+        if let directory, let status = directory.status(token: token, key: key, platform: .ios) {
             switch status {
             case .uninstalled(let at): return .unregistered(timestampMs: at)
             case .installed(let app, let env):

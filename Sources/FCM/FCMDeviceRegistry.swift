@@ -114,8 +114,11 @@ public final class FCMDeviceRegistry: PersistentStore {
     }
 
     /// What the device layer says of a token this registry has no record of.
-    func external(_ token: ArraySlice<UInt8>, project: String?) -> Verdict? {
-        guard let directory, let status = directory.status(token: token, platform: .android) else { return strict ? .unknown : nil }
+    func external(_ token: ArraySlice<UInt8>, key: TokenKey? = nil, project: String?) -> Verdict? {
+        guard let directory,
+            let status = key.map({ directory.status(token: token, key: $0, platform: .android) })
+                ?? directory.status(token: token, platform: .android)
+        else { return strict ? .unknown : nil }
         switch status {
         case .uninstalled: return .unregistered
         case .installed(_, let p):
@@ -178,7 +181,7 @@ public final class FCMDeviceRegistry: PersistentStore {
             return FCMDeviceRegistry.admit(&map.values[i], project: project)
         }
         if let known { return known }
-        if let v = external(token, project: project) { return v }
+        if let v = external(token, key: key, project: project) { return v }
         return shard(key).map.withLock { map -> Verdict in
             if map[key] != nil { return .ok }
             if map.count < maxPerShard, memory.take(StateMemory.Cost.fcmToken) {

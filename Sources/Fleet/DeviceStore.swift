@@ -653,7 +653,11 @@ public final class DeviceStore: DeviceDirectory, WebFleetDirectory, PersistentSt
 
     /// What the gateway needs to know about a token: whether it is known, installed, and its environment (nil: no such device).
     public func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus? {
-        let k = TokenKey(token)
+        status(token: token, key: TokenKey(token), platform: platform)
+    }
+
+    /// `status(token:platform:)` with the token's key computed by the caller.
+    public func status(token: ArraySlice<UInt8>, key k: TokenKey, platform: DevicePlatform) -> DeviceStatus? {
         // Only the fields the answer needs leave the lock (a whole record copied out costs a
         // retain per field).
         func fields(_ d: inout SimDevice) -> DeviceStatus?? { // inout: read in place (a `let` copies the record)

@@ -14,6 +14,9 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
 /// which know nothing else about it.
 public protocol DeviceDirectory: Sendable {
     func status(token: ArraySlice<UInt8>, platform: DevicePlatform) -> DeviceStatus?
+    /// `status(token:platform:)` with the token's key already computed (a send path that has
+    /// hashed the token once).
+    func status(token: ArraySlice<UInt8>, key: TokenKey, platform: DevicePlatform) -> DeviceStatus?
     /// The FCM registration token of the device layer's device with this Firebase installation
     /// id (the part of its token before the colon), or nil.
     func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String?
@@ -23,6 +26,9 @@ public protocol DeviceDirectory: Sendable {
 }
 
 extension DeviceDirectory {
+    public func status(token: ArraySlice<UInt8>, key: TokenKey, platform: DevicePlatform) -> DeviceStatus? {
+        status(token: token, platform: platform)
+    }
     public func registrationToken(forInstallation fid: ArraySlice<UInt8>) -> String? { nil }
     public func liveActivityTokens(subscribedTo channelID: String, bundleID: String, environment: String) -> [String] { [] }
 }
