@@ -116,9 +116,10 @@ extension ClusterReads {
     }
 
     /// `POST /reset?scope=` for the whole cluster: each node forgets its own notifications of
-    /// the scope and starts its report of it afresh (the rules, replicated, go on every node);
-    /// the notifications summed, the rules as the node that removed most counted them.
-    func reset(_ scope: Scope, _ ex: Exchange) {
+    /// the scope and starts its report of it afresh, at the instant this node names (the rules,
+    /// replicated, go on every node); then `recorded` keeps the reset as one change record. The
+    /// notifications summed, the rules as the node that removed most counted them.
+    func reset(_ scope: Scope, _ ex: Exchange, recorded: @escaping @Sendable (Int64) -> Void) {
         let accepted = worker.submit { [self] in
             let at = Clock.nowMs()
             let (answers, unreachable) = ask("/emulator/v1/reset?scope=" + PercentEncoding.encode(scope.text) + "&at=\(at)", method: "POST")
@@ -134,6 +135,8 @@ extension ClusterReads {
                     rules = max(rules, v.member(0, "faults").flatMap { v.integer($0) } ?? 0)
                 }
             }
+            // Kept as a change record (a restart, a node that was away): every node applies it.
+            recorded(at)
             var out = JSONObjectWriter()
             out.add("reset", true)
             out.add("scope", scope.text)

@@ -158,14 +158,18 @@ package final class NotificationDeletions: PersistentStore {
     }
 
     /// Resets `scope` at `atMs`: its notifications not newer are gone, and its report starts
-    /// afresh. Returns how many the in-memory log forgot, or `.full`.
-    func resetScope(_ scope: Scope, atMs: Int64) -> (Outcome, removed: Int) {
+    /// afresh. Returns how many the in-memory log forgot, or `.full`. `record` false: not kept as
+    /// a change (a cluster's reset, asked of each node, is recorded once by the node that asked,
+    /// after every node has counted what it forgot).
+    func resetScope(_ scope: Scope, atMs: Int64, record: Bool = true) -> (Outcome, removed: Int) {
         let outcome = kept.withLock { k -> Outcome in
             guard k.scopes[scope] != nil || k.scopes.count < NotificationDeletions.scopeCapacity else { return .full }
             k.scopes[scope] = max(k.scopes[scope] ?? .min, atMs)
-            changes.emit(kind: Kind.scopeReset, atMs: atMs) { w in
-                w.string(1, scope.text)
-                w.int(2, atMs)
+            if record {
+                changes.emit(kind: Kind.scopeReset, atMs: atMs) { w in
+                    w.string(1, scope.text)
+                    w.int(2, atMs)
+                }
             }
             return .kept
         }

@@ -34,7 +34,12 @@ struct ResetAdminAPI: AdminResource {
             let only: Scope?
             do { only = try Scope.of(ex.request) } catch { return ex.respond(AdminAPI.error(400, "\(error)")) }
             if let only {
-                if let cluster = api.clusterReads, cluster.takes(ex) { return cluster.reset(only, ex) }
+                if let cluster = api.clusterReads, cluster.takes(ex) {
+                    let deletions = api.deletions
+                    // Recorded once every node has forgotten its own (a record that reached a
+                    // node first would leave it nothing to count).
+                    return cluster.reset(only, ex, recorded: { at in _ = deletions.resetScope(only, atMs: at) })
+                }
                 return api.reset(only, ex)
             }
             let scope: ResetScope = ex.request.queryParameter("all") == "true" ? .all : .state
@@ -50,12 +55,14 @@ extension ResetAdminAPI {
     /// names the time (`at=`) every node resets the scope at.
     func reset(_ scope: Scope, _ ex: Exchange) {
         var atMs = Clock.nowMs()
+        var record = true
         if ex.request.headers.first(ClusterReads.localHeader) != nil, let at = ex.request.queryParameter("at"),
             let ms = Int64(at), ms > 0, ms <= atMs + 60_000
         {
             atMs = ms
+            record = false // the node that asked records it
         }
-        let (outcome, removed) = deletions.resetScope(scope, atMs: atMs)
+        let (outcome, removed) = deletions.resetScope(scope, atMs: atMs, record: record)
         guard outcome == .kept else {
             return ex.respond(
                 AdminAPI.error(409, "\(NotificationDeletions.scopeCapacity) scopes' resets are kept already: POST /emulator/v1/reset"))
