@@ -217,8 +217,8 @@ package struct AdminAPI: Sendable {
             LiveActivityAdminAPI(store: deviceStore, channels: gateways.apnsChannels, log: records.log, clusterReads: clusterReads),
             FaultAdminAPI(engine: faults, scenarios: scenarios),
             ResetAdminAPI(
-                registry: state.registry, stateLog: state.log, journal: records.journal, log: records.log, deletions: state.deletions,
-                faults: faults, deviceStore: deviceStore, clusterReads: clusterReads),
+                registry: state.registry, stateLog: state.log, journal: records.journal, deletions: state.deletions, faults: faults,
+                clusterReads: clusterReads),
         ]
         if let journalAPI { list.append(journalAPI) }
         return list

@@ -1,4 +1,3 @@
-import Glibc
 import PushCore
 import Runtime
 import Transport
@@ -22,40 +21,26 @@ extension ClusterReads {
 
     func answerList(_ ex: Exchange, _ shape: ListShape, limit: Int) {
         let target = String(decoding: ClusterReads.withoutWait(Array(ex.request.target)), as: UTF8.self)
-        let wait = ex.request.queryParameter("wait").flatMap { Int($0) }.map { min(max($0, 0), 300) } ?? 0
-        let accepted = worker.submit { [self] in
-            let deadline = Clock.nowMs() + Int64(wait) * 1000
-            while true {
-                let (answers, unreachable) = ask(target)
-                if let error = answers.first(where: { $0.status != 200 }), answers.allSatisfy({ $0.status != 200 }) {
-                    return ex.respond(.json(error.status, String(decoding: error.body, as: UTF8.self)))
-                }
-                var items: [(Int64, String, String)] = []
-                for a in answers where a.status == 200 { items += ClusterReads.elements(a.body, shape) }
-                var seen = Set<String>()
-                items = items.filter { seen.insert($0.1).inserted }
-                items.sort { $0.0 < $1.0 }
-                if !items.isEmpty || Clock.nowMs() >= deadline {
-                    var out = JSONObjectWriter()
-                    out.add(shape.member.description, jsonArray: items.suffix(limit).map(\.2))
-                    return ex.respond(.json(200, ClusterReads.mark(out.text, unreachable)))
-                }
-                usleep(100_000)
+        poll(ex) { [self] in
+            let (answers, unreachable) = ask(target)
+            if let error = answers.first(where: { $0.status != 200 }), answers.allSatisfy({ $0.status != 200 }) {
+                return (.json(error.status, String(decoding: error.body, as: UTF8.self)), false)
             }
+            var items: [(Int64, String, String)] = []
+            for a in answers where a.status == 200 { items += ClusterReads.elements(a.body, shape) }
+            var seen = Set<String>()
+            items = items.filter { seen.insert($0.1).inserted }
+            items.sort { $0.0 < $1.0 }
+            var out = JSONObjectWriter()
+            out.add(shape.member.description, jsonArray: items.suffix(limit).map(\.2))
+            return (.json(200, ClusterReads.mark(out.text, unreachable)), items.isEmpty)
         }
-        if !accepted { ex.respond(AdminAPI.busy(worker, "slow work")) }
     }
 
     /// A list answer's elements: each one's time, identity and JSON as sent.
     static func elements(_ body: [UInt8], _ shape: ListShape) -> [(Int64, String, String)] {
-        body.withUnsafeBytes { raw in
-            var t: [JSONToken] = []
-            var limits = JSONLimits()
-            limits.maxTokens = 1 << 22
-            guard JSONParser.parse(raw, into: &t, limits: limits) == nil, t.first?.kind == .object,
-                let list = JSONView(bytes: raw, tokens: t).member(0, shape.member)
-            else { return [] }
-            let v = JSONView(bytes: raw, tokens: t)
+        withObject(body) { v in
+            guard let list = v.member(0, shape.member) else { return [] }
             var out: [(Int64, String, String)] = []
             v.forEachElement(list) { e in
                 guard v.tokens[e].kind == .object else { return }
@@ -64,6 +49,6 @@ extension ClusterReads {
                 out.append((at, identity.joined(separator: "\u{1}"), String(decoding: v.raw(e), as: UTF8.self)))
             }
             return out
-        }
+        } ?? []
     }
 }

@@ -29,21 +29,37 @@ struct ClusterReads: Sendable {
     func takes(_ ex: Exchange) -> Bool { ex.request.headers.first(ClusterReads.localHeader) == nil }
 
     func answer(_ ex: Exchange, _ kind: Kind) {
-        let target = Array(ex.request.target)
+        let target = String(decoding: ClusterReads.withoutWait(Array(ex.request.target)), as: UTF8.self)
+        poll(ex) { [self] in
+            let (status, body) = gather(target, kind)
+            return (.json(status, body), status == 404 || body.contains("\"notifications\":[]"))
+        }
+    }
+
+    /// Asks `round` on the slow-work lane until its answer is not empty or the request's `wait`
+    /// (seconds, at most 300) has passed, every 100 ms, then sends the last answer.
+    func poll(_ ex: Exchange, _ round: @escaping @Sendable () -> (Response, empty: Bool)) {
         let wait = ex.request.queryParameter("wait").flatMap { Int($0) }.map { min(max($0, 0), 300) } ?? 0
-        let accepted = worker.submit { [self] in
+        let accepted = worker.submit {
             let deadline = Clock.nowMs() + Int64(wait) * 1000
             while true {
-                let (status, body) = gather(String(decoding: ClusterReads.withoutWait(target), as: UTF8.self), kind)
-                let empty = status == 404 || body.contains("\"notifications\":[]")
-                if !empty || Clock.nowMs() >= deadline {
-                    ex.respond(.json(status, body))
-                    return
-                }
+                let (response, empty) = round()
+                if !empty || Clock.nowMs() >= deadline { return ex.respond(response) }
                 usleep(100_000)
             }
         }
         if !accepted { ex.respond(AdminAPI.busy(worker, "slow work")) }
+    }
+
+    /// `body` parsed as a JSON object, as large as a node's answer may be, or nil.
+    static func withObject<R>(_ body: [UInt8], _ read: (JSONView) -> R) -> R? {
+        body.withUnsafeBytes { raw in
+            var t: [JSONToken] = []
+            var limits = JSONLimits()
+            limits.maxTokens = 1 << 22
+            guard JSONParser.parse(raw, into: &t, limits: limits) == nil, t.first?.kind == .object else { return nil }
+            return read(JSONView(bytes: raw, tokens: t))
+        }
     }
 
     /// The target with any `wait` parameter taken out (each node is asked once per round).
@@ -157,12 +173,7 @@ struct ClusterReads: Sendable {
 
     /// A list answer's notifications (each with its key and its JSON as sent) and whether it had a `next`.
     static func items(_ body: [UInt8]) -> ([(NotificationLog.PageKey, String)], Bool) {
-        body.withUnsafeBytes { raw in
-            var t: [JSONToken] = []
-            var limits = JSONLimits()
-            limits.maxTokens = 1 << 22
-            guard JSONParser.parse(raw, into: &t, limits: limits) == nil, t.first?.kind == .object else { return ([], false) }
-            let v = JSONView(bytes: raw, tokens: t)
+        withObject(body) { v in
             var out: [(NotificationLog.PageKey, String)] = []
             if let a = v.member(0, "notifications") {
                 v.forEachElement(a) { e in
@@ -171,7 +182,7 @@ struct ClusterReads: Sendable {
             }
             let next = v.member(0, "next").map { v.tokens[$0].kind == .string } ?? false
             return (out, next)
-        }
+        } ?? ([], false)
     }
 }
 

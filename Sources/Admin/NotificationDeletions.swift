@@ -162,8 +162,13 @@ package final class NotificationDeletions: PersistentStore {
     /// a change (a cluster's reset, asked of each node, is recorded once by the node that asked,
     /// after every node has counted what it forgot).
     func resetScope(_ scope: Scope, atMs: Int64, record: Bool = true) -> (Outcome, removed: Int) {
+        resetScope(scope, atMs: atMs, record: record, force: false)
+    }
+
+    /// `force`: kept past the capacity (a record replayed from the log was kept when made).
+    private func resetScope(_ scope: Scope, atMs: Int64, record: Bool, force: Bool) -> (Outcome, removed: Int) {
         let outcome = kept.withLock { k -> Outcome in
-            guard k.scopes[scope] != nil || k.scopes.count < NotificationDeletions.scopeCapacity else { return .full }
+            guard force || k.scopes[scope] != nil || k.scopes.count < NotificationDeletions.scopeCapacity else { return .full }
             k.scopes[scope] = max(k.scopes[scope] ?? .min, atMs)
             if record {
                 changes.emit(kind: Kind.scopeReset, atMs: atMs) { w in
@@ -268,12 +273,7 @@ package final class NotificationDeletions: PersistentStore {
             }
             let scope: Scope
             do { scope = try Scope.parse(text) } catch { throw StateFormatError("a reset's scope: \(error)") }
-            let upTo = at
-            kept.withLock { k in k.scopes[scope] = max(k.scopes[scope] ?? .min, upTo) }
-            var f = NotificationLog.Filter()
-            let labels = self.labels
-            f.matches = { n in n.receivedAtMs <= upTo && scope.holds(n, labels: labels) }
-            _ = log.remove(f)
+            _ = resetScope(scope, atMs: at, record: false, force: true)
         default:
             throw StateFormatError("\(stateName) has no record kind \(record.kind)")
         }

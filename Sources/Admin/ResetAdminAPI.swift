@@ -18,10 +18,8 @@ struct ResetAdminAPI: AdminResource {
     let registry: StoreRegistry
     let stateLog: StateLog?
     let journal: Journal?
-    let log: NotificationLog
     let deletions: NotificationDeletions
     let faults: FaultEngine
-    let deviceStore: DeviceStore
     /// On a cluster node: a scoped reset is asked of every node (each forgets its own notifications).
     var clusterReads: ClusterReads? = nil
 

@@ -18,9 +18,7 @@ Saves a screenshot of each page in SCREENSHOT_DIR and prints one JSON line of re
 """
 import http.server, json, os, subprocess, sys, threading, time, urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from browser import chromium
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -74,14 +72,7 @@ def check(name, fn):
         results[name] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
 
-options = Options()
-options.binary_location = "/usr/bin/chromium"
-for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,800",
-          "--no-first-run", "--disable-extensions", "--disable-background-networking", "--disable-sync",
-          "--disable-component-update", "--metrics-recording-only", "--password-store=basic"]:
-    options.add_argument(a)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_page_load_timeout(20)
+driver = chromium()
 wait = WebDriverWait(driver, 5)
 
 # Seed: an Android device and a push to it, so every page has something to show.

@@ -8,22 +8,13 @@ that it serves pushes and refuses changes. Prints one JSON line: {"ok", "text", 
 """
 import json, os, sys, time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from browser import chromium
 from selenium.webdriver.common.by import By
 
 BASE, SHOTS = sys.argv[1], sys.argv[2]
 assert BASE.startswith("http://127.0.0.1:"), "tests talk to 127.0.0.1 only"
 
-options = Options()
-options.binary_location = "/usr/bin/chromium"
-for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,800",
-          "--no-first-run", "--disable-extensions", "--disable-background-networking", "--disable-sync",
-          "--disable-component-update", "--metrics-recording-only", "--password-store=basic"]:
-    options.add_argument(a)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_page_load_timeout(20)
+driver = chromium()
 result = {"ok": False, "text": "", "class": ""}
 try:
     driver.get(BASE + "/#/live")
