@@ -53,6 +53,8 @@ public final class APNsConnectionState {
     /// The last bundle id pushed to on this connection and its registry key.
     var lastBundle: [UInt8] = []
     var lastBundleKey = TokenKey([UInt8]())
+    /// The last device token pushed to on this connection and its key.
+    var tokenKeys = TokenKeyMemo()
 
     /// Response headers, reused across requests.
     var responseHeaders = HTTPFields()

@@ -283,7 +283,7 @@ public struct APNsProvider: Sendable {
             state.lastBundleKey = TokenKey(bundle)
         }
         // The token's key, computed once: the device layer looks the token up by it too.
-        let tokenKey = TokenKey(token)
+        let tokenKey = state.tokenKeys.key(of: token)
         d.tokenKey = tokenKey
         switch devices.check(token: token, environment: env, bundle: bundle, bundleKey: state.lastBundleKey, tokenKey: tokenKey) {
         case .ok: break

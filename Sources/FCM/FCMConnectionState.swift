@@ -9,5 +9,7 @@ public final class FCMConnectionState {
     public var rng = FastRandom()
     /// This connection's share of its project's send quota (no lock shared across loops per send).
     let quotaLease = FCMQuota.Lease()
+    /// The last registration token sent to on this connection and its key.
+    var tokenKeys = TokenKeyMemo()
     public init() {}
 }

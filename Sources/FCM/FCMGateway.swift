@@ -187,7 +187,7 @@ public final class FCMGateway: PushGateway {
     ) {
         // The segment from the request the pipeline holds (`exchange.parameter` would read the
         // exchange's request again: a copy of it, three retains).
-        decision = rules.send(request, projectSegment: exchange.parameters.value(0, in: request.path), state: state, nowMs: nowMs)
+        rules.send(request, projectSegment: exchange.parameters.value(0, in: request.path), state: state, nowMs: nowMs, into: &decision)
     }
 
     /// The token, topic or condition sent to, and the project.

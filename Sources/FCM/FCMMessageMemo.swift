@@ -1,3 +1,4 @@
+import PushCore
 import Transport
 
 /// One connection's memory of the last `messages:send` body it accepted, so that the next
@@ -46,14 +47,16 @@ public final class FCMMessageMemo {
         guard count != 0, body.count == count, sizeMode == self.sizeMode, strictAPNsPayload == self.strictAPNsPayload
         else { return nil }
         let span = tokenSpan
-        let same = bytes.withUnsafeBytes { old -> Bool in
+        // 0: another body; 1: the same but for its token; 2: the same, token too (checked when remembered).
+        let same = bytes.withUnsafeBytes { old -> Int in
             let a = old.baseAddress!
             let b = body.baseAddress!
-            return sameBytes(a, b, span.lowerBound)
-                && sameBytes(a + span.upperBound, b + span.upperBound, count - span.upperBound)
+            guard sameBytes(a, b, span.lowerBound), sameBytes(a + span.upperBound, b + span.upperBound, count - span.upperBound)
+            else { return 0 }
+            return sameTokenBytes(a + span.lowerBound, b + span.lowerBound, span.count) ? 2 : 1
         }
-        guard same else { return nil }
-        if !span.isEmpty, !FCMFormats.isRegistrationToken(UnsafeRawBufferPointer(rebasing: body[span])) { return nil }
+        guard same != 0 else { return nil }
+        if same == 1, !FCMFormats.isRegistrationToken(UnsafeRawBufferPointer(rebasing: body[span])) { return nil }
         recalled &+= 1
         return message
     }

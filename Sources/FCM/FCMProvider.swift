@@ -126,20 +126,29 @@ public struct FCMProvider: Sendable {
     /// body (proto3 JSON, then FCM's rules, then size), then the recipient.
     public func send(_ request: Request, projectSegment: ArraySlice<UInt8>, state: FCMConnectionState, nowMs: Int64) -> FCMSendDecision {
         var d = FCMSendDecision()
+        send(request, projectSegment: projectSegment, state: state, nowMs: nowMs, into: &d)
+        return d
+    }
+
+    /// `send`, written into the caller's (blank) decision: returning the decision copied it
+    /// once more and destroyed it twice, a retain and a release per reference it holds.
+    public func send(
+        _ request: Request, projectSegment: ArraySlice<UInt8>, state: FCMConnectionState, nowMs: Int64, into d: inout FCMSendDecision
+    ) {
         let segment = String(decoding: projectSegment, as: UTF8.self)
         d.project = accounts.projectID(forPathSegment: segment)
         if let e = authorize(request, project: d.project, state: state, nowMs: nowMs) {
             d.error = e
-            return d
+            return
         }
         if let wait = quota.take(state.quotaLease, project: d.project, nowMs: nowMs) {
             d.error = .quota(project: accounts.projectNumber(for: d.project) ?? d.project, retryAfterSeconds: wait)
-            return d
+            return
         }
         switch parser.parse(request.body, scratch: state.scratch) {
         case .failure(let e):
             d.error = e
-            return d
+            return
         case .success(let m):
             d.message = m
         }
@@ -147,7 +156,7 @@ public struct FCMProvider: Sendable {
         case .token(let r):
             d.namedRecipient = r
             let token = request.body[r]
-            let key = TokenKey(token)
+            let key = state.tokenKeys.key(of: token)
             if FCMProvider.admit(devices.check(token: token, key: key, project: d.project, nowMs: nowMs), into: &d),
                 !d.message.validateOnly
             {
@@ -160,7 +169,7 @@ public struct FCMProvider: Sendable {
             // prefixes), never a new one: with no such device the installation is unregistered.
             guard let token = devices.registrationToken(forInstallation: request.body[r]) else {
                 d.error = .fcm(.unregistered)
-                return d
+                return
             }
             let bytes = Array(token.utf8)
             let key = TokenKey(bytes[...])
@@ -178,7 +187,6 @@ public struct FCMProvider: Sendable {
             d.topicLabel = text
             if !d.message.validateOnly { d.fanOut = FCMFanOut(.condition(c)) }
         }
-        return d
     }
 
     /// A token check's verdict, written into `d`: true when the token is delivered to (an iOS

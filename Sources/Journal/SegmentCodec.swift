@@ -143,8 +143,10 @@ struct SegmentEncoder {
             // A campaign's message to many devices differs only in its token (FCM's `token`):
             // the same message around it has the same campaign.
             // Where the last payload held its token first (one memcmp), else searched for.
+            // Only an FCM message names its token: APNs's is in the path and a Web Push body
+            // is encrypted, so searching theirs (a personalised payload each time) found nothing.
             var at = -1
-            if kept.count == payload.count {
+            if provider == .fcm && kept.count == payload.count {
                 at = SegmentEncoder.holds(token, at: lastTokenAt, in: kept) ? lastTokenAt : SegmentEncoder.offset(of: token, in: kept)
             }
             let sameMessage = lastProvider == provider && sameExceptToken(kept, at: at, tokenCount: token.count, before: before)

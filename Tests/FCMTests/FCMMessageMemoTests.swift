@@ -56,6 +56,29 @@ final class FCMMessageMemoTests: XCTestCase {
         }
     }
 
+    /// The very body again (a test's device, a load test) is recalled with its token unread:
+    /// it was a valid token when remembered.
+    func testTheSameBodyAgainIsRecalled() throws {
+        var rng = FastRandom(seed: 7)
+        let parser = FCMMessageParser()
+        let scratch = FCMScratch()
+        let body = Self.send(Self.token(163, &rng))
+        let first = try accepted(parser, scratch, body)
+        for n in 1...3 {
+            XCTAssertEqual(try accepted(parser, scratch, body), first)
+            XCTAssertEqual(scratch.memo.recalled, n)
+        }
+        // A token sharing the last one's every byte but its first is still checked and recalled.
+        var other = body
+        let at = #"{"message":{"token":""#.utf8.count // the token's first byte
+        other[at] = other[at] == UInt8(ascii: "a") ? UInt8(ascii: "b") : UInt8(ascii: "a")
+        try accepted(parser, scratch, other)
+        XCTAssertEqual(scratch.memo.recalled, 4)
+        other[at] = UInt8(ascii: "!")
+        XCTAssertThrowsError(try accepted(parser, scratch, other), "a byte no token holds is parsed, and refused")
+        XCTAssertEqual(scratch.memo.recalled, 4)
+    }
+
     func testATokenByteThatIsNoTokenCharacterIsParsedInFull() throws {
         var rng = FastRandom(seed: 2)
         let parser = FCMMessageParser()

@@ -448,7 +448,7 @@ extension JournalTests {
 extension JournalTests {
     /// A campaign's FCM message to many devices differs only in its token: its campaign is read
     /// once, not for every record; a message that differs elsewhere, another provider, a token
-    /// too short to be one, or a payload cut at the size limit is read again.
+    /// too short to be one, an APNs payload or a payload cut at the size limit is read again.
     func testACampaignsMessageToManyTokensIsReadOnce() throws {
         var e = SegmentEncoder(baseMs: 0)
         let calls = Box()
@@ -473,16 +473,19 @@ extension JournalTests {
         XCTAssertEqual(calls.n, 2, "the message changed once")
         add(token: tokens[2], payload: message(tokens[2], "winter"), provider: .apns)
         XCTAssertEqual(calls.n, 3, "another provider")
-        add(token: "short", payload: message("short", "winter"), provider: .apns)
-        add(token: "tiny", payload: message("tiny", "winter"), provider: .apns)
+        add(token: "short", payload: message("short", "winter"))
+        add(token: "tiny", payload: message("tiny", "winter"))
         XCTAssertEqual(calls.n, 5, "a token shorter than 32 bytes is not looked for")
+        add(token: tokens[5], payload: message(tokens[5], "winter"), provider: .apns)
+        add(token: tokens[0], payload: message(tokens[0], "winter"), provider: .apns)
+        XCTAssertEqual(calls.n, 7, "an APNs payload never names its token (it is in the path): not looked for")
         add(token: tokens[3], payload: message(tokens[3], "spring"), maxPayload: 40)
         add(token: tokens[4], payload: message(tokens[4], "spring"), maxPayload: 40)
-        XCTAssertEqual(calls.n, 7, "a payload cut at the limit is read whole each time")
+        XCTAssertEqual(calls.n, 9, "a payload cut at the limit is read whole each time")
         var d = SegmentDecoder(e.bytes)
         var campaigns: [String?] = []
         while let x = d.next() { if case .request(let r) = x { campaigns.append(r.campaign) } }
-        XCTAssertEqual(campaigns, Array(repeating: "spring", count: 6) + Array(repeating: "winter", count: 5) + ["spring", "spring"])
+        XCTAssertEqual(campaigns, Array(repeating: "spring", count: 6) + Array(repeating: "winter", count: 7) + ["spring", "spring"])
     }
 
     final class Box: @unchecked Sendable { var n = 0 }
