@@ -65,6 +65,8 @@ final class HTTP2Inbound {
     let decoder = HPACKDecoder()
     /// What `.emit` hands nghttp2.
     private var writer = FrameWriter()
+    /// What the plain blocks handed to nghttp2 put in its HPACK decoder's table.
+    private var forwardedTable = HPACKForwardedTable()
     /// The decoded fields of the last plain block, until the session takes them.
     private(set) var block: RequestHeaderBlock
     /// The highest stream a request's HEADERS opened; a block on a stream at or below it is
@@ -312,7 +314,7 @@ final class HTTP2Inbound {
         if split && verdict == .plain { verdict = .full }
         writer.appendFrames(type: type, stream: blockStream, flags: flags, priority: priorityBytes, endHeaders: true) { out in
             switch verdict {
-            case .plain: block.encodeForwarded(into: &out)
+            case .plain: block.encodeForwarded(into: &out, table: &forwardedTable)
             case .full: block.encodeAll(into: &out)
             case .reset: out.append(0x82) // :method GET, whose callback resets the stream
             }
@@ -576,8 +578,9 @@ struct RequestHeaderBlock: HPACKFieldSink {
         return .plain
     }
 
-    /// The fields nghttp2 needs of a plain block, `:path` as `/`, by static index where one fits.
-    func encodeForwarded(into out: inout FrameWriter) {
+    /// The fields nghttp2 needs of a plain block, `:path` as `/`, by static index where one fits
+    /// and from `table` where it holds them.
+    func encodeForwarded(into out: inout FrameWriter, table: inout HPACKForwardedTable) {
         var mask = forwarded
         while mask != 0 {
             let i = mask.trailingZeroBitCount
@@ -596,14 +599,18 @@ struct RequestHeaderBlock: HPACKFieldSink {
                     out.appendString(value)
                 }
             } else if name.count == 7 && name[1] == UInt8(ascii: "s") {
-                if value.equals("https") { out.append(0x87) } else { literal(name, value, into: &out) }
+                // :scheme https and http are static entries 7 and 6.
+                if value.equals("https") {
+                    out.append(0x87)
+                } else if value.equals("http") {
+                    out.append(0x86)
+                } else {
+                    literal(name, value, into: &out)
+                }
             } else if name.count == 10 && name[0] == UInt8(ascii: ":") {
-                out.append(0x01) // :authority, static name 1
-                out.appendString(value)
+                table.encode(.authority, value, into: &out)
             } else if name.count == 14 {
-                out.append(0x0F) // content-length, static name 28
-                out.append(0x0D)
-                out.appendString(value)
+                table.encode(.contentLength, value, into: &out)
             } else {
                 literal(name, value, into: &out)
             }

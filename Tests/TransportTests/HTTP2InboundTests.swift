@@ -253,4 +253,128 @@ final class HTTP2InboundTests: XCTestCase {
         let fed = feed(input, reads: [input.count])
         XCTAssertEqual(fed.bytes, Self.preface + frame(0x1, 0x5, 1, [0x80]) + ping)
     }
+
+    /// Decodes the header blocks of the frames in `bytes` with one nghttp2 inflater (kept across
+    /// calls, as a session keeps it): each block's fields.
+    private func inflate(_ bytes: [UInt8], _ inflater: OpaquePointer?) -> [[String]] {
+        var blocks: [[String]] = []
+        var at = 0
+        while at + 9 <= bytes.count {
+            let n = Int(bytes[at]) << 16 | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
+            let type = bytes[at + 3]
+            var block = Array(bytes[(at + 9)..<(at + 9 + n)])
+            at += 9 + n
+            guard type == 0x1 else { continue }
+            var fields: [String] = []
+            var offset = 0
+            while true {
+                var nv = nghttp2_nv()
+                var flags: Int32 = 0
+                let rv = block.withUnsafeMutableBufferPointer {
+                    nghttp2_hd_inflate_hd2(inflater, &nv, &flags, $0.baseAddress! + offset, $0.count - offset, 1)
+                }
+                XCTAssertGreaterThanOrEqual(rv, 0, "nghttp2 decodes what it is handed")
+                if rv < 0 { return blocks }
+                offset += rv
+                if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
+                    fields.append(
+                        String(decoding: UnsafeBufferPointer(start: nv.name, count: nv.namelen), as: UTF8.self) + ": "
+                            + String(decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self))
+                }
+                if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 { break }
+            }
+            nghttp2_hd_inflate_end_headers(inflater)
+            blocks.append(fields)
+        }
+        return blocks
+    }
+
+    /// A plain block's `:authority` and `content-length` are handed to nghttp2 from its own
+    /// table once it holds them (`HPACKForwardedTable`): over a long connection whose requests
+    /// change host and body size, come with trailers and fields nghttp2 drops, and push entries
+    /// out of the table, nghttp2's own decoder reads every block as sent.
+    func testForwardedFieldsIndexedFromTheTableDecodeAsSent() {
+        let encoder = Encoder()
+        var inflater: OpaquePointer?
+        nghttp2_hd_inflate_new(&inflater)
+        defer { nghttp2_hd_inflate_del(inflater) }
+        let inbound = HTTP2Inbound(maxHeaderListSize: 64 * 1024)
+        var seed: UInt64 = 5
+        func random() -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(seed >> 33)
+        }
+        var stream: UInt32 = 1
+        var sentBytes = 0
+        func send(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = []
+            bytes.withUnsafeBytes { raw in
+                var position = 0
+                loop: while true {
+                    switch inbound.step(raw, &position) {
+                    case .done: break loop
+                    case .pass(let r): out += raw[r]
+                    case .emit: out += inbound.output
+                    case .tooManyContinuations: break loop
+                    }
+                }
+            }
+            sentBytes += bytes.count
+            return out
+        }
+        _ = send(Self.preface + frame(0x4, 0, 0, []))
+        let hosts = ["api.push.apple.com", "api.sandbox.push.apple.com", "fcm.googleapis.com", "127.0.0.1:8443"]
+        let longHost = String(repeating: "h", count: 4_060) // larger than the table with its name: never indexed
+        let midHost = String(repeating: "m", count: 2_000) // half the table: pushes older entries out
+        for i in 0..<400 {
+            let host: String
+            switch random() % 10 {
+            case 0: host = longHost
+            case 1: host = midHost
+            default: host = hosts[random() % 4]
+            }
+            let length = String([2, 2, 2, 17, 300, 4096][random() % 6])
+            let scheme = i % 3 == 0 ? "http" : "https"
+            let fields = [
+                (":method", "POST"), (":scheme", scheme), (":path", "/3/device/\(i)"), (":authority", host), ("content-length", length),
+            ]
+            let out = send(frame(0x1, 0x4, stream, encoder.block(fields)))
+            XCTAssertEqual(
+                inflate(out, inflater),
+                [[":method: POST", ":scheme: \(scheme)", ":path: /", ":authority: \(host)", "content-length: \(length)"]],
+                "request \(i)")
+            stream += 2
+            if i % 37 == 0 {
+                // Trailers on the last stream, and a block nghttp2 is given in full: literals, the table untouched.
+                let trailers = send(frame(0x1, 0x5, stream - 2, encoder.block([("x-trailer", "t")])))
+                XCTAssertEqual(inflate(trailers, inflater), [["x-trailer: t"]])
+                let full = send(
+                    frame(
+                        0x1, 0x5, stream,
+                        encoder.block([(":method", "GET"), (":scheme", "https"), (":path", "/"), (":authority", host), ("x-bad", "v ")])))
+                XCTAssertEqual(
+                    inflate(full, inflater), [[":method: GET", ":scheme: https", ":path: /", ":authority: \(host)", "x-bad: v "]])
+                stream += 2
+            }
+        }
+        XCTAssertGreaterThan(sentBytes, 0)
+        // At the table's edge: two hosts whose entries come to `edge` bytes together. The last
+        // request's host is handed to nghttp2 as one indexed byte exactly when both fit the
+        // table's 4,096 bytes; past that nghttp2 dropped it, and it goes as a literal again.
+        for edge in 4_090...4_100 {
+            let a = String(repeating: "a", count: 2_000)
+            let b = String(repeating: "b", count: edge - 2 * (10 + 32) - 2_000)
+            var last: [UInt8] = []
+            for (host, length) in [(a, "1"), (b, "1"), (b, "5"), (b, "5"), (a, "5"), (b, "9"), (a, "9")] {
+                let fields = [(":method", "POST"), (":scheme", "https"), (":path", "/"), (":authority", host), ("content-length", length)]
+                last = send(frame(0x1, 0x4, stream, encoder.block(fields)))
+                XCTAssertEqual(
+                    inflate(last, inflater),
+                    [[":method: POST", ":scheme: https", ":path: /", ":authority: \(host)", "content-length: \(length)"]],
+                    "table edge \(edge), host of \(host.count)")
+                stream += 2
+            }
+            XCTAssertEqual(last.count < 64, edge <= 4_096, "table edge \(edge): the host indexed (\(last.count) bytes)")
+        }
+    }
 }
