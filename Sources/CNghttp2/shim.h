@@ -24,6 +24,23 @@ static inline nghttp2_nv pushemu_nv_no_index(const uint8_t *name, size_t namelen
     return nv;
 }
 
+/* nghttp2_nv for a lowercase name and a value that outlive the frame (memory never freed):
+   nghttp2 neither copies nor lowercases them. */
+static inline nghttp2_nv pushemu_nv_static(const uint8_t *name, size_t namelen,
+                                           const uint8_t *value, size_t valuelen) {
+    nghttp2_nv nv = pushemu_nv(name, namelen, value, valuelen);
+    nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+    return nv;
+}
+
+/* The same with only the name kept (the value is copied). */
+static inline nghttp2_nv pushemu_nv_static_name(const uint8_t *name, size_t namelen,
+                                                const uint8_t *value, size_t valuelen) {
+    nghttp2_nv nv = pushemu_nv(name, namelen, value, valuelen);
+    nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME;
+    return nv;
+}
+
 /* Frame header fields through the nghttp2_frame union. */
 static inline uint8_t pushemu_frame_type(const nghttp2_frame *f) { return f->hd.type; }
 static inline uint8_t pushemu_frame_flags(const nghttp2_frame *f) { return f->hd.flags; }

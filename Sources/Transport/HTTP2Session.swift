@@ -284,14 +284,14 @@ final class HTTP2Session: ExchangeOwner {
         let fields = response.headers
         let count = fields.count + 2
         var rv: Int32 = 0
-        h2StatusDigits.withUnsafeBufferPointer { table in
-            let st = UnsafeBufferPointer(rebasing: table[(statusCode * 3)..<(statusCode * 3 + 3)])
+        do {
+            let st = h2StatusDigits + statusCode * 3
             withDecimalDigits(response.body.count) { clRaw in
                 let cl = response.body.isEmpty ? UnsafeRawBufferPointer(start: nil, count: 0) : clRaw
                 fields.storage.withUnsafeBufferPointer { store in
                     withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { nva in
                         var k = 0
-                        nva[k] = pushemu_nv(h2StatusName, 7, st.baseAddress, st.count)
+                        nva[k] = pushemu_nv_static(h2StatusName, 7, st, 3)
                         k += 1
                         for e in fields.entries {
                             let name = store.baseAddress! + Int(e.nameStart)
@@ -304,7 +304,8 @@ final class HTTP2Session: ExchangeOwner {
                             k += 1
                         }
                         if cl.count > 0 {
-                            nva[k] = pushemu_nv(h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count)
+                            nva[k] = pushemu_nv_static_name(
+                                h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count)
                             k += 1
                         }
                         if streaming {
@@ -548,10 +549,18 @@ final class HTTP2Session: ExchangeOwner {
     }
 }
 
-private let h2StatusName: [UInt8] = Array(":status".utf8)
-private let h2ContentLengthName: [UInt8] = Array("content-length".utf8)
-/// ":status" values 100...599 as three ASCII digits each, in one flat table.
-private let h2StatusDigits: [UInt8] = (0..<600).flatMap { Array(String(format3($0)).utf8) }
+/// ":status", "content-length", then ":status" values 0...599 as three ASCII digits each, in
+/// memory allocated once and never freed: nghttp2 is given them without copying (NO_COPY).
+/// Never written after it is made, so every loop may read it (`nonisolated(unsafe)`).
+nonisolated(unsafe) private let h2Constants: UnsafePointer<UInt8> = {
+    let bytes = Array(":status".utf8) + Array("content-length".utf8) + (0..<600).flatMap { Array(String(format3($0)).utf8) }
+    let p = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes.count)
+    p.initialize(from: bytes, count: bytes.count)
+    return UnsafePointer(p)
+}()
+nonisolated(unsafe) private let h2StatusName = h2Constants
+nonisolated(unsafe) private let h2ContentLengthName = h2Constants + 7
+nonisolated(unsafe) private let h2StatusDigits = h2Constants + 21
 
 private func format3(_ n: Int) -> String {
     let s = String(n)
