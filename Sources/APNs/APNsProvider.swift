@@ -132,7 +132,9 @@ public struct APNsProvider: Sendable {
     }
 
     /// `decide`, written into the caller's decision: returning the (large) decision from each of
-    /// the many exits copied it, one retain per reference it holds.
+    /// the many exits copied it, one retain per reference it holds. `d` comes blank (as the
+    /// pipeline and `decide` make it): making it anew here destroyed the blank one, a release
+    /// per reference.
     public func decide(
         _ request: Request, connection conn: APNsConnectionInfo, state: APNsConnectionState,
         nowMs: Int64, into d: inout APNsDecision
@@ -140,7 +142,7 @@ public struct APNsProvider: Sendable {
         // The headers are read in place (`request.headers`): a local copy cost two retains a request.
         let idx = APNsHeaders(request.headers)
         let env = environment(request.headers, idx, conn)
-        d = APNsDecision(environment: env)
+        d.environment = env
 
         // The response echoes a single valid apns-id; any other case gets a fresh one.
         let sentID = APNsHeaders.value(request.headers, idx.id)

@@ -38,17 +38,21 @@ struct HPACKForwardedTable {
 
     /// The index of `kind: value` in the table, or nil.
     func index(_ kind: Kind, _ value: UnsafeRawBufferPointer) -> Int? {
-        var size = 0
-        for (k, e) in entries.enumerated() {
-            size += e.kind.nameLength + e.value.count + 32
-            if size > HPACKForwardedTable.maxSize { return nil }
-            if e.kind == kind, e.value.count == value.count,
-                value.isEmpty || e.value.withUnsafeBytes({ sameBytes($0.baseAddress!, value.baseAddress!, value.count) })
-            {
-                return 62 + k
+        // Read in place (iterating the entries copied each, a retain and a release apiece).
+        entries.withUnsafeBufferPointer { list -> Int? in
+            var size = 0
+            for k in 0..<list.count {
+                let n = list[k].value.count
+                size += list[k].kind.nameLength + n + 32
+                if size > HPACKForwardedTable.maxSize { return nil }
+                if list[k].kind == kind, n == value.count,
+                    n == 0 || list[k].value.withUnsafeBytes({ sameBytes($0.baseAddress!, value.baseAddress!, n) })
+                {
+                    return 62 + k
+                }
             }
+            return nil
         }
-        return nil
     }
 
     /// Writes `kind: value`: indexed when the table holds it, else a literal, with incremental
