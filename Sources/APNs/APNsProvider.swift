@@ -188,7 +188,7 @@ public struct APNsProvider: Sendable {
             reject(&d, .badPath, state)
             return
         }
-        guard configuration.tokenLength.contains(token.count), ByteClass.all(token, ByteClass.hex) else {
+        guard configuration.tokenLength.contains(token.count), token.withUnsafeBytes(TokenCharacters.allHex) else {
             reject(&d, .badDeviceToken, state)
             return
         }
@@ -528,13 +528,6 @@ public struct APNsProvider: Sendable {
 
 /// Byte classes as 256-entry tables, checked over raw bytes.
 enum ByteClass {
-    static let hex: [Bool] = (0..<256).map { (c: Int) -> Bool in
-        let b = UInt8(c)
-        let digit = b >= 0x30 && b <= 0x39
-        let lower = b >= 0x61 && b <= 0x66
-        let upper = b >= 0x41 && b <= 0x46
-        return digit || lower || upper
-    }
     static let bundle: [Bool] = (0..<256).map { (c: Int) -> Bool in
         let b = UInt8(c)
         return isAlphanumeric(b) || b == 0x2D || b == 0x2E || b == 0x5F // - . _

@@ -1,3 +1,5 @@
+import PushCore
+
 /// The lexical rules FCM applies to names and values (byte-level, no allocation).
 public enum FCMFormats {
     @inline(__always) static func isAlnum(_ c: UInt8) -> Bool {
@@ -41,15 +43,9 @@ public enum FCMFormats {
         return Array(s).withUnsafeBytes { isRegistrationToken($0) }
     }
 
-    static let tokenBytes: [Bool] = (0..<256).map { c in isBase64URL(UInt8(c)) || c == 0x3A }
-
     public static func isRegistrationToken(_ s: UnsafeRawBufferPointer) -> Bool {
         guard s.count >= 100 && s.count <= 4096 else { return false }
-        return tokenBytes.withUnsafeBufferPointer { t in
-            var ok = true
-            for c in s { ok = ok && t[Int(c)] }
-            return ok
-        }
+        return TokenCharacters.allRegistrationToken(s)
     }
 
     /// A Firebase installation id: 22 base64url characters.
