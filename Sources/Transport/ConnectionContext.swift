@@ -32,6 +32,9 @@ public final class ConnectionContext: @unchecked Sendable {
     public var initialMaxConcurrentStreams: UInt32
     public private(set) var maxConcurrentStreams: UInt32
 
+    /// The last path this connection's requests were routed by (`Dispatcher`).
+    var routeMemo = RouteMemo()
+
     /// Per-connection state for the layers above, keyed by a type.
     public var storage: [ObjectIdentifier: AnyObject] = [:]
     /// Direct slots for the hottest per-connection state (no hashing, no dynamic cast), indexed

@@ -14,7 +14,8 @@ struct Dispatcher: Sendable {
             ex.respond(.text(431, "request header fields too large\n"))
             return false
         }
-        let match = router.match(method: ex.request.method, path: ex.request.path, authority: ex.request.authority)
+        let match = router.match(
+            method: ex.request.method, path: ex.request.path, authority: ex.request.authority, memo: &ex.connection.routeMemo)
         if ex.connection.isShedding, let connection = ex.connection.control { _ = connection.takeSlotIfFree() }
         if budget.overBudget || ex.connection.isShedding {
             // A route that reads no body (`/healthz`) is still answered: it costs nothing to keep.

@@ -25,6 +25,16 @@ public struct RouteParameters: Sendable {
 
     mutating func removeAll() { count = 0 }
 
+    /// The same parameters, each bound moved by `delta` (the path found at another offset).
+    func shifted(by delta: Int) -> RouteParameters {
+        var p = RouteParameters()
+        for i in 0..<count {
+            let r = range(i)
+            p.append((r.lowerBound + delta)..<(r.upperBound + delta))
+        }
+        return p
+    }
+
     func range(_ i: Int) -> Range<Int> {
         precondition(i < count)
         return withUnsafeBytes(of: bounds) { b in
@@ -199,11 +209,30 @@ public struct Router: Sendable {
         }
     }
 
+    /// `match`, through a connection's memory of the last path it routed (see `RouteMemo`).
+    func match(method: HTTPMethod, path: ArraySlice<UInt8>, authority: @autoclosure () -> ArraySlice<UInt8>?, memo: inout RouteMemo)
+        -> Match
+    {
+        if let known = memo.recall(method: method, path: path) { return known }
+        let found = match(method: method, path: path, among: candidates(path))
+        if case .route(let i, let parameters) = found {
+            memo.note(method: method, path: path, route: i, parameters: parameters)
+            return found
+        }
+        return byHost(method: method, path: path, found: found, authority: authority())
+    }
+
     /// Finds the route for `method` and `path` (a path without query, as in `Request.path`).
     /// Routes are tried in the order they were added; the first that matches wins.
     /// `authority` is read only when no route matches the path and some route is for one host.
     public func match(method: HTTPMethod, path: ArraySlice<UInt8>, authority: @autoclosure () -> ArraySlice<UInt8>? = nil) -> Match {
-        let found = match(method: method, path: path, among: candidates(path))
+        byHost(method: method, path: path, found: match(method: method, path: path, among: candidates(path)), authority: authority())
+    }
+
+    /// What the path alone `found`, or for a path no route takes, a route of the request's host.
+    private func byHost(
+        method: HTTPMethod, path: ArraySlice<UInt8>, found: Match, authority: @autoclosure () -> ArraySlice<UInt8>?
+    ) -> Match {
         guard case .notFound = found, !hostRoutes.isEmpty, let authority = authority() else { return found }
         let host = Array(BrowserOrigin.hostName(String(decoding: authority, as: UTF8.self)).utf8)
         guard let entry = hostRoutes.first(where: { $0.host == host }) else { return found }

@@ -28,6 +28,47 @@ final class RouterTests: XCTestCase {
         if case .route = r.match(method: .get, path: path("healthz")) { XCTFail() }
     }
 
+    /// Through a connection's route memo, every request is routed as without it: the same
+    /// route, its parameters read from this request's path (wherever the path lies in its
+    /// buffer), 404s and 405s, and a host's routes.
+    func testTheRouteMemoRoutesAsTheRouterDoes() {
+        var r = Router()
+        r.add(.get, "/healthz") { _ in }
+        r.add(.post, "/3/device/*") { _ in }
+        r.add(.post, "/v1/projects/{project}/messages:send") { _ in }
+        r.add([.get, .delete], "/emulator/v1/faults/{id}") { _ in }
+        r.add([.post], "/{token}", host: "fcm.example") { _ in }
+        func describe(_ m: Router.Match, _ p: ArraySlice<UInt8>) -> String {
+            switch m {
+            case .route(let i, let params):
+                return "\(r.routes[i].pattern) " + (0..<params.count).map { params.value($0, in: p).utf8String }.joined(separator: ",")
+            case .methodNotAllowed(let allowed): return "405 \(allowed)"
+            case .notFound: return "404"
+            }
+        }
+        let requests: [(HTTPMethod, String)] = [
+            (.post, "/v1/projects/p1/messages:send"), (.post, "/v1/projects/p1/messages:send"), (.post, "/v1/projects/p1/messages:send"),
+            (.post, "/v1/projects/p2/messages:send"), (.post, "/v1/projects/p2/messages:send"), (.get, "/v1/projects/p2/messages:send"),
+            (.post, "/v1/projects/p2/messages:send"), (.post, "/3/device/aaaa"), (.post, "/3/device/aaaa"), (.post, "/3/device/aaaa"),
+            (.post, "/3/device/bbbb"), (.delete, "/emulator/v1/faults/f1"), (.delete, "/emulator/v1/faults/f1"),
+            (.delete, "/emulator/v1/faults/f1"), (.post, "/emulator/v1/faults/f1"), (.post, "/emulator/v1/faults/f1"),
+            (.post, "/abcdefghij"), (.post, "/abcdefghij"), (.post, "/abcdefghij"), (.get, "/healthz"), (.get, "/healthz"),
+        ]
+        var memo = RouteMemo()
+        for (k, (method, text)) in requests.enumerated() {
+            // The path at another offset each time, as it lies in a request's header buffer.
+            let buffer = Array(repeating: UInt8(ascii: "x"), count: k) + Array(text.utf8)
+            let p = buffer[k...]
+            for authority in ["fcm.example", "other.example"] {
+                var copy = memo
+                let plain = r.match(method: method, path: p, authority: Array(authority.utf8)[...])
+                let through = r.match(method: method, path: p, authority: Array(authority.utf8)[...], memo: &copy)
+                XCTAssertEqual(describe(through, p), describe(plain, p), "\(method) \(text) at \(k) for \(authority)")
+            }
+            _ = r.match(method: method, path: p, authority: Array("fcm.example".utf8)[...], memo: &memo)
+        }
+    }
+
     func testMethodNotAllowedListsAllowedMethods() {
         var r = Router()
         r.add([.get, .delete], "/x/{id}") { _ in }
