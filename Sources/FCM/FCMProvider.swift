@@ -233,7 +233,9 @@ public struct FCMProvider: Sendable {
     public func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
         if !d.accepted, let e = d.error { return e.response }
         var body: [UInt8] = []
-        body.reserveCapacity(64 + d.project.utf8.count)
+        // The whole answer, so the array never grows: the text around the name (36 bytes) and
+        // a message id (at most 39).
+        body.reserveCapacity(80 + d.project.utf8.count)
         body.append(contentsOf: FCMProvider.namePrefix)
         body.append(contentsOf: d.project.utf8)
         body.append(contentsOf: FCMProvider.messagesInfix)
