@@ -13,9 +13,8 @@ public struct TokenKeyMemo {
     private var token: [UInt8] = []
     private var kept = false
     private var key = TokenKey([UInt8]())
-    /// The last token asked for: its length and last 8 bytes.
-    private var lastCount = 0
-    private var lastTail: UInt64 = 0
+    /// Whether a token comes twice in a row.
+    private var witness = RepeatWitness()
 
     public init() {}
 
@@ -28,15 +27,12 @@ public struct TokenKeyMemo {
             let p = t.baseAddress!
             if kept, n == self.token.count, self.token.withUnsafeBytes({ sameTokenBytes(p, $0.baseAddress!, n) }) { return key }
             let k = TokenKey(t)
-            let tail = p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
-            kept = n == lastCount && tail == lastTail
+            kept = witness.repeats(t)
             if kept {
                 self.token.removeAll(keepingCapacity: true)
                 self.token.append(contentsOf: t)
                 key = k
             }
-            lastCount = n
-            lastTail = tail
             return k
         }
     }

@@ -215,3 +215,25 @@ struct OutputBuffer {
         storage = []
     }
 }
+
+/// Whether a value comes twice in a row, by its length and last 8 bytes: what a connection's
+/// memos (`RouteMemo`, `TokenKeyMemo`) keep a copy of only once it repeats, so a sender whose
+/// every value is new pays one word's compare and no copy.
+public struct RepeatWitness {
+    private var count = -1
+    private var tail: UInt64 = 0
+
+    public init() {}
+
+    /// Notes `bytes` (at least 8) and says whether the last one noted had its length and last word.
+    @inline(__always)
+    public mutating func repeats(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let n = bytes.count
+        let t = bytes.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        defer {
+            count = n
+            tail = t
+        }
+        return n == count && t == tail
+    }
+}

@@ -13,8 +13,7 @@ struct RouteMemo {
     private var kept = false
     private var route = 0
     private var parameters = RouteParameters()
-    private var lastCount = 0
-    private var lastTail: UInt64 = 0
+    private var witness = RepeatWitness()
 
     /// Paths longer than this are routed every time (bounds what a connection holds).
     static let maxPath = 1024
@@ -35,10 +34,7 @@ struct RouteMemo {
             kept = false
             return
         }
-        let tail = path.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self) }
-        kept = n == lastCount && tail == lastTail
-        lastCount = n
-        lastTail = tail
+        kept = path.withUnsafeBytes { witness.repeats($0) }
         guard kept else { return }
         self.path.removeAll(keepingCapacity: true)
         self.path.append(contentsOf: path)
