@@ -6,10 +6,29 @@ public final class FCMConnectionState {
     public let scratch = FCMScratch()
     var bearer: [UInt8] = []
     var bearerVerdict: FCMAccessTokens.Verdict = .foreign
+    /// The `authorization` header (`authorization`) last allowed for `bearerProject`, until this
+    /// time (ms): its token valid with the messaging scope until it expires, or foreign under
+    /// `--fcm-auth lenient` for good; 0 when none was. Compared before the header is parsed and
+    /// the verdict copied (which retained its two strings).
+    var bearerGoodUntilMs: Int64 = 0
+    var bearerProject = ""
+    var authorization: [UInt8] = []
+    /// The last send path's project segment (kept only when it is a project id, not a number,
+    /// which names its project through the accounts) and the project it names.
+    var projectSegment: [UInt8] = []
+    var project = ""
     public var rng = FastRandom()
     /// This connection's share of its project's send quota (no lock shared across loops per send).
     let quotaLease = FCMQuota.Lease()
     /// The last registration token sent to on this connection and its key.
     var tokenKeys = TokenKeyMemo()
     public init() {}
+
+    /// Remembers that `header` is allowed for `project` until `untilMs`.
+    func allow(_ header: ArraySlice<UInt8>, project: String, untilMs: Int64) {
+        authorization.removeAll(keepingCapacity: true)
+        authorization.append(contentsOf: header)
+        bearerProject = project
+        bearerGoodUntilMs = untilMs
+    }
 }

@@ -81,6 +81,12 @@ public struct FCMProvider: Sendable {
 
     /// Checks `Authorization: Bearer` for `project`. nil when allowed.
     public func authorize(_ request: Request, project: String, state: FCMConnectionState, nowMs: Int64) -> FCMError? {
+        // The header this connection was last allowed with, for this project, still in time.
+        if nowMs < state.bearerGoodUntilMs && state.bearerProject == project
+            && state.authorization.withUnsafeBytes({ request.headers.firstValue("authorization", equals: $0) })
+        {
+            return nil
+        }
         guard let h = request.headers.first("authorization") else { return .credentialsMissing }
         guard h.count > 7, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(7)), "bearer ") })
         else { return .invalidCredentials(expired: false) }
@@ -94,21 +100,28 @@ public struct FCMProvider: Sendable {
             verdict = tokens.verify(token, nowSeconds: nowMs / 1000)
             state.bearer = Array(token)
             state.bearerVerdict = verdict
+            state.bearerGoodUntilMs = 0
         }
         switch verdict {
         case .foreign:
-            return configuration.authMode == .lenient ? nil : .invalidCredentials(expired: false)
+            guard configuration.authMode == .lenient else { return .invalidCredentials(expired: false) }
+            state.allow(h, project: project, untilMs: Int64.max)
+            return nil
         case .forged:
             return .invalidCredentials(expired: false)
         case .expired:
             return .invalidCredentials(expired: true)
         case .valid(let c):
-            if c.expiresAtSeconds * 1000 <= nowMs {
+            // A seal verified means this emulator issued it; its expiry is still range-checked.
+            let (product, overflow) = c.expiresAtSeconds.multipliedReportingOverflow(by: 1000)
+            let untilMs = overflow ? (c.expiresAtSeconds < 0 ? Int64.min : Int64.max) : product
+            if untilMs <= nowMs {
                 state.bearerVerdict = .expired(c)
                 return .invalidCredentials(expired: true)
             }
             if c.project != project { return .permissionDenied(project: project) }
             if !c.messagingScope { return .insufficientScopes }
+            state.allow(h, project: project, untilMs: untilMs)
             return nil
         }
     }
@@ -135,8 +148,7 @@ public struct FCMProvider: Sendable {
     public func send(
         _ request: Request, projectSegment: ArraySlice<UInt8>, state: FCMConnectionState, nowMs: Int64, into d: inout FCMSendDecision
     ) {
-        let segment = String(decoding: projectSegment, as: UTF8.self)
-        d.project = accounts.projectID(forPathSegment: segment)
+        d.project = project(named: projectSegment, state: state)
         if let e = authorize(request, project: d.project, state: state, nowMs: nowMs) {
             d.error = e
             return
@@ -187,6 +199,21 @@ public struct FCMProvider: Sendable {
             d.topicLabel = text
             if !d.message.validateOnly { d.fanOut = FCMFanOut(.condition(c)) }
         }
+    }
+
+    /// The project a send path's segment names, from the connection's memory when it is the
+    /// last segment it sent to (a project id: its String was made and checked per request).
+    @inline(__always)
+    func project(named segment: ArraySlice<UInt8>, state: FCMConnectionState) -> String {
+        if !state.projectSegment.isEmpty && Bytes.equal(segment, state.projectSegment) { return state.project }
+        let text = String(decoding: segment, as: UTF8.self)
+        let project = accounts.projectID(forPathSegment: text)
+        if !segment.isEmpty && !segment.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            state.projectSegment.removeAll(keepingCapacity: true)
+            state.projectSegment.append(contentsOf: segment)
+            state.project = project
+        }
+        return project
     }
 
     /// A token check's verdict, written into `d`: true when the token is delivered to (an iOS

@@ -266,16 +266,47 @@ public enum Bytes {
         }
     }
 
-    /// ASCII case-insensitive equality with a lowercase literal.
+    /// ASCII case-insensitive equality with a lowercase literal, a word at a time (a byte at a
+    /// time cost 15 instructions a byte: a bearer prefix 109, an APNs host up to 600).
     @inline(__always)
     public static func equalIgnoringCase(_ a: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
-        guard a.count == lower.utf8CodeUnitCount else { return false }
-        let l = lower.utf8Start
-        for i in 0..<a.count {
-            var c = a[i]
-            if c >= 0x41 && c <= 0x5A { c |= 0x20 }
-            if c != l[i] { return false }
+        let n = a.count
+        guard n == lower.utf8CodeUnitCount else { return false }
+        guard n > 0 else { return true }
+        let p = a.baseAddress!
+        let l = UnsafeRawPointer(lower.utf8Start)
+        if n >= 8 {
+            var i = 0
+            while i + 8 <= n {
+                if lowered(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) != l.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                    return false
+                }
+                i += 8
+            }
+            // The last (overlapping) word.
+            return i == n
+                || lowered(p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)) == l.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        }
+        if n >= 4 {
+            let head = UInt64(p.loadUnaligned(as: UInt32.self)) | UInt64(p.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32
+            let want = UInt64(l.loadUnaligned(as: UInt32.self)) | UInt64(l.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32
+            return lowered(head) == want
+        }
+        for i in 0..<n where lowered(UInt64(p.load(fromByteOffset: i, as: UInt8.self))) != UInt64(l.load(fromByteOffset: i, as: UInt8.self)) {
+            return false
         }
         return true
+    }
+
+    /// The eight bytes of `w` with each ASCII capital letter made small (other bytes as they are).
+    @inline(__always)
+    public static func lowered(_ w: UInt64) -> UInt64 {
+        let seven = w & 0x7F7F_7F7F_7F7F_7F7F
+        // A byte's top bit: at least "A" (0x41), then at least "[" (0x5B); never carries, as
+        // 0x7F + 0x3F < 0x100.
+        let fromA = seven &+ 0x3F3F_3F3F_3F3F_3F3F
+        let pastZ = seven &+ 0x2525_2525_2525_2525
+        let capital = fromA & ~pastZ & ~w & 0x8080_8080_8080_8080
+        return w | capital >> 2
     }
 }

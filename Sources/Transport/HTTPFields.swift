@@ -91,6 +91,20 @@ public struct HTTPFields: Sendable {
         return k < 0 ? nil : value(at: k)
     }
 
+    /// Whether the first value of `name` (lowercase literal) is present and equal to `bytes`,
+    /// compared in place (no slice of the storage: forming one retained it, through the runtime's
+    /// generic copy, 60 instructions a time).
+    @inlinable @inline(__always)
+    public func firstValue(_ name: StaticString, equals bytes: UnsafeRawBufferPointer) -> Bool {
+        let k = firstIndex(named: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        guard k >= 0 else { return false }
+        return entries.withUnsafeBufferPointer { es in
+            let e = es[k]
+            guard Int(e.valueLength) == bytes.count else { return false }
+            return bytes.isEmpty || storage.withUnsafeBytes { sameBytes($0.baseAddress! + Int(e.valueStart), bytes.baseAddress!, bytes.count) }
+        }
+    }
+
     /// The index of the first field named `name` (lowercase bytes), or -1: one pass over the
     /// entries comparing lengths, then bytes in place (a slice of the storage per candidate cost
     /// a retain and a release each: 254 instructions for the `content-length` every request is
