@@ -195,16 +195,14 @@ public final class APNsGateway: PushGateway {
         nowMs: Int64, _ body: AcceptedPushSink
     ) {
         guard !decision.isBroadcast else { return }
-        var delivery = Delivery(
+        // Whole, by one initialiser: set field by field after it, it was copied once more.
+        let delivery = Delivery(
             provider: .apns, platform: .ios, tokenBytes: decision.token, appBytes: decision.bundle,
             environment: decision.environment.rawValue, notificationID: id, messageName: nil,
-            receivedAtMs: nowMs, payload: request.body[...])
-        delivery.tokenKey = decision.tokenKey
-        delivery.mutableContent = decision.summary.mutableContent
-        delivery.contentAvailable = decision.summary.contentAvailable
-        delivery.alerts = decision.summary.alerts
-        delivery.collapseID = decision.collapseID.map { String(decoding: $0, as: UTF8.self) }
-        delivery.expiresAtMs = decision.expiration.map { $0 * 1000 }
+            receivedAtMs: nowMs, payload: request.body[...], tokenKey: decision.tokenKey,
+            mutableContent: decision.summary.mutableContent, contentAvailable: decision.summary.contentAvailable,
+            alerts: decision.summary.alerts, collapseID: decision.collapseID.map { String(decoding: $0, as: UTF8.self) },
+            expiresAtMs: decision.expiration.map { $0 * 1000 })
         body(
             delivery, decision.topic, decision.warnings, decision.summary.isJSON ? state.scanner.tokens : nil,
             AcceptedPushFlags(payloadIsJSON: decision.summary.isJSON, appliesDeviceEffects: true))

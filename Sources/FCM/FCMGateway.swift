@@ -264,15 +264,13 @@ public final class FCMGateway: PushGateway {
             let delivery = FCMGateway.iOSDelivery(project: decision.project, token: token, id: id, message: payload, nowMs: nowMs)
             return body(delivery, nil, decision.message.warnings, nil, flags)
         }
-        // Built here, in place (a Delivery returned from a helper was copied once more per push).
-        var delivery = Delivery(
+        // Built here, whole, by one initialiser (a Delivery returned from a helper was copied once
+        // more per push; one set field by field after its initialiser, once more too).
+        let delivery = Delivery(
             provider: .fcm, platform: .android, tokenBytes: token, appBytes: nil, environment: decision.project,
-            notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload)
-        delivery.tokenKey = decision.tokenKey
-        delivery.hasData = decision.message.hasData
-        if decision.message.hasNotification { delivery.alerts = .notification }
-        delivery.collapseID = decision.message.collapseKey
-        delivery.expiresAtMs = nowMs + decision.message.ttlSeconds * 1000
+            notificationID: id, messageName: nil, receivedAtMs: nowMs, payload: payload, tokenKey: decision.tokenKey,
+            hasData: decision.message.hasData, alerts: decision.message.hasNotification ? .notification : [],
+            collapseID: decision.message.collapseKey, expiresAtMs: nowMs + decision.message.ttlSeconds * 1000)
         body(delivery, nil, decision.message.warnings, nil, flags)
     }
 

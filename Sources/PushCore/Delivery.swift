@@ -48,7 +48,9 @@ public struct Delivery: Sendable {
     @inlinable
     public init(
         provider: PushProvider, platform: DevicePlatform, tokenBytes: ArraySlice<UInt8>, appBytes: ArraySlice<UInt8>?,
-        environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>
+        environment: String?, notificationID: UUIDValue, messageName: String?, receivedAtMs: Int64, payload: ArraySlice<UInt8>,
+        tokenKey: TokenKey? = nil, mutableContent: Bool = false, contentAvailable: Bool = false, hasData: Bool = false,
+        alerts: AlertFacts = [], collapseID: String? = nil, expiresAtMs: Int64? = nil
     ) {
         self.provider = provider
         self.platform = platform
@@ -59,5 +61,12 @@ public struct Delivery: Sendable {
         self.messageName = messageName
         self.receivedAtMs = receivedAtMs
         self.payload = payload
+        self.tokenKey = tokenKey
+        self.mutableContent = mutableContent
+        self.contentAvailable = contentAvailable
+        self.hasData = hasData
+        self.alerts = alerts
+        self.collapseID = collapseID
+        self.expiresAtMs = expiresAtMs
     }
 }
