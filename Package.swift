@@ -8,7 +8,10 @@ import PackageDescription
 // witnesses, about 110 instructions where a retain is 20 (callgrind: 700 a request).
 let hotPath: [SwiftSetting] = [
     .unsafeFlags(
-        ["-enforce-exclusivity=unchecked", "-cross-module-optimization", "-Xfrontend", "-disable-large-loadable-types-reg2mem", "-Xfrontend", "-disable-type-layout"],
+        [
+            "-enforce-exclusivity=unchecked", "-cross-module-optimization", "-Xfrontend", "-disable-large-loadable-types-reg2mem",
+            "-Xfrontend", "-disable-type-layout",
+        ],
         .when(configuration: .release))
 ]
 

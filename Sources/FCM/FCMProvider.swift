@@ -259,24 +259,32 @@ public struct FCMProvider: Sendable {
     /// The success body (`{"name": ...}`, formatted as Google does), or the error envelope.
     public func response(_ d: FCMSendDecision, id: UUIDValue, nowMs: Int64) -> Response {
         if !d.accepted, let e = d.error { return e.response }
-        var body: [UInt8] = []
-        // The whole answer, so the array never grows: the text around the name (36 bytes) and
-        // a message id (at most 39).
-        body.reserveCapacity(80 + d.project.utf8.count)
-        body.append(contentsOf: FCMProvider.namePrefix)
-        body.append(contentsOf: d.project.utf8)
-        body.append(contentsOf: FCMProvider.messagesInfix)
-        if d.message.validateOnly {
-            body.append(contentsOf: FCMProvider.fakeID)
-        } else {
-            PushNotification.appendFCMMessageID(id, receivedAtMs: nowMs, to: &body)
+        // The whole answer written into one array made at its size: the text around the name (36
+        // bytes), the project and a message id (appended piece by piece, the array was grown
+        // from empty and checked at each piece: 450 instructions an answer).
+        var project = d.project
+        let validateOnly = d.message.validateOnly
+        let body = project.withUTF8 { name in
+            [UInt8](unsafeUninitializedCapacity: 36 + name.count + PushNotification.fcmMessageIDCapacity) { out, count in
+                let base = UnsafeMutableRawPointer(out.baseAddress!)
+                var at = 0
+                func put(_ s: StaticString) {
+                    copyBytes(base + at, s.utf8Start, s.utf8CodeUnitCount)
+                    at += s.utf8CodeUnitCount
+                }
+                put("{\n  \"name\": \"projects/")
+                if name.count > 0 { copyBytes(base + at, name.baseAddress!, name.count) }
+                at += name.count
+                put("/messages/")
+                if validateOnly {
+                    put("fake_message_id")
+                } else {
+                    at += PushNotification.writeFCMMessageID(id, receivedAtMs: nowMs, to: base + at)
+                }
+                put("\"\n}\n")
+                count = at
+            }
         }
-        body.append(contentsOf: FCMProvider.nameSuffix)
         return FCMResponses.json(200, body)
     }
-
-    static let namePrefix = Array("{\n  \"name\": \"projects/".utf8)
-    static let messagesInfix = Array("/messages/".utf8)
-    static let fakeID = Array("fake_message_id".utf8)
-    static let nameSuffix = Array("\"\n}\n".utf8)
 }

@@ -285,14 +285,16 @@ public enum Bytes {
             }
             // The last (overlapping) word.
             return i == n
-                || lowered(p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)) == l.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+                || lowered(p.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
+                    == l.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
         }
         if n >= 4 {
             let head = UInt64(p.loadUnaligned(as: UInt32.self)) | UInt64(p.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32
             let want = UInt64(l.loadUnaligned(as: UInt32.self)) | UInt64(l.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32
             return lowered(head) == want
         }
-        for i in 0..<n where lowered(UInt64(p.load(fromByteOffset: i, as: UInt8.self))) != UInt64(l.load(fromByteOffset: i, as: UInt8.self)) {
+        for i in 0..<n where lowered(UInt64(p.load(fromByteOffset: i, as: UInt8.self))) != UInt64(l.load(fromByteOffset: i, as: UInt8.self))
+        {
             return false
         }
         return true

@@ -79,33 +79,55 @@ extension PushNotification {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends the FCM message id's bytes (no String on the request path): written into a stack
-    /// buffer and appended once (a byte-at-a-time append checked the array's capacity and
-    /// uniqueness for each of its 36 bytes).
+    /// Appends the FCM message id's bytes (no String on the request path).
     public static func appendFCMMessageID(_ id: UUIDValue, receivedAtMs: Int64, to out: inout [UInt8]) {
-        var us = UInt64(max(0, receivedAtMs)) &* 1000 &+ id.high % 1000
-        // "0:" + at most 20 decimal digits + "%" + 16 hex digits.
-        var buf:
-            (
-                UInt64, UInt64, UInt64, UInt64, UInt64
-            ) = (0, 0, 0, 0, 0)
+        var buf: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &buf) { b in
-            // The digits right-aligned before the "%" at 22, then the hex after it.
-            var i = 22
-            repeat {
-                i -= 1
-                b[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: us % 10)
-                us /= 10
-            } while us > 0
-            b[i - 1] = UInt8(ascii: ":")
-            b[i - 2] = UInt8(ascii: "0")
-            b[22] = UInt8(ascii: "%")
-            let x = id.high
-            for k in 0..<16 {
-                let nibble = UInt8(truncatingIfNeeded: (x >> UInt64(60 - 4 * k)) & 15)
-                b[23 + k] = nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
-            }
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[(i - 2)..<39]))
+            let n = writeFCMMessageID(id, receivedAtMs: receivedAtMs, to: b.baseAddress!)
+            out.append(contentsOf: UnsafeRawBufferPointer(start: b.baseAddress!, count: n))
         }
     }
+
+    /// The most bytes `writeFCMMessageID` writes: "0:", 20 digits, "%", 16 hex digits.
+    public static let fcmMessageIDCapacity = 39
+
+    /// Writes the FCM message id's bytes at `out` (room for `fcmMessageIDCapacity`) and returns
+    /// how many: the digits two at a time into a stack buffer (right-aligned before the "%"),
+    /// the hex a word at a time.
+    public static func writeFCMMessageID(_ id: UUIDValue, receivedAtMs: Int64, to out: UnsafeMutableRawPointer) -> Int {
+        var us = UInt64(max(0, receivedAtMs)) &* 1000 &+ id.high % 1000
+        var buf: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &buf) { b -> Int in
+            let p = b.baseAddress!
+            let pairs = UnsafeRawPointer(PushNotification.digitPairs.utf8Start)
+            var i = 22
+            while us >= 100 {
+                let r = Int(truncatingIfNeeded: us % 100)
+                us /= 100
+                i -= 2
+                p.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * r, as: UInt16.self), toByteOffset: i, as: UInt16.self)
+            }
+            if us >= 10 {
+                i -= 2
+                p.storeBytes(of: pairs.loadUnaligned(fromByteOffset: 2 * Int(us), as: UInt16.self), toByteOffset: i, as: UInt16.self)
+            } else {
+                i -= 1
+                p.storeBytes(of: UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: us), toByteOffset: i, as: UInt8.self)
+            }
+            p.storeBytes(of: UInt8(ascii: ":"), toByteOffset: i - 1, as: UInt8.self)
+            p.storeBytes(of: UInt8(ascii: "0"), toByteOffset: i - 2, as: UInt8.self)
+            p.storeBytes(of: UInt8(ascii: "%"), toByteOffset: 22, as: UInt8.self)
+            UUIDValue.writeHex16(id.high, to: p + 23)
+            let n = 39 - (i - 2)
+            out.copyMemory(from: p + (i - 2), byteCount: n)
+            return n
+        }
+    }
+
+    /// "00" to "99", two bytes each (a literal: no array, no lazy global).
+    static let digitPairs: StaticString = """
+        00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+        40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899
+        """
 }

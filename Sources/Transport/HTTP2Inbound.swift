@@ -471,6 +471,8 @@ struct RequestHeaderBlock: HPACKFieldSink {
     private var plain = true
 
     init(limit: Int) {
+        // Four times the limit must fit an Int32 offset (`field`); the CLI allows 1 MiB.
+        precondition(limit >= 0 && limit <= 1 << 28, "header list limit out of range")
         self.limit = limit
         byteCapacity = 512
         bytes = UnsafeMutableRawPointer.allocate(byteCount: byteCapacity, alignment: 8)
@@ -530,11 +532,17 @@ struct RequestHeaderBlock: HPACKFieldSink {
             bytes: UnsafeRawBufferPointer(start: bytes, count: used), entries: UnsafeBufferPointer(start: entries, count: count))
     }
 
+    /// Keeps one decoded field. Its arithmetic is unchecked: a list over four times the limit
+    /// (at most 4 MiB: `--max-header-list-size` is at most 1 MiB) is dropped before anything
+    /// is kept, so every offset kept fits an `Int32` (the checked version cost about 40
+    /// instructions a field in overflow tests).
     mutating func field(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, role: FieldRole, valueIsPlain: Bool) {
-        listSize += name.count + value.count + 32
+        let nameCount = name.count
+        let valueCount = value.count
+        // Lengths of buffers in memory: their sum with 32 cannot overflow an Int.
+        listSize &+= nameCount &+ valueCount &+ 32
         guard listSize <= 4 * limit else { return }
         let position = count
-        if position >= 64 { plain = false }
         switch role {
         case .regular:
             regularSeen = true
@@ -545,29 +553,31 @@ struct RequestHeaderBlock: HPACKFieldSink {
             pseudoSeen |= bit
             if role == .path {
                 if !valueIsPlain { plain = false }
-                pathIndex = Int32(position)
+                pathIndex = Int32(truncatingIfNeeded: position)
             } else if role == .method {
                 method = HTTPMethod(bytes: value)
-                if value.count == 7 && value.equals("CONNECT") { plain = false }
+                if valueCount == 7 && value.equals("CONNECT") { plain = false }
             }
-            if position < 64 { forwarded |= 1 << UInt64(position) }
+            if position < 64 { forwarded |= 1 &<< UInt64(truncatingIfNeeded: position) }
         case .forwarded:
             regularSeen = true
-            if position < 64 { forwarded |= 1 << UInt64(position) }
+            if position < 64 { forwarded |= 1 &<< UInt64(truncatingIfNeeded: position) }
         case .otherPseudo, .forbidden, .invalidName:
             plain = false
         }
-        let end = used + name.count + value.count
-        if end > byteCapacity { reallocateBytes(max(end, byteCapacity * 2), keep: used) }
-        if count == entryCapacity { reallocateEntries(entryCapacity * 2, keep: count) }
-        if !name.isEmpty { copyBytes(bytes + used, name.baseAddress!, name.count) }
-        if !value.isEmpty { copyBytes(bytes + used + name.count, value.baseAddress!, value.count) }
-        (entries + count).initialize(
+        if position >= 64 { plain = false }
+        let start = used
+        let end = start &+ nameCount &+ valueCount
+        if end > byteCapacity { reallocateBytes(max(end, byteCapacity &* 2), keep: start) }
+        if position == entryCapacity { reallocateEntries(entryCapacity &* 2, keep: position) }
+        if nameCount > 0 { copyBytes(bytes + start, name.baseAddress!, nameCount) }
+        if valueCount > 0 { copyBytes(bytes + start + nameCount, value.baseAddress!, valueCount) }
+        (entries + position).initialize(
             to: HTTPFields.Entry(
-                nameStart: Int32(used), nameLength: Int32(name.count), valueStart: Int32(used + name.count),
-                valueLength: Int32(value.count)))
+                nameStart: Int32(truncatingIfNeeded: start), nameLength: Int32(truncatingIfNeeded: nameCount),
+                valueStart: Int32(truncatingIfNeeded: start &+ nameCount), valueLength: Int32(truncatingIfNeeded: valueCount)))
         used = end
-        count += 1
+        count = position &+ 1
     }
 
     /// What nghttp2 is given (see `HTTP2Inbound`).

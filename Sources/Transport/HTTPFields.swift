@@ -101,7 +101,8 @@ public struct HTTPFields: Sendable {
         return entries.withUnsafeBufferPointer { es in
             let e = es[k]
             guard Int(e.valueLength) == bytes.count else { return false }
-            return bytes.isEmpty || storage.withUnsafeBytes { sameBytes($0.baseAddress! + Int(e.valueStart), bytes.baseAddress!, bytes.count) }
+            return bytes.isEmpty
+                || storage.withUnsafeBytes { sameBytes($0.baseAddress! + Int(e.valueStart), bytes.baseAddress!, bytes.count) }
         }
     }
 
@@ -126,18 +127,23 @@ public struct HTTPFields: Sendable {
     /// lengths and a byte, for a check every request makes (`BrowserOrigin`).
     @inlinable
     public var mayBeFromBrowser: Bool {
-        storage.withUnsafeBufferPointer { s in
-            for e in entries {
-                let n = Int(e.nameLength)
-                guard n == 6 || n >= 10 else { continue }
-                let first = s[Int(e.nameStart)]
-                if (n == 6 && first == UInt8(ascii: "o"))
-                    || (n >= 10 && first == UInt8(ascii: "s") && s[Int(e.nameStart) + 3] == UInt8(ascii: "-"))
-                {
-                    return true
+        storage.withUnsafeBytes { s in
+            entries.withUnsafeBufferPointer { es in
+                guard let base = s.baseAddress else { return false }
+                for e in es {
+                    let n = e.nameLength
+                    // `origin`, or `sec-` and at least six more (`sec-fetch-*`).
+                    if n == 6 {
+                        if base.load(fromByteOffset: Int(e.nameStart), as: UInt8.self) == UInt8(ascii: "o") { return true }
+                    } else if n >= 10 {
+                        let p = base + Int(e.nameStart)
+                        if p.load(as: UInt8.self) == UInt8(ascii: "s") && p.load(fromByteOffset: 3, as: UInt8.self) == UInt8(ascii: "-") {
+                            return true
+                        }
+                    }
                 }
+                return false
             }
-            return false
         }
     }
 

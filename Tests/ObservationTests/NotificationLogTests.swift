@@ -130,9 +130,15 @@ final class NotificationLogTests: XCTestCase {
     func testFCMMessageIDFormat() {
         let ids = [
             UUIDValue(high: 0, low: 0), UUIDValue(high: 0x0123_4567_89ab_cdef, low: 1), UUIDValue(high: .max, low: .max),
-            UUIDValue(high: 999, low: 7),
+            UUIDValue(high: 999, low: 7), UUIDValue(high: 7, low: 0), UUIDValue(high: 42, low: 0),
         ]
-        let times: [Int64] = [0, 1, 999, 1_764_000_000_123, -5, Int64.max / 1000]
+        // Every count of digits, odd and even (the digits are written two at a time).
+        var times: [Int64] = [0, 1, 999, 1_764_000_000_123, -5, Int64.max / 1000]
+        var power: Int64 = 1
+        for _ in 0..<16 {
+            times += [power - 1, power, power + 1]
+            power *= 10
+        }
         for id in ids {
             for t in times {
                 let us = UInt64(max(0, t)) &* 1000 &+ id.high % 1000
