@@ -40,12 +40,15 @@ public final class FCMMessageMemo {
 
     public init() {}
 
-    /// The remembered message when `body` is the remembered one but for its token, parsed with
-    /// the same settings; nil when it must be parsed.
-    func recall(_ body: UnsafeRawBufferPointer, sizeMode: FCMSizeMode, strictAPNsPayload: Bool) -> FCMParsedMessage? {
+    /// Writes the remembered message into `message` when `body` is the remembered one but for
+    /// its token, parsed with the same settings; false (and `message` untouched) when it must be
+    /// parsed.
+    func recall(_ body: UnsafeRawBufferPointer, sizeMode: FCMSizeMode, strictAPNsPayload: Bool, into message: inout FCMParsedMessage)
+        -> Bool
+    {
         let count = bytes.count
         guard count != 0, body.count == count, sizeMode == self.sizeMode, strictAPNsPayload == self.strictAPNsPayload
-        else { return nil }
+        else { return false }
         let span = tokenSpan
         // 0: another body; 1: the same but for its token; 2: the same, token too (checked when remembered).
         let same = bytes.withUnsafeBytes { old -> Int in
@@ -55,10 +58,11 @@ public final class FCMMessageMemo {
             else { return 0 }
             return sameTokenBytes(a + span.lowerBound, b + span.lowerBound, span.count) ? 2 : 1
         }
-        guard same != 0 else { return nil }
-        if same == 1, !FCMFormats.isRegistrationToken(UnsafeRawBufferPointer(rebasing: body[span])) { return nil }
+        guard same != 0 else { return false }
+        if same == 1, !FCMFormats.isRegistrationToken(UnsafeRawBufferPointer(rebasing: body[span])) { return false }
         recalled &+= 1
-        return message
+        message = self.message
+        return true
     }
 
     /// Remembers an accepted `message` parsed from `body` with these settings.

@@ -157,12 +157,10 @@ public struct FCMProvider: Sendable {
             d.error = .quota(project: accounts.projectNumber(for: d.project) ?? d.project, retryAfterSeconds: wait)
             return
         }
-        switch parser.parse(request.body, scratch: state.scratch) {
-        case .failure(let e):
+        let parser = self.parser
+        if let e = request.body.withUnsafeBytes({ parser.parse($0, scratch: state.scratch, into: &d.message) }) {
             d.error = e
             return
-        case .success(let m):
-            d.message = m
         }
         switch d.message.target {
         case .token(let r):
