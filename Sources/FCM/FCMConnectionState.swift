@@ -6,10 +6,11 @@ public final class FCMConnectionState {
     public let scratch = FCMScratch()
     var bearer: [UInt8] = []
     var bearerVerdict: FCMAccessTokens.Verdict = .foreign
-    /// The `authorization` header (`authorization`) last allowed for `bearerProject`, until this
-    /// time (ms): its token valid with the messaging scope until it expires, or foreign under
-    /// `--fcm-auth lenient` for good; 0 when none was. Compared before the header is parsed and
-    /// the verdict copied (which retained its two strings).
+    /// The `authorization` header last allowed (`authorization`), the project it was allowed for
+    /// (`bearerProject`) and until when (ms; 0: none was): a token valid with the messaging scope
+    /// until it expires, a foreign one under `--fcm-auth lenient` for good. The next request's
+    /// header is compared with it before it is parsed and the verdict copied (which retained its
+    /// two strings).
     var bearerGoodUntilMs: Int64 = 0
     var bearerProject = ""
     var authorization: [UInt8] = []

@@ -534,7 +534,7 @@ struct RequestHeaderBlock: HPACKFieldSink {
 
     /// Keeps one decoded field. Its arithmetic is unchecked: a list over four times the limit
     /// (at most 4 MiB: `--max-header-list-size` is at most 1 MiB) is dropped before anything
-    /// is kept, so every offset kept fits an `Int32` (the checked version cost about 40
+    /// is kept, so every offset kept fits an `Int32` (the checked version cost about 25
     /// instructions a field in overflow tests).
     mutating func field(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, role: FieldRole, valueIsPlain: Bool) {
         let nameCount = name.count
