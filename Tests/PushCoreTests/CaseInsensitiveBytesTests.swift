@@ -14,19 +14,22 @@ final class CaseInsensitiveBytesTests: XCTestCase {
         return true
     }
 
-    /// Literals of lengths 0 to 20 (letters, digits and punctuation), as `StaticString`s.
+    /// Literals of every length from 0 to 20 (letters, digits and punctuation), as `StaticString`s.
     static let literals: [StaticString] = [
-        "", "k", "ab", "a-z", "key=", "a[z@", "bearer", "bearer ", "z`{@a9:_", "api.push", "authority", "x-firebase",
-        "content-typ", "content-type", "apns-priority", "apns-expiration", "api.sandbox.push", "apns-collapse-id",
-        "apns-push-type-abc", "api.push.apple.com", "api-broadcast.push.a",
+        "", "k", "ab", "a-z", "key=", "a[z@", "host:", "bearer", "bearer ", "z`{@a9:_", "api.push", "authority", "x-firebase",
+        "content-typ", "content-type", "apns-priority", "apns-push-type", "apns-expiration", "api.sandbox.push",
+        "apns-collapse-id", "x-goog-api-format", "apns-push-type-abc", "api.push.apple.com", "api-sandbox.push.ap",
+        "api-broadcast.push.a",
     ]
 
     func testEveryByteAtEveryPosition() {
         var checked = 0
+        var lengths = Set<Int>()
         for literal in Self.literals {
             let text = literal.description
             let exact = Array(text.utf8)
             XCTAssertEqual(exact.count, literal.utf8CodeUnitCount)
+            lengths.insert(exact.count)
             for position in 0..<max(exact.count, 1) {
                 for v in 0...255 {
                     var bytes = exact
@@ -44,6 +47,7 @@ final class CaseInsensitiveBytesTests: XCTestCase {
             (exact + [0x20]).withUnsafeBytes { XCTAssertFalse(Bytes.equalIgnoringCase($0, literal), text) }
             if !exact.isEmpty { exact.dropLast().withUnsafeBytes { XCTAssertFalse(Bytes.equalIgnoringCase($0, literal), text) } }
         }
+        XCTAssertEqual(lengths, Set(0...20))
         XCTAssertGreaterThan(checked, 50_000)
     }
 
