@@ -100,13 +100,13 @@ public enum APNsEnvironment: String, Sendable {
             let h = UnsafeRawBufferPointer(rebasing: raw[0..<n])
             // By length first: one comparison at most (an IP or localhost costs none).
             switch n {
-            case 18: return Bytes.equalIgnoringCase(h, "api.push.apple.com") ? .production : nil
-            case 26: return Bytes.equalIgnoringCase(h, "api.sandbox.push.apple.com") ? .sandbox : nil
-            case 30: return Bytes.equalIgnoringCase(h, "api.development.push.apple.com") ? .sandbox : nil
-            case 28: return Bytes.equalIgnoringCase(h, "api-broadcast.push.apple.com") ? .production : nil
-            case 36: return Bytes.equalIgnoringCase(h, "api-broadcast.sandbox.push.apple.com") ? .sandbox : nil
-            case 35: return Bytes.equalIgnoringCase(h, "api-manage-broadcast.push.apple.com") ? .production : nil
-            case 43: return Bytes.equalIgnoringCase(h, "api-manage-broadcast.sandbox.push.apple.com") ? .sandbox : nil
+            case 18: return h.equalsIgnoringCase("api.push.apple.com") ? .production : nil
+            case 26: return h.equalsIgnoringCase("api.sandbox.push.apple.com") ? .sandbox : nil
+            case 30: return h.equalsIgnoringCase("api.development.push.apple.com") ? .sandbox : nil
+            case 28: return h.equalsIgnoringCase("api-broadcast.push.apple.com") ? .production : nil
+            case 36: return h.equalsIgnoringCase("api-broadcast.sandbox.push.apple.com") ? .sandbox : nil
+            case 35: return h.equalsIgnoringCase("api-manage-broadcast.push.apple.com") ? .production : nil
+            case 43: return h.equalsIgnoringCase("api-manage-broadcast.sandbox.push.apple.com") ? .sandbox : nil
             default: return nil
             }
         }

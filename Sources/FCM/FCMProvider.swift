@@ -88,7 +88,7 @@ public struct FCMProvider: Sendable {
             return nil
         }
         guard let h = request.headers.first("authorization") else { return .credentialsMissing }
-        guard h.count > 7, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(7)), "bearer ") })
+        guard h.count > 7, h.withUnsafeBytes({ UnsafeRawBufferPointer(rebasing: $0.prefix(7)).equalsIgnoringCase("bearer ") })
         else { return .invalidCredentials(expired: false) }
         var token = h.dropFirst(7)
         while token.first == 0x20 { token = token.dropFirst() }
@@ -206,7 +206,7 @@ public struct FCMProvider: Sendable {
         if !state.projectSegment.isEmpty && Bytes.equal(segment, state.projectSegment) { return state.project }
         let text = String(decoding: segment, as: UTF8.self)
         let project = accounts.projectID(forPathSegment: text)
-        if !segment.isEmpty && !segment.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+        if !segment.isEmpty && !FCMServiceAccounts.isProjectNumber(segment) {
             state.projectSegment.removeAll(keepingCapacity: true)
             state.projectSegment.append(contentsOf: segment)
             state.project = project

@@ -146,9 +146,15 @@ public final class FCMServiceAccounts: PersistentStore {
         accounts.withLock { $0.values.first { $0.projectID == projectID }?.projectNumber }
     }
 
+    /// Whether a path segment is a project number (digits only), which names its project
+    /// through the accounts; anything else is the project id itself.
+    static func isProjectNumber(_ segment: some Sequence<UInt8>) -> Bool {
+        segment.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
     /// The project id a path segment names: the id itself, or a registered project's number.
     public func projectID(forPathSegment s: String) -> String {
-        guard s.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return s }
+        guard FCMServiceAccounts.isProjectNumber(s.utf8) else { return s }
         return accounts.withLock { $0.values.first { $0.projectNumber == s }?.projectID } ?? s
     }
 

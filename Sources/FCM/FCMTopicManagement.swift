@@ -27,12 +27,12 @@ public struct FCMTopicManagement: Sendable {
         }
         // A legacy server key (`key=AAAA...`): refused as Google refuses it since the legacy
         // APIs' shutdown.
-        if h.count > 4, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(4)), "key=") }) {
+        if h.count > 4, h.withUnsafeBytes({ UnsafeRawBufferPointer(rebasing: $0.prefix(4)).equalsIgnoringCase("key=") }) {
             return .failure(
                 Rejection(
                     FCMTopicManagement.iidError(401, "Authenticating using server key is deprecated. Please use an OAuth2 token instead.")))
         }
-        guard h.count > 7, h.withUnsafeBytes({ Bytes.equalIgnoringCase(UnsafeRawBufferPointer(rebasing: $0.prefix(7)), "bearer ") }) else {
+        guard h.count > 7, h.withUnsafeBytes({ UnsafeRawBufferPointer(rebasing: $0.prefix(7)).equalsIgnoringCase("bearer ") }) else {
             return .failure(Rejection(FCMTopicManagement.iidError(401, "Unauthorized")))
         }
         switch provider.tokens.verify(h.dropFirst(7), nowSeconds: nowMs / 1000) {

@@ -58,6 +58,48 @@ func asciiLower(_ b: UInt8) -> UInt8 {
     (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
 }
 
+/// The eight bytes of `w` with each ASCII capital letter made small (other bytes as they are).
+@inlinable @inline(__always)
+public func asciiLowered(_ w: UInt64) -> UInt64 {
+    let seven = w & 0x7F7F_7F7F_7F7F_7F7F
+    // A byte's top bit: at least "A" (0x41), then at least "[" (0x5B); never carries, as
+    // 0x7F + 0x3F < 0x100.
+    let fromA = seven &+ 0x3F3F_3F3F_3F3F_3F3F
+    let pastZ = seven &+ 0x2525_2525_2525_2525
+    let capital = fromA & ~pastZ & ~w & 0x8080_8080_8080_8080
+    return w | capital >> 2
+}
+
+/// ASCII case-insensitive equality of the `n` bytes at `a` with the lowercase ones at `lower`,
+/// a word at a time (a byte at a time cost 15 instructions a byte: a bearer prefix 109, an
+/// APNs host up to 600).
+@inlinable @inline(__always)
+func equalIgnoringCase(_ a: UnsafeRawPointer, _ lower: UnsafeRawPointer, _ n: Int) -> Bool {
+    if n >= 8 {
+        var i = 0
+        while i + 8 <= n {
+            if asciiLowered(a.loadUnaligned(fromByteOffset: i, as: UInt64.self)) != lower.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            {
+                return false
+            }
+            i += 8
+        }
+        // The last (overlapping) word.
+        return i == n
+            || asciiLowered(a.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
+                == lower.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+    }
+    if n >= 4 {
+        let head = UInt64(a.loadUnaligned(as: UInt32.self)) | UInt64(a.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32
+        let want = UInt64(lower.loadUnaligned(as: UInt32.self)) | UInt64(lower.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self)) << 32
+        return asciiLowered(head) == want
+    }
+    for i in 0..<n where asciiLower(a.load(fromByteOffset: i, as: UInt8.self)) != lower.load(fromByteOffset: i, as: UInt8.self) {
+        return false
+    }
+    return true
+}
+
 extension Collection where Element == UInt8 {
     /// True when the bytes equal `literal` exactly.
     @inlinable
@@ -78,6 +120,10 @@ extension Collection where Element == UInt8 {
     public func equalsIgnoringCase(_ literal: StaticString) -> Bool {
         guard count == literal.utf8CodeUnitCount else { return false }
         return literal.withUTF8Buffer { lit in
+            let contiguous = withContiguousStorageIfAvailable { b in
+                b.isEmpty || equalIgnoringCase(UnsafeRawPointer(b.baseAddress!), UnsafeRawPointer(lit.baseAddress!), b.count)
+            }
+            if let contiguous { return contiguous }
             var i = 0
             for b in self {
                 if asciiLower(b) != lit[i] { return false }

@@ -1,7 +1,7 @@
-import PushCore
+import Transport
 import XCTest
 
-/// `Bytes.equalIgnoringCase` (a word at a time) answers as a byte-by-byte comparison does, for
+/// `equalsIgnoringCase` (a word at a time over contiguous bytes) answers as a byte-by-byte comparison does, for
 /// every byte value at every position of literals of every length up to two words and a tail.
 final class CaseInsensitiveBytesTests: XCTestCase {
     static func reference(_ a: [UInt8], _ lower: String) -> Bool {
@@ -36,22 +36,22 @@ final class CaseInsensitiveBytesTests: XCTestCase {
                     if !bytes.isEmpty { bytes[position] = UInt8(v) }
                     let want = Self.reference(bytes, text)
                     bytes.withUnsafeBytes { raw in
-                        XCTAssertEqual(Bytes.equalIgnoringCase(raw, literal), want, "byte \(v) at \(position) of \"\(text)\"")
+                        XCTAssertEqual(raw.equalsIgnoringCase(literal), want, "byte \(v) at \(position) of \"\(text)\"")
                     }
                     checked += 1
                 }
             }
             // Capitals throughout match; one byte more or fewer never does.
             let upper = Array(text.uppercased().utf8)
-            upper.withUnsafeBytes { XCTAssertTrue(Bytes.equalIgnoringCase($0, literal), text) }
-            (exact + [0x20]).withUnsafeBytes { XCTAssertFalse(Bytes.equalIgnoringCase($0, literal), text) }
-            if !exact.isEmpty { exact.dropLast().withUnsafeBytes { XCTAssertFalse(Bytes.equalIgnoringCase($0, literal), text) } }
+            upper.withUnsafeBytes { XCTAssertTrue($0.equalsIgnoringCase(literal), text) }
+            (exact + [0x20]).withUnsafeBytes { XCTAssertFalse($0.equalsIgnoringCase(literal), text) }
+            if !exact.isEmpty { exact.dropLast().withUnsafeBytes { XCTAssertFalse($0.equalsIgnoringCase(literal), text) } }
         }
         XCTAssertEqual(lengths, Set(0...20))
         XCTAssertGreaterThan(checked, 50_000)
     }
 
-    /// `lowered` folds each byte of a word on its own: every value in every lane.
+    /// `asciiLowered` folds each byte of a word on its own: every value in every lane.
     func testLoweredFoldsEachLaneAlone() {
         for lane in 0..<8 {
             for v in 0...255 {
@@ -60,7 +60,7 @@ final class CaseInsensitiveBytesTests: XCTestCase {
                     bytes[lane] = UInt8(v)
                     let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
                     let want = bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-                    let got = withUnsafeBytes(of: Bytes.lowered(word)) { Array($0) }
+                    let got = withUnsafeBytes(of: asciiLowered(word)) { Array($0) }
                     XCTAssertEqual(got, want, "byte \(v) in lane \(lane) among \(fill)")
                 }
             }
