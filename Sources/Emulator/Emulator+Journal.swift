@@ -21,10 +21,7 @@ extension Emulator {
                 },
                 // The payload's tokens from its gateway's parse (an APNs payload, FCM's message):
                 // no second parse.
-                campaignOfParsed: { provider, parsed in
-                    CampaignID.first(
-                        request: PayloadReader(parsed) ?? PayloadReader(Array(parsed.bytes)), provider: provider, extra: keys)
-                },
+                campaignOfParsed: { provider, parsed in CampaignID.first(parsed: parsed, provider: provider, extra: keys) },
                 payloadTerms: { provider, payload in AlertText.indexTerms(provider: provider, payload: payload, campaignKeys: keys) })
         } catch let error as ConfigurationError {
             throw error

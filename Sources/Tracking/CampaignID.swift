@@ -44,6 +44,39 @@ public enum CampaignID {
         return nil
     }
 
+    /// `first(request:)` read straight from the tokens a gateway's parse left (`parsed`: the
+    /// payload, or FCM's `message`, as a value of the request's body): neither the bytes nor
+    /// the tokens are copied. The same answer as `first(request: PayloadReader(parsed))`.
+    public static func first(parsed: ParsedJSON, provider: PushProvider, extra: [String] = []) -> String? {
+        guard let root = parsed.root else {
+            return first(request: PayloadReader(Array(parsed.bytes)), provider: provider, extra: extra)
+        }
+        let origin = parsed.bytes.startIndex
+        return parsed.bytes.withUnsafeBytes { slice -> String? in
+            // The tokens' offsets count from the start of the whole document, of which
+            // `bytes` is a value: a view from that start, read only within the slice.
+            let document = UnsafeRawBufferPointer(start: slice.baseAddress! - origin, count: origin + slice.count)
+            let v = JSONView(bytes: document, buffer: parsed.tokens)
+            func value(_ path: String, from object: Int) -> String? {
+                var path = path
+                return path.withUTF8 { PayloadReader.lookup(v, UnsafeRawBufferPointer($0), from: object) }
+            }
+            for p in extra { if let c = value(p, from: root) { return c } }
+            for p in paths(provider) { if let c = value(p, from: root) { return c } }
+            guard provider == .fcm, let message = PayloadReader.member(v, root, "message") else { return nil }
+            // A JSON document inside the `message` string: read as `first(request:)` reads it.
+            if v.tokens[message].kind == .string {
+                let inner = PayloadReader(Array(v.string(message).utf8))
+                for p in extra { if let c = inner.value(p) { return c } }
+                for p in fcmPaths { if let c = inner.value(p) { return c } }
+                return nil
+            }
+            for p in extra { if let c = value(p, from: message) { return c } }
+            for p in fcmPaths { if let c = value(p, from: message) { return c } }
+            return nil
+        }
+    }
+
     public static func matches(_ n: PushNotification, _ campaign: String, extra: [String] = []) -> Bool {
         n.payloadIsJSON && candidates(PayloadReader(n.payload), provider: n.provider, extra: extra).contains(campaign)
     }

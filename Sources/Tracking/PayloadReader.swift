@@ -122,17 +122,7 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
             let key = UnsafeRawBufferPointer(rebasing: path[start..<end])
             switch v.tokens[i].kind {
             case .object:
-                var found: Int?
-                v.forEachMember(i) { k, val in
-                    guard found == nil else { return }
-                    if v.tokens[k].escaped {
-                        if v.string(k) == String(decoding: key, as: UTF8.self) { found = val }
-                    } else {
-                        let r = v.raw(k)
-                        if r.count == key.count && (key.isEmpty || sameBytes(r.baseAddress!, key.baseAddress!, key.count)) { found = val }
-                    }
-                }
-                guard let f = found else { return nil }
+                guard let f = member(v, i, key) else { return nil }
                 i = f
             case .array:
                 guard let n = Int(String(decoding: key, as: UTF8.self)), n >= 0 else { return nil }
@@ -153,6 +143,27 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
             start = end + 1
         }
         return text(v, i)
+    }
+
+    /// The value of the first member of the object at `object` named `key` (an escaped name
+    /// decoded and compared whole), or nil.
+    static func member(_ v: JSONView, _ object: Int, _ key: UnsafeRawBufferPointer) -> Int? {
+        var found: Int?
+        v.forEachMember(object) { k, val in
+            guard found == nil else { return }
+            if v.tokens[k].escaped {
+                if v.string(k) == String(decoding: key, as: UTF8.self) { found = val }
+            } else {
+                let r = v.raw(k)
+                if r.count == key.count && (key.isEmpty || sameBytes(r.baseAddress!, key.baseAddress!, key.count)) { found = val }
+            }
+        }
+        return found
+    }
+
+    /// `member` for a literal name.
+    static func member(_ v: JSONView, _ object: Int, _ key: StaticString) -> Int? {
+        member(v, object, UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
     }
 
     /// A value as `value` gives it: a string decoded, nil for null, anything else as written.

@@ -85,6 +85,56 @@ final class TrackingPresetTests: XCTestCase {
         XCTAssertNil(fcm(#"{"message":{"token":"t"}}"#))
     }
 
+    /// The campaign read from a gateway's tokens in place (`first(parsed:)`) equals the one read
+    /// from a copy of them, for whole payloads and for a member of a larger document (FCM's
+    /// `message`): escaped names, JSON inside strings, arrays, misses and configured paths.
+    func testCampaignFromParsedTokensEqualsTheCopy() {
+        let values = [
+            #"{"aps":{},"_mId":"1","_dId":"adobe-7"}"#,
+            #"{"aps":{},"moengage":{"cid":"moe-c_L_0"}}"#,
+            #"{"aps":{},"_d\u0049d":"escaped-name"}"#,
+            #"{"aps":{},"custom":"{\"i\":\"os-in-string\"}"}"#,
+            #"{"aps":{},"meta":{"camp":["a","mine"]}}"#,
+            #"{"aps":{"alert":"x"}}"#,
+            #"{"token":"t","data":{"_dId":"adobe-8"}}"#,
+            #"{"data":{"moe_cid_attr":"{\"moe_campaign_id\":\"moe-3\"}"}}"#,
+            #"{"android":{"fcm_options":{"analytics_label":"lbl-a"}}}"#,
+            #"{"message":{"data":{"p":"nested-message"}}}"#,
+            #"{"message":"{\"data\":{\"cid\":\"braze-in-string\"}}"}"#,
+            #"{"message":7}"#,
+            #"{"token":"t"}"#,
+            #"[{"_dId":"in-array"}]"#,
+        ]
+        var hits = 0
+        for value in values {
+            for prefix in ["", #"{"validate_only":false,"message":"#] {
+                let document = Array((prefix + value + (prefix.isEmpty ? "" : "}")).utf8)
+                let tokens = JSONTokenBuffer(capacity: 8)
+                XCTAssertNil(document.withUnsafeBytes { JSONParser.parse($0, into: tokens) }, value)
+                let start = prefix.utf8.count
+                let parsed = ParsedJSON(bytes: document[start..<(start + value.utf8.count)], tokens: tokens)
+                XCTAssertNotNil(parsed.root, value)
+                for provider in [PushProvider.apns, .fcm, .webpush] {
+                    for extra in [[], ["meta.camp.1"]] {
+                        let copied = CampaignID.first(request: PayloadReader(parsed)!, provider: provider, extra: extra)
+                        XCTAssertEqual(
+                            CampaignID.first(parsed: parsed, provider: provider, extra: extra), copied, "\(provider) \(extra) \(value)")
+                        if copied != nil { hits += 1 }
+                    }
+                }
+            }
+        }
+        XCTAssertGreaterThan(hits, 40, "most documents carry a campaign for some provider")
+        // A slice whose value has no container token (a string holding a document): read by
+        // parsing the slice again, as before.
+        let document = Array(#"{"a":"{\"_dId\":\"in-string\"}"}"#.utf8)
+        let tokens = JSONTokenBuffer(capacity: 8)
+        XCTAssertNil(document.withUnsafeBytes { JSONParser.parse($0, into: tokens) })
+        let parsed = ParsedJSON(bytes: document[5..<(document.count - 1)], tokens: tokens)
+        XCTAssertNil(parsed.root)
+        XCTAssertEqual(CampaignID.first(parsed: parsed, provider: .apns), "in-string")
+    }
+
     func testAdobeTestVectors() {
         XCTAssertEqual(AdobeIDs.hex("12345"), "3039")
         XCTAssertEqual(AdobeIDs.hex("-1"), "ffffffff")
