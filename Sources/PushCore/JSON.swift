@@ -238,10 +238,29 @@ public struct JSONView {
         return Double(String(decoding: raw(i), as: UTF8.self))
     }
 
-    /// The number at `i` as an Int when it is an integer literal that fits.
+    /// The number at `i` as an Int when it is an integer literal that fits (what `Int(text)`
+    /// gives for the number's text, read from the bytes: no String made).
     public func integer(_ i: Int) -> Int? {
         guard tokens[i].kind == .number else { return nil }
-        return Int(String(decoding: raw(i), as: UTF8.self))
+        let r = raw(i)
+        guard var p = r.baseAddress, !r.isEmpty else { return nil }
+        let end = p + r.count
+        let negative = p.load(as: UInt8.self) == UInt8(ascii: "-")
+        if negative { p += 1 }
+        guard p < end else { return nil }
+        // Accumulated negatively, so Int.min fits; a fraction or exponent is not an Int.
+        var value = 0
+        while p < end {
+            let d = p.load(as: UInt8.self) &- UInt8(ascii: "0")
+            guard d < 10 else { return nil }
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (next, o2) = times10.subtractingReportingOverflow(Int(d))
+            guard !o1 && !o2 else { return nil }
+            value = next
+            p += 1
+        }
+        if negative { return value }
+        return value == .min ? nil : -value
     }
 }
 

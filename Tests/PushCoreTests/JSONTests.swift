@@ -247,6 +247,41 @@ final class IdentifierTests: XCTestCase {
         // A slice that is no value of the document (a string's bytes) has no root.
         XCTAssertNil(ParsedJSON(bytes: body[(end - 3)..<end], tokens: buffer).root)
     }
+
+    /// `integer` read from the bytes gives what `Int(text)` gives for every number's text: the
+    /// bounds, one past them, fractions, exponents and random values of every length.
+    func testIntegerIsIntOfTheText() {
+        var texts = [
+            "0", "-0", "1", "-1", "7", "10", "-10", "9223372036854775807", "-9223372036854775808",
+            "9223372036854775808", "-9223372036854775809", "92233720368547758070", "18446744073709551616",
+            "1.0", "-1.5", "1e3", "1E+3", "-0.0", "0e0", "12345678901234567890123",
+        ]
+        var rng = FastRandom(seed: 42)
+        for length in 1...20 {
+            for _ in 0..<20 {
+                var digits = String(Character(Unicode.Scalar(UInt8(ascii: "1") + UInt8(rng.next() % 9))))
+                for _ in 1..<length { digits.append(Character(Unicode.Scalar(UInt8(ascii: "0") + UInt8(rng.next() % 10)))) }
+                texts.append(digits)
+                texts.append("-" + digits)
+            }
+        }
+        let document = Array(("[" + texts.joined(separator: ",") + "]").utf8)
+        let buffer = JSONTokenBuffer()
+        XCTAssertNil(document.withUnsafeBytes { JSONParser.parse($0, into: buffer) })
+        var fits = 0
+        document.withUnsafeBytes { raw in
+            let v = JSONView(bytes: raw, buffer: buffer)
+            var n = 0
+            v.forEachElement(0) { e in
+                XCTAssertEqual(v.integer(e), Int(texts[n]), texts[n])
+                if Int(texts[n]) != nil { fits += 1 }
+                n += 1
+            }
+            XCTAssertEqual(n, texts.count)
+        }
+        XCTAssertGreaterThan(fits, 700, "most texts are Ints")
+        XCTAssertLessThan(fits, texts.count, "some are not")
+    }
 }
 
 extension String {
