@@ -21,7 +21,9 @@ extension Emulator {
                 },
                 // The payload's tokens from its gateway's parse (an APNs payload, FCM's message):
                 // no second parse.
-                campaignOfParsed: { provider, parsed in CampaignID.first(parsed: parsed, provider: provider, extra: keys) },
+                campaignOfParsed: { provider, parsed, last in
+                    CampaignID.first(parsed: parsed, provider: provider, extra: keys, reusing: last)
+                },
                 payloadTerms: { provider, payload in AlertText.indexTerms(provider: provider, payload: payload, campaignKeys: keys) })
         } catch let error as ConfigurationError {
             throw error

@@ -241,7 +241,9 @@ public final class Journal: @unchecked Sendable {
     public let retention: Retention
     /// Campaign id of a payload (set by the composition root: the presets' keys), read from the
     /// tokens of the request's body when the gateway lent them.
-    let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>, ParsedJSON?) -> String?
+    /// A payload's campaign: its bytes, its gateway's tokens if any, and the campaign read
+    /// last (to be returned as it is when the payload names the same one).
+    let campaignOf: @Sendable (PushProvider, ArraySlice<UInt8>, ParsedJSON?, String?) -> String?
     /// One shard per event loop, then `otherShards` for every other thread (tracking lanes,
     /// tests), picked by thread, so the dispatcher's lanes do not contend on one lock.
     let shards: [Shard]
@@ -274,13 +276,14 @@ public final class Journal: @unchecked Sendable {
     /// alert text for the index (nil: campaign and text terms never rule a block out).
     /// `campaignOf`: a payload's campaign id; `campaignOfParsed`, the same read from the tokens
     /// its gateway's parse of the request's body left (nil: `campaignOf` parses the payload
-    /// every time).
+    /// every time), given the campaign read last: it returns that String as it is when the
+    /// payload names the same one, so a personalised campaign makes no String per request.
     /// `indexRebuildLimit`: the most records after the last stored index block summarised at open.
     /// `aheadRotateBytes`: the size past which a loop's write-ahead file is closed for a new one.
     public init(
         path: String?, durability: Durability, loops: Int = 1, maxQueue: Int = 1_000_000, retention: Retention = Retention(),
         campaignOf: @escaping @Sendable (PushProvider, ArraySlice<UInt8>) -> String?,
-        campaignOfParsed: (@Sendable (PushProvider, ParsedJSON) -> String?)? = nil, payloadTerms: PayloadTermsReader? = nil,
+        campaignOfParsed: (@Sendable (PushProvider, ParsedJSON, String?) -> String?)? = nil, payloadTerms: PayloadTermsReader? = nil,
         indexRebuildLimit: Int = 65_536, aheadRotateBytes: Int? = nil
     ) throws {
         self.aheadRotateBytes = max(1, aheadRotateBytes ?? AheadLog.rotateBytes)
@@ -290,12 +293,12 @@ public final class Journal: @unchecked Sendable {
         self.maxQueue = maxQueue
         self.retention = retention
         if let campaignOfParsed {
-            self.campaignOf = { provider, payload, parsed in
-                if let parsed { return campaignOfParsed(provider, parsed) }
+            self.campaignOf = { provider, payload, parsed, last in
+                if let parsed { return campaignOfParsed(provider, parsed, last) }
                 return campaignOf(provider, payload)
             }
         } else {
-            self.campaignOf = { provider, payload, _ in campaignOf(provider, payload) }
+            self.campaignOf = { provider, payload, _, _ in campaignOf(provider, payload) }
         }
         self.path = path
         loopShards = max(1, loops)

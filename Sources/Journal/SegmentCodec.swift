@@ -114,7 +114,7 @@ struct SegmentEncoder {
             atMs: r.atMs, provider: r.provider, connection: r.connection, environment: r.environment, token: r.token,
             topic: r.topic, status: r.status, reason: r.reason, latencyUs: r.latencyUs, headers: r.headers,
             payload: r.payload, warnings: r.warnings, device: r.device, team: r.team, notificationID: r.notificationID,
-            maxPayload: maxPayload, campaignOf: { provider, payload, _ in campaignOf(provider, payload) })
+            maxPayload: maxPayload, campaignOf: { provider, payload, _, _ in campaignOf(provider, payload) })
     }
 
     /// A request record from its fields, read where they are (no record built and destroyed).
@@ -123,7 +123,7 @@ struct SegmentEncoder {
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, status: Int, reason: String, latencyUs: Int64,
         headers: HTTPFields, payload: ArraySlice<UInt8>, payloadTokens: JSONTokenBuffer? = nil, warnings: [String],
         device: DeviceOutcome?, team: TeamID? = nil, notificationID: UUIDValue?, maxPayload: Int,
-        campaignOf: (PushProvider, ArraySlice<UInt8>, ParsedJSON?) -> String?
+        campaignOf: (PushProvider, ArraySlice<UInt8>, ParsedJSON?, String?) -> String?
     ) {
         header(tag: 1, atMs: atMs)
         put(provider.storedByte)
@@ -153,10 +153,10 @@ struct SegmentEncoder {
             lastTokenAt = at
             lastTokenCount = token.count
             if !sameMessage {
-                lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) })
+                lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) }, lastCampaign)
             }
         } else if lastProvider != provider {
-            lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) })
+            lastCampaign = campaignOf(provider, payload, payloadTokens.map { ParsedJSON(bytes: payload, tokens: $0) }, lastCampaign)
         }
         lastProvider = provider
         repeatable(.campaign, string: lastCampaign)

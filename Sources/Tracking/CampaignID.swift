@@ -46,8 +46,10 @@ public enum CampaignID {
 
     /// `first(request:)` read straight from the tokens a gateway's parse left (`parsed`: the
     /// payload, or FCM's `message`, as a value of the request's body): neither the bytes nor
-    /// the tokens are copied. The same answer as `first(request: PayloadReader(parsed))`.
-    public static func first(parsed: ParsedJSON, provider: PushProvider, extra: [String] = []) -> String? {
+    /// the tokens are copied. The same answer as `first(request: PayloadReader(parsed))`;
+    /// `reusing` (the campaign read before) is returned as it is when the payload's value is
+    /// the same bytes, so no String is made.
+    public static func first(parsed: ParsedJSON, provider: PushProvider, extra: [String] = [], reusing: String? = nil) -> String? {
         guard let root = parsed.root else {
             return first(request: PayloadReader(Array(parsed.bytes)), provider: provider, extra: extra)
         }
@@ -59,7 +61,7 @@ public enum CampaignID {
             let v = JSONView(bytes: document, buffer: parsed.tokens)
             func value(_ path: String, from object: Int) -> String? {
                 var path = path
-                return path.withUTF8 { PayloadReader.lookup(v, UnsafeRawBufferPointer($0), from: object) }
+                return path.withUTF8 { PayloadReader.lookup(v, UnsafeRawBufferPointer($0), from: object, reusing: reusing) }
             }
             for p in extra { if let c = value(p, from: root) { return c } }
             for p in paths(provider) { if let c = value(p, from: root) { return c } }

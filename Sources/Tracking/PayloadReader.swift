@@ -113,7 +113,7 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
 
     /// Walks `path` (dot-separated, empty segments kept, as `split(omittingEmptySubsequences:
     /// false)` would give them) over the bytes: no segment array, no `String` per key.
-    static func lookup(_ v: JSONView, _ path: UnsafeRawBufferPointer, from root: Int = 0) -> String? {
+    static func lookup(_ v: JSONView, _ path: UnsafeRawBufferPointer, from root: Int = 0, reusing: String? = nil) -> String? {
         var i = root
         var start = 0
         while start <= path.count {
@@ -142,7 +142,7 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
             }
             start = end + 1
         }
-        return text(v, i)
+        return text(v, i, reusing: reusing)
     }
 
     /// The value of the first member of the object at `object` named `key` (an escaped name
@@ -167,11 +167,19 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
     }
 
     /// A value as `value` gives it: a string decoded, nil for null, anything else as written.
-    static func text(_ v: JSONView, _ i: Int) -> String? {
-        switch v.tokens[i].kind {
-        case .null: return nil
-        case .string: return v.string(i)
-        default: return String(decoding: v.raw(i), as: UTF8.self)
+    /// `reusing`, when it is that text already (the same bytes, nothing to decode), is returned
+    /// instead of a new String.
+    static func text(_ v: JSONView, _ i: Int, reusing: String? = nil) -> String? {
+        let t = v.tokens[i]
+        if t.kind == .null { return nil }
+        if let reusing, !(t.kind == .string && t.escaped) {
+            let raw = v.raw(i)
+            let same =
+                reusing.utf8.withContiguousStorageIfAvailable { u in
+                    u.count == raw.count && (u.isEmpty || sameBytes(u.baseAddress!, raw.baseAddress!, u.count))
+                } ?? false
+            if same { return reusing }
         }
+        return t.kind == .string ? v.string(i) : String(decoding: v.raw(i), as: UTF8.self)
     }
 }

@@ -120,11 +120,30 @@ final class TrackingPresetTests: XCTestCase {
                         XCTAssertEqual(
                             CampaignID.first(parsed: parsed, provider: provider, extra: extra), copied, "\(provider) \(extra) \(value)")
                         if copied != nil { hits += 1 }
+                        // The campaign read before, given back: the same answer, and a different
+                        // one never stands in for it.
+                        for last in [copied, "other", "", nil] {
+                            XCTAssertEqual(
+                                CampaignID.first(parsed: parsed, provider: provider, extra: extra, reusing: last), copied,
+                                "\(provider) \(extra) \(value) reusing \(last ?? "nil")")
+                        }
                     }
                 }
             }
         }
         XCTAssertGreaterThan(hits, 40, "most documents carry a campaign for some provider")
+        // The same campaign as the last request's: that String itself comes back, none is made.
+        let campaign = "dev-fedcba9876543210fedcba9876543210"
+        let payload = Array(#"{"aps":{"alert":"Hi Ann"},"_dId":"dev-fedcba9876543210fedcba9876543210"}"#.utf8)
+        let buffer = JSONTokenBuffer(capacity: 8)
+        XCTAssertNil(payload.withUnsafeBytes { JSONParser.parse($0, into: buffer) })
+        let read = CampaignID.first(parsed: ParsedJSON(bytes: payload[...], tokens: buffer), provider: .apns, reusing: campaign)
+        func storage(_ s: String?) -> UnsafePointer<UInt8>? { s?.utf8.withContiguousStorageIfAvailable { $0.baseAddress } ?? nil }
+        XCTAssertEqual(read, campaign)
+        XCTAssertEqual(storage(read), storage(campaign))
+        let fresh = CampaignID.first(parsed: ParsedJSON(bytes: payload[...], tokens: buffer), provider: .apns)
+        XCTAssertEqual(fresh, campaign)
+        XCTAssertNotEqual(storage(fresh), storage(campaign))
         // A slice whose value has no container token (a string holding a document): read by
         // parsing the slice again, as before.
         let document = Array(#"{"a":"{\"_dId\":\"in-string\"}"}"#.utf8)

@@ -335,7 +335,7 @@ final class JournalIndexTests: XCTestCase {
                     atMs: 1_000 + Int64(s * 500 + i), provider: .apns, connection: 1, environment: "sandbox",
                     token: Array(Self.token(i).utf8)[...], topic: nil, status: 200, reason: "", latencyUs: 1, headers: HTTPFields(),
                     payload: Array(#"{"_dId":"camp\#(s % 2)"}"#.utf8)[...], warnings: [], device: nil,
-                    notificationID: UUIDValue(high: UInt64(s), low: UInt64(i)), maxPayload: 5120, campaignOf: { _, _, _ in nil })
+                    notificationID: UUIDValue(high: UInt64(s), low: UInt64(i)), maxPayload: 5120, campaignOf: { _, _, _, _ in nil })
             }
             let id = try store.append([e])[0]
             _ = e.withBytes { index.add(segmentID: id, $0) }

@@ -222,7 +222,7 @@ final class JournalWriteAheadTests: XCTestCase {
         e.appendRequest(
             atMs: 2_000, provider: .apns, connection: 1, environment: "sandbox", token: Array("late".utf8)[...], topic: nil,
             status: 200, reason: "", latencyUs: 1, headers: HTTPFields(), payload: Array(#"{"aps":{}}"#.utf8)[...], warnings: [],
-            device: nil, notificationID: nil, maxPayload: 5120, campaignOf: { _, _, _ in nil })
+            device: nil, notificationID: nil, maxPayload: 5120, campaignOf: { _, _, _, _ in nil })
         let h = open(f, O_WRONLY | O_APPEND)
         var file = AheadLog.File(fd: h, path: f, loop: 0, serial: 1)
         XCTAssertTrue(e.withBytes { AheadLog.write(&file, offset: 0, $0) })
@@ -292,7 +292,7 @@ final class JournalWriteAheadTests: XCTestCase {
             e.appendRequest(
                 atMs: 1_000 + Int64(i), provider: .apns, connection: 1, environment: "sandbox", token: Array("tok\(i)".utf8)[...],
                 topic: nil, status: 200, reason: "", latencyUs: 1, headers: HTTPFields(), payload: Array(#"{"aps":{}}"#.utf8)[...],
-                warnings: [], device: nil, notificationID: nil, maxPayload: 5120, campaignOf: { _, _, _ in nil })
+                warnings: [], device: nil, notificationID: nil, maxPayload: 5120, campaignOf: { _, _, _, _ in nil })
         }
         var f = try XCTUnwrap(AheadLog.create(in: dir, loop: 3, serial: 42))
         for i in 0..<2 { add(i) }

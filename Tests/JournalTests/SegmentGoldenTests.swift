@@ -42,7 +42,7 @@ final class SegmentGoldenTests: XCTestCase {
                 device: index == 5 ? nil : outcome(index), team: team(index),
                 notificationID: index == 5 ? nil : UUIDValue(high: 0x1234_5678_9abc_def0, low: UInt64(index)),
                 maxPayload: Journal.maxPayload,
-                campaignOf: { provider, _, _ in provider == .apns ? "m\(index % 2)" : "c9" })
+                campaignOf: { provider, _, _, _ in provider == .apns ? "m\(index % 2)" : "c9" })
             if index % 4 == 0 {
                 encoder.append(
                     TrackingRecord(
