@@ -64,41 +64,40 @@ public enum FCMFormats {
 
     /// A proto3 JSON Duration (`"3.5s"`, `"-1s"`): whole seconds (fractions truncated), or nil.
     public static func durationSeconds<C: Collection>(_ s: C) -> Int64? where C.Element == UInt8 {
-        // One pass over the bytes as they lie (copying them into an array cost more than the rest).
+        Array(s).withUnsafeBytes { durationSeconds($0) }
+    }
+
+    /// `durationSeconds`, read in one pass over the bytes where they lie (a token's raw text):
+    /// an optional `-`, 1 to 12 digits, an optional `.` and 1 to 9 digits, then `s`.
+    public static func durationSeconds(_ s: UnsafeRawBufferPointer) -> Int64? {
         let count = s.count
-        guard count >= 2 else { return nil }
-        var negative = false
-        var secs: Int64 = 0
-        var digits = 0
-        var frac = 0
-        var inFraction = false
-        var i = 0
-        for c in s {
-            defer { i += 1 }
-            if i == count - 1 {
-                guard c == UInt8(ascii: "s") else { return nil }
-                break
-            }
-            if i == 0 && c == UInt8(ascii: "-") {
-                negative = true
-                continue
-            }
-            if c == UInt8(ascii: ".") {
-                if inFraction || digits == 0 { return nil }
-                inFraction = true
-                continue
-            }
-            guard c >= 0x30 && c <= 0x39 else { return nil }
-            if inFraction {
-                frac += 1
-                if frac > 9 { return nil }
-            } else {
-                digits += 1
-                if digits > 12 { return nil }
-                secs = secs * 10 + Int64(c - 0x30)
-            }
+        guard count >= 2, let p = s.baseAddress, p.load(fromByteOffset: count - 1, as: UInt8.self) == UInt8(ascii: "s") else {
+            return nil
         }
-        if digits == 0 || (inFraction && frac == 0) || secs > 315_576_000_000 { return nil }
+        let end = count - 1
+        let negative = p.load(as: UInt8.self) == UInt8(ascii: "-")
+        var i = negative ? 1 : 0
+        var secs: Int64 = 0
+        let first = i
+        while i < end {
+            let d = p.load(fromByteOffset: i, as: UInt8.self) &- 0x30
+            guard d < 10 else { break }
+            guard i - first < 12 else { return nil }
+            secs = secs &* 10 &+ Int64(d)
+            i += 1
+        }
+        guard i > first else { return nil }
+        if i < end {
+            guard p.load(fromByteOffset: i, as: UInt8.self) == UInt8(ascii: ".") else { return nil }
+            i += 1
+            let fraction = i
+            while i < end {
+                guard p.load(fromByteOffset: i, as: UInt8.self) &- 0x30 < 10 else { return nil }
+                i += 1
+            }
+            guard i > fraction, i - fraction <= 9 else { return nil }
+        }
+        guard secs <= 315_576_000_000 else { return nil }
         return negative ? -secs : secs
     }
 

@@ -222,11 +222,14 @@ final class FCMValidationTests: XCTestCase {
             ("3600s", 3600), ("3.5s", 3), ("-1s", -1), ("0s", 0), ("-0.5s", 0), ("1.000000001s", 1),
             ("315576000000s", 315_576_000_000), ("s", nil), ("-s", nil), ("1.s", nil), (".5s", nil), ("1..5s", nil),
             ("10m", nil), ("1s1", nil), ("--1s", nil), ("1-s", nil), ("1.0000000001s", nil), ("1234567890123s", nil),
-            ("315576000001s", nil), ("", nil), (" 1s", nil),
+            ("315576000001s", nil), ("", nil), (" 1s", nil), ("999999999999s", nil), ("000000000001s", 1),
+            ("0000000000001s", nil), ("1.123456789s", 1), ("-315576000000s", -315_576_000_000), ("1.5", nil), ("1.5ss", nil),
+            ("1e3s", nil), ("+1s", nil), ("1 s", nil), ("-", nil), ("5s", 5), ("-.5s", nil),
         ]
         for (text, expected) in cases {
             XCTAssertEqual(FCMFormats.durationSeconds(Array(text.utf8)), expected, text)
             XCTAssertEqual(FCMFormats.durationSeconds(Array(text.utf8)[...]), expected, text)
+            XCTAssertEqual(Array(text.utf8).withUnsafeBytes { FCMFormats.durationSeconds($0) }, expected, text)
         }
     }
 
