@@ -206,6 +206,7 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
     var evicted: UInt64 = 0
     /// Where the fixed header's fields are (see the layout above).
     static let sequenceOffset = 4, atOffset = 12, idOffset = 20, providerOffset = 36, flagsOffset = 37, envLenOffset = 38
+    static let headersLenOffset = 44
 
     init(capacity: Int, maxRecords: Int) {
         self.capacity = capacity
@@ -268,28 +269,28 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         token: ArraySlice<UInt8>, topic: ArraySlice<UInt8>?, headers: HTTPFields, payload: ArraySlice<UInt8>,
         payloadIsJSON: Bool, warnings: [String], outcome: DeviceOutcome?, team: TeamID?
     ) {
-        // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs.
-        var headersLen = 0
-        headers.withRawParts { storage, entries in
-            for i in 0..<(entries.count / 16) {
-                let e = NotificationLog.entry(entries, i)
-                let name = UnsafeRawBufferPointer(rebasing: storage[e.0..<(e.0 + e.1)])
-                if NotificationLog.keeps(name) { headersLen += 4 + e.1 + e.3 }
-            }
-        }
+        // Headers worth keeping (not pseudo-headers, not credentials), as u16-prefixed pairs,
+        // written in one pass over the fields: room is made for all of them (their bytes and
+        // four a field), and the record's total and headers' length are filled in after.
+        let headersBound = headers.byteCount + 4 * headers.count
         var warningsLen = 0
         for w in warnings { warningsLen += 2 + min(w.utf8.count, 65535) }
         let lint = outcome?.lint.map(\.storedLine) ?? []
         var lintLen = 0
         for l in lint { lintLen += 2 + min(l.utf8.count, 65535) }
-        let topicLen = topic?.count ?? 0
+        // The environment, token and topic lengths are u16s: longer ones (a topic is a header
+        // a sender chooses) are kept cut to 65,535 bytes.
+        let envLen = min(environment.count, 65535)
+        let tokenLen = min(token.count, 65535)
+        let topicLen = min(topic?.count ?? 0, 65535)
         // The APNs team last, its length what the record's total leaves.
         let teamLen = team?.withBytes { $0.count } ?? 0
-        let total =
-            Arena.fixed + environment.count + token.count + topicLen + headersLen + payload.count + warningsLen + lintLen + teamLen
-        guard total < Int(Arena.removedBit), let at = reserve(total) else { return }
+        let bound =
+            Arena.fixed + envLen + tokenLen + topicLen + headersBound + payload.count + warningsLen + lintLen + teamLen
+        guard bound < Int(Arena.removedBit), let at = reserve(bound) else { return }
         sequence &+= 1
-        var p = buffer + at
+        let start = buffer + at
+        var p = start
         func put<T>(_ v: T) {
             p.storeBytes(of: v, as: T.self)
             p += MemoryLayout<T>.size
@@ -298,37 +299,44 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
             if raw.count > 0 { copyBytes(p, raw.baseAddress!, raw.count) }
             p += raw.count
         }
-        put(UInt32(total))
+        put(UInt32(bound)) // the total, filled in below
         put(sequence)
         put(receivedAtMs)
         put(id.high)
         put(id.low)
         put(provider.storedByte)
         put(UInt8((payloadIsJSON ? 1 : 0) | (topic == nil ? 0 : 2)))
-        put(UInt16(environment.count))
-        put(UInt16(token.count))
+        put(UInt16(envLen))
+        put(UInt16(tokenLen))
         put(UInt16(topicLen))
-        put(UInt32(headersLen))
+        put(UInt32(0)) // the headers' length, filled in below
         put(UInt32(payload.count))
         put(UInt32(warningsLen))
         let display = outcome?.display.storedBytes ?? (0, 0)
         put(display.0)
         put(display.1)
         put(UInt32(lintLen))
-        bytes(environment)
-        token.withUnsafeBytes { bytes($0) }
-        topic?.withUnsafeBytes { bytes($0) }
+        bytes(UnsafeRawBufferPointer(rebasing: environment[0..<envLen]))
+        token.withUnsafeBytes { bytes(UnsafeRawBufferPointer(rebasing: $0[0..<tokenLen])) }
+        topic?.withUnsafeBytes { bytes(UnsafeRawBufferPointer(rebasing: $0[0..<topicLen])) }
+        let headersStart = p
         headers.withRawParts { storage, entries in
             for i in 0..<(entries.count / 16) {
                 let e = NotificationLog.entry(entries, i)
                 let name = UnsafeRawBufferPointer(rebasing: storage[e.0..<(e.0 + e.1)])
                 guard NotificationLog.keeps(name) else { continue }
-                put(UInt16(e.1))
-                put(UInt16(e.3))
-                bytes(name)
-                bytes(UnsafeRawBufferPointer(rebasing: storage[e.2..<(e.2 + e.3)]))
+                // A length is a u16: a longer name or value (HPACK allows 65,536 bytes, and an
+                // HTTP/1.1 line under a raised limit more) is kept cut to 65,535 bytes.
+                let nameCount = min(e.1, 65535)
+                let valueCount = min(e.3, 65535)
+                put(UInt16(nameCount))
+                put(UInt16(valueCount))
+                bytes(UnsafeRawBufferPointer(rebasing: name[0..<nameCount]))
+                bytes(UnsafeRawBufferPointer(rebasing: storage[e.2..<(e.2 + valueCount)]))
             }
         }
+        let headersLen = p - headersStart
+        (start + Arena.headersLenOffset).storeBytes(of: UInt32(headersLen), as: UInt32.self)
         payload.withUnsafeBytes { bytes($0) }
         func strings(_ list: [String]) {
             for var w in list {
@@ -342,6 +350,8 @@ struct Arena: @unchecked Sendable { // guarded by its shard's Mutex
         strings(warnings)
         strings(lint)
         team?.withBytes { bytes($0) }
+        let total = p - start
+        start.storeBytes(of: UInt32(total), as: UInt32.self)
         tail = at + total
         lengths[(first + count) % maxRecords] = UInt32(total)
         count += 1

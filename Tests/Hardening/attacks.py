@@ -374,6 +374,44 @@ def oversized_headers(case):
     case.check(r.headers + len(r.rst) >= 100, f"every oversized stream answered 431 or reset ({r.headers} + {len(r.rst)})")
 
 
+def overlong_fields(case):
+    """Under a raised header list limit, accepted pushes whose `apns-topic` or `x-*` header holds
+    65,536 bytes (the most HPACK allows a field) are answered 200 and kept, cut to 65,535 bytes
+    in the notification log (a record's lengths are u16s; the log once trapped on them)."""
+    jwt = provider_token(case.server.binary)
+
+    def field(name, value):
+        n, v = name.encode(), value.encode()
+        return b"\x00" + hpack_int(len(n), 7, 0) + n + hpack_int(len(v), 7, 0) + v
+
+    topic = "com." + "a" * (65536 - 4)
+    # Both long fields in one block stay within its eight CONTINUATION frames.
+    shapes = [(topic, ""), ("com.example.app", "v" * 65536), (topic[:60000], "w" * 65536)]
+    statuses = []
+    for k, (t, big) in enumerate(shapes):  # a connection and a device each (a token keeps its topic)
+        s = h2_connect(case.server.http)
+        r = H2Reader(s)
+        sid = 1
+        block = b"\x83\x86" + field(":path", "/3/device/" + f"{k:02x}" * 32) + field(":authority", "localhost")
+        block += field("apns-topic", t) + field("authorization", "bearer " + jwt)
+        if big:
+            block += field("x-big", big)
+        parts = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+        frames = frame(HEADERS, END_HEADERS if len(parts) == 1 else 0, sid, parts[0])
+        for n, part in enumerate(parts[1:], 1):
+            frames += frame(CONTINUATION, END_HEADERS if n == len(parts) - 1 else 0, sid, part)
+        s.sendall(frames + frame(DATA, END_STREAM, sid, b'{"aps":{"alert":"hi"}}'))
+        wait(lambda: len(r.statuses) >= 1 or r.closed, 10)
+        statuses += r.statuses or [(r.rst, r.goaway)]
+        s.close()
+    case.check(statuses == [0x88] * len(shapes), f"every push answered 200 ({statuses})")
+    status, body = http1(case.server.http, "GET", "/emulator/v1/notifications", timeout=10)
+    kept = json.loads(body)["notifications"] if status == 200 else []
+    case.check(len(kept) == len(shapes), f"the notification log kept all {len(shapes)} ({status}, {len(kept)})")
+    lengths = sorted((len(n["topic"]), len(n["headers"].get("x-big", ""))) for n in kept)
+    case.check(lengths == [(15, 65535), (60000, 65535), (65535, 0)], f"topics and headers cut to 65,535 bytes: {lengths}")
+
+
 def stream_overrun(case):
     s = h2_connect(case.server.http)
     r = H2Reader(s)
@@ -1486,6 +1524,7 @@ CASES = {
     "continuation-flood": (continuation_flood, ["--threads", "1"], 200),
     "hpack-bomb": (hpack_bomb, ["--threads", "1"], 200),
     "oversized-headers": (oversized_headers, ["--threads", "1"], 200),
+    "overlong-fields": (overlong_fields, ["--threads", "1", "--max-header-list-size", "1048576"], 200),
     "stream-overrun": (stream_overrun, ["--threads", "1"], 200),
     "half-open-bodies": (half_open_bodies, ["--threads", "2"], 200),
     "zero-window-pages": (zero_window_pages, ["--threads", "2"], 200),

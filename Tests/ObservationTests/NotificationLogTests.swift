@@ -206,4 +206,32 @@ final class ArenaTests: XCTestCase {
         f.provider = .fcm
         XCTAssertTrue(log.query(f).allSatisfy { $0.provider == .fcm })
     }
+    /// A topic or header longer than a record's u16 lengths (HPACK allows a 65,536-byte field,
+    /// and a raised header list limit lets one through) is kept cut to 65,535 bytes: no trap,
+    /// and the record and the one after it read back whole.
+    func testOverlongTopicAndHeaderAreCutNotTrapped() {
+        let log = NotificationLog(shards: 1, capacity: 1000) // 1 MiB: room for the long record
+        let long = String(repeating: "t", count: 70_000)
+        let value = String(repeating: "v", count: 65_536)
+        log.append(
+            shard: 0, id: UUIDValue(high: 1, low: 1), provider: .apns, receivedAtMs: 1, environment: "sandbox",
+            token: ArraySlice(String(repeating: "a", count: 66_000).utf8), topic: ArraySlice(long.utf8),
+            headers: HTTPFields([("apns-topic", long), ("x-big", value), ("apns-priority", "5")]),
+            payload: Array(#"{"aps":{}}"#.utf8)[...], payloadIsJSON: true, warnings: ["w"])
+        log.append(
+            shard: 0, id: UUIDValue(high: 2, low: 2), provider: .apns, receivedAtMs: 2, environment: "sandbox",
+            token: ArraySlice("next".utf8), topic: nil, headers: HTTPFields(), payload: Array("{}".utf8)[...],
+            payloadIsJSON: true, warnings: [])
+        let got = log.query(NotificationLog.Filter())
+        XCTAssertEqual(got.map(\.receivedAtMs), [1, 2])
+        guard let first = got.first else { return XCTFail("nothing kept") }
+        XCTAssertEqual(first.topic?.count, 65_535)
+        XCTAssertEqual(first.token.count, 65_535)
+        XCTAssertEqual(first.headers.pairs.map(\.0), ["apns-topic", "x-big", "apns-priority"])
+        XCTAssertEqual(first.headers.pairs.map(\.1.utf8.count), [65_535, 65_535, 1])
+        XCTAssertEqual(first.headers.pairs.last?.1, "5")
+        XCTAssertEqual(first.payload, Array(#"{"aps":{}}"#.utf8))
+        XCTAssertEqual(first.warnings, ["w"])
+        XCTAssertEqual(got.last?.token.utf8String, "next")
+    }
 }
