@@ -25,6 +25,7 @@ final class AttackSuiteTests: XCTestCase {
     func testContinuationFlood() throws { try attack("continuation-flood") }
     func testHpackBomb() throws { try attack("hpack-bomb") }
     func testOversizedHeaders() throws { try attack("oversized-headers") }
+    func testOverlongFields() throws { try attack("overlong-fields") }
     func testStreamOverrun() throws { try attack("stream-overrun") }
     func testHalfOpenBodies() throws { try attack("half-open-bodies") }
     func testZeroWindowPages() throws { try attack("zero-window-pages") }
