@@ -142,11 +142,11 @@ extension APNsProvider {
         guard APNsPushType(bytes: pushType) == .liveactivity else { return reject(&d, .invalidPushType, state) }
         var priority = 10
         if let p = h.first("apns-priority") {
-            guard let value = APNsProvider.priority(p) else { return reject(&d, .badPriority, state) }
+            guard let value = p.withUnsafeBytes(APNsProvider.priority) else { return reject(&d, .badPriority, state) }
             priority = value
         }
         if let e = h.first("apns-expiration") {
-            guard let seconds = APNsProvider.expiration(e) else { return reject(&d, .badExpirationDate, state) }
+            guard let seconds = e.withUnsafeBytes(APNsProvider.expiration) else { return reject(&d, .badExpirationDate, state) }
             d.expiration = seconds
         }
         if channel.policy == .noMessageStored && d.expiration != 0 { return reject(&d, .badExpirationDate, state) }

@@ -144,9 +144,11 @@ public struct APNsProvider: Sendable {
         let env = environment(request.headers, idx, conn)
         d.environment = env
 
-        // The response echoes a single valid apns-id; any other case gets a fresh one.
-        let sentID = APNsHeaders.value(request.headers, idx.id)
-        let validID = sentID.map { UUIDValue.parseCanonicalLowercase($0) != nil } ?? false
+        // The response echoes a single valid apns-id; any other case gets a fresh one. Header
+        // values that are only checked are read in place (`withValue`): a slice of each
+        // retained the field storage and released it.
+        let sentID = idx.id >= 0
+        let validID = sentID && request.headers.withValue(at: Int(idx.id)) { UUIDValue.parseCanonicalLowercase($0) != nil }
         if !validID || idx.duplicateID { d.generatedID = UUIDValue.random(&state.rng) }
 
         // 1. DuplicateHeaders
@@ -156,7 +158,7 @@ public struct APNsProvider: Sendable {
         }
 
         // 2. BadMessageId
-        if sentID != nil && !validID {
+        if sentID && !validID {
             reject(&d, .badMessageId, state)
             return
         }
@@ -222,17 +224,17 @@ public struct APNsProvider: Sendable {
 
         // 8-9. BadPriority, InvalidPushType
         var priority = 10
-        let priorityHeader = APNsHeaders.value(request.headers, idx.priority)
-        if let p = priorityHeader {
-            guard let value = APNsProvider.priority(p) else {
+        let priorityHeader = idx.priority >= 0
+        if priorityHeader {
+            guard let value = request.headers.withValue(at: Int(idx.priority), APNsProvider.priority) else {
                 reject(&d, .badPriority, state)
                 return
             }
             priority = value
         }
         var pushType = APNsPushType.alert
-        if let pt = APNsHeaders.value(request.headers, idx.pushType) {
-            guard let t = APNsPushType(bytes: pt) else {
+        if idx.pushType >= 0 {
+            guard let t = request.headers.withValue(at: Int(idx.pushType), { APNsPushType(raw: $0) }) else {
                 reject(&d, .invalidPushType, state)
                 return
             }
@@ -240,15 +242,15 @@ public struct APNsProvider: Sendable {
         } else if topicHeader == nil, let info = certInfo, !info.multiTopic {
             pushType = .alert
         }
-        if pushType == .background && priority == 10 && priorityHeader != nil {
+        if pushType == .background && priority == 10 && priorityHeader {
             reject(&d, .badPriority, state)
             return
         }
         d.pushType = pushType
 
         // 10. BadExpirationDate
-        if let e = APNsHeaders.value(request.headers, idx.expiration) {
-            guard let seconds = APNsProvider.expiration(e) else {
+        if idx.expiration >= 0 {
+            guard let seconds = request.headers.withValue(at: Int(idx.expiration), APNsProvider.expiration) else {
                 reject(&d, .badExpirationDate, state)
                 return
             }
@@ -505,7 +507,7 @@ public struct APNsProvider: Sendable {
 
     /// `apns-priority`: 10, 5 or 1; nil for anything else (BadPriority).
     @inline(__always)
-    static func priority(_ p: ArraySlice<UInt8>) -> Int? {
+    static func priority(_ p: UnsafeRawBufferPointer) -> Int? {
         if p.equals("10") { return 10 }
         if p.equals("5") { return 5 }
         if p.equals("1") { return 1 }
@@ -515,7 +517,7 @@ public struct APNsProvider: Sendable {
     /// `apns-expiration`: a non-negative integer of at most 12 digits (seconds since 1970);
     /// nil otherwise (BadExpirationDate).
     @inline(__always)
-    static func expiration(_ e: ArraySlice<UInt8>) -> Int64? {
+    static func expiration(_ e: UnsafeRawBufferPointer) -> Int64? {
         guard !e.isEmpty, e.count <= 12, e.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
         return e.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
     }

@@ -8,7 +8,13 @@ public enum APNsPushType: String, Sendable, CaseIterable {
 
     /// From the header's bytes, without making a String or walking `allCases` (which allocates).
     public init?(bytes: ArraySlice<UInt8>) {
-        let found: APNsPushType? = bytes.withUnsafeBytes { raw in
+        guard let found = bytes.withUnsafeBytes({ APNsPushType(raw: $0) }) else { return nil }
+        self = found
+    }
+
+    /// The same, from bytes where they lie.
+    public init?(raw: UnsafeRawBufferPointer) {
+        let found: APNsPushType? = {
             func named(_ s: StaticString) -> Bool {
                 raw.count == s.utf8CodeUnitCount && sameBytes(raw.baseAddress!, s.utf8Start, raw.count)
             }
@@ -24,7 +30,7 @@ public enum APNsPushType: String, Sendable, CaseIterable {
                     ? .complication : (named("fileprovider") ? .fileprovider : (named("liveactivity") ? .liveactivity : nil))
             default: return nil
             }
-        }
+        }()
         guard let found else { return nil }
         self = found
     }

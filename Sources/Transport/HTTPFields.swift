@@ -22,6 +22,16 @@ public struct HTTPFields: Sendable {
 
     public init() {}
 
+    /// Lends `body` the value bytes of field `i` where they lie: no slice of the storage is
+    /// formed (a slice retains it, and releases it after).
+    @inlinable @inline(__always)
+    public func withValue<R>(at i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let e = entries[i]
+        return storage.withUnsafeBytes { raw in
+            body(UnsafeRawBufferPointer(rebasing: raw[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]))
+        }
+    }
+
     /// Lets `body` overwrite the value bytes of field `i` in place (same length).
     public mutating func withMutableValue<R>(at i: Int, _ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
         let e = entries[i]
