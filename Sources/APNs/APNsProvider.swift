@@ -115,7 +115,8 @@ public struct APNsProvider: Sendable {
     }
 
     func environment(_ h: HTTPFields, _ idx: APNsHeaders, _ conn: APNsConnectionInfo) -> APNsEnvironment {
-        if let a = APNsHeaders.value(h, idx.authority >= 0 ? idx.authority : idx.host), let e = APNsEnvironment.forHost(a) { return e }
+        let host = idx.authority >= 0 ? idx.authority : idx.host
+        if host >= 0, let e = h.withValue(at: Int(host), APNsEnvironment.forHost(raw:)) { return e }
         if let sni = conn.serverName, let e = APNsEnvironment.forHost(sni) { return e }
         if conn.localPort != 0, let e = configuration.managePorts[conn.localPort] { return e }
         return configuration.defaultEnvironment
@@ -354,6 +355,14 @@ public struct APNsProvider: Sendable {
             d.team = info.team
             return Credentials(certificate: info, keyTopics: nil)
         }
+        // The token this connection last had accepted, read where it lies (no slice retained):
+        // the rest of `authenticate` only when it is not.
+        if idx.authorization >= 0,
+            h.withValue(at: Int(idx.authorization), { fastAuthenticated($0, env: env, state: state, nowSeconds: nowMs / 1000) })
+        {
+            d.team = state.boundTeamID
+            return Credentials(certificate: nil, keyTopics: state.fastTopics)
+        }
         switch authenticate(APNsHeaders.value(h, idx.authorization), env: env, state: state, nowSeconds: nowMs / 1000) {
         case .failure(let r):
             reject(&d, r, state)
@@ -388,6 +397,18 @@ public struct APNsProvider: Sendable {
     // MARK: token authentication
 
     /// Checks the bearer token; success carries the key's topic list (topic-specific keys).
+    /// Whether `header` (an `authorization` value) is `bearer ` and the very token this
+    /// connection last had accepted, in the same environment and not expired: nothing to check
+    /// again (`authenticate`'s fast path).
+    @inline(__always)
+    func fastAuthenticated(_ header: UnsafeRawBufferPointer, env: APNsEnvironment, state: APNsConnectionState, nowSeconds: Int64) -> Bool {
+        guard state.fastValid, state.fastEnvironment == env, nowSeconds <= state.fastValidUntil, header.count > 7,
+            UnsafeRawBufferPointer(rebasing: header[0..<7]).equalsIgnoringCase("bearer ")
+        else { return false }
+        let jwt = UnsafeRawBufferPointer(rebasing: header[7...])
+        return state.tokenBytes.withUnsafeBytes { t in t.count == jwt.count && sameBytes(t.baseAddress!, jwt.baseAddress!, jwt.count) }
+    }
+
     func authenticate(
         _ header: ArraySlice<UInt8>?, env: APNsEnvironment, state: APNsConnectionState,
         nowSeconds: Int64
@@ -396,8 +417,7 @@ public struct APNsProvider: Sendable {
         guard header.count > 7, header.prefix(7).equalsIgnoringCase("bearer ") else { return .failure(.invalidProviderToken) }
         let jwt = header.dropFirst(7)
 
-        // Fast path: the very token this connection last had accepted, same environment, not expired.
-        if state.fastValid && state.fastEnvironment == env && nowSeconds <= state.fastValidUntil && Bytes.equal(jwt, state.tokenBytes) {
+        if header.withUnsafeBytes({ fastAuthenticated($0, env: env, state: state, nowSeconds: nowSeconds) }) {
             return .success(state.fastTopics)
         }
         state.fastValid = false

@@ -96,25 +96,28 @@ public enum APNsEnvironment: String, Sendable {
 
     /// The environment a host name (optionally with ":port") stands for, or nil for other hosts.
     static func forHost(_ host: ArraySlice<UInt8>) -> APNsEnvironment? {
-        host.withUnsafeBytes { raw -> APNsEnvironment? in
-            var n = raw.count
-            // Drop a ":port" suffix (digits only, so a bracketed IPv6 literal is left alone).
-            var i = n - 1
-            while i >= 0 && raw[i] >= 0x30 && raw[i] <= 0x39 { i -= 1 }
-            if i >= 0 && i < n - 1 && raw[i] == UInt8(ascii: ":") { n = i }
-            while n > 0 && raw[n - 1] == UInt8(ascii: ".") { n -= 1 }
-            let h = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-            // By length first: one comparison at most (an IP or localhost costs none).
-            switch n {
-            case 18: return h.equalsIgnoringCase("api.push.apple.com") ? .production : nil
-            case 26: return h.equalsIgnoringCase("api.sandbox.push.apple.com") ? .sandbox : nil
-            case 30: return h.equalsIgnoringCase("api.development.push.apple.com") ? .sandbox : nil
-            case 28: return h.equalsIgnoringCase("api-broadcast.push.apple.com") ? .production : nil
-            case 36: return h.equalsIgnoringCase("api-broadcast.sandbox.push.apple.com") ? .sandbox : nil
-            case 35: return h.equalsIgnoringCase("api-manage-broadcast.push.apple.com") ? .production : nil
-            case 43: return h.equalsIgnoringCase("api-manage-broadcast.sandbox.push.apple.com") ? .sandbox : nil
-            default: return nil
-            }
+        host.withUnsafeBytes(forHost(raw:))
+    }
+
+    /// The same, from the host's bytes where they lie.
+    static func forHost(raw: UnsafeRawBufferPointer) -> APNsEnvironment? {
+        var n = raw.count
+        // Drop a ":port" suffix (digits only, so a bracketed IPv6 literal is left alone).
+        var i = n - 1
+        while i >= 0 && raw[i] >= 0x30 && raw[i] <= 0x39 { i -= 1 }
+        if i >= 0 && i < n - 1 && raw[i] == UInt8(ascii: ":") { n = i }
+        while n > 0 && raw[n - 1] == UInt8(ascii: ".") { n -= 1 }
+        let h = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+        // By length first: one comparison at most (an IP or localhost costs none).
+        switch n {
+        case 18: return h.equalsIgnoringCase("api.push.apple.com") ? .production : nil
+        case 26: return h.equalsIgnoringCase("api.sandbox.push.apple.com") ? .sandbox : nil
+        case 30: return h.equalsIgnoringCase("api.development.push.apple.com") ? .sandbox : nil
+        case 28: return h.equalsIgnoringCase("api-broadcast.push.apple.com") ? .production : nil
+        case 36: return h.equalsIgnoringCase("api-broadcast.sandbox.push.apple.com") ? .sandbox : nil
+        case 35: return h.equalsIgnoringCase("api-manage-broadcast.push.apple.com") ? .production : nil
+        case 43: return h.equalsIgnoringCase("api-manage-broadcast.sandbox.push.apple.com") ? .sandbox : nil
+        default: return nil
         }
     }
 
