@@ -53,6 +53,15 @@ public final class APNsConnectionState {
     /// The last bundle id pushed to on this connection and its registry key.
     var lastBundle: [UInt8] = []
     var lastBundleKey = TokenKey([UInt8]())
+
+    /// Whether `bundle` is `lastBundle`, compared where the array lies (reading the property
+    /// into a caller retained it for the compare).
+    @inline(__always)
+    func isLastBundle(_ bundle: borrowing ArraySlice<UInt8>) -> Bool {
+        lastBundle.withUnsafeBytes { last in
+            bundle.withUnsafeBytes { b in b.count == last.count && (b.isEmpty || sameBytes(b.baseAddress!, last.baseAddress!, b.count)) }
+        }
+    }
     /// The last device token pushed to on this connection and its key.
     var tokenKeys = TokenKeyMemo()
 

@@ -16,7 +16,7 @@ struct APNsHeaders {
     var duplicate = false
     var duplicateID = false
 
-    init(_ fields: HTTPFields) {
+    init(_ fields: borrowing HTTPFields) {
         fields.withRawParts { storage, entries in
             let n = entries.count / 16
             for i in 0..<n {

@@ -283,7 +283,7 @@ public struct APNsProvider: Sendable {
         d.bundle = bundle
 
         // 12. Device state
-        if !Bytes.equal(bundle, state.lastBundle) {
+        if !state.isLastBundle(bundle) {
             state.lastBundle = Array(bundle)
             state.lastBundleKey = TokenKey(bundle)
         }
@@ -543,7 +543,7 @@ public struct APNsProvider: Sendable {
     }
 
     /// Bundle ids: letters, digits, '-' and '.', not empty.
-    static func isValidBundle(_ b: ArraySlice<UInt8>) -> Bool {
+    static func isValidBundle(_ b: borrowing ArraySlice<UInt8>) -> Bool {
         !b.isEmpty && ByteClass.all(b, ByteClass.bundle)
     }
 }
