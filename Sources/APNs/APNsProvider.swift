@@ -396,7 +396,6 @@ public struct APNsProvider: Sendable {
 
     // MARK: token authentication
 
-    /// Checks the bearer token; success carries the key's topic list (topic-specific keys).
     /// Whether `header` (an `authorization` value) is `bearer ` and the very token this
     /// connection last had accepted, in the same environment and not expired: nothing to check
     /// again (`authenticate`'s fast path).
@@ -409,6 +408,7 @@ public struct APNsProvider: Sendable {
         return state.tokenBytes.withUnsafeBytes { t in t.count == jwt.count && sameBytes(t.baseAddress!, jwt.baseAddress!, jwt.count) }
     }
 
+    /// Checks the bearer token; success carries the key's topic list (topic-specific keys).
     func authenticate(
         _ header: ArraySlice<UInt8>?, env: APNsEnvironment, state: APNsConnectionState,
         nowSeconds: Int64
