@@ -58,9 +58,7 @@ public final class APNsConnectionState {
     /// into a caller retained it for the compare).
     @inline(__always)
     func isLastBundle(_ bundle: borrowing ArraySlice<UInt8>) -> Bool {
-        lastBundle.withUnsafeBytes { last in
-            bundle.withUnsafeBytes { b in b.count == last.count && (b.isEmpty || sameBytes(b.baseAddress!, last.baseAddress!, b.count)) }
-        }
+        lastBundle.withUnsafeBytes { last in bundle.withUnsafeBytes { sameBytes($0, last) } }
     }
     /// The last device token pushed to on this connection and its key.
     var tokenKeys = TokenKeyMemo()

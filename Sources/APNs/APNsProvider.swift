@@ -405,7 +405,7 @@ public struct APNsProvider: Sendable {
             UnsafeRawBufferPointer(rebasing: header[0..<7]).equalsIgnoringCase("bearer ")
         else { return false }
         let jwt = UnsafeRawBufferPointer(rebasing: header[7...])
-        return state.tokenBytes.withUnsafeBytes { t in t.count == jwt.count && sameBytes(t.baseAddress!, jwt.baseAddress!, jwt.count) }
+        return state.tokenBytes.withUnsafeBytes { sameBytes($0, jwt) }
     }
 
     /// Checks the bearer token; success carries the key's topic list (topic-specific keys).

@@ -240,7 +240,7 @@ public enum Bytes {
     @inline(__always)
     public static func equal(_ a: ArraySlice<UInt8>, _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.count == 0 || sameBytes(x.baseAddress!, y.baseAddress!, x.count) } }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { sameBytes(x, $0) } }
     }
 
     /// Whether `a` and the bytes `b` points at are the same.

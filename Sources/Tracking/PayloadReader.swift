@@ -155,7 +155,7 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
                 if v.string(k) == String(decoding: key, as: UTF8.self) { found = val }
             } else {
                 let r = v.raw(k)
-                if r.count == key.count && (key.isEmpty || sameBytes(r.baseAddress!, key.baseAddress!, key.count)) { found = val }
+                if sameBytes(r, key) { found = val }
             }
         }
         return found
@@ -174,11 +174,7 @@ public struct PayloadReader: @unchecked Sendable { // the token buffer is never 
         if t.kind == .null { return nil }
         if let reusing, !(t.kind == .string && t.escaped) {
             let raw = v.raw(i)
-            let same =
-                reusing.utf8.withContiguousStorageIfAvailable { u in
-                    u.count == raw.count && (u.isEmpty || sameBytes(u.baseAddress!, raw.baseAddress!, u.count))
-                } ?? false
-            if same { return reusing }
+            if reusing.utf8.withContiguousStorageIfAvailable({ sameBytes(UnsafeRawBufferPointer($0), raw) }) == true { return reusing }
         }
         return t.kind == .string ? v.string(i) : String(decoding: v.raw(i), as: UTF8.self)
     }

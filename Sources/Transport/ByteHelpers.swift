@@ -53,6 +53,12 @@ public func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) ->
     return true
 }
 
+/// True when `a` and `b` hold the same bytes (either may be empty, its base address nil).
+@inlinable @inline(__always)
+public func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    a.count == b.count && (a.isEmpty || sameBytes(a.baseAddress!, b.baseAddress!, a.count))
+}
+
 @inlinable
 func asciiLower(_ b: UInt8) -> UInt8 {
     (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
