@@ -236,6 +236,16 @@ struct OutputBuffer {
     }
 
     mutating func append(_ raw: UnsafeRawBufferPointer) { copyIn(raw.baseAddress, raw.count) }
+
+    /// Appends `n` bytes that `body` writes at the pointer it is given.
+    @inline(__always)
+    mutating func append(count n: Int, _ body: (UnsafeMutableRawPointer) -> Void) {
+        guard n > 0 else { return }
+        if end + n > storage.count { grow(n) }
+        let at = end
+        storage.withUnsafeMutableBytes { body($0.baseAddress! + at) }
+        end += n
+    }
     mutating func append(_ other: [UInt8]) { other.withUnsafeBytes { copyIn($0.baseAddress, $0.count) } }
     /// Literals land here (a `String` overload would take them, through String's UTF-8 view:
     /// about 1.4k instructions per HTTP/1.1 response).

@@ -50,6 +50,12 @@ public final class Exchange: @unchecked Sendable {
     // HTTP/2 response body being sent through the data provider.
     var responseBody: [UInt8] = []
     var responseOffset = 0
+    /// HTTP/2: the answer's unique-per-response fields, HPACK-encoded here as literals that leave
+    /// the dynamic table alone, for `HTTP2Session` to append to the HEADERS frame nghttp2 frames
+    /// for the rest (see `HTTP2HeaderTail`). The first `headerTailCount` bytes; the buffer is
+    /// kept for the next stream.
+    var headerTail: [UInt8] = []
+    var headerTailCount = 0
     /// HTTP/2 body bytes received but not yet given back to the peer's flow-control window.
     var unconsumed = 0
     /// HTTP/2: when the stream's current phase began (head, body, answer), for its deadline.
@@ -91,6 +97,7 @@ public final class Exchange: @unchecked Sendable {
         headersTooLarge = false
         if !responseBody.isEmpty { responseBody = [] }
         responseOffset = 0
+        headerTailCount = 0
         unconsumed = 0
         headComplete = false
         liveIndex = -1

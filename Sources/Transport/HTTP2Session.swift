@@ -28,7 +28,21 @@ final class HTTP2Session: ExchangeOwner {
     /// The first response is HPACK-indexed in full, so later never-indexed values of the same
     /// header names refer to the names by index instead of spelling them out each time.
     private var firstResponseSent = false
+    /// Answers with a header tail (see `HTTP2HeaderTail`) whose HEADERS frame has not gone out.
+    private var tailsPending = 0
+    /// The stream closed inside `mem_send` with its tail not yet taken. nghttp2 closes a stream
+    /// whose END_STREAM frame it has just framed before it hands the frame over (one stream a
+    /// frame), so the tail of an answer without a body is found here, for the chunk that holds
+    /// its frame; dropped after each chunk. The bytes are swapped out of the exchange (a
+    /// reference to it would keep it from the pool).
+    private var closedTailStream: Int32 = 0
+    private var closedTailCount = 0
+    private var closedTailBytes: [UInt8] = []
+    /// Where the frames leaving the session stand between two chunks of nghttp2's output.
+    private var outFraming = HTTP2HeaderTail.Framing()
     private var inReceive = false
+    /// True inside nghttp2's `mem_send` (see `closedTailStream`).
+    private var inSend = false
     /// Header blocks are decoded here, ahead of nghttp2.
     private let inbound: HTTP2Inbound
     /// The stream and verdict of the decoded block nghttp2 is reading now, set only inside
@@ -166,10 +180,42 @@ final class HTTP2Session: ExchangeOwner {
     func produce(into out: inout OutputBuffer, highWater: Int) {
         while out.count < highWater {
             var ptr: UnsafePointer<UInt8>?
+            inSend = true
             let n = nghttp2_session_mem_send(session, &ptr)
+            inSend = false
             if n <= 0 { break }
-            out.append(UnsafeRawBufferPointer(start: ptr, count: n))
+            let chunk = UnsafeRawBufferPointer(start: ptr, count: n)
+            if tailsPending == 0 {
+                out.append(chunk)
+                HTTP2HeaderTail.pass(chunk, framing: &outFraming)
+            } else {
+                HTTP2HeaderTail.append(chunk, to: &out, framing: &outFraming) { id in takeTail(id) }
+            }
+            if closedTailCount > 0 { dropClosedTail() }
         }
+    }
+
+    /// Forgets the tail of a stream closed without its HEADERS frame (an RST_STREAM framed instead).
+    private func dropClosedTail() {
+        closedTailCount = 0
+        tailsPending -= 1
+    }
+
+    /// The header tail of stream `id`'s answer, forgotten as it is handed out (empty for none).
+    /// The bytes stay in the exchange, which lives until the stream closes, after this frame.
+    private func takeTail(_ id: Int32) -> UnsafeRawBufferPointer {
+        guard tailsPending > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        if closedTailCount > 0 && closedTailStream == id {
+            let n = closedTailCount
+            closedTailCount = 0
+            tailsPending -= 1
+            return closedTailBytes.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: n) }
+        }
+        guard let ex = exchange(id), ex.headerTailCount > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        let n = ex.headerTailCount
+        ex.headerTailCount = 0
+        tailsPending -= 1
+        return ex.headerTail.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: n) }
     }
 
     var wantsIO: Bool {
@@ -284,6 +330,7 @@ final class HTTP2Session: ExchangeOwner {
         let fields = response.headers
         let count = fields.count + 2
         var rv: Int32 = 0
+        let tailed = writeTail(ex, fields)
         do {
             let st = h2StatusDigits + statusCode * 3
             withDecimalDigits(response.body.count) { clRaw in
@@ -293,7 +340,7 @@ final class HTTP2Session: ExchangeOwner {
                         var k = 0
                         nva[k] = pushemu_nv_static(h2StatusName, 7, st, 3)
                         k += 1
-                        for e in fields.entries {
+                        for e in fields.entries where !(tailed && e.valueLength >= HTTP2HeaderTail.minValueLength) {
                             let name = store.baseAddress! + Int(e.nameStart)
                             let value = store.baseAddress! + Int(e.valueStart)
                             // Long values (ids, dates) are rarely repeated: indexing them only churns the table.
@@ -335,6 +382,31 @@ final class HTTP2Session: ExchangeOwner {
         giveBack(ex)
         if rv != 0 { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue) }
         if !inReceive { connection.requestFlush() }
+    }
+
+    /// Encodes the answer's long values into the exchange's header tail when they fit (see
+    /// `HTTP2HeaderTail`); returns whether it did, and so whether nghttp2 is to be given them.
+    private func writeTail(_ ex: Exchange, _ fields: borrowing HTTPFields) -> Bool {
+        var bytes = 0
+        for e in fields.entries where e.valueLength >= HTTP2HeaderTail.minValueLength {
+            bytes += HTTP2HeaderTail.size(nameLength: Int(e.nameLength), valueLength: Int(e.valueLength))
+        }
+        guard HTTP2HeaderTail.fits(tailBytes: bytes, fieldBytes: fields.used, fieldCount: fields.count) else { return false }
+        if ex.headerTail.count < bytes { ex.headerTail = [UInt8](repeating: 0, count: max(bytes, 128)) }
+        if ex.headerTailCount == 0 { tailsPending += 1 }
+        ex.headerTailCount = bytes
+        fields.storage.withUnsafeBytes { store in
+            ex.headerTail.withUnsafeMutableBufferPointer { tail in
+                var at = 0
+                for e in fields.entries where e.valueLength >= HTTP2HeaderTail.minValueLength {
+                    HTTP2HeaderTail.write(
+                        name: UnsafeRawBufferPointer(rebasing: store[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]),
+                        value: UnsafeRawBufferPointer(rebasing: store[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]),
+                        into: tail.baseAddress!, at: &at)
+                }
+            }
+        }
+        return true
     }
 
     func reset(_ ex: Exchange) {
@@ -396,6 +468,9 @@ final class HTTP2Session: ExchangeOwner {
         if !live.isEmpty { connection.loop.openStreams.subtract(live.count, ordering: .relaxed) }
         live.removeAll()
         pool.removeAll()
+        closedTailCount = 0
+        closedTailBytes = []
+        tailsPending = 0
         last = nil
         unsentBytes = 0
         bodyBytes = 0
@@ -533,6 +608,18 @@ final class HTTP2Session: ExchangeOwner {
             nghttp2_session_consume_connection(session, ex.unconsumed)
             bodyBytes -= ex.unconsumed
             ex.unconsumed = 0
+        }
+        // Closed as its answer's last frame is framed (see `closedTailStream`).
+        if ex.headerTailCount > 0 && !inSend {
+            // Closed while receiving (reset by the peer, say): its HEADERS frame never goes out.
+            ex.headerTailCount = 0
+            tailsPending -= 1
+        } else if ex.headerTailCount > 0 {
+            if closedTailCount > 0 { dropClosedTail() }
+            closedTailStream = id
+            closedTailCount = ex.headerTailCount
+            swap(&closedTailBytes, &ex.headerTail)
+            ex.headerTailCount = 0
         }
         if !ex.responseBody.isEmpty {
             unsentBytes -= ex.responseBody.count - ex.responseOffset

@@ -19,8 +19,8 @@ final class HPACKDecoderTests: XCTestCase {
         }
     }
 
-    /// nghttp2's inflater over `block`: the fields, or nil where it refuses the block.
-    private func nghttp2Inflate(_ inflater: OpaquePointer, _ block: [UInt8]) -> [([UInt8], [UInt8])]? {
+    /// nghttp2's inflater over `block`: the fields, or nil where it refuses the block (the header tail's tests use it too).
+    static func nghttp2Inflate(_ inflater: OpaquePointer, _ block: [UInt8]) -> [([UInt8], [UInt8])]? {
         var out: [([UInt8], [UInt8])] = []
         var ok = true
         block.withUnsafeBufferPointer { buf in
@@ -125,7 +125,7 @@ final class HPACKDecoderTests: XCTestCase {
                 }
                 let fields = (0..<Int.random(in: 0...12, using: &rng)).map { _ in randomField(&rng) }
                 let block = deflate(deflater!, fields)
-                let expected = nghttp2Inflate(inflater!, block)
+                let expected = Self.nghttp2Inflate(inflater!, block)
                 XCTAssertNotNil(expected)
                 compare(ours(decoder, block), expected, "connection \(connection) block \(blockIndex)")
                 XCTAssertEqual(decoder.tableSize, nghttp2_hd_inflate_get_dynamic_table_size(inflater))
@@ -148,7 +148,7 @@ final class HPACKDecoderTests: XCTestCase {
             let decoder = HPACKDecoder()
             // A first block fills both tables, the second is damaged.
             let first = deflate(deflater!, (0..<6).map { _ in randomField(&rng) })
-            compare(ours(decoder, first), nghttp2Inflate(inflater!, first), "round \(round) first")
+            compare(ours(decoder, first), Self.nghttp2Inflate(inflater!, first), "round \(round) first")
             var block = deflate(deflater!, (0..<Int.random(in: 1...6, using: &rng)).map { _ in randomField(&rng) })
             for _ in 0..<Int.random(in: 1...3, using: &rng) {
                 switch Int.random(in: 0..<3, using: &rng) {
@@ -158,7 +158,7 @@ final class HPACKDecoderTests: XCTestCase {
                 }
                 if block.isEmpty { block = [0x80] }
             }
-            let expected = nghttp2Inflate(inflater!, block)
+            let expected = Self.nghttp2Inflate(inflater!, block)
             if expected == nil { refused += 1 }
             compare(ours(decoder, block), expected, "round \(round) block \(block)")
             nghttp2_hd_deflate_del(deflater)
@@ -222,7 +222,7 @@ final class HPACKDecoderTests: XCTestCase {
             XCTAssertNil(ours(HPACKDecoder(), block), name)
             var inflater: OpaquePointer?
             nghttp2_hd_inflate_new(&inflater)
-            XCTAssertNil(nghttp2Inflate(inflater!, block), "nghttp2 refuses it too: \(name)")
+            XCTAssertNil(Self.nghttp2Inflate(inflater!, block), "nghttp2 refuses it too: \(name)")
             nghttp2_hd_inflate_del(inflater)
         }
         // A size update at the start is fine, and so is an entry larger than the table (it empties it).
@@ -239,7 +239,7 @@ final class HPACKDecoderTests: XCTestCase {
         defer { nghttp2_hd_inflate_del(inflater) }
         let empty = HPACKDecoder()
         for block: [UInt8] in [[0x40, 0x00, 0x00], [0x7E, 0x00], [0x7E, 0x01, 0x61]] {
-            compare(ours(empty, block), nghttp2Inflate(inflater!, block), "empty name \(block)")
+            compare(ours(empty, block), Self.nghttp2Inflate(inflater!, block), "empty name \(block)")
         }
         XCTAssertEqual(empty.tableSize, nghttp2_hd_inflate_get_dynamic_table_size(inflater))
     }
