@@ -15,29 +15,11 @@ static inline nghttp2_nv pushemu_nv(const uint8_t *name, size_t namelen,
     return nv;
 }
 
-/* The same, sent as a never-indexed literal: for values that are unique per response (ids),
-   which would otherwise churn the HPACK dynamic table on every response. */
-static inline nghttp2_nv pushemu_nv_no_index(const uint8_t *name, size_t namelen,
-                                             const uint8_t *value, size_t valuelen) {
+/* The same with the flags given (NGHTTP2_NV_FLAG_*). */
+static inline nghttp2_nv pushemu_nv_flags(const uint8_t *name, size_t namelen,
+                                          const uint8_t *value, size_t valuelen, uint8_t flags) {
     nghttp2_nv nv = pushemu_nv(name, namelen, value, valuelen);
-    nv.flags = NGHTTP2_NV_FLAG_NO_INDEX;
-    return nv;
-}
-
-/* nghttp2_nv for a lowercase name and a value that outlive the frame (memory never freed):
-   nghttp2 neither copies nor lowercases them. */
-static inline nghttp2_nv pushemu_nv_static(const uint8_t *name, size_t namelen,
-                                           const uint8_t *value, size_t valuelen) {
-    nghttp2_nv nv = pushemu_nv(name, namelen, value, valuelen);
-    nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-    return nv;
-}
-
-/* The same with only the name kept (the value is copied). */
-static inline nghttp2_nv pushemu_nv_static_name(const uint8_t *name, size_t namelen,
-                                                const uint8_t *value, size_t valuelen) {
-    nghttp2_nv nv = pushemu_nv(name, namelen, value, valuelen);
-    nv.flags = NGHTTP2_NV_FLAG_NO_COPY_NAME;
+    nv.flags = flags;
     return nv;
 }
 

@@ -237,14 +237,14 @@ struct OutputBuffer {
 
     mutating func append(_ raw: UnsafeRawBufferPointer) { copyIn(raw.baseAddress, raw.count) }
 
-    /// Appends `n` bytes that `body` writes at the pointer it is given.
+    /// Appends what `body` writes at the pointer it is given, at most `n` bytes; it returns how many.
     @inline(__always)
-    mutating func append(count n: Int, _ body: (UnsafeMutableRawPointer) -> Void) {
+    mutating func append(atMost n: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
         guard n > 0 else { return }
         if end + n > storage.count { grow(n) }
         let at = end
-        storage.withUnsafeMutableBytes { body($0.baseAddress! + at) }
-        end += n
+        let written = storage.withUnsafeMutableBufferPointer { body($0.baseAddress! + at) }
+        end += written
     }
     mutating func append(_ other: [UInt8]) { other.withUnsafeBytes { copyIn($0.baseAddress, $0.count) } }
     /// Literals land here (a `String` overload would take them, through String's UTF-8 view:

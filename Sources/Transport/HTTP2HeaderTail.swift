@@ -1,96 +1,96 @@
 import Glibc
 
-/// An answer's unique-per-response header fields (ids, a message's URL), HPACK-encoded here and
-/// appended to the HEADERS frame nghttp2 framed for the rest of the answer.
+/// An answer's header block, written by pushemu into the HEADERS frame nghttp2 frames for it.
 ///
-/// nghttp2 has no way to take an encoded block, and its deflater costs an APNs answer about
-/// 3,000 instructions for two 36-character ids: the field list copied, the table searched,
-/// each value measured and Huffman-coded. Written here they cost a copy.
+/// nghttp2 has no way to take an encoded block, and its deflater cost an APNs answer about
+/// 3,000 instructions for two 36-character ids (the field list copied, the table searched, each
+/// value measured and Huffman-coded) and an FCM answer about 1,100 for four repeated fields.
+/// So nghttp2 is given an answer with no fields: it frames the stream's HEADERS frame (and
+/// keeps the stream's state, flow control and END_STREAM) around a block that holds only the
+/// table size updates it owes the peer, and `HTTP2Session.produce`, walking nghttp2's output
+/// frame by frame, appends the block `HPACKResponseEncoder` writes for the answer's `:status`
+/// and fields (the frame's length rewritten). The encoder's dynamic table is the peer's (see
+/// its comment): nghttp2's deflater indexes nothing.
 ///
-/// Why the two encoders stay in step: every field here is a literal without indexing with a
-/// literal name (RFC 7541 §6.2.2), so the peer's dynamic table is not touched by it and nothing
-/// in it refers to the table; nghttp2's deflater is left with the table as it believes it to be.
-/// Its part of the block comes first, so a dynamic table size update it owes the peer (§4.2)
-/// still opens the block.
+/// Why the frame can be extended: nghttp2 frames a header block in a HEADERS frame of its own,
+/// split into CONTINUATION frames only past 16,384 bytes, with no padding (pushemu sets no
+/// padding callback) and no priority. Only an answer whose fields are small enough (`fits`)
+/// is written here, so that its block stays under 16,384 bytes, the least SETTINGS_MAX_FRAME_SIZE
+/// a peer may set. A larger answer goes to nghttp2 whole, every field never-indexed.
 ///
-/// Why the frame can be extended: nghttp2 frames an answer's header block in a HEADERS frame
-/// of its own, split into CONTINUATION frames only past 16,384 bytes, with no padding (pushemu
-/// sets no padding callback) and no priority. `HTTP2Session.submit` gives a tail only to an
-/// answer whose fields are small enough (see `fits`) that nghttp2's block and the tail together
-/// stay under 16,384 bytes, the least SETTINGS_MAX_FRAME_SIZE a peer may set; the frame's
-/// length is rewritten to include the tail.
+/// The answer waits in its exchange as a list: its status (two bytes), then each field as a
+/// name length and a value length (two bytes each, big-endian), the name and the value.
 enum HTTP2HeaderTail {
-    /// Values this long or longer go in the tail (shorter ones repeat: nghttp2 indexes them).
-    static let minValueLength = 32
-    /// The most bytes a tail may have.
-    static let maxBytes = 4096
-    /// The most bytes (names and values) an answer's fields may have for its tail to be used.
-    static let maxFieldBytes = 8192
+    /// The most bytes (names and values) an answer's fields may have to be written here.
+    static let maxFieldBytes = 4096
     /// HEADERS frame type and the flags that matter here (RFC 9113 §6.2).
     static let headersType: UInt8 = 0x1
     static let endHeaders: UInt8 = 0x4
     static let paddedOrPriority: UInt8 = 0x8 | 0x20
     static let maxFrameLength = 16384
 
-    /// The bytes of an HPACK integer with a 7-bit prefix (a string's length, H clear).
+    /// Whether an answer with `fieldBytes` bytes of names and values in `fieldCount` fields is
+    /// written here.
     @inline(__always)
-    static func integerSize(_ x: Int) -> Int {
-        if x < 127 { return 1 }
-        var n = 2
-        var rest = (x - 127) >> 7
-        while rest > 0 {
-            n += 1
-            rest >>= 7
-        }
-        return n
+    static func fits(fieldBytes: Int, fieldCount: Int) -> Bool {
+        fieldBytes <= maxFieldBytes && fieldCount <= 128
     }
 
-    /// The encoded size of one field.
+    /// The list's size for an answer with `fieldBytes` bytes of names and values in `fieldCount` fields.
     @inline(__always)
-    static func size(nameLength: Int, valueLength: Int) -> Int {
-        1 + integerSize(nameLength) + nameLength + integerSize(valueLength) + valueLength
-    }
+    static func listSize(fieldBytes: Int, fieldCount: Int) -> Int { 2 + fieldBytes + 4 * fieldCount }
 
-    /// Whether an answer whose fields take `fieldBytes` bytes in `fieldCount` fields, and
-    /// `tailBytes` of which would go in the tail, gets one: nghttp2's part (at most every field
-    /// as a literal with two length prefixes of three bytes, `:status` and `content-length`,
-    /// and a table size update) plus the tail stays within one frame.
-    static func fits(tailBytes: Int, fieldBytes: Int, fieldCount: Int) -> Bool {
-        tailBytes > 0 && tailBytes <= maxBytes && fieldBytes <= maxFieldBytes && fieldCount <= 256
-    }
+    /// The most bytes the block of a list of `listBytes` encodes to: a field's encoding adds at
+    /// most 9 bytes to its name and value (a representation's index and two string lengths), its
+    /// list entry 4; `:status` at most 6.
+    @inline(__always)
+    static func blockBound(listBytes: Int) -> Int { 3 * listBytes + 16 }
 
     @inline(__always)
-    private static func writeInteger(_ x: Int, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
-        if x < 127 {
-            p[at] = UInt8(x)
-            at += 1
-            return
-        }
-        p[at] = 127
-        at += 1
-        var rest = x - 127
-        while rest >= 128 {
-            p[at] = UInt8(truncatingIfNeeded: rest) | 0x80
-            at += 1
-            rest >>= 7
-        }
-        p[at] = UInt8(rest)
-        at += 1
+    static func writeStatus(_ status: Int, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        p[at] = UInt8(truncatingIfNeeded: status >> 8)
+        p[at + 1] = UInt8(truncatingIfNeeded: status)
+        at += 2
     }
 
-    /// Writes one field at `at` (room for `size(...)` bytes is the caller's) and moves `at` past it.
-    static func write(
-        name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, into p: UnsafeMutablePointer<UInt8>, at: inout Int
+    /// Writes one field of a list at `at` and moves `at` past it.
+    @inline(__always)
+    static func writeField(
+        name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int
     ) {
-        p[at] = 0x00 // literal without indexing, new name
-        at += 1
-        writeInteger(name.count, p, &at)
+        p[at] = UInt8(truncatingIfNeeded: name.count >> 8)
+        p[at + 1] = UInt8(truncatingIfNeeded: name.count)
+        p[at + 2] = UInt8(truncatingIfNeeded: value.count >> 8)
+        p[at + 3] = UInt8(truncatingIfNeeded: value.count)
+        at += 4
         if name.count > 0 { memcpy(p + at, name.baseAddress!, name.count) }
         at += name.count
-        writeInteger(value.count, p, &at)
         if value.count > 0 { memcpy(p + at, value.baseAddress!, value.count) }
         at += value.count
     }
+
+    /// The same from a field store (HTTPFields's): one copy when the value follows the name.
+    @inline(__always)
+    static func writeField(
+        _ store: UnsafeRawPointer, nameAt: Int, nameCount: Int, valueAt: Int, valueCount: Int,
+        _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int
+    ) {
+        p[at] = UInt8(truncatingIfNeeded: nameCount >> 8)
+        p[at + 1] = UInt8(truncatingIfNeeded: nameCount)
+        p[at + 2] = UInt8(truncatingIfNeeded: valueCount >> 8)
+        p[at + 3] = UInt8(truncatingIfNeeded: valueCount)
+        at += 4
+        if valueAt == nameAt + nameCount {
+            memcpy(p + at, store + nameAt, nameCount + valueCount)
+        } else {
+            if nameCount > 0 { memcpy(p + at, store + nameAt, nameCount) }
+            if valueCount > 0 { memcpy(p + at + nameCount, store + valueAt, valueCount) }
+        }
+        at += nameCount + valueCount
+    }
+
+    /// A list's status.
+    static func status(ofList list: UnsafeRawBufferPointer) -> Int { Int(list[0]) << 8 | Int(list[1]) }
 
     /// Where the frames leaving a session stand between two chunks of nghttp2's output: the
     /// bytes still owed to a frame begun earlier, or the first bytes of a frame header cut by
@@ -101,12 +101,11 @@ enum HTTP2HeaderTail {
         var held: (UInt8, UInt8, UInt8) = (0, 0, 0)
     }
 
-    /// Appends `chunk` (nghttp2's output, in order) to `out`, with a tail after the header
-    /// block of each whole HEADERS frame whose stream `tail` gives one. `tail(stream)` returns
-    /// the stream's tail (empty for none) and forgets it.
+    /// Appends `chunk` (nghttp2's output, in order) to `out`, with the block `writer` writes
+    /// after nghttp2's part of each whole HEADERS frame whose stream it has one for.
     static func append(
         _ chunk: UnsafeRawBufferPointer, to out: inout OutputBuffer, framing: inout Framing,
-        tail: (Int32) -> UnsafeRawBufferPointer
+        writer: some HeaderBlockWriter
     ) {
         let n = chunk.count
         var p = 0
@@ -143,18 +142,22 @@ enum HTTP2HeaderTail {
                 let stream =
                     Int32(chunk[p + 5] & 0x7f) << 24 | Int32(chunk[p + 6]) << 16 | Int32(chunk[p + 7]) << 8
                     | Int32(chunk[p + 8])
-                let extra = tail(stream)
-                if extra.count > 0 && length + extra.count <= maxFrameLength {
-                    // The bytes before the frame, the frame with its new length, then the tail.
-                    let total = length + extra.count
+                let bound = writer.blockBound(stream: stream)
+                if bound > 0 && length + bound <= maxFrameLength {
+                    // The bytes before the frame, the frame with its new length, then the block.
                     let base = chunk.baseAddress!
-                    out.append(count: end - run + extra.count) { to in
-                        memcpy(to, base + run, end - run)
-                        let head = to + (p - run)
-                        head.storeBytes(of: UInt8(truncatingIfNeeded: total >> 16), as: UInt8.self)
-                        head.storeBytes(of: UInt8(truncatingIfNeeded: total >> 8), toByteOffset: 1, as: UInt8.self)
-                        head.storeBytes(of: UInt8(truncatingIfNeeded: total), toByteOffset: 2, as: UInt8.self)
-                        memcpy(to + (end - run), extra.baseAddress!, extra.count)
+                    let from = run
+                    let frameStart = p
+                    let nghttp2Part = UnsafeRawBufferPointer(rebasing: chunk[(p + 9)..<end])
+                    out.append(atMost: end - from + bound) { to in
+                        memcpy(to, base + from, end - from)
+                        let n = writer.writeBlock(stream: stream, after: nghttp2Part, into: to + (end - from))
+                        let total = length + n
+                        let head = to + (frameStart - from)
+                        head[0] = UInt8(truncatingIfNeeded: total >> 16)
+                        head[1] = UInt8(truncatingIfNeeded: total >> 8)
+                        head[2] = UInt8(truncatingIfNeeded: total)
+                        return end - from + n
                     }
                     run = end
                 }
@@ -189,11 +192,11 @@ enum HTTP2HeaderTail {
         }
     }
 
-    /// The rare chunk that cuts a frame header (the general walk, without tails).
+    /// The rare chunk that cuts a frame header (the general walk, with no block to write).
     @inline(never)
     private static func passCut(_ chunk: UnsafeRawBufferPointer, _ framing: inout Framing) {
         var sink = OutputBuffer()
-        append(chunk, to: &sink, framing: &framing) { _ in UnsafeRawBufferPointer(start: nil, count: 0) }
+        append(chunk, to: &sink, framing: &framing, writer: NoHeaderBlocks())
     }
 
     @inline(__always)
@@ -205,4 +208,18 @@ enum HTTP2HeaderTail {
         default: break
         }
     }
+}
+
+/// Where `HTTP2HeaderTail.append` gets the blocks it writes into HEADERS frames.
+protocol HeaderBlockWriter {
+    /// The most bytes stream `stream`'s block may take (0: the stream has none).
+    func blockBound(stream: Int32) -> Int
+    /// Writes stream `stream`'s block at `p` (room for `blockBound`) after reading `nghttp2Part`,
+    /// what nghttp2 wrote into the frame (table size updates); forgets it; returns its size.
+    func writeBlock(stream: Int32, after nghttp2Part: UnsafeRawBufferPointer, into p: UnsafeMutablePointer<UInt8>) -> Int
+}
+
+struct NoHeaderBlocks: HeaderBlockWriter {
+    func blockBound(stream: Int32) -> Int { 0 }
+    func writeBlock(stream: Int32, after nghttp2Part: UnsafeRawBufferPointer, into p: UnsafeMutablePointer<UInt8>) -> Int { 0 }
 }

@@ -13,7 +13,7 @@ import CNghttp2
 /// GOAWAY: nghttp2's own rapid-reset and outbound-ACK limits, and a credit of cheap frames
 /// (WINDOW_UPDATE, PING, SETTINGS, PRIORITY, RST_STREAM, empty DATA, unknown types) earned by
 /// requests, answers and time, past which the session ends with ENHANCE_YOUR_CALM.
-final class HTTP2Session: ExchangeOwner {
+final class HTTP2Session: ExchangeOwner, HeaderBlockWriter {
     /// The connection owns this session; `close()` detaches every exchange before it goes.
     unowned(unsafe) let connection: Connection
     private(set) var session: OpaquePointer!
@@ -25,10 +25,9 @@ final class HTTP2Session: ExchangeOwner {
     private var last: Exchange?
     /// Finished exchanges nobody else references, reused with their buffers' capacity.
     private var pool: [Exchange] = []
-    /// The first response is HPACK-indexed in full, so later never-indexed values of the same
-    /// header names refer to the names by index instead of spelling them out each time.
-    private var firstResponseSent = false
-    /// Answers with a header tail (see `HTTP2HeaderTail`) whose HEADERS frame has not gone out.
+    /// The HPACK encoder of the answers' header blocks, and the peer's dynamic table.
+    private var encoder = HPACKResponseEncoder()
+    /// Answers waiting for their block (see `HTTP2HeaderTail`) whose HEADERS frame has not gone out.
     private var tailsPending = 0
     /// The stream closed inside `mem_send` with its tail not yet taken. nghttp2 closes a stream
     /// whose END_STREAM frame it has just framed before it hands the frame over (one stream a
@@ -189,7 +188,7 @@ final class HTTP2Session: ExchangeOwner {
                 out.append(chunk)
                 HTTP2HeaderTail.pass(chunk, framing: &outFraming)
             } else {
-                HTTP2HeaderTail.append(chunk, to: &out, framing: &outFraming) { id in takeTail(id) }
+                HTTP2HeaderTail.append(chunk, to: &out, framing: &outFraming, writer: self)
             }
             if closedTailCount > 0 { dropClosedTail() }
         }
@@ -201,21 +200,58 @@ final class HTTP2Session: ExchangeOwner {
         tailsPending -= 1
     }
 
-    /// The header tail of stream `id`'s answer, forgotten as it is handed out (empty for none).
-    /// The bytes stay in the exchange, which lives until the stream closes, after this frame.
-    private func takeTail(_ id: Int32) -> UnsafeRawBufferPointer {
-        guard tailsPending > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    /// Stream `id`'s waiting answer list (see `HTTP2HeaderTail`), or an empty buffer; and the
+    /// exchange that holds it (nil: the closed stream's, in `closedTailBytes`). The exchange is
+    /// not retained: the live list or the pool holds it for as long as the frame is written.
+    private func list(_ id: Int32) -> (UnsafeRawBufferPointer, Unmanaged<Exchange>?) {
+        guard tailsPending > 0 else { return (UnsafeRawBufferPointer(start: nil, count: 0), nil) }
         if closedTailCount > 0 && closedTailStream == id {
             let n = closedTailCount
-            closedTailCount = 0
-            tailsPending -= 1
-            return closedTailBytes.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: n) }
+            return (closedTailBytes.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: n) }, nil)
         }
-        guard let ex = exchange(id), ex.headerTailCount > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        let n = ex.headerTailCount
-        ex.headerTailCount = 0
+        guard let p = nghttp2_session_get_stream_user_data(session, id) else { return (UnsafeRawBufferPointer(start: nil, count: 0), nil) }
+        let ex = Unmanaged<Exchange>.fromOpaque(p)
+        return ex._withUnsafeGuaranteedRef { ex in
+            let n = ex.headerTailCount
+            return (
+                ex.headerTail.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: n) },
+                n > 0 ? Unmanaged.passUnretained(ex) : nil
+            )
+        }
+    }
+
+    /// The list `blockBound` found, for `writeBlock` to write without a second lookup.
+    private var foundStream: Int32 = 0
+    private var foundList = UnsafeRawBufferPointer(start: nil, count: 0)
+    private var foundExchange: Unmanaged<Exchange>?
+
+    func blockBound(stream: Int32) -> Int {
+        let (l, ex) = list(stream)
+        foundStream = stream
+        foundList = l
+        foundExchange = ex
+        return l.count > 0 ? HTTP2HeaderTail.blockBound(listBytes: l.count) : 0
+    }
+
+    func writeBlock(stream: Int32, after nghttp2Part: UnsafeRawBufferPointer, into p: UnsafeMutablePointer<UInt8>) -> Int {
+        if stream != foundStream { _ = blockBound(stream: stream) }
+        let l = foundList
+        guard l.count > 0 else { return 0 }
+        // nghttp2 was given no field: its part is the table size updates it owes, nothing else.
+        let onlyUpdates = encoder.apply(nghttp2Part)
+        assert(onlyUpdates, "nghttp2 wrote fields into a block pushemu writes")
+        let n = encoder.encode(
+            status: HTTP2HeaderTail.status(ofList: l), fields: UnsafeRawBufferPointer(rebasing: l[2...]), into: p)
+        if let ex = foundExchange {
+            ex._withUnsafeGuaranteedRef { $0.headerTailCount = 0 }
+        } else {
+            closedTailCount = 0
+        }
+        foundStream = 0
+        foundList = UnsafeRawBufferPointer(start: nil, count: 0)
+        foundExchange = nil
         tailsPending -= 1
-        return ex.headerTail.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: n) }
+        return n
     }
 
     var wantsIO: Bool {
@@ -328,81 +364,91 @@ final class HTTP2Session: ExchangeOwner {
         let statusCode = (response.status >= 100 && response.status < 600) ? response.status : 500
         let hasBody = !response.body.isEmpty && ex.request.method != .head
         let fields = response.headers
-        let count = fields.count + 2
         var rv: Int32 = 0
-        let tailed = writeTail(ex, fields)
-        do {
-            let st = h2StatusDigits + statusCode * 3
-            withDecimalDigits(response.body.count) { clRaw in
-                let cl = response.body.isEmpty ? UnsafeRawBufferPointer(start: nil, count: 0) : clRaw
-                fields.storage.withUnsafeBufferPointer { store in
-                    withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { nva in
-                        var k = 0
-                        nva[k] = pushemu_nv_static(h2StatusName, 7, st, 3)
+        withDecimalDigits(response.body.count) { clRaw in
+            let cl = response.body.isEmpty ? UnsafeRawBufferPointer(start: nil, count: 0) : clRaw
+            if writeList(ex, statusCode, fields, contentLength: cl) {
+                // nghttp2 frames the HEADERS frame; the block is written into it (HTTP2HeaderTail).
+                rv = submitHead(ex, nil, 0, response, streaming: streaming, hasBody: hasBody)
+                return
+            }
+            // Too large to write here: nghttp2 encodes it, every field never-indexed, so that its
+            // deflater leaves the dynamic table to `encoder`.
+            let never = UInt8(truncatingIfNeeded: NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+            let noCopy = UInt8(truncatingIfNeeded: NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
+            let count = fields.count + 2
+            fields.storage.withUnsafeBufferPointer { store in
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count) { nva in
+                    var k = 0
+                    nva[k] = pushemu_nv_flags(h2StatusName, 7, h2StatusDigits + statusCode * 3, 3, never | noCopy)
+                    k += 1
+                    for e in fields.entries {
+                        let name = store.baseAddress! + Int(e.nameStart)
+                        let value = store.baseAddress! + Int(e.valueStart)
+                        nva[k] = pushemu_nv_flags(name, Int(e.nameLength), value, Int(e.valueLength), never)
                         k += 1
-                        for e in fields.entries where !(tailed && e.valueLength >= HTTP2HeaderTail.minValueLength) {
-                            let name = store.baseAddress! + Int(e.nameStart)
-                            let value = store.baseAddress! + Int(e.valueStart)
-                            // Long values (ids, dates) are rarely repeated: indexing them only churns the table.
-                            nva[k] =
-                                e.valueLength >= 32 && firstResponseSent
-                                ? pushemu_nv_no_index(name, Int(e.nameLength), value, Int(e.valueLength))
-                                : pushemu_nv(name, Int(e.nameLength), value, Int(e.valueLength))
-                            k += 1
-                        }
-                        if cl.count > 0 {
-                            nva[k] = pushemu_nv_static_name(
-                                h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count)
-                            k += 1
-                        }
-                        if streaming {
-                            var provider = nghttp2_data_provider(
-                                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(ex).toOpaque()),
-                                read_callback: h2ReadStream)
-                            rv = nghttp2_submit_response(session, ex.streamID, nva.baseAddress, k, &provider)
-                        } else if hasBody {
-                            unsentBytes += response.body.count
-                            controlCredit = min(
-                                controlCredit + 1 + response.body.count >> 13, 10 * limits.http2ControlFrameAllowance)
-                            ex.responseBody = response.body
-                            ex.responseOffset = 0
-                            var provider = nghttp2_data_provider(
-                                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(ex).toOpaque()),
-                                read_callback: h2ReadBody)
-                            rv = nghttp2_submit_response(session, ex.streamID, nva.baseAddress, k, &provider)
-                        } else {
-                            rv = nghttp2_submit_response(session, ex.streamID, nva.baseAddress, k, nil)
-                        }
                     }
+                    if cl.count > 0 {
+                        let noCopyName = UInt8(truncatingIfNeeded: NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
+                        nva[k] = pushemu_nv_flags(
+                            h2ContentLengthName, 14, cl.baseAddress!.assumingMemoryBound(to: UInt8.self), cl.count,
+                            never | noCopyName)
+                        k += 1
+                    }
+                    rv = submitHead(ex, nva.baseAddress, k, response, streaming: streaming, hasBody: hasBody)
                 }
             }
         }
-        firstResponseSent = true
         ex.phaseNs = connection.loop.nowNs
         giveBack(ex)
         if rv != 0 { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), ex.streamID, NGHTTP2_INTERNAL_ERROR.rawValue) }
         if !inReceive { connection.requestFlush() }
     }
 
-    /// Encodes the answer's long values into the exchange's header tail when they fit (see
-    /// `HTTP2HeaderTail`); returns whether it did, and so whether nghttp2 is to be given them.
-    private func writeTail(_ ex: Exchange, _ fields: borrowing HTTPFields) -> Bool {
-        var bytes = 0
-        for e in fields.entries where e.valueLength >= HTTP2HeaderTail.minValueLength {
-            bytes += HTTP2HeaderTail.size(nameLength: Int(e.nameLength), valueLength: Int(e.valueLength))
+    /// nghttp2_submit_response with the answer's body (or event stream) as its data source.
+    @inline(__always)
+    private func submitHead(
+        _ ex: Exchange, _ nva: UnsafePointer<nghttp2_nv>?, _ k: Int, _ response: Response, streaming: Bool, hasBody: Bool
+    ) -> Int32 {
+        if streaming {
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(ex).toOpaque()), read_callback: h2ReadStream)
+            return nghttp2_submit_response(session, ex.streamID, nva, k, &provider)
+        } else if hasBody {
+            unsentBytes += response.body.count
+            controlCredit = min(controlCredit + 1 + response.body.count >> 13, 10 * limits.http2ControlFrameAllowance)
+            ex.responseBody = response.body
+            ex.responseOffset = 0
+            var provider = nghttp2_data_provider(
+                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(ex).toOpaque()), read_callback: h2ReadBody)
+            return nghttp2_submit_response(session, ex.streamID, nva, k, &provider)
         }
-        guard HTTP2HeaderTail.fits(tailBytes: bytes, fieldBytes: fields.used, fieldCount: fields.count) else { return false }
+        return nghttp2_submit_response(session, ex.streamID, nva, k, nil)
+    }
+
+    /// Keeps the answer's status and fields in the exchange, for its block to be written into
+    /// its HEADERS frame (see `HTTP2HeaderTail`), when they fit; returns whether they did.
+    private func writeList(_ ex: Exchange, _ status: Int, _ fields: borrowing HTTPFields, contentLength cl: UnsafeRawBufferPointer) -> Bool
+    {
+        let fieldBytes = fields.used + (cl.count > 0 ? 14 + cl.count : 0)
+        let fieldCount = fields.count + (cl.count > 0 ? 1 : 0)
+        guard HTTP2HeaderTail.fits(fieldBytes: fieldBytes, fieldCount: fieldCount) else { return false }
+        let bytes = HTTP2HeaderTail.listSize(fieldBytes: fieldBytes, fieldCount: fieldCount)
         if ex.headerTail.count < bytes { ex.headerTail = [UInt8](repeating: 0, count: max(bytes, 128)) }
         if ex.headerTailCount == 0 { tailsPending += 1 }
         ex.headerTailCount = bytes
         fields.storage.withUnsafeBytes { store in
-            ex.headerTail.withUnsafeMutableBufferPointer { tail in
+            ex.headerTail.withUnsafeMutableBufferPointer { list in
+                let p = list.baseAddress!
                 var at = 0
-                for e in fields.entries where e.valueLength >= HTTP2HeaderTail.minValueLength {
-                    HTTP2HeaderTail.write(
-                        name: UnsafeRawBufferPointer(rebasing: store[Int(e.nameStart)..<Int(e.nameStart + e.nameLength)]),
-                        value: UnsafeRawBufferPointer(rebasing: store[Int(e.valueStart)..<Int(e.valueStart + e.valueLength)]),
-                        into: tail.baseAddress!, at: &at)
+                HTTP2HeaderTail.writeStatus(status, p, &at)
+                for e in fields.entries {
+                    HTTP2HeaderTail.writeField(
+                        store.baseAddress!, nameAt: Int(e.nameStart), nameCount: Int(e.nameLength), valueAt: Int(e.valueStart),
+                        valueCount: Int(e.valueLength), p, &at)
+                }
+                if cl.count > 0 {
+                    HTTP2HeaderTail.writeField(name: UnsafeRawBufferPointer(start: h2ContentLengthName, count: 14), value: cl, p, &at)
                 }
             }
         }

@@ -5,48 +5,44 @@ import XCTest
 
 @testable import Transport
 
-/// The header tail (`HTTP2HeaderTail`): long, unique values encoded here and appended to the
-/// HEADERS frame nghttp2 framed for the rest of an answer. Its fields decode with nghttp2's
-/// inflater after a block from nghttp2's deflater, leaving both tables as the deflater left
-/// them; the frame walk splices only whole HEADERS frames, whatever the chunking of nghttp2's
-/// output; and real clients read every field, with any header table size they choose.
+/// Answers' header blocks written by pushemu (`HTTP2HeaderTail`, `HPACKResponseEncoder`) into
+/// the HEADERS frames nghttp2 frames with no field: blocks decode with nghttp2's inflater, after
+/// the table size updates nghttp2 owes, to the answers' fields, with the inflater's table the
+/// encoder's, answer after answer; the frame walk writes a block only into whole HEADERS frames,
+/// whatever the chunking of nghttp2's output; and real clients read every field, with any
+/// header table size they choose.
 final class HTTP2HeaderTailTests: XCTestCase {
-    private func encode(_ fields: [([UInt8], [UInt8])]) -> [UInt8] {
-        let size = fields.reduce(0) { $0 + HTTP2HeaderTail.size(nameLength: $1.0.count, valueLength: $1.1.count) }
-        var out = [UInt8](repeating: 0xEE, count: size + 8)
+    /// An answer's list as `HTTP2Session` keeps it.
+    private func list(_ status: Int, _ fields: [([UInt8], [UInt8])]) -> [UInt8] {
+        let fieldBytes = fields.reduce(0) { $0 + $1.0.count + $1.1.count }
+        var out = [UInt8](repeating: 0xEE, count: HTTP2HeaderTail.listSize(fieldBytes: fieldBytes, fieldCount: fields.count))
         var at = 0
         out.withUnsafeMutableBufferPointer { p in
+            HTTP2HeaderTail.writeStatus(status, p.baseAddress!, &at)
             for (name, value) in fields {
                 name.withUnsafeBytes { n in
-                    value.withUnsafeBytes { v in HTTP2HeaderTail.write(name: n, value: v, into: p.baseAddress!, at: &at) }
+                    value.withUnsafeBytes { v in HTTP2HeaderTail.writeField(name: n, value: v, p.baseAddress!, &at) }
                 }
             }
         }
-        XCTAssertEqual(at, size, "size(...) must be what write(...) writes")
-        return Array(out[0..<at])
+        XCTAssertEqual(at, out.count, "listSize(...) must be what the list takes")
+        return out
     }
 
-    private func deflate(_ deflater: OpaquePointer, _ fields: [([UInt8], [UInt8])]) -> [UInt8] {
-        var names = fields.map { $0.0 }
-        var values = fields.map { $0.1 }
-        var nva: [nghttp2_nv] = []
-        for i in fields.indices {
-            let n = names[i].withUnsafeMutableBufferPointer { $0.baseAddress! }
-            let v = values[i].withUnsafeMutableBufferPointer { $0.baseAddress! }
-            nva.append(nghttp2_nv(name: n, value: v, namelen: names[i].count, valuelen: values[i].count, flags: 0))
-        }
-        let bound = nghttp2_hd_deflate_bound(deflater, nva, nva.count)
-        var out = [UInt8](repeating: 0, count: bound)
-        let n = withExtendedLifetime((names, values)) { nghttp2_hd_deflate_hd(deflater, &out, bound, nva, nva.count) }
+    /// What nghttp2's deflater writes into a block it is given no field for.
+    private func deflateNothing(_ deflater: OpaquePointer) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
+        let n = nghttp2_hd_deflate_hd(deflater, &out, out.count, nil, 0)
         XCTAssertGreaterThanOrEqual(n, 0)
-        names.removeAll()
-        values.removeAll()
         return Array(out[0..<max(0, n)])
     }
 
-    /// Blocks made of nghttp2's part (indexed, Huffman-coded, with table size changes owed)
-    /// and a tail decode to the whole field list, and the tables stay in step block after block.
-    func testTailDecodesAfterTheDeflatersBlockAndLeavesTheTableAlone() {
+    /// Answer after answer on one connection (statuses in and out of the static table, repeated
+    /// and unique values, a content-length that repeats and one that changes, long values, names
+    /// in and out of the static table), with the peer's table size changed now and then: every
+    /// block decodes with nghttp2's inflater to the answer's fields, within its bound, and the
+    /// inflater's table is the encoder's.
+    func testBlocksDecodeWithNghttp2AndTheTablesStayInStep() {
         var deflater: OpaquePointer?
         var inflater: OpaquePointer?
         XCTAssertEqual(nghttp2_hd_deflate_new(&deflater, 4096), 0)
@@ -55,43 +51,84 @@ final class HTTP2HeaderTailTests: XCTestCase {
             nghttp2_hd_deflate_del(deflater)
             nghttp2_hd_inflate_del(inflater)
         }
+        var encoder = HPACKResponseEncoder()
         var rng = SplitMix(seed: 50)
-        // Lengths around the 7-bit prefix's edges, and the largest a tail may hold.
-        let lengths = [0, 1, 32, 36, 126, 127, 128, 254, 255, 256, 300, 2000, 4000]
-        for round in 0..<60 {
-            if round % 7 == 3 {
-                // The peer changed SETTINGS_HEADER_TABLE_SIZE: nghttp2's part opens with the update.
-                let size = [0, 64, 1000, 4096].randomElement(using: &rng)!
+        let statuses = [200, 200, 200, 204, 400, 403, 404, 410, 429, 500, 503]
+        var inserted = 0
+        for round in 0..<400 {
+            if round % 37 == 20 {
+                // The peer changed SETTINGS_HEADER_TABLE_SIZE: nghttp2's part carries the update.
+                let size = [0, 64, 100, 1000, 4096].randomElement(using: &rng)!
                 XCTAssertEqual(nghttp2_hd_deflate_change_table_size(deflater, size), 0)
                 XCTAssertEqual(nghttp2_hd_inflate_change_table_size(inflater, size), 0)
             }
-            let head: [([UInt8], [UInt8])] = [
-                (Array(":status".utf8), Array(["200", "400", "410"].randomElement(using: &rng)!.utf8)),
-                (Array("content-type".utf8), Array("application/json".utf8)),
-                (Array("x-short".utf8), Array("v\(round % 3)".utf8)),
-            ]
-            var tail: [([UInt8], [UInt8])] = []
-            var budget = HTTP2HeaderTail.maxBytes
-            for k in 0..<Int.random(in: 1...3, using: &rng) {
-                let length = lengths[(round + k) % lengths.count]
-                let name = Array("apns-id-\(k)".utf8) + (k == 2 ? [UInt8](repeating: 0x61, count: 130) : [])
-                let value = (0..<length).map { _ in UInt8.random(in: 0x21...0x7E, using: &rng) }
-                let size = HTTP2HeaderTail.size(nameLength: name.count, valueLength: value.count)
-                if size > budget { continue }
-                budget -= size
-                tail.append((name, value))
+            let status = statuses.randomElement(using: &rng)!
+            var fields: [([UInt8], [UInt8])] = []
+            func add(_ name: String, _ value: String) { fields.append((Array(name.utf8), Array(value.utf8))) }
+            if rng.next() % 2 == 0 { add("content-type", "application/json; charset=UTF-8") }
+            if rng.next() % 3 == 0 { add("vary", "Origin, X-Origin, Referer") }
+            if rng.next() % 2 == 0 { add("apns-id", UUID().uuidString.lowercased()) }
+            if rng.next() % 4 == 0 { add("apns-unique-id", UUID().uuidString.lowercased()) }
+            if rng.next() % 5 == 0 { add("location", "https://push.example/m/" + String(repeating: "a", count: Int(rng.next() % 300))) }
+            if rng.next() % 7 == 0 { add("retry-after", "\(rng.next() % 3)") }
+            if rng.next() % 9 == 0 { add("x-big", String(repeating: "b", count: 128 + Int(rng.next() % 2000))) }
+            if rng.next() % 2 == 0 { add("content-length", rng.next() % 3 == 0 ? "\(rng.next() % 1000)" : "73") }
+            let l = list(status, fields)
+            let prefix = deflateNothing(deflater!)
+            var block = [UInt8](repeating: 0, count: HTTP2HeaderTail.blockBound(listBytes: l.count))
+            let applied = prefix.withUnsafeBytes { encoder.apply($0) }
+            XCTAssertTrue(applied, "round \(round): nghttp2's part is table size updates only")
+            let n = l.withUnsafeBytes { raw in
+                block.withUnsafeMutableBufferPointer {
+                    encoder.encode(
+                        status: HTTP2HeaderTail.status(ofList: raw), fields: UnsafeRawBufferPointer(rebasing: raw[2...]),
+                        into: $0.baseAddress!)
+                }
             }
-            let block = deflate(deflater!, head) + encode(tail)
-            guard let got = HPACKDecoderTests.nghttp2Inflate(inflater!, block) else {
+            XCTAssertLessThanOrEqual(n, block.count)
+            guard let got = HPACKDecoderTests.nghttp2Inflate(inflater!, prefix + block[0..<n]) else {
                 XCTFail("round \(round): nghttp2 refused the block")
                 return
             }
-            XCTAssertEqual(got.map { $0.0 }, (head + tail).map { $0.0 }, "round \(round)")
-            XCTAssertEqual(got.map { $0.1 }, (head + tail).map { $0.1 }, "round \(round)")
-            XCTAssertEqual(
-                nghttp2_hd_inflate_get_dynamic_table_size(inflater), nghttp2_hd_deflate_get_dynamic_table_size(deflater),
-                "round \(round): the tail must leave the table as the deflater believes it")
+            let want = [(Array(":status".utf8), Array(String(status).utf8))] + fields
+            XCTAssertEqual(got.map { $0.0 }, want.map { $0.0 }, "round \(round)")
+            XCTAssertEqual(got.map { $0.1 }, want.map { $0.1 }, "round \(round)")
+            XCTAssertEqual(nghttp2_hd_inflate_get_dynamic_table_size(inflater), encoder.tableSize, "round \(round)")
+            XCTAssertEqual(nghttp2_hd_deflate_get_dynamic_table_size(deflater), 0, "nghttp2's deflater indexes nothing")
+            inserted = max(inserted, encoder.tableSize)
         }
+        XCTAssertGreaterThan(inserted, 200, "repeated fields are indexed")
+    }
+
+    /// A repeated answer's block shrinks to indexes: `:status`, `content-type`, `vary` and the
+    /// same `content-length` take a byte each once indexed; a long value is a literal whose name
+    /// is indexed after the first.
+    func testRepeatedFieldsBecomeIndexes() {
+        var encoder = HPACKResponseEncoder()
+        func encode(_ status: Int, _ fields: [(String, String)]) -> [UInt8] {
+            let l = list(status, fields.map { (Array($0.0.utf8), Array($0.1.utf8)) })
+            var block = [UInt8](repeating: 0, count: HTTP2HeaderTail.blockBound(listBytes: l.count))
+            let n = l.withUnsafeBytes { raw in
+                block.withUnsafeMutableBufferPointer {
+                    encoder.encode(
+                        status: HTTP2HeaderTail.status(ofList: raw), fields: UnsafeRawBufferPointer(rebasing: raw[2...]),
+                        into: $0.baseAddress!)
+                }
+            }
+            return Array(block[0..<n])
+        }
+        let fcm = [("content-type", "application/json; charset=UTF-8"), ("vary", "Origin, X-Origin, Referer"), ("content-length", "73")]
+        _ = encode(200, fcm)
+        _ = encode(200, fcm)
+        XCTAssertEqual(encode(200, fcm).count, 4, "four indexed fields")
+        XCTAssertEqual(encode(410, []).count, 5, "a status outside the static table, first time: a literal")
+        XCTAssertEqual(encode(410, []).count, 1)
+        let id = "123e4567-e89b-12d3-a456-426614174000"
+        let first = encode(200, [("apns-id", id)])
+        let next = encode(200, [("apns-id", id.uppercased())])
+        XCTAssertEqual(first.count, 1 + 1 + 1 + 7 + 1 + 36)
+        XCTAssertEqual(next.count, 1 + 2 + 1 + 36, "the name by index, the value as a literal without indexing")
+        XCTAssertEqual(next[1] & 0xF0, 0x00)
     }
 
     private func frame(_ type: UInt8, _ flags: UInt8, _ stream: Int32, _ payload: [UInt8]) -> [UInt8] {
@@ -99,13 +136,28 @@ final class HTTP2HeaderTailTests: XCTestCase {
             + [UInt8(stream >> 24), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)] + payload
     }
 
-    /// nghttp2's output cut anywhere: whole HEADERS frames of streams with a tail are spliced
-    /// (length rewritten, flags and stream kept); a cut frame, a padded or prioritised one, a
-    /// frame of a stream without a tail, and every other frame pass unchanged; and the walk
-    /// stays on the frame boundaries after any cut, a frame header's own included.
+    /// Blocks from a table, each written once, recording what nghttp2's part was.
+    final class Blocks: HeaderBlockWriter {
+        var blocks: [Int32: [UInt8]]
+        var taken: [Int32: [UInt8]] = [:]
+        init(_ blocks: [Int32: [UInt8]]) { self.blocks = blocks }
+        func blockBound(stream: Int32) -> Int { blocks[stream].map { $0.count + 5 } ?? 0 }
+        func writeBlock(stream: Int32, after nghttp2Part: UnsafeRawBufferPointer, into p: UnsafeMutablePointer<UInt8>) -> Int {
+            guard let b = blocks.removeValue(forKey: stream) else { return 0 }
+            taken[stream] = Array(nghttp2Part)
+            b.withUnsafeBufferPointer { p.update(from: $0.baseAddress!, count: b.count) }
+            return b.count
+        }
+    }
+
+    /// nghttp2's output cut anywhere: whole HEADERS frames of streams with a block get it after
+    /// nghttp2's part (length rewritten, flags and stream kept, nghttp2's part handed to the
+    /// writer); a cut frame, a padded or prioritised one, a frame of a stream without a block,
+    /// and every other frame pass unchanged; and the walk stays on the frame boundaries after
+    /// any cut, a frame header's own included.
     func testSplicesWholeHeadersFramesWhateverTheChunking() {
-        let tailA: [UInt8] = encode([(Array("apns-id".utf8), Array("aaaaaaaa-1111-2222-3333-444444444444".utf8))])
-        let tailB: [UInt8] = encode([(Array("location".utf8), [UInt8](repeating: 0x62, count: 200))])
+        let tailA: [UInt8] = [0x88, 0x0F, 0x1F, 3] + Array("abc".utf8)
+        let tailB: [UInt8] = [0x89] + [UInt8](repeating: 0x62, count: 200)
         let tails: [Int32: [UInt8]] = [1: tailA, 5: tailB, 9: tailA, 11: tailB]
         struct Part {
             var bytes: [UInt8]
@@ -114,9 +166,9 @@ final class HTTP2HeaderTailTests: XCTestCase {
         var parts: [Part] = []
         func add(_ bytes: [UInt8], spliced: [UInt8]? = nil) { parts.append(Part(bytes: bytes, spliced: spliced)) }
         add(frame(0x4, 0, 0, [0, 3, 0, 0, 0, 100])) // SETTINGS
-        add(frame(0x1, 0x5, 1, [0x88]), spliced: frame(0x1, 0x5, 1, [0x88] + tailA)) // HEADERS, END_STREAM
+        add(frame(0x1, 0x5, 1, []), spliced: frame(0x1, 0x5, 1, tailA)) // HEADERS, END_STREAM
         add(frame(0x0, 0x0, 3, Array(repeating: 0x30, count: 20))) // DATA
-        add(frame(0x1, 0x4, 5, [0x88, 0x5C, 0x01, 0x30]), spliced: frame(0x1, 0x4, 5, [0x88, 0x5C, 0x01, 0x30] + tailB))
+        add(frame(0x1, 0x4, 5, [0x3F, 0xE1, 0x1F]), spliced: frame(0x1, 0x4, 5, [0x3F, 0xE1, 0x1F] + tailB)) // a size update first
         add(frame(0x1, 0x4, 7, [0x88])) // a stream without a tail
         add(frame(0x1, 0x4 | 0x8, 9, [1, 0x88, 0])) // PADDED: left alone
         add(frame(0x0, 0x1, 5, [0x7B, 0x7D])) // DATA, END_STREAM
@@ -134,18 +186,14 @@ final class HTTP2HeaderTailTests: XCTestCase {
         func run(_ cuts: [Int]) -> (out: [UInt8], taken: Set<Int32>) {
             var out = OutputBuffer()
             var framing = HTTP2HeaderTail.Framing()
-            var taken = Set<Int32>()
+            let writer = Blocks(tails)
             var from = 0
             for cut in cuts + [all.count] where cut > from {
-                all[from..<cut].withUnsafeBytes { chunk in
-                    HTTP2HeaderTail.append(chunk, to: &out, framing: &framing) { id in
-                        guard let t = tails[id], !taken.contains(id) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-                        taken.insert(id)
-                        return t.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: $0.count) }
-                    }
-                }
+                all[from..<cut].withUnsafeBytes { HTTP2HeaderTail.append($0, to: &out, framing: &framing, writer: writer) }
                 from = cut
             }
+            if let part = writer.taken[5] { XCTAssertEqual(part, [0x3F, 0xE1, 0x1F], "the writer reads nghttp2's part") }
+            let taken = Set(writer.taken.keys)
             var bytes: [UInt8] = []
             out.withUnconsumed { raw in
                 bytes = Array(raw)
@@ -175,19 +223,15 @@ final class HTTP2HeaderTailTests: XCTestCase {
             }
             guard framing.frameLeft == 0 && framing.heldCount == 0 else { return false }
             var out = OutputBuffer()
-            frame(0x1, 0x5, 1, [0x88]).withUnsafeBytes { chunk in
-                HTTP2HeaderTail.append(chunk, to: &out, framing: &framing) { id in
-                    id == 1
-                        ? tailA.withUnsafeBytes { UnsafeRawBufferPointer(start: $0.baseAddress, count: $0.count) }
-                        : UnsafeRawBufferPointer(start: nil, count: 0)
-                }
+            frame(0x1, 0x5, 1, []).withUnsafeBytes {
+                HTTP2HeaderTail.append($0, to: &out, framing: &framing, writer: Blocks([1: tailA]))
             }
             var bytes: [UInt8] = []
             out.withUnconsumed { raw in
                 bytes = Array(raw)
                 return raw.count
             }
-            return bytes == frame(0x1, 0x5, 1, [0x88] + tailA)
+            return bytes == frame(0x1, 0x5, 1, tailA)
         }
 
         var checked = 0
