@@ -50,10 +50,9 @@ public final class Exchange: @unchecked Sendable {
     // HTTP/2 response body being sent through the data provider.
     var responseBody: [UInt8] = []
     var responseOffset = 0
-    /// HTTP/2: the answer's unique-per-response fields, HPACK-encoded here as literals that leave
-    /// the dynamic table alone, for `HTTP2Session` to append to the HEADERS frame nghttp2 frames
-    /// for the rest (see `HTTP2HeaderTail`). The first `headerTailCount` bytes; the buffer is
-    /// kept for the next stream.
+    /// HTTP/2: the answer's status and fields as a list, until `HTTP2Session` writes their
+    /// header block into the HEADERS frame nghttp2 frames (see `HTTP2HeaderTail`). The first
+    /// `headerTailCount` bytes; the buffer is kept for the next stream (up to 1 KiB).
     var headerTail: [UInt8] = []
     var headerTailCount = 0
     /// HTTP/2 body bytes received but not yet given back to the peer's flow-control window.
@@ -98,6 +97,7 @@ public final class Exchange: @unchecked Sendable {
         if !responseBody.isEmpty { responseBody = [] }
         responseOffset = 0
         headerTailCount = 0
+        if headerTail.count > 1024 { headerTail = [] }
         unconsumed = 0
         headComplete = false
         liveIndex = -1

@@ -10,9 +10,9 @@ import Glibc
 /// reads them, so the table here shrinks exactly as the peer's does.
 ///
 /// What is indexed: values under 32 bytes, which repeat (`content-type`, `vary`, a 410's
-/// `:status`), and `content-length` when it is the same as the last one; a long value (an id)
-/// is a literal without indexing, its name indexed once the name is in the table (the first
-/// long value of each name is inserted for that).
+/// `:status`), but not `content-length`; a long value (an id) is a literal without indexing,
+/// its name indexed once the name is in the table (the first long value of each name is
+/// inserted for that).
 struct HPACKResponseEncoder {
     /// An entry's name and value lie back to back in `bytes` at `start`.
     private struct Entry {
@@ -31,9 +31,11 @@ struct HPACKResponseEncoder {
     private(set) var maxSize = 4096
     /// The table's size (RFC 7541 §4.1), as the peer's decoder counts it.
     var tableSize: Int { size }
-    private var lastContentLength: UInt64 = .max
 
     static let longValue = 32
+    /// The most entries the table is given: past them it stays as it is, and new values go as
+    /// literals (a size update from the peer may empty it and start again).
+    static let maxEntries = 32
 
     /// Reads the table size updates at the start of a block nghttp2 wrote; returns false if the
     /// block holds anything else.
@@ -133,7 +135,7 @@ struct HPACKResponseEncoder {
     /// `fieldCount` fields.
     static func bound(fieldBytes: Int, fieldCount: Int) -> Int { fieldBytes + 12 * fieldCount + 8 }
 
-    /// Encodes `:status` and the fields `list` holds (see `HTTP2HeaderTail.List`) at `p`, which
+    /// Encodes `:status` and the fields a list holds (see `HTTP2HeaderTail`) at `p`, which
     /// has room for `bound(...)`; returns the bytes written.
     mutating func encode(status: Int, fields list: UnsafeRawBufferPointer, into p: UnsafeMutablePointer<UInt8>) -> Int {
         var at = 0
@@ -157,15 +159,14 @@ struct HPACKResponseEncoder {
             let name = UnsafeRawBufferPointer(rebasing: list[(i + 4)..<(i + 4 + nameCount)])
             let value = UnsafeRawBufferPointer(rebasing: list[(i + 4 + nameCount)..<(i + 4 + nameCount + valueCount)])
             i += 4 + nameCount + valueCount
-            var index = valueCount < HPACKResponseEncoder.longValue
             if nameCount == 14 && name[0] == UInt8(ascii: "c") && name.equals("content-length") {
-                // Indexed when the same as the last one (a sender's answers that differ in
-                // size would only churn the table).
-                let length = HPACKResponseEncoder.decimal(value)
-                index = length == lastContentLength
-                lastContentLength = length
+                // Never indexed: answers that differ in size would fill the table, which is
+                // searched from end to end for every field.
+                HPACKResponseEncoder.integer(28, prefix: 4, first: 0x00, p, &at)
+                HPACKResponseEncoder.string(value, p, &at)
+                continue
             }
-            field(name, value, staticName: -1, index: index, p, &at)
+            field(name, value, staticName: -1, index: valueCount < HPACKResponseEncoder.longValue, p, &at)
         }
         return at
     }
@@ -185,8 +186,11 @@ struct HPACKResponseEncoder {
         // table's when that has it (`staticName` -1: not looked up yet).
         let nameIndex =
             found.name > 0 ? found.name : staticName >= 0 ? staticName : HPACKResponseEncoder.staticNameIndex(name)
-        // A long value's name goes in the table once, so the next refers to it.
-        let insert = index || (nameIndex == 0 && name.count + value.count + 32 <= maxSize / 2)
+        // A long value's name goes in the table once, so the next refers to it. The table holds
+        // at most `maxEntries` (it is searched from end to end for every field).
+        let insert =
+            entries.count < HPACKResponseEncoder.maxEntries
+            && (index || (nameIndex == 0 && name.count + value.count + 32 <= maxSize / 2))
         if insert {
             HPACKResponseEncoder.integer(nameIndex, prefix: 6, first: 0x40, p, &at)
         } else {
@@ -265,16 +269,5 @@ struct HPACKResponseEncoder {
         case 27 where name.equals("access-control-allow-origin"): 20
         default: 0
         }
-    }
-
-    /// A decimal's value (`UInt64.max` when it is not one).
-    private static func decimal(_ digits: UnsafeRawBufferPointer) -> UInt64 {
-        guard digits.count > 0, digits.count <= 18 else { return .max }
-        var v: UInt64 = 0
-        for d in digits {
-            guard d >= 0x30 && d <= 0x39 else { return .max }
-            v = v * 10 + UInt64(d - 0x30)
-        }
-        return v
     }
 }

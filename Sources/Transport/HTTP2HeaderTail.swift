@@ -171,7 +171,7 @@ enum HTTP2HeaderTail {
         if run < n { out.append(UnsafeRawBufferPointer(rebasing: chunk[run..<n])) }
     }
 
-    /// Moves `framing` past `chunk` (appended as it is, no stream having a tail).
+    /// Moves `framing` past `chunk` (appended as it is, no stream waiting for its block).
     @inline(__always)
     static func pass(_ chunk: UnsafeRawBufferPointer, framing: inout Framing) {
         let n = chunk.count

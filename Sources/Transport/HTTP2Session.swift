@@ -29,11 +29,11 @@ final class HTTP2Session: ExchangeOwner, HeaderBlockWriter {
     private var encoder = HPACKResponseEncoder()
     /// Answers waiting for their block (see `HTTP2HeaderTail`) whose HEADERS frame has not gone out.
     private var tailsPending = 0
-    /// The stream closed inside `mem_send` with its tail not yet taken. nghttp2 closes a stream
-    /// whose END_STREAM frame it has just framed before it hands the frame over (one stream a
-    /// frame), so the tail of an answer without a body is found here, for the chunk that holds
-    /// its frame; dropped after each chunk. The bytes are swapped out of the exchange (a
-    /// reference to it would keep it from the pool).
+    /// The stream closed inside `mem_send` with its answer's list not yet written. nghttp2
+    /// closes a stream whose END_STREAM frame it has just framed before it hands the frame over
+    /// (one stream a frame), so the list of an answer without a body is found here, for the
+    /// chunk that holds its frame; dropped after each chunk. The bytes are swapped out of the
+    /// exchange (a reference to it would keep it from the pool).
     private var closedTailStream: Int32 = 0
     private var closedTailCount = 0
     private var closedTailBytes: [UInt8] = []
@@ -194,7 +194,7 @@ final class HTTP2Session: ExchangeOwner, HeaderBlockWriter {
         }
     }
 
-    /// Forgets the tail of a stream closed without its HEADERS frame (an RST_STREAM framed instead).
+    /// Forgets the list of a stream closed without its HEADERS frame (an RST_STREAM framed instead).
     private func dropClosedTail() {
         closedTailCount = 0
         tailsPending -= 1
